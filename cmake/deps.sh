@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages named in the arguments that are not installed yet.
+# Sourced by demo.sh and test.sh; needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+nvmekit_install_missing() {
+    local missing=()
+    local package
+    for package in "$@"; do
+        if [ "$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null)" != "install ok installed" ]; then
+            missing+=("$package")
+        fi
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null 2>&1; then
+            sudo=(sudo)
+        else
+            echo "nvmekit: missing Debian packages (${missing[*]}); run as root or install them" >&2
+            return 1
+        fi
+    fi
+    echo "nvmekit: installing Debian packages: ${missing[*]}"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# What building the library and its examples needs.
+nvmekit_build_packages=(cmake ninja-build g++ libfmt-dev libspdlog-dev libboost-dev)
+# What the tests, benchmarks and packaging checks add.
+nvmekit_test_packages=(clang libgtest-dev libbenchmark-dev pkgconf)

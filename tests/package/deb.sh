@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds the nvmekit-dev .deb from a configured build tree, installs it with dpkg, builds and
+# runs the find_package consumer against the system installation, then removes the package
+# again (unless it was installed before this script ran).
+set -euo pipefail
+build_dir=$(realpath "$1")
+source_dir=$(realpath "$(dirname "$0")/../..")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+(cd "$build_dir" && cpack -G DEB -B "$work/cpack" >/dev/null)
+deb=$(ls "$work"/cpack/nvmekit-dev_*_all.deb)
+echo "built $(basename "$deb")"
+dpkg-deb --contents "$deb" | grep -q './usr/share/cmake/nvmekit/nvmekitConfig.cmake'
+dpkg-deb --contents "$deb" | grep -q './usr/include/nvmekit/spec/status.hpp'
+
+sudo=()
+[ "$(id -u)" -ne 0 ] && sudo=(sudo)
+was_installed=no
+dpkg-query -W -f='${Status}' nvmekit-dev 2>/dev/null | grep -q 'install ok installed' && was_installed=yes
+"${sudo[@]}" dpkg -i "$deb" >/dev/null
+cleanup_package() {
+    [ "$was_installed" = no ] && "${sudo[@]}" dpkg -r nvmekit-dev >/dev/null
+    rm -rf "$work"
+}
+trap cleanup_package EXIT
+
+cmake -S "$source_dir/tests/package/find_package" -B "$work/consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/consumer" >/dev/null
+output=$("$work/consumer/consumer")
+echo "$output"
+case "$output" in
+    "nvmekit 0.1.0: READ cid=5 nsid=1"*) echo "deb package: installed with dpkg -i and found by find_package" ;;
+    *) echo "deb package: unexpected consumer output" >&2; exit 1 ;;
+esac
