@@ -377,7 +377,7 @@ enum class flush_broadcast : std::uint8_t {
 };
 
 /// VWC Volatile Write Cache (byte 525).
-struct volatile_write_cache : word<volatile_write_cache, std::uint8_t> {
+struct volatile_write_cache_support : word<volatile_write_cache_support, std::uint8_t> {
     using word::word;
     static constexpr field<0, 1, bool> present{};                    // bit 00
     static constexpr field<1, 2, flush_broadcast> flush_behavior{};  // bits 02:01
@@ -476,7 +476,7 @@ struct identify_controller {
     nvm_command_support oncs;                   // bytes 521:520 ONCS
     fused_operation_support fuses;              // bytes 523:522 FUSES
     format_nvm_attributes fna;                  // byte 524 FNA
-    volatile_write_cache vwc;                   // byte 525 VWC
+    volatile_write_cache_support vwc;                   // byte 525 VWC
     std::uint16_t awun;                         // bytes 527:526 AWUN Atomic Write Unit Normal (0's based)
     std::uint16_t awupf;                        // bytes 529:528 AWUPF Atomic Write Unit Power Fail (0's based)
     std::uint8_t icsvscc;                       // byte 530 ICSVSCC I/O Command Set Vendor Specific Command Configuration

@@ -35,7 +35,7 @@ struct command_dword0 : word<command_dword0, std::uint32_t> {
     static constexpr field<16, 16, std::uint16_t> cid{};    // CID: bits 31:16
 };
 
-/// Data Pointer (DPTR, SQE bytes 39:24): two PRP entries, or one SGL descriptor (see sgl.hpp).
+/// Data Pointer (DPTR, SQE bytes 39:24): two PRP entries, or one SGL descriptor (see data_pointer.hpp).
 struct data_pointer {
     std::uint64_t prp1; // bytes 07:00 (PRP Entry 1, or SGL descriptor bytes 07:00)
     std::uint64_t prp2; // bytes 15:08 (PRP Entry 2, or SGL descriptor bytes 15:08)

@@ -36,8 +36,8 @@ spec::identify_controller example_controller()
     ctrl.lpa.set(spec::log_page_attributes::smart_per_namespace, true)
         .set(spec::log_page_attributes::commands_effects, true)
         .set(spec::log_page_attributes::extended_data, true);
-    ctrl.vwc.set(spec::volatile_write_cache::present, true)
-        .set(spec::volatile_write_cache::flush_behavior, spec::flush_broadcast::supported);
+    ctrl.vwc.set(spec::volatile_write_cache_support::present, true)
+        .set(spec::volatile_write_cache_support::flush_behavior, spec::flush_broadcast::supported);
     ctrl.sqes.set(spec::queue_entry_sizes::required, 6).set(spec::queue_entry_sizes::maximum, 6);
     ctrl.cqes.set(spec::queue_entry_sizes::required, 4).set(spec::queue_entry_sizes::maximum, 4);
     ctrl.sgls.set(spec::sgl_support::support, spec::sgl_data_block_support::supported);

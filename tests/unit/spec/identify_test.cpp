@@ -229,12 +229,12 @@ TEST(identify_controller, bit_fields_build_the_spec_values)
     EXPECT_EQ(queue_entry_sizes{0x64}.get(queue_entry_sizes::required), 4);
     EXPECT_EQ(queue_entry_sizes{0x64}.get(queue_entry_sizes::maximum), 6);
 
-    using spec::volatile_write_cache;
-    const auto vwc = volatile_write_cache{}
-                         .with(volatile_write_cache::present, true)
-                         .with(volatile_write_cache::flush_behavior, spec::flush_broadcast::supported);
+    using spec::volatile_write_cache_support;
+    const auto vwc = volatile_write_cache_support{}
+                         .with(volatile_write_cache_support::present, true)
+                         .with(volatile_write_cache_support::flush_behavior, spec::flush_broadcast::supported);
     EXPECT_EQ(vwc.raw, 0x07U);
-    EXPECT_EQ(volatile_write_cache{0x05}.get(volatile_write_cache::flush_behavior), spec::flush_broadcast::not_supported);
+    EXPECT_EQ(volatile_write_cache_support{0x05}.get(volatile_write_cache_support::flush_behavior), spec::flush_broadcast::not_supported);
 
     using spec::sgl_support;
     const auto sgls = sgl_support{}
@@ -305,7 +305,7 @@ TEST(identify_controller, fields_land_on_their_spec_offsets)
     ctrl.maxcmd = 0x1234;
     ctrl.nn = 32;
     ctrl.oncs.set(spec::nvm_command_support::write_zeroes, true);
-    ctrl.vwc.set(spec::volatile_write_cache::present, true);
+    ctrl.vwc.set(spec::volatile_write_cache_support::present, true);
     ctrl.ocfs = 0x0001;
     ctrl.sgls.set(spec::sgl_support::support, spec::sgl_data_block_support::supported);
     EXPECT_TRUE(ctrl.set_subsystem_nqn("nqn.2023-01.io.nvmekit:subsystem0"));

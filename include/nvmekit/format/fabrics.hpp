@@ -1,0 +1,224 @@
+#pragma once
+/// Formatters for Fabrics commands, Connect data and responses, and the Discovery log page:
+/// `CONNECT cid=1 qid=0 sqsize=31 kato=120000 recfmt=0`.
+
+#include <cstddef>
+#include <string_view>
+
+#include <nvmekit/format/common.hpp>
+#include <nvmekit/spec/fabrics.hpp>
+
+NVMEKIT_BEGIN_NAMESPACE
+namespace detail {
+
+/// Writes an enum's name, or its value in hex when the name is empty (reserved values).
+template <typename OutputIt, typename Enum>
+auto format_fabrics_enum(OutputIt out, Enum value) -> OutputIt
+{
+    const std::string_view value_name = name(value);
+    if (value_name.empty()) {
+        return fmt::format_to(out, "{:#x}", static_cast<unsigned>(value));
+    }
+    return fmt::format_to(out, "{}", value_name);
+}
+
+template <typename OutputIt>
+auto format_property_size(OutputIt out, spec::property_size size) -> OutputIt
+{
+    const unsigned bytes = spec::property_size_bytes(size);
+    if (bytes == 0) {
+        return fmt::format_to(out, "size=reserved({:#x})", static_cast<unsigned>(size));
+    }
+    return fmt::format_to(out, "size={}", bytes);
+}
+
+} // namespace detail
+NVMEKIT_END_NAMESPACE
+
+/// `CONNECT cid=1 qid=0 sqsize=31 kato=120000 recfmt=0`, then ` cattr=0x4` when CATTR is set.
+template <>
+struct fmt::formatter<nvmekit::spec::connect_command> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::connect_command& value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        auto out = fmt::format_to(ctx.out(), "CONNECT cid={} qid={} sqsize={} kato={} recfmt={}", value.command_id(),
+                                  value.qid, value.sqsize, value.kato, value.recfmt);
+        if (value.cattr.raw != 0) {
+            out = fmt::format_to(out, " cattr={:#x}", value.cattr.raw);
+        }
+        return out;
+    }
+};
+
+/// `PROPERTY_GET cid=2 ofst=0x0 size=8`.
+template <>
+struct fmt::formatter<nvmekit::spec::property_get_command> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::property_get_command& value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        auto out = fmt::format_to(ctx.out(), "PROPERTY_GET cid={} ofst={:#x} ", value.command_id(), value.ofst);
+        return nvmekit::detail::format_property_size(out, value.size());
+    }
+};
+
+/// `PROPERTY_SET cid=3 ofst=0x14 size=4 value=0x460001`.
+template <>
+struct fmt::formatter<nvmekit::spec::property_set_command> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::property_set_command& value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        auto out = fmt::format_to(ctx.out(), "PROPERTY_SET cid={} ofst={:#x} ", value.command_id(), value.ofst);
+        out = nvmekit::detail::format_property_size(out, value.size());
+        return fmt::format_to(out, " value={:#x}", value.value);
+    }
+};
+
+/// `DISCONNECT cid=4 recfmt=0`.
+template <>
+struct fmt::formatter<nvmekit::spec::disconnect_command> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::disconnect_command& value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        return fmt::format_to(ctx.out(), "DISCONNECT cid={} recfmt={}", value.command_id(), value.recfmt);
+    }
+};
+
+/// `AUTH_SEND cid=5 secp=0xe9 spsp0=0x1 spsp1=0x1 tl=64`.
+template <>
+struct fmt::formatter<nvmekit::spec::authentication_send_command> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::authentication_send_command& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
+    {
+        return fmt::format_to(ctx.out(), "AUTH_SEND cid={} secp={:#x} spsp0={:#x} spsp1={:#x} tl={}", value.command_id(),
+                              value.secp, value.spsp0, value.spsp1, value.tl);
+    }
+};
+
+/// `AUTH_RECEIVE cid=6 secp=0xe9 spsp0=0x1 spsp1=0x1 al=64`.
+template <>
+struct fmt::formatter<nvmekit::spec::authentication_receive_command> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::authentication_receive_command& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
+    {
+        return fmt::format_to(ctx.out(), "AUTH_RECEIVE cid={} secp={:#x} spsp0={:#x} spsp1={:#x} al={}",
+                              value.command_id(), value.secp, value.spsp0, value.spsp1, value.al);
+    }
+};
+
+/// Prints the command its FCTYPE names, as its own formatter does, or
+/// `FABRICS cid=7 fctype=0x7e` for a reserved FCTYPE.
+template <>
+struct fmt::formatter<nvmekit::spec::fabrics_command> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::fabrics_command& value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        namespace spec = nvmekit::spec;
+        switch (value.fctype) {
+        case spec::fabrics_command_type::connect:
+            return fmt::format_to(ctx.out(), "{}", spec::fabrics_command_cast<spec::connect_command>(value));
+        case spec::fabrics_command_type::property_get:
+            return fmt::format_to(ctx.out(), "{}", spec::fabrics_command_cast<spec::property_get_command>(value));
+        case spec::fabrics_command_type::property_set:
+            return fmt::format_to(ctx.out(), "{}", spec::fabrics_command_cast<spec::property_set_command>(value));
+        case spec::fabrics_command_type::disconnect:
+            return fmt::format_to(ctx.out(), "{}", spec::fabrics_command_cast<spec::disconnect_command>(value));
+        case spec::fabrics_command_type::authentication_send:
+            return fmt::format_to(ctx.out(), "{}",
+                                  spec::fabrics_command_cast<spec::authentication_send_command>(value));
+        case spec::fabrics_command_type::authentication_receive:
+            return fmt::format_to(ctx.out(), "{}",
+                                  spec::fabrics_command_cast<spec::authentication_receive_command>(value));
+        }
+        return fmt::format_to(ctx.out(), "FABRICS cid={} fctype={:#x}", value.command_id(),
+                              static_cast<unsigned>(value.fctype));
+    }
+};
+
+/// `hostid=00112233-4455-6677-8899-aabbccddeeff cntlid=0xffff subnqn="..." hostnqn="..."`.
+template <>
+struct fmt::formatter<nvmekit::spec::connect_data> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::connect_data& value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        const auto& id = value.hostid;
+        auto out = fmt::format_to(ctx.out(), "hostid=");
+        for (std::size_t i = 0; i < id.size(); ++i) {
+            if (i == 4 || i == 6 || i == 8 || i == 10) {
+                out = fmt::format_to(out, "-");
+            }
+            out = fmt::format_to(out, "{:02x}", id[i]);
+        }
+        return fmt::format_to(out, " cntlid={:#x} subnqn=\"{}\" hostnqn=\"{}\"", value.cntlid, value.subsystem_nqn(),
+                              value.host_nqn());
+    }
+};
+
+/// `cntlid=0x1`, then ` ATR` and ` ASCR` when set.
+template <>
+struct fmt::formatter<nvmekit::spec::connect_response_dword0> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(nvmekit::spec::connect_response_dword0 value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        using nvmekit::spec::connect_response_dword0;
+        auto out = fmt::format_to(ctx.out(), "cntlid={:#x}", value.get(connect_response_dword0::cntlid));
+        if (value.get(connect_response_dword0::authentication_required)) {
+            out = fmt::format_to(out, " ATR");
+        }
+        if (value.get(connect_response_dword0::secure_channel_required)) {
+            out = fmt::format_to(out, " ASCR");
+        }
+        return out;
+    }
+};
+
+template <>
+struct fmt::formatter<nvmekit::spec::transport_type> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(nvmekit::spec::transport_type value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        return nvmekit::detail::format_fabrics_enum(ctx.out(), value);
+    }
+};
+
+template <>
+struct fmt::formatter<nvmekit::spec::address_family> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(nvmekit::spec::address_family value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        return nvmekit::detail::format_fabrics_enum(ctx.out(), value);
+    }
+};
+
+template <>
+struct fmt::formatter<nvmekit::spec::discovery_subsystem_type> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(nvmekit::spec::discovery_subsystem_type value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        return nvmekit::detail::format_fabrics_enum(ctx.out(), value);
+    }
+};
+
+/// `genctr=3 numrec=2 recfmt=0`.
+template <>
+struct fmt::formatter<nvmekit::spec::discovery_log_header> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::discovery_log_header& value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        return fmt::format_to(ctx.out(), "genctr={} numrec={} recfmt={}", value.genctr, value.numrec, value.recfmt);
+    }
+};
+
+/// `trtype=tcp adrfam=ipv4 subtype=nvme portid=1 cntlid=0xffff traddr=192.168.0.10
+/// trsvcid=4420 subnqn="nqn.2014-08.org.example:disk"` (one line).
+template <>
+struct fmt::formatter<nvmekit::spec::discovery_log_entry> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::discovery_log_entry& value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        return fmt::format_to(ctx.out(), "trtype={} adrfam={} subtype={} portid={} cntlid={:#x} traddr={} trsvcid={} subnqn=\"{}\"",
+                              value.trtype, value.adrfam, value.subtype, value.portid, value.cntlid, value.address(),
+                              value.service_id(), value.subsystem_nqn());
+    }
+};
