@@ -11,8 +11,14 @@ trap 'rm -rf "$work"' EXIT
 (cd "$build_dir" && cpack -G DEB -B "$work/cpack" >/dev/null)
 deb=$(ls "$work"/cpack/nvmekit-dev_*_all.deb)
 echo "built $(basename "$deb")"
-dpkg-deb --contents "$deb" | grep -q './usr/share/cmake/nvmekit/nvmekitConfig.cmake'
-dpkg-deb --contents "$deb" | grep -q './usr/include/nvmekit/spec/status.hpp'
+contents=$(dpkg-deb --contents "$deb")
+for expected in ./usr/share/cmake/nvmekit/nvmekitConfig.cmake ./usr/share/cmake/nvmekit/nvmekitConfigVersion.cmake \
+    ./usr/share/pkgconfig/nvmekit.pc ./usr/include/nvmekit/spec.hpp; do
+    if ! grep -qF "$expected" <<<"$contents"; then
+        echo "deb package: $expected is missing" >&2
+        exit 1
+    fi
+done
 
 sudo=()
 [ "$(id -u)" -ne 0 ] && sudo=(sudo)
@@ -30,6 +36,6 @@ cmake --build "$work/consumer" >/dev/null
 output=$("$work/consumer/consumer")
 echo "$output"
 case "$output" in
-    "nvmekit 0.1.0: READ cid=5 nsid=1"*) echo "deb package: installed with dpkg -i and found by find_package" ;;
+    "nvmekit "*": READ cid=5 nsid=1"*) echo "deb package: installed with dpkg -i and found by find_package" ;;
     *) echo "deb package: unexpected consumer output" >&2; exit 1 ;;
 esac
