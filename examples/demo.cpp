@@ -68,10 +68,10 @@ int main()
 
     fmt::print("\nAdmin commands of the bring-up and their completions:\n");
     const auto identify = make_command(spec::admin_opcode::identify, 0, 0, 0x10000,
-                                       spec::identify_view{.cns = 0x01});
+                                       spec::identify_view{.cns = spec::cns::identify_controller});
     const auto queues = make_command(
         spec::admin_opcode::set_features, 1, 0, 0,
-        spec::set_features_view{.feature_id = static_cast<std::uint8_t>(spec::feature_id::number_of_queues),
+        spec::set_features_view{.feature_id = spec::feature_id::number_of_queues,
                                 .cdw11 = spec::number_of_queues::from_counts(4, 4).raw});
     const auto create_cq = make_command(
         spec::admin_opcode::create_io_cq, 2, 0, 0x20000,

@@ -13,3 +13,4 @@
 #include <nvmekit/spec/registers.hpp>
 #include <nvmekit/spec/status.hpp>
 #include <nvmekit/spec/tcp.hpp>
+#include <nvmekit/spec/text.hpp>

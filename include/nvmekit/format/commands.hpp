@@ -127,8 +127,8 @@ Out raw_command(Out out, const spec::submission_queue_entry& entry, std::string_
     return trailer(out, entry, true);
 }
 
-template <typename Out>
-Out fields(Out out, const spec::delete_io_sq_view& cmd)
+template <typename Out, spec::admin_opcode Opcode>
+Out fields(Out out, const spec::delete_io_queue_view<Opcode>& cmd)
 {
     return fmt::format_to(out, " qid={}", cmd.queue_id);
 }
@@ -144,19 +144,14 @@ Out fields(Out out, const spec::create_io_sq_view& cmd)
 template <typename Out>
 Out fields(Out out, const spec::get_log_page_view& cmd)
 {
-    out = fmt::format_to(out, " lid=0x{:02x} numd={} offset={} rae={:d}", cmd.log_page_id, cmd.dword_count,
-                         cmd.offset, cmd.retain_async_event);
+    out = fmt::format_to(out, " lid=0x{:02x} numd={} offset={} rae={:d}",
+                         static_cast<unsigned>(cmd.log_page_id), cmd.dword_count, cmd.offset,
+                         cmd.retain_async_event);
     out = hex_if(out, "lsp", cmd.log_specific_field);
     out = decimal_if(out, "lsi", cmd.log_specific_id);
     out = decimal_if(out, "ot", cmd.offset_is_index ? 1U : 0U);
     out = decimal_if(out, "uuid", cmd.uuid_index);
-    return decimal_if(out, "csi", cmd.command_set_id);
-}
-
-template <typename Out>
-Out fields(Out out, const spec::delete_io_cq_view& cmd)
-{
-    return fmt::format_to(out, " qid={}", cmd.queue_id);
+    return decimal_if(out, "csi", static_cast<unsigned>(cmd.command_set_id));
 }
 
 template <typename Out>
@@ -169,8 +164,8 @@ Out fields(Out out, const spec::create_io_cq_view& cmd)
 template <typename Out>
 Out fields(Out out, const spec::identify_view& cmd)
 {
-    out =
-        fmt::format_to(out, " cns=0x{:02x} cntid={} csi={}", cmd.cns, cmd.controller_id, cmd.command_set_id);
+    out = fmt::format_to(out, " cns=0x{:02x} cntid={} csi={}", static_cast<unsigned>(cmd.cns),
+                         cmd.controller_id, static_cast<unsigned>(cmd.command_set_id));
     out = decimal_if(out, "cnssid", cmd.cns_specific_id);
     return decimal_if(out, "uuid", cmd.uuid_index);
 }
@@ -184,7 +179,8 @@ Out fields(Out out, const spec::abort_view& cmd)
 template <typename Out>
 Out fields(Out out, const spec::set_features_view& cmd)
 {
-    out = fmt::format_to(out, " fid=0x{:02x} sv={:d} cdw11=0x{:x}", cmd.feature_id, cmd.save, cmd.cdw11);
+    out = fmt::format_to(out, " fid=0x{:02x} sv={:d} cdw11=0x{:x}", static_cast<unsigned>(cmd.feature_id),
+                         cmd.save, cmd.cdw11);
     out = hex_if(out, "cdw12", cmd.cdw12);
     out = hex_if(out, "cdw13", cmd.cdw13);
     out = hex_if(out, "cdw15", cmd.cdw15);
@@ -194,7 +190,7 @@ Out fields(Out out, const spec::set_features_view& cmd)
 template <typename Out>
 Out fields(Out out, const spec::get_features_view& cmd)
 {
-    out = fmt::format_to(out, " fid=0x{:02x} sel={} cdw11=0x{:x}", cmd.feature_id,
+    out = fmt::format_to(out, " fid=0x{:02x} sel={} cdw11=0x{:x}", static_cast<unsigned>(cmd.feature_id),
                          static_cast<unsigned>(cmd.select), cmd.cdw11);
     return decimal_if(out, "uuid", cmd.uuid_index);
 }
@@ -208,7 +204,8 @@ Out fields(Out out, const spec::async_event_request_view& /*cmd*/)
 template <typename Out>
 Out fields(Out out, const spec::namespace_management_view& cmd)
 {
-    return fmt::format_to(out, " sel={} csi={}", static_cast<unsigned>(cmd.select), cmd.command_set_id);
+    return fmt::format_to(out, " sel={} csi={}", static_cast<unsigned>(cmd.select),
+                          static_cast<unsigned>(cmd.command_set_id));
 }
 
 template <typename Out>
@@ -257,6 +254,16 @@ Out lba_range(Out out, std::uint64_t starting_lba, std::uint32_t block_count)
     return fmt::format_to(out, " slba=0x{:x} nlb={}", starting_lba, block_count);
 }
 
+/// The flags and protection information that Read, Write, Compare, Verify and Write Zeroes share.
+template <typename Out, typename View>
+Out lba_flags(Out out, const View& cmd)
+{
+    out = flag(out, "fua", cmd.force_unit_access);
+    out = flag(out, "lr", cmd.limited_retry);
+    out = flag(out, "stc", cmd.storage_tag_check);
+    return hex_if(out, "prinfo", cmd.prinfo.raw);
+}
+
 template <typename Out>
 Out tags(Out out, std::uint32_t reference_tag, std::uint16_t app_tag, std::uint16_t app_tag_mask)
 {
@@ -269,10 +276,7 @@ template <typename Out>
 Out fields(Out out, const spec::read_view& cmd)
 {
     out = lba_range(out, cmd.starting_lba, cmd.block_count);
-    out = flag(out, "fua", cmd.force_unit_access);
-    out = flag(out, "lr", cmd.limited_retry);
-    out = flag(out, "stc", cmd.storage_tag_check);
-    out = hex_if(out, "prinfo", cmd.prinfo.raw);
+    out = lba_flags(out, cmd);
     out = hex_if(out, "dsm", cmd.dsm.raw);
     return tags(out, cmd.reference_tag, cmd.app_tag, cmd.app_tag_mask);
 }
@@ -281,10 +285,7 @@ template <typename Out>
 Out fields(Out out, const spec::write_view& cmd)
 {
     out = lba_range(out, cmd.starting_lba, cmd.block_count);
-    out = flag(out, "fua", cmd.force_unit_access);
-    out = flag(out, "lr", cmd.limited_retry);
-    out = flag(out, "stc", cmd.storage_tag_check);
-    out = hex_if(out, "prinfo", cmd.prinfo.raw);
+    out = lba_flags(out, cmd);
     out = hex_if(out, "dsm", cmd.dsm.raw);
     out = decimal_if(out, "dtype", cmd.directive_type);
     out = decimal_if(out, "dspec", cmd.directive_specific);
@@ -295,10 +296,7 @@ template <typename Out, spec::nvm_opcode Opcode>
 Out fields(Out out, const spec::lba_check_view<Opcode>& cmd)
 {
     out = lba_range(out, cmd.starting_lba, cmd.block_count);
-    out = flag(out, "fua", cmd.force_unit_access);
-    out = flag(out, "lr", cmd.limited_retry);
-    out = flag(out, "stc", cmd.storage_tag_check);
-    out = hex_if(out, "prinfo", cmd.prinfo.raw);
+    out = lba_flags(out, cmd);
     return tags(out, cmd.reference_tag, cmd.app_tag, cmd.app_tag_mask);
 }
 
@@ -313,10 +311,7 @@ Out fields(Out out, const spec::write_zeroes_view& cmd)
 {
     out = lba_range(out, cmd.starting_lba, cmd.block_count);
     out = flag(out, "deac", cmd.deallocate);
-    out = flag(out, "fua", cmd.force_unit_access);
-    out = flag(out, "lr", cmd.limited_retry);
-    out = flag(out, "stc", cmd.storage_tag_check);
-    out = hex_if(out, "prinfo", cmd.prinfo.raw);
+    out = lba_flags(out, cmd);
     return tags(out, cmd.reference_tag, cmd.app_tag, cmd.app_tag_mask);
 }
 

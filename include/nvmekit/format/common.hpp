@@ -4,10 +4,20 @@
 ///
 /// <fmt/format.h> rather than <fmt/core.h>: with only core.h, clang references a libfmt symbol
 /// whose mangled name differs from the one in Debian's g++-built libfmt, and fails to link.
+///
+/// Besides the helpers every formatter header uses, this header formats `spec::uint128_le`, the
+/// one 128-bit integer type of the spec layer, so that every header printing one prints it alike.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include <nvmekit/config.hpp>
+#include <nvmekit/spec/bits.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace detail {
@@ -24,5 +34,137 @@ struct plain_formatter {
     }
 };
 
+/// Writes `label` when `set`, separated by one space from the labels written before; `first`
+/// says whether none was written yet and is updated.
+template <typename Out>
+Out append_flag(Out out, bool& first, bool set, std::string_view label)
+{
+    if (!set) {
+        return out;
+    }
+    if (!first) {
+        *out++ = ' ';
+    }
+    first = false;
+    return fmt::format_to(out, "{}", label);
+}
+
+/// A label and whether to print it, for `append_flags`.
+struct flag_label {
+    bool set;
+    std::string_view label;
+};
+
+/// `append_flag` for each of `flags`, in order: `saveable changeable`.
+template <typename Out>
+Out append_flags(Out out, bool& first, std::initializer_list<flag_label> flags)
+{
+    for (const flag_label& flag : flags) {
+        out = append_flag(out, first, flag.set, flag.label);
+    }
+    return out;
+}
+
+/// Writes an enumerated value's name, or its raw value in hex (`0x6`) when it has no name
+/// (a reserved value).
+template <typename Out, typename Enum>
+Out name_or_hex(Out out, Enum value)
+{
+    const std::string_view text = name(value);
+    if (text.empty()) {
+        return fmt::format_to(out, "{:#x}", static_cast<unsigned>(value));
+    }
+    return fmt::format_to(out, "{}", text);
+}
+
+/// Writes an enumerated value's name, or `Reserved (0x05)` when it has no name; `reserved` is the
+/// word printed for the missing name.
+template <typename Out, typename Enum>
+Out name_or_reserved(Out out, Enum value, std::string_view reserved = "Reserved")
+{
+    const std::string_view text = name(value);
+    if (text.empty()) {
+        return fmt::format_to(out, "{} (0x{:02x})", reserved, static_cast<unsigned>(value));
+    }
+    return fmt::format_to(out, "{}", text);
+}
+
+/// Writes an identifier with C0h-FFh vendor specific (log page, feature) by name and number:
+/// `Number of Queues (0x07)`, `Vendor Specific (0xc0)`, `Reserved (0x20)`.
+template <typename Out, typename Identifier>
+Out name_and_number(Out out, Identifier value)
+{
+    std::string_view label = name(value);
+    if (label.empty()) {
+        label = is_vendor_specific(value) ? "Vendor Specific" : "Reserved";
+    }
+    return fmt::format_to(out, "{} (0x{:02x})", label, static_cast<unsigned>(value));
+}
+
+/// Formatter of an enumeration printed by `name_or_hex`.
+template <typename Enum>
+struct name_or_hex_formatter : plain_formatter {
+    template <typename FormatContext>
+    auto format(Enum value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        return name_or_hex(ctx.out(), value);
+    }
+};
+
+/// Formatter of an identifier printed by `name_and_number`.
+template <typename Identifier>
+struct name_and_number_formatter : plain_formatter {
+    template <typename FormatContext>
+    auto format(Identifier value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        return name_and_number(ctx.out(), value);
+    }
+};
+
+/// Formatter of an enumeration printed by `name_or_reserved`.
+template <typename Enum>
+struct name_or_reserved_formatter : plain_formatter {
+    template <typename FormatContext>
+    auto format(Enum value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        return name_or_reserved(ctx.out(), value);
+    }
+};
+
 } // namespace detail
 NVMEKIT_END_NAMESPACE
+
+/// The full 128-bit value in decimal: `340282366920938463463374607431768211455`.
+template <>
+struct fmt::formatter<nvmekit::spec::uint128_le> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::uint128_le& value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        if (value.high() == 0) {
+            return fmt::format_to(ctx.out(), "{}", value.low());
+        }
+        // Long division by 10 over four 32-bit limbs, most significant first.
+        std::array<std::uint32_t, 4> limbs{
+            static_cast<std::uint32_t>(value.high() >> 32), static_cast<std::uint32_t>(value.high()),
+            static_cast<std::uint32_t>(value.low() >> 32), static_cast<std::uint32_t>(value.low())};
+        std::array<char, 40> digits{};
+        std::size_t count = 0;
+        bool nonzero = true;
+        while (nonzero) {
+            std::uint64_t remainder = 0;
+            nonzero = false;
+            for (auto& limb : limbs) {
+                const std::uint64_t current = (remainder << 32) | limb;
+                limb = static_cast<std::uint32_t>(current / 10);
+                remainder = current % 10;
+                nonzero = nonzero || limb != 0;
+            }
+            digits[count++] = static_cast<char>('0' + remainder);
+        }
+        auto out = ctx.out();
+        while (count > 0) {
+            *out++ = digits[--count];
+        }
+        return out;
+    }
+};

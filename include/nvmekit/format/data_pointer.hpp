@@ -16,15 +16,8 @@ struct fmt::formatter<nvmekit::spec::prp_entry> : nvmekit::detail::plain_formatt
 
 /// Prints the type name (`KEYED_DATA_BLOCK`), or `0x6` for a reserved type.
 template <>
-struct fmt::formatter<nvmekit::spec::sgl_descriptor_type> : nvmekit::detail::plain_formatter {
-    template <typename FormatContext>
-    auto format(nvmekit::spec::sgl_descriptor_type value, FormatContext& ctx) const -> decltype(ctx.out())
-    {
-        const auto type_name = name(value);
-        return type_name.empty() ? fmt::format_to(ctx.out(), "{:#x}", static_cast<unsigned>(value))
-                                 : fmt::format_to(ctx.out(), "{}", type_name);
-    }
-};
+struct fmt::formatter<nvmekit::spec::sgl_descriptor_type>
+    : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::sgl_descriptor_type> {};
 
 /// Prints `ADDRESS` or `OFFSET`, and other sub types in hex (`0xa`).
 template <>

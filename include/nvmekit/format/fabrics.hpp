@@ -3,24 +3,12 @@
 /// `CONNECT cid=1 qid=0 sqsize=31 kato=120000 recfmt=0`.
 
 #include <cstddef>
-#include <string_view>
 
 #include <nvmekit/format/common.hpp>
 #include <nvmekit/spec/fabrics.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace detail {
-
-/// Writes an enum's name, or its value in hex when the name is empty (reserved values).
-template <typename OutputIt, typename Enum>
-auto format_fabrics_enum(OutputIt out, Enum value) -> OutputIt
-{
-    const std::string_view value_name = name(value);
-    if (value_name.empty()) {
-        return fmt::format_to(out, "{:#x}", static_cast<unsigned>(value));
-    }
-    return fmt::format_to(out, "{}", value_name);
-}
 
 template <typename OutputIt>
 auto format_property_size(OutputIt out, spec::property_size size) -> OutputIt
@@ -174,31 +162,16 @@ struct fmt::formatter<nvmekit::spec::connect_response_dword0> : nvmekit::detail:
 };
 
 template <>
-struct fmt::formatter<nvmekit::spec::transport_type> : nvmekit::detail::plain_formatter {
-    template <typename FormatContext>
-    auto format(nvmekit::spec::transport_type value, FormatContext& ctx) const -> decltype(ctx.out())
-    {
-        return nvmekit::detail::format_fabrics_enum(ctx.out(), value);
-    }
-};
+struct fmt::formatter<nvmekit::spec::transport_type>
+    : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::transport_type> {};
 
 template <>
-struct fmt::formatter<nvmekit::spec::address_family> : nvmekit::detail::plain_formatter {
-    template <typename FormatContext>
-    auto format(nvmekit::spec::address_family value, FormatContext& ctx) const -> decltype(ctx.out())
-    {
-        return nvmekit::detail::format_fabrics_enum(ctx.out(), value);
-    }
-};
+struct fmt::formatter<nvmekit::spec::address_family>
+    : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::address_family> {};
 
 template <>
-struct fmt::formatter<nvmekit::spec::discovery_subsystem_type> : nvmekit::detail::plain_formatter {
-    template <typename FormatContext>
-    auto format(nvmekit::spec::discovery_subsystem_type value, FormatContext& ctx) const -> decltype(ctx.out())
-    {
-        return nvmekit::detail::format_fabrics_enum(ctx.out(), value);
-    }
-};
+struct fmt::formatter<nvmekit::spec::discovery_subsystem_type>
+    : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::discovery_subsystem_type> {};
 
 /// `genctr=3 numrec=2 recfmt=0`.
 template <>

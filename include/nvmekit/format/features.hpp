@@ -3,27 +3,12 @@
 /// `name=value` pairs named after the spec's abbreviations: `nsqr=63 ncqr=63`.
 
 #include <cstdint>
-#include <string_view>
 
 #include <nvmekit/format/common.hpp>
 #include <nvmekit/spec/features.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace detail::features_format {
-
-/// Writes `label` when `set`, separated from the labels written before by one space.
-template <typename Out>
-Out append_flag(Out out, bool& first, bool set, std::string_view label)
-{
-    if (!set) {
-        return out;
-    }
-    if (!first) {
-        *out++ = ' ';
-    }
-    first = false;
-    return fmt::format_to(out, "{}", label);
-}
 
 constexpr unsigned bit(bool value) noexcept { return value ? 1U : 0U; }
 
@@ -32,17 +17,8 @@ NVMEKIT_END_NAMESPACE
 
 /// `Number of Queues (0x07)`; `Vendor Specific (0xc0)`; `Reserved (0x20)`.
 template <>
-struct fmt::formatter<nvmekit::spec::feature_id> : nvmekit::detail::plain_formatter {
-    template <typename FormatContext>
-    auto format(nvmekit::spec::feature_id value, FormatContext& ctx) const -> decltype(ctx.out())
-    {
-        std::string_view label = name(value);
-        if (label.empty()) {
-            label = is_vendor_specific(value) ? "Vendor Specific" : "Reserved";
-        }
-        return fmt::format_to(ctx.out(), "{} (0x{:02x})", label, static_cast<unsigned>(value));
-    }
-};
+struct fmt::formatter<nvmekit::spec::feature_id>
+    : nvmekit::detail::name_and_number_formatter<nvmekit::spec::feature_id> {};
 
 /// `Current`, `Default`, `Saved`, `Supported Capabilities`, or `Reserved`.
 template <>
@@ -61,18 +37,16 @@ struct fmt::formatter<nvmekit::spec::feature_capabilities> : nvmekit::detail::pl
     auto format(nvmekit::spec::feature_capabilities value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using nvmekit::spec::feature_capabilities;
-        using nvmekit::detail::features_format::append_flag;
         const bool saveable = value.get(feature_capabilities::saveable);
         const bool namespace_specific = value.get(feature_capabilities::namespace_specific);
         const bool changeable = value.get(feature_capabilities::changeable);
         if (!saveable && !namespace_specific && !changeable) {
             return fmt::format_to(ctx.out(), "none");
         }
-        auto out = ctx.out();
         bool first = true;
-        out = append_flag(out, first, saveable, "saveable");
-        out = append_flag(out, first, namespace_specific, "namespace_specific");
-        return append_flag(out, first, changeable, "changeable");
+        return nvmekit::detail::append_flags(
+            ctx.out(), first,
+            {{saveable, "saveable"}, {namespace_specific, "namespace_specific"}, {changeable, "changeable"}});
     }
 };
 
@@ -137,16 +111,14 @@ struct fmt::formatter<nvmekit::spec::lba_range_attributes> : nvmekit::detail::pl
     auto format(nvmekit::spec::lba_range_attributes value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using nvmekit::spec::lba_range_attributes;
-        using nvmekit::detail::features_format::append_flag;
         const bool overwriteable = value.get(lba_range_attributes::overwriteable);
         const bool hidden = value.get(lba_range_attributes::hidden);
         if (!overwriteable && !hidden) {
             return fmt::format_to(ctx.out(), "none");
         }
-        auto out = ctx.out();
         bool first = true;
-        out = append_flag(out, first, overwriteable, "overwriteable");
-        return append_flag(out, first, hidden, "hidden");
+        return nvmekit::detail::append_flags(ctx.out(), first,
+                                             {{overwriteable, "overwriteable"}, {hidden, "hidden"}});
     }
 };
 
@@ -289,19 +261,17 @@ struct fmt::formatter<nvmekit::spec::async_event_configuration> : nvmekit::detai
         using config = nvmekit::spec::async_event_configuration;
         auto out = fmt::format_to(ctx.out(), "smart=0x{:02x}", value.get(config::smart_critical_warnings));
         bool first = false;
-        const auto flag = [&](bool set, std::string_view label) {
-            out = nvmekit::detail::features_format::append_flag(out, first, set, label);
-        };
-        flag(value.get(config::namespace_attribute_notices), "namespace_attribute");
-        flag(value.get(config::firmware_activation_notices), "firmware_activation");
-        flag(value.get(config::telemetry_log_notices), "telemetry_log");
-        flag(value.get(config::ana_change_notices), "ana_change");
-        flag(value.get(config::predictable_latency_notices), "predictable_latency");
-        flag(value.get(config::lba_status_information_notices), "lba_status_information");
-        flag(value.get(config::endurance_group_event_notices), "endurance_group_event");
-        flag(value.get(config::normal_subsystem_shutdown_notices), "normal_subsystem_shutdown");
-        flag(value.get(config::discovery_log_change_notices), "discovery_log_change");
-        return out;
+        return nvmekit::detail::append_flags(
+            out, first,
+            {{value.get(config::namespace_attribute_notices), "namespace_attribute"},
+             {value.get(config::firmware_activation_notices), "firmware_activation"},
+             {value.get(config::telemetry_log_notices), "telemetry_log"},
+             {value.get(config::ana_change_notices), "ana_change"},
+             {value.get(config::predictable_latency_notices), "predictable_latency"},
+             {value.get(config::lba_status_information_notices), "lba_status_information"},
+             {value.get(config::endurance_group_event_notices), "endurance_group_event"},
+             {value.get(config::normal_subsystem_shutdown_notices), "normal_subsystem_shutdown"},
+             {value.get(config::discovery_log_change_notices), "discovery_log_change"}});
     }
 };
 

@@ -12,27 +12,13 @@
 
 /// `Identify Controller`, or `Reserved (0x1f)` for a reserved value.
 template <>
-struct fmt::formatter<nvmekit::spec::cns> : nvmekit::detail::plain_formatter {
-    template <typename FormatContext>
-    auto format(nvmekit::spec::cns value, FormatContext& ctx) const -> decltype(ctx.out())
-    {
-        const auto text = name(value);
-        return text.empty() ? fmt::format_to(ctx.out(), "Reserved (0x{:02x})", static_cast<unsigned>(value))
-                            : fmt::format_to(ctx.out(), "{}", text);
-    }
-};
+struct fmt::formatter<nvmekit::spec::cns>
+    : nvmekit::detail::name_or_reserved_formatter<nvmekit::spec::cns> {};
 
 /// `NVM`, `Key Value`, `Zoned Namespace`, or `Reserved (0x05)`.
 template <>
-struct fmt::formatter<nvmekit::spec::command_set_identifier> : nvmekit::detail::plain_formatter {
-    template <typename FormatContext>
-    auto format(nvmekit::spec::command_set_identifier value, FormatContext& ctx) const -> decltype(ctx.out())
-    {
-        const auto text = name(value);
-        return text.empty() ? fmt::format_to(ctx.out(), "Reserved (0x{:02x})", static_cast<unsigned>(value))
-                            : fmt::format_to(ctx.out(), "{}", text);
-    }
-};
+struct fmt::formatter<nvmekit::spec::command_set_identifier>
+    : nvmekit::detail::name_or_reserved_formatter<nvmekit::spec::command_set_identifier> {};
 
 /// `io`, `discovery`, `admin`, `not reported`, or `reserved (0x07)`.
 template <>
@@ -40,23 +26,14 @@ struct fmt::formatter<nvmekit::spec::controller_type> : nvmekit::detail::plain_f
     template <typename FormatContext>
     auto format(nvmekit::spec::controller_type value, FormatContext& ctx) const -> decltype(ctx.out())
     {
-        const auto text = name(value);
-        return text.empty() ? fmt::format_to(ctx.out(), "reserved (0x{:02x})", static_cast<unsigned>(value))
-                            : fmt::format_to(ctx.out(), "{}", text);
+        return nvmekit::detail::name_or_reserved(ctx.out(), value, "reserved");
     }
 };
 
 /// `EUI64`, `NGUID`, `UUID`, `CSI`, or `Reserved (0x05)`.
 template <>
-struct fmt::formatter<nvmekit::spec::namespace_id_type> : nvmekit::detail::plain_formatter {
-    template <typename FormatContext>
-    auto format(nvmekit::spec::namespace_id_type value, FormatContext& ctx) const -> decltype(ctx.out())
-    {
-        const auto text = name(value);
-        return text.empty() ? fmt::format_to(ctx.out(), "Reserved (0x{:02x})", static_cast<unsigned>(value))
-                            : fmt::format_to(ctx.out(), "{}", text);
-    }
-};
+struct fmt::formatter<nvmekit::spec::namespace_id_type>
+    : nvmekit::detail::name_or_reserved_formatter<nvmekit::spec::namespace_id_type> {};
 
 /// `ms:8 lbads:12 rp:1`, as nvme-cli prints an LBA format.
 template <>

@@ -1,9 +1,9 @@
 #pragma once
 /// Formatters for log page identifiers, log page structures and asynchronous events.
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 #include <type_traits>
 
@@ -15,40 +15,31 @@
 NVMEKIT_BEGIN_NAMESPACE
 namespace detail::log_pages_format {
 
-/// Writes `label` when `set`, separated from the labels written before by one space.
-template <typename Out>
-Out append_flag(Out out, bool& first, bool set, std::string_view label)
-{
-    if (!set) {
-        return out;
-    }
-    if (!first) {
-        *out++ = ' ';
-    }
-    first = false;
-    return fmt::format_to(out, "{}", label);
-}
-
 /// Whole degrees Celsius from Kelvin (0 C = 273 K).
 constexpr int celsius(std::uint16_t kelvin) noexcept { return static_cast<int>(kelvin) - 273; }
+
+/// A critical warning byte: `0x00` when no warning is set, else the raw byte and the set warnings,
+/// `0x09 [spare_below_threshold read_only]`.
+template <typename Out>
+Out warning_byte(Out out, std::uint8_t raw, std::initializer_list<flag_label> warnings)
+{
+    out = fmt::format_to(out, "0x{:02x}", raw);
+    if (raw == 0) {
+        return out;
+    }
+    out = fmt::format_to(out, " [");
+    bool first = true;
+    out = append_flags(out, first, warnings);
+    return fmt::format_to(out, "]");
+}
 
 } // namespace detail::log_pages_format
 NVMEKIT_END_NAMESPACE
 
 /// `SMART / Health Information (0x02)`; `Vendor Specific (0xc0)`; `Reserved (0x20)`.
 template <>
-struct fmt::formatter<nvmekit::spec::log_page_id> : nvmekit::detail::plain_formatter {
-    template <typename FormatContext>
-    auto format(nvmekit::spec::log_page_id value, FormatContext& ctx) const -> decltype(ctx.out())
-    {
-        const auto raw = static_cast<unsigned>(value);
-        std::string_view label = name(value);
-        if (label.empty()) {
-            label = is_vendor_specific(value) ? "Vendor Specific" : "Reserved";
-        }
-        return fmt::format_to(ctx.out(), "{} (0x{:02x})", label, raw);
-    }
-};
+struct fmt::formatter<nvmekit::spec::log_page_id>
+    : nvmekit::detail::name_and_number_formatter<nvmekit::spec::log_page_id> {};
 
 /// `byte 40 bit 2`, or `n/a` for FFFFh.
 template <>
@@ -83,22 +74,16 @@ struct fmt::formatter<nvmekit::spec::smart_critical_warning> : nvmekit::detail::
     template <typename FormatContext>
     auto format(nvmekit::spec::smart_critical_warning value, FormatContext& ctx) const -> decltype(ctx.out())
     {
-        using nvmekit::spec::smart_critical_warning;
-        using nvmekit::detail::log_pages_format::append_flag;
-        auto out = fmt::format_to(ctx.out(), "0x{:02x}", value.raw);
-        if (value.raw == 0) {
-            return out;
-        }
-        out = fmt::format_to(out, " [");
-        bool first = true;
-        out = append_flag(out, first, value.get(smart_critical_warning::spare_below_threshold), "spare_below_threshold");
-        out = append_flag(out, first, value.get(smart_critical_warning::temperature), "temperature");
-        out = append_flag(out, first, value.get(smart_critical_warning::reliability_degraded), "reliability_degraded");
-        out = append_flag(out, first, value.get(smart_critical_warning::read_only), "read_only");
-        out = append_flag(out, first, value.get(smart_critical_warning::volatile_backup_failed), "volatile_backup_failed");
-        out = append_flag(out, first, value.get(smart_critical_warning::pmr_read_only), "pmr_read_only");
-        out = append_flag(out, first, (value.raw & 0xc0U) != 0, "reserved");
-        return fmt::format_to(out, "]");
+        using warning = nvmekit::spec::smart_critical_warning;
+        return nvmekit::detail::log_pages_format::warning_byte(
+            ctx.out(), value.raw,
+            {{value.get(warning::spare_below_threshold), "spare_below_threshold"},
+             {value.get(warning::temperature), "temperature"},
+             {value.get(warning::reliability_degraded), "reliability_degraded"},
+             {value.get(warning::read_only), "read_only"},
+             {value.get(warning::volatile_backup_failed), "volatile_backup_failed"},
+             {value.get(warning::pmr_read_only), "pmr_read_only"},
+             {(value.raw & 0xc0U) != 0, "reserved"}});
     }
 };
 
@@ -108,56 +93,13 @@ struct fmt::formatter<nvmekit::spec::endurance_group_critical_warning> : nvmekit
     template <typename FormatContext>
     auto format(nvmekit::spec::endurance_group_critical_warning value, FormatContext& ctx) const -> decltype(ctx.out())
     {
-        using nvmekit::spec::endurance_group_critical_warning;
-        using nvmekit::detail::log_pages_format::append_flag;
-        auto out = fmt::format_to(ctx.out(), "0x{:02x}", value.raw);
-        if (value.raw == 0) {
-            return out;
-        }
-        out = fmt::format_to(out, " [");
-        bool first = true;
-        out = append_flag(out, first, value.get(endurance_group_critical_warning::spare_below_threshold),
-                          "spare_below_threshold");
-        out = append_flag(out, first, value.get(endurance_group_critical_warning::reliability_degraded),
-                          "reliability_degraded");
-        out = append_flag(out, first, value.get(endurance_group_critical_warning::read_only), "read_only");
-        out = append_flag(out, first, (value.raw & 0xf2U) != 0, "reserved");
-        return fmt::format_to(out, "]");
-    }
-};
-
-/// The full 128-bit value in decimal.
-template <>
-struct fmt::formatter<nvmekit::spec::smart_health_log::counter> : nvmekit::detail::plain_formatter {
-    template <typename FormatContext>
-    auto format(const nvmekit::spec::smart_health_log::counter& value, FormatContext& ctx) const -> decltype(ctx.out())
-    {
-        if (value.high() == 0) {
-            return fmt::format_to(ctx.out(), "{}", value.low());
-        }
-        // Long division by 10 over four 32-bit limbs, most significant first.
-        std::array<std::uint32_t, 4> limbs{
-            static_cast<std::uint32_t>(value.high() >> 32), static_cast<std::uint32_t>(value.high()),
-            static_cast<std::uint32_t>(value.low() >> 32), static_cast<std::uint32_t>(value.low())};
-        std::array<char, 40> digits{};
-        std::size_t count = 0;
-        bool nonzero = true;
-        while (nonzero) {
-            std::uint64_t remainder = 0;
-            nonzero = false;
-            for (auto& limb : limbs) {
-                const std::uint64_t current = (remainder << 32) | limb;
-                limb = static_cast<std::uint32_t>(current / 10);
-                remainder = current % 10;
-                nonzero = nonzero || limb != 0;
-            }
-            digits[count++] = static_cast<char>('0' + remainder);
-        }
-        auto out = ctx.out();
-        while (count > 0) {
-            *out++ = digits[--count];
-        }
-        return out;
+        using warning = nvmekit::spec::endurance_group_critical_warning;
+        return nvmekit::detail::log_pages_format::warning_byte(
+            ctx.out(), value.raw,
+            {{value.get(warning::spare_below_threshold), "spare_below_threshold"},
+             {value.get(warning::reliability_degraded), "reliability_degraded"},
+             {value.get(warning::read_only), "read_only"},
+             {(value.raw & 0xf2U) != 0, "reserved"}});
     }
 };
 
@@ -257,17 +199,18 @@ struct fmt::formatter<nvmekit::spec::command_effects> : nvmekit::detail::plain_f
     auto format(nvmekit::spec::command_effects value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using nvmekit::spec::command_effects;
-        using nvmekit::detail::log_pages_format::append_flag;
+        using nvmekit::detail::append_flag;
+        using nvmekit::detail::append_flags;
         if (value.raw == 0) {
             return fmt::format_to(ctx.out(), "none");
         }
-        auto out = ctx.out();
         bool first = true;
-        out = append_flag(out, first, value.get(command_effects::csupp), "CSUPP");
-        out = append_flag(out, first, value.get(command_effects::lbcc), "LBCC");
-        out = append_flag(out, first, value.get(command_effects::ncc), "NCC");
-        out = append_flag(out, first, value.get(command_effects::nic), "NIC");
-        out = append_flag(out, first, value.get(command_effects::ccc), "CCC");
+        auto out = append_flags(ctx.out(), first,
+                                {{value.get(command_effects::csupp), "CSUPP"},
+                                 {value.get(command_effects::lbcc), "LBCC"},
+                                 {value.get(command_effects::ncc), "NCC"},
+                                 {value.get(command_effects::nic), "NIC"},
+                                 {value.get(command_effects::ccc), "CCC"}});
         const auto cse = static_cast<unsigned>(value.get(command_effects::cse));
         if (cse != 0) {
             out = fmt::format_to(out, "{}CSE={}", first ? "" : " ", cse);
@@ -316,9 +259,10 @@ struct fmt::formatter<nvmekit::spec::telemetry_log_header> : nvmekit::detail::pl
     auto format(const nvmekit::spec::telemetry_log_header& header, FormatContext& ctx) const -> decltype(ctx.out())
     {
         return fmt::format_to(ctx.out(),
-                              "lid=0x{:02x} oui={:02x}{:02x}{:02x} da1={} da2={} da3={} da4={} host_gen={} "
-                              "ctrl_avail={} ctrl_gen={}",
-                              header.log_identifier, header.ieee_oui[2], header.ieee_oui[1], header.ieee_oui[0],
+                              "lid=0x{:02x} oui={:06x} da1={} da2={} da3={} da4={} host_gen={} ctrl_avail={} "
+                              "ctrl_gen={}",
+                              header.log_identifier,
+                              nvmekit::spec::load_le<std::uint32_t>(header.ieee_oui, 0),
                               header.data_area1_last_block, header.data_area2_last_block,
                               header.data_area3_last_block, header.data_area4_last_block,
                               header.host_data_generation_number, header.controller_data_available,
@@ -330,17 +274,7 @@ struct fmt::formatter<nvmekit::spec::telemetry_log_header> : nvmekit::detail::pl
 template <typename Event>
     requires std::is_same_v<Event, nvmekit::spec::error_event> || std::is_same_v<Event, nvmekit::spec::smart_health_event>
              || std::is_same_v<Event, nvmekit::spec::notice_event> || std::is_same_v<Event, nvmekit::spec::immediate_event>
-struct fmt::formatter<Event> : nvmekit::detail::plain_formatter {
-    template <typename FormatContext>
-    auto format(Event value, FormatContext& ctx) const -> decltype(ctx.out())
-    {
-        const std::string_view event_name = name(value);
-        if (event_name.empty()) {
-            return fmt::format_to(ctx.out(), "Reserved (0x{:02x})", static_cast<unsigned>(value));
-        }
-        return fmt::format_to(ctx.out(), "{}", event_name);
-    }
-};
+struct fmt::formatter<Event> : nvmekit::detail::name_or_reserved_formatter<Event> {};
 
 template <>
 struct fmt::formatter<nvmekit::spec::async_event_type> : nvmekit::detail::plain_formatter {

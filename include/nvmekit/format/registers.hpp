@@ -15,20 +15,6 @@
 NVMEKIT_BEGIN_NAMESPACE
 namespace detail::register_format {
 
-/// Prints an enumerated field value by name, or as hex when the value is reserved.
-template <typename Enum>
-struct enum_formatter : plain_formatter {
-    template <typename FormatContext>
-    auto format(Enum value, FormatContext& ctx) const -> decltype(ctx.out())
-    {
-        const std::string_view text = name(value);
-        if (text.empty()) {
-            return fmt::format_to(ctx.out(), "{:#x}", static_cast<unsigned>(value));
-        }
-        return fmt::format_to(ctx.out(), "{}", text);
-    }
-};
-
 /// Registers that are one 32-bit value with no inner fields print as `NAME 0x0000abcd`.
 template <typename Register>
 struct whole_register_formatter : plain_formatter {
@@ -54,31 +40,31 @@ NVMEKIT_END_NAMESPACE
 
 template <>
 struct fmt::formatter<nvmekit::spec::controller_power_scope>
-    : nvmekit::detail::register_format::enum_formatter<nvmekit::spec::controller_power_scope> {};
+    : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::controller_power_scope> {};
 template <>
 struct fmt::formatter<nvmekit::spec::io_command_set_selected>
-    : nvmekit::detail::register_format::enum_formatter<nvmekit::spec::io_command_set_selected> {};
+    : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::io_command_set_selected> {};
 template <>
 struct fmt::formatter<nvmekit::spec::arbitration_mechanism>
-    : nvmekit::detail::register_format::enum_formatter<nvmekit::spec::arbitration_mechanism> {};
+    : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::arbitration_mechanism> {};
 template <>
 struct fmt::formatter<nvmekit::spec::shutdown_notification>
-    : nvmekit::detail::register_format::enum_formatter<nvmekit::spec::shutdown_notification> {};
+    : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::shutdown_notification> {};
 template <>
 struct fmt::formatter<nvmekit::spec::shutdown_status>
-    : nvmekit::detail::register_format::enum_formatter<nvmekit::spec::shutdown_status> {};
+    : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::shutdown_status> {};
 template <>
 struct fmt::formatter<nvmekit::spec::cmb_size_units>
-    : nvmekit::detail::register_format::enum_formatter<nvmekit::spec::cmb_size_units> {};
+    : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::cmb_size_units> {};
 template <>
 struct fmt::formatter<nvmekit::spec::boot_read_status>
-    : nvmekit::detail::register_format::enum_formatter<nvmekit::spec::boot_read_status> {};
+    : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::boot_read_status> {};
 template <>
 struct fmt::formatter<nvmekit::spec::pmr_time_units>
-    : nvmekit::detail::register_format::enum_formatter<nvmekit::spec::pmr_time_units> {};
+    : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::pmr_time_units> {};
 template <>
 struct fmt::formatter<nvmekit::spec::pmr_health_status>
-    : nvmekit::detail::register_format::enum_formatter<nvmekit::spec::pmr_health_status> {};
+    : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::pmr_health_status> {};
 
 /// The register's mnemonic: `CC`, `PMRMSCU`.
 template <>

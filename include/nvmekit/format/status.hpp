@@ -22,17 +22,10 @@ struct fmt::formatter<nvmekit::spec::status> : nvmekit::detail::plain_formatter 
         const unsigned crd = value.get(status::crd);
         if (dnr || more || crd != 0) {
             out = fmt::format_to(out, " [");
-            const char* separator = "";
-            if (dnr) {
-                out = fmt::format_to(out, "DNR");
-                separator = " ";
-            }
-            if (more) {
-                out = fmt::format_to(out, "{}M", separator);
-                separator = " ";
-            }
+            bool first = true;
+            out = nvmekit::detail::append_flags(out, first, {{dnr, "DNR"}, {more, "M"}});
             if (crd != 0) {
-                out = fmt::format_to(out, "{}CRD={}", separator, crd);
+                out = fmt::format_to(out, "{}CRD={}", first ? "" : " ", crd);
             }
             out = fmt::format_to(out, "]");
         }

@@ -7,15 +7,28 @@
 #include <nvmekit/format/status.hpp>
 #include <nvmekit/spec/tcp.hpp>
 
+NVMEKIT_BEGIN_NAMESPACE
+namespace detail {
+
+/// `Invalid PDU Header Field (0x01)`, FES 05h named for the PDU that carries it (C2HTermReq unless
+/// told), or `0x07` for a reserved value.
+template <typename Out>
+Out fatal_error_status_text(Out out, spec::fatal_error_status status,
+                            spec::pdu_type carrier = spec::pdu_type::c2h_term_req)
+{
+    const auto status_name = name(status, carrier);
+    if (status_name.empty()) {
+        return fmt::format_to(out, "{:#04x}", static_cast<unsigned>(status));
+    }
+    return fmt::format_to(out, "{} ({:#04x})", status_name, static_cast<unsigned>(status));
+}
+
+} // namespace detail
+NVMEKIT_END_NAMESPACE
+
 /// Prints the PDU name (`H2CData`), or `0x8` for a reserved type.
 template <>
-struct fmt::formatter<nvmekit::spec::pdu_type> : nvmekit::detail::plain_formatter {
-    template <typename FormatContext>
-    auto format(nvmekit::spec::pdu_type value, FormatContext& ctx) const -> decltype(ctx.out())
-    {
-        return nvmekit::detail::format_fabrics_enum(ctx.out(), value);
-    }
-};
+struct fmt::formatter<nvmekit::spec::pdu_type> : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::pdu_type> {};
 
 /// `Invalid PDU Header Field (0x01)`; 05h is printed as `Data Transfer Limit Exceeded (0x05)`
 /// (the C2HTermReq meaning); a `term_req_pdu` prints it for its own direction.
@@ -24,11 +37,7 @@ struct fmt::formatter<nvmekit::spec::fatal_error_status> : nvmekit::detail::plai
     template <typename FormatContext>
     auto format(nvmekit::spec::fatal_error_status value, FormatContext& ctx) const -> decltype(ctx.out())
     {
-        const auto status_name = name(value);
-        if (status_name.empty()) {
-            return fmt::format_to(ctx.out(), "{:#04x}", static_cast<unsigned>(value));
-        }
-        return fmt::format_to(ctx.out(), "{} ({:#04x})", status_name, static_cast<unsigned>(value));
+        return nvmekit::detail::fatal_error_status_text(ctx.out(), value);
     }
 };
 
@@ -75,10 +84,8 @@ struct fmt::formatter<nvmekit::spec::term_req_pdu> : nvmekit::detail::plain_form
     template <typename FormatContext>
     auto format(const nvmekit::spec::term_req_pdu& value, FormatContext& ctx) const -> decltype(ctx.out())
     {
-        const auto status_name = name(value.fes, value.ch.type);
         auto out = fmt::format_to(ctx.out(), "{} fes=", value.ch);
-        out = status_name.empty() ? fmt::format_to(out, "{:#04x}", static_cast<unsigned>(value.fes))
-                                  : fmt::format_to(out, "{} ({:#04x})", status_name, static_cast<unsigned>(value.fes));
+        out = nvmekit::detail::fatal_error_status_text(out, value.fes, value.ch.type);
         return fmt::format_to(out, " fei={:#x}", value.error_information());
     }
 };

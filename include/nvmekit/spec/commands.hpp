@@ -12,8 +12,12 @@
 /// Counts that the spec stores 0-based are decoded 1-based and named for their unit
 /// (`queue_size` in entries, `block_count`, `dword_count`, `range_count`); encoding subtracts the
 /// one again, so such a count must be at least 1. No view keeps a 0-based member: code that needs
-/// the raw value reads the dword type's field (`create_io_sq_cdw10::qsize`, `rw_cdw12::nlb`). The
+/// the raw value reads the dword type's field (`create_io_queue_cdw10::qsize`, `rw_cdw12::nlb`). The
 /// one raw 0-based member is `copy_source_range::nlb_raw`, a wire structure read by DMA.
+///
+/// Identifiers with a spec enum are typed with it: CNS (`cns`), CSI (`command_set_identifier`),
+/// LID (`log_page_id`), FID (`feature_id`) and SEL (`feature_select`). Each enum has a fixed
+/// underlying type, so a reserved or vendor-specific value decodes and encodes unchanged.
 ///
 /// `encode` writes all of CDW10 through CDW15, with reserved dwords and bits zero, and leaves CDW0
 /// (opcode, CID, FUSE, PSDT), NSID, CDW2, CDW3, MPTR and DPTR alone; the one exception is Doorbell
@@ -28,6 +32,9 @@
 
 #include <nvmekit/config.hpp>
 #include <nvmekit/spec/bits.hpp>
+#include <nvmekit/spec/features.hpp>
+#include <nvmekit/spec/identify.hpp>
+#include <nvmekit/spec/log_pages.hpp>
 #include <nvmekit/spec/opcodes.hpp>
 #include <nvmekit/spec/queue_entries.hpp>
 
@@ -35,16 +42,6 @@ NVMEKIT_BEGIN_NAMESPACE
 namespace spec {
 
 namespace detail {
-/// A 64-bit command field held in two dwords, low dword first (SLBA, LPO, SDLBA).
-[[nodiscard]] constexpr std::uint64_t command_qword(std::uint32_t low, std::uint32_t high) noexcept
-{
-    return (std::uint64_t{high} << 32) | low;
-}
-constexpr void set_command_qword(std::uint32_t& low, std::uint32_t& high, std::uint64_t value) noexcept
-{
-    low = static_cast<std::uint32_t>(value);
-    high = static_cast<std::uint32_t>(value >> 32);
-}
 /// Clears CDW10 through CDW15, so that an encoder leaves no stale reserved bits behind.
 constexpr void clear_command_dwords(submission_queue_entry& entry) noexcept
 {
@@ -75,27 +72,35 @@ struct uuid_index_cdw14 : word<uuid_index_cdw14, std::uint32_t> {
 
 // Admin commands, NVMe Base 2.0 section 5.
 
-/// Delete I/O Submission Queue (00h) CDW10.
-struct delete_io_sq_cdw10 : word<delete_io_sq_cdw10, std::uint32_t> {
+/// Delete I/O Submission Queue (00h) and Delete I/O Completion Queue (04h) CDW10.
+struct delete_io_queue_cdw10 : word<delete_io_queue_cdw10, std::uint32_t> {
     using word::word;
     static constexpr field<0, 16, std::uint16_t> qid{}; // QID: bits 15:00
 };
 
-/// Delete I/O Submission Queue (00h).
-struct delete_io_sq_view {
+/// Delete I/O Submission Queue (00h) and Delete I/O Completion Queue (04h), which share their one
+/// field: the queue to delete.
+template <admin_opcode Opcode>
+struct delete_io_queue_view {
+    static_assert(Opcode == admin_opcode::delete_io_sq || Opcode == admin_opcode::delete_io_cq);
+
     std::uint16_t queue_id{};
 
-    [[nodiscard]] static constexpr delete_io_sq_view decode(const submission_queue_entry& entry) noexcept
+    [[nodiscard]] static constexpr delete_io_queue_view decode(const submission_queue_entry& entry) noexcept
     {
-        return {.queue_id = delete_io_sq_cdw10{entry.cdw10}.get(delete_io_sq_cdw10::qid)};
+        return {.queue_id = delete_io_queue_cdw10{entry.cdw10}.get(delete_io_queue_cdw10::qid)};
     }
     constexpr void encode(submission_queue_entry& entry) const noexcept
     {
         detail::clear_command_dwords(entry);
-        entry.cdw10 = delete_io_sq_cdw10{}.with(delete_io_sq_cdw10::qid, queue_id).raw;
+        entry.cdw10 = delete_io_queue_cdw10{}.with(delete_io_queue_cdw10::qid, queue_id).raw;
     }
-    friend constexpr bool operator==(const delete_io_sq_view&, const delete_io_sq_view&) noexcept = default;
+    friend constexpr bool operator==(const delete_io_queue_view&,
+                                     const delete_io_queue_view&) noexcept = default;
 };
+
+/// Delete I/O Submission Queue (00h).
+using delete_io_sq_view = delete_io_queue_view<admin_opcode::delete_io_sq>;
 
 /// Queue Priority (Create I/O SQ CDW11.QPRIO), used with weighted round robin arbitration.
 enum class queue_priority : std::uint8_t {
@@ -105,11 +110,22 @@ enum class queue_priority : std::uint8_t {
     low = 0b11,
 };
 
-/// Create I/O Submission Queue (01h) CDW10.
-struct create_io_sq_cdw10 : word<create_io_sq_cdw10, std::uint32_t> {
+/// Create I/O Submission Queue (01h) and Create I/O Completion Queue (05h) CDW10.
+struct create_io_queue_cdw10 : word<create_io_queue_cdw10, std::uint32_t> {
     using word::word;
     static constexpr field<0, 16, std::uint16_t> qid{};    // QID: bits 15:00
     static constexpr field<16, 16, std::uint16_t> qsize{}; // QSIZE: bits 31:16, 0-based
+
+    /// CDW10 for queue `queue_id` of `entries` entries (1 to 65536).
+    [[nodiscard]] static constexpr create_io_queue_cdw10 of(std::uint16_t queue_id,
+                                                           std::uint32_t entries) noexcept
+    {
+        return create_io_queue_cdw10{}
+            .with(qid, queue_id)
+            .with(qsize, static_cast<std::uint16_t>(entries - 1));
+    }
+    /// Entries of the queue: QSIZE + 1.
+    [[nodiscard]] constexpr std::uint32_t entries() const noexcept { return get(qsize) + 1U; }
 };
 
 /// Create I/O Submission Queue (01h) CDW11.
@@ -137,11 +153,11 @@ struct create_io_sq_view {
 
     [[nodiscard]] static constexpr create_io_sq_view decode(const submission_queue_entry& entry) noexcept
     {
-        const create_io_sq_cdw10 cdw10{entry.cdw10};
+        const create_io_queue_cdw10 cdw10{entry.cdw10};
         const create_io_sq_cdw11 cdw11{entry.cdw11};
         return {
             .queue_id = cdw10.get(cdw10.qid),
-            .queue_size = cdw10.get(cdw10.qsize) + 1U,
+            .queue_size = cdw10.entries(),
             .physically_contiguous = cdw11.get(cdw11.pc),
             .priority = cdw11.get(cdw11.qprio),
             .cq_id = cdw11.get(cdw11.cqid),
@@ -151,10 +167,7 @@ struct create_io_sq_view {
     constexpr void encode(submission_queue_entry& entry) const noexcept
     {
         detail::clear_command_dwords(entry);
-        entry.cdw10 = create_io_sq_cdw10{}
-                          .with(create_io_sq_cdw10::qid, queue_id)
-                          .with(create_io_sq_cdw10::qsize, static_cast<std::uint16_t>(queue_size - 1))
-                          .raw;
+        entry.cdw10 = create_io_queue_cdw10::of(queue_id, queue_size).raw;
         entry.cdw11 = create_io_sq_cdw11{}
                           .with(create_io_sq_cdw11::pc, physically_contiguous)
                           .with(create_io_sq_cdw11::qprio, priority)
@@ -168,7 +181,7 @@ struct create_io_sq_view {
 /// Get Log Page (02h) CDW10.
 struct get_log_page_cdw10 : word<get_log_page_cdw10, std::uint32_t> {
     using word::word;
-    static constexpr field<0, 8, std::uint8_t> lid{};      // LID: bits 07:00
+    static constexpr field<0, 8, log_page_id> lid{};       // LID: bits 07:00
     static constexpr field<8, 7, std::uint8_t> lsp{};      // LSP: bits 14:08
     static constexpr field<15, 1, bool> rae{};             // RAE: bit 15
     static constexpr field<16, 16, std::uint16_t> numdl{}; // NUMDL: bits 31:16, low half of 0-based NUMD
@@ -185,14 +198,14 @@ struct get_log_page_cdw11 : word<get_log_page_cdw11, std::uint32_t> {
 /// log page offset.
 struct get_log_page_cdw14 : word<get_log_page_cdw14, std::uint32_t> {
     using word::word;
-    static constexpr field<0, 7, std::uint8_t> uuid_index{}; // UUID Index: bits 06:00
-    static constexpr field<23, 1, bool> ot{};                // OT: bit 23 offset type
-    static constexpr field<24, 8, std::uint8_t> csi{};       // CSI: bits 31:24
+    static constexpr field<0, 7, std::uint8_t> uuid_index{};     // UUID Index: bits 06:00
+    static constexpr field<23, 1, bool> ot{};                    // OT: bit 23 offset type
+    static constexpr field<24, 8, command_set_identifier> csi{}; // CSI: bits 31:24
 };
 
 /// Get Log Page (02h).
 struct get_log_page_view {
-    std::uint8_t log_page_id{};
+    spec::log_page_id log_page_id{};
     std::uint8_t log_specific_field{}; ///< LSP
     bool retain_async_event{};         ///< RAE
     /// NUMD + 1, 1 to 2^32: 64 bits wide because a 32-bit count cannot hold NUMD = FFFFFFFFh + 1.
@@ -201,7 +214,7 @@ struct get_log_page_view {
     std::uint64_t offset{};          ///< LPOU:LPOL, in bytes, or an index when `offset_is_index`
     std::uint8_t uuid_index{};
     bool offset_is_index{}; ///< OT
-    std::uint8_t command_set_id{};
+    command_set_identifier command_set_id{};
 
     [[nodiscard]] constexpr std::uint64_t byte_count() const noexcept { return dword_count * 4; }
 
@@ -217,7 +230,7 @@ struct get_log_page_view {
             .retain_async_event = cdw10.get(cdw10.rae),
             .dword_count = std::uint64_t{numd} + 1,
             .log_specific_id = cdw11.get(cdw11.lsi),
-            .offset = detail::command_qword(entry.cdw12, entry.cdw13),
+            .offset = join_dwords(entry.cdw12, entry.cdw13),
             .uuid_index = cdw14.get(cdw14.uuid_index),
             .offset_is_index = cdw14.get(cdw14.ot),
             .command_set_id = cdw14.get(cdw14.csi),
@@ -237,7 +250,7 @@ struct get_log_page_view {
                           .with(get_log_page_cdw11::numdu, static_cast<std::uint16_t>(numd >> 16))
                           .with(get_log_page_cdw11::lsi, log_specific_id)
                           .raw;
-        detail::set_command_qword(entry.cdw12, entry.cdw13, offset);
+        split_qword(offset, entry.cdw12, entry.cdw13);
         entry.cdw14 = get_log_page_cdw14{}
                           .with(get_log_page_cdw14::uuid_index, uuid_index)
                           .with(get_log_page_cdw14::ot, offset_is_index)
@@ -247,34 +260,8 @@ struct get_log_page_view {
     friend constexpr bool operator==(const get_log_page_view&, const get_log_page_view&) noexcept = default;
 };
 
-/// Delete I/O Completion Queue (04h) CDW10.
-struct delete_io_cq_cdw10 : word<delete_io_cq_cdw10, std::uint32_t> {
-    using word::word;
-    static constexpr field<0, 16, std::uint16_t> qid{}; // QID: bits 15:00
-};
-
 /// Delete I/O Completion Queue (04h).
-struct delete_io_cq_view {
-    std::uint16_t queue_id{};
-
-    [[nodiscard]] static constexpr delete_io_cq_view decode(const submission_queue_entry& entry) noexcept
-    {
-        return {.queue_id = delete_io_cq_cdw10{entry.cdw10}.get(delete_io_cq_cdw10::qid)};
-    }
-    constexpr void encode(submission_queue_entry& entry) const noexcept
-    {
-        detail::clear_command_dwords(entry);
-        entry.cdw10 = delete_io_cq_cdw10{}.with(delete_io_cq_cdw10::qid, queue_id).raw;
-    }
-    friend constexpr bool operator==(const delete_io_cq_view&, const delete_io_cq_view&) noexcept = default;
-};
-
-/// Create I/O Completion Queue (05h) CDW10.
-struct create_io_cq_cdw10 : word<create_io_cq_cdw10, std::uint32_t> {
-    using word::word;
-    static constexpr field<0, 16, std::uint16_t> qid{};    // QID: bits 15:00
-    static constexpr field<16, 16, std::uint16_t> qsize{}; // QSIZE: bits 31:16, 0-based
-};
+using delete_io_cq_view = delete_io_queue_view<admin_opcode::delete_io_cq>;
 
 /// Create I/O Completion Queue (05h) CDW11.
 struct create_io_cq_cdw11 : word<create_io_cq_cdw11, std::uint32_t> {
@@ -294,11 +281,11 @@ struct create_io_cq_view {
 
     [[nodiscard]] static constexpr create_io_cq_view decode(const submission_queue_entry& entry) noexcept
     {
-        const create_io_cq_cdw10 cdw10{entry.cdw10};
+        const create_io_queue_cdw10 cdw10{entry.cdw10};
         const create_io_cq_cdw11 cdw11{entry.cdw11};
         return {
             .queue_id = cdw10.get(cdw10.qid),
-            .queue_size = cdw10.get(cdw10.qsize) + 1U,
+            .queue_size = cdw10.entries(),
             .physically_contiguous = cdw11.get(cdw11.pc),
             .interrupts_enabled = cdw11.get(cdw11.ien),
             .interrupt_vector = cdw11.get(cdw11.iv),
@@ -307,10 +294,7 @@ struct create_io_cq_view {
     constexpr void encode(submission_queue_entry& entry) const noexcept
     {
         detail::clear_command_dwords(entry);
-        entry.cdw10 = create_io_cq_cdw10{}
-                          .with(create_io_cq_cdw10::qid, queue_id)
-                          .with(create_io_cq_cdw10::qsize, static_cast<std::uint16_t>(queue_size - 1))
-                          .raw;
+        entry.cdw10 = create_io_queue_cdw10::of(queue_id, queue_size).raw;
         entry.cdw11 = create_io_cq_cdw11{}
                           .with(create_io_cq_cdw11::pc, physically_contiguous)
                           .with(create_io_cq_cdw11::ien, interrupts_enabled)
@@ -323,7 +307,7 @@ struct create_io_cq_view {
 /// Identify (06h) CDW10.
 struct identify_cdw10 : word<identify_cdw10, std::uint32_t> {
     using word::word;
-    static constexpr field<0, 8, std::uint8_t> cns{};      // CNS: bits 07:00
+    static constexpr field<0, 8, spec::cns> cns{};         // CNS: bits 07:00
     static constexpr field<16, 16, std::uint16_t> cntid{}; // CNTID: bits 31:16
 };
 
@@ -331,15 +315,15 @@ struct identify_cdw10 : word<identify_cdw10, std::uint32_t> {
 struct identify_cdw11 : word<identify_cdw11, std::uint32_t> {
     using word::word;
     static constexpr field<0, 16, std::uint16_t> cns_specific_id{}; // CNS Specific Identifier: bits 15:00
-    static constexpr field<24, 8, std::uint8_t> csi{};              // CSI: bits 31:24
+    static constexpr field<24, 8, command_set_identifier> csi{};    // CSI: bits 31:24
 };
 
 /// Identify (06h). CDW14 is `uuid_index_cdw14`.
 struct identify_view {
-    std::uint8_t cns{};
-    std::uint16_t controller_id{};   ///< CNTID
-    std::uint16_t cns_specific_id{}; ///< NVM Set, Domain or Endurance Group identifier, per CNS
-    std::uint8_t command_set_id{};   ///< CSI
+    spec::cns cns{};
+    std::uint16_t controller_id{};           ///< CNTID
+    std::uint16_t cns_specific_id{};         ///< NVM Set, Domain or Endurance Group identifier, per CNS
+    command_set_identifier command_set_id{}; ///< CSI
     std::uint8_t uuid_index{};
 
     [[nodiscard]] static constexpr identify_view decode(const submission_queue_entry& entry) noexcept
@@ -396,14 +380,14 @@ struct abort_view {
 /// Set Features (09h) CDW10.
 struct set_features_cdw10 : word<set_features_cdw10, std::uint32_t> {
     using word::word;
-    static constexpr field<0, 8, std::uint8_t> fid{}; // FID: bits 07:00
-    static constexpr field<31, 1, bool> sv{};         // SV: bit 31 save
+    static constexpr field<0, 8, feature_id> fid{}; // FID: bits 07:00
+    static constexpr field<31, 1, bool> sv{};       // SV: bit 31 save
 };
 
 /// Set Features (09h). CDW11, CDW12, CDW13 and CDW15 are feature specific and kept raw for the
 /// feature's own word type; CDW14 is `uuid_index_cdw14`.
 struct set_features_view {
-    std::uint8_t feature_id{};
+    spec::feature_id feature_id{};
     bool save{};
     std::uint32_t cdw11{};
     std::uint32_t cdw12{};
@@ -439,25 +423,17 @@ struct set_features_view {
     friend constexpr bool operator==(const set_features_view&, const set_features_view&) noexcept = default;
 };
 
-/// Select (Get Features CDW10.SEL): which value of the feature to return.
-enum class get_features_select : std::uint8_t {
-    current = 0b000,
-    default_value = 0b001,
-    saved = 0b010,
-    supported_capabilities = 0b011,
-};
-
 /// Get Features (0Ah) CDW10.
 struct get_features_cdw10 : word<get_features_cdw10, std::uint32_t> {
     using word::word;
-    static constexpr field<0, 8, std::uint8_t> fid{};        // FID: bits 07:00
-    static constexpr field<8, 3, get_features_select> sel{}; // SEL: bits 10:08
+    static constexpr field<0, 8, feature_id> fid{};     // FID: bits 07:00
+    static constexpr field<8, 3, feature_select> sel{}; // SEL: bits 10:08
 };
 
 /// Get Features (0Ah). CDW11 is feature specific and kept raw; CDW14 is `uuid_index_cdw14`.
 struct get_features_view {
-    std::uint8_t feature_id{};
-    get_features_select select{};
+    spec::feature_id feature_id{};
+    feature_select select{};
     std::uint32_t cdw11{};
     std::uint8_t uuid_index{};
 
@@ -514,13 +490,13 @@ struct namespace_management_cdw10 : word<namespace_management_cdw10, std::uint32
 /// Namespace Management (0Dh) CDW11.
 struct namespace_management_cdw11 : word<namespace_management_cdw11, std::uint32_t> {
     using word::word;
-    static constexpr field<24, 8, std::uint8_t> csi{}; // CSI: bits 31:24 (create only)
+    static constexpr field<24, 8, command_set_identifier> csi{}; // CSI: bits 31:24 (create only)
 };
 
 /// Namespace Management (0Dh). Create carries the host's namespace data structure in DPTR.
 struct namespace_management_view {
     namespace_management_select select{};
-    std::uint8_t command_set_id{};
+    command_set_identifier command_set_id{};
 
     [[nodiscard]] static constexpr namespace_management_view
     decode(const submission_queue_entry& entry) noexcept
@@ -815,7 +791,7 @@ struct rw_cdw15 : word<rw_cdw15, std::uint32_t> {
 namespace detail {
 [[nodiscard]] constexpr std::uint64_t decode_slba(const submission_queue_entry& entry) noexcept
 {
-    return command_qword(entry.cdw10, entry.cdw11); // SLBA: CDW11:CDW10
+    return join_dwords(entry.cdw10, entry.cdw11); // SLBA: CDW11:CDW10
 }
 [[nodiscard]] constexpr std::uint32_t decode_block_count(rw_cdw12 cdw12) noexcept
 {
@@ -824,6 +800,41 @@ namespace detail {
 [[nodiscard]] constexpr std::uint16_t encode_nlb(std::uint32_t count) noexcept
 {
     return static_cast<std::uint16_t>(count - 1);
+}
+
+/// Decodes into `view` the fields Read, Write, Compare, Verify and Write Zeroes share: SLBA, NLB,
+/// STC, PRINFO, FUA and LR, the reference tag (CDW14) and the application tag and mask (CDW15).
+template <typename View>
+constexpr void decode_lba_command(View& view, const submission_queue_entry& entry) noexcept
+{
+    const rw_cdw12 cdw12{entry.cdw12};
+    const rw_cdw15 cdw15{entry.cdw15};
+    view.starting_lba = decode_slba(entry);
+    view.block_count = decode_block_count(cdw12);
+    view.storage_tag_check = cdw12.get(cdw12.stc);
+    view.prinfo = protection_info_flags{cdw12.get(cdw12.prinfo)};
+    view.force_unit_access = cdw12.get(cdw12.fua);
+    view.limited_retry = cdw12.get(cdw12.lr);
+    view.reference_tag = entry.cdw14;
+    view.app_tag = cdw15.get(cdw15.lbat);
+    view.app_tag_mask = cdw15.get(cdw15.lbatm);
+}
+
+/// Encodes the fields `decode_lba_command` reads: clears CDW10 through CDW15, writes CDW10, CDW11,
+/// CDW14 and CDW15, and returns CDW12 for the command to add its own bits to before storing it.
+template <typename View>
+[[nodiscard]] constexpr rw_cdw12 encode_lba_command(const View& view, submission_queue_entry& entry) noexcept
+{
+    clear_command_dwords(entry);
+    split_qword(view.starting_lba, entry.cdw10, entry.cdw11);
+    entry.cdw14 = view.reference_tag;
+    entry.cdw15 = rw_cdw15{}.with(rw_cdw15::lbat, view.app_tag).with(rw_cdw15::lbatm, view.app_tag_mask).raw;
+    return rw_cdw12{}
+        .with(rw_cdw12::nlb, encode_nlb(view.block_count))
+        .with(rw_cdw12::stc, view.storage_tag_check)
+        .with(rw_cdw12::prinfo, view.prinfo.raw)
+        .with(rw_cdw12::fua, view.force_unit_access)
+        .with(rw_cdw12::lr, view.limited_retry);
 }
 } // namespace detail
 
@@ -842,35 +853,16 @@ struct read_view {
 
     [[nodiscard]] static constexpr read_view decode(const submission_queue_entry& entry) noexcept
     {
-        const rw_cdw12 cdw12{entry.cdw12};
-        const rw_cdw15 cdw15{entry.cdw15};
-        return {
-            .starting_lba = detail::decode_slba(entry),
-            .block_count = detail::decode_block_count(cdw12),
-            .storage_tag_check = cdw12.get(cdw12.stc),
-            .prinfo = protection_info_flags{cdw12.get(cdw12.prinfo)},
-            .force_unit_access = cdw12.get(cdw12.fua),
-            .limited_retry = cdw12.get(cdw12.lr),
-            .dsm = dsm_hints{rw_cdw13{entry.cdw13}.get(rw_cdw13::dsm)},
-            .reference_tag = entry.cdw14,
-            .app_tag = cdw15.get(cdw15.lbat),
-            .app_tag_mask = cdw15.get(cdw15.lbatm),
-        };
+        read_view view{};
+        detail::decode_lba_command(view, entry);
+        view.dsm = dsm_hints{rw_cdw13{entry.cdw13}.get(rw_cdw13::dsm)};
+        return view;
     }
     constexpr void encode(submission_queue_entry& entry) const noexcept
     {
-        detail::clear_command_dwords(entry);
-        detail::set_command_qword(entry.cdw10, entry.cdw11, starting_lba);
-        entry.cdw12 = rw_cdw12{}
-                          .with(rw_cdw12::nlb, detail::encode_nlb(block_count))
-                          .with(rw_cdw12::stc, storage_tag_check)
-                          .with(rw_cdw12::prinfo, prinfo.raw)
-                          .with(rw_cdw12::fua, force_unit_access)
-                          .with(rw_cdw12::lr, limited_retry)
-                          .raw;
+        const rw_cdw12 cdw12 = detail::encode_lba_command(*this, entry);
+        entry.cdw12 = cdw12.raw;
         entry.cdw13 = rw_cdw13{}.with(rw_cdw13::dsm, dsm.raw).raw;
-        entry.cdw14 = reference_tag;
-        entry.cdw15 = rw_cdw15{}.with(rw_cdw15::lbat, app_tag).with(rw_cdw15::lbatm, app_tag_mask).raw;
     }
     friend constexpr bool operator==(const read_view&, const read_view&) noexcept = default;
 };
@@ -892,39 +884,19 @@ struct write_view {
 
     [[nodiscard]] static constexpr write_view decode(const submission_queue_entry& entry) noexcept
     {
-        const rw_cdw12 cdw12{entry.cdw12};
         const rw_cdw13 cdw13{entry.cdw13};
-        const rw_cdw15 cdw15{entry.cdw15};
-        return {
-            .starting_lba = detail::decode_slba(entry),
-            .block_count = detail::decode_block_count(cdw12),
-            .directive_type = cdw12.get(cdw12.dtype),
-            .storage_tag_check = cdw12.get(cdw12.stc),
-            .prinfo = protection_info_flags{cdw12.get(cdw12.prinfo)},
-            .force_unit_access = cdw12.get(cdw12.fua),
-            .limited_retry = cdw12.get(cdw12.lr),
-            .dsm = dsm_hints{cdw13.get(cdw13.dsm)},
-            .directive_specific = cdw13.get(cdw13.dspec),
-            .reference_tag = entry.cdw14,
-            .app_tag = cdw15.get(cdw15.lbat),
-            .app_tag_mask = cdw15.get(cdw15.lbatm),
-        };
+        write_view view{};
+        detail::decode_lba_command(view, entry);
+        view.directive_type = rw_cdw12{entry.cdw12}.get(rw_cdw12::dtype);
+        view.dsm = dsm_hints{cdw13.get(cdw13.dsm)};
+        view.directive_specific = cdw13.get(cdw13.dspec);
+        return view;
     }
     constexpr void encode(submission_queue_entry& entry) const noexcept
     {
-        detail::clear_command_dwords(entry);
-        detail::set_command_qword(entry.cdw10, entry.cdw11, starting_lba);
-        entry.cdw12 = rw_cdw12{}
-                          .with(rw_cdw12::nlb, detail::encode_nlb(block_count))
-                          .with(rw_cdw12::dtype, directive_type)
-                          .with(rw_cdw12::stc, storage_tag_check)
-                          .with(rw_cdw12::prinfo, prinfo.raw)
-                          .with(rw_cdw12::fua, force_unit_access)
-                          .with(rw_cdw12::lr, limited_retry)
-                          .raw;
+        const rw_cdw12 cdw12 = detail::encode_lba_command(*this, entry);
+        entry.cdw12 = cdw12.with(rw_cdw12::dtype, directive_type).raw;
         entry.cdw13 = rw_cdw13{}.with(rw_cdw13::dsm, dsm.raw).with(rw_cdw13::dspec, directive_specific).raw;
-        entry.cdw14 = reference_tag;
-        entry.cdw15 = rw_cdw15{}.with(rw_cdw15::lbat, app_tag).with(rw_cdw15::lbatm, app_tag_mask).raw;
     }
     friend constexpr bool operator==(const write_view&, const write_view&) noexcept = default;
 };
@@ -948,33 +920,14 @@ struct lba_check_view {
 
     [[nodiscard]] static constexpr lba_check_view decode(const submission_queue_entry& entry) noexcept
     {
-        const rw_cdw12 cdw12{entry.cdw12};
-        const rw_cdw15 cdw15{entry.cdw15};
-        return {
-            .starting_lba = detail::decode_slba(entry),
-            .block_count = detail::decode_block_count(cdw12),
-            .storage_tag_check = cdw12.get(cdw12.stc),
-            .prinfo = protection_info_flags{cdw12.get(cdw12.prinfo)},
-            .force_unit_access = cdw12.get(cdw12.fua),
-            .limited_retry = cdw12.get(cdw12.lr),
-            .reference_tag = entry.cdw14,
-            .app_tag = cdw15.get(cdw15.lbat),
-            .app_tag_mask = cdw15.get(cdw15.lbatm),
-        };
+        lba_check_view view{};
+        detail::decode_lba_command(view, entry);
+        return view;
     }
     constexpr void encode(submission_queue_entry& entry) const noexcept
     {
-        detail::clear_command_dwords(entry);
-        detail::set_command_qword(entry.cdw10, entry.cdw11, starting_lba);
-        entry.cdw12 = rw_cdw12{}
-                          .with(rw_cdw12::nlb, detail::encode_nlb(block_count))
-                          .with(rw_cdw12::stc, storage_tag_check)
-                          .with(rw_cdw12::prinfo, prinfo.raw)
-                          .with(rw_cdw12::fua, force_unit_access)
-                          .with(rw_cdw12::lr, limited_retry)
-                          .raw;
-        entry.cdw14 = reference_tag;
-        entry.cdw15 = rw_cdw15{}.with(rw_cdw15::lbat, app_tag).with(rw_cdw15::lbatm, app_tag_mask).raw;
+        const rw_cdw12 cdw12 = detail::encode_lba_command(*this, entry);
+        entry.cdw12 = cdw12.raw;
     }
     friend constexpr bool operator==(const lba_check_view&, const lba_check_view&) noexcept = default;
 };
@@ -998,7 +951,7 @@ struct write_uncorrectable_view {
     constexpr void encode(submission_queue_entry& entry) const noexcept
     {
         detail::clear_command_dwords(entry);
-        detail::set_command_qword(entry.cdw10, entry.cdw11, starting_lba);
+        split_qword(starting_lba, entry.cdw10, entry.cdw11);
         entry.cdw12 = rw_cdw12{}.with(rw_cdw12::nlb, detail::encode_nlb(block_count)).raw;
     }
     friend constexpr bool operator==(const write_uncorrectable_view&,
@@ -1020,35 +973,15 @@ struct write_zeroes_view {
 
     [[nodiscard]] static constexpr write_zeroes_view decode(const submission_queue_entry& entry) noexcept
     {
-        const rw_cdw12 cdw12{entry.cdw12};
-        const rw_cdw15 cdw15{entry.cdw15};
-        return {
-            .starting_lba = detail::decode_slba(entry),
-            .block_count = detail::decode_block_count(cdw12),
-            .storage_tag_check = cdw12.get(cdw12.stc),
-            .deallocate = cdw12.get(cdw12.deac),
-            .prinfo = protection_info_flags{cdw12.get(cdw12.prinfo)},
-            .force_unit_access = cdw12.get(cdw12.fua),
-            .limited_retry = cdw12.get(cdw12.lr),
-            .reference_tag = entry.cdw14,
-            .app_tag = cdw15.get(cdw15.lbat),
-            .app_tag_mask = cdw15.get(cdw15.lbatm),
-        };
+        write_zeroes_view view{};
+        detail::decode_lba_command(view, entry);
+        view.deallocate = rw_cdw12{entry.cdw12}.get(rw_cdw12::deac);
+        return view;
     }
     constexpr void encode(submission_queue_entry& entry) const noexcept
     {
-        detail::clear_command_dwords(entry);
-        detail::set_command_qword(entry.cdw10, entry.cdw11, starting_lba);
-        entry.cdw12 = rw_cdw12{}
-                          .with(rw_cdw12::nlb, detail::encode_nlb(block_count))
-                          .with(rw_cdw12::stc, storage_tag_check)
-                          .with(rw_cdw12::deac, deallocate)
-                          .with(rw_cdw12::prinfo, prinfo.raw)
-                          .with(rw_cdw12::fua, force_unit_access)
-                          .with(rw_cdw12::lr, limited_retry)
-                          .raw;
-        entry.cdw14 = reference_tag;
-        entry.cdw15 = rw_cdw15{}.with(rw_cdw15::lbat, app_tag).with(rw_cdw15::lbatm, app_tag_mask).raw;
+        const rw_cdw12 cdw12 = detail::encode_lba_command(*this, entry);
+        entry.cdw12 = cdw12.with(rw_cdw12::deac, deallocate).raw;
     }
     friend constexpr bool operator==(const write_zeroes_view&, const write_zeroes_view&) noexcept = default;
 };
@@ -1176,7 +1109,7 @@ struct copy_view {
         const copy_cdw12 cdw12{entry.cdw12};
         const rw_cdw15 cdw15{entry.cdw15};
         return {
-            .destination_lba = detail::command_qword(entry.cdw10, entry.cdw11),
+            .destination_lba = join_dwords(entry.cdw10, entry.cdw11),
             .range_count = static_cast<std::uint16_t>(cdw12.get(cdw12.nr) + 1U),
             .descriptor_format = cdw12.get(cdw12.desfmt),
             .prinfo_read = protection_info_flags{cdw12.get(cdw12.prinfor)},
@@ -1194,7 +1127,7 @@ struct copy_view {
     constexpr void encode(submission_queue_entry& entry) const noexcept
     {
         detail::clear_command_dwords(entry);
-        detail::set_command_qword(entry.cdw10, entry.cdw11, destination_lba);
+        split_qword(destination_lba, entry.cdw10, entry.cdw11);
         entry.cdw12 = copy_cdw12{}
                           .with(copy_cdw12::nr, static_cast<std::uint8_t>(range_count - 1))
                           .with(copy_cdw12::desfmt, descriptor_format)

@@ -194,8 +194,7 @@ struct sgl_descriptor {
     /// Key of a Keyed SGL Data Block descriptor: bytes 14:11.
     [[nodiscard]] constexpr std::uint32_t key() const noexcept
     {
-        return (length >> 24) | (std::uint32_t{rsvd12[0]} << 8) | (std::uint32_t{rsvd12[1]} << 16) |
-               (std::uint32_t{rsvd12[2]} << 24);
+        return (length >> 24) | (load_le<std::uint32_t>(rsvd12, 0) << 8);
     }
 
     /// SGL Data Block descriptor.
@@ -226,8 +225,7 @@ struct sgl_descriptor {
     {
         sgl_descriptor descriptor =
             make(sgl_descriptor_type::keyed_data_block, subtype, address, (length & 0x00ff'ffffU) | (key << 24));
-        descriptor.rsvd12 = {static_cast<std::uint8_t>(key >> 8), static_cast<std::uint8_t>(key >> 16),
-                             static_cast<std::uint8_t>(key >> 24)};
+        store_le(descriptor.rsvd12, 0, key >> 8);
         return descriptor;
     }
     /// Transport SGL Data Block descriptor: the transport moves `length` bytes (e.g. NVMe/TCP

@@ -6,7 +6,6 @@
 /// Every command type is a 64-byte struct laid over the SQE; convert with `to_sqe`,
 /// `to_fabrics_command` and `fabrics_command_cast<T>` (all std::bit_cast).
 
-#include <algorithm>
 #include <array>
 #include <bit>
 #include <concepts>
@@ -19,6 +18,7 @@
 #include <nvmekit/spec/bits.hpp>
 #include <nvmekit/spec/opcodes.hpp>
 #include <nvmekit/spec/queue_entries.hpp>
+#include <nvmekit/spec/text.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace spec {
@@ -47,34 +47,6 @@ inline constexpr std::uint8_t authentication_security_protocol = 0xe9;
 
 /// Log page identifier of the Discovery log page.
 inline constexpr std::uint8_t discovery_log_page_id = 0x70;
-
-namespace detail {
-/// Text of a fixed-size ASCII/UTF-8 field: up to the first NUL, without trailing spaces.
-template <std::size_t N>
-[[nodiscard]] constexpr std::string_view fabrics_text(const std::array<char, N>& field) noexcept
-{
-    std::size_t size = 0;
-    while (size < N && field[size] != '\0') {
-        ++size;
-    }
-    while (size > 0 && field[size - 1] == ' ') {
-        --size;
-    }
-    return std::string_view{field.data(), size};
-}
-
-/// Stores `value` in a fixed-size field padded with `pad`, keeping the last byte for a NUL when
-/// `pad` is NUL. Returns false (and stores a truncated value) when `value` does not fit.
-template <std::size_t N>
-constexpr bool assign_fabrics_text(std::array<char, N>& field, std::string_view value, char pad) noexcept
-{
-    const std::size_t capacity = pad == '\0' ? N - 1 : N;
-    const std::size_t size = std::min(value.size(), capacity);
-    field.fill(pad);
-    std::copy_n(value.begin(), size, field.begin());
-    return size == value.size();
-}
-} // namespace detail
 
 /// Whether `nqn` fits the NQN length limit (223 bytes).
 [[nodiscard]] constexpr bool is_valid_nqn_length(std::string_view nqn) noexcept
@@ -151,14 +123,11 @@ struct connect_data {
     std::array<char, nqn_field_size> hostnqn; // bytes 767:512 HOSTNQN
     std::array<std::uint8_t, 256> rsvd768; // bytes 1023:768
 
-    [[nodiscard]] constexpr std::string_view subsystem_nqn() const noexcept { return detail::fabrics_text(subnqn); }
-    [[nodiscard]] constexpr std::string_view host_nqn() const noexcept { return detail::fabrics_text(hostnqn); }
+    [[nodiscard]] constexpr std::string_view subsystem_nqn() const noexcept { return text_of(subnqn); }
+    [[nodiscard]] constexpr std::string_view host_nqn() const noexcept { return text_of(hostnqn); }
     /// Stores a NUL-padded NQN; false if it was cut to fit the field's 255 characters.
-    constexpr bool set_subsystem_nqn(std::string_view nqn) noexcept
-    {
-        return detail::assign_fabrics_text(subnqn, nqn, '\0');
-    }
-    constexpr bool set_host_nqn(std::string_view nqn) noexcept { return detail::assign_fabrics_text(hostnqn, nqn, '\0'); }
+    constexpr bool set_subsystem_nqn(std::string_view nqn) noexcept { return assign_null_padded(subnqn, nqn); }
+    constexpr bool set_host_nqn(std::string_view nqn) noexcept { return assign_null_padded(hostnqn, nqn); }
 };
 static_assert(sizeof(connect_data) == 1024);
 static_assert(offsetof(connect_data, cntlid) == 16);
@@ -266,13 +235,12 @@ static_assert(is_wire_type_v<property_set_command>);
 /// for a 4-byte property).
 [[nodiscard]] constexpr std::uint64_t property_get_value(const completion_queue_entry& entry) noexcept
 {
-    return (std::uint64_t{entry.dw1} << 32) | entry.dw0;
+    return join_dwords(entry.dw0, entry.dw1);
 }
 
 constexpr void set_property_get_value(completion_queue_entry& entry, std::uint64_t value) noexcept
 {
-    entry.dw0 = static_cast<std::uint32_t>(value);
-    entry.dw1 = static_cast<std::uint32_t>(value >> 32);
+    split_qword(value, entry.dw0, entry.dw1);
 }
 
 /// Disconnect command (FCTYPE 08h): deletes the I/O queue the command was sent on.
@@ -478,19 +446,16 @@ struct discovery_log_entry {
     std::array<char, 256> traddr;          // bytes 767:512 TRADDR
     std::array<std::uint8_t, 256> tsas;    // bytes 1023:768 TSAS, transport specific
 
-    [[nodiscard]] constexpr std::string_view service_id() const noexcept { return detail::fabrics_text(trsvcid); }
-    [[nodiscard]] constexpr std::string_view address() const noexcept { return detail::fabrics_text(traddr); }
-    [[nodiscard]] constexpr std::string_view subsystem_nqn() const noexcept { return detail::fabrics_text(subnqn); }
+    [[nodiscard]] constexpr std::string_view service_id() const noexcept { return text_of(trsvcid); }
+    [[nodiscard]] constexpr std::string_view address() const noexcept { return text_of(traddr); }
+    [[nodiscard]] constexpr std::string_view subsystem_nqn() const noexcept { return text_of(subnqn); }
     /// Each setter returns false if the value was cut to fit its field.
     constexpr bool set_service_id(std::string_view value) noexcept
     {
-        return detail::assign_fabrics_text(trsvcid, value, ' ');
+        return assign_space_padded(trsvcid, value);
     }
-    constexpr bool set_address(std::string_view value) noexcept { return detail::assign_fabrics_text(traddr, value, ' '); }
-    constexpr bool set_subsystem_nqn(std::string_view nqn) noexcept
-    {
-        return detail::assign_fabrics_text(subnqn, nqn, '\0');
-    }
+    constexpr bool set_address(std::string_view value) noexcept { return assign_space_padded(traddr, value); }
+    constexpr bool set_subsystem_nqn(std::string_view nqn) noexcept { return assign_null_padded(subnqn, nqn); }
 };
 static_assert(sizeof(discovery_log_entry) == 1024);
 static_assert(offsetof(discovery_log_entry, adrfam) == 1);

@@ -366,19 +366,10 @@ struct timestamp_data {
 
     [[nodiscard]] constexpr std::uint64_t milliseconds() const noexcept
     {
-        std::uint64_t value = 0;
-        for (std::size_t i = 0; i < timestamp.size(); ++i) {
-            value |= std::uint64_t{timestamp[i]} << (8 * i);
-        }
-        return value;
+        return load_le<std::uint64_t>(timestamp, 0);
     }
     /// Stores the low 48 bits of `value`.
-    constexpr void set_milliseconds(std::uint64_t value) noexcept
-    {
-        for (std::size_t i = 0; i < timestamp.size(); ++i) {
-            timestamp[i] = static_cast<std::uint8_t>(value >> (8 * i));
-        }
-    }
+    constexpr void set_milliseconds(std::uint64_t value) noexcept { store_le(timestamp, 0, value); }
 
     friend constexpr bool operator==(const timestamp_data&, const timestamp_data&) noexcept = default;
 };

@@ -16,6 +16,7 @@
 
 #include <nvmekit/config.hpp>
 #include <nvmekit/spec/bits.hpp>
+#include <nvmekit/spec/text.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace spec {
@@ -95,74 +96,6 @@ enum class command_set_identifier : std::uint8_t {
     case command_set_identifier::zoned: return "Zoned Namespace";
     }
     return {};
-}
-
-
-/// The text of a fixed-width string field: up to its first NUL, without trailing spaces. Reads
-/// the space-padded SN, MN and FR and the NUL-terminated SUBNQN alike.
-template <std::size_t N>
-[[nodiscard]] constexpr std::string_view padded_text(const std::array<char, N>& field) noexcept
-{
-    std::size_t length = 0;
-    while (length < N && field[length] != '\0') {
-        ++length;
-    }
-    while (length > 0 && field[length - 1] == ' ') {
-        --length;
-    }
-    return std::string_view{field.data(), length};
-}
-
-/// Stores `text` left-justified in a space-padded ASCII field (SN, MN, FR).
-/// Returns false, having stored the first N characters, if `text` is longer than the field.
-template <std::size_t N>
-constexpr bool set_space_padded(std::array<char, N>& field, std::string_view text) noexcept
-{
-    for (std::size_t i = 0; i < N; ++i) {
-        field[i] = i < text.size() ? text[i] : ' ';
-    }
-    return text.size() <= N;
-}
-
-/// Stores `text` in a NUL-terminated field padded with NULs (SUBNQN). Returns false, having
-/// stored the first N - 1 characters, if `text` and its terminator do not fit.
-template <std::size_t N>
-constexpr bool set_null_padded(std::array<char, N>& field, std::string_view text) noexcept
-{
-    static_assert(N >= 1);
-    for (std::size_t i = 0; i < N; ++i) {
-        field[i] = i < text.size() && i < N - 1 ? text[i] : '\0';
-    }
-    return text.size() < N;
-}
-
-/// Low 64 bits of a 128-bit little-endian field (TNVMCAP, UNVMCAP, NVMCAP, ...).
-[[nodiscard]] constexpr std::uint64_t u128_low(const std::array<std::uint8_t, 16>& bytes) noexcept
-{
-    std::uint64_t value = 0;
-    for (std::size_t i = 0; i < 8; ++i) {
-        value |= static_cast<std::uint64_t>(bytes[i]) << (8 * i);
-    }
-    return value;
-}
-
-/// High 64 bits of a 128-bit little-endian field.
-[[nodiscard]] constexpr std::uint64_t u128_high(const std::array<std::uint8_t, 16>& bytes) noexcept
-{
-    std::uint64_t value = 0;
-    for (std::size_t i = 0; i < 8; ++i) {
-        value |= static_cast<std::uint64_t>(bytes[8 + i]) << (8 * i);
-    }
-    return value;
-}
-
-/// Stores `low` and `high` as a 128-bit little-endian field.
-constexpr void set_u128(std::array<std::uint8_t, 16>& bytes, std::uint64_t low, std::uint64_t high = 0) noexcept
-{
-    for (std::size_t i = 0; i < 8; ++i) {
-        bytes[i] = static_cast<std::uint8_t>(low >> (8 * i));
-        bytes[8 + i] = static_cast<std::uint8_t>(high >> (8 * i));
-    }
 }
 
 
@@ -445,8 +378,8 @@ struct identify_controller {
     std::uint16_t mtfa;                         // bytes 271:270 MTFA Maximum Time for Firmware Activation
     std::uint32_t hmpre;                        // bytes 275:272 HMPRE Host Memory Buffer Preferred Size
     std::uint32_t hmmin;                        // bytes 279:276 HMMIN Host Memory Buffer Minimum Size
-    std::array<std::uint8_t, 16> tnvmcap;       // bytes 295:280 TNVMCAP Total NVM Capacity (bytes)
-    std::array<std::uint8_t, 16> unvmcap;       // bytes 311:296 UNVMCAP Unallocated NVM Capacity (bytes)
+    uint128_le tnvmcap;                         // bytes 295:280 TNVMCAP Total NVM Capacity (bytes)
+    uint128_le unvmcap;                         // bytes 311:296 UNVMCAP Unallocated NVM Capacity (bytes)
     std::uint32_t rpmbs;                        // bytes 315:312 RPMBS Replay Protected Memory Block Support
     std::uint16_t edstt;                        // bytes 317:316 EDSTT Extended Device Self-test Time (minutes)
     std::uint8_t dsto;                          // byte 318 DSTO Device Self-test Options
@@ -467,7 +400,7 @@ struct identify_controller {
     std::uint32_t pels;                         // bytes 355:352 PELS Persistent Event Log Size (64 KiB)
     std::uint16_t domainid;                     // bytes 357:356 Domain Identifier
     std::array<std::uint8_t, 10> rsvd358;       // bytes 367:358
-    std::array<std::uint8_t, 16> megcap;        // bytes 383:368 MEGCAP Max Endurance Group Capacity (bytes)
+    uint128_le megcap;                          // bytes 383:368 MEGCAP Max Endurance Group Capacity (bytes)
     std::array<std::uint8_t, 128> rsvd384;      // bytes 511:384
     queue_entry_sizes sqes;                     // byte 512 SQES Submission Queue Entry Size
     queue_entry_sizes cqes;                     // byte 513 CQES Completion Queue Entry Size
@@ -485,7 +418,7 @@ struct identify_controller {
     std::uint16_t ocfs;                         // bytes 535:534 OCFS Optional Copy Formats Supported
     sgl_support sgls;                           // bytes 539:536 SGLS
     std::uint32_t mnan;                         // bytes 543:540 MNAN Maximum Number of Allowed Namespaces
-    std::array<std::uint8_t, 16> maxdna;        // bytes 559:544 MAXDNA Maximum Domain Namespace Attachments
+    uint128_le maxdna;                          // bytes 559:544 MAXDNA Maximum Domain Namespace Attachments
     std::uint32_t maxcna;                       // bytes 563:560 MAXCNA Maximum I/O Controller Namespace Attachments
     std::array<std::uint8_t, 204> rsvd564;      // bytes 767:564
     std::array<char, 256> subnqn;               // bytes 1023:768 SUBNQN NVM Subsystem NQN (NUL terminated)
@@ -500,26 +433,23 @@ struct identify_controller {
     std::array<power_state_descriptor, 32> psd; // bytes 3071:2048 PSD0-PSD31
     std::array<std::uint8_t, 1024> vs;          // bytes 4095:3072 Vendor Specific
 
-    [[nodiscard]] constexpr std::string_view serial_number() const noexcept { return padded_text(sn); }
-    [[nodiscard]] constexpr std::string_view model_number() const noexcept { return padded_text(mn); }
-    [[nodiscard]] constexpr std::string_view firmware_revision() const noexcept { return padded_text(fr); }
-    [[nodiscard]] constexpr std::string_view subsystem_nqn() const noexcept { return padded_text(subnqn); }
+    [[nodiscard]] constexpr std::string_view serial_number() const noexcept { return text_of(sn); }
+    [[nodiscard]] constexpr std::string_view model_number() const noexcept { return text_of(mn); }
+    [[nodiscard]] constexpr std::string_view firmware_revision() const noexcept { return text_of(fr); }
+    [[nodiscard]] constexpr std::string_view subsystem_nqn() const noexcept { return text_of(subnqn); }
     /// Setters return false when the text was cut to fit the field.
-    constexpr bool set_serial_number(std::string_view text) noexcept { return set_space_padded(sn, text); }
-    constexpr bool set_model_number(std::string_view text) noexcept { return set_space_padded(mn, text); }
-    constexpr bool set_firmware_revision(std::string_view text) noexcept { return set_space_padded(fr, text); }
-    constexpr bool set_subsystem_nqn(std::string_view text) noexcept { return set_null_padded(subnqn, text); }
+    constexpr bool set_serial_number(std::string_view text) noexcept { return assign_space_padded(sn, text); }
+    constexpr bool set_model_number(std::string_view text) noexcept { return assign_space_padded(mn, text); }
+    constexpr bool set_firmware_revision(std::string_view text) noexcept { return assign_space_padded(fr, text); }
+    constexpr bool set_subsystem_nqn(std::string_view text) noexcept { return assign_null_padded(subnqn, text); }
 
     /// The 24-bit IEEE OUI (byte 73 is its least significant byte).
     [[nodiscard]] constexpr std::uint32_t ieee_oui() const noexcept
     {
-        return static_cast<std::uint32_t>(ieee[0]) | (static_cast<std::uint32_t>(ieee[1]) << 8) |
-               (static_cast<std::uint32_t>(ieee[2]) << 16);
+        return load_le<std::uint32_t>(ieee, 0);
     }
-    constexpr void set_ieee_oui(std::uint32_t oui) noexcept
-    {
-        ieee = {static_cast<std::uint8_t>(oui), static_cast<std::uint8_t>(oui >> 8), static_cast<std::uint8_t>(oui >> 16)};
-    }
+    /// Stores the low 24 bits of `oui`.
+    constexpr void set_ieee_oui(std::uint32_t oui) noexcept { store_le(ieee, 0, oui); }
 };
 static_assert(sizeof(identify_controller) == identify_data_size);
 static_assert(offsetof(identify_controller, vid) == 0);
@@ -768,7 +698,7 @@ struct identify_namespace {
     std::uint16_t nabo;                     // bytes 43:42 NABO Namespace Atomic Boundary Offset
     std::uint16_t nabspf;                   // bytes 45:44 NABSPF Namespace Atomic Boundary Size Power Fail
     std::uint16_t noiob;                    // bytes 47:46 NOIOB Namespace Optimal I/O Boundary
-    std::array<std::uint8_t, 16> nvmcap;    // bytes 63:48 NVMCAP NVM Capacity (bytes)
+    uint128_le nvmcap;                      // bytes 63:48 NVMCAP NVM Capacity (bytes)
     std::uint16_t npwg;                     // bytes 65:64 NPWG Namespace Preferred Write Granularity (0's based)
     std::uint16_t npwa;                     // bytes 67:66 NPWA Namespace Preferred Write Alignment (0's based)
     std::uint16_t npdg;                     // bytes 69:68 NPDG Namespace Preferred Deallocate Granularity
@@ -795,7 +725,7 @@ struct identify_namespace {
     {
         return lbaf[flbas.format_index()];
     }
-    [[nodiscard]] constexpr std::uint64_t nvm_capacity() const noexcept { return u128_low(nvmcap); }
+    [[nodiscard]] constexpr std::uint64_t nvm_capacity() const noexcept { return nvmcap.low(); }
 };
 static_assert(sizeof(identify_namespace) == identify_data_size);
 static_assert(offsetof(identify_namespace, nsze) == 0);

@@ -13,6 +13,7 @@
 #include <nvmekit/config.hpp>
 #include <nvmekit/spec/bits.hpp>
 #include <nvmekit/spec/status.hpp>
+#include <nvmekit/spec/text.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace spec {
@@ -185,46 +186,6 @@ static_assert(is_wire_type_v<endurance_group_critical_warning>);
 
 /// SMART / Health Information log (log 02h, 512 bytes), Base 2.0 5.16.1.3.
 struct smart_health_log {
-    /// A 128-bit little-endian counter, stored as bytes: C++ has no portable 128-bit integer.
-    struct counter {
-        std::array<std::uint8_t, 16> bytes;
-
-        /// Bits 63:00.
-        [[nodiscard]] constexpr std::uint64_t low() const noexcept { return load(0); }
-        /// Bits 127:64.
-        [[nodiscard]] constexpr std::uint64_t high() const noexcept { return load(8); }
-        constexpr void set(std::uint64_t low_bits, std::uint64_t high_bits = 0) noexcept
-        {
-            store(0, low_bits);
-            store(8, high_bits);
-        }
-        /// Adds `amount`, carrying into the high 64 bits.
-        constexpr void add(std::uint64_t amount) noexcept
-        {
-            const std::uint64_t old_low = low();
-            const std::uint64_t new_low = old_low + amount;
-            set(new_low, high() + (new_low < old_low ? 1U : 0U));
-        }
-
-        friend constexpr bool operator==(const counter&, const counter&) noexcept = default;
-
-    private:
-        [[nodiscard]] constexpr std::uint64_t load(std::size_t first) const noexcept
-        {
-            std::uint64_t value = 0;
-            for (std::size_t i = 0; i < 8; ++i) {
-                value |= std::uint64_t{bytes[first + i]} << (8 * i);
-            }
-            return value;
-        }
-        constexpr void store(std::size_t first, std::uint64_t value) noexcept
-        {
-            for (std::size_t i = 0; i < 8; ++i) {
-                bytes[first + i] = static_cast<std::uint8_t>(value >> (8 * i));
-            }
-        }
-    };
-
     smart_critical_warning critical_warning;                        // byte 0 Critical Warning
     std::array<std::uint8_t, 2> composite_temperature;              // bytes 02:01 Composite Temperature (Kelvin)
     std::uint8_t available_spare;                                   // byte 3 Available Spare (percent)
@@ -232,16 +193,16 @@ struct smart_health_log {
     std::uint8_t percentage_used;                                   // byte 5 Percentage Used (may exceed 100)
     endurance_group_critical_warning endurance_group_warning_summary; // byte 6 Endurance Group Critical Warning Summary
     std::array<std::uint8_t, 25> rsvd7;                             // bytes 31:07
-    counter data_units_read;                                        // bytes 47:32 Data Units Read (1000 x 512 bytes)
-    counter data_units_written;                                     // bytes 63:48 Data Units Written (1000 x 512 bytes)
-    counter host_read_commands;                                     // bytes 79:64 Host Read Commands
-    counter host_write_commands;                                    // bytes 95:80 Host Write Commands
-    counter controller_busy_time;                                   // bytes 111:96 Controller Busy Time (minutes)
-    counter power_cycles;                                           // bytes 127:112 Power Cycles
-    counter power_on_hours;                                         // bytes 143:128 Power On Hours
-    counter unsafe_shutdowns;                                       // bytes 159:144 Unsafe Shutdowns
-    counter media_errors;                                           // bytes 175:160 Media and Data Integrity Errors
-    counter error_log_entries;                                      // bytes 191:176 Number of Error Information Log Entries
+    uint128_le data_units_read;                                     // bytes 47:32 Data Units Read (1000 x 512 bytes)
+    uint128_le data_units_written;                                  // bytes 63:48 Data Units Written (1000 x 512 bytes)
+    uint128_le host_read_commands;                                  // bytes 79:64 Host Read Commands
+    uint128_le host_write_commands;                                 // bytes 95:80 Host Write Commands
+    uint128_le controller_busy_time;                                // bytes 111:96 Controller Busy Time (minutes)
+    uint128_le power_cycles;                                        // bytes 127:112 Power Cycles
+    uint128_le power_on_hours;                                      // bytes 143:128 Power On Hours
+    uint128_le unsafe_shutdowns;                                    // bytes 159:144 Unsafe Shutdowns
+    uint128_le media_errors;                                        // bytes 175:160 Media and Data Integrity Errors
+    uint128_le error_log_entries;                                   // bytes 191:176 Number of Error Information Log Entries
     std::uint32_t warning_temperature_time;                         // bytes 195:192 Warning Composite Temperature Time (minutes)
     std::uint32_t critical_temperature_time;                        // bytes 199:196 Critical Composite Temperature Time (minutes)
     std::array<std::uint16_t, 8> temperature_sensors;               // bytes 215:200 Temperature Sensor 1-8 (Kelvin, 0 = not implemented)
@@ -253,18 +214,15 @@ struct smart_health_log {
 
     [[nodiscard]] constexpr std::uint16_t composite_temperature_kelvin() const noexcept
     {
-        return static_cast<std::uint16_t>(composite_temperature[0] | (composite_temperature[1] << 8));
+        return load_le<std::uint16_t>(composite_temperature, 0);
     }
     constexpr void set_composite_temperature_kelvin(std::uint16_t kelvin) noexcept
     {
-        composite_temperature[0] = static_cast<std::uint8_t>(kelvin);
-        composite_temperature[1] = static_cast<std::uint8_t>(kelvin >> 8);
+        store_le(composite_temperature, 0, kelvin);
     }
 
     friend constexpr bool operator==(const smart_health_log&, const smart_health_log&) noexcept = default;
 };
-static_assert(sizeof(smart_health_log::counter) == 16);
-static_assert(is_wire_type_v<smart_health_log::counter>);
 static_assert(sizeof(smart_health_log) == 512);
 static_assert(is_wire_type_v<smart_health_log>);
 static_assert(offsetof(smart_health_log, composite_temperature) == 1);
@@ -312,17 +270,12 @@ struct firmware_slot_log {
     std::array<revision_type, slot_count> revisions;         // bytes 63:08 FRS1-FRS7, FRSn at 8 + 8 * (n - 1)
     std::array<std::uint8_t, 448> rsvd64;                    // bytes 511:64
 
-    /// The firmware revision in `slot` (1-7), without trailing spaces or NULs; empty when the
-    /// slot holds no valid firmware.
+    /// The firmware revision in `slot` (1-7), up to its first NUL and without trailing spaces;
+    /// empty when the slot holds no valid firmware.
     [[nodiscard]] constexpr std::string_view revision(std::size_t slot) const noexcept
     {
         NVMEKIT_ASSERT(slot >= 1 && slot <= slot_count, "firmware slots are numbered 1 to 7");
-        const revision_type& text = revisions[slot - 1];
-        std::size_t length = text.size();
-        while (length > 0 && (text[length - 1] == ' ' || text[length - 1] == '\0')) {
-            --length;
-        }
-        return std::string_view{text.data(), length};
+        return text_of(revisions[slot - 1]);
     }
     /// Stores `value` in `slot` (1-7), padded with spaces; an empty value clears the slot to
     /// zeros, which the spec requires for a slot without valid firmware. Returns false, and
@@ -334,11 +287,7 @@ struct firmware_slot_log {
             return false;
         }
         revision_type& text = revisions[slot - 1];
-        const char padding = value.empty() ? '\0' : ' ';
-        for (std::size_t i = 0; i < text.size(); ++i) {
-            text[i] = i < value.size() ? value[i] : padding;
-        }
-        return true;
+        return value.empty() ? assign_null_padded(text, value) : assign_space_padded(text, value);
     }
 
     friend constexpr bool operator==(const firmware_slot_log&, const firmware_slot_log&) noexcept = default;

@@ -716,7 +716,7 @@ static_assert(is_wire_type_v<pmrmscu_register>);
 /// (bits 31:12).
 [[nodiscard]] constexpr std::uint64_t pmr_base_address(pmrmscl_register lower, pmrmscu_register upper) noexcept
 {
-    return (std::uint64_t{upper.raw} << 32) | (lower.raw & 0xfffff000U);
+    return join_dwords(lower.raw & 0xfffff000U, upper.raw);
 }
 
 /// The register part of BAR0 (00h to FFFh), Base 2.0 Figure 33; the doorbells follow at 1000h.

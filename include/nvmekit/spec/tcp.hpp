@@ -198,14 +198,9 @@ struct term_req_pdu {
     /// field in error; otherwise reserved.
     [[nodiscard]] constexpr std::uint32_t error_information() const noexcept
     {
-        return std::uint32_t{fei[0]} | (std::uint32_t{fei[1]} << 8) | (std::uint32_t{fei[2]} << 16) |
-               (std::uint32_t{fei[3]} << 24);
+        return load_le<std::uint32_t>(fei, 0);
     }
-    constexpr void set_error_information(std::uint32_t value) noexcept
-    {
-        fei = {static_cast<std::uint8_t>(value), static_cast<std::uint8_t>(value >> 8),
-               static_cast<std::uint8_t>(value >> 16), static_cast<std::uint8_t>(value >> 24)};
-    }
+    constexpr void set_error_information(std::uint32_t value) noexcept { store_le(fei, 0, value); }
 };
 static_assert(sizeof(term_req_pdu) == 24);
 static_assert(offsetof(term_req_pdu, fes) == 8);

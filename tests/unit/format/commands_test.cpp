@@ -143,16 +143,18 @@ TEST(format_commands, reserved_nsid_prints_only_when_set)
 
 TEST(format_commands, identify_and_get_log_page)
 {
-    EXPECT_EQ(admin(entry(0x06, 1, 0, 0x3000, spec::identify_view{.cns = 0x01})),
+    EXPECT_EQ(admin(entry(0x06, 1, 0, 0x3000, spec::identify_view{.cns = spec::cns::identify_controller})),
               "IDENTIFY cid=1 nsid=0 cns=0x01 cntid=0 csi=0 prp1=0x3000 prp2=0x0");
     EXPECT_EQ(admin(entry(0x06, 1, 1, 0x3000,
-                          spec::identify_view{.cns = 0x05, .command_set_id = 2, .uuid_index = 1})),
+                          spec::identify_view{.cns = spec::cns::io_command_set_namespace,
+                                              .command_set_id = spec::command_set_identifier::zoned,
+                                              .uuid_index = 1})),
               "IDENTIFY cid=1 nsid=1 cns=0x05 cntid=0 csi=2 uuid=1 prp1=0x3000 prp2=0x0");
     EXPECT_EQ(admin(entry(0x02, 3, 0xffffffff, 0x4000,
-                          spec::get_log_page_view{.log_page_id = 0x02, .dword_count = 128})),
+                          spec::get_log_page_view{.log_page_id = spec::log_page_id::smart_health, .dword_count = 128})),
               "GET_LOG_PAGE cid=3 nsid=0xffffffff lid=0x02 numd=128 offset=0 rae=0 prp1=0x4000 prp2=0x0");
     EXPECT_EQ(admin(entry(0x02, 3, 0, 0x4000,
-                          spec::get_log_page_view{.log_page_id = 0x0d,
+                          spec::get_log_page_view{.log_page_id = spec::log_page_id::persistent_event,
                                                   .log_specific_field = 0x1,
                                                   .retain_async_event = true,
                                                   .dword_count = 1024,
@@ -160,13 +162,29 @@ TEST(format_commands, identify_and_get_log_page)
               "GET_LOG_PAGE cid=3 nsid=0 lid=0x0d numd=1024 offset=4096 rae=1 lsp=0x1 prp1=0x4000 prp2=0x0");
 }
 
+TEST(format_commands, unnamed_identifiers_print_their_raw_numbers)
+{
+    EXPECT_EQ(admin(entry(0x06, 1, 0, 0x3000,
+                          spec::identify_view{.cns = static_cast<spec::cns>(0x1f),
+                                              .command_set_id = static_cast<spec::command_set_identifier>(0x30)})),
+              "IDENTIFY cid=1 nsid=0 cns=0x1f cntid=0 csi=48 prp1=0x3000 prp2=0x0");
+    EXPECT_EQ(admin(entry(0x02, 3, 0, 0x4000,
+                          spec::get_log_page_view{.log_page_id = static_cast<spec::log_page_id>(0xc1),
+                                                  .dword_count = 1,
+                                                  .command_set_id = spec::command_set_identifier::zoned})),
+              "GET_LOG_PAGE cid=3 nsid=0 lid=0xc1 numd=1 offset=0 rae=0 csi=2 prp1=0x4000 prp2=0x0");
+    EXPECT_EQ(admin(entry(0x0a, 12, 0, 0, spec::get_features_view{.feature_id = static_cast<spec::feature_id>(0xc0)})),
+              "GET_FEATURES cid=12 nsid=0 fid=0xc0 sel=0 cdw11=0x0 prp1=0x0 prp2=0x0");
+}
+
 TEST(format_commands, features_abort_and_events)
 {
-    EXPECT_EQ(admin(entry(0x09, 11, 0, 0, spec::set_features_view{.feature_id = 0x07, .cdw11 = 0x00030003})),
+    EXPECT_EQ(admin(entry(0x09, 11, 0, 0, spec::set_features_view{.feature_id = spec::feature_id::number_of_queues,
+                                                                .cdw11 = 0x00030003})),
               "SET_FEATURES cid=11 nsid=0 fid=0x07 sv=0 cdw11=0x30003 prp1=0x0 prp2=0x0");
     EXPECT_EQ(admin(entry(0x0a, 12, 1, 0,
-                          spec::get_features_view{.feature_id = 0x0b,
-                                                  .select = spec::get_features_select::supported_capabilities,
+                          spec::get_features_view{.feature_id = spec::feature_id::async_event_configuration,
+                                                  .select = spec::feature_select::supported_capabilities,
                                                   .uuid_index = 2})),
               "GET_FEATURES cid=12 nsid=1 fid=0x0b sel=3 cdw11=0x0 uuid=2 prp1=0x0 prp2=0x0");
     EXPECT_EQ(admin(entry(0x08, 10, 0, 0, spec::abort_view{.sq_id = 1, .command_id = 42})),

@@ -6,17 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include "../wire_bytes.hpp"
+
 namespace spec = nvmekit::spec;
-
-namespace {
-
-template <typename T>
-T zeroed()
-{
-    return std::bit_cast<T>(std::array<std::uint8_t, sizeof(T)>{});
-}
-
-} // namespace
+using nvmekit_test::zeroed;
 
 TEST(format_features, feature_id_prints_name_and_number)
 {

@@ -8,17 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include "../wire_bytes.hpp"
+
 namespace spec = nvmekit::spec;
-
-namespace {
-
-template <typename T>
-T zeroed()
-{
-    return std::bit_cast<T>(std::array<std::uint8_t, sizeof(T)>{});
-}
-
-} // namespace
+using nvmekit_test::zeroed;
 
 TEST(format_log_pages, log_page_id_prints_name_and_number)
 {
@@ -58,7 +51,7 @@ TEST(format_log_pages, critical_warnings_print_raw_byte_and_set_bits)
 
 TEST(format_log_pages, counters_print_all_128_bits_in_decimal)
 {
-    spec::smart_health_log::counter counter{};
+    spec::uint128_le counter{};
     counter.set(1234);
     EXPECT_EQ(fmt::format("{}", counter), "1234");
     counter.set(0, 1);

@@ -17,6 +17,17 @@ TEST(format_status, prints_type_name_code_and_flags)
               "Command Specific/Invalid Queue Identifier (0x01) [M CRD=2]");
 }
 
+TEST(format_status, separates_every_set_flag_by_one_space)
+{
+    const spec::status invalid_field{spec::generic_status::invalid_field};
+    EXPECT_EQ(fmt::format("{}", invalid_field.with_dnr().with(spec::status::more, true).with(spec::status::crd, 3)),
+              "Generic/Invalid Field (0x02) [DNR M CRD=3]");
+    EXPECT_EQ(fmt::format("{}", invalid_field.with_dnr().with(spec::status::crd, 1)),
+              "Generic/Invalid Field (0x02) [DNR CRD=1]");
+    EXPECT_EQ(fmt::format("{}", invalid_field.with(spec::status::crd, 1)), "Generic/Invalid Field (0x02) [CRD=1]");
+    EXPECT_EQ(fmt::format("{}", invalid_field.with(spec::status::more, true)), "Generic/Invalid Field (0x02) [M]");
+}
+
 TEST(format_status, prints_unnamed_codes_by_number)
 {
     EXPECT_EQ(fmt::format("{}", spec::status{spec::status_code_type::vendor_specific, 0xc3}.with_dnr()),

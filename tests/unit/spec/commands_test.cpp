@@ -2,11 +2,13 @@
 
 #include <array>
 #include <cstdint>
-#include <cstring>
 
 #include <gtest/gtest.h>
 
+#include "../wire_bytes.hpp"
+
 namespace spec = nvmekit::spec;
+using nvmekit_test::bytes_of;
 
 namespace {
 
@@ -67,14 +69,6 @@ spec::submission_queue_entry with_dwords(const dwords& values)
     return entry;
 }
 
-template <typename T>
-std::array<std::uint8_t, sizeof(T)> bytes_of(const T& value)
-{
-    std::array<std::uint8_t, sizeof(T)> bytes{};
-    std::memcpy(bytes.data(), &value, sizeof(T));
-    return bytes;
-}
-
 constexpr spec::submission_queue_entry encoded_read() noexcept
 {
     spec::submission_queue_entry entry{};
@@ -112,7 +106,7 @@ TEST(commands, create_io_sq_encodes_qsize_0_based_and_qprio_in_bits_02_01)
 
 TEST(commands, get_log_page_splits_numd_and_offset_over_two_dwords)
 {
-    expect_round_trip(spec::get_log_page_view{.log_page_id = 0x02,
+    expect_round_trip(spec::get_log_page_view{.log_page_id = spec::log_page_id::smart_health,
                                               .log_specific_field = 0x45,
                                               .retain_async_event = true,
                                               .dword_count = 0x12346,
@@ -120,10 +114,10 @@ TEST(commands, get_log_page_splits_numd_and_offset_over_two_dwords)
                                               .offset = 0x1'0000'0200,
                                               .uuid_index = 0x55,
                                               .offset_is_index = true,
-                                              .command_set_id = 0x02},
+                                              .command_set_id = spec::command_set_identifier::zoned},
                       {0x2345c502, 0xbeef0001, 0x00000200, 0x00000001, 0x02800055, 0});
     // SMART / Health Information: 512 bytes are 128 dwords, NUMDL 127.
-    expect_round_trip(spec::get_log_page_view{.log_page_id = 0x02, .dword_count = 128},
+    expect_round_trip(spec::get_log_page_view{.log_page_id = spec::log_page_id::smart_health, .dword_count = 128},
                       {0x007f0002, 0, 0, 0, 0, 0});
 }
 
@@ -156,10 +150,10 @@ TEST(commands, create_io_cq_encodes_pc_ien_and_iv)
 
 TEST(commands, identify_encodes_cns_cntid_csi_and_uuid_index)
 {
-    expect_round_trip(spec::identify_view{.cns = 0x06,
+    expect_round_trip(spec::identify_view{.cns = spec::cns::io_command_set_controller,
                                           .controller_id = 0x0102,
                                           .cns_specific_id = 0x0304,
-                                          .command_set_id = 0x02,
+                                          .command_set_id = spec::command_set_identifier::zoned,
                                           .uuid_index = 0x7f},
                       {0x01020006, 0x02000304, 0, 0, 0x0000007f, 0});
 }
@@ -171,7 +165,7 @@ TEST(commands, abort_names_the_queue_and_command_to_abort)
 
 TEST(commands, set_features_keeps_feature_dwords_raw)
 {
-    expect_round_trip(spec::set_features_view{.feature_id = 0x07,
+    expect_round_trip(spec::set_features_view{.feature_id = spec::feature_id::number_of_queues,
                                               .save = true,
                                               .cdw11 = 0x00030003,
                                               .cdw12 = 0x1212,
@@ -183,13 +177,34 @@ TEST(commands, set_features_keeps_feature_dwords_raw)
 
 TEST(commands, get_features_encodes_select_in_bits_10_08)
 {
-    expect_round_trip(spec::get_features_view{.feature_id = 0x0b,
-                                              .select = spec::get_features_select::supported_capabilities,
+    expect_round_trip(spec::get_features_view{.feature_id = spec::feature_id::async_event_configuration,
+                                              .select = spec::feature_select::supported_capabilities,
                                               .cdw11 = 1,
                                               .uuid_index = 3},
                       {0x0000030b, 1, 0, 0, 3, 0});
     EXPECT_EQ(spec::get_features_view::decode(with_dwords({0x00000207, 0, 0, 0, 0, 0})).select,
-              spec::get_features_select::saved);
+              spec::feature_select::saved);
+}
+
+TEST(commands, typed_identifiers_decode_and_encode_any_raw_value)
+{
+    const auto identify = spec::identify_view::decode(with_dwords({0x000000ff, 0xff000000, 0, 0, 0, 0}));
+    EXPECT_EQ(static_cast<unsigned>(identify.cns), 0xffU);
+    EXPECT_EQ(static_cast<unsigned>(identify.command_set_id), 0xffU);
+    expect_round_trip(identify, {0x000000ff, 0xff000000, 0, 0, 0, 0});
+
+    const auto vendor_log = spec::get_log_page_view::decode(with_dwords({0x000000c1, 0, 0, 0, 0x03000000, 0}));
+    EXPECT_TRUE(spec::is_vendor_specific(vendor_log.log_page_id));
+    EXPECT_EQ(static_cast<unsigned>(vendor_log.log_page_id), 0xc1U);
+    EXPECT_EQ(static_cast<unsigned>(vendor_log.command_set_id), 0x03U);
+    expect_round_trip(vendor_log, {0x000000c1, 0, 0, 0, 0x03000000, 0});
+
+    expect_round_trip(spec::set_features_view{.feature_id = static_cast<spec::feature_id>(0xc0)},
+                      {0x000000c0, 0, 0, 0, 0, 0});
+    const auto reserved_select = spec::get_features_view::decode(with_dwords({0x000007ff, 0, 0, 0, 0, 0}));
+    EXPECT_EQ(static_cast<unsigned>(reserved_select.feature_id), 0xffU);
+    EXPECT_EQ(static_cast<unsigned>(reserved_select.select), 0x7U);
+    expect_round_trip(reserved_select, {0x000007ff, 0, 0, 0, 0, 0});
 }
 
 TEST(commands, commands_without_dwords_clear_them)
@@ -202,7 +217,7 @@ TEST(commands, commands_without_dwords_clear_them)
 TEST(commands, namespace_management_encodes_sel_and_csi)
 {
     expect_round_trip(spec::namespace_management_view{.select = spec::namespace_management_select::remove,
-                                                      .command_set_id = 0x02},
+                                                      .command_set_id = spec::command_set_identifier::zoned},
                       {1, 0x02000000, 0, 0, 0, 0});
 }
 

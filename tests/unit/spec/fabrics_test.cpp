@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include "../wire_bytes.hpp"
+
 namespace spec = nvmekit::spec;
+using nvmekit_test::bytes_of;
 
 static_assert(spec::FabricsCapsuleCommand<spec::connect_command>);
 static_assert(spec::FabricsCapsuleCommand<spec::property_get_command>);
@@ -15,16 +18,6 @@ static_assert(spec::FabricsCapsuleCommand<spec::authentication_receive_command>)
 static_assert(!spec::FabricsCapsuleCommand<spec::fabrics_command>);
 static_assert(!spec::FabricsCapsuleCommand<spec::submission_queue_entry>);
 static_assert(!spec::FabricsCapsuleCommand<spec::connect_data>);
-
-namespace {
-
-template <typename T>
-std::array<std::uint8_t, sizeof(T)> bytes_of(const T& value)
-{
-    return std::bit_cast<std::array<std::uint8_t, sizeof(T)>>(value);
-}
-
-} // namespace
 
 TEST(fabrics, constants_match_the_spec)
 {

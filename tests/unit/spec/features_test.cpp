@@ -6,23 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include "../wire_bytes.hpp"
+
 namespace spec = nvmekit::spec;
-
-namespace {
-
-template <typename T>
-std::array<std::uint8_t, sizeof(T)> bytes_of(const T& value)
-{
-    return std::bit_cast<std::array<std::uint8_t, sizeof(T)>>(value);
-}
-
-template <typename T>
-T zeroed()
-{
-    return std::bit_cast<T>(std::array<std::uint8_t, sizeof(T)>{});
-}
-
-} // namespace
+using nvmekit_test::bytes_of;
+using nvmekit_test::zeroed;
 
 TEST(feature_id, has_the_spec_numbers_and_names)
 {

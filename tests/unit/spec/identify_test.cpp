@@ -9,34 +9,15 @@
 #include <string>
 #include <string_view>
 
+#include "../wire_bytes.hpp"
+
 namespace spec = nvmekit::spec;
+using nvmekit_test::bytes_of;
+using nvmekit_test::le_at;
 
 namespace {
 
 using page = std::array<std::uint8_t, spec::identify_data_size>;
-
-template <typename T>
-page bytes_of(const T& value)
-{
-    return std::bit_cast<page>(value);
-}
-
-std::uint16_t le16_at(const page& bytes, std::size_t offset)
-{
-    return static_cast<std::uint16_t>(bytes[offset] | (bytes[offset + 1] << 8));
-}
-
-std::uint32_t le32_at(const page& bytes, std::size_t offset)
-{
-    return static_cast<std::uint32_t>(le16_at(bytes, offset)) |
-           (static_cast<std::uint32_t>(le16_at(bytes, offset + 2)) << 16);
-}
-
-std::uint64_t le64_at(const page& bytes, std::size_t offset)
-{
-    return static_cast<std::uint64_t>(le32_at(bytes, offset)) |
-           (static_cast<std::uint64_t>(le32_at(bytes, offset + 4)) << 32);
-}
 
 std::string_view chars_at(const page& bytes, std::size_t offset, std::size_t length)
 {
@@ -81,65 +62,20 @@ TEST(identify_csi, values_follow_the_spec_and_are_named)
     EXPECT_TRUE(spec::name(static_cast<spec::command_set_identifier>(0x03)).empty());
 }
 
-TEST(identify_strings, space_padded_fields_pad_trim_and_report_truncation)
-{
-    std::array<char, 8> field{};
-    EXPECT_TRUE(spec::set_space_padded(field, "1.0"));
-    EXPECT_EQ(std::string_view(field.data(), field.size()), "1.0     ");
-    EXPECT_EQ(spec::padded_text(field), "1.0");
-
-    EXPECT_TRUE(spec::set_space_padded(field, "12345678"));
-    EXPECT_EQ(spec::padded_text(field), "12345678");
-
-    EXPECT_FALSE(spec::set_space_padded(field, "123456789"));
-    EXPECT_EQ(spec::padded_text(field), "12345678");
-
-    EXPECT_TRUE(spec::set_space_padded(field, ""));
-    EXPECT_EQ(std::string_view(field.data(), field.size()), "        ");
-    EXPECT_EQ(spec::padded_text(field), "");
-}
-
-TEST(identify_strings, null_padded_fields_keep_a_terminator)
-{
-    std::array<char, 8> field{};
-    field.fill('x');
-    EXPECT_TRUE(spec::set_null_padded(field, "nqn.a"));
-    EXPECT_EQ(std::string_view(field.data(), field.size()), std::string_view("nqn.a\0\0\0", 8));
-    EXPECT_EQ(spec::padded_text(field), "nqn.a");
-
-    EXPECT_TRUE(spec::set_null_padded(field, "1234567"));
-    EXPECT_EQ(field[7], '\0');
-    EXPECT_FALSE(spec::set_null_padded(field, "12345678"));
-    EXPECT_EQ(field[7], '\0');
-    EXPECT_EQ(spec::padded_text(field), "1234567");
-}
-
-TEST(identify_strings, work_at_compile_time)
-{
-    constexpr auto field = [] {
-        std::array<char, 20> sn{};
-        spec::set_space_padded(sn, "NVMEKIT0001");
-        return sn;
-    }();
-    static_assert(spec::padded_text(field) == "NVMEKIT0001");
-    static_assert(field[19] == ' ');
-    SUCCEED();
-}
-
 TEST(identify_u128, splits_into_little_endian_halves)
 {
-    std::array<std::uint8_t, 16> field{};
-    spec::set_u128(field, 0x1122334455667788ULL, 0x99aabbccddeeff00ULL);
-    EXPECT_EQ(field[0], 0x88);
-    EXPECT_EQ(field[7], 0x11);
-    EXPECT_EQ(field[8], 0x00);
-    EXPECT_EQ(field[15], 0x99);
-    EXPECT_EQ(spec::u128_low(field), 0x1122334455667788ULL);
-    EXPECT_EQ(spec::u128_high(field), 0x99aabbccddeeff00ULL);
+    spec::uint128_le field{};
+    field.set(0x1122334455667788ULL, 0x99aabbccddeeff00ULL);
+    EXPECT_EQ(field.bytes[0], 0x88);
+    EXPECT_EQ(field.bytes[7], 0x11);
+    EXPECT_EQ(field.bytes[8], 0x00);
+    EXPECT_EQ(field.bytes[15], 0x99);
+    EXPECT_EQ(field.low(), 0x1122334455667788ULL);
+    EXPECT_EQ(field.high(), 0x99aabbccddeeff00ULL);
 
-    spec::set_u128(field, 1ULL << 40);
-    EXPECT_EQ(spec::u128_low(field), 1ULL << 40);
-    EXPECT_EQ(spec::u128_high(field), 0U);
+    field.set(1ULL << 40);
+    EXPECT_EQ(field.low(), 1ULL << 40);
+    EXPECT_EQ(field.high(), 0U);
 }
 
 TEST(identify_power_state, fields_land_on_their_bytes)
@@ -299,7 +235,7 @@ TEST(identify_controller, fields_land_on_their_spec_offsets)
     ctrl.lpa.set(spec::log_page_attributes::commands_effects, true);
     ctrl.npss = 0;
     ctrl.wctemp = 343;
-    spec::set_u128(ctrl.tnvmcap, 0x40000000);
+    ctrl.tnvmcap.set(0x40000000);
     ctrl.sqes.set(spec::queue_entry_sizes::required, 6).set(spec::queue_entry_sizes::maximum, 6);
     ctrl.cqes.set(spec::queue_entry_sizes::required, 4).set(spec::queue_entry_sizes::maximum, 4);
     ctrl.maxcmd = 0x1234;
@@ -316,8 +252,8 @@ TEST(identify_controller, fields_land_on_their_spec_offsets)
     ctrl.vs[0] = 0xab;
 
     const page bytes = bytes_of(ctrl);
-    EXPECT_EQ(le16_at(bytes, 0), 0x1b36);
-    EXPECT_EQ(le16_at(bytes, 2), 0x1af4);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 0), 0x1b36);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 2), 0x1af4);
     EXPECT_EQ(chars_at(bytes, 4, 20), "NVMEKIT0001         ");
     EXPECT_EQ(chars_at(bytes, 24, 40), "nvmekit controller                      ");
     EXPECT_EQ(chars_at(bytes, 64, 8), "0.1.0   ");
@@ -325,32 +261,32 @@ TEST(identify_controller, fields_land_on_their_spec_offsets)
     EXPECT_EQ(bytes[74], 0x54);
     EXPECT_EQ(bytes[75], 0x52);
     EXPECT_EQ(bytes[77], 5);
-    EXPECT_EQ(le16_at(bytes, 78), 0x0102);
-    EXPECT_EQ(le32_at(bytes, 80), 0x00020000U);
-    EXPECT_EQ(le32_at(bytes, 92), 0x00000100U);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 78), 0x0102);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 80), 0x00020000U);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 92), 0x00000100U);
     EXPECT_EQ(bytes[111], 1);
-    EXPECT_EQ(le16_at(bytes, 256), 0x0100);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 256), 0x0100);
     EXPECT_EQ(bytes[260], 0x02);
     EXPECT_EQ(bytes[261], 0x02);
-    EXPECT_EQ(le16_at(bytes, 266), 343);
-    EXPECT_EQ(le64_at(bytes, 280), 0x40000000U);
-    EXPECT_EQ(le64_at(bytes, 288), 0U);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 266), 343);
+    EXPECT_EQ(le_at<std::uint64_t>(bytes, 280), 0x40000000U);
+    EXPECT_EQ(le_at<std::uint64_t>(bytes, 288), 0U);
     EXPECT_EQ(bytes[512], 0x66);
     EXPECT_EQ(bytes[513], 0x44);
-    EXPECT_EQ(le16_at(bytes, 514), 0x1234);
-    EXPECT_EQ(le32_at(bytes, 516), 32U);
-    EXPECT_EQ(le16_at(bytes, 520), 0x0008);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 514), 0x1234);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 516), 32U);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 520), 0x0008);
     EXPECT_EQ(bytes[525], 0x01);
-    EXPECT_EQ(le16_at(bytes, 534), 0x0001);
-    EXPECT_EQ(le32_at(bytes, 536), 0x00000001U);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 534), 0x0001);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 536), 0x00000001U);
     const std::string_view nqn = "nqn.2023-01.io.nvmekit:subsystem0";
     EXPECT_EQ(chars_at(bytes, 768, nqn.size()), nqn);
     EXPECT_TRUE(std::all_of(bytes.begin() + 768 + static_cast<std::ptrdiff_t>(nqn.size()), bytes.begin() + 1024,
                             [](std::uint8_t byte) { return byte == 0; }));
-    EXPECT_EQ(le32_at(bytes, 1792), 4U);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 1792), 4U);
     EXPECT_EQ(bytes[1803], 1);
-    EXPECT_EQ(le16_at(bytes, 2048), 2500);
-    EXPECT_EQ(le32_at(bytes, 2048 + 32 + 4), 7U);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 2048), 2500);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 2048 + 32 + 4), 7U);
     EXPECT_EQ(bytes[3072], 0xab);
 
     EXPECT_EQ(ctrl.serial_number(), "NVMEKIT0001");
@@ -448,7 +384,7 @@ TEST(identify_namespace, fields_land_on_their_spec_offsets)
     ns.dlfeat.set(spec::deallocate_features::read_behavior, spec::deallocated_read_value::ones);
     ns.nawun = 0x0007;
     ns.noiob = 0x0100;
-    spec::set_u128(ns.nvmcap, 0x40000000);
+    ns.nvmcap.set(0x40000000);
     ns.npwg = 7;
     ns.nows = 15;
     ns.mssrl = 0x0080;
@@ -467,31 +403,31 @@ TEST(identify_namespace, fields_land_on_their_spec_offsets)
     ns.vs[0] = 0x5a;
 
     const page bytes = bytes_of(ns);
-    EXPECT_EQ(le64_at(bytes, 0), 0x200000U);
-    EXPECT_EQ(le64_at(bytes, 8), 0x1f0000U);
-    EXPECT_EQ(le64_at(bytes, 16), 0x1000U);
+    EXPECT_EQ(le_at<std::uint64_t>(bytes, 0), 0x200000U);
+    EXPECT_EQ(le_at<std::uint64_t>(bytes, 8), 0x1f0000U);
+    EXPECT_EQ(le_at<std::uint64_t>(bytes, 16), 0x1000U);
     EXPECT_EQ(bytes[24], 0x04);
     EXPECT_EQ(bytes[25], 1);
     EXPECT_EQ(bytes[26], 0x01);
     EXPECT_EQ(bytes[33], 0x02);
-    EXPECT_EQ(le16_at(bytes, 34), 0x0007);
-    EXPECT_EQ(le16_at(bytes, 46), 0x0100);
-    EXPECT_EQ(le64_at(bytes, 48), 0x40000000U);
-    EXPECT_EQ(le16_at(bytes, 64), 7);
-    EXPECT_EQ(le16_at(bytes, 72), 15);
-    EXPECT_EQ(le16_at(bytes, 74), 0x0080);
-    EXPECT_EQ(le32_at(bytes, 76), 0x00010000U);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 34), 0x0007);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 46), 0x0100);
+    EXPECT_EQ(le_at<std::uint64_t>(bytes, 48), 0x40000000U);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 64), 7);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 72), 15);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 74), 0x0080);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 76), 0x00010000U);
     EXPECT_EQ(bytes[80], 0x7f);
     EXPECT_EQ(bytes[82], 2);
-    EXPECT_EQ(le32_at(bytes, 92), 3U);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 92), 3U);
     EXPECT_EQ(bytes[99], 0x01);
-    EXPECT_EQ(le16_at(bytes, 100), 4);
-    EXPECT_EQ(le16_at(bytes, 102), 5);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 100), 4);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 102), 5);
     EXPECT_EQ(bytes[104], 0xa0);
     EXPECT_EQ(bytes[127], 0xe7);
-    EXPECT_EQ(le32_at(bytes, 128), 0x00090000U);
-    EXPECT_EQ(le32_at(bytes, 132), 0x000c0008U);
-    EXPECT_EQ(le32_at(bytes, 380), 0xdeadbeefU);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 128), 0x00090000U);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 132), 0x000c0008U);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 380), 0xdeadbeefU);
     EXPECT_EQ(bytes[384], 0x5a);
 
     EXPECT_EQ(ns.formatted_lba_format().data_size(), 4096U);
@@ -511,11 +447,11 @@ TEST(identify_nvm_namespace, extended_formats_follow_the_protection_capabilities
     nvm.elbaf[63].set(spec::extended_lba_format::pif, spec::protection_information_format::guard_32b);
 
     const page bytes = bytes_of(nvm);
-    EXPECT_EQ(le64_at(bytes, 0), 0xffff0000ffff0000ULL);
+    EXPECT_EQ(le_at<std::uint64_t>(bytes, 0), 0xffff0000ffff0000ULL);
     EXPECT_EQ(bytes[8], 0x05);
-    EXPECT_EQ(le32_at(bytes, 12), 0U);
-    EXPECT_EQ(le32_at(bytes, 16), 0x130U);
-    EXPECT_EQ(le32_at(bytes, 12 + 63 * 4), 0x080U);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 12), 0U);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 16), 0x130U);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 12 + 63 * 4), 0x080U);
     EXPECT_EQ(nvm.elbaf[1].get(spec::extended_lba_format::sts), 48);
 }
 
@@ -534,8 +470,8 @@ TEST(identify_nvm_controller, size_limits_land_on_their_offsets)
     EXPECT_EQ(bytes[1], 2);
     EXPECT_EQ(bytes[2], 3);
     EXPECT_EQ(bytes[3], 4);
-    EXPECT_EQ(le32_at(bytes, 4), 0x05060708U);
-    EXPECT_EQ(le64_at(bytes, 8), 0x1122334455667788ULL);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 4), 0x05060708U);
+    EXPECT_EQ(le_at<std::uint64_t>(bytes, 8), 0x1122334455667788ULL);
 }
 
 TEST(identify_independent_namespace, fields_land_on_their_offsets)
@@ -550,10 +486,10 @@ TEST(identify_independent_namespace, fields_land_on_their_offsets)
 
     const page bytes = bytes_of(ns);
     EXPECT_EQ(bytes[1], 0x01);
-    EXPECT_EQ(le32_at(bytes, 4), 0x01020304U);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 4), 0x01020304U);
     EXPECT_EQ(bytes[8], 0x01);
-    EXPECT_EQ(le16_at(bytes, 10), 0x0506);
-    EXPECT_EQ(le16_at(bytes, 12), 0x0708);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 10), 0x0506);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 12), 0x0708);
     EXPECT_EQ(bytes[14], 0x01);
 }
 
@@ -567,7 +503,7 @@ TEST(identify_namespace_list, counts_ids_before_the_first_zero)
     list.nsids[4] = 9; // after a zero entry: not part of the list
     EXPECT_EQ(list.size(), 3U);
     const page bytes = bytes_of(list);
-    EXPECT_EQ(le32_at(bytes, 8), 0x10U);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 8), 0x10U);
 
     list.nsids.fill(7);
     EXPECT_EQ(list.size(), spec::active_namespace_id_list::capacity);
@@ -670,7 +606,7 @@ TEST(identify_io_command_set, vectors_are_64_bit_entries)
 
     EXPECT_EQ(data.vectors[1].raw, 0x5U);
     const page bytes = bytes_of(data);
-    EXPECT_EQ(le64_at(bytes, 0), 0x1U);
-    EXPECT_EQ(le64_at(bytes, 8), 0x5U);
-    EXPECT_EQ(le64_at(bytes, 4088), 0x2U);
+    EXPECT_EQ(le_at<std::uint64_t>(bytes, 0), 0x1U);
+    EXPECT_EQ(le_at<std::uint64_t>(bytes, 8), 0x5U);
+    EXPECT_EQ(le_at<std::uint64_t>(bytes, 4088), 0x2U);
 }

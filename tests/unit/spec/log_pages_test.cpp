@@ -7,29 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include "../wire_bytes.hpp"
+
 namespace spec = nvmekit::spec;
-
-namespace {
-
-template <typename T>
-std::array<std::uint8_t, sizeof(T)> bytes_of(const T& value)
-{
-    return std::bit_cast<std::array<std::uint8_t, sizeof(T)>>(value);
-}
-
-template <typename T>
-T zeroed()
-{
-    return std::bit_cast<T>(std::array<std::uint8_t, sizeof(T)>{});
-}
-
-std::uint32_t load_le32(const std::uint8_t* bytes)
-{
-    return static_cast<std::uint32_t>(bytes[0]) | (static_cast<std::uint32_t>(bytes[1]) << 8)
-           | (static_cast<std::uint32_t>(bytes[2]) << 16) | (static_cast<std::uint32_t>(bytes[3]) << 24);
-}
-
-} // namespace
+using nvmekit_test::bytes_of;
+using nvmekit_test::zeroed;
+using nvmekit_test::le_at;
 
 TEST(log_page_id, names_the_pages_and_leaves_reserved_and_vendor_ids_unnamed)
 {
@@ -180,15 +163,15 @@ TEST(smart_health_log, temperature_times_sensors_and_thermal_counts_sit_at_their
     log.thermal_management_temp1_total_time = 3;
     log.thermal_management_temp2_total_time = 4;
     const auto raw = bytes_of(log);
-    EXPECT_EQ(load_le32(&raw[192]), 0x11223344U);
-    EXPECT_EQ(load_le32(&raw[196]), 0x55667788U);
+    EXPECT_EQ(le_at<std::uint32_t>(raw, 192), 0x11223344U);
+    EXPECT_EQ(le_at<std::uint32_t>(raw, 196), 0x55667788U);
     EXPECT_EQ(raw[200], 0x40);
     EXPECT_EQ(raw[201], 0x01);
     EXPECT_EQ(raw[214], 0x50);
-    EXPECT_EQ(load_le32(&raw[216]), 1U);
-    EXPECT_EQ(load_le32(&raw[220]), 2U);
-    EXPECT_EQ(load_le32(&raw[224]), 3U);
-    EXPECT_EQ(load_le32(&raw[228]), 4U);
+    EXPECT_EQ(le_at<std::uint32_t>(raw, 216), 1U);
+    EXPECT_EQ(le_at<std::uint32_t>(raw, 220), 2U);
+    EXPECT_EQ(le_at<std::uint32_t>(raw, 224), 3U);
+    EXPECT_EQ(le_at<std::uint32_t>(raw, 228), 4U);
 }
 
 TEST(firmware_slot_log, afi_packs_active_and_next_slot)
@@ -270,8 +253,8 @@ TEST(commands_supported_and_effects, admin_and_io_entries_are_indexed_by_opcode)
     log.admin_commands[0x06] = spec::command_effects{0x1};
     log.io_commands[0x01] = spec::command_effects{0x3};
     const auto raw = bytes_of(log);
-    EXPECT_EQ(load_le32(&raw[4 * 0x06]), 0x1U);
-    EXPECT_EQ(load_le32(&raw[1024 + 4 * 0x01]), 0x3U);
+    EXPECT_EQ(le_at<std::uint32_t>(raw, 4 * 0x06), 0x1U);
+    EXPECT_EQ(le_at<std::uint32_t>(raw, 1024 + 4 * 0x01), 0x3U);
 }
 
 TEST(telemetry_log_header, data_area_limits_and_generation_numbers_sit_at_their_offsets)
@@ -294,7 +277,7 @@ TEST(telemetry_log_header, data_area_limits_and_generation_numbers_sit_at_their_
     EXPECT_EQ(raw[8], 0x02);
     EXPECT_EQ(raw[10], 0x04);
     EXPECT_EQ(raw[12], 0x06);
-    EXPECT_EQ(load_le32(&raw[16]), 0x0708090aU);
+    EXPECT_EQ(le_at<std::uint32_t>(raw, 16), 0x0708090aU);
     EXPECT_EQ(raw[381], 0xa1);
     EXPECT_EQ(raw[382], 1);
     EXPECT_EQ(raw[383], 0xa3);

@@ -6,23 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include "../wire_bytes.hpp"
+
 namespace spec = nvmekit::spec;
-
-namespace {
-
-template <typename T>
-std::array<std::uint8_t, sizeof(T)> bytes_of(const T& value)
-{
-    return std::bit_cast<std::array<std::uint8_t, sizeof(T)>>(value);
-}
-
-std::uint32_t le32_at(const std::uint8_t* bytes)
-{
-    return std::uint32_t{bytes[0]} | (std::uint32_t{bytes[1]} << 8) | (std::uint32_t{bytes[2]} << 16) |
-           (std::uint32_t{bytes[3]} << 24);
-}
-
-} // namespace
+using nvmekit_test::bytes_of;
+using nvmekit_test::le_at;
 
 TEST(tcp, pdu_types_have_spec_values_and_names)
 {
@@ -92,7 +80,7 @@ TEST(tcp, icreq_and_icresp_layout)
     EXPECT_EQ(bytes[9], 0x01);
     EXPECT_EQ(bytes[10], 3);
     EXPECT_EQ(bytes[11], 0x03);
-    EXPECT_EQ(le32_at(&bytes[12]), 0x0a0b'0c0dU);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 12), 0x0a0b'0c0dU);
 
     spec::icresp_pdu response{};
     response.cpda = 1;
@@ -101,7 +89,7 @@ TEST(tcp, icreq_and_icresp_layout)
     const auto response_bytes = bytes_of(response);
     EXPECT_EQ(response_bytes[10], 1);
     EXPECT_EQ(response_bytes[11], 0x02);
-    EXPECT_EQ(le32_at(&response_bytes[12]), 131072U);
+    EXPECT_EQ(le_at<std::uint32_t>(response_bytes, 12), 131072U);
 }
 
 TEST(tcp, term_req_stores_unaligned_fei_little_endian)
@@ -162,8 +150,8 @@ TEST(tcp, data_and_r2t_headers_layout)
     auto bytes = bytes_of(h2c);
     EXPECT_EQ(bytes[8], 0x0b);
     EXPECT_EQ(bytes[10], 0x0d);
-    EXPECT_EQ(le32_at(&bytes[12]), 0x1000U);
-    EXPECT_EQ(le32_at(&bytes[16]), 0x2000U);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 12), 0x1000U);
+    EXPECT_EQ(le_at<std::uint32_t>(bytes, 16), 0x2000U);
 
     spec::c2h_data_pdu c2h{};
     c2h.cccid = 0x0a0b;
@@ -171,8 +159,8 @@ TEST(tcp, data_and_r2t_headers_layout)
     c2h.datal = 0x4000;
     const auto c2h_bytes = bytes_of(c2h);
     EXPECT_EQ(c2h_bytes[10], 0);
-    EXPECT_EQ(le32_at(&c2h_bytes[12]), 0x3000U);
-    EXPECT_EQ(le32_at(&c2h_bytes[16]), 0x4000U);
+    EXPECT_EQ(le_at<std::uint32_t>(c2h_bytes, 12), 0x3000U);
+    EXPECT_EQ(le_at<std::uint32_t>(c2h_bytes, 16), 0x4000U);
 
     spec::r2t_pdu r2t{};
     r2t.cccid = 1;
@@ -181,6 +169,6 @@ TEST(tcp, data_and_r2t_headers_layout)
     r2t.r2tl = 0x6000;
     const auto r2t_bytes = bytes_of(r2t);
     EXPECT_EQ(r2t_bytes[10], 2);
-    EXPECT_EQ(le32_at(&r2t_bytes[12]), 0x5000U);
-    EXPECT_EQ(le32_at(&r2t_bytes[16]), 0x6000U);
+    EXPECT_EQ(le_at<std::uint32_t>(r2t_bytes, 12), 0x5000U);
+    EXPECT_EQ(le_at<std::uint32_t>(r2t_bytes, 16), 0x6000U);
 }
