@@ -7,6 +7,8 @@
 #include <nvmekit/format/features.hpp>
 #include <nvmekit/format/identify.hpp>
 #include <nvmekit/format/log_pages.hpp>
+#include <nvmekit/format/opcodes.hpp>
+#include <nvmekit/format/queue_entries.hpp>
 #include <nvmekit/format/registers.hpp>
 #include <nvmekit/format/status.hpp>
 #include <nvmekit/format/tcp.hpp>

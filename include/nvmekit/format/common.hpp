@@ -8,10 +8,13 @@
 /// Besides the helpers every formatter header uses, this header formats `spec::uint128_le`, the
 /// one 128-bit integer type of the spec layer, so that every header printing one prints it alike.
 
+#include <algorithm>
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -65,16 +68,68 @@ Out append_flags(Out out, bool& first, std::initializer_list<flag_label> flags)
     return out;
 }
 
+/// A bit-flag word: the raw value in hex, zero-padded to the word's width, then the labels of
+/// the set flags in brackets when any is set: `0x0106 [format firmware dbbuf]`, `0x00`.
+template <typename Out, std::unsigned_integral Word>
+Out flag_word(Out out, Word raw, std::initializer_list<flag_label> flags)
+{
+    out = fmt::format_to(out, "0x{:0{}x}", raw, sizeof(Word) * 2);
+    if (std::none_of(flags.begin(), flags.end(), [](const flag_label& flag) { return flag.set; })) {
+        return out;
+    }
+    out = fmt::format_to(out, " [");
+    bool first = true;
+    out = append_flags(out, first, flags);
+    return fmt::format_to(out, "]");
+}
+
+/// Writes `bytes` as contiguous lower-case hex, first byte first, as nvme-cli prints NGUID and
+/// EUI64: `0011223344556677`.
+template <typename Out>
+Out hex_bytes(Out out, std::span<const std::uint8_t> bytes)
+{
+    for (const std::uint8_t byte : bytes) {
+        out = fmt::format_to(out, "{:02x}", byte);
+    }
+    return out;
+}
+
+/// Writes 16 bytes as a UUID in its canonical form, `00112233-4455-6677-8899-aabbccddeeff`.
+template <typename Out>
+Out uuid_bytes(Out out, std::span<const std::uint8_t, 16> bytes)
+{
+    out = hex_bytes(out, bytes.first<4>());
+    for (const auto group : {bytes.subspan<4, 2>(), bytes.subspan<6, 2>(), bytes.subspan<8, 2>()}) {
+        *out++ = '-';
+        out = hex_bytes(out, group);
+    }
+    *out++ = '-';
+    return hex_bytes(out, bytes.last<6>());
+}
+
+/// Writes identifiers in brackets, separated by commas: `[1, 2, 5]`, `[]`.
+template <typename Out>
+Out id_list(Out out, std::span<const std::uint32_t> ids)
+{
+    return fmt::format_to(out, "[{}]", fmt::join(ids.begin(), ids.end(), ", "));
+}
+
+/// Writes `text`, or `raw` in hex (`0x6`) when `text` is empty (a reserved value).
+template <typename Out>
+Out text_or_hex(Out out, std::string_view text, unsigned raw)
+{
+    if (text.empty()) {
+        return fmt::format_to(out, "{:#x}", raw);
+    }
+    return fmt::format_to(out, "{}", text);
+}
+
 /// Writes an enumerated value's name, or its raw value in hex (`0x6`) when it has no name
 /// (a reserved value).
 template <typename Out, typename Enum>
 Out name_or_hex(Out out, Enum value)
 {
-    const std::string_view text = name(value);
-    if (text.empty()) {
-        return fmt::format_to(out, "{:#x}", static_cast<unsigned>(value));
-    }
-    return fmt::format_to(out, "{}", text);
+    return text_or_hex(out, name(value), static_cast<unsigned>(value));
 }
 
 /// Writes an enumerated value's name, or `Reserved (0x05)` when it has no name; `reserved` is the
@@ -108,6 +163,17 @@ struct name_or_hex_formatter : plain_formatter {
     auto format(Enum value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         return name_or_hex(ctx.out(), value);
+    }
+};
+
+/// Formatter of an enumeration the spec layer gives no `name()`: `Label` names its values for
+/// printing, and values it leaves empty print in hex (`0x3`).
+template <typename Enum, std::string_view (*Label)(Enum) noexcept>
+struct label_or_hex_formatter : plain_formatter {
+    template <typename FormatContext>
+    auto format(Enum value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        return text_or_hex(ctx.out(), Label(value), static_cast<unsigned>(value));
     }
 };
 

@@ -1,8 +1,26 @@
 #pragma once
 /// Formatters for PRP entries and SGL descriptors: `DATA_BLOCK addr=0x1000 len=4096`.
 
+#include <string_view>
+
 #include <nvmekit/format/common.hpp>
 #include <nvmekit/spec/data_pointer.hpp>
+
+NVMEKIT_BEGIN_NAMESPACE
+namespace detail::data_pointer_format {
+
+constexpr std::string_view label(spec::prp2_role value) noexcept
+{
+    switch (value) {
+    case spec::prp2_role::unused: return "unused";
+    case spec::prp2_role::data_page: return "data_page";
+    case spec::prp2_role::list_pointer: return "list_pointer";
+    }
+    return {};
+}
+
+} // namespace detail::data_pointer_format
+NVMEKIT_END_NAMESPACE
 
 /// Prints the raw entry in hex: `0x1000`.
 template <>
@@ -30,6 +48,24 @@ struct fmt::formatter<nvmekit::spec::sgl_descriptor_subtype> : nvmekit::detail::
             return fmt::format_to(ctx.out(), "{}", name(value));
         }
         return fmt::format_to(ctx.out(), "{:#x}", static_cast<unsigned>(value));
+    }
+};
+
+/// `unused`, `data_page` or `list_pointer`.
+template <>
+struct fmt::formatter<nvmekit::spec::prp2_role>
+    : nvmekit::detail::label_or_hex_formatter<nvmekit::spec::prp2_role,
+                                              nvmekit::detail::data_pointer_format::label> {};
+
+/// `type=DATA_BLOCK subtype=ADDRESS`; reserved values in hex (`type=0x6 subtype=0x2`).
+template <>
+struct fmt::formatter<nvmekit::spec::sgl_identifier> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(nvmekit::spec::sgl_identifier value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        using nvmekit::spec::sgl_identifier;
+        return fmt::format_to(ctx.out(), "type={} subtype={}", value.get(sgl_identifier::type),
+                              value.get(sgl_identifier::subtype));
     }
 };
 

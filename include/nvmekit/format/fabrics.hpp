@@ -130,14 +130,7 @@ struct fmt::formatter<nvmekit::spec::connect_data> : nvmekit::detail::plain_form
     template <typename FormatContext>
     auto format(const nvmekit::spec::connect_data& value, FormatContext& ctx) const -> decltype(ctx.out())
     {
-        const auto& id = value.hostid;
-        auto out = fmt::format_to(ctx.out(), "hostid=");
-        for (std::size_t i = 0; i < id.size(); ++i) {
-            if (i == 4 || i == 6 || i == 8 || i == 10) {
-                out = fmt::format_to(out, "-");
-            }
-            out = fmt::format_to(out, "{:02x}", id[i]);
-        }
+        auto out = nvmekit::detail::uuid_bytes(fmt::format_to(ctx.out(), "hostid="), value.hostid);
         return fmt::format_to(out, " cntlid={:#x} subnqn=\"{}\" hostnqn=\"{}\"", value.cntlid, value.subsystem_nqn(),
                               value.host_nqn());
     }
@@ -172,6 +165,93 @@ struct fmt::formatter<nvmekit::spec::address_family>
 template <>
 struct fmt::formatter<nvmekit::spec::discovery_subsystem_type>
     : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::discovery_subsystem_type> {};
+
+/// `priority=0 disable_sqfc=1`: the priority class of an I/O queue (bits 01:00), then whether
+/// SQ flow control is disabled (bit 02).
+template <>
+struct fmt::formatter<nvmekit::spec::connect_attributes> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(nvmekit::spec::connect_attributes value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        using nvmekit::spec::connect_attributes;
+        return fmt::format_to(ctx.out(), "priority={} disable_sqfc={:d}", value.get(connect_attributes::priority_class),
+                              value.get(connect_attributes::disable_sq_flow_control));
+    }
+};
+
+/// `ipo=0x2a iattr=0x00 (command)` or `ipo=0x100 iattr=0x01 (connect data)`: the byte offset of
+/// the invalid field and whether it is in the Connect command or its data.
+template <>
+struct fmt::formatter<nvmekit::spec::connect_invalid_parameter_dword0> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(nvmekit::spec::connect_invalid_parameter_dword0 value, FormatContext& ctx) const
+        -> decltype(ctx.out())
+    {
+        using nvmekit::spec::connect_invalid_parameter_dword0;
+        return fmt::format_to(ctx.out(), "ipo={:#x} iattr=0x{:02x} ({})",
+                              value.get(connect_invalid_parameter_dword0::ipo),
+                              value.get(connect_invalid_parameter_dword0::iattr),
+                              value.get(connect_invalid_parameter_dword0::in_connect_data) ? "connect data"
+                                                                                           : "command");
+    }
+};
+
+/// `4 bytes`, `8 bytes`, or `0x2` (reserved).
+template <>
+struct fmt::formatter<nvmekit::spec::property_size> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(nvmekit::spec::property_size value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        const unsigned bytes = nvmekit::spec::property_size_bytes(value);
+        if (bytes == 0) {
+            return fmt::format_to(ctx.out(), "{:#x}", static_cast<unsigned>(value));
+        }
+        return fmt::format_to(ctx.out(), "{} bytes", bytes);
+    }
+};
+
+/// `size=8`, or `size=reserved(0x2)`, as the Property Get and Set commands print it.
+template <>
+struct fmt::formatter<nvmekit::spec::property_attributes> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(nvmekit::spec::property_attributes value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        return nvmekit::detail::format_property_size(ctx.out(),
+                                                     value.get(nvmekit::spec::property_attributes::size));
+    }
+};
+
+/// `not specified`, `required`, `not required`, or `0x3` (reserved).
+template <>
+struct fmt::formatter<nvmekit::spec::secure_channel_requirement>
+    : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::secure_channel_requirement> {};
+
+/// `secure_channel=required disable_sqfc=1`: bit 02 says the port supports disabling SQ flow
+/// control.
+template <>
+struct fmt::formatter<nvmekit::spec::transport_requirements> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(nvmekit::spec::transport_requirements value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        using nvmekit::spec::transport_requirements;
+        return fmt::format_to(ctx.out(), "secure_channel={} disable_sqfc={:d}",
+                              value.get(transport_requirements::secure_channel),
+                              value.get(transport_requirements::disable_sq_flow_control));
+    }
+};
+
+/// `0x0003 [dupretinfo epcsd]`.
+template <>
+struct fmt::formatter<nvmekit::spec::discovery_entry_flags> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(nvmekit::spec::discovery_entry_flags value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        using flags = nvmekit::spec::discovery_entry_flags;
+        return nvmekit::detail::flag_word(ctx.out(), value.raw,
+                                          {{value.get(flags::duplicate_returned_information), "dupretinfo"},
+                                           {value.get(flags::explicit_persistent_connection), "epcsd"}});
+    }
+};
 
 /// `genctr=3 numrec=2 recfmt=0`.
 template <>

@@ -3,7 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
+#include <span>
 #include <string_view>
 #include <type_traits>
 
@@ -18,19 +18,15 @@ namespace detail::log_pages_format {
 /// Whole degrees Celsius from Kelvin (0 C = 273 K).
 constexpr int celsius(std::uint16_t kelvin) noexcept { return static_cast<int>(kelvin) - 273; }
 
-/// A critical warning byte: `0x00` when no warning is set, else the raw byte and the set warnings,
-/// `0x09 [spare_below_threshold read_only]`.
-template <typename Out>
-Out warning_byte(Out out, std::uint8_t raw, std::initializer_list<flag_label> warnings)
+/// Label of a CSE value, or an empty view if reserved.
+constexpr std::string_view label(spec::command_submission_execution value) noexcept
 {
-    out = fmt::format_to(out, "0x{:02x}", raw);
-    if (raw == 0) {
-        return out;
+    switch (value) {
+    case spec::command_submission_execution::no_restriction: return "no_restriction";
+    case spec::command_submission_execution::same_namespace_exclusive: return "same_namespace_exclusive";
+    case spec::command_submission_execution::any_namespace_exclusive: return "any_namespace_exclusive";
     }
-    out = fmt::format_to(out, " [");
-    bool first = true;
-    out = append_flags(out, first, warnings);
-    return fmt::format_to(out, "]");
+    return {};
 }
 
 } // namespace detail::log_pages_format
@@ -75,7 +71,7 @@ struct fmt::formatter<nvmekit::spec::smart_critical_warning> : nvmekit::detail::
     auto format(nvmekit::spec::smart_critical_warning value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using warning = nvmekit::spec::smart_critical_warning;
-        return nvmekit::detail::log_pages_format::warning_byte(
+        return nvmekit::detail::flag_word(
             ctx.out(), value.raw,
             {{value.get(warning::spare_below_threshold), "spare_below_threshold"},
              {value.get(warning::temperature), "temperature"},
@@ -94,7 +90,7 @@ struct fmt::formatter<nvmekit::spec::endurance_group_critical_warning> : nvmekit
     auto format(nvmekit::spec::endurance_group_critical_warning value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using warning = nvmekit::spec::endurance_group_critical_warning;
-        return nvmekit::detail::log_pages_format::warning_byte(
+        return nvmekit::detail::flag_word(
             ctx.out(), value.raw,
             {{value.get(warning::spare_below_threshold), "spare_below_threshold"},
              {value.get(warning::reliability_degraded), "reliability_degraded"},
@@ -182,14 +178,16 @@ struct fmt::formatter<nvmekit::spec::changed_namespace_list> : nvmekit::detail::
         if (list.overflowed()) {
             return fmt::format_to(ctx.out(), "nsids=[more than {}]", nvmekit::spec::changed_namespace_list::max_entries);
         }
-        auto out = fmt::format_to(ctx.out(), "nsids=[");
-        const std::size_t count = list.count();
-        for (std::size_t i = 0; i < count; ++i) {
-            out = fmt::format_to(out, "{}{}", i == 0 ? "" : ", ", list.nsids[i]);
-        }
-        return fmt::format_to(out, "]");
+        return nvmekit::detail::id_list(fmt::format_to(ctx.out(), "nsids="),
+                                        std::span<const std::uint32_t>{list.nsids}.first(list.count()));
     }
 };
+
+/// `no_restriction`, `same_namespace_exclusive`, `any_namespace_exclusive`, or `0x3` if reserved.
+template <>
+struct fmt::formatter<nvmekit::spec::command_submission_execution>
+    : nvmekit::detail::label_or_hex_formatter<nvmekit::spec::command_submission_execution,
+                                              nvmekit::detail::log_pages_format::label> {};
 
 /// The set flags by their spec abbreviations, `CSE=n` when CSE is not 0, or `none`:
 /// `CSUPP LBCC NIC CSE=1 USS`.
@@ -221,7 +219,8 @@ struct fmt::formatter<nvmekit::spec::command_effects> : nvmekit::detail::plain_f
     }
 };
 
-/// One line per opcode whose entry is not zero, admin commands first, no final newline:
+/// One line per opcode whose entry is not zero, admin commands first, no final newline, or
+/// `none` when every entry is zero:
 /// `admin 0x06 IDENTIFY: CSUPP` / `io 0x01: CSUPP LBCC`. I/O opcodes are not named: their
 /// meaning depends on the command set the log was read for.
 template <>
@@ -247,6 +246,9 @@ struct fmt::formatter<nvmekit::spec::commands_supported_and_effects> : nvmekit::
             }
             out = fmt::format_to(out, "{}io 0x{:02x}: {}", separator, opcode, log.io_commands[opcode]);
             separator = "\n";
+        }
+        if (*separator == '\0') {
+            out = fmt::format_to(out, "none");
         }
         return out;
     }

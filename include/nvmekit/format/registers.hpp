@@ -374,3 +374,51 @@ struct fmt::formatter<nvmekit::spec::pmrmscu_register> : nvmekit::detail::plain_
         return fmt::format_to(ctx.out(), "PMRMSCU cba={:#x}", value.raw);
     }
 };
+
+/// `CC@0x14/4`: mnemonic, offset in BAR0 and width in bytes.
+template <>
+struct fmt::formatter<nvmekit::spec::register_description> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::register_description& value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        return fmt::format_to(ctx.out(), "{}@{:#x}/{}", value.name, value.first_byte(), value.width);
+    }
+};
+
+/// One register a line (no final newline), in the spirit of `nvme show-regs`: CAP, VS, INTMS, CC,
+/// CSTS, AQA, ASQ, ACQ and CRTO always, then the Boot Partition registers when CAP.BPS is set,
+/// the Controller Memory Buffer registers when CAP.CMBS is set or CMBSZ is not zero, and the
+/// Persistent Memory Region registers when CAP.PMRS is set:
+///
+///     CAP mqes=2047 cqr=1 ams=0x0 to=30 dstrd=0 nssrs=0 css=0x1 bps=0 cps=not_reported mpsmin=0 ...
+///     VS 2.0.0
+///     INTMS 0x00000000
+///     CC en=1 css=nvm mps=0 ams=rr shn=none iosqes=6 iocqes=4 crime=0
+///     CSTS rdy=1 cfs=0 shst=normal nssro=0 pp=0 st=0
+///     AQA asqs=31 acqs=31
+///     ASQ 0x10000
+///     ACQ 0x20000
+///     CRTO crwmt=0 crimt=0
+template <>
+struct fmt::formatter<nvmekit::spec::controller_register_block> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::controller_register_block& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
+    {
+        using cap = nvmekit::spec::cap_register;
+        auto out = fmt::format_to(ctx.out(), "{}\nVS {}\n{}\n{}\n{}\n{}\n{}\n{}\n{}", value.cap, value.vs,
+                                  value.intms, value.cc, value.csts, value.aqa, value.asq, value.acq, value.crto);
+        if (value.cap.get(cap::bps)) {
+            out = fmt::format_to(out, "\n{}\n{}\n{}", value.bpinfo, value.bprsel, value.bpmbl);
+        }
+        if (value.cap.get(cap::cmbs) || value.cmbsz.raw != 0) {
+            out = fmt::format_to(out, "\n{}\n{}\n{}\n{}\n{}\n{}", value.cmbloc, value.cmbsz, value.cmbmsc,
+                                 value.cmbsts, value.cmbebs, value.cmbswtp);
+        }
+        if (value.cap.get(cap::pmrs)) {
+            out = fmt::format_to(out, "\n{}\n{}\n{}\n{}\n{}\n{}\n{}", value.pmrcap, value.pmrctl, value.pmrsts,
+                                 value.pmrebs, value.pmrswtp, value.pmrmscl, value.pmrmscu);
+        }
+        return out;
+    }
+};

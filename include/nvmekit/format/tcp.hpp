@@ -41,6 +41,34 @@ struct fmt::formatter<nvmekit::spec::fatal_error_status> : nvmekit::detail::plai
     }
 };
 
+/// `0x0c [last_pdu success]`: HDGSTF, DDGSTF, LAST_PDU and SUCCESS.
+template <>
+struct fmt::formatter<nvmekit::spec::pdu_flags> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(nvmekit::spec::pdu_flags value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        using flags = nvmekit::spec::pdu_flags;
+        return nvmekit::detail::flag_word(ctx.out(), value.raw,
+                                          {{value.get(flags::hdgstf), "hdgstf"},
+                                           {value.get(flags::ddgstf), "ddgstf"},
+                                           {value.get(flags::last_pdu), "last_pdu"},
+                                           {value.get(flags::success), "success"}});
+    }
+};
+
+/// `0x03 [hdgst ddgst]`: the digests ICReq asks for or ICResp grants.
+template <>
+struct fmt::formatter<nvmekit::spec::digest_options> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(nvmekit::spec::digest_options value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        using options = nvmekit::spec::digest_options;
+        return nvmekit::detail::flag_word(ctx.out(), value.raw,
+                                          {{value.get(options::hdgst_enable), "hdgst"},
+                                           {value.get(options::ddgst_enable), "ddgst"}});
+    }
+};
+
 /// `CapsuleCmd flags=0x0 hlen=72 pdo=0 plen=72`.
 template <>
 struct fmt::formatter<nvmekit::spec::pdu_common_header> : nvmekit::detail::plain_formatter {

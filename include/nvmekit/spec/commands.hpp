@@ -29,6 +29,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include <nvmekit/config.hpp>
 #include <nvmekit/spec/bits.hpp>
@@ -109,6 +110,18 @@ enum class queue_priority : std::uint8_t {
     medium = 0b10,
     low = 0b11,
 };
+
+/// "urgent", "high", "medium", "low".
+[[nodiscard]] constexpr std::string_view name(queue_priority value) noexcept
+{
+    switch (value) {
+    case queue_priority::urgent: return "urgent";
+    case queue_priority::high: return "high";
+    case queue_priority::medium: return "medium";
+    case queue_priority::low: return "low";
+    }
+    return {};
+}
 
 /// Create I/O Submission Queue (01h) and Create I/O Completion Queue (05h) CDW10.
 struct create_io_queue_cdw10 : word<create_io_queue_cdw10, std::uint32_t> {
@@ -481,6 +494,16 @@ enum class namespace_management_select : std::uint8_t {
     remove = 0x1, ///< "Delete" in the spec
 };
 
+/// "create", "delete"; empty for a reserved value.
+[[nodiscard]] constexpr std::string_view name(namespace_management_select value) noexcept
+{
+    switch (value) {
+    case namespace_management_select::create: return "create";
+    case namespace_management_select::remove: return "delete";
+    }
+    return {};
+}
+
 /// Namespace Management (0Dh) CDW10.
 struct namespace_management_cdw10 : word<namespace_management_cdw10, std::uint32_t> {
     using word::word;
@@ -525,6 +548,22 @@ enum class firmware_commit_action : std::uint8_t {
     replace_boot_partition = 0b110,        ///< store the image in boot partition BPID
     activate_boot_partition = 0b111,       ///< mark boot partition BPID active
 };
+
+/// The spec's meaning in short: "replace", "replace_activate_on_reset", "activate_on_reset",
+/// "replace_activate_now", "replace_boot_partition", "activate_boot_partition"; empty for a
+/// reserved value.
+[[nodiscard]] constexpr std::string_view name(firmware_commit_action value) noexcept
+{
+    switch (value) {
+    case firmware_commit_action::replace: return "replace";
+    case firmware_commit_action::replace_and_activate_on_reset: return "replace_activate_on_reset";
+    case firmware_commit_action::activate_on_reset: return "activate_on_reset";
+    case firmware_commit_action::replace_and_activate_now: return "replace_activate_now";
+    case firmware_commit_action::replace_boot_partition: return "replace_boot_partition";
+    case firmware_commit_action::activate_boot_partition: return "activate_boot_partition";
+    }
+    return {};
+}
 
 /// Firmware Commit (10h) CDW10.
 struct firmware_commit_cdw10 : word<firmware_commit_cdw10, std::uint32_t> {
@@ -589,6 +628,16 @@ enum class namespace_attachment_select : std::uint8_t {
     attach = 0x0,
     detach = 0x1,
 };
+
+/// "attach", "detach"; empty for a reserved value.
+[[nodiscard]] constexpr std::string_view name(namespace_attachment_select value) noexcept
+{
+    switch (value) {
+    case namespace_attachment_select::attach: return "attach";
+    case namespace_attachment_select::detach: return "detach";
+    }
+    return {};
+}
 
 /// Namespace Attachment (15h) CDW10.
 struct namespace_attachment_cdw10 : word<namespace_attachment_cdw10, std::uint32_t> {
@@ -656,12 +705,35 @@ enum class format_protection_type : std::uint8_t {
     type3 = 0b011,
 };
 
+/// "none", "type1", "type2", "type3"; empty for a reserved value.
+[[nodiscard]] constexpr std::string_view name(format_protection_type value) noexcept
+{
+    switch (value) {
+    case format_protection_type::none: return "none";
+    case format_protection_type::type1: return "type1";
+    case format_protection_type::type2: return "type2";
+    case format_protection_type::type3: return "type3";
+    }
+    return {};
+}
+
 /// Secure Erase Settings (Format NVM CDW10.SES).
 enum class format_secure_erase : std::uint8_t {
     none = 0b000,
     user_data_erase = 0b001,
     cryptographic_erase = 0b010,
 };
+
+/// "none", "user_data", "cryptographic"; empty for a reserved value.
+[[nodiscard]] constexpr std::string_view name(format_secure_erase value) noexcept
+{
+    switch (value) {
+    case format_secure_erase::none: return "none";
+    case format_secure_erase::user_data_erase: return "user_data";
+    case format_secure_erase::cryptographic_erase: return "cryptographic";
+    }
+    return {};
+}
 
 /// Format NVM (80h) CDW10.
 struct format_nvm_cdw10 : word<format_nvm_cdw10, std::uint32_t> {
@@ -742,6 +814,25 @@ enum class dsm_access_frequency : std::uint8_t {
     overwritten_soon = 0x8,
 };
 
+/// "none", "typical", "infrequent_writes_infrequent_reads", ..., "one_time_read",
+/// "speculative_read", "overwritten_soon"; empty for a reserved value.
+[[nodiscard]] constexpr std::string_view name(dsm_access_frequency value) noexcept
+{
+    switch (value) {
+    case dsm_access_frequency::no_information: return "none";
+    case dsm_access_frequency::typical: return "typical";
+    case dsm_access_frequency::infrequent_writes_infrequent_reads:
+        return "infrequent_writes_infrequent_reads";
+    case dsm_access_frequency::infrequent_writes_frequent_reads: return "infrequent_writes_frequent_reads";
+    case dsm_access_frequency::frequent_writes_infrequent_reads: return "frequent_writes_infrequent_reads";
+    case dsm_access_frequency::frequent_writes_frequent_reads: return "frequent_writes_frequent_reads";
+    case dsm_access_frequency::one_time_read: return "one_time_read";
+    case dsm_access_frequency::speculative_read: return "speculative_read";
+    case dsm_access_frequency::overwritten_soon: return "overwritten_soon";
+    }
+    return {};
+}
+
 /// Access Latency of the dataset management hints, NVM 1.0.
 enum class dsm_access_latency : std::uint8_t {
     no_information = 0b00,
@@ -749,6 +840,18 @@ enum class dsm_access_latency : std::uint8_t {
     normal = 0b10,
     low = 0b11,
 };
+
+/// "none", "idle", "normal", "low".
+[[nodiscard]] constexpr std::string_view name(dsm_access_latency value) noexcept
+{
+    switch (value) {
+    case dsm_access_latency::no_information: return "none";
+    case dsm_access_latency::idle: return "idle";
+    case dsm_access_latency::normal: return "normal";
+    case dsm_access_latency::low: return "low";
+    }
+    return {};
+}
 
 /// Dataset Management field (DSM) of Read and Write, CDW13 bits 07:00.
 struct dsm_hints : word<dsm_hints, std::uint8_t> {

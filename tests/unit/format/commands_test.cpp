@@ -286,3 +286,264 @@ TEST(format_commands, completion_queue_entry_prints_status)
     EXPECT_EQ(fmt::format("{}", value), "cid=5 sqid=1 sqhd=3 p=0 dw0=0x1f dw1=0x0 status=Command "
                                         "Specific/Invalid Queue Identifier (0x01) [DNR]");
 }
+
+TEST(format_commands, the_command_formatters_print_what_the_view_formatters_print)
+{
+    const auto sq = entry(0x01, 4, 0, 0x8000,
+                          spec::create_io_sq_view{.queue_id = 2,
+                                                  .queue_size = 64,
+                                                  .priority = spec::queue_priority::low,
+                                                  .cq_id = 1,
+                                                  .nvm_set_id = 3});
+    EXPECT_EQ(fmt::format("{}", spec::create_io_sq_view::decode(sq)),
+              "qid=2 qsize=64 pc=0 qprio=3 cqid=1 nvmsetid=3");
+    EXPECT_EQ(admin(sq),
+              fmt::format("CREATE_IO_SQ cid=4 {} prp1=0x8000 prp2=0x0", spec::create_io_sq_view::decode(sq)));
+
+    auto write = entry(0x01, 7, 2, 0x3000,
+                       spec::write_view{.starting_lba = 0x100, .block_count = 16, .directive_type = 2});
+    write.mptr = 0xf000;
+    EXPECT_EQ(fmt::format("{}", spec::write_view::decode(write)), "slba=0x100 nlb=16 dtype=2");
+    EXPECT_EQ(io(write), fmt::format("WRITE cid=7 nsid=2 {} mptr=0xf000 prp1=0x3000 prp2=0x0",
+                                     spec::write_view::decode(write)));
+}
+
+TEST(format_commands, admin_views_print_their_decoded_fields)
+{
+    EXPECT_EQ(fmt::format("{}", spec::delete_io_sq_view{.queue_id = 3}), "qid=3");
+    EXPECT_EQ(fmt::format("{}", spec::delete_io_cq_view{.queue_id = 65535}), "qid=65535");
+    EXPECT_EQ(fmt::format("{}", spec::create_io_sq_view{.queue_id = 1,
+                                                        .queue_size = 65536,
+                                                        .physically_contiguous = true,
+                                                        .priority = spec::queue_priority::medium,
+                                                        .cq_id = 1}),
+              "qid=1 qsize=65536 pc=1 qprio=2 cqid=1");
+    EXPECT_EQ(
+        fmt::format("{}", spec::get_log_page_view{.log_page_id = spec::log_page_id::smart_health,
+                                                  .log_specific_field = 0x3,
+                                                  .dword_count = 128,
+                                                  .log_specific_id = 4,
+                                                  .offset = 2,
+                                                  .uuid_index = 5,
+                                                  .offset_is_index = true,
+                                                  .command_set_id = spec::command_set_identifier::zoned}),
+        "lid=0x02 numd=128 offset=2 rae=0 lsp=0x3 lsi=4 ot=1 uuid=5 csi=2");
+    EXPECT_EQ(fmt::format("{}", spec::create_io_cq_view{.queue_id = 1,
+                                                        .queue_size = 1024,
+                                                        .physically_contiguous = true,
+                                                        .interrupts_enabled = true,
+                                                        .interrupt_vector = 1}),
+              "qid=1 qsize=1024 pc=1 ien=1 iv=1");
+    EXPECT_EQ(fmt::format("{}", spec::identify_view{.cns = spec::cns::identify_controller,
+                                                    .controller_id = 7,
+                                                    .cns_specific_id = 9}),
+              "cns=0x01 cntid=7 csi=0 cnssid=9");
+    EXPECT_EQ(fmt::format("{}", spec::abort_view{.sq_id = 1, .command_id = 42}), "sqid=1 abort_cid=42");
+    EXPECT_EQ(fmt::format("{}", spec::set_features_view{.feature_id = spec::feature_id::number_of_queues,
+                                                        .save = true,
+                                                        .cdw11 = 0x00030003,
+                                                        .cdw12 = 0x1,
+                                                        .cdw13 = 0x2,
+                                                        .cdw15 = 0x3,
+                                                        .uuid_index = 4}),
+              "fid=0x07 sv=1 cdw11=0x30003 cdw12=0x1 cdw13=0x2 cdw15=0x3 uuid=4");
+    EXPECT_EQ(fmt::format("{}", spec::get_features_view{.feature_id = spec::feature_id::arbitration,
+                                                        .select = spec::feature_select::saved,
+                                                        .cdw11 = 0x10}),
+              "fid=0x01 sel=2 cdw11=0x10");
+    EXPECT_EQ(fmt::format("{}", spec::async_event_request_view{}), "");
+    EXPECT_EQ(
+        fmt::format("{}",
+                    spec::namespace_management_view{.select = spec::namespace_management_select::remove,
+                                                    .command_set_id = spec::command_set_identifier::zoned}),
+        "sel=1 csi=2");
+    EXPECT_EQ(fmt::format("{}",
+                          spec::firmware_commit_view{
+                              .slot = 2, .action = spec::firmware_commit_action::activate_on_reset}),
+              "fs=2 ca=2");
+    EXPECT_EQ(
+        fmt::format("{}", spec::firmware_image_download_view{.dword_count = 1024, .offset_bytes = 8192}),
+        "numd=1024 offset=8192");
+    EXPECT_EQ(fmt::format(
+                  "{}", spec::namespace_attachment_view{.select = spec::namespace_attachment_select::attach}),
+              "sel=0");
+    EXPECT_EQ(fmt::format("{}", spec::keep_alive_view{}), "");
+    EXPECT_EQ(fmt::format("{}", spec::doorbell_buffer_config_view{.shadow_doorbell_address = 0x9000,
+                                                                  .eventidx_address = 0xa000}),
+              "shadow=0x9000 eventidx=0xa000");
+    EXPECT_EQ(fmt::format("{}", spec::format_nvm_view{.format_index = 17,
+                                                      .metadata_in_extended_lba = true,
+                                                      .protection_type = spec::format_protection_type::type3,
+                                                      .secure_erase =
+                                                          spec::format_secure_erase::cryptographic_erase}),
+              "lbaf=17 mset=1 pi=3 pil=0 ses=2");
+}
+
+TEST(format_commands, io_views_print_their_decoded_fields)
+{
+    EXPECT_EQ(fmt::format("{}", spec::read_view{.starting_lba = 0x10, .block_count = 8}), "slba=0x10 nlb=8");
+    EXPECT_EQ(fmt::format("{}", spec::read_view{.starting_lba = 0x10,
+                                                .block_count = 8,
+                                                .storage_tag_check = true,
+                                                .prinfo = spec::protection_info_flags{0x1},
+                                                .limited_retry = true,
+                                                .dsm = spec::dsm_hints{0x80},
+                                                .reference_tag = 0x10,
+                                                .app_tag_mask = 0xff}),
+              "slba=0x10 nlb=8 lr stc prinfo=0x1 dsm=0x80 reftag=0x10 appmask=0xff");
+    EXPECT_EQ(fmt::format("{}", spec::write_view{.starting_lba = 0x20,
+                                                 .block_count = 1,
+                                                 .force_unit_access = true,
+                                                 .directive_specific = 5,
+                                                 .app_tag = 0x7}),
+              "slba=0x20 nlb=1 fua dspec=5 apptag=0x7");
+    EXPECT_EQ(fmt::format(
+                  "{}", spec::compare_view{.starting_lba = 0x8, .block_count = 2, .force_unit_access = true}),
+              "slba=0x8 nlb=2 fua");
+    EXPECT_EQ(fmt::format("{}", spec::verify_view{.starting_lba = 0x8,
+                                                  .block_count = 4,
+                                                  .prinfo = spec::protection_info_flags{0x8},
+                                                  .reference_tag = 0x1}),
+              "slba=0x8 nlb=4 prinfo=0x8 reftag=0x1");
+    EXPECT_EQ(fmt::format("{}", spec::write_uncorrectable_view{.starting_lba = 0xabc, .block_count = 2}),
+              "slba=0xabc nlb=2");
+    EXPECT_EQ(fmt::format("{}", spec::write_zeroes_view{.starting_lba = 0,
+                                                        .block_count = 256,
+                                                        .deallocate = true,
+                                                        .limited_retry = true}),
+              "slba=0x0 nlb=256 deac lr");
+    EXPECT_EQ(fmt::format("{}", spec::flush_view{}), "");
+    EXPECT_EQ(fmt::format("{}", spec::dataset_management_view{.range_count = 256,
+                                                              .integral_read = true,
+                                                              .integral_write = true,
+                                                              .deallocate = true}),
+              "nr=256 idr idw ad");
+    EXPECT_EQ(
+        fmt::format("{}", spec::copy_view{.destination_lba = 0x1000,
+                                          .range_count = 3,
+                                          .descriptor_format = 0,
+                                          .prinfo_read = spec::protection_info_flags{0x4},
+                                          .directive_type = 2,
+                                          .storage_tag_check_write = true,
+                                          .limited_retry = true,
+                                          .directive_specific = 6,
+                                          .reference_tag = 0x20,
+                                          .app_tag = 0x3,
+                                          .app_tag_mask = 0xf}),
+        "sdlba=0x1000 nr=3 desfmt=0 lr stcw prinfor=0x4 dtype=2 dspec=6 reftag=0x20 apptag=0x3 appmask=0xf");
+}
+
+TEST(format_commands, admin_command_dwords_print_raw_fields_in_bit_order)
+{
+    EXPECT_EQ(fmt::format("{}", spec::uuid_index_cdw14{0x0000007f}), "uuid=127");
+    EXPECT_EQ(fmt::format("{}", spec::uuid_index_cdw14{0xffffff81}), "uuid=1");
+    EXPECT_EQ(fmt::format("{}", spec::delete_io_queue_cdw10{0xabcd0001}), "qid=1");
+    EXPECT_EQ(fmt::format("{}", spec::create_io_queue_cdw10{0x03ff0001}), "qid=1 qsize=1023");
+    EXPECT_EQ(fmt::format("{}", spec::create_io_queue_cdw10::of(1, 1024)), "qid=1 qsize=1023");
+    EXPECT_EQ(fmt::format("{}", spec::create_io_sq_cdw11{0x00010005}), "pc=1 qprio=2 cqid=1");
+    EXPECT_EQ(fmt::format("{}", spec::create_io_sq_cdw12{0x00000003}), "nvmsetid=3");
+    EXPECT_EQ(fmt::format("{}", spec::get_log_page_cdw10{0x007f8102}), "lid=0x02 lsp=0x1 rae=1 numdl=127");
+    EXPECT_EQ(fmt::format("{}", spec::get_log_page_cdw11{0x00050001}), "numdu=1 lsi=5");
+    EXPECT_EQ(fmt::format("{}", spec::get_log_page_cdw14{0x02800002}), "uuid=2 ot=1 csi=2");
+    EXPECT_EQ(fmt::format("{}", spec::create_io_cq_cdw11{0x00010003}), "pc=1 ien=1 iv=1");
+    EXPECT_EQ(fmt::format("{}", spec::create_io_cq_cdw11{0x00200002}), "pc=0 ien=1 iv=32");
+    EXPECT_EQ(fmt::format("{}", spec::identify_cdw10{0x00050001}), "cns=0x01 cntid=5");
+    EXPECT_EQ(fmt::format("{}", spec::identify_cdw11{0x02000007}), "cnssid=7 csi=2");
+    EXPECT_EQ(fmt::format("{}", spec::abort_cdw10{0x002a0001}), "sqid=1 cid=42");
+    EXPECT_EQ(fmt::format("{}", spec::set_features_cdw10{0x80000007}), "fid=0x07 sv=1");
+    EXPECT_EQ(fmt::format("{}", spec::get_features_cdw10{0x0000030b}), "fid=0x0b sel=3");
+    EXPECT_EQ(fmt::format("{}", spec::namespace_management_cdw10{0x1}), "sel=1");
+    EXPECT_EQ(fmt::format("{}", spec::namespace_management_cdw11{0x02000000}), "csi=2");
+    EXPECT_EQ(fmt::format("{}", spec::firmware_commit_cdw10{0x8000000a}), "fs=2 ca=1 bpid=1");
+    EXPECT_EQ(fmt::format("{}", spec::namespace_attachment_cdw10{0x1}), "sel=1");
+    EXPECT_EQ(fmt::format("{}", spec::format_nvm_cdw10{0x1331}), "lbafl=1 mset=1 pi=1 pil=1 ses=1 lbafu=1");
+}
+
+TEST(format_commands, io_command_dwords_print_raw_fields_in_bit_order)
+{
+    // NLB is 0-based: 7 is eight blocks, as `nlb=8` in the view.
+    EXPECT_EQ(fmt::format("{}", spec::rw_cdw12{0x40000007}),
+              "nlb=7 dtype=0 stc=0 deac=0 prinfo=0x0 fua=1 lr=0");
+    EXPECT_EQ(fmt::format("{}", spec::rw_cdw12{0xb320ffff}),
+              "nlb=65535 dtype=2 stc=1 deac=1 prinfo=0xc fua=0 lr=1");
+    EXPECT_EQ(fmt::format("{}", spec::rw_cdw13{0x00030005}), "dsm=0x5 dspec=3");
+    EXPECT_EQ(fmt::format("{}", spec::rw_cdw15{0xffff0001}), "lbat=0x1 lbatm=0xffff");
+    EXPECT_EQ(fmt::format("{}", spec::dataset_management_cdw10{0xff}), "nr=255");
+    EXPECT_EQ(fmt::format("{}", spec::dataset_management_cdw11{0x4}), "idr=0 idw=0 ad=1");
+    EXPECT_EQ(fmt::format("{}", spec::dataset_management_cdw11{0x3}), "idr=1 idw=1 ad=0");
+    EXPECT_EQ(fmt::format("{}", spec::copy_cdw12{0x60000002}),
+              "nr=2 desfmt=0 prinfor=0x0 dtype=0 stcw=0 prinfow=0x8 fua=1 lr=0");
+    EXPECT_EQ(fmt::format("{}", spec::copy_cdw12{0x81201100}),
+              "nr=0 desfmt=1 prinfor=0x1 dtype=2 stcw=1 prinfow=0x0 fua=0 lr=1");
+    EXPECT_EQ(fmt::format("{}", spec::protection_info_flags{0xc}),
+              "prchk_reftag=0 prchk_apptag=0 prchk_guard=1 pract=1");
+    EXPECT_EQ(fmt::format("{}", spec::protection_info_flags{0x3}),
+              "prchk_reftag=1 prchk_apptag=1 prchk_guard=0 pract=0");
+    EXPECT_EQ(fmt::format("{}", spec::dsm_hints{0xa1}), "af=1 al=2 sequential=0 incompressible=1");
+    EXPECT_EQ(fmt::format("{}", spec::dsm_hints{0x48}), "af=8 al=0 sequential=1 incompressible=0");
+    EXPECT_EQ(fmt::format("{}", spec::dsm_context_attributes{0x08000121}),
+              "af=1 al=2 sr=1 sw=0 wp=0 access_size=8");
+    EXPECT_EQ(fmt::format("{}", spec::dsm_context_attributes{0x00000600}),
+              "af=0 al=0 sr=0 sw=1 wp=1 access_size=0");
+}
+
+TEST(format_commands, range_entries)
+{
+    const spec::dataset_management_range range{
+        .context_attributes = spec::dsm_context_attributes{0x21}, .block_count = 8, .starting_lba = 0x100};
+    EXPECT_EQ(fmt::format("{}", range), "slba=0x100 nlb=8 cattr=0x21");
+
+    spec::copy_source_range source{};
+    source.starting_lba = 0x100;
+    source.set_block_count(8);
+    ASSERT_EQ(source.nlb_raw, 7U);
+    EXPECT_EQ(fmt::format("{}", source), "slba=0x100 nlb=8");
+    source.reference_tag = 0x10;
+    source.app_tag = 0x2;
+    source.app_tag_mask = 0xffff;
+    EXPECT_EQ(fmt::format("{}", source), "slba=0x100 nlb=8 reftag=0x10 apptag=0x2 appmask=0xffff");
+}
+
+TEST(format_commands, enumerations_print_their_names)
+{
+    EXPECT_EQ(fmt::format("{} {} {} {}", spec::queue_priority::urgent, spec::queue_priority::high,
+                          spec::queue_priority::medium, spec::queue_priority::low),
+              "urgent high medium low");
+    EXPECT_EQ(fmt::format("{} {} {}", spec::namespace_management_select::create,
+                          spec::namespace_management_select::remove,
+                          static_cast<spec::namespace_management_select>(2)),
+              "create delete reserved (0x02)");
+    using action = spec::firmware_commit_action;
+    EXPECT_EQ(fmt::format("{} {} {} {} {} {} {} {}", action::replace, action::replace_and_activate_on_reset,
+                          action::activate_on_reset, action::replace_and_activate_now, static_cast<action>(4),
+                          static_cast<action>(5), action::replace_boot_partition,
+                          action::activate_boot_partition),
+              "replace replace_activate_on_reset activate_on_reset replace_activate_now reserved (0x04) "
+              "reserved (0x05) replace_boot_partition activate_boot_partition");
+    EXPECT_EQ(fmt::format("{} {} {}", spec::namespace_attachment_select::attach,
+                          spec::namespace_attachment_select::detach,
+                          static_cast<spec::namespace_attachment_select>(0xf)),
+              "attach detach reserved (0x0f)");
+    EXPECT_EQ(fmt::format("{} {} {} {} {}", spec::format_protection_type::none,
+                          spec::format_protection_type::type1, spec::format_protection_type::type2,
+                          spec::format_protection_type::type3, static_cast<spec::format_protection_type>(4)),
+              "none type1 type2 type3 reserved (0x04)");
+    EXPECT_EQ(fmt::format(
+                  "{} {} {} {}", spec::format_secure_erase::none, spec::format_secure_erase::user_data_erase,
+                  spec::format_secure_erase::cryptographic_erase, static_cast<spec::format_secure_erase>(3)),
+              "none user_data cryptographic reserved (0x03)");
+    using frequency = spec::dsm_access_frequency;
+    EXPECT_EQ(
+        fmt::format("{} {} {} {} {} {} {} {} {} {}", frequency::no_information, frequency::typical,
+                    frequency::infrequent_writes_infrequent_reads,
+                    frequency::infrequent_writes_frequent_reads, frequency::frequent_writes_infrequent_reads,
+                    frequency::frequent_writes_frequent_reads, frequency::one_time_read,
+                    frequency::speculative_read, frequency::overwritten_soon, static_cast<frequency>(9)),
+        "none typical infrequent_writes_infrequent_reads infrequent_writes_frequent_reads "
+        "frequent_writes_infrequent_reads frequent_writes_frequent_reads one_time_read speculative_read "
+        "overwritten_soon reserved (0x09)");
+    EXPECT_EQ(fmt::format("{} {} {} {}", spec::dsm_access_latency::no_information,
+                          spec::dsm_access_latency::idle, spec::dsm_access_latency::normal,
+                          spec::dsm_access_latency::low),
+              "none idle normal low");
+}

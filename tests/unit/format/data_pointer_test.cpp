@@ -38,3 +38,23 @@ TEST(format_data_pointer, prints_prp_entries_and_enums)
     EXPECT_EQ(fmt::format("{}", spec::sgl_descriptor_type::last_segment), "LAST_SEGMENT");
     EXPECT_EQ(fmt::format("{}", spec::sgl_descriptor_subtype::address), "ADDRESS");
 }
+
+TEST(format_data_pointer, prints_prp2_roles)
+{
+    EXPECT_EQ(fmt::format("{}", spec::prp2_role::unused), "unused");
+    EXPECT_EQ(fmt::format("{}", spec::prp2_role::data_page), "data_page");
+    EXPECT_EQ(fmt::format("{}", spec::prp2_role::list_pointer), "list_pointer");
+    // 8 KiB from offset 0x800 of a 4 KiB page touches three pages: PRP2 points to a PRP List.
+    EXPECT_EQ(fmt::format("{}", spec::prp2_role_for(spec::prp_entry{0x10800}, 8192, 4096)), "list_pointer");
+    EXPECT_EQ(fmt::format("{}", static_cast<spec::prp2_role>(7)), "0x7");
+}
+
+TEST(format_data_pointer, prints_sgl_identifier_type_and_subtype)
+{
+    EXPECT_EQ(fmt::format("{}", spec::sgl_identifier{0x00}), "type=DATA_BLOCK subtype=ADDRESS");
+    EXPECT_EQ(fmt::format("{}", spec::sgl_identifier{0x31}), "type=LAST_SEGMENT subtype=OFFSET");
+    EXPECT_EQ(fmt::format("{}", spec::sgl_identifier{0x5a}), "type=TRANSPORT_DATA_BLOCK subtype=0xa");
+    EXPECT_EQ(fmt::format("{}", spec::sgl_identifier{0x62}), "type=0x6 subtype=0x2");
+    EXPECT_EQ(fmt::format("{}", spec::sgl_descriptor::keyed_data_block(0, 1, 2).identifier),
+              "type=KEYED_DATA_BLOCK subtype=ADDRESS");
+}

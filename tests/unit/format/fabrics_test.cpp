@@ -104,3 +104,47 @@ TEST(format_fabrics, prints_discovery_log)
                                         "traddr=192.168.0.10 trsvcid=4420 "
                                         "subnqn=\"nqn.2014-08.org.nvmexpress.discovery\"");
 }
+
+TEST(format_fabrics, prints_connect_attributes)
+{
+    EXPECT_EQ(fmt::format("{}", spec::connect_attributes{}), "priority=0 disable_sqfc=0");
+    EXPECT_EQ(fmt::format("{}", spec::connect_attributes{0x06}), "priority=2 disable_sqfc=1");
+    EXPECT_EQ(fmt::format("{}", spec::connect_attributes{}.with(spec::connect_attributes::priority_class, 3)),
+              "priority=3 disable_sqfc=0");
+}
+
+TEST(format_fabrics, prints_where_an_invalid_connect_parameter_is)
+{
+    using dword = spec::connect_invalid_parameter_dword0;
+    // QID at command byte 42.
+    EXPECT_EQ(fmt::format("{}", dword{}.with(dword::ipo, 42)), "ipo=0x2a iattr=0x00 (command)");
+    // SUBNQN at byte 256 of the Connect data.
+    EXPECT_EQ(fmt::format("{}", dword{}.with(dword::ipo, 256).with(dword::in_connect_data, true)),
+              "ipo=0x100 iattr=0x01 (connect data)");
+}
+
+TEST(format_fabrics, prints_property_sizes_and_attributes)
+{
+    EXPECT_EQ(fmt::format("{}", spec::property_size::four_bytes), "4 bytes");
+    EXPECT_EQ(fmt::format("{}", spec::property_size::eight_bytes), "8 bytes");
+    EXPECT_EQ(fmt::format("{}", static_cast<spec::property_size>(2)), "0x2");
+    EXPECT_EQ(fmt::format("{}", spec::property_attributes{0x1}), "size=8");
+    EXPECT_EQ(fmt::format("{}", spec::property_attributes{}), "size=4");
+    EXPECT_EQ(fmt::format("{}", spec::property_attributes{0x7}), "size=reserved(0x7)");
+}
+
+TEST(format_fabrics, prints_transport_requirements)
+{
+    EXPECT_EQ(fmt::format("{}", spec::secure_channel_requirement::not_specified), "not specified");
+    EXPECT_EQ(fmt::format("{}", spec::secure_channel_requirement::not_required), "not required");
+    EXPECT_EQ(fmt::format("{}", static_cast<spec::secure_channel_requirement>(3)), "0x3");
+    EXPECT_EQ(fmt::format("{}", spec::transport_requirements{}), "secure_channel=not specified disable_sqfc=0");
+    EXPECT_EQ(fmt::format("{}", spec::transport_requirements{0x05}), "secure_channel=required disable_sqfc=1");
+}
+
+TEST(format_fabrics, prints_discovery_entry_flags)
+{
+    EXPECT_EQ(fmt::format("{}", spec::discovery_entry_flags{}), "0x0000");
+    EXPECT_EQ(fmt::format("{}", spec::discovery_entry_flags{0x0003}), "0x0003 [dupretinfo epcsd]");
+    EXPECT_EQ(fmt::format("{}", spec::discovery_entry_flags{0x0002}), "0x0002 [epcsd]");
+}

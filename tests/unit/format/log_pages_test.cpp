@@ -145,9 +145,22 @@ TEST(format_log_pages, command_effects_print_set_flags)
     EXPECT_EQ(fmt::format("{}", spec::command_effects{0x00020000}), "CSE=2");
 }
 
+TEST(format_log_pages, command_submission_execution_prints_the_restriction)
+{
+    EXPECT_EQ(fmt::format("{}", spec::command_submission_execution::no_restriction), "no_restriction");
+    EXPECT_EQ(fmt::format("{}", spec::command_submission_execution::same_namespace_exclusive),
+              "same_namespace_exclusive");
+    EXPECT_EQ(fmt::format("{}", spec::command_submission_execution::any_namespace_exclusive),
+              "any_namespace_exclusive");
+    EXPECT_EQ(fmt::format("{}", static_cast<spec::command_submission_execution>(0b011)), "0x3");
+    EXPECT_EQ(fmt::format("{}", spec::command_effects{0x00020001}.get(spec::command_effects::cse)),
+              "any_namespace_exclusive");
+}
+
 TEST(format_log_pages, commands_supported_and_effects_lists_nonzero_entries)
 {
     auto log = zeroed<spec::commands_supported_and_effects>();
+    EXPECT_EQ(fmt::format("{}", log), "none");
     log.admin_commands[0x06] = spec::command_effects{0x1};
     log.admin_commands[0xc5] = spec::command_effects{0x1};
     log.io_commands[0x01] = spec::command_effects{0x3};

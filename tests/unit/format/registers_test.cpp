@@ -1,5 +1,7 @@
 #include <nvmekit/format/registers.hpp>
 
+#include <string>
+
 #include <gtest/gtest.h>
 
 namespace spec = nvmekit::spec;
@@ -142,4 +144,78 @@ TEST(format_registers, enums_print_their_names)
     EXPECT_EQ(fmt::format("{}", spec::pmr_health_status::restore_error), "restore_error");
     EXPECT_EQ(fmt::format("{}", spec::cmb_size_units::gib_64), "64GiB");
     EXPECT_EQ(fmt::format("{}", static_cast<spec::cmb_size_units>(9)), "0x9");
+}
+
+TEST(format_registers, register_descriptions_print_name_offset_and_width)
+{
+    EXPECT_EQ(fmt::format("{}", spec::describe_register(spec::register_offset::cc)), "CC@0x14/4");
+    EXPECT_EQ(fmt::format("{}", spec::describe_register(spec::register_offset::cap)), "CAP@0x0/8");
+    EXPECT_EQ(fmt::format("{}", spec::describe_register(spec::register_offset::pmrmscu)), "PMRMSCU@0xe18/4");
+    // A 4-byte access at 2Ch lands in the upper half of ASQ.
+    EXPECT_EQ(fmt::format("{}", *spec::find_register(0x2c)), "ASQ@0x28/8");
+}
+
+namespace {
+
+spec::controller_register_block enabled_controller_registers()
+{
+    using cap = spec::cap_register;
+    spec::controller_register_block regs{};
+    regs.cap = cap{}.with(cap::mqes, 2047).with(cap::cqr, true).with(cap::to, 30).with(cap::css_nvm, true).with(
+        cap::mpsmax, 4);
+    regs.vs = spec::version_2_0_0;
+    regs.cc = spec::cc_register{0x00460001};
+    regs.csts = spec::csts_register{0x1};
+    regs.aqa = spec::aqa_register{0x001f001f};
+    regs.asq = spec::asq_register{0x10000};
+    regs.acq = spec::acq_register{0x20000};
+    regs.crto = spec::crto_register{0x0014003c};
+    return regs;
+}
+
+} // namespace
+
+TEST(format_registers, register_block_prints_the_core_registers_one_per_line)
+{
+    EXPECT_EQ(fmt::format("{}", enabled_controller_registers()),
+              "CAP mqes=2047 cqr=1 ams=0x0 to=30 dstrd=0 nssrs=0 css=0x1 bps=0 cps=not_reported mpsmin=0 mpsmax=4 "
+              "pmrs=0 cmbs=0 nsss=0 crms=0x0\n"
+              "VS 2.0.0\n"
+              "INTMS 0x00000000\n"
+              "CC en=1 css=nvm mps=0 ams=rr shn=none iosqes=6 iocqes=4 crime=0\n"
+              "CSTS rdy=1 cfs=0 shst=normal nssro=0 pp=0 st=0\n"
+              "AQA asqs=31 acqs=31\n"
+              "ASQ 0x10000\n"
+              "ACQ 0x20000\n"
+              "CRTO crwmt=60 crimt=20");
+}
+
+TEST(format_registers, register_block_adds_the_optional_registers_the_controller_supports)
+{
+    using cap = spec::cap_register;
+    spec::controller_register_block regs = enabled_controller_registers();
+    regs.cap = spec::cap_register{}.with(cap::bps, true);
+    regs.bpinfo = spec::bpinfo_register{0x82000002};
+    std::string text = fmt::format("{}", regs);
+    EXPECT_NE(text.find("\nCRTO crwmt=60 crimt=20\nBPINFO bpsz=2 brs=completed abpid=1\nBPRSEL bprsz=0 bprof=0 "
+                        "bpid=0\nBPMBL 0x0"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("CMB"), std::string::npos) << text;
+    EXPECT_EQ(text.find("PMR"), std::string::npos) << text;
+
+    // CMBSZ not zero shows the CMB registers even with CAP.CMBS clear (before NVMe 1.4).
+    regs.cap = spec::cap_register{}.with(cap::pmrs, true);
+    regs.cmbsz = spec::cmbsz_register{0x0001021b};
+    text = fmt::format("{}", regs);
+    EXPECT_EQ(text.find("BPINFO"), std::string::npos) << text;
+    EXPECT_NE(text.find("\nCRTO crwmt=60 crimt=20\nCMBLOC bir=0 cqmms=0 cqpds=0 cdpmls=0 cdpcils=0 cdmmms=0 cqda=0 "
+                        "ofst=0x0\nCMBSZ sqs=1 cqs=1 lists=0 rds=1 wds=1 szu=1MiB sz=16\nCMBMSC cre=0 cmse=0 cba=0x0\n"
+                        "CMBSTS cbai=0\nCMBEBS cmbszu=0 rbb=0 cmbwbz=0\nCMBSWTP cmbswtu=0 cmbswtv=0\nPMRCAP "),
+              std::string::npos)
+        << text;
+    const auto pmr_lines = text.substr(text.find("\nPMRCAP"));
+    EXPECT_EQ(pmr_lines, "\nPMRCAP rds=0 wds=0 bir=0 pmrtu=500ms pmrwbm=0x0 pmrto=0 cmss=0\nPMRCTL en=0\n"
+                         "PMRSTS err=0x0 nrdy=0 hsts=normal cbai=0\nPMREBS pmrszu=0 rbb=0 pmrwbz=0\n"
+                         "PMRSWTP pmrswtu=0 pmrswtv=0\nPMRMSCL cmse=0 cba=0x0\nPMRMSCU cba=0x0");
 }

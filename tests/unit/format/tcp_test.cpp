@@ -100,3 +100,18 @@ TEST(format_tcp, prints_data_transfer_pdus)
     EXPECT_EQ(fmt::format("{}", r2t), "R2T flags=0x0 hlen=24 pdo=0 plen=24 cccid=5 ttag=1 r2to=0 r2tl=8192");
     EXPECT_EQ(fmt::format("{}", spec::pdu_type::c2h_term_req), "C2HTermReq");
 }
+
+TEST(format_tcp, prints_pdu_flags_by_name)
+{
+    EXPECT_EQ(fmt::format("{}", spec::pdu_flags{}), "0x00");
+    EXPECT_EQ(fmt::format("{}", spec::pdu_flags{0x0c}), "0x0c [last_pdu success]");
+    EXPECT_EQ(fmt::format("{}", spec::pdu_flags{0x03}), "0x03 [hdgstf ddgstf]");
+    EXPECT_EQ(fmt::format("{}", spec::pdu_flags{0x80}), "0x80");
+}
+
+TEST(format_tcp, prints_digest_options_by_name)
+{
+    EXPECT_EQ(fmt::format("{}", spec::digest_options{}), "0x00");
+    EXPECT_EQ(fmt::format("{}", spec::digest_options{0x01}), "0x01 [hdgst]");
+    EXPECT_EQ(fmt::format("{}", spec::digest_options{0x03}), "0x03 [hdgst ddgst]");
+}
