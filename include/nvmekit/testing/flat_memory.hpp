@@ -1,0 +1,271 @@
+#pragma once
+/// A host memory model for tests: one or more address ranges of zero-filled RAM that models
+/// MappingDmaProvider, with a first-fit allocator for test and host-driver buffers.
+///
+///     nvmekit::testing::flat_memory memory;
+///     memory.add_range(0x1'0000'0000, 1 << 20);
+///     const std::uint64_t queue = memory.allocate(4096).value();
+///     memory.store(queue, sqe);
+///
+/// Every access (read, write, map) succeeds only when it lies inside one range: an access that
+/// spans two adjacent ranges is unmapped, as it would be for two separate host buffers. Memory
+/// outside the ranges is never touched.
+
+#include <array>
+#include <bit>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <vector>
+
+#include <nvmekit/config.hpp>
+#include <nvmekit/dma.hpp>
+#include <nvmekit/error.hpp>
+
+NVMEKIT_BEGIN_NAMESPACE
+namespace testing {
+
+namespace detail {
+[[nodiscard]] inline std::string hex_address(std::uint64_t value)
+{
+    std::array<char, 16> digits{};
+    const auto end = std::to_chars(digits.data(), digits.data() + digits.size(), value, 16).ptr;
+    return "0x" + std::string(digits.data(), end);
+}
+} // namespace detail
+
+/// Host memory made of disjoint address ranges; models MappingDmaProvider.
+class flat_memory {
+public:
+    /// Adds `size` zero-filled bytes at host address `base` and returns them. Throws
+    /// std::invalid_argument when `size` is 0, when the range would wrap 2^64, or when it overlaps
+    /// a range already added. The returned span stays valid for the life of the object.
+    std::span<std::byte> add_range(std::uint64_t base, std::size_t size)
+    {
+        if (size == 0) {
+            throw std::invalid_argument("flat_memory: a range cannot be empty");
+        }
+        const std::uint64_t length = size;
+        if (length - 1 > max_address - base) {
+            throw std::invalid_argument("flat_memory: the range at " + detail::hex_address(base) +
+                                        " wraps the 64-bit address space");
+        }
+        const std::uint64_t last = base + (length - 1);
+        const auto next = ranges_.lower_bound(base);
+        if (next != ranges_.end() && next->first <= last) {
+            throw std::invalid_argument("flat_memory: the range at " + detail::hex_address(base) +
+                                        " overlaps the range at " + detail::hex_address(next->first));
+        }
+        if (next != ranges_.begin() && std::prev(next)->second.last >= base) {
+            throw std::invalid_argument("flat_memory: the range at " + detail::hex_address(base) +
+                                        " overlaps the range at " +
+                                        detail::hex_address(std::prev(next)->first));
+        }
+        auto& added = ranges_.emplace_hint(next, base, range{last, std::vector<std::byte>(size), {}})->second;
+        return added.storage;
+    }
+
+    /// Copies host memory at `address` into `destination`: dma_out_of_range when the access wraps
+    /// 2^64, dma_unmapped when it is not inside one range (and `destination` is untouched).
+    std::error_code read(std::uint64_t address, std::span<std::byte> destination) const
+    {
+        const auto found = locate(*this, address, destination.size());
+        if (!found.error && !destination.empty()) {
+            std::memcpy(destination.data(), found.data, destination.size());
+        }
+        return found.error;
+    }
+
+    /// Copies `source` into host memory at `address`; the errors are those of read(), and a
+    /// failed write stores nothing.
+    std::error_code write(std::uint64_t address, std::span<const std::byte> source)
+    {
+        const auto found = locate(*this, address, source.size());
+        if (!found.error && !source.empty()) {
+            std::memcpy(found.data, source.data(), source.size());
+        }
+        return found.error;
+    }
+
+    /// The `length` bytes at `address` as a span, or an empty span when they are not inside one
+    /// range (or `length` is 0).
+    std::span<std::byte> map(std::uint64_t address, std::size_t length)
+    {
+        const auto found = locate(*this, address, length);
+        if (found.error || length == 0) {
+            return {};
+        }
+        return {found.data, length};
+    }
+
+    /// Reserves `size` bytes aligned to `alignment` (a power of two) in the first gap, in address
+    /// order, of the first range that has one; std::nullopt when no range has room. The bytes
+    /// keep whatever they held. Throws std::invalid_argument when `size` is 0 or `alignment` is not
+    /// a power of two.
+    std::optional<std::uint64_t> allocate(std::size_t size, std::size_t alignment = 4096)
+    {
+        if (size == 0) {
+            throw std::invalid_argument("flat_memory: cannot allocate 0 bytes");
+        }
+        if (!std::has_single_bit(alignment)) {
+            throw std::invalid_argument("flat_memory: the alignment must be a power of two");
+        }
+        for (auto& [base, memory] : ranges_) {
+            std::uint64_t cursor = base;
+            bool room_after_last = true;
+            for (const auto& [start, length] : memory.allocations) {
+                if (cursor < start) {
+                    if (const auto found = fit(cursor, start - 1, size, alignment)) {
+                        memory.allocations.emplace(*found, size);
+                        return found;
+                    }
+                }
+                const std::uint64_t allocation_last = start + (length - 1);
+                if (allocation_last == memory.last) {
+                    room_after_last = false;
+                    break;
+                }
+                cursor = allocation_last + 1;
+            }
+            if (room_after_last) {
+                if (const auto found = fit(cursor, memory.last, size, alignment)) {
+                    memory.allocations.emplace(*found, size);
+                    return found;
+                }
+            }
+        }
+        return std::nullopt;
+    }
+
+    /// Releases the allocation that starts at `address`. Throws std::invalid_argument when no
+    /// live allocation starts there (a double free, or an address allocate() did not return).
+    void deallocate(std::uint64_t address)
+    {
+        auto next = ranges_.upper_bound(address);
+        if (next != ranges_.begin()) {
+            auto& allocations = std::prev(next)->second.allocations;
+            if (const auto allocation = allocations.find(address); allocation != allocations.end()) {
+                allocations.erase(allocation);
+                return;
+            }
+        }
+        throw std::invalid_argument("flat_memory: no live allocation starts at " +
+                                    detail::hex_address(address));
+    }
+
+    /// The `size` bytes at `address`, for test setup. Throws std::out_of_range when they are not
+    /// inside one range; an empty span when `size` is 0.
+    [[nodiscard]] std::span<std::byte> bytes(std::uint64_t address, std::size_t size)
+    {
+        const auto found = locate(*this, address, size);
+        if (found.error) {
+            throw_out_of_range(address, size);
+        }
+        return size == 0 ? std::span<std::byte>{} : std::span<std::byte>{found.data, size};
+    }
+
+    /// The `size` bytes at `address`, read-only; throws as the non-const overload.
+    [[nodiscard]] std::span<const std::byte> bytes(std::uint64_t address, std::size_t size) const
+    {
+        const auto found = locate(*this, address, size);
+        if (found.error) {
+            throw_out_of_range(address, size);
+        }
+        return size == 0 ? std::span<const std::byte>{} : std::span<const std::byte>{found.data, size};
+    }
+
+    /// Reads a `T` at `address`; throws std::out_of_range as bytes().
+    template <class T>
+    requires std::is_trivially_copyable_v<T>
+    [[nodiscard]] T load(std::uint64_t address) const
+    {
+        std::array<std::byte, sizeof(T)> raw{};
+        const auto source = bytes(address, sizeof(T));
+        std::memcpy(raw.data(), source.data(), sizeof(T));
+        return std::bit_cast<T>(raw);
+    }
+
+    /// Writes `value` at `address`; throws std::out_of_range as bytes().
+    template <class T>
+    requires std::is_trivially_copyable_v<T>
+    void store(std::uint64_t address, const T& value)
+    {
+        const auto destination = bytes(address, sizeof(T));
+        std::memcpy(destination.data(), &value, sizeof(T));
+    }
+
+private:
+    static constexpr std::uint64_t max_address = std::numeric_limits<std::uint64_t>::max();
+
+    struct range {
+        std::uint64_t last{};                                 ///< inclusive, so a range may end at 2^64 - 1
+        std::vector<std::byte> storage;                       ///< the range's bytes, zero-filled
+        std::map<std::uint64_t, std::uint64_t> allocations{}; ///< live allocations: address -> size
+    };
+
+    template <class Byte>
+    struct location {
+        Byte* data{};
+        std::error_code error{};
+    };
+
+    /// Finds the bytes of [address, address + length) inside one range. A zero-length access
+    /// succeeds with no data pointer.
+    template <class Self,
+              class Result = location<std::conditional_t<std::is_const_v<Self>, const std::byte, std::byte>>>
+    static Result locate(Self& self, std::uint64_t address, std::uint64_t length) noexcept
+    {
+        if (length == 0) {
+            return Result{};
+        }
+        if (length - 1 > max_address - address) {
+            return Result{nullptr, make_error_code(errc::dma_out_of_range)};
+        }
+        const std::uint64_t last = address + (length - 1);
+        const auto next = self.ranges_.upper_bound(address);
+        if (next == self.ranges_.begin() || last > std::prev(next)->second.last) {
+            return Result{nullptr, make_error_code(errc::dma_unmapped)};
+        }
+        auto& [base, memory] = *std::prev(next);
+        return Result{memory.storage.data() + (address - base), {}};
+    }
+
+    /// The lowest `alignment`-aligned address in [first, last] with room for `size` bytes.
+    static std::optional<std::uint64_t> fit(std::uint64_t first, std::uint64_t last, std::uint64_t size,
+                                            std::uint64_t alignment) noexcept
+    {
+        const std::uint64_t mask = alignment - 1;
+        if (first > max_address - mask) {
+            return std::nullopt;
+        }
+        const std::uint64_t aligned = (first + mask) & ~mask;
+        if (aligned > last || size - 1 > last - aligned) {
+            return std::nullopt;
+        }
+        return aligned;
+    }
+
+    [[noreturn]] static void throw_out_of_range(std::uint64_t address, std::size_t size)
+    {
+        throw std::out_of_range("flat_memory: " + std::to_string(size) + " bytes at " +
+                                detail::hex_address(address) + " are not inside one range");
+    }
+
+    std::map<std::uint64_t, range> ranges_; ///< keyed by base address
+};
+
+static_assert(MappingDmaProvider<flat_memory>);
+static_assert(check_dma_provider<flat_memory>());
+
+} // namespace testing
+NVMEKIT_END_NAMESPACE
