@@ -1,0 +1,130 @@
+#pragma once
+/// A completion queue as the controller sees it: tail, phase tag, full/empty logic and posting
+/// of entries (Base 2.0 3.3.1 and 4.6).
+
+#include <cstddef>
+#include <cstdint>
+#include <system_error>
+#include <utility>
+
+#include <nvmekit/config.hpp>
+#include <nvmekit/dma.hpp>
+#include <nvmekit/queue_memory.hpp>
+#include <nvmekit/spec/queue_entries.hpp>
+
+NVMEKIT_BEGIN_NAMESPACE
+
+/// A circular completion queue of `entries` slots in host memory. The controller produces at the
+/// tail, the host consumes at the head (doorbell). It holds at most entries - 1 completions: full
+/// when one more entry would make tail == head (Base 2.0 3.3.1.5).
+class cq_ring {
+public:
+    /// Size of a completion queue entry: 16 bytes (CC.IOCQES = 4).
+    static constexpr std::uint32_t cqe_size = sizeof(spec::completion_queue_entry);
+
+    /// Precondition (validated by the controller): 2 <= `entries` <= 65536 (Base 2.0 4.1.3).
+    cq_ring(std::uint16_t qid, std::uint32_t entries, queue_memory memory, std::uint16_t interrupt_vector,
+            bool interrupts_enabled)
+        : memory_{std::move(memory)},
+          entries_{entries},
+          qid_{qid},
+          interrupt_vector_{interrupt_vector},
+          interrupts_enabled_{interrupts_enabled}
+    {
+        NVMEKIT_ASSERT(entries >= 2 && entries <= 65536, "cq_ring: queue size out of range");
+    }
+
+    [[nodiscard]] std::uint16_t qid() const noexcept { return qid_; }
+    [[nodiscard]] std::uint32_t entries() const noexcept { return entries_; }
+    /// The host's head, as last written to the CQ Head Doorbell.
+    [[nodiscard]] std::uint32_t head() const noexcept { return head_; }
+    /// The slot the next completion is written to.
+    [[nodiscard]] std::uint32_t tail() const noexcept { return tail_; }
+    /// The Phase Tag the next completion carries: true on the first pass, inverted at each wrap
+    /// (Base 2.0 4.6).
+    [[nodiscard]] bool phase() const noexcept { return phase_; }
+    /// MSI-X vector of the queue (Create I/O CQ CDW11.IV; 0 for the admin queue).
+    [[nodiscard]] std::uint16_t interrupt_vector() const noexcept { return interrupt_vector_; }
+    /// Create I/O CQ CDW11.IEN (always true for the admin queue).
+    [[nodiscard]] bool interrupts_enabled() const noexcept { return interrupts_enabled_; }
+    [[nodiscard]] const queue_memory& memory() const noexcept { return memory_; }
+
+    /// Whether posting one more completion would make tail == head (Base 2.0 3.3.1.5).
+    [[nodiscard]] bool full() const noexcept { return next(tail_) == head_; }
+
+    /// Completions posted and not yet consumed by the host: (tail - head) mod entries.
+    [[nodiscard]] std::uint32_t outstanding() const noexcept
+    {
+        return tail_ >= head_ ? tail_ - head_ : entries_ - head_ + tail_;
+    }
+
+    /// Completions that can be posted before the queue is full.
+    [[nodiscard]] std::uint32_t free_slots() const noexcept { return entries_ - 1 - outstanding(); }
+
+    /// Takes the host's new head from a CQ Head Doorbell write. A value >= entries, or one that
+    /// moves the head past completions not yet posted (outside [head, tail] going forward), is an
+    /// Invalid Doorbell Write Value (Base 2.0 5.2, Asynchronous Event Information - Error
+    /// Status): returns false and changes nothing. new_head == head (nothing consumed) and
+    /// new_head == tail (everything consumed) are valid.
+    [[nodiscard]] bool set_head(std::uint32_t new_head) noexcept
+    {
+        if (new_head >= entries_) {
+            return false;
+        }
+        const std::uint32_t advance = new_head >= head_ ? new_head - head_ : entries_ - head_ + new_head;
+        if (advance > outstanding()) {
+            return false;
+        }
+        head_ = new_head;
+        return true;
+    }
+
+    /// Writes `entry` at the tail with its Phase Tag (CQE DW3 bit 16) replaced by the current
+    /// phase, then advances the tail, inverting the phase on wrap. The caller fills every other
+    /// field (SQHD from sq_ring::head(), SQID, CID, status). Precondition: !full(); hold the
+    /// completion while the queue is full. On a DMA error the error is returned and tail and
+    /// phase are unchanged.
+    template <DmaProvider Dma>
+    std::error_code post(Dma& dma, spec::completion_queue_entry entry)
+    {
+        NVMEKIT_ASSERT(!full(), "cq_ring: posting into a full completion queue");
+        entry.status_phase = static_cast<std::uint16_t>((entry.status_phase & ~std::uint16_t{1}) | (phase_ ? 1U : 0U));
+        const std::size_t offset = std::size_t{tail_} * cqe_size;
+        NVMEKIT_ASSERT(memory_.contiguous_bytes_from(offset) >= cqe_size,
+                       "cq_ring: a completion queue entry straddles a memory page");
+        if (auto error = dma_write_object(dma, memory_.address_of(offset), entry)) {
+            return error;
+        }
+        tail_ = next(tail_);
+        if (tail_ == 0) {
+            phase_ = !phase_;
+        }
+        return {};
+    }
+
+    /// Back to the state of a new queue: head = tail = 0 and phase = true, so the first pass
+    /// writes P = 1.
+    void reset() noexcept
+    {
+        head_ = 0;
+        tail_ = 0;
+        phase_ = true;
+    }
+
+private:
+    [[nodiscard]] std::uint32_t next(std::uint32_t index) const noexcept
+    {
+        return index + 1 == entries_ ? 0 : index + 1;
+    }
+
+    queue_memory memory_;
+    std::uint32_t entries_;
+    std::uint32_t head_ = 0;
+    std::uint32_t tail_ = 0;
+    std::uint16_t qid_;
+    std::uint16_t interrupt_vector_;
+    bool interrupts_enabled_;
+    bool phase_ = true;
+};
+
+NVMEKIT_END_NAMESPACE

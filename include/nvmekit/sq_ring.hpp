@@ -1,0 +1,112 @@
+#pragma once
+/// A submission queue as the controller sees it: head, tail and fetching of new entries
+/// (Base 2.0 3.3.1).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <system_error>
+#include <utility>
+
+#include <nvmekit/config.hpp>
+#include <nvmekit/dma.hpp>
+#include <nvmekit/queue_memory.hpp>
+#include <nvmekit/spec/queue_entries.hpp>
+
+NVMEKIT_BEGIN_NAMESPACE
+
+/// A circular submission queue of `entries` slots in host memory. The host produces at the tail
+/// (doorbell), the controller consumes at the head. Empty when head == tail (Base 2.0 3.3.1.4).
+class sq_ring {
+public:
+    /// Size of a submission queue entry: the only one supported is 64 bytes (CC.IOSQES = 6).
+    static constexpr std::uint32_t sqe_size = sizeof(spec::submission_queue_entry);
+
+    /// Preconditions (validated by the controller): 2 <= `entries` <= 65536 (Base 2.0 4.1.3) and
+    /// `entry_size` == 64.
+    sq_ring(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries, queue_memory memory,
+            [[maybe_unused]] std::uint32_t entry_size = sqe_size)
+        : memory_{std::move(memory)}, entries_{entries}, qid_{qid}, cqid_{cqid}
+    {
+        NVMEKIT_ASSERT(entries >= 2 && entries <= 65536, "sq_ring: queue size out of range");
+        NVMEKIT_ASSERT(entry_size == sqe_size, "sq_ring: only 64-byte submission queue entries are supported");
+    }
+
+    [[nodiscard]] std::uint16_t qid() const noexcept { return qid_; }
+    [[nodiscard]] std::uint16_t cqid() const noexcept { return cqid_; }
+    [[nodiscard]] std::uint32_t entries() const noexcept { return entries_; }
+    /// The controller's SQ head: the next entry to fetch, and the SQHD of completions.
+    [[nodiscard]] std::uint32_t head() const noexcept { return head_; }
+    [[nodiscard]] std::uint32_t tail() const noexcept { return tail_; }
+    [[nodiscard]] const queue_memory& memory() const noexcept { return memory_; }
+
+    /// Takes the host's new tail from an SQ Tail Doorbell write. A value >= entries is an
+    /// Invalid Doorbell Write Value (Base 2.0 5.2, Asynchronous Event Information - Error Status):
+    /// returns false and changes nothing; the caller raises the asynchronous event.
+    [[nodiscard]] bool set_tail(std::uint32_t new_tail) noexcept
+    {
+        if (new_tail >= entries_) {
+            return false;
+        }
+        tail_ = new_tail;
+        return true;
+    }
+
+    /// Entries submitted and not yet fetched.
+    [[nodiscard]] std::uint32_t pending() const noexcept
+    {
+        return tail_ >= head_ ? tail_ - head_ : entries_ - head_ + tail_;
+    }
+
+    [[nodiscard]] bool empty() const noexcept { return head_ == tail_; }
+
+    /// Fetches up to `out.size()` pending entries from the head into `out` and advances the head
+    /// past them. Reads are split only where the layout requires it: at the end of the ring and,
+    /// for a PRP-list queue, at memory page boundaries. On success `fetched` is the number of
+    /// entries fetched; on a DMA error the error is returned, `fetched` is 0, the head is
+    /// unchanged and the contents of `out` are unspecified.
+    template <DmaProvider Dma>
+    std::error_code fetch(Dma& dma, std::span<spec::submission_queue_entry> out, std::uint32_t& fetched)
+    {
+        fetched = 0;
+        const auto count = static_cast<std::uint32_t>(std::min<std::size_t>(out.size(), pending()));
+        std::uint32_t position = head_;
+        std::uint32_t done = 0;
+        while (done < count) {
+            const std::size_t offset = std::size_t{position} * sqe_size;
+            const std::size_t run_entries = memory_.contiguous_bytes_from(offset) / sqe_size;
+            NVMEKIT_ASSERT(run_entries > 0, "sq_ring: a submission queue entry straddles a memory page");
+            const auto run = static_cast<std::uint32_t>(
+                std::min<std::size_t>({std::size_t{count - done}, std::size_t{entries_ - position}, run_entries}));
+            if (auto error = dma.read(memory_.address_of(offset), std::as_writable_bytes(out.subspan(done, run)))) {
+                return error;
+            }
+            done += run;
+            position += run;
+            if (position == entries_) {
+                position = 0;
+            }
+        }
+        head_ = position;
+        fetched = count;
+        return {};
+    }
+
+    /// Back to the state of a new queue: head = tail = 0.
+    void reset() noexcept
+    {
+        head_ = 0;
+        tail_ = 0;
+    }
+
+private:
+    queue_memory memory_;
+    std::uint32_t entries_;
+    std::uint32_t head_ = 0;
+    std::uint32_t tail_ = 0;
+    std::uint16_t qid_;
+    std::uint16_t cqid_;
+};
+
+NVMEKIT_END_NAMESPACE
