@@ -1,0 +1,701 @@
+#pragma once
+/// The in-process host driver: a small NVMe host that drives a controller the way the Linux
+/// nvme-pci driver does, over host memory it owns (a flat_memory). Tests, examples and benchmarks
+/// use it to bring a controller up, build queues, PRP lists and SGLs in host memory, submit
+/// commands and reap completions by interrupt or by polling.
+///
+///     nvmekit::testing::flat_memory memory;
+///     memory.add_range(0x100000, 64 << 20);
+///     nvmekit::testing::recording_msix msix;
+///     nvmekit::testing::manual_clock clock;
+///     nvmekit::controller<traits> ctrl{memory, msix, clock};
+///     nvmekit::testing::in_process_host host{ctrl, memory, clock};
+///     host.bring_up({.io_queue_pairs = 2});
+///     auto completion = host.admin(identify_controller_command(buffer));
+///
+/// Every check a careful driver makes is made here and a violation throws host_error: a CQE with
+/// an unexpected command identifier, an SQ head outside the queue, a controller that does not
+/// become ready. Waiting is bounded (`max_polls`), so a broken controller fails a test instead of
+/// hanging it.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nvmekit/config.hpp>
+#include <nvmekit/spec/commands.hpp>
+#include <nvmekit/spec/data_pointer.hpp>
+#include <nvmekit/spec/features.hpp>
+#include <nvmekit/spec/identify.hpp>
+#include <nvmekit/spec/opcodes.hpp>
+#include <nvmekit/spec/queue_entries.hpp>
+#include <nvmekit/spec/registers.hpp>
+#include <nvmekit/testing/flat_memory.hpp>
+#include <nvmekit/testing/manual_clock.hpp>
+
+NVMEKIT_BEGIN_NAMESPACE
+namespace testing {
+
+/// A protocol violation seen by the host, or a controller that did not answer in time.
+class host_error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// How the host brings the controller up.
+struct host_options {
+    std::uint16_t io_queue_pairs = 1;   ///< I/O SQ/CQ pairs to ask for and create
+    std::uint32_t admin_entries = 32;   ///< admin SQ and CQ entries
+    std::uint32_t io_entries = 256;     ///< entries of each I/O SQ and CQ
+    bool interrupts = true;             ///< I/O CQs with IEN = 1 (vector = qid); false: polled queues
+    bool physically_contiguous = true;  ///< PC = 1; false: queues described by PRP lists
+    bool shadow_doorbells = false;      ///< Doorbell Buffer Config when OACS bit 8 says it exists
+    std::size_t max_polls = 10000;      ///< bound on every wait
+    std::chrono::nanoseconds poll_step{std::chrono::milliseconds{1}}; ///< clock advance per wait step
+};
+
+/// What the host negotiated.
+struct bring_up_result {
+    spec::cap_register cap{};
+    spec::identify_controller identify{};
+    std::uint16_t submission_queues_granted = 0;
+    std::uint16_t completion_queues_granted = 0;
+    std::uint16_t io_queue_pairs = 0;
+};
+
+/// One reaped completion.
+struct completion {
+    spec::completion_queue_entry cqe{};
+    [[nodiscard]] spec::status status() const noexcept { return cqe.status(); }
+    [[nodiscard]] bool ok() const noexcept { return cqe.status().is_success(); }
+};
+
+template <typename Controller>
+class in_process_host {
+public:
+    /// A step of the bring-up, for logging (the demo prints them).
+    using step_observer = std::function<void(std::string_view)>;
+
+    in_process_host(Controller& controller, flat_memory& memory, manual_clock& clock)
+        : controller_{controller}, memory_{memory}, clock_{clock}
+    {
+    }
+
+    void on_step(step_observer observer) { observer_ = std::move(observer); }
+
+    [[nodiscard]] Controller& controller() noexcept { return controller_; }
+    [[nodiscard]] flat_memory& memory() noexcept { return memory_; }
+    [[nodiscard]] const host_options& options() const noexcept { return options_; }
+
+    // ---- registers ----------------------------------------------------------------------------
+
+    [[nodiscard]] std::uint32_t read32(spec::register_offset offset)
+    {
+        return static_cast<std::uint32_t>(controller_.mmio_read(static_cast<std::uint64_t>(offset), 4));
+    }
+    /// A 64-bit register read as two 32-bit reads, low then high, as Linux does.
+    [[nodiscard]] std::uint64_t read64(spec::register_offset offset)
+    {
+        const auto base = static_cast<std::uint64_t>(offset);
+        const std::uint64_t low = controller_.mmio_read(base, 4);
+        const std::uint64_t high = controller_.mmio_read(base + 4, 4);
+        return low | (high << 32);
+    }
+    void write32(spec::register_offset offset, std::uint32_t value)
+    {
+        controller_.mmio_write(static_cast<std::uint64_t>(offset), 4, value);
+    }
+    /// A 64-bit register written as two 32-bit writes, low then high, as Linux does.
+    void write64(spec::register_offset offset, std::uint64_t value)
+    {
+        const auto base = static_cast<std::uint64_t>(offset);
+        controller_.mmio_write(base, 4, value & 0xffffffffU);
+        controller_.mmio_write(base + 4, 4, value >> 32);
+    }
+    [[nodiscard]] spec::csts_register csts() { return spec::csts_register{read32(spec::register_offset::csts)}; }
+    [[nodiscard]] spec::cc_register cc() { return spec::cc_register{read32(spec::register_offset::cc)}; }
+
+    // ---- controller life cycle ----------------------------------------------------------------
+
+    /// The Linux nvme-pci bring-up (NVME-NOTES.md): disable, program the admin queue, enable and
+    /// wait for RDY, Identify Controller, Set Features Number of Queues, create the I/O CQs then
+    /// SQs, optionally configure shadow doorbells, and post an Asynchronous Event Request.
+    bring_up_result bring_up(const host_options& options = {})
+    {
+        options_ = options;
+        bring_up_result result{};
+        result.cap = spec::cap_register{read64(spec::register_offset::cap)};
+        cap_ = result.cap;
+        step(std::string{"read CAP: mqes="} + std::to_string(cap_.get(cap_.mqes)) +
+             " dstrd=" + std::to_string(cap_.get(cap_.dstrd)) + " to=" + std::to_string(cap_.get(cap_.to)));
+        program_msix(options.io_queue_pairs);
+
+        disable();
+        forget_queues();
+        const std::uint32_t admin_entries = options.admin_entries;
+        admin_sq_ = make_queue(0, admin_entries, 64, true);
+        admin_cq_ = make_queue(0, admin_entries, 16, true);
+        spec::aqa_register aqa{};
+        aqa.set(aqa.asqs, static_cast<std::uint16_t>(admin_entries - 1)).set(aqa.acqs, static_cast<std::uint16_t>(admin_entries - 1));
+        write32(spec::register_offset::aqa, aqa.raw);
+        write64(spec::register_offset::asq, admin_sq_.base);
+        write64(spec::register_offset::acq, admin_cq_.base);
+        step("programmed AQA, ASQ and ACQ");
+        enable();
+        step("CC.EN = 1, CSTS.RDY = 1");
+
+        const std::uint64_t buffer = allocate(4096);
+        const auto identify = admin(identify_command(spec::cns::identify_controller, 0, buffer));
+        expect_success(identify, "Identify Controller");
+        result.identify = memory_.load<spec::identify_controller>(buffer);
+        step("Identify Controller: mn \"" + std::string{spec::text_of(result.identify.mn)} + "\"");
+
+        const auto queues = admin(set_features_command(spec::feature_id::number_of_queues,
+                                                       spec::number_of_queues::from_counts(options.io_queue_pairs,
+                                                                                           options.io_queue_pairs)
+                                                           .raw));
+        expect_success(queues, "Set Features Number of Queues");
+        const spec::number_of_queues granted{queues.cqe.dw0};
+        result.submission_queues_granted = static_cast<std::uint16_t>(granted.submission_queue_count());
+        result.completion_queues_granted = static_cast<std::uint16_t>(granted.completion_queue_count());
+        step("Number of Queues granted: " + std::to_string(result.submission_queues_granted) + " SQs, " +
+             std::to_string(result.completion_queues_granted) + " CQs");
+
+        const std::uint16_t pairs = std::min<std::uint16_t>(
+            options.io_queue_pairs, std::min(result.submission_queues_granted, result.completion_queues_granted));
+        for (std::uint16_t qid = 1; qid <= pairs; ++qid) {
+            expect_success(create_io_cq(qid, options.io_entries, options.interrupts ? qid : 0, options.interrupts,
+                                        options.physically_contiguous),
+                           "Create I/O CQ");
+        }
+        for (std::uint16_t qid = 1; qid <= pairs; ++qid) {
+            expect_success(create_io_sq(qid, qid, options.io_entries, options.physically_contiguous), "Create I/O SQ");
+        }
+        result.io_queue_pairs = pairs;
+        step("created " + std::to_string(pairs) + " I/O queue pairs of " + std::to_string(options.io_entries) +
+             " entries");
+
+        if (options.shadow_doorbells && result.identify.oacs.get(spec::admin_command_support::doorbell_buffer_config)) {
+            shadow_ = allocate(4096);
+            event_index_ = allocate(4096);
+            expect_success(admin(doorbell_buffer_config_command(*shadow_, *event_index_)), "Doorbell Buffer Config");
+            step("shadow doorbells configured");
+        }
+
+        async_event_cid_ = submit(0, async_event_request_command());
+        step("posted an Asynchronous Event Request");
+        return result;
+    }
+
+    /// CC.EN = 0 and wait for CSTS.RDY = 0 (a controller reset).
+    void disable()
+    {
+        auto cc_value = cc();
+        cc_value.set(cc_value.en, false);
+        write32(spec::register_offset::cc, cc_value.raw);
+        wait_until([this] { return !csts().get(spec::csts_register::rdy); }, "CSTS.RDY = 0 after CC.EN = 0");
+        forget_queues();
+    }
+
+    /// CC with IOSQES = 6, IOCQES = 4, MPS = 0 (4 KiB), CSS = NVM, AMS = round robin, EN = 1, then
+    /// wait for CSTS.RDY = 1 (CAP.TO bounds the wait in a real driver; here max_polls).
+    void enable()
+    {
+        spec::cc_register cc_value{};
+        cc_value.set(cc_value.iosqes, 6).set(cc_value.iocqes, 4).set(cc_value.en, true);
+        write32(spec::register_offset::cc, cc_value.raw);
+        wait_until([this] {
+            const auto status = csts();
+            if (status.get(status.cfs)) {
+                throw host_error{"controller fatal status (CSTS.CFS = 1) while enabling"};
+            }
+            return status.get(status.rdy);
+        }, "CSTS.RDY = 1 after CC.EN = 1");
+        admin_sq_.tail = 0;
+        admin_cq_.head = 0;
+        admin_cq_.phase = true;
+    }
+
+    /// The removal sequence: delete the I/O SQs, then the CQs, then CC.SHN = 01b and wait for
+    /// CSTS.SHST = 10b.
+    void shut_down()
+    {
+        for (auto& [qid, sq] : io_sqs_) {
+            expect_success(admin(delete_queue_command(spec::admin_opcode::delete_io_sq, qid)), "Delete I/O SQ");
+        }
+        io_sqs_.clear();
+        for (auto& [qid, cq] : io_cqs_) {
+            expect_success(admin(delete_queue_command(spec::admin_opcode::delete_io_cq, qid)), "Delete I/O CQ");
+        }
+        io_cqs_.clear();
+        auto cc_value = cc();
+        cc_value.set(cc_value.shn, spec::shutdown_notification::normal);
+        write32(spec::register_offset::cc, cc_value.raw);
+        wait_until([this] { return csts().get(spec::csts_register::shst) == spec::shutdown_status::complete; },
+                   "CSTS.SHST = complete after CC.SHN = normal");
+        step("shutdown complete");
+    }
+
+    /// Enables MSI-X and programs vectors 0..`last_vector`: message address FEE00000h, data =
+    /// vector number, unmasked (what the platform code does under pci_alloc_irq_vectors).
+    void program_msix(std::uint16_t last_vector)
+    {
+        controller_.set_msix_control(true, false);
+        const std::uint64_t table = controller_.msix_table_offset();
+        const std::uint16_t vectors = controller_.msix().vectors();
+        for (std::uint16_t vector = 0; vector <= last_vector && vector < vectors; ++vector) {
+            const std::uint64_t entry = table + std::uint64_t{vector} * 16U;
+            controller_.mmio_write(entry, 4, msi_address);
+            controller_.mmio_write(entry + 4, 4, 0);
+            controller_.mmio_write(entry + 8, 4, vector);
+            controller_.mmio_write(entry + 12, 4, 0); // Vector Control: Mask = 0
+        }
+    }
+
+    static constexpr std::uint32_t msi_address = 0xfee00000U;
+
+    // ---- queues -------------------------------------------------------------------------------
+
+    completion create_io_cq(std::uint16_t qid, std::uint32_t entries, std::uint16_t vector, bool interrupts,
+                            bool physically_contiguous = true)
+    {
+        auto queue = make_queue(qid, entries, 16, physically_contiguous);
+        spec::submission_queue_entry sqe = command(spec::admin_opcode::create_io_cq);
+        spec::create_io_cq_view{.queue_id = qid, .queue_size = entries, .physically_contiguous = physically_contiguous,
+                                .interrupts_enabled = interrupts, .interrupt_vector = vector}
+            .encode(sqe);
+        sqe.dptr.prp1 = queue.prp1;
+        const auto result = admin(sqe);
+        if (result.ok()) {
+            queue.vector = vector;
+            queue.interrupts = interrupts;
+            io_cqs_[qid] = queue;
+        }
+        return result;
+    }
+
+    completion create_io_sq(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries, bool physically_contiguous = true)
+    {
+        auto queue = make_queue(qid, entries, 64, physically_contiguous);
+        queue.cqid = cqid;
+        spec::submission_queue_entry sqe = command(spec::admin_opcode::create_io_sq);
+        spec::create_io_sq_view{.queue_id = qid, .queue_size = entries, .physically_contiguous = physically_contiguous,
+                                .cq_id = cqid}
+            .encode(sqe);
+        sqe.dptr.prp1 = queue.prp1;
+        const auto result = admin(sqe);
+        if (result.ok()) {
+            io_sqs_[qid] = queue;
+        }
+        return result;
+    }
+
+    completion delete_io_sq(std::uint16_t qid)
+    {
+        const auto result = admin(delete_queue_command(spec::admin_opcode::delete_io_sq, qid));
+        if (result.ok()) {
+            io_sqs_.erase(qid);
+        }
+        return result;
+    }
+
+    completion delete_io_cq(std::uint16_t qid)
+    {
+        const auto result = admin(delete_queue_command(spec::admin_opcode::delete_io_cq, qid));
+        if (result.ok()) {
+            io_cqs_.erase(qid);
+        }
+        return result;
+    }
+
+    [[nodiscard]] bool has_io_queue(std::uint16_t qid) const { return io_sqs_.contains(qid); }
+
+    // ---- commands -----------------------------------------------------------------------------
+
+    /// Submits an admin command and waits for its completion.
+    completion admin(spec::submission_queue_entry sqe) { return wait_for(0, submit(0, sqe)); }
+
+    /// Submits a command on I/O queue `qid` and waits for its completion.
+    completion io(std::uint16_t qid, spec::submission_queue_entry sqe) { return wait_for(qid, submit(qid, sqe)); }
+
+    /// Writes `sqe` (with a fresh command identifier) at the SQ tail and rings the doorbell (or
+    /// the shadow doorbell). Returns the command identifier. Throws when the SQ is full.
+    std::uint16_t submit(std::uint16_t qid, spec::submission_queue_entry sqe)
+    {
+        auto& sq = submission_queue(qid);
+        const std::uint32_t next = (sq.tail + 1) % sq.entries;
+        if (next == sq.head) {
+            throw host_error{"submission queue " + std::to_string(qid) + " is full"};
+        }
+        const std::uint16_t cid = next_cid_++;
+        sqe.cdw0.set(spec::command_dword0::cid, cid);
+        memory_.store(sq.entry_address(sq.tail), sqe);
+        sq.tail = next;
+        outstanding_[qid].push_back(cid);
+        ring_sq_doorbell(qid, sq.tail);
+        return cid;
+    }
+
+    /// Polls the controller once and reaps every new completion of CQ `qid` into `out`.
+    std::size_t reap(std::uint16_t cqid, std::vector<completion>& out)
+    {
+        controller_.poll();
+        auto& cq = completion_queue(cqid);
+        std::size_t reaped = 0;
+        for (;;) {
+            const auto cqe = memory_.load<spec::completion_queue_entry>(cq.entry_address(cq.head));
+            if (cqe.phase() != cq.phase) {
+                break;
+            }
+            check_completion(cqid, cqe);
+            out.push_back({cqe});
+            ++reaped;
+            cq.head = (cq.head + 1) % cq.entries;
+            if (cq.head == 0) {
+                cq.phase = !cq.phase;
+            }
+        }
+        if (reaped != 0) {
+            ring_cq_doorbell(cqid, cq.head);
+        }
+        return reaped;
+    }
+
+    /// Waits for the completion of command `cid` submitted on SQ `qid`; other completions reaped
+    /// meanwhile are kept for later waits.
+    completion wait_for(std::uint16_t qid, std::uint16_t cid)
+    {
+        const std::uint16_t cqid = qid == 0 ? 0 : submission_queue(qid).cqid;
+        for (std::size_t poll = 0; poll < options_.max_polls; ++poll) {
+            if (auto found = take_reaped(qid, cid)) {
+                return *found;
+            }
+            reap(cqid, reaped_);
+            if (auto found = take_reaped(qid, cid)) {
+                return *found;
+            }
+            clock_.advance(options_.poll_step);
+        }
+        throw host_error{"no completion for command " + std::to_string(cid) + " on queue " + std::to_string(qid)};
+    }
+
+    /// Completions reaped while waiting for something else (an Asynchronous Event Request's, say).
+    [[nodiscard]] std::vector<completion>& unclaimed() noexcept { return reaped_; }
+    [[nodiscard]] std::optional<std::uint16_t> async_event_request_cid() const noexcept { return async_event_cid_; }
+    [[nodiscard]] std::size_t outstanding(std::uint16_t qid) const
+    {
+        const auto it = outstanding_.find(qid);
+        return it == outstanding_.end() ? 0 : it->second.size();
+    }
+
+    // ---- host memory --------------------------------------------------------------------------
+
+    /// Allocates zeroed host memory (page aligned by default).
+    std::uint64_t allocate(std::size_t size, std::size_t alignment = 4096)
+    {
+        const auto address = memory_.allocate(size, alignment);
+        if (!address) {
+            throw host_error{"host memory exhausted"};
+        }
+        const auto bytes = memory_.bytes(*address, size);
+        std::fill(bytes.begin(), bytes.end(), std::byte{0});
+        return *address;
+    }
+
+    /// PRP1/PRP2 for a buffer of `length` bytes at `address` with 4 KiB pages, building a PRP
+    /// list (chained across list pages when needed) in host memory (Base 2.0 4.1.1).
+    spec::data_pointer build_prps(std::uint64_t address, std::size_t length)
+    {
+        constexpr std::uint64_t page = 4096;
+        spec::data_pointer dptr{address, 0};
+        const std::uint64_t first = page - (address % page);
+        if (length <= first) {
+            return dptr;
+        }
+        std::vector<std::uint64_t> pages;
+        for (std::uint64_t next = address + first; next < address + length; next += page) {
+            pages.push_back(next);
+        }
+        if (pages.size() == 1) {
+            dptr.prp2 = pages.front();
+            return dptr;
+        }
+        constexpr std::size_t per_page = page / sizeof(std::uint64_t);
+        std::uint64_t list = allocate(page);
+        dptr.prp2 = list;
+        std::size_t index = 0;
+        while (index < pages.size()) {
+            const std::size_t remaining = pages.size() - index;
+            if (remaining <= per_page) {
+                for (std::size_t i = 0; i < remaining; ++i) {
+                    memory_.store(list + i * 8, pages[index + i]);
+                }
+                break;
+            }
+            for (std::size_t i = 0; i < per_page - 1; ++i) {
+                memory_.store(list + i * 8, pages[index + i]);
+            }
+            index += per_page - 1;
+            const std::uint64_t next_list = allocate(page);
+            memory_.store(list + (per_page - 1) * 8, next_list);
+            list = next_list;
+        }
+        return dptr;
+    }
+
+    // ---- command builders ---------------------------------------------------------------------
+
+    [[nodiscard]] static spec::submission_queue_entry command(spec::admin_opcode opcode, std::uint32_t nsid = 0)
+    {
+        spec::submission_queue_entry sqe{};
+        sqe.cdw0.set(spec::command_dword0::opc, static_cast<std::uint8_t>(opcode));
+        sqe.nsid = nsid;
+        return sqe;
+    }
+    [[nodiscard]] static spec::submission_queue_entry command(spec::nvm_opcode opcode, std::uint32_t nsid)
+    {
+        spec::submission_queue_entry sqe{};
+        sqe.cdw0.set(spec::command_dword0::opc, static_cast<std::uint8_t>(opcode));
+        sqe.nsid = nsid;
+        return sqe;
+    }
+    [[nodiscard]] static spec::submission_queue_entry identify_command(spec::cns cns, std::uint32_t nsid,
+                                                                       std::uint64_t buffer)
+    {
+        auto sqe = command(spec::admin_opcode::identify, nsid);
+        spec::identify_view{.cns = cns}.encode(sqe);
+        sqe.dptr.prp1 = buffer;
+        return sqe;
+    }
+    [[nodiscard]] static spec::submission_queue_entry set_features_command(spec::feature_id fid, std::uint32_t cdw11,
+                                                                           bool save = false)
+    {
+        auto sqe = command(spec::admin_opcode::set_features);
+        spec::set_features_view{.feature_id = fid, .save = save, .cdw11 = cdw11}.encode(sqe);
+        return sqe;
+    }
+    [[nodiscard]] static spec::submission_queue_entry get_features_command(spec::feature_id fid,
+                                                                           spec::feature_select select)
+    {
+        auto sqe = command(spec::admin_opcode::get_features);
+        spec::get_features_view{.feature_id = fid, .select = select}.encode(sqe);
+        return sqe;
+    }
+    [[nodiscard]] static spec::submission_queue_entry async_event_request_command()
+    {
+        return command(spec::admin_opcode::async_event_request);
+    }
+    [[nodiscard]] static spec::submission_queue_entry doorbell_buffer_config_command(std::uint64_t shadow,
+                                                                                     std::uint64_t event_index)
+    {
+        auto sqe = command(spec::admin_opcode::doorbell_buffer_config);
+        sqe.dptr = {shadow, event_index};
+        return sqe;
+    }
+    [[nodiscard]] static spec::submission_queue_entry delete_queue_command(spec::admin_opcode opcode, std::uint16_t qid)
+    {
+        auto sqe = command(opcode);
+        sqe.cdw10 = qid;
+        return sqe;
+    }
+
+private:
+    struct host_queue {
+        std::uint16_t qid = 0;
+        std::uint16_t cqid = 0;
+        std::uint32_t entries = 0;
+        std::uint32_t entry_bytes = 0;
+        std::uint64_t base = 0;                ///< contiguous queues
+        std::vector<std::uint64_t> pages{};    ///< PRP-list queues
+        std::uint64_t prp1 = 0;                ///< what Create I/O SQ/CQ carries
+        std::uint32_t tail = 0;                ///< SQ: host's tail
+        std::uint32_t head = 0;                ///< SQ: last head the controller reported; CQ: host's head
+        bool phase = true;                     ///< CQ: the phase of new entries
+        std::uint16_t vector = 0;
+        bool interrupts = true;
+
+        [[nodiscard]] std::uint64_t entry_address(std::uint32_t index) const
+        {
+            const std::uint64_t offset = std::uint64_t{index} * entry_bytes;
+            if (pages.empty()) {
+                return base + offset;
+            }
+            return pages[offset / 4096] + offset % 4096;
+        }
+    };
+
+    host_queue make_queue(std::uint16_t qid, std::uint32_t entries, std::uint32_t entry_bytes, bool contiguous)
+    {
+        host_queue queue{};
+        queue.qid = qid;
+        queue.entries = entries;
+        queue.entry_bytes = entry_bytes;
+        const std::size_t bytes = std::size_t{entries} * entry_bytes;
+        if (contiguous) {
+            queue.base = allocate(bytes);
+            queue.prp1 = queue.base;
+            return queue;
+        }
+        const std::size_t page_count = (bytes + 4095) / 4096;
+        for (std::size_t i = 0; i < page_count; ++i) {
+            queue.pages.push_back(allocate(4096));
+        }
+        queue.prp1 = allocate(page_count * 8, 8);
+        for (std::size_t i = 0; i < page_count; ++i) {
+            memory_.store(queue.prp1 + i * 8, queue.pages[i]);
+        }
+        return queue;
+    }
+
+    host_queue& submission_queue(std::uint16_t qid)
+    {
+        if (qid == 0) {
+            return admin_sq_;
+        }
+        const auto it = io_sqs_.find(qid);
+        if (it == io_sqs_.end()) {
+            throw host_error{"no I/O submission queue " + std::to_string(qid)};
+        }
+        return it->second;
+    }
+
+    host_queue& completion_queue(std::uint16_t qid)
+    {
+        if (qid == 0) {
+            return admin_cq_;
+        }
+        const auto it = io_cqs_.find(qid);
+        if (it == io_cqs_.end()) {
+            throw host_error{"no I/O completion queue " + std::to_string(qid)};
+        }
+        return it->second;
+    }
+
+    [[nodiscard]] std::uint32_t doorbell_stride() const noexcept { return 4U << cap_.get(cap_.dstrd); }
+
+    void ring_sq_doorbell(std::uint16_t qid, std::uint32_t tail)
+    {
+        if (qid != 0 && shadow_) {
+            memory_.store(*shadow_ + 2U * qid * doorbell_stride(), tail);
+        }
+        controller_.mmio_write(spec::sq_tail_doorbell_offset(qid, cap_.get(cap_.dstrd)), 4, tail);
+    }
+
+    void ring_cq_doorbell(std::uint16_t qid, std::uint32_t head)
+    {
+        if (qid != 0 && shadow_) {
+            memory_.store(*shadow_ + (2U * qid + 1U) * doorbell_stride(), head);
+        }
+        controller_.mmio_write(spec::cq_head_doorbell_offset(qid, cap_.get(cap_.dstrd)), 4, head);
+    }
+
+    /// What a careful driver checks in every CQE: it belongs to an outstanding command of an SQ
+    /// bound to this CQ, and its SQ head lies inside that SQ.
+    void check_completion(std::uint16_t cqid, const spec::completion_queue_entry& cqe)
+    {
+        const std::uint16_t sqid = cqe.sq_id;
+        if (cqid == 0 ? sqid != 0 : (!io_sqs_.contains(sqid) || io_sqs_.at(sqid).cqid != cqid)) {
+            throw host_error{"CQE on CQ " + std::to_string(cqid) + " names SQ " + std::to_string(sqid)};
+        }
+        auto& sq = submission_queue(sqid);
+        if (cqe.sq_head >= sq.entries) {
+            throw host_error{"CQE SQ head " + std::to_string(cqe.sq_head) + " outside SQ " + std::to_string(sqid)};
+        }
+        sq.head = cqe.sq_head;
+        auto& pending = outstanding_[sqid];
+        const auto it = std::find(pending.begin(), pending.end(), cqe.cid);
+        if (it == pending.end()) {
+            throw host_error{"CQE for command " + std::to_string(cqe.cid) + " that is not outstanding on SQ " +
+                             std::to_string(sqid)};
+        }
+        pending.erase(it);
+    }
+
+    std::optional<completion> take_reaped(std::uint16_t qid, std::uint16_t cid)
+    {
+        for (auto it = reaped_.begin(); it != reaped_.end(); ++it) {
+            if (it->cqe.cid == cid && it->cqe.sq_id == qid) {
+                completion found = *it;
+                reaped_.erase(it);
+                return found;
+            }
+        }
+        return std::nullopt;
+    }
+
+    template <typename Predicate>
+    void wait_until(Predicate&& done, const char* what)
+    {
+        for (std::size_t poll = 0; poll < options_.max_polls; ++poll) {
+            controller_.poll();
+            if (done()) {
+                return;
+            }
+            clock_.advance(options_.poll_step);
+        }
+        throw host_error{std::string{"timed out waiting for "} + what};
+    }
+
+    static void expect_success(const completion& result, const char* what)
+    {
+        if (!result.ok()) {
+            throw host_error{std::string{what} + " failed: status 0x" + to_hex(result.cqe.status().raw)};
+        }
+    }
+
+    [[nodiscard]] static std::string to_hex(std::uint32_t value)
+    {
+        constexpr char digits[] = "0123456789abcdef";
+        std::string text;
+        do {
+            text.insert(text.begin(), digits[value & 0xfU]);
+            value >>= 4;
+        } while (value != 0);
+        return text;
+    }
+
+    void forget_queues()
+    {
+        io_sqs_.clear();
+        io_cqs_.clear();
+        outstanding_.clear();
+        reaped_.clear();
+        shadow_.reset();
+        event_index_.reset();
+        async_event_cid_.reset();
+    }
+
+    void step(const std::string& text)
+    {
+        if (observer_) {
+            observer_(text);
+        }
+    }
+
+    Controller& controller_;
+    flat_memory& memory_;
+    manual_clock& clock_;
+    host_options options_{};
+    step_observer observer_{};
+    spec::cap_register cap_{};
+    host_queue admin_sq_{};
+    host_queue admin_cq_{};
+    std::map<std::uint16_t, host_queue> io_sqs_{};
+    std::map<std::uint16_t, host_queue> io_cqs_{};
+    std::map<std::uint16_t, std::vector<std::uint16_t>> outstanding_{};
+    std::vector<completion> reaped_{};
+    std::optional<std::uint64_t> shadow_{};
+    std::optional<std::uint64_t> event_index_{};
+    std::optional<std::uint16_t> async_event_cid_{};
+    std::uint16_t next_cid_ = 0;
+};
+
+} // namespace testing
+NVMEKIT_END_NAMESPACE
