@@ -1019,7 +1019,8 @@ private:
         return spec::status::success();
     }
 
-    /// Set Features (Base 2.0 5.27): Number of Queues (07h) for now.
+    /// Set Features (Base 2.0 5.27): Number of Queues (07h), Interrupt Coalescing (08h) and
+    /// Interrupt Vector Configuration (09h) for now.
     command_result set_features(const spec::submission_queue_entry& sqe)
     {
         const auto view = spec::set_features_view::decode(sqe);
@@ -1040,29 +1041,63 @@ private:
                 std::min<std::uint32_t>(requested.completion_queue_count(), limits.io_queues));
             return {spec::status::success(), granted_queues_->raw};
         }
+        case spec::feature_id::interrupt_coalescing:
+            coalescer_.configure(spec::interrupt_coalescing{view.cdw11});
+            return {spec::status::success()};
+        case spec::feature_id::interrupt_vector_configuration: {
+            const spec::interrupt_vector_configuration value{view.cdw11};
+            if (!coalescer_.set_coalescing_disabled(value.get(value.iv), value.get(value.cd))) {
+                return {error(spec::generic_status::invalid_field)};
+            }
+            return {spec::status::success()};
+        }
         default: return {error(spec::generic_status::invalid_field)};
         }
     }
 
-    /// Get Features (Base 2.0 5.15): Number of Queues (07h) for now.
+    /// Get Features (Base 2.0 5.15): the features Set Features takes.
     command_result get_features(const spec::submission_queue_entry& sqe)
     {
         const auto view = spec::get_features_view::decode(sqe);
         switch (view.feature_id) {
         case spec::feature_id::number_of_queues: {
             const auto maximum = spec::number_of_queues::from_counts(limits.io_queues, limits.io_queues);
-            switch (view.select) {
-            case spec::feature_select::current: return {spec::status::success(), granted_queues_.value_or(maximum).raw};
-            case spec::feature_select::default_value:
-            case spec::feature_select::saved: return {spec::status::success(), maximum.raw};
-            case spec::feature_select::supported_capabilities:
-                return {spec::status::success(),
-                        spec::feature_capabilities{}.with(spec::feature_capabilities::changeable, true).raw};
+            return feature_value(view.select, granted_queues_.value_or(maximum).raw, maximum.raw);
+        }
+        case spec::feature_id::interrupt_coalescing:
+            return feature_value(view.select, coalescer_.configuration().raw, 0);
+        case spec::feature_id::interrupt_vector_configuration: {
+            const spec::interrupt_vector_configuration requested{view.cdw11};
+            const std::uint16_t vector = requested.get(requested.iv);
+            if (vector >= limits.msix_vectors) {
+                return {error(spec::generic_status::invalid_field)};
             }
-            return {error(spec::generic_status::invalid_field)};
+            const auto current = spec::interrupt_vector_configuration{}
+                                     .with(spec::interrupt_vector_configuration::iv, vector)
+                                     .with(spec::interrupt_vector_configuration::cd,
+                                           coalescer_.coalescing_disabled(vector));
+            const auto default_value = spec::interrupt_vector_configuration{}.with(
+                spec::interrupt_vector_configuration::iv, vector);
+            return feature_value(view.select, current.raw, default_value.raw);
         }
         default: return {error(spec::generic_status::invalid_field)};
         }
+    }
+
+    /// A changeable, not saveable, controller-wide feature's value for each SEL (Base 2.0 5.15):
+    /// saved reads as the default when the feature cannot be saved.
+    [[nodiscard]] static command_result feature_value(spec::feature_select select, std::uint32_t current,
+                                                      std::uint32_t default_value)
+    {
+        switch (select) {
+        case spec::feature_select::current: return {spec::status::success(), current};
+        case spec::feature_select::default_value:
+        case spec::feature_select::saved: return {spec::status::success(), default_value};
+        case spec::feature_select::supported_capabilities:
+            return {spec::status::success(),
+                    spec::feature_capabilities{}.with(spec::feature_capabilities::changeable, true).raw};
+        }
+        return {error(spec::generic_status::invalid_field)};
     }
 
     /// Doorbell Buffer Config (Base 2.0 5.8): PRP1 the shadow doorbell buffer, PRP2 the EventIdx
