@@ -275,7 +275,13 @@ public:
     std::size_t poll()
     {
         state_machine_.handle(controller_event::tick);
-        if (state_machine_.state() != controller_state::ready) {
+        const auto state = state_machine_.state();
+        if (state == controller_state::shutting_down || state == controller_state::shut_down) {
+            // The queues still exist: the host may consume completions, but commands no longer run.
+            drain_doorbells();
+            return 0;
+        }
+        if (state != controller_state::ready) {
             doorbells_.drain([this](std::uint16_t, bool, std::uint32_t) { ++statistics_.host_protocol_errors; });
             return 0;
         }
