@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/intrusive/list.hpp>
@@ -136,7 +138,7 @@ struct completion_queue {
     cq_ring ring;
     held_list held{};
     std::uint16_t bound_submission_queues = 0;
-    bool posted_since_signal = false;
+    std::uint32_t posted_since_signal = 0; ///< entries posted since interrupts were last considered
     completion_queue(std::uint16_t qid, std::uint32_t entries, queue_memory memory, std::uint16_t vector, bool ien)
         : ring{qid, entries, std::move(memory), vector, ien}
     {
@@ -173,10 +175,11 @@ public:
         , events_{std::size_t{limits.aerl} + 1U}
         , state_machine_{reset_ops_}
     {
-        registers_.set_max_queue_id(limits.io_queues);
         submission_queues_.resize(std::size_t{limits.io_queues} + 1U);
         completion_queues_.resize(std::size_t{limits.io_queues} + 1U);
         fetch_buffer_.resize(fetch_batch);
+        vector_due_.resize(limits.msix_vectors);
+        due_vectors_.reserve(limits.msix_vectors);
     }
 
     controller(const controller&) = delete;
@@ -244,13 +247,18 @@ public:
             }
             break;
         case register_event_kind::interrupt_mask_changed: update_intx(); break;
-        case register_event_kind::doorbell:
-            if (event.completion_queue) {
-                doorbells_.ring_cq_head(event.queue_id, static_cast<std::uint32_t>(event.new_value));
-            } else {
-                doorbells_.ring_sq_tail(event.queue_id, static_cast<std::uint32_t>(event.new_value));
+        case register_event_kind::doorbell: {
+            const auto value = static_cast<std::uint32_t>(event.new_value);
+            const bool queue_may_exist = event.completion_queue
+                                             ? doorbells_.ring_cq_head(event.queue_id, value)
+                                             : doorbells_.ring_sq_tail(event.queue_id, value);
+            if (!queue_may_exist) {
+                // The doorbell of a queue above every identifier this controller has: a write to
+                // an invalid doorbell register (Base 2.0 5.2), reported at the next poll.
+                doorbells_beyond_queues_.fetch_add(1, std::memory_order_relaxed);
             }
             break;
+        }
         }
     }
 
@@ -277,11 +285,23 @@ public:
         state_machine_.handle(controller_event::tick);
         const auto state = state_machine_.state();
         if (state == controller_state::shutting_down || state == controller_state::shut_down) {
-            // The queues still exist: the host may consume completions, but commands no longer run.
-            drain_doorbells();
+            // The queues still exist: the host may consume completions, but commands no longer run
+            // until a Controller Reset (Base 2.0 3.6), so a submission is a host protocol error.
+            statistics_.host_protocol_errors +=
+                doorbells_beyond_queues_.exchange(0, std::memory_order_relaxed);
+            doorbells_.drain([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
+                if (completion_queue) {
+                    apply_cq_head(qid, value);
+                } else {
+                    ++statistics_.host_protocol_errors;
+                }
+            });
+            update_intx();
             return 0;
         }
         if (state != controller_state::ready) {
+            statistics_.host_protocol_errors +=
+                doorbells_beyond_queues_.exchange(0, std::memory_order_relaxed);
             doorbells_.drain([this](std::uint16_t, bool, std::uint32_t) { ++statistics_.host_protocol_errors; });
             return 0;
         }
@@ -514,8 +534,10 @@ private:
             cq.reset();
         }
         doorbells_.clear();
+        doorbells_beyond_queues_.store(0, std::memory_order_relaxed);
         events_.clear();
         shadow_doorbells_.reset();
+        update_intx(); // no CQ holds an entry any more
     }
 
     void reset_controller_state()
@@ -534,6 +556,11 @@ private:
 
     void drain_doorbells()
     {
+        if (const auto writes = doorbells_beyond_queues_.exchange(0, std::memory_order_relaxed);
+            writes != 0) {
+            statistics_.invalid_doorbells += writes;
+            events_.post(spec::async_event_completion{spec::error_event::invalid_doorbell_register});
+        }
         doorbells_.drain([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
             if (completion_queue) {
                 apply_cq_head(qid, value);
@@ -731,7 +758,7 @@ private:
             return false;
         }
         ++statistics_.completions_posted;
-        cq.posted_since_signal = true;
+        ++cq.posted_since_signal;
         return true;
     }
 
@@ -756,11 +783,14 @@ private:
             return;
         }
         auto& admin_sq = *submission_queues_[0];
-        while (auto report = events_.next_report()) {
-            auto* request = admin_sq.pool.acquire();
-            if (request == nullptr) {
-                return; // the admin queue's slots are all waiting for CQ space; report later
+        // While the admin queue's requests all wait for CQ space the event stays queued.
+        while (admin_sq.pool.available() != 0) {
+            const auto report = events_.next_report();
+            if (!report) {
+                return;
             }
+            auto* request = admin_sq.pool.acquire();
+            NVMEKIT_ASSERT(request != nullptr, "an available request could not be acquired");
             request->payload.sqe = {};
             request->payload.sqe.cdw0.set(spec::command_dword0::cid, report->command_id);
             request->payload.sq_id = 0;
@@ -769,25 +799,44 @@ private:
         }
     }
 
+    /// Signals each vector at most once per poll, however many entries and CQs it covers
+    /// (DESIGN.md, batching). THR counts completion queue entries (Base 2.0 5.27.1.9), so every
+    /// entry is one step of aggregation; entries of a vector already due are covered by its signal.
     void signal_interrupts()
     {
         const auto now = clock_.now();
         for (auto& cq : completion_queues_) {
-            if (!cq || !cq->posted_since_signal) {
+            if (!cq || cq->posted_since_signal == 0) {
                 continue;
             }
-            cq->posted_since_signal = false;
-            if (!cq->ring.interrupts_enabled()) {
-                continue;
-            }
+            const std::uint32_t posted = std::exchange(cq->posted_since_signal, 0U);
             const std::uint16_t vector = cq->ring.interrupt_vector();
+            if (!cq->ring.interrupts_enabled() || vector_due_[vector]) {
+                continue;
+            }
             const bool coalesce = cq->ring.qid() != 0;
-            if (coalescer_.on_completion(vector, coalesce, now)) {
-                msix_.signal(vector);
+            for (std::uint32_t entry = 0; entry < posted; ++entry) {
+                if (coalescer_.on_completion(vector, coalesce, now)) {
+                    mark_vector_due(vector);
+                    break;
+                }
             }
         }
-        coalescer_.expire(now, [this](std::uint16_t vector) { msix_.signal(vector); });
+        coalescer_.expire(now, [this](std::uint16_t vector) { mark_vector_due(vector); });
+        for (const std::uint16_t vector : due_vectors_) {
+            vector_due_[vector] = false;
+            msix_.signal(vector);
+        }
+        due_vectors_.clear();
         update_intx();
+    }
+
+    void mark_vector_due(std::uint16_t vector)
+    {
+        if (!vector_due_[vector]) {
+            vector_due_[vector] = true;
+            due_vectors_.push_back(vector); // within the capacity reserved at construction
+        }
     }
 
     /// Pin-based interrupts (when MSI-X is off and the provider has INTx): the pin is asserted
@@ -1128,12 +1177,16 @@ private:
     interrupts_type& interrupts_;
     interrupt_coalescer coalescer_;
     doorbell_channel doorbells_;
+    /// Doorbell writes of queues above limits.io_queues, not yet taken by poll().
+    std::atomic<std::uint32_t> doorbells_beyond_queues_{0};
     async_event_queue events_;
     reset_operations reset_ops_{this};
     reset_state_machine<reset_operations> state_machine_;
     std::vector<std::unique_ptr<detail::submission_queue>> submission_queues_;
     std::vector<std::unique_ptr<detail::completion_queue>> completion_queues_;
     std::vector<spec::submission_queue_entry> fetch_buffer_;
+    std::vector<bool> vector_due_;           ///< per MSI-X vector: signalled at the end of this poll
+    std::vector<std::uint16_t> due_vectors_; ///< those vectors, in the order they became due
     std::optional<spec::number_of_queues> granted_queues_;
     std::optional<shadow_doorbell_buffers> shadow_doorbells_;
     std::chrono::nanoseconds enable_started_{0};

@@ -18,6 +18,7 @@
 /// become ready. Waiting is bounded (`max_polls`), so a broken controller fails a test instead of
 /// hanging it.
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -208,6 +209,13 @@ public:
     /// wait for CSTS.RDY = 1 (CAP.TO bounds the wait in a real driver; here max_polls).
     void enable()
     {
+        // Every Phase Tag of the admin CQ reads 0 before CC.EN = 1 (Base 2.0 4.6, P), also
+        // after a reset that left old entries behind.
+        if (admin_cq_.entries != 0) {
+            const auto entries =
+                memory_.bytes(admin_cq_.base, std::size_t{admin_cq_.entries} * admin_cq_.entry_bytes);
+            std::fill(entries.begin(), entries.end(), std::byte{0});
+        }
         spec::cc_register cc_value{};
         cc_value.set(cc_value.iosqes, 6).set(cc_value.iocqes, 4).set(cc_value.en, true);
         write32(spec::register_offset::cc, cc_value.raw);
@@ -219,6 +227,7 @@ public:
             return status.get(status.rdy);
         }, "CSTS.RDY = 1 after CC.EN = 1");
         admin_sq_.tail = 0;
+        admin_sq_.head = 0;
         admin_cq_.head = 0;
         admin_cq_.phase = true;
     }
@@ -316,6 +325,21 @@ public:
     }
 
     [[nodiscard]] bool has_io_queue(std::uint16_t qid) const { return io_sqs_.contains(qid); }
+
+    /// Host address of entry `index` of SQ `qid` (0: admin), for tests that read or write queue
+    /// memory themselves. Throws host_error for an unknown queue or an index outside it.
+    [[nodiscard]] std::uint64_t submission_entry_address(std::uint16_t qid, std::uint32_t index)
+    {
+        return checked_entry_address(submission_queue(qid), index);
+    }
+    /// Host address of entry `index` of CQ `cqid` (0: admin); throws as submission_entry_address.
+    [[nodiscard]] std::uint64_t completion_entry_address(std::uint16_t cqid, std::uint32_t index)
+    {
+        return checked_entry_address(completion_queue(cqid), index);
+    }
+    /// The shadow doorbell and EventIdx buffers of Doorbell Buffer Config, once configured.
+    [[nodiscard]] std::optional<std::uint64_t> shadow_doorbell_buffer() const noexcept { return shadow_; }
+    [[nodiscard]] std::optional<std::uint64_t> event_index_buffer() const noexcept { return event_index_; }
 
     // ---- commands -----------------------------------------------------------------------------
 
@@ -427,9 +451,18 @@ public:
             dptr.prp2 = pages.front();
             return dptr;
         }
+        dptr.prp2 = write_prp_list(pages);
+        return dptr;
+    }
+
+    /// Writes `pages` as a PRP list in newly allocated, page-aligned list pages, the last entry of
+    /// each full list page chaining to the next (Base 2.0 4.1.1). Returns the first list page.
+    std::uint64_t write_prp_list(std::span<const std::uint64_t> pages)
+    {
+        constexpr std::uint64_t page = 4096;
         constexpr std::size_t per_page = page / sizeof(std::uint64_t);
-        std::uint64_t list = allocate(page);
-        dptr.prp2 = list;
+        const std::uint64_t first_list = allocate(page);
+        std::uint64_t list = first_list;
         std::size_t index = 0;
         while (index < pages.size()) {
             const std::size_t remaining = pages.size() - index;
@@ -447,7 +480,7 @@ public:
             memory_.store(list + (per_page - 1) * 8, next_list);
             list = next_list;
         }
-        return dptr;
+        return first_list;
     }
 
     // ---- command builders ---------------------------------------------------------------------
@@ -547,11 +580,18 @@ private:
         for (std::size_t i = 0; i < page_count; ++i) {
             queue.pages.push_back(allocate(4096));
         }
-        queue.prp1 = allocate(page_count * 8, 8);
-        for (std::size_t i = 0; i < page_count; ++i) {
-            memory_.store(queue.prp1 + i * 8, queue.pages[i]);
-        }
+        // The list pointer has offset 0h (Base 2.0 5.4, 5.5) and a long list is chained.
+        queue.prp1 = write_prp_list(queue.pages);
         return queue;
+    }
+
+    static std::uint64_t checked_entry_address(const host_queue& queue, std::uint32_t index)
+    {
+        if (index >= queue.entries) {
+            throw host_error{"entry " + std::to_string(index) + " is outside queue " +
+                             std::to_string(queue.qid)};
+        }
+        return queue.entry_address(index);
     }
 
     host_queue& submission_queue(std::uint16_t qid)

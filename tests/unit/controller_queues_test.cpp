@@ -1,0 +1,844 @@
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <nvmekit/controller.hpp>
+#include <nvmekit/format/status.hpp>
+#include <nvmekit/testing/flat_memory.hpp>
+#include <nvmekit/testing/host.hpp>
+#include <nvmekit/testing/manual_clock.hpp>
+#include <nvmekit/testing/recording_msix.hpp>
+
+NVMEKIT_BEGIN_NAMESPACE
+namespace spec {
+// Failures print statuses the way nvme-cli does: `Generic/Invalid Field (0x02) [DNR]`.
+inline void PrintTo(const status& value, std::ostream* out)
+{
+    *out << fmt::format("{}", value);
+}
+} // namespace spec
+NVMEKIT_END_NAMESPACE
+
+namespace {
+
+namespace nt = nvmekit::testing;
+namespace spec = nvmekit::spec;
+
+struct test_traits : nvmekit::default_traits {
+    using dma = nt::flat_memory;
+    using interrupts = nt::recording_msix;
+    using clock = nt::manual_clock;
+};
+
+constexpr std::uint64_t memory_base = 0x1'0000'0000;
+
+struct test_memory : nt::flat_memory {
+    explicit test_memory(std::size_t size = 8 << 20) { add_range(memory_base, size); }
+};
+
+/// Host memory, interrupt recorder, clock, controller and host driver of one test.
+template <typename Traits = test_traits>
+struct basic_rig {
+    using controller_type = nvmekit::controller<Traits>;
+    using host_type = nt::in_process_host<controller_type>;
+
+    test_memory memory;
+    nt::recording_msix msix;
+    nt::manual_clock clock;
+    controller_type ctrl;
+    host_type host;
+
+    explicit basic_rig(nvmekit::controller_config config = {}, std::size_t memory_size = 8 << 20)
+        : memory{memory_size}
+        , ctrl{memory, msix, clock, std::move(config)}
+        , host{ctrl, memory, clock}
+    {
+    }
+
+    /// Brings the controller up, resets and re-enables it, and sets Number of Queues to
+    /// `queues` SQs and CQs: the admin queue works and no I/O queue exists.
+    void admin_only(std::uint16_t queues)
+    {
+        host.bring_up({.io_queue_pairs = 1});
+        host.disable();
+        host.enable();
+        host.program_msix(64);
+        const auto granted = host.admin(host_type::set_features_command(
+            spec::feature_id::number_of_queues, spec::number_of_queues::from_counts(queues, queues).raw));
+        ASSERT_TRUE(granted.ok());
+    }
+
+    void ring_sq_tail(std::uint16_t qid, std::uint32_t tail)
+    {
+        ctrl.mmio_write(spec::sq_tail_doorbell_offset(qid, 0), 4, tail);
+    }
+    void ring_cq_head(std::uint16_t qid, std::uint32_t head)
+    {
+        ctrl.mmio_write(spec::cq_head_doorbell_offset(qid, 0), 4, head);
+    }
+    /// Entry `index` of CQ `cqid` as it is in host memory.
+    [[nodiscard]] spec::completion_queue_entry cqe_at(std::uint16_t cqid, std::uint32_t index)
+    {
+        return memory.template load<spec::completion_queue_entry>(host.completion_entry_address(cqid, index));
+    }
+    /// Posts an Asynchronous Event Request and lets the controller take it, so that a doorbell
+    /// written next does not replace the admin SQ tail before the controller has seen it.
+    [[nodiscard]] std::uint16_t post_async_event_request()
+    {
+        const auto cid = host.submit(0, host_type::async_event_request_command());
+        ctrl.poll();
+        return cid;
+    }
+    /// Completes the Asynchronous Event Request the host has outstanding and returns its DW0.
+    [[nodiscard]] std::uint32_t async_event(std::uint16_t cid)
+    {
+        const auto completion = host.wait_for(0, cid);
+        EXPECT_EQ(completion.status(), spec::status::success());
+        return completion.cqe.dw0;
+    }
+};
+using rig = basic_rig<>;
+using host_type = rig::host_type;
+
+[[nodiscard]] spec::status dnr(auto code)
+{
+    return spec::status{code}.with_dnr();
+}
+
+[[nodiscard]] spec::submission_queue_entry read_command()
+{
+    return host_type::command(spec::nvm_opcode::read, 1);
+}
+/// An NVM opcode the command set does not define.
+[[nodiscard]] spec::submission_queue_entry reserved_io_command()
+{
+    auto sqe = host_type::command(spec::nvm_opcode::read, 1);
+    sqe.cdw0.set(spec::command_dword0::opc, 0x03);
+    return sqe;
+}
+
+/// Create I/O CQ with the given fields, for the checks the host driver would not send.
+[[nodiscard]] spec::submission_queue_entry create_cq(std::uint16_t qid, std::uint32_t entries,
+                                                     std::uint64_t prp1, bool contiguous = true,
+                                                     std::uint16_t vector = 0)
+{
+    auto sqe = host_type::command(spec::admin_opcode::create_io_cq);
+    spec::create_io_cq_view{.queue_id = qid,
+                            .queue_size = entries,
+                            .physically_contiguous = contiguous,
+                            .interrupts_enabled = true,
+                            .interrupt_vector = vector}
+        .encode(sqe);
+    sqe.dptr.prp1 = prp1;
+    return sqe;
+}
+
+[[nodiscard]] spec::submission_queue_entry create_sq(std::uint16_t qid, std::uint16_t cqid,
+                                                     std::uint32_t entries, std::uint64_t prp1,
+                                                     bool contiguous = true)
+{
+    auto sqe = host_type::command(spec::admin_opcode::create_io_sq);
+    spec::create_io_sq_view{
+        .queue_id = qid, .queue_size = entries, .physically_contiguous = contiguous, .cq_id = cqid}
+        .encode(sqe);
+    sqe.dptr.prp1 = prp1;
+    return sqe;
+}
+
+constexpr std::uint32_t invalid_doorbell_value_event = 0x0001'0100;    // type 0, info 01h, log 01h
+constexpr std::uint32_t invalid_doorbell_register_event = 0x0001'0000; // type 0, info 00h, log 01h
+
+// ---- Create I/O Completion Queue ------------------------------------------------------------
+
+TEST(controller_create_io_cq, invalid_queue_identifiers)
+{
+    rig r;
+    r.admin_only(4);
+    const std::uint64_t buffer = r.host.allocate(4096);
+    const auto invalid_qid = dnr(spec::command_specific_status::invalid_queue_identifier);
+    EXPECT_EQ(r.host.admin(create_cq(0, 16, buffer)).status(), invalid_qid);
+    EXPECT_EQ(r.host.admin(create_cq(5, 16, buffer)).status(), invalid_qid); // above the 4 granted
+    EXPECT_EQ(r.host.admin(create_cq(65, 16, buffer)).status(), invalid_qid);
+    EXPECT_EQ(r.host.admin(create_cq(0xffff, 16, buffer)).status(), invalid_qid);
+    EXPECT_FALSE(r.ctrl.completion_queue_exists(5));
+    EXPECT_EQ(r.host.admin(create_cq(4, 16, buffer)).status(), spec::status::success());
+    EXPECT_EQ(r.host.admin(create_cq(4, 16, r.host.allocate(4096))).status(), invalid_qid); // exists
+    EXPECT_TRUE(r.ctrl.completion_queue_exists(4));
+}
+
+TEST(controller_create_io_cq, invalid_queue_sizes)
+{
+    rig r;
+    r.admin_only(4);
+    const std::uint64_t buffer = r.host.allocate(65536);
+    const auto invalid_size = dnr(spec::command_specific_status::invalid_queue_size);
+    EXPECT_EQ(r.host.admin(create_cq(1, 1, buffer)).status(), invalid_size);    // QSIZE 0
+    EXPECT_EQ(r.host.admin(create_cq(1, 4097, buffer)).status(), invalid_size); // QSIZE above MQES
+    EXPECT_EQ(r.host.admin(create_cq(1, 65536, buffer)).status(), invalid_size);
+    EXPECT_FALSE(r.ctrl.completion_queue_exists(1));
+    EXPECT_EQ(r.host.admin(create_cq(1, 4096, buffer)).status(), spec::status::success()); // QSIZE = MQES
+    EXPECT_EQ(r.host.admin(create_cq(2, 2, r.host.allocate(4096))).status(), spec::status::success());
+}
+
+TEST(controller_create_io_cq, interrupt_vector_beyond_the_msix_table)
+{
+    rig r;
+    r.admin_only(4);
+    EXPECT_EQ(r.host.admin(create_cq(1, 16, r.host.allocate(4096), true, 65)).status(),
+              dnr(spec::command_specific_status::invalid_interrupt_vector));
+    EXPECT_EQ(r.host.admin(create_cq(1, 16, r.host.allocate(4096), true, 0xffff)).status(),
+              dnr(spec::command_specific_status::invalid_interrupt_vector));
+    EXPECT_FALSE(r.ctrl.completion_queue_exists(1));
+    EXPECT_EQ(r.host.admin(create_cq(1, 16, r.host.allocate(4096), true, 64)).status(),
+              spec::status::success());
+}
+
+TEST(controller_create_io_cq, queue_memory_offsets)
+{
+    rig r;
+    r.admin_only(4);
+    const std::uint64_t page = r.host.allocate(2 * 4096);
+    const auto offset_invalid = dnr(spec::generic_status::prp_offset_invalid);
+    EXPECT_EQ(r.host.admin(create_cq(1, 16, page + 0x200)).status(), offset_invalid);
+    EXPECT_EQ(r.host.admin(create_cq(1, 16, page + 4)).status(), offset_invalid);
+    // PC = 0: the PRP list pointer and every entry have offset 0h.
+    const std::uint64_t list = r.host.allocate(4096);
+    r.memory.store(list, page);
+    EXPECT_EQ(r.host.admin(create_cq(1, 256, list + 8, false)).status(), offset_invalid);
+    r.memory.store(list, page + 0x100);
+    EXPECT_EQ(r.host.admin(create_cq(1, 256, list, false)).status(), offset_invalid);
+    EXPECT_FALSE(r.ctrl.completion_queue_exists(1));
+    r.memory.store(list, page);
+    EXPECT_EQ(r.host.admin(create_cq(1, 256, list, false)).status(), spec::status::success());
+    // A queue that would wrap the address space (8 KiB from the last page).
+    EXPECT_EQ(r.host.admin(create_cq(2, 512, 0xffff'ffff'ffff'f000)).status(),
+              dnr(spec::generic_status::invalid_field));
+}
+
+TEST(controller_create_io_cq, unreadable_prp_list_is_a_data_transfer_error)
+{
+    rig r;
+    r.admin_only(4);
+    EXPECT_EQ(r.host.admin(create_cq(1, 256, 0x7000'0000, false)).status(),
+              dnr(spec::generic_status::data_transfer_error));
+    EXPECT_FALSE(r.ctrl.completion_queue_exists(1));
+    EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
+}
+
+TEST(controller_create_io_cq, contiguous_queues_required)
+{
+    rig r{{.contiguous_queues_required = true}};
+    r.admin_only(4);
+    EXPECT_TRUE(r.host.read64(spec::register_offset::cap) & spec::cap_register::cqr.mask);
+    EXPECT_EQ(r.host.create_io_cq(1, 64, 1, true, false).status(), dnr(spec::generic_status::invalid_field));
+    EXPECT_FALSE(r.ctrl.completion_queue_exists(1));
+    EXPECT_EQ(r.host.create_io_cq(1, 64, 1, true, true).status(), spec::status::success());
+    EXPECT_EQ(r.host.create_io_sq(1, 1, 64, false).status(), dnr(spec::generic_status::invalid_field));
+    EXPECT_FALSE(r.ctrl.submission_queue_exists(1));
+    EXPECT_EQ(r.host.create_io_sq(1, 1, 64, true).status(), spec::status::success());
+    EXPECT_EQ(r.host.io(1, read_command()).status(), dnr(spec::generic_status::invalid_namespace_or_format));
+}
+
+// ---- Create I/O Submission Queue --------------------------------------------------------------
+
+TEST(controller_create_io_sq, completion_queue_invalid)
+{
+    rig r;
+    r.admin_only(4);
+    const std::uint64_t buffer = r.host.allocate(4096);
+    const auto cq_invalid = dnr(spec::command_specific_status::completion_queue_invalid);
+    EXPECT_EQ(r.host.admin(create_sq(1, 1, 16, buffer)).status(), cq_invalid); // CQ 1 missing
+    EXPECT_EQ(r.host.admin(create_sq(1, 0, 16, buffer)).status(), cq_invalid); // the admin CQ
+    EXPECT_EQ(r.host.admin(create_sq(1, 200, 16, buffer)).status(), cq_invalid);
+    EXPECT_FALSE(r.ctrl.submission_queue_exists(1));
+    ASSERT_TRUE(r.host.create_io_cq(1, 16, 1, true).ok());
+    EXPECT_EQ(r.host.admin(create_sq(1, 1, 16, buffer)).status(), spec::status::success());
+}
+
+TEST(controller_create_io_sq, invalid_queue_identifiers_and_sizes)
+{
+    rig r;
+    r.admin_only(2);
+    ASSERT_TRUE(r.host.create_io_cq(1, 16, 1, true).ok());
+    const std::uint64_t buffer = r.host.allocate(4097 * 64);
+    const auto invalid_qid = dnr(spec::command_specific_status::invalid_queue_identifier);
+    const auto invalid_size = dnr(spec::command_specific_status::invalid_queue_size);
+    EXPECT_EQ(r.host.admin(create_sq(0, 1, 16, buffer)).status(), invalid_qid);
+    EXPECT_EQ(r.host.admin(create_sq(3, 1, 16, buffer)).status(), invalid_qid); // above the 2 granted
+    EXPECT_EQ(r.host.admin(create_sq(65, 1, 16, buffer)).status(), invalid_qid);
+    EXPECT_EQ(r.host.admin(create_sq(1, 1, 1, buffer)).status(), invalid_size);    // QSIZE 0
+    EXPECT_EQ(r.host.admin(create_sq(1, 1, 4097, buffer)).status(), invalid_size); // above MQES
+    EXPECT_EQ(r.host.admin(create_sq(1, 1, 16, buffer + 0x40)).status(),
+              dnr(spec::generic_status::prp_offset_invalid));
+    EXPECT_FALSE(r.ctrl.submission_queue_exists(1));
+    EXPECT_EQ(r.host.admin(create_sq(1, 1, 4096, buffer)).status(), spec::status::success());
+    EXPECT_EQ(r.host.admin(create_sq(1, 1, 16, r.host.allocate(4096))).status(), invalid_qid); // exists
+    // An SQ may use any existing CQ, not only the one with its own identifier.
+    EXPECT_EQ(r.host.admin(create_sq(2, 1, 16, r.host.allocate(4096))).status(), spec::status::success());
+}
+
+TEST(controller_create_io_queues, number_of_queues_bounds_the_identifiers)
+{
+    rig r;
+    const auto result = r.host.bring_up({.io_queue_pairs = 2});
+    EXPECT_EQ(result.submission_queues_granted, 2);
+    EXPECT_EQ(r.host.create_io_cq(3, 16, 3, true).status(),
+              dnr(spec::command_specific_status::invalid_queue_identifier));
+    EXPECT_EQ(r.host.create_io_sq(3, 1, 16).status(),
+              dnr(spec::command_specific_status::invalid_queue_identifier));
+}
+
+// ---- Delete I/O queues ------------------------------------------------------------------------
+
+TEST(controller_delete_io_queues, ordering_rules)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 2});
+    const auto invalid_qid = dnr(spec::command_specific_status::invalid_queue_identifier);
+    EXPECT_EQ(r.host.delete_io_cq(1).status(), dnr(spec::command_specific_status::invalid_queue_deletion));
+    EXPECT_TRUE(r.ctrl.completion_queue_exists(1));
+    EXPECT_EQ(r.host.delete_io_sq(0).status(), invalid_qid);
+    EXPECT_EQ(r.host.delete_io_cq(0).status(), invalid_qid);
+    EXPECT_EQ(r.host.delete_io_sq(3).status(), invalid_qid);
+    EXPECT_EQ(r.host.delete_io_cq(3).status(), invalid_qid);
+    EXPECT_EQ(r.host.delete_io_sq(65).status(), invalid_qid);
+    EXPECT_EQ(r.host.delete_io_cq(0xffff).status(), invalid_qid);
+    EXPECT_TRUE(r.ctrl.submission_queue_exists(0));
+    EXPECT_TRUE(r.ctrl.completion_queue_exists(0));
+
+    EXPECT_EQ(r.host.delete_io_sq(1).status(), spec::status::success());
+    EXPECT_FALSE(r.ctrl.submission_queue_exists(1));
+    EXPECT_EQ(r.host.delete_io_sq(1).status(), invalid_qid);
+    EXPECT_EQ(r.host.delete_io_cq(1).status(), spec::status::success());
+    EXPECT_FALSE(r.ctrl.completion_queue_exists(1));
+    EXPECT_EQ(r.host.delete_io_cq(1).status(), invalid_qid);
+
+    // Delete then recreate: the queue starts afresh.
+    ASSERT_EQ(r.host.create_io_cq(1, 8, 1, true).status(), spec::status::success());
+    ASSERT_EQ(r.host.create_io_sq(1, 1, 8).status(), spec::status::success());
+    for (int i = 0; i < 20; ++i) {
+        const auto completion = r.host.io(1, read_command());
+        EXPECT_EQ(completion.status(), dnr(spec::generic_status::invalid_namespace_or_format));
+        EXPECT_EQ(completion.cqe.sq_head, (i + 1) % 8);
+    }
+    EXPECT_EQ(r.host.io(2, read_command()).status(), dnr(spec::generic_status::invalid_namespace_or_format));
+}
+
+// ---- I/O through queues -------------------------------------------------------------------------
+
+TEST(controller_io_queues, io_commands_complete_with_namespace_or_opcode_errors)
+{
+    rig r;
+    r.host.bring_up();
+    for (const auto opcode : {spec::nvm_opcode::flush, spec::nvm_opcode::write, spec::nvm_opcode::read,
+                              spec::nvm_opcode::write_zeroes, spec::nvm_opcode::dataset_management}) {
+        EXPECT_EQ(r.host.io(1, host_type::command(opcode, 1)).status(),
+                  dnr(spec::generic_status::invalid_namespace_or_format));
+    }
+    const auto reserved = r.host.io(1, reserved_io_command());
+    EXPECT_EQ(reserved.status(), dnr(spec::generic_status::invalid_opcode));
+    EXPECT_EQ(reserved.cqe.sq_id, 1);
+    EXPECT_EQ(reserved.cqe.dw0, 0U);
+    EXPECT_EQ(reserved.cqe.dw1, 0U);
+}
+
+TEST(controller_io_queues, prp_list_queues_work_end_to_end)
+{
+    rig r;
+    const auto result =
+        r.host.bring_up({.io_queue_pairs = 3, .io_entries = 256, .physically_contiguous = false});
+    ASSERT_EQ(result.io_queue_pairs, 3);
+    // Each SQ spans 4 pages, each CQ one; 600 commands go round the SQs twice.
+    for (std::uint16_t qid = 1; qid <= 3; ++qid) {
+        for (int i = 0; i < 600; ++i) {
+            const bool reserved = i % 3 == 0;
+            const auto completion = r.host.io(qid, reserved ? reserved_io_command() : read_command());
+            ASSERT_EQ(completion.status(), reserved ? dnr(spec::generic_status::invalid_opcode)
+                                                    : dnr(spec::generic_status::invalid_namespace_or_format));
+            ASSERT_EQ(completion.cqe.sq_head, (i + 1) % 256);
+            ASSERT_EQ(completion.cqe.phase(), (i / 256) % 2 == 0);
+        }
+    }
+    EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
+    EXPECT_EQ(r.ctrl.statistics().dma_errors, 0U);
+}
+
+struct large_queue_traits : test_traits {
+    static constexpr nvmekit::limits limits{.io_queues = 1, .queue_entries = 65536, .msix_vectors = 2};
+};
+
+TEST(controller_io_queues, prp_list_of_a_queue_larger_than_one_list_page_is_chained)
+{
+    // 40000 entries of 64 bytes are 625 memory pages: the PRP list takes two list pages.
+    basic_rig<large_queue_traits> r{{}, 8 << 20};
+    r.host.bring_up({.io_queue_pairs = 1, .io_entries = 1024});
+    ASSERT_TRUE(r.host.delete_io_sq(1).ok());
+    ASSERT_EQ(r.host.create_io_sq(1, 1, 40000, false).status(), spec::status::success());
+    // Page 511 of the queue, the first one the second list page describes, starts at entry 32704.
+    std::vector<nt::completion> completions;
+    for (std::uint32_t submitted = 0; submitted < 33000;) {
+        for (int i = 0; i < 500; ++i, ++submitted) {
+            r.host.submit(1, read_command());
+        }
+        while (r.host.outstanding(1) != 0) {
+            completions.clear();
+            r.host.reap(1, completions);
+            ASSERT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
+            for (const auto& completion : completions) {
+                ASSERT_EQ(completion.status(), dnr(spec::generic_status::invalid_namespace_or_format));
+            }
+        }
+    }
+    EXPECT_EQ(r.ctrl.statistics().dma_errors, 0U);
+    EXPECT_EQ(r.host.io(1, read_command()).cqe.sq_head, 33001);
+}
+
+TEST(controller_io_queues, several_sqs_share_one_cq)
+{
+    rig r;
+    r.admin_only(3);
+    ASSERT_TRUE(r.host.create_io_cq(1, 16, 1, true).ok());
+    for (std::uint16_t qid = 1; qid <= 3; ++qid) {
+        ASSERT_TRUE(r.host.create_io_sq(qid, 1, 8).ok());
+    }
+    std::vector<std::pair<std::uint16_t, std::uint16_t>> submitted; // (sqid, cid)
+    const auto submit = [&](std::uint16_t qid, int count) {
+        for (int i = 0; i < count; ++i) {
+            submitted.emplace_back(qid, r.host.submit(qid, read_command()));
+        }
+    };
+    submit(1, 2);
+    submit(2, 3);
+    submit(3, 1);
+    r.ctrl.poll();
+    const std::uint16_t expected_heads[] = {0, 2, 3, 1};
+    for (const auto& [qid, cid] : submitted) {
+        const auto completion = r.host.wait_for(qid, cid);
+        EXPECT_EQ(completion.cqe.sq_id, qid);
+        EXPECT_EQ(completion.cqe.sq_head, expected_heads[qid]);
+        EXPECT_EQ(completion.status(), dnr(spec::generic_status::invalid_namespace_or_format));
+    }
+    // Each SQ's head moves on by itself, wrapping at 8 entries.
+    for (int round = 0; round < 10; ++round) {
+        for (std::uint16_t qid = 1; qid <= 3; ++qid) {
+            const auto completion = r.host.io(qid, read_command());
+            EXPECT_EQ(completion.cqe.sq_id, qid);
+            EXPECT_EQ(completion.cqe.sq_head, (expected_heads[qid] + round + 1) % 8);
+        }
+    }
+    // The CQ can only go once every SQ bound to it is gone.
+    for (std::uint16_t qid = 1; qid <= 3; ++qid) {
+        EXPECT_EQ(r.host.delete_io_cq(1).status(),
+                  dnr(spec::command_specific_status::invalid_queue_deletion));
+        EXPECT_TRUE(r.host.delete_io_sq(qid).ok());
+    }
+    EXPECT_EQ(r.host.delete_io_cq(1).status(), spec::status::success());
+}
+
+TEST(controller_io_queues, phase_tag_flips_at_every_wrap_of_a_small_cq)
+{
+    rig r;
+    r.admin_only(1);
+    ASSERT_TRUE(r.host.create_io_cq(1, 4, 1, true).ok());
+    ASSERT_TRUE(r.host.create_io_sq(1, 1, 4).ok());
+    for (int i = 0; i < 120; ++i) {
+        const auto completion = r.host.io(1, read_command());
+        const bool phase = (i / 4) % 2 == 0;
+        ASSERT_EQ(completion.cqe.phase(), phase) << "command " << i;
+        const auto in_memory = r.cqe_at(1, static_cast<std::uint32_t>(i % 4));
+        ASSERT_EQ(in_memory, completion.cqe);
+        ASSERT_EQ(completion.cqe.sq_head, (i + 1) % 4);
+    }
+    EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 0U);
+}
+
+TEST(controller_io_queues, a_full_cq_holds_completions_in_order)
+{
+    rig r;
+    r.admin_only(1);
+    ASSERT_TRUE(r.host.create_io_cq(1, 4, 1, true).ok());
+    ASSERT_TRUE(r.host.create_io_sq(1, 1, 16).ok());
+    const auto posted_before = r.ctrl.statistics().completions_posted;
+    std::vector<std::uint16_t> cids;
+    for (int i = 0; i < 10; ++i) {
+        cids.push_back(r.host.submit(1, read_command()));
+    }
+    for (int i = 0; i < 5; ++i) {
+        r.ctrl.poll();
+    }
+    // Exactly entries - 1 = 3 are posted; the fourth slot stays untouched.
+    const auto expect_entry = [&](std::uint32_t slot, std::size_t command, bool phase) {
+        const auto cqe = r.cqe_at(1, slot);
+        EXPECT_EQ(cqe.cid, cids[command]) << "slot " << slot;
+        EXPECT_EQ(cqe.phase(), phase) << "slot " << slot;
+        EXPECT_EQ(cqe.sq_id, 1);
+        EXPECT_EQ(cqe.sq_head, 10);
+        EXPECT_EQ(cqe.status(), dnr(spec::generic_status::invalid_namespace_or_format));
+    };
+    expect_entry(0, 0, true);
+    expect_entry(1, 1, true);
+    expect_entry(2, 2, true);
+    EXPECT_EQ(r.cqe_at(1, 3), spec::completion_queue_entry{});
+    EXPECT_EQ(r.ctrl.statistics().completions_posted - posted_before, 3U);
+    EXPECT_EQ(r.ctrl.statistics().completions_held, 7U);
+    EXPECT_EQ(r.ctrl.requests_in_use(), 7U);
+
+    // Consuming three entries lets three more in: slots 3, 0, 1, the phase inverted after the wrap.
+    r.ring_cq_head(1, 3);
+    r.ctrl.poll();
+    expect_entry(3, 3, true);
+    expect_entry(0, 4, false);
+    expect_entry(1, 5, false);
+    expect_entry(2, 2, true); // not overwritten
+    EXPECT_EQ(r.ctrl.requests_in_use(), 4U);
+
+    r.ring_cq_head(1, 2);
+    r.ctrl.poll();
+    expect_entry(2, 6, false);
+    expect_entry(3, 7, false);
+    expect_entry(0, 8, true);
+    expect_entry(1, 5, false);
+    EXPECT_EQ(r.ctrl.requests_in_use(), 1U);
+
+    r.ring_cq_head(1, 1);
+    r.ctrl.poll();
+    expect_entry(1, 9, true);
+    EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
+    EXPECT_EQ(r.ctrl.statistics().completions_posted - posted_before, 10U);
+    EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 0U);
+}
+
+TEST(controller_io_queues, a_full_sq_pool_applies_back_pressure)
+{
+    rig r;
+    r.admin_only(1);
+    ASSERT_TRUE(r.host.create_io_cq(1, 2, 1, true).ok());
+    ASSERT_TRUE(r.host.create_io_sq(1, 1, 4).ok());
+    // The SQ's 4 requests: one completion posted (CQ of 2 holds 1), the others held.
+    std::vector<std::uint16_t> cids;
+    for (int i = 0; i < 3; ++i) {
+        cids.push_back(r.host.submit(1, read_command()));
+    }
+    r.ctrl.poll();
+    EXPECT_EQ(r.ctrl.requests_in_use(), 2U);
+    // The host writes three more entries directly (its own view of the SQ head is stale).
+    for (std::uint32_t slot = 3; slot < 6; ++slot) {
+        auto sqe = read_command();
+        sqe.cdw0.set(spec::command_dword0::cid, static_cast<std::uint16_t>(0x100 + slot));
+        r.memory.store(r.host.submission_entry_address(1, slot % 4), sqe);
+    }
+    r.ring_sq_tail(1, 6 % 4);
+    r.ctrl.poll();
+    EXPECT_EQ(r.ctrl.requests_in_use(), 4U); // the pool is exhausted: one entry waits in the SQ
+    // The host consumes one entry at a time; each frees room for the next held completion.
+    std::vector<std::uint16_t> seen;
+    std::uint32_t head = 0;
+    bool phase = true;
+    for (int polls = 0; polls < 20 && seen.size() < 6; ++polls) {
+        const auto cqe = r.cqe_at(1, head);
+        ASSERT_EQ(cqe.phase(), phase);
+        seen.push_back(cqe.cid);
+        head = (head + 1) % 2;
+        phase = head == 0 ? !phase : phase;
+        r.ring_cq_head(1, head);
+        r.ctrl.poll();
+    }
+    EXPECT_EQ(seen, (std::vector<std::uint16_t>{cids[0], cids[1], cids[2], 0x103, 0x104, 0x105}));
+    EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
+}
+
+// ---- Invalid doorbell writes and asynchronous events -------------------------------------------
+
+TEST(controller_doorbells, invalid_values_complete_an_async_event_request)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 1, .io_entries = 256});
+    const auto expect_event = [&](std::uint32_t dw0) {
+        const auto cid = *r.host.async_event_request_cid();
+        EXPECT_EQ(r.async_event(cid), dw0);
+    };
+    r.ring_sq_tail(1, 256); // SQ tail = size
+    expect_event(invalid_doorbell_value_event);
+
+    auto cid = r.post_async_event_request();
+    r.ring_sq_tail(1, 0xffff);
+    EXPECT_EQ(r.async_event(cid), invalid_doorbell_value_event);
+
+    cid = r.post_async_event_request();
+    r.ring_cq_head(1, 1); // nothing posted yet
+    EXPECT_EQ(r.async_event(cid), invalid_doorbell_value_event);
+
+    cid = r.post_async_event_request();
+    r.ring_cq_head(1, 256);
+    EXPECT_EQ(r.async_event(cid), invalid_doorbell_value_event);
+
+    cid = r.post_async_event_request();
+    r.ring_sq_tail(0, 32); // the admin SQ has 32 entries
+    EXPECT_EQ(r.async_event(cid), invalid_doorbell_value_event);
+
+    EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 5U);
+    EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
+    // The queues still work: the bad values changed nothing.
+    const auto completion = r.host.io(1, read_command());
+    EXPECT_EQ(completion.status(), dnr(spec::generic_status::invalid_namespace_or_format));
+    EXPECT_EQ(completion.cqe.sq_head, 1);
+}
+
+TEST(controller_doorbells, cq_head_past_the_posted_entries_is_invalid)
+{
+    rig r;
+    r.host.bring_up();
+    for (int i = 0; i < 3; ++i) {
+        r.host.submit(1, read_command());
+    }
+    r.ctrl.poll(); // three entries posted at slots 0..2, the host has consumed none
+    const auto cid = *r.host.async_event_request_cid();
+    r.ring_cq_head(1, 3); // consumes all three: valid
+    r.ctrl.poll();
+    EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 0U);
+    r.ring_cq_head(1, 4); // one past the last posted entry
+    EXPECT_EQ(r.async_event(cid), invalid_doorbell_value_event);
+    EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 1U);
+}
+
+TEST(controller_doorbells, doorbells_of_missing_queues_complete_an_async_event_request)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 1});
+    auto cid = *r.host.async_event_request_cid();
+    r.ring_sq_tail(2, 1); // SQ 2 was never created
+    EXPECT_EQ(r.async_event(cid), invalid_doorbell_register_event);
+
+    cid = r.post_async_event_request();
+    r.ring_cq_head(64, 0); // the highest queue identifier the controller has
+    EXPECT_EQ(r.async_event(cid), invalid_doorbell_register_event);
+
+    cid = r.post_async_event_request();
+    r.ring_sq_tail(100, 1); // a doorbell beyond every queue the controller can create
+    EXPECT_EQ(r.async_event(cid), invalid_doorbell_register_event);
+    EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 3U);
+    EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
+}
+
+TEST(controller_doorbells, an_event_waits_for_a_request)
+{
+    rig r;
+    r.host.bring_up();
+    const auto first = *r.host.async_event_request_cid();
+    r.ring_sq_tail(1, 999);
+    EXPECT_EQ(r.async_event(first), invalid_doorbell_value_event);
+    // No request outstanding: the event waits, and the next request takes it at once.
+    r.ring_sq_tail(3, 1);
+    for (int i = 0; i < 5; ++i) {
+        r.ctrl.poll();
+    }
+    const auto second = r.host.submit(0, host_type::async_event_request_command());
+    EXPECT_EQ(r.async_event(second), invalid_doorbell_register_event);
+}
+
+TEST(controller_doorbells, async_event_request_limit)
+{
+    rig r;
+    const auto result = r.host.bring_up();
+    ASSERT_EQ(result.identify.aerl, 3);
+    // bring_up posted one request; AERL + 1 = 4 may be outstanding.
+    std::vector<std::uint16_t> outstanding{*r.host.async_event_request_cid()};
+    for (int i = 0; i < 3; ++i) {
+        outstanding.push_back(r.host.submit(0, host_type::async_event_request_command()));
+    }
+    const auto excess = r.host.admin(host_type::async_event_request_command());
+    EXPECT_EQ(excess.status(), dnr(spec::command_specific_status::async_event_request_limit_exceeded));
+    EXPECT_EQ(r.host.outstanding(0), 4U);
+    EXPECT_EQ(r.host.admin(host_type::async_event_request_command()).status(),
+              dnr(spec::command_specific_status::async_event_request_limit_exceeded));
+    // Events complete the requests oldest first.
+    r.ring_sq_tail(1, 9999);
+    EXPECT_EQ(r.async_event(outstanding[0]), invalid_doorbell_value_event);
+    r.ring_sq_tail(7, 1);
+    EXPECT_EQ(r.async_event(outstanding[1]), invalid_doorbell_register_event);
+    EXPECT_EQ(r.host.outstanding(0), 2U);
+    // With room again, a new request is accepted.
+    outstanding.push_back(r.host.submit(0, host_type::async_event_request_command()));
+    for (int i = 0; i < 5; ++i) {
+        r.ctrl.poll();
+    }
+    EXPECT_EQ(r.host.outstanding(0), 3U);
+}
+
+TEST(controller_doorbells, an_event_for_a_full_admin_cq_is_held_not_dropped)
+{
+    // Admin queues of 4 entries: the CQ holds 3 completions and the SQ has 4 requests.
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 1, .admin_entries = 4});
+    r.host.disable();
+    r.host.enable(); // the admin queues start at slot 0 again; no request is outstanding
+    std::uint32_t tail = 0;
+    const auto submit_admin = [&](spec::submission_queue_entry sqe, std::uint16_t cid) {
+        sqe.cdw0.set(spec::command_dword0::cid, cid);
+        r.memory.store(r.host.submission_entry_address(0, tail), sqe);
+        tail = (tail + 1) % 4;
+    };
+    const auto get_queues =
+        host_type::get_features_command(spec::feature_id::number_of_queues, spec::feature_select::current);
+    submit_admin(host_type::async_event_request_command(), 0x500);
+    r.ring_sq_tail(0, tail);
+    r.ctrl.poll();
+    for (std::uint16_t cid = 0x501; cid <= 0x503; ++cid) {
+        submit_admin(get_queues, cid);
+    }
+    r.ring_sq_tail(0, tail);
+    r.ctrl.poll(); // the CQ is full
+    for (std::uint16_t cid = 0x504; cid <= 0x506; ++cid) {
+        submit_admin(get_queues, cid);
+    }
+    r.ring_sq_tail(0, tail);
+    r.ctrl.poll();
+    submit_admin(get_queues, 0x507);
+    r.ring_sq_tail(0, tail);
+    r.ctrl.poll(); // every request of the admin SQ holds a completion
+    EXPECT_EQ(r.ctrl.requests_in_use(), 4U);
+
+    r.ring_sq_tail(1, 1); // an event while no request is free to carry it
+    r.ctrl.poll();
+
+    // The host consumes the CQ; every completion, the event's included, arrives in order.
+    std::vector<std::uint16_t> cids;
+    std::uint32_t head = 0;
+    bool phase = true;
+    for (int polls = 0; polls < 20; ++polls) {
+        for (;;) {
+            const auto cqe = r.cqe_at(0, head);
+            if (cqe.phase() != phase) {
+                break;
+            }
+            cids.push_back(cqe.cid);
+            if (cqe.cid == 0x500) {
+                EXPECT_EQ(cqe.dw0, invalid_doorbell_register_event);
+            }
+            head = (head + 1) % 4;
+            phase = head == 0 ? !phase : phase;
+        }
+        r.ring_cq_head(0, head);
+        r.ctrl.poll();
+    }
+    EXPECT_EQ(cids, (std::vector<std::uint16_t>{0x501, 0x502, 0x503, 0x504, 0x505, 0x506, 0x507, 0x500}));
+    EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
+}
+
+TEST(controller_doorbells, doorbell_stride_spaces_the_doorbells)
+{
+    rig r{{.doorbell_stride = 2}}; // 16 bytes between doorbells
+    const auto result = r.host.bring_up({.io_queue_pairs = 2});
+    ASSERT_EQ(result.cap.get(spec::cap_register::dstrd), 2);
+    EXPECT_GE(r.ctrl.msix_table_offset(), spec::cq_head_doorbell_offset(64, 2) + 4);
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_EQ(r.host.io(static_cast<std::uint16_t>(1 + i % 2), read_command()).status(),
+                  dnr(spec::generic_status::invalid_namespace_or_format));
+    }
+    // Between two doorbells there is no register: the write is a host error and nothing else.
+    const auto errors = r.ctrl.registers().host_error_count();
+    r.ctrl.mmio_write(spec::sq_tail_doorbell_offset(1, 2) + 4, 4, 1);
+    r.ctrl.poll();
+    EXPECT_EQ(r.ctrl.registers().host_error_count() - errors, 1U);
+    EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 0U);
+    // The stray write changed nothing: SQ 1 goes on after its ten commands.
+    EXPECT_EQ(r.host.io(1, read_command()).cqe.sq_head, 11);
+}
+
+TEST(controller_doorbells, doorbell_stride_spaces_the_shadow_slots)
+{
+    rig r{{.doorbell_stride = 1}}; // 8 bytes between doorbells and between shadow slots
+    r.host.bring_up({.io_queue_pairs = 2, .shadow_doorbells = true});
+    r.ctrl.poll(); // takes the Asynchronous Event Request bring_up posted
+    const std::uint64_t shadow = *r.host.shadow_doorbell_buffer();
+    const std::uint64_t event_index = *r.host.event_index_buffer();
+    auto sqe = read_command();
+    sqe.cdw0.set(spec::command_dword0::cid, 0x42);
+    r.memory.store(r.host.submission_entry_address(2, 0), sqe);
+    r.memory.store(shadow + 2 * 2 * 8, std::uint32_t{1}); // SQ 2's tail slot
+    EXPECT_EQ(r.ctrl.poll(), 1U);
+    EXPECT_EQ(r.cqe_at(2, 0).cid, 0x42);
+    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 2 * 2 * 8), 1U);
+    EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 0U);
+}
+
+// ---- Shadow doorbells (Doorbell Buffer Config) --------------------------------------------------
+
+TEST(controller_shadow_doorbells, commands_complete_from_the_shadow_buffer_alone)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 2, .shadow_doorbells = true});
+    ASSERT_TRUE(r.host.shadow_doorbell_buffer().has_value());
+    const std::uint64_t shadow = *r.host.shadow_doorbell_buffer();
+    const std::uint64_t event_index = *r.host.event_index_buffer();
+    r.ctrl.poll(); // takes the Asynchronous Event Request bring_up posted
+    // SQ 1's tail is slot 2 * 1, CQ 1's head slot 2 * 1 + 1 (4-byte stride).
+    for (std::uint32_t slot = 0; slot < 3; ++slot) {
+        auto sqe = slot == 1 ? reserved_io_command() : read_command();
+        sqe.cdw0.set(spec::command_dword0::cid, static_cast<std::uint16_t>(0x700 + slot));
+        r.memory.store(r.host.submission_entry_address(1, slot), sqe);
+    }
+    r.memory.store(shadow + 8, std::uint32_t{3});
+    const auto executed = r.ctrl.poll();
+    EXPECT_EQ(executed, 3U);
+    for (std::uint32_t slot = 0; slot < 3; ++slot) {
+        const auto cqe = r.cqe_at(1, slot);
+        EXPECT_TRUE(cqe.phase());
+        EXPECT_EQ(cqe.cid, 0x700 + slot);
+        EXPECT_EQ(cqe.sq_head, 3);
+        EXPECT_EQ(cqe.status(), slot == 1 ? dnr(spec::generic_status::invalid_opcode)
+                                          : dnr(spec::generic_status::invalid_namespace_or_format));
+    }
+    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 8), 3U);  // SQ 1 EventIdx: the processed tail
+    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 12), 0U); // CQ 1 EventIdx: its head
+    // The CQ head goes through the shadow buffer too.
+    r.memory.store(shadow + 12, std::uint32_t{3});
+    r.ctrl.poll();
+    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 12), 3U);
+    EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 0U);
+    // SQ 2 is untouched.
+    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 16), 0U);
+    // An invalid value in the shadow buffer is an invalid doorbell write like an MMIO one.
+    r.memory.store(shadow + 16, std::uint32_t{4096});
+    EXPECT_EQ(r.async_event(*r.host.async_event_request_cid()), invalid_doorbell_value_event);
+}
+
+TEST(controller_shadow_doorbells, the_host_driver_works_with_shadow_doorbells)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 2, .io_entries = 16, .shadow_doorbells = true});
+    const std::uint64_t event_index = *r.host.event_index_buffer();
+    for (int i = 0; i < 40; ++i) {
+        const auto completion = r.host.io(2, read_command());
+        ASSERT_EQ(completion.status(), dnr(spec::generic_status::invalid_namespace_or_format));
+        ASSERT_EQ(completion.cqe.sq_head, (i + 1) % 16);
+    }
+    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 16), 40U % 16);
+    EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 0U);
+}
+
+TEST(controller_shadow_doorbells, buffers_must_be_page_aligned)
+{
+    rig r;
+    r.host.bring_up();
+    const std::uint64_t shadow = r.host.allocate(4096);
+    const std::uint64_t event_index = r.host.allocate(4096);
+    EXPECT_EQ(r.host.admin(host_type::doorbell_buffer_config_command(shadow + 8, event_index)).status(),
+              dnr(spec::generic_status::invalid_field));
+    EXPECT_EQ(r.host.admin(host_type::doorbell_buffer_config_command(shadow, event_index + 0x800)).status(),
+              dnr(spec::generic_status::invalid_field));
+    // Nothing was configured: a shadow tail alone does nothing.
+    r.memory.store(r.host.submission_entry_address(1, 0), read_command());
+    r.memory.store(shadow + 8, std::uint32_t{1});
+    EXPECT_EQ(r.ctrl.poll(), 0U);
+    EXPECT_EQ(r.host.admin(host_type::doorbell_buffer_config_command(shadow, event_index)).status(),
+              spec::status::success());
+    EXPECT_EQ(r.ctrl.poll(), 1U);
+}
+
+} // namespace

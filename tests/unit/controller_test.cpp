@@ -1,0 +1,610 @@
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <ostream>
+#include <utility>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <nvmekit/controller.hpp>
+#include <nvmekit/format/status.hpp>
+#include <nvmekit/testing/flat_memory.hpp>
+#include <nvmekit/testing/host.hpp>
+#include <nvmekit/testing/manual_clock.hpp>
+#include <nvmekit/testing/recording_msix.hpp>
+
+NVMEKIT_BEGIN_NAMESPACE
+namespace spec {
+// Failures print statuses the way nvme-cli does: `Generic/Invalid Field (0x02) [DNR]`.
+inline void PrintTo(const status& value, std::ostream* out)
+{
+    *out << fmt::format("{}", value);
+}
+} // namespace spec
+NVMEKIT_END_NAMESPACE
+
+namespace {
+
+namespace nt = nvmekit::testing;
+namespace spec = nvmekit::spec;
+using namespace std::chrono_literals;
+
+struct test_traits : nvmekit::default_traits {
+    using dma = nt::flat_memory;
+    using interrupts = nt::recording_msix;
+    using clock = nt::manual_clock;
+};
+using controller_type = nvmekit::controller<test_traits>;
+using host_type = nt::in_process_host<controller_type>;
+
+/// Above 4 GiB, so both halves of ASQ and ACQ carry address bits.
+constexpr std::uint64_t memory_base = 0x1'0000'0000;
+
+struct test_memory : nt::flat_memory {
+    test_memory() { add_range(memory_base, 8 << 20); }
+};
+
+/// Host memory, interrupt recorder, clock, controller and host driver of one test.
+struct rig {
+    test_memory memory;
+    nt::recording_msix msix;
+    nt::manual_clock clock;
+    controller_type ctrl;
+    host_type host;
+
+    explicit rig(nvmekit::controller_config config = {})
+        : ctrl{memory, msix, clock, std::move(config)}
+        , host{ctrl, memory, clock}
+    {
+    }
+
+    [[nodiscard]] spec::csts_register csts() { return host.csts(); }
+    [[nodiscard]] std::uint32_t read32(spec::register_offset offset)
+    {
+        return static_cast<std::uint32_t>(ctrl.mmio_read(static_cast<std::uint64_t>(offset), 4));
+    }
+    void write32(spec::register_offset offset, std::uint32_t value)
+    {
+        ctrl.mmio_write(static_cast<std::uint64_t>(offset), 4, value);
+    }
+
+    /// The admin queue registers programmed by hand: 32 entries each, at page-aligned buffers
+    /// `asq` and `acq` (from allocate()) plus the given byte offsets.
+    void program_admin_queues(std::uint32_t aqa, std::uint64_t asq, std::uint64_t acq)
+    {
+        write32(spec::register_offset::aqa, aqa);
+        host.write64(spec::register_offset::asq, asq);
+        host.write64(spec::register_offset::acq, acq);
+    }
+
+    /// Brings the controller up, then resets and re-enables it, so that the admin queue works,
+    /// no I/O queue exists and Number of Queues has not been set.
+    void admin_only()
+    {
+        host.bring_up({.io_queue_pairs = 1});
+        host.disable();
+        host.enable();
+    }
+};
+
+[[nodiscard]] spec::status dnr(auto code)
+{
+    return spec::status{code}.with_dnr();
+}
+
+[[nodiscard]] spec::aqa_register admin_queue_attributes(std::uint16_t asq_entries, std::uint16_t acq_entries)
+{
+    return spec::aqa_register{}
+        .with(spec::aqa_register::asqs, static_cast<std::uint16_t>(asq_entries - 1))
+        .with(spec::aqa_register::acqs, static_cast<std::uint16_t>(acq_entries - 1));
+}
+
+/// The CC Linux writes: IOSQES 6, IOCQES 4, MPS 0, CSS NVM, AMS round robin, EN 1.
+[[nodiscard]] spec::cc_register linux_cc()
+{
+    return spec::cc_register{}
+        .with(spec::cc_register::iosqes, 6)
+        .with(spec::cc_register::iocqes, 4)
+        .with(spec::cc_register::en, true);
+}
+
+[[nodiscard]] spec::submission_queue_entry get_features(spec::feature_id fid, spec::feature_select select,
+                                                        std::uint32_t cdw11 = 0)
+{
+    auto sqe = host_type::get_features_command(fid, select);
+    sqe.cdw11 = cdw11;
+    return sqe;
+}
+
+[[nodiscard]] spec::submission_queue_entry set_number_of_queues(std::uint32_t raw, bool save = false)
+{
+    return host_type::set_features_command(spec::feature_id::number_of_queues, raw, save);
+}
+
+// ---- bring-up and registers ---------------------------------------------------------------
+
+TEST(controller_registers, cap_reads_as_two_halves_like_linux)
+{
+    rig r;
+    const auto result = r.host.bring_up();
+    const std::uint64_t whole = r.ctrl.mmio_read(0x00, 8);
+    EXPECT_EQ(result.cap.raw, whole);
+    EXPECT_EQ(r.ctrl.mmio_read(0x00, 4), whole & 0xffff'ffffU);
+    EXPECT_EQ(r.ctrl.mmio_read(0x04, 4), whole >> 32);
+    const spec::cap_register cap = result.cap;
+    EXPECT_EQ(cap.get(cap.mqes), 4095);
+    EXPECT_FALSE(cap.get(cap.cqr));
+    EXPECT_EQ(cap.get(cap.ams), 0);
+    EXPECT_EQ(cap.get(cap.to), 20);
+    EXPECT_EQ(cap.get(cap.dstrd), 0);
+    EXPECT_TRUE(cap.get(cap.nssrs));
+    EXPECT_TRUE(cap.get(cap.css_nvm));
+    EXPECT_FALSE(cap.get(cap.css_io_command_sets));
+    EXPECT_FALSE(cap.get(cap.css_no_io_command_set));
+    EXPECT_EQ(cap.get(cap.mpsmin), 0);
+    EXPECT_EQ(cap.get(cap.mpsmax), 4);
+    EXPECT_FALSE(cap.get(cap.bps));
+    EXPECT_FALSE(cap.get(cap.cmbs));
+    EXPECT_FALSE(cap.get(cap.pmrs));
+    EXPECT_EQ(r.read32(spec::register_offset::vs), 0x0002'0000U);
+    EXPECT_EQ(r.ctrl.registers().host_error_count(), 0U);
+}
+
+TEST(controller_registers, cap_reflects_the_configuration)
+{
+    rig r{{.ready_timeout_500ms = 7, .contiguous_queues_required = true, .subsystem_reset_supported = false}};
+    const spec::cap_register cap{r.ctrl.mmio_read(0x00, 8)};
+    EXPECT_EQ(cap.get(cap.to), 7);
+    EXPECT_TRUE(cap.get(cap.cqr));
+    EXPECT_FALSE(cap.get(cap.nssrs));
+}
+
+TEST(controller_registers, admin_queue_registers_take_32_bit_halves)
+{
+    rig r;
+    const std::uint64_t asq = 0x1'2345'6000;
+    const std::uint64_t acq = 0x9'8765'4000;
+    r.write32(spec::register_offset::aqa, admin_queue_attributes(32, 16).raw);
+    r.host.write64(spec::register_offset::asq, asq);
+    r.host.write64(spec::register_offset::acq, acq);
+    EXPECT_EQ(r.read32(spec::register_offset::aqa), 0x000f'001fU);
+    EXPECT_EQ(r.ctrl.mmio_read(0x28, 8), asq);
+    EXPECT_EQ(r.ctrl.mmio_read(0x28, 4), 0x2345'6000U);
+    EXPECT_EQ(r.ctrl.mmio_read(0x2c, 4), 0x1U);
+    EXPECT_EQ(r.host.read64(spec::register_offset::acq), acq);
+    EXPECT_EQ(r.ctrl.registers().asq().raw, asq);
+    EXPECT_EQ(r.ctrl.registers().acq().raw, acq);
+    // One 64-bit write works as well.
+    r.ctrl.mmio_write(0x30, 8, 0x2'0000'3000);
+    EXPECT_EQ(r.ctrl.mmio_read(0x30, 8), 0x2'0000'3000U);
+    // A half written alone changes only that half.
+    r.ctrl.mmio_write(0x34, 4, 0x5);
+    EXPECT_EQ(r.ctrl.mmio_read(0x30, 8), 0x5'0000'3000U);
+    EXPECT_EQ(r.ctrl.registers().host_error_count(), 0U);
+}
+
+TEST(controller_registers, bring_up_programs_admin_queues_above_4_gib)
+{
+    rig r;
+    r.host.bring_up();
+    EXPECT_EQ(r.ctrl.mmio_read(0x2c, 4), memory_base >> 32);
+    EXPECT_EQ(r.ctrl.mmio_read(0x34, 4), memory_base >> 32);
+    EXPECT_EQ(r.read32(spec::register_offset::aqa), admin_queue_attributes(32, 32).raw);
+    EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
+}
+
+TEST(controller_registers, rdy_follows_cc_en)
+{
+    rig r;
+    const std::uint64_t asq = r.host.allocate(4096);
+    const std::uint64_t acq = r.host.allocate(4096);
+    r.program_admin_queues(admin_queue_attributes(32, 32).raw, asq, acq);
+    EXPECT_EQ(r.csts().raw, 0U);
+    EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::disabled);
+    r.write32(spec::register_offset::cc, linux_cc().raw);
+    EXPECT_EQ(r.read32(spec::register_offset::cc), linux_cc().raw);
+    EXPECT_EQ(r.csts().raw, spec::csts_register{}.with(spec::csts_register::rdy, true).raw);
+    EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
+    EXPECT_TRUE(r.ctrl.submission_queue_exists(0));
+    EXPECT_TRUE(r.ctrl.completion_queue_exists(0));
+    r.write32(spec::register_offset::cc, linux_cc().with(spec::cc_register::en, false).raw);
+    EXPECT_EQ(r.csts().raw, 0U);
+    EXPECT_EQ(r.read32(spec::register_offset::cc), 0U);
+    EXPECT_FALSE(r.ctrl.submission_queue_exists(0));
+    EXPECT_FALSE(r.ctrl.completion_queue_exists(0));
+}
+
+TEST(controller_registers, ready_waits_for_the_ready_delay_on_the_clock)
+{
+    rig r{{.ready_delay = 10ms}};
+    const std::uint64_t asq = r.host.allocate(4096);
+    const std::uint64_t acq = r.host.allocate(4096);
+    r.program_admin_queues(admin_queue_attributes(32, 32).raw, asq, acq);
+    r.write32(spec::register_offset::cc, linux_cc().raw);
+    EXPECT_FALSE(r.csts().get(spec::csts_register::rdy));
+    EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::enabling);
+    for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(r.ctrl.poll(), 0U);
+        EXPECT_FALSE(r.csts().get(spec::csts_register::rdy));
+    }
+    r.clock.advance(10ms - 1ns);
+    r.ctrl.poll();
+    EXPECT_FALSE(r.csts().get(spec::csts_register::rdy));
+    EXPECT_FALSE(r.csts().get(spec::csts_register::cfs));
+    r.clock.advance(1ns);
+    r.ctrl.poll();
+    EXPECT_TRUE(r.csts().get(spec::csts_register::rdy));
+    EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
+}
+
+TEST(controller_registers, host_bring_up_waits_out_the_ready_delay)
+{
+    rig r{{.ready_delay = 25ms}};
+    const auto start = r.clock.now();
+    r.host.bring_up();
+    EXPECT_GE(r.clock.now() - start, 25ms);
+    EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
+}
+
+TEST(controller_registers, cc_en_0_during_the_ready_delay_resets)
+{
+    rig r{{.ready_delay = 10ms}};
+    const std::uint64_t asq = r.host.allocate(4096);
+    const std::uint64_t acq = r.host.allocate(4096);
+    r.program_admin_queues(admin_queue_attributes(32, 32).raw, asq, acq);
+    r.write32(spec::register_offset::cc, linux_cc().raw);
+    r.write32(spec::register_offset::cc, 0);
+    r.clock.advance(20ms);
+    r.ctrl.poll();
+    EXPECT_EQ(r.csts().raw, 0U);
+    EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::disabled);
+    EXPECT_FALSE(r.ctrl.submission_queue_exists(0));
+}
+
+/// One way to enable with a configuration the controller cannot run (Base 2.0 3.5.1).
+struct invalid_enable {
+    const char* what;
+    spec::aqa_register aqa;
+    std::uint64_t asq_offset; ///< added to an 8 KiB aligned buffer
+    std::uint64_t acq_offset;
+    spec::cc_register cc;
+};
+
+TEST(controller_registers, invalid_enable_sets_cfs_and_recovers_after_en_0)
+{
+    const spec::aqa_register good_aqa = admin_queue_attributes(32, 32);
+    const spec::cc_register good = linux_cc();
+    const std::array cases{
+        invalid_enable{"MPS above MPSMAX", good_aqa, 0, 0, good.with(spec::cc_register::mps, 5)},
+        invalid_enable{"MPS 15", good_aqa, 0, 0, good.with(spec::cc_register::mps, 15)},
+        invalid_enable{"IOSQES 5", good_aqa, 0, 0, good.with(spec::cc_register::iosqes, 5)},
+        invalid_enable{"IOSQES 7", good_aqa, 0, 0, good.with(spec::cc_register::iosqes, 7)},
+        invalid_enable{"IOSQES 0", good_aqa, 0, 0, good.with(spec::cc_register::iosqes, 0)},
+        invalid_enable{"IOCQES 5", good_aqa, 0, 0, good.with(spec::cc_register::iocqes, 5)},
+        invalid_enable{
+            "CSS all I/O sets without CAP.CSS bit 43", good_aqa, 0, 0,
+            good.with(spec::cc_register::css, spec::io_command_set_selected::all_supported_io_sets)},
+        invalid_enable{"CSS admin only without CAP.CSS bit 44", good_aqa, 0, 0,
+                       good.with(spec::cc_register::css, spec::io_command_set_selected::admin_only)},
+        invalid_enable{
+            "AMS weighted round robin without CAP.AMS", good_aqa, 0, 0,
+            good.with(spec::cc_register::ams, spec::arbitration_mechanism::weighted_round_robin_urgent)},
+        invalid_enable{"ASQ not aligned to the 8 KiB memory page", good_aqa, 0x1000, 0,
+                       good.with(spec::cc_register::mps, 1)},
+        invalid_enable{"ACQ not aligned to the 8 KiB memory page", good_aqa, 0, 0x1000,
+                       good.with(spec::cc_register::mps, 1)},
+        invalid_enable{"AQA.ASQS 0 (one entry)", admin_queue_attributes(1, 32), 0, 0, good},
+        invalid_enable{"AQA.ACQS 0 (one entry)", admin_queue_attributes(32, 1), 0, 0, good},
+        invalid_enable{"AQA both 0", spec::aqa_register{}, 0, 0, good},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.what);
+        rig r;
+        const std::uint64_t asq = r.host.allocate(3 * 4096, 8192);
+        const std::uint64_t acq = r.host.allocate(3 * 4096, 8192);
+        r.program_admin_queues(c.aqa.raw, asq + c.asq_offset, acq + c.acq_offset);
+        r.write32(spec::register_offset::cc, c.cc.raw);
+        EXPECT_EQ(r.csts().raw, spec::csts_register{}.with(spec::csts_register::cfs, true).raw);
+        EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::failed);
+        for (int i = 0; i < 3; ++i) {
+            r.clock.advance(1ms);
+            r.ctrl.poll();
+        }
+        EXPECT_EQ(r.csts().raw, spec::csts_register{}.with(spec::csts_register::cfs, true).raw);
+        EXPECT_FALSE(r.ctrl.submission_queue_exists(0));
+
+        // Recovery: CC.EN = 0 clears CFS, then a valid enable reaches RDY.
+        r.write32(spec::register_offset::cc, 0);
+        EXPECT_EQ(r.csts().raw, 0U);
+        EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::disabled);
+        r.program_admin_queues(good_aqa.raw, asq, acq);
+        r.write32(spec::register_offset::cc, good.raw);
+        EXPECT_EQ(r.csts().raw, spec::csts_register{}.with(spec::csts_register::rdy, true).raw);
+        r.host.bring_up();
+        EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
+    }
+}
+
+TEST(controller_registers, larger_memory_pages_within_mpsmax_are_accepted)
+{
+    rig r;
+    const std::uint64_t asq = r.host.allocate(8192, 8192);
+    const std::uint64_t acq = r.host.allocate(8192, 8192);
+    r.program_admin_queues(admin_queue_attributes(32, 32).raw, asq, acq);
+    r.write32(spec::register_offset::cc, linux_cc().with(spec::cc_register::mps, 1).raw);
+    EXPECT_EQ(r.csts().raw, spec::csts_register{}.with(spec::csts_register::rdy, true).raw);
+}
+
+TEST(controller_registers, host_bring_up_recovers_a_failed_controller)
+{
+    rig r;
+    r.ctrl.fatal_error();
+    EXPECT_TRUE(r.csts().get(spec::csts_register::cfs));
+    const auto result = r.host.bring_up({.io_queue_pairs = 2});
+    EXPECT_EQ(result.io_queue_pairs, 2);
+    EXPECT_EQ(r.csts().raw, spec::csts_register{}.with(spec::csts_register::rdy, true).raw);
+}
+
+// ---- Identify -------------------------------------------------------------------------------
+
+TEST(controller_identify, identify_controller_reports_what_linux_checks)
+{
+    rig r;
+    const auto result = r.host.bring_up();
+    const spec::identify_controller& id = result.identify;
+    EXPECT_EQ(id.vid, 0x1b36);
+    EXPECT_EQ(id.ssvid, 0x1af4);
+    EXPECT_EQ(id.serial_number(), "NVMEKIT0001");
+    EXPECT_EQ(id.model_number(), "nvmekit emulated controller");
+    EXPECT_EQ(id.firmware_revision(), "0.1.0");
+    EXPECT_EQ(id.subsystem_nqn(), "nqn.2026-11.io.nvmekit:subsystem0");
+    EXPECT_EQ(id.sn[19], ' ');       // space padded
+    EXPECT_EQ(id.subnqn[255], '\0'); // NUL padded
+    EXPECT_EQ(id.mdts, 5);
+    EXPECT_EQ(id.cntlid, 1);
+    EXPECT_EQ(id.ver, 0x0002'0000U);
+    EXPECT_EQ(id.cntrltype, spec::controller_type::io);
+    EXPECT_TRUE(id.oacs.get(spec::admin_command_support::doorbell_buffer_config));
+    EXPECT_EQ(id.oacs.raw, 0x0100);
+    EXPECT_EQ(id.aerl, 3);
+    EXPECT_EQ(id.sqes.raw, 0x66);
+    EXPECT_EQ(id.cqes.raw, 0x44);
+    EXPECT_EQ(id.nn, 0U);
+    const auto expected = r.ctrl.identify_controller_data();
+    EXPECT_EQ(std::memcmp(&expected, &id, sizeof id), 0);
+}
+
+struct small_traits : test_traits {
+    static constexpr nvmekit::limits limits{
+        .io_queues = 4, .queue_entries = 64, .mdts = 0, .msix_vectors = 5, .aerl = 7};
+};
+
+TEST(controller_identify, identity_and_limits_come_from_configuration)
+{
+    test_memory memory;
+    nt::recording_msix msix;
+    nt::manual_clock clock;
+    nvmekit::controller<small_traits> ctrl{memory,
+                                           msix,
+                                           clock,
+                                           {.identity = {.serial_number = "SN-42",
+                                                         .model_number = "model x",
+                                                         .firmware_revision = "9.9",
+                                                         .subsystem_nqn = "nqn.2014-08.org.example:one",
+                                                         .controller_id = 0x1234}}};
+    nt::in_process_host host{ctrl, memory, clock};
+    const auto result = host.bring_up({.io_queue_pairs = 4, .io_entries = 64});
+    EXPECT_EQ(result.identify.serial_number(), "SN-42");
+    EXPECT_EQ(result.identify.model_number(), "model x");
+    EXPECT_EQ(result.identify.firmware_revision(), "9.9");
+    EXPECT_EQ(result.identify.subsystem_nqn(), "nqn.2014-08.org.example:one");
+    EXPECT_EQ(result.identify.cntlid, 0x1234);
+    EXPECT_EQ(result.identify.mdts, 0);
+    EXPECT_EQ(result.identify.aerl, 7);
+    EXPECT_EQ(result.cap.get(spec::cap_register::mqes), 63);
+    EXPECT_EQ(result.io_queue_pairs, 4);
+}
+
+TEST(controller_identify, unsupported_cns_is_invalid_field)
+{
+    rig r;
+    r.host.bring_up();
+    const std::uint64_t buffer = r.host.allocate(4096);
+    const auto namespace_data =
+        r.host.admin(host_type::identify_command(spec::cns::identify_namespace, 1, buffer));
+    EXPECT_EQ(namespace_data.status(), dnr(spec::generic_status::invalid_field));
+    const auto list = r.host.admin(host_type::identify_command(spec::cns::active_namespace_list, 0, buffer));
+    EXPECT_EQ(list.status(), spec::status::success());
+}
+
+TEST(controller_identify, identify_data_crosses_into_prp2)
+{
+    rig r;
+    r.host.bring_up();
+    const std::uint64_t buffer = r.host.allocate(2 * 4096);
+    auto sqe = host_type::identify_command(spec::cns::identify_controller, 0, buffer + 0x800);
+    sqe.dptr.prp2 = buffer + 4096;
+    EXPECT_EQ(r.host.admin(sqe).status(), spec::status::success());
+    const auto id = r.memory.load<spec::identify_controller>(buffer + 0x800);
+    EXPECT_EQ(id.serial_number(), "NVMEKIT0001");
+    EXPECT_EQ(id.cqes.raw, 0x44);
+
+    sqe.dptr.prp1 = buffer + 0x802; // PRP1 must be dword aligned
+    EXPECT_EQ(r.host.admin(sqe).status(), dnr(spec::generic_status::prp_offset_invalid));
+    sqe.dptr.prp1 = buffer + 0x800;
+    sqe.dptr.prp2 = buffer + 4096 + 0x10; // a later PRP entry must be page aligned
+    EXPECT_EQ(r.host.admin(sqe).status(), dnr(spec::generic_status::prp_offset_invalid));
+}
+
+// ---- admin command dispatch -------------------------------------------------------------------
+
+TEST(controller_admin, unknown_opcode_and_fused_admin_commands)
+{
+    rig r;
+    r.host.bring_up();
+    auto unknown = host_type::command(spec::admin_opcode::identify);
+    unknown.cdw0.set(spec::command_dword0::opc, 0xc1);
+    EXPECT_EQ(r.host.admin(unknown).status(), dnr(spec::generic_status::invalid_opcode));
+    auto fused = get_features(spec::feature_id::number_of_queues, spec::feature_select::current);
+    fused.cdw0.set(spec::command_dword0::fuse, spec::fused_operation::first);
+    EXPECT_EQ(r.host.admin(fused).status(), dnr(spec::generic_status::invalid_field));
+}
+
+// ---- Number of Queues and Get Features SEL -----------------------------------------------------
+
+TEST(controller_features, number_of_queues_grants_the_minimum_of_request_and_limit)
+{
+    rig r;
+    r.admin_only();
+    const auto granted = r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(100, 3).raw));
+    EXPECT_EQ(granted.status(), spec::status::success());
+    EXPECT_EQ(granted.cqe.dw0, spec::number_of_queues::from_counts(64, 3).raw);
+    EXPECT_EQ(granted.cqe.dw0, 0x0002'003fU); // 0-based: 64 SQs, 3 CQs
+    const auto current =
+        r.host.admin(get_features(spec::feature_id::number_of_queues, spec::feature_select::current));
+    EXPECT_EQ(current.status(), spec::status::success());
+    EXPECT_EQ(current.cqe.dw0, 0x0002'003fU);
+}
+
+TEST(controller_features, number_of_queues_is_set_once_after_reset)
+{
+    rig r;
+    r.admin_only();
+    const auto first = r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(2, 2).raw));
+    EXPECT_EQ(first.status(), spec::status::success());
+    EXPECT_EQ(first.cqe.dw0, 0x0001'0001U);
+    const auto second = r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(4, 4).raw));
+    EXPECT_EQ(second.status(), dnr(spec::generic_status::command_sequence_error));
+    EXPECT_EQ(second.cqe.dw0, 0U);
+    const auto current =
+        r.host.admin(get_features(spec::feature_id::number_of_queues, spec::feature_select::current));
+    EXPECT_EQ(current.cqe.dw0, 0x0001'0001U);
+
+    // A controller reset makes it settable again (Base 2.0 5.27.1.7).
+    r.host.disable();
+    r.host.enable();
+    const auto after_reset =
+        r.host.admin(get_features(spec::feature_id::number_of_queues, spec::feature_select::current));
+    EXPECT_EQ(after_reset.cqe.dw0, 0x003f'003fU);
+    const auto again = r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(4, 4).raw));
+    EXPECT_EQ(again.status(), spec::status::success());
+    EXPECT_EQ(again.cqe.dw0, 0x0003'0003U);
+}
+
+TEST(controller_features, number_of_queues_65535_is_invalid_field)
+{
+    rig r;
+    r.admin_only();
+    EXPECT_EQ(r.host.admin(set_number_of_queues(0x0000'ffff)).status(),
+              dnr(spec::generic_status::invalid_field));
+    EXPECT_EQ(r.host.admin(set_number_of_queues(0xffff'0000)).status(),
+              dnr(spec::generic_status::invalid_field));
+    EXPECT_EQ(r.host.admin(set_number_of_queues(0xffff'ffff)).status(),
+              dnr(spec::generic_status::invalid_field));
+    // The rejected requests did not count as the one setting.
+    const auto granted = r.host.admin(set_number_of_queues(0x0000'0000));
+    EXPECT_EQ(granted.status(), spec::status::success());
+    EXPECT_EQ(granted.cqe.dw0, 0U);
+    // 65535 stays invalid after the value is set.
+    EXPECT_EQ(r.host.admin(set_number_of_queues(0x0000'ffff)).status(),
+              dnr(spec::generic_status::invalid_field));
+}
+
+TEST(controller_features, save_is_feature_not_saveable)
+{
+    rig r;
+    r.admin_only();
+    const auto saved =
+        r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(2, 2).raw, true));
+    EXPECT_EQ(saved.status(), dnr(spec::command_specific_status::feature_not_saveable));
+    // Nothing was set.
+    const auto granted = r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(2, 2).raw));
+    EXPECT_EQ(granted.status(), spec::status::success());
+    const auto coalescing =
+        r.host.admin(host_type::set_features_command(spec::feature_id::interrupt_coalescing, 0x0a03, true));
+    EXPECT_EQ(coalescing.status(), dnr(spec::command_specific_status::feature_not_saveable));
+    const auto current =
+        r.host.admin(get_features(spec::feature_id::interrupt_coalescing, spec::feature_select::current));
+    EXPECT_EQ(current.cqe.dw0, 0U);
+}
+
+TEST(controller_features, get_features_select_values_of_number_of_queues)
+{
+    rig r;
+    r.admin_only();
+    const auto get = [&](spec::feature_select select) {
+        return r.host.admin(get_features(spec::feature_id::number_of_queues, select));
+    };
+    EXPECT_EQ(get(spec::feature_select::current).cqe.dw0, 0x003f'003fU);
+    r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(3, 5).raw));
+    const auto current = get(spec::feature_select::current);
+    const auto default_value = get(spec::feature_select::default_value);
+    const auto saved = get(spec::feature_select::saved);
+    const auto capabilities = get(spec::feature_select::supported_capabilities);
+    for (const auto* c : {&current, &default_value, &saved, &capabilities}) {
+        EXPECT_EQ(c->status(), spec::status::success());
+    }
+    EXPECT_EQ(current.cqe.dw0, 0x0004'0002U);
+    EXPECT_EQ(default_value.cqe.dw0, 0x003f'003fU);
+    EXPECT_EQ(saved.cqe.dw0, 0x003f'003fU); // not saveable: saved reads as the default
+    EXPECT_EQ(capabilities.cqe.dw0,
+              spec::feature_capabilities{}.with(spec::feature_capabilities::changeable, true).raw);
+    EXPECT_EQ(capabilities.cqe.dw0, 0x4U);
+}
+
+TEST(controller_features, get_features_select_values_of_interrupt_features)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 2});
+    EXPECT_TRUE(
+        r.host.admin(host_type::set_features_command(spec::feature_id::interrupt_coalescing, 0x0a03)).ok());
+    const auto coalescing = [&](spec::feature_select select) {
+        return r.host.admin(get_features(spec::feature_id::interrupt_coalescing, select)).cqe.dw0;
+    };
+    EXPECT_EQ(coalescing(spec::feature_select::current), 0x0a03U);
+    EXPECT_EQ(coalescing(spec::feature_select::default_value), 0U);
+    EXPECT_EQ(coalescing(spec::feature_select::saved), 0U);
+    EXPECT_EQ(coalescing(spec::feature_select::supported_capabilities), 0x4U);
+
+    const spec::interrupt_vector_configuration disable_vector_2 =
+        spec::interrupt_vector_configuration{}
+            .with(spec::interrupt_vector_configuration::iv, 2)
+            .with(spec::interrupt_vector_configuration::cd, true);
+    EXPECT_TRUE(r.host
+                    .admin(host_type::set_features_command(spec::feature_id::interrupt_vector_configuration,
+                                                           disable_vector_2.raw))
+                    .ok());
+    const auto vector = [&](spec::feature_select select, std::uint32_t iv) {
+        return r.host.admin(get_features(spec::feature_id::interrupt_vector_configuration, select, iv));
+    };
+    EXPECT_EQ(vector(spec::feature_select::current, 2).cqe.dw0, 0x0001'0002U);
+    EXPECT_EQ(vector(spec::feature_select::default_value, 2).cqe.dw0, 0x0000'0002U);
+    EXPECT_EQ(vector(spec::feature_select::current, 1).cqe.dw0, 0x0000'0001U);
+    EXPECT_EQ(vector(spec::feature_select::supported_capabilities, 2).cqe.dw0, 0x4U);
+    EXPECT_EQ(vector(spec::feature_select::current, 65).status(), dnr(spec::generic_status::invalid_field));
+}
+
+TEST(controller_features, reserved_select_and_unsupported_features_are_invalid_field)
+{
+    rig r;
+    r.host.bring_up();
+    auto reserved_select = get_features(spec::feature_id::number_of_queues, spec::feature_select::current);
+    reserved_select.cdw10 |= 0b100U << 8; // SEL 100b is reserved
+    EXPECT_EQ(r.host.admin(reserved_select).status(), dnr(spec::generic_status::invalid_field));
+    EXPECT_EQ(r.host.admin(get_features(spec::feature_id::timestamp, spec::feature_select::current)).status(),
+              dnr(spec::generic_status::invalid_field));
+    EXPECT_EQ(r.host.admin(host_type::set_features_command(spec::feature_id::timestamp, 0)).status(),
+              dnr(spec::generic_status::invalid_field));
+    const auto vector_65 =
+        spec::interrupt_vector_configuration{}.with(spec::interrupt_vector_configuration::iv, 65);
+    EXPECT_EQ(r.host
+                  .admin(host_type::set_features_command(spec::feature_id::interrupt_vector_configuration,
+                                                         vector_65.raw))
+                  .status(),
+              dnr(spec::generic_status::invalid_field));
+}
+
+} // namespace

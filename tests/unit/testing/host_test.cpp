@@ -1,0 +1,407 @@
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <nvmekit/controller.hpp>
+#include <nvmekit/testing/flat_memory.hpp>
+#include <nvmekit/testing/host.hpp>
+#include <nvmekit/testing/manual_clock.hpp>
+#include <nvmekit/testing/recording_msix.hpp>
+
+namespace {
+
+namespace nt = nvmekit::testing;
+namespace spec = nvmekit::spec;
+using namespace std::chrono_literals;
+
+struct test_traits : nvmekit::default_traits {
+    using dma = nt::flat_memory;
+    using interrupts = nt::recording_msix;
+    using clock = nt::manual_clock;
+};
+using controller_type = nvmekit::controller<test_traits>;
+using host_type = nt::in_process_host<controller_type>;
+
+constexpr std::uint64_t memory_base = 0x4'0000'0000;
+constexpr std::uint64_t page = 4096;
+
+struct test_memory : nt::flat_memory {
+    test_memory() { add_range(memory_base, 8 << 20); }
+};
+
+struct rig {
+    test_memory memory;
+    nt::recording_msix msix;
+    nt::manual_clock clock;
+    controller_type ctrl;
+    host_type host;
+
+    explicit rig(nvmekit::controller_config config = {})
+        : ctrl{memory, msix, clock, std::move(config)}
+        , host{ctrl, memory, clock}
+    {
+    }
+
+    [[nodiscard]] std::uint64_t entry(std::uint64_t list, std::size_t index)
+    {
+        return memory.load<std::uint64_t>(list + 8 * index);
+    }
+
+    /// The slot the host reads next in a CQ that has not wrapped yet: the first with P = 0.
+    [[nodiscard]] std::uint32_t next_slot(std::uint16_t cqid, std::uint32_t entries)
+    {
+        for (std::uint32_t slot = 0; slot < entries; ++slot) {
+            if (!memory.load<spec::completion_queue_entry>(host.completion_entry_address(cqid, slot))
+                     .phase()) {
+                return slot;
+            }
+        }
+        ADD_FAILURE() << "CQ " << cqid << " has wrapped";
+        return 0;
+    }
+
+    /// Writes `cqe` with P = 1 where the host looks for the next completion of CQ `cqid`.
+    void forge_completion(std::uint16_t cqid, std::uint32_t entries, spec::completion_queue_entry cqe)
+    {
+        cqe.set_status(spec::status::success(), true);
+        memory.store(host.completion_entry_address(cqid, next_slot(cqid, entries)), cqe);
+    }
+};
+
+// ---- build_prps --------------------------------------------------------------------------------
+
+TEST(host_build_prps, one_page_needs_only_prp1)
+{
+    rig r;
+    const std::uint64_t buffer = r.host.allocate(2 * page);
+    EXPECT_EQ(r.host.build_prps(buffer, page), (spec::data_pointer{buffer, 0}));
+    EXPECT_EQ(r.host.build_prps(buffer, 1), (spec::data_pointer{buffer, 0}));
+    EXPECT_EQ(r.host.build_prps(buffer + 0x100, page - 0x100), (spec::data_pointer{buffer + 0x100, 0}));
+}
+
+TEST(host_build_prps, two_pages_put_the_second_in_prp2)
+{
+    rig r;
+    const std::uint64_t buffer = r.host.allocate(3 * page);
+    EXPECT_EQ(r.host.build_prps(buffer, 2 * page), (spec::data_pointer{buffer, buffer + page}));
+    EXPECT_EQ(r.host.build_prps(buffer, page + 1), (spec::data_pointer{buffer, buffer + page}));
+    // An offset in PRP1 moves the second page in sooner.
+    EXPECT_EQ(r.host.build_prps(buffer + 0x200, page), (spec::data_pointer{buffer + 0x200, buffer + page}));
+    EXPECT_EQ(r.host.build_prps(buffer + 0x200, 2 * page - 0x200),
+              (spec::data_pointer{buffer + 0x200, buffer + page}));
+}
+
+TEST(host_build_prps, more_pages_build_a_prp_list)
+{
+    rig r;
+    const std::uint64_t buffer = r.host.allocate(8 * page);
+    const auto dptr = r.host.build_prps(buffer, 5 * page);
+    EXPECT_EQ(dptr.prp1, buffer);
+    EXPECT_EQ(dptr.prp2 % page, 0U); // a PRP list pointer in PRP2 has offset 0h here
+    for (std::size_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(r.entry(dptr.prp2, i), buffer + (i + 1) * page);
+    }
+    EXPECT_EQ(r.entry(dptr.prp2, 4), 0U);
+
+    const auto offset = r.host.build_prps(buffer + 0x10, 2 * page);
+    EXPECT_EQ(offset.prp1, buffer + 0x10);
+    EXPECT_EQ(r.entry(offset.prp2, 0), buffer + page);
+    EXPECT_EQ(r.entry(offset.prp2, 1), buffer + 2 * page);
+    EXPECT_EQ(r.entry(offset.prp2, 2), 0U);
+}
+
+TEST(host_build_prps, a_list_filling_one_page_is_not_chained)
+{
+    rig r;
+    // 513 pages: PRP1 and 512 list entries, exactly one list page.
+    const std::uint64_t buffer = r.host.allocate(513 * page);
+    const auto dptr = r.host.build_prps(buffer, 513 * page);
+    for (std::size_t i = 0; i < 512; ++i) {
+        ASSERT_EQ(r.entry(dptr.prp2, i), buffer + (i + 1) * page) << i;
+    }
+}
+
+TEST(host_build_prps, long_lists_chain_through_their_last_entry)
+{
+    rig r;
+    // 1100 pages: PRP1 and 1099 more, as 511 + 511 + 77 entries on three list pages.
+    const std::uint64_t buffer = r.host.allocate(1100 * page);
+    const auto dptr = r.host.build_prps(buffer, 1100 * page);
+    EXPECT_EQ(dptr.prp1, buffer);
+    std::uint64_t list = dptr.prp2;
+    std::vector<std::uint64_t> pages;
+    for (int list_page = 0; list_page < 3; ++list_page) {
+        ASSERT_EQ(list % page, 0U);
+        const std::size_t entries = list_page < 2 ? 511 : 77;
+        for (std::size_t i = 0; i < entries; ++i) {
+            pages.push_back(r.entry(list, i));
+        }
+        if (list_page < 2) {
+            const std::uint64_t next = r.entry(list, 511);
+            EXPECT_TRUE(next < buffer || next >= buffer + 1100 * page); // a list page, not data
+            list = next;
+        } else {
+            EXPECT_EQ(r.entry(list, 77), 0U);
+        }
+    }
+    ASSERT_EQ(pages.size(), 1099U);
+    for (std::size_t i = 0; i < pages.size(); ++i) {
+        ASSERT_EQ(pages[i], buffer + (i + 1) * page) << i;
+    }
+}
+
+TEST(host_build_prps, write_prp_list_allocates_page_aligned_lists)
+{
+    rig r;
+    static_cast<void>(r.host.allocate(8, 8)); // leaves the allocator off a page boundary
+    const std::vector<std::uint64_t> pages{memory_base + 0x10000, memory_base + 0x20000};
+    const std::uint64_t first = r.host.write_prp_list(pages);
+    const std::uint64_t second = r.host.write_prp_list(pages);
+    EXPECT_EQ(first % page, 0U);
+    EXPECT_EQ(second % page, 0U);
+    EXPECT_EQ(r.entry(second, 1), memory_base + 0x20000);
+}
+
+// ---- the driver's checks --------------------------------------------------------------------------
+
+TEST(host_checks, a_cqe_with_an_unknown_command_identifier_throws)
+{
+    rig r;
+    r.host.bring_up();
+    spec::completion_queue_entry cqe{};
+    cqe.sq_id = 0;
+    cqe.cid = 0xbeef;
+    r.forge_completion(0, 32, cqe);
+    std::vector<nt::completion> reaped;
+    EXPECT_THROW(r.host.reap(0, reaped), nt::host_error);
+}
+
+TEST(host_checks, a_cqe_naming_a_foreign_sq_throws)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 2});
+    spec::completion_queue_entry cqe{};
+    cqe.sq_id = 2; // SQ 2 is bound to CQ 2, not CQ 1
+    cqe.cid = r.host.submit(2, host_type::command(spec::nvm_opcode::read, 1));
+    r.forge_completion(1, 256, cqe);
+    std::vector<nt::completion> reaped;
+    EXPECT_THROW(r.host.reap(1, reaped), nt::host_error);
+}
+
+TEST(host_checks, a_cqe_with_an_sq_head_outside_the_sq_throws)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 1, .io_entries = 16});
+    spec::completion_queue_entry cqe{};
+    cqe.sq_id = 1;
+    cqe.cid = 0x1234; // the SQ head is checked first
+    cqe.sq_head = 16;
+    r.forge_completion(1, 16, cqe);
+    std::vector<nt::completion> reaped;
+    EXPECT_THROW(r.host.reap(1, reaped), nt::host_error);
+}
+
+TEST(host_checks, a_full_sq_throws_instead_of_overwriting)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 1, .io_entries = 4});
+    for (int i = 0; i < 3; ++i) {
+        r.host.submit(1, host_type::command(spec::nvm_opcode::read, 1));
+    }
+    EXPECT_THROW(r.host.submit(1, host_type::command(spec::nvm_opcode::read, 1)), nt::host_error);
+    // Completions tell the host the SQ head has moved: room again.
+    std::vector<nt::completion> reaped;
+    r.host.reap(1, reaped);
+    EXPECT_EQ(reaped.size(), 3U);
+    EXPECT_NO_THROW(r.host.submit(1, host_type::command(spec::nvm_opcode::read, 1)));
+}
+
+TEST(host_checks, unknown_queues_and_entries_throw)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 1, .io_entries = 16});
+    EXPECT_THROW(r.host.submit(2, host_type::command(spec::nvm_opcode::read, 1)), nt::host_error);
+    EXPECT_THROW(static_cast<void>(r.host.io(2, host_type::command(spec::nvm_opcode::read, 1))),
+                 nt::host_error);
+    EXPECT_THROW(static_cast<void>(r.host.submission_entry_address(1, 16)), nt::host_error);
+    EXPECT_THROW(static_cast<void>(r.host.completion_entry_address(3, 0)), nt::host_error);
+    EXPECT_EQ(r.host.submission_entry_address(1, 15) - r.host.submission_entry_address(1, 0), 15U * 64);
+    EXPECT_EQ(r.host.completion_entry_address(0, 31) - r.host.completion_entry_address(0, 0), 31U * 16);
+}
+
+struct few_vectors : test_traits {
+    static constexpr nvmekit::limits limits{.io_queues = 4, .msix_vectors = 2};
+};
+
+TEST(host_checks, a_failing_command_during_bring_up_throws)
+{
+    test_memory memory;
+    nt::recording_msix msix;
+    nt::manual_clock clock;
+    nvmekit::controller<few_vectors> ctrl{memory, msix, clock};
+    nt::in_process_host host{ctrl, memory, clock};
+    // CQ 2 asks for vector 2 of a 2-vector table: Invalid Interrupt Vector.
+    EXPECT_THROW(host.bring_up({.io_queue_pairs = 2}), nt::host_error);
+    EXPECT_NO_THROW(host.bring_up({.io_queue_pairs = 1}));
+}
+
+TEST(host_checks, a_fatal_status_while_enabling_throws)
+{
+    rig r;
+    EXPECT_THROW(r.host.bring_up({.io_queue_pairs = 1, .admin_entries = 1}), nt::host_error);
+    EXPECT_TRUE(r.host.csts().get(spec::csts_register::cfs));
+    EXPECT_NO_THROW(r.host.bring_up());
+}
+
+// ---- bounded waits --------------------------------------------------------------------------------
+
+TEST(host_waits, a_command_that_never_completes_throws)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 1, .max_polls = 40, .poll_step = 2ms});
+    const auto start = r.clock.now();
+    // The Asynchronous Event Request completes only when an event occurs.
+    EXPECT_THROW(static_cast<void>(r.host.wait_for(0, *r.host.async_event_request_cid())), nt::host_error);
+    EXPECT_EQ(r.clock.now() - start, 80ms);
+}
+
+TEST(host_waits, a_controller_that_never_becomes_ready_throws)
+{
+    rig r{{.ready_delay = std::chrono::hours{1}}};
+    EXPECT_THROW(r.host.bring_up({.io_queue_pairs = 1, .max_polls = 100}), nt::host_error);
+    EXPECT_EQ(r.clock.now(), 100ms);
+    EXPECT_FALSE(r.host.csts().get(spec::csts_register::rdy));
+}
+
+TEST(host_waits, a_shutdown_that_never_completes_throws)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 1, .max_polls = 20});
+    r.ctrl.fatal_error(); // a failed controller does not answer the deletes
+    EXPECT_THROW(r.host.shut_down(), nt::host_error);
+}
+
+// ---- bring-up and teardown ------------------------------------------------------------------------
+
+TEST(host_bring_up, reports_its_steps_and_results)
+{
+    rig r;
+    std::vector<std::string> steps;
+    r.host.on_step([&](std::string_view step) { steps.emplace_back(step); });
+    const auto result = r.host.bring_up({.io_queue_pairs = 3, .io_entries = 64});
+    EXPECT_EQ(result.io_queue_pairs, 3);
+    EXPECT_EQ(result.submission_queues_granted, 3);
+    EXPECT_EQ(result.completion_queues_granted, 3);
+    EXPECT_EQ(result.cap.raw, r.ctrl.registers().cap().raw);
+    EXPECT_EQ(result.identify.serial_number(), "NVMEKIT0001");
+    ASSERT_EQ(steps.size(), 7U);
+    EXPECT_EQ(steps.front(), "read CAP: mqes=4095 dstrd=0 to=20");
+    EXPECT_EQ(steps[4], "Number of Queues granted: 3 SQs, 3 CQs");
+    EXPECT_EQ(steps.back(), "posted an Asynchronous Event Request");
+    for (std::uint16_t qid = 1; qid <= 3; ++qid) {
+        EXPECT_TRUE(r.host.has_io_queue(qid));
+        EXPECT_TRUE(r.ctrl.submission_queue_exists(qid));
+        EXPECT_TRUE(r.ctrl.completion_queue_exists(qid));
+    }
+    EXPECT_EQ(r.host.outstanding(0), 1U);
+    EXPECT_TRUE(r.host.async_event_request_cid().has_value());
+    EXPECT_FALSE(r.host.shadow_doorbell_buffer().has_value());
+}
+
+TEST(host_bring_up, programs_msix_vectors_unmasked)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 2});
+    EXPECT_TRUE(r.ctrl.msix().enabled());
+    EXPECT_FALSE(r.ctrl.msix().function_masked());
+    for (std::uint16_t vector = 0; vector <= 2; ++vector) {
+        EXPECT_FALSE(r.ctrl.msix().masked(vector));
+        EXPECT_EQ(r.ctrl.msix().message(vector), (nvmekit::msix_message{host_type::msi_address, vector}));
+    }
+    EXPECT_TRUE(r.ctrl.msix().masked(3));
+}
+
+TEST(host_bring_up, prp_list_queues_for_many_pairs)
+{
+    rig r;
+    const auto result =
+        r.host.bring_up({.io_queue_pairs = 4, .io_entries = 100, .physically_contiguous = false});
+    EXPECT_EQ(result.io_queue_pairs, 4);
+    for (std::uint16_t qid = 1; qid <= 4; ++qid) {
+        EXPECT_EQ(r.host.io(qid, host_type::command(spec::nvm_opcode::read, 1)).status(),
+                  spec::status{spec::generic_status::invalid_namespace_or_format}.with_dnr());
+    }
+}
+
+TEST(host_bring_up, bring_up_twice_starts_afresh)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 2});
+    r.host.io(1, host_type::command(spec::nvm_opcode::read, 1));
+    const auto result = r.host.bring_up({.io_queue_pairs = 1});
+    EXPECT_EQ(result.io_queue_pairs, 1);
+    EXPECT_FALSE(r.host.has_io_queue(2));
+    EXPECT_FALSE(r.ctrl.submission_queue_exists(2));
+    EXPECT_EQ(r.host.outstanding(0), 1U);
+    EXPECT_TRUE(r.host
+                    .admin(host_type::get_features_command(spec::feature_id::number_of_queues,
+                                                           spec::feature_select::current))
+                    .ok());
+}
+
+TEST(host_bring_up, disable_and_enable_keep_the_admin_queue_usable)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 1, .admin_entries = 4});
+    // Leave the host's and the controller's admin queue positions mid-ring, then reset.
+    for (int i = 0; i < 3; ++i) {
+        r.host.admin(host_type::get_features_command(spec::feature_id::number_of_queues,
+                                                     spec::feature_select::current));
+    }
+    for (int round = 0; round < 3; ++round) {
+        r.host.disable();
+        r.host.enable();
+        for (int i = 0; i < 6; ++i) {
+            ASSERT_TRUE(r.host
+                            .admin(host_type::get_features_command(spec::feature_id::number_of_queues,
+                                                                   spec::feature_select::current))
+                            .ok());
+        }
+    }
+}
+
+TEST(host_bring_up, shut_down_deletes_the_queues_then_notifies)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 2});
+    r.host.shut_down();
+    EXPECT_FALSE(r.host.has_io_queue(1));
+    EXPECT_FALSE(r.ctrl.submission_queue_exists(1));
+    EXPECT_FALSE(r.ctrl.completion_queue_exists(2));
+    EXPECT_EQ(r.host.csts().get(spec::csts_register::shst), spec::shutdown_status::complete);
+    EXPECT_EQ(r.host.cc().get(spec::cc_register::shn), spec::shutdown_notification::normal);
+}
+
+TEST(host_bring_up, shadow_doorbells_are_configured_when_offered)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 1, .shadow_doorbells = true});
+    ASSERT_TRUE(r.host.shadow_doorbell_buffer().has_value());
+    ASSERT_TRUE(r.host.event_index_buffer().has_value());
+    EXPECT_EQ(*r.host.shadow_doorbell_buffer() % page, 0U);
+    EXPECT_EQ(*r.host.event_index_buffer() % page, 0U);
+    r.host.io(1, host_type::command(spec::nvm_opcode::read, 1));
+    // The host writes the new tail to the shadow buffer (SQ 1 at 2 * 1 * 4 bytes).
+    EXPECT_EQ(r.memory.load<std::uint32_t>(*r.host.shadow_doorbell_buffer() + 8), 1U);
+    EXPECT_EQ(r.memory.load<std::uint32_t>(*r.host.shadow_doorbell_buffer() + 12), 1U);
+    r.host.disable();
+    EXPECT_FALSE(r.host.shadow_doorbell_buffer().has_value());
+}
+
+} // namespace
