@@ -248,14 +248,23 @@ public:
             break;
         case register_event_kind::interrupt_mask_changed: update_intx(); break;
         case register_event_kind::doorbell: {
+            // Checked here, on the host-facing side, so that a bad write never replaces a good one
+            // still waiting in the channel: hardware applies doorbell writes one by one.
             const auto value = static_cast<std::uint32_t>(event.new_value);
-            const bool queue_may_exist = event.completion_queue
-                                             ? doorbells_.ring_cq_head(event.queue_id, value)
-                                             : doorbells_.ring_sq_tail(event.queue_id, value);
-            if (!queue_may_exist) {
-                // The doorbell of a queue above every identifier this controller has: a write to
-                // an invalid doorbell register (Base 2.0 5.2), reported at the next poll.
-                doorbells_beyond_queues_.fetch_add(1, std::memory_order_relaxed);
+            const std::uint32_t entries =
+                event.queue_id <= limits.io_queues
+                    ? doorbell_entries_[doorbell_index(event.queue_id, event.completion_queue)].load(
+                          std::memory_order_acquire)
+                    : 0U;
+            if (entries == 0) {
+                // No such queue: a write to an invalid doorbell register (Base 2.0 5.2).
+                invalid_doorbell_registers_.fetch_add(1, std::memory_order_relaxed);
+            } else if (value >= entries) {
+                invalid_doorbell_values_.fetch_add(1, std::memory_order_relaxed);
+            } else if (event.completion_queue) {
+                doorbells_.ring_cq_head(event.queue_id, value);
+            } else {
+                doorbells_.ring_sq_tail(event.queue_id, value);
             }
             break;
         }
@@ -288,7 +297,7 @@ public:
             // The queues still exist: the host may consume completions, but commands no longer run
             // until a Controller Reset (Base 2.0 3.6), so a submission is a host protocol error.
             statistics_.host_protocol_errors +=
-                doorbells_beyond_queues_.exchange(0, std::memory_order_relaxed);
+                invalid_doorbell_registers_.exchange(0, std::memory_order_relaxed);
             doorbells_.drain([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
                 if (completion_queue) {
                     apply_cq_head(qid, value);
@@ -301,7 +310,7 @@ public:
         }
         if (state != controller_state::ready) {
             statistics_.host_protocol_errors +=
-                doorbells_beyond_queues_.exchange(0, std::memory_order_relaxed);
+                invalid_doorbell_registers_.exchange(0, std::memory_order_relaxed);
             doorbells_.drain([this](std::uint16_t, bool, std::uint32_t) { ++statistics_.host_protocol_errors; });
             return 0;
         }
@@ -516,6 +525,28 @@ private:
         submission_queues_[0] = std::make_unique<detail::submission_queue>(
             0, 0, asq_entries, queue_memory::contiguous(registers_.asq().raw));
         completion_queues_[0]->bound_submission_queues = 1;
+        // Doorbells written while the controller was disabled belong to no queue of this enable.
+        for (std::size_t i = 0; i < doorbell_slots; ++i) {
+            doorbell_entries_[i].store(0, std::memory_order_release);
+        }
+        doorbells_.clear();
+        invalid_doorbell_registers_.store(0, std::memory_order_relaxed);
+        invalid_doorbell_values_.store(0, std::memory_order_relaxed);
+        invalid_doorbell_values_.store(0, std::memory_order_relaxed);
+        publish_doorbell_entries(0, false, asq_entries);
+        publish_doorbell_entries(0, true, acq_entries);
+    }
+
+    [[nodiscard]] static constexpr std::size_t doorbell_index(std::uint16_t qid, bool completion_queue) noexcept
+    {
+        return 2U * std::size_t{qid} + (completion_queue ? 1U : 0U);
+    }
+
+    /// Tells the host-facing side how many entries a queue has (0: no queue), for its doorbell
+    /// checks.
+    void publish_doorbell_entries(std::uint16_t qid, bool completion_queue, std::uint32_t entries) noexcept
+    {
+        doorbell_entries_[doorbell_index(qid, completion_queue)].store(entries, std::memory_order_release);
     }
 
     /// Stops every queue: in-flight commands are dropped without a completion (Base 2.0 3.7.2),
@@ -534,7 +565,7 @@ private:
             cq.reset();
         }
         doorbells_.clear();
-        doorbells_beyond_queues_.store(0, std::memory_order_relaxed);
+        invalid_doorbell_registers_.store(0, std::memory_order_relaxed);
         events_.clear();
         shadow_doorbells_.reset();
         update_intx(); // no CQ holds an entry any more
@@ -556,10 +587,14 @@ private:
 
     void drain_doorbells()
     {
-        if (const auto writes = doorbells_beyond_queues_.exchange(0, std::memory_order_relaxed);
+        if (const auto writes = invalid_doorbell_registers_.exchange(0, std::memory_order_relaxed);
             writes != 0) {
             statistics_.invalid_doorbells += writes;
             events_.post(spec::async_event_completion{spec::error_event::invalid_doorbell_register});
+        }
+        if (const auto writes = invalid_doorbell_values_.exchange(0, std::memory_order_relaxed); writes != 0) {
+            statistics_.invalid_doorbells += writes;
+            events_.post(spec::async_event_completion{spec::error_event::invalid_doorbell_value});
         }
         doorbells_.drain([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
             if (completion_queue) {
@@ -966,6 +1001,7 @@ private:
         }
         completion_queues_[view.queue_id] = std::make_unique<detail::completion_queue>(
             view.queue_id, view.queue_size, std::move(*memory), view.interrupt_vector, view.interrupts_enabled);
+        publish_doorbell_entries(view.queue_id, true, view.queue_size);
         return spec::status::success();
     }
 
@@ -990,6 +1026,7 @@ private:
         }
         submission_queues_[view.queue_id] = std::make_unique<detail::submission_queue>(
             view.queue_id, view.cq_id, view.queue_size, std::move(*memory));
+        publish_doorbell_entries(view.queue_id, false, view.queue_size);
         ++completion_queues_[view.cq_id]->bound_submission_queues;
         return spec::status::success();
     }
@@ -1007,6 +1044,7 @@ private:
         auto& cq = *completion_queues_[sq.ring.cqid()];
         cq.held.remove_if([&](const detail::command_slot& slot) { return slot.sq_id == view.queue_id; });
         --cq.bound_submission_queues;
+        publish_doorbell_entries(view.queue_id, false, 0);
         submission_queues_[view.queue_id].reset();
         return spec::status::success();
     }
@@ -1021,6 +1059,7 @@ private:
         if (completion_queues_[view.queue_id]->bound_submission_queues != 0) {
             return error(spec::command_specific_status::invalid_queue_deletion);
         }
+        publish_doorbell_entries(view.queue_id, true, 0);
         completion_queues_[view.queue_id].reset();
         return spec::status::success();
     }
@@ -1178,7 +1217,12 @@ private:
     interrupt_coalescer coalescer_;
     doorbell_channel doorbells_;
     /// Doorbell writes of queues above limits.io_queues, not yet taken by poll().
-    std::atomic<std::uint32_t> doorbells_beyond_queues_{0};
+    std::atomic<std::uint32_t> invalid_doorbell_registers_{0};
+    std::atomic<std::uint32_t> invalid_doorbell_values_{0};    ///< doorbell values beyond their queue's size
+    static constexpr std::size_t doorbell_slots = 2U * (std::size_t{limits.io_queues} + 1U);
+    /// Per doorbell (SQ tail 2*qid, CQ head 2*qid+1): the queue's entries, 0 when it does not exist.
+    std::unique_ptr<std::atomic<std::uint32_t>[]> doorbell_entries_ =
+        std::make_unique<std::atomic<std::uint32_t>[]>(doorbell_slots);
     async_event_queue events_;
     reset_operations reset_ops_{this};
     reset_state_machine<reset_operations> state_machine_;

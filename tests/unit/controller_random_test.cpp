@@ -1628,9 +1628,9 @@ private:
         }
         note(std::string{"doorbell "} + (completion_queue ? "CQ " : "SQ ") + std::to_string(qid) + " value " +
              std::to_string(value) + " width " + std::to_string(width) + " offset 0x" + hex(offset));
-        // The doorbell channel keeps one value per doorbell until the next poll, so a write made
-        // before the host's last doorbell of that queue was taken would replace it (see
-        // DISABLED_invalid_doorbell_value_replaces_a_pending_valid_one): let it be taken first.
+        // The doorbell channel keeps the latest valid value per doorbell until the next poll, so a
+        // raw in-range write would replace the host driver's own pending doorbell and leave the
+        // driver's view of the queue wrong: let the driver's value be taken first.
         controller_.poll();
         const bool ready = controller_.state() == nvmekit::controller_state::ready;
         const std::uint64_t invalid_before = controller_.statistics().invalid_doorbells;
@@ -1977,14 +1977,11 @@ protected:
     host_type host_{controller_, memory_, clock_};
 };
 
-// Controller bug: a doorbell written while the controller is disabled (CC.EN = 0, CSTS.RDY = 0)
-// stays in the doorbell channel when no poll() runs before the next CC.EN 0→1, and the first
-// poll after the enable applies it: the new admin SQ (head = tail = 0, Base 2.0 3.5.1) takes tail
-// 3 and the controller executes three stale admin commands the host never submitted in this
-// life (here Identify, Set Features and Create I/O CQ from the bring-up). The write should be
-// dropped (there is no queue while disabled), e.g. by clearing the channel in start_enable().
-// The randomized test avoids it: every step that leaves RDY = 0 ends with polls.
-TEST_F(controller_bug_repro, DISABLED_doorbell_written_while_disabled_is_not_applied_after_enable)
+// Regression: a doorbell written while the controller is disabled (CC.EN = 0, CSTS.RDY = 0) and not
+// polled before the next CC.EN 0→1 used to be applied by the first poll after the enable, so the
+// new admin SQ (head = tail = 0, Base 2.0 3.5.1) took tail 3 and the controller executed three
+// stale admin commands. There is no queue while disabled: the write must be dropped.
+TEST_F(controller_bug_repro, doorbell_written_while_disabled_is_not_applied_after_enable)
 {
     auto cc = host_.cc();
     cc.set(cc.en, false);
@@ -1999,14 +1996,12 @@ TEST_F(controller_bug_repro, DISABLED_doorbell_written_while_disabled_is_not_app
     EXPECT_EQ(controller_.statistics().commands, commands);
 }
 
-// Controller bug: the doorbell channel keeps one value per doorbell until the next poll(), so an
+// Regression: the doorbell channel keeps one value per doorbell until the next poll(), and an
 // invalid CQ Head value (65 for a 2-entry CQ) written before the controller took the host's valid
-// head (1) replaces it. The invalid write is reported (Invalid Doorbell Write Value, Base 2.0 5.2)
-// but the valid one is lost: the controller still sees the CQ full, holds the next completion for
-// ever, and the host's next command never completes. Hardware applies every doorbell write in
-// order, so the valid head would stand; whether the host's write survives here depends on when
-// the embedder polls. The randomized test avoids it by polling before its raw doorbell writes.
-TEST_F(controller_bug_repro, DISABLED_invalid_doorbell_value_replaces_a_pending_valid_one)
+// head (1) used to replace it: the invalid write was reported (Invalid Doorbell Write Value, Base
+// 2.0 5.2) but the valid head was lost, the CQ stayed full and the next command never completed.
+// Hardware applies every doorbell write in order, so the valid head must stand.
+TEST_F(controller_bug_repro, invalid_doorbell_value_does_not_replace_a_pending_valid_one)
 {
     const auto flush = host_type::command(spec::nvm_opcode::flush, 1);
     ASSERT_EQ(host_.io(1, flush).status(), failed_with(spec::generic_status::invalid_namespace_or_format));

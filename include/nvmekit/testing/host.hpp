@@ -276,6 +276,7 @@ public:
                             bool physically_contiguous = true)
     {
         auto queue = make_queue(qid, entries, 16, physically_contiguous);
+        clear_shadow_slot(qid, true);
         spec::submission_queue_entry sqe = command(spec::admin_opcode::create_io_cq);
         spec::create_io_cq_view{.queue_id = qid, .queue_size = entries, .physically_contiguous = physically_contiguous,
                                 .interrupts_enabled = interrupts, .interrupt_vector = vector}
@@ -293,6 +294,7 @@ public:
     completion create_io_sq(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries, bool physically_contiguous = true)
     {
         auto queue = make_queue(qid, entries, 64, physically_contiguous);
+        clear_shadow_slot(qid, false);
         queue.cqid = cqid;
         spec::submission_queue_entry sqe = command(spec::admin_opcode::create_io_sq);
         spec::create_io_sq_view{.queue_id = qid, .queue_size = entries, .physically_contiguous = physically_contiguous,
@@ -619,6 +621,18 @@ private:
     }
 
     [[nodiscard]] std::uint32_t doorbell_stride() const noexcept { return 4U << cap_.get(cap_.dstrd); }
+
+    /// A new queue starts at head = tail = 0, so its shadow doorbell and EventIdx slots must read 0
+    /// too, whatever an earlier queue with this identifier left there (Linux clears the buffers).
+    void clear_shadow_slot(std::uint16_t qid, bool completion_queue)
+    {
+        if (!shadow_ || (completion_queue ? io_cqs_.contains(qid) : io_sqs_.contains(qid))) {
+            return; // a queue the host still uses keeps its slot (creating it again is an error)
+        }
+        const std::uint64_t offset = (2U * std::uint64_t{qid} + (completion_queue ? 1U : 0U)) * doorbell_stride();
+        memory_.store(*shadow_ + offset, std::uint32_t{0});
+        memory_.store(*event_index_ + offset, std::uint32_t{0});
+    }
 
     void ring_sq_doorbell(std::uint16_t qid, std::uint32_t tail)
     {
