@@ -1,78 +1,23 @@
+#include <nvmekit/controller.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <ostream>
 #include <vector>
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <nvmekit/controller.hpp>
-#include <nvmekit/format/status.hpp>
-#include <nvmekit/testing/flat_memory.hpp>
-#include <nvmekit/testing/host.hpp>
-#include <nvmekit/testing/manual_clock.hpp>
-#include <nvmekit/testing/recording_msix.hpp>
-
-NVMEKIT_BEGIN_NAMESPACE
-namespace spec {
-// Failures print statuses the way nvme-cli does: `Generic/Invalid Field (0x02) [DNR]`.
-inline void PrintTo(const status& value, std::ostream* out)
-{
-    *out << fmt::format("{}", value);
-}
-} // namespace spec
-NVMEKIT_END_NAMESPACE
+#include "controller_fixture.hpp"
 
 namespace {
 
 namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
+using namespace nvmekit_test;
 using namespace std::chrono_literals;
 
-struct test_traits : nvmekit::default_traits {
-    using dma = nt::flat_memory;
-    using interrupts = nt::recording_msix;
-    using clock = nt::manual_clock;
-};
-
-constexpr std::uint64_t memory_base = 0x1'0000'0000;
-
-struct test_memory : nt::flat_memory {
-    test_memory() { add_range(memory_base, 8 << 20); }
-};
-
-/// Host memory, interrupt recorder, clock, controller and host driver of one test.
-struct rig {
-    using controller_type = nvmekit::controller<test_traits>;
-    using host_type = nt::in_process_host<controller_type>;
-
-    test_memory memory;
-    nt::recording_msix msix;
-    nt::manual_clock clock;
-    controller_type ctrl;
-    host_type host;
-
-    rig()
-        : ctrl{memory, msix, clock}
-        , host{ctrl, memory, clock}
-    {
-    }
-
-    void write32(spec::register_offset offset, std::uint32_t value)
-    {
-        ctrl.mmio_write(static_cast<std::uint64_t>(offset), 4, value);
-    }
-    /// Sets or clears the Mask bit of MSI-X vector `vector` through its table entry.
-    void mask_vector(std::uint16_t vector, bool masked)
-    {
-        ctrl.mmio_write(ctrl.msix_table_offset() + 16U * vector + 12U, 4, masked ? 1U : 0U);
-    }
-    [[nodiscard]] std::uint64_t pba() { return ctrl.mmio_read(ctrl.msix_pba_offset(), 8); }
-    void ring_cq_head(std::uint16_t qid, std::uint32_t head)
-    {
-        ctrl.mmio_write(spec::cq_head_doorbell_offset(qid, 0), 4, head);
-    }
+/// The rig with the Set Features of interrupt coalescing.
+struct coalescing_rig : rig {
     /// Sets Interrupt Coalescing (08h): THR (0's based) and TIME (100 us units).
     void set_coalescing(std::uint8_t threshold, std::uint8_t time)
     {
@@ -95,19 +40,12 @@ struct rig {
                   spec::status::success());
     }
 };
-using host_type = rig::host_type;
 
-[[nodiscard]] spec::status dnr(auto code)
+/// Brings the controller up with `options`, then disables MSI-X so that it signals through INTx.
+void bring_up_with_intx(rig& r, const nt::host_options& options = {.io_queue_pairs = 1})
 {
-    return spec::status{code}.with_dnr();
-}
-[[nodiscard]] spec::submission_queue_entry read_command()
-{
-    return host_type::command(spec::nvm_opcode::read, 1);
-}
-[[nodiscard]] spec::submission_queue_entry get_queues()
-{
-    return host_type::get_features_command(spec::feature_id::number_of_queues, spec::feature_select::current);
+    r.host.bring_up(options);
+    r.ctrl.set_msix_control(false, false);
 }
 
 // ---- MSI-X ---------------------------------------------------------------------------------------
@@ -253,7 +191,7 @@ TEST(controller_msix, cqs_sharing_a_vector_raise_it_once_per_poll)
 
 TEST(controller_coalescing, threshold_aggregates_completions)
 {
-    rig r;
+    coalescing_rig r;
     r.host.bring_up({.io_queue_pairs = 1});
     r.set_coalescing(3, 10); // THR 3: four entries per interrupt; TIME 1 ms
     r.msix.clear();
@@ -271,7 +209,7 @@ TEST(controller_coalescing, threshold_aggregates_completions)
 
 TEST(controller_coalescing, threshold_counts_entries_posted_in_one_poll)
 {
-    rig r;
+    coalescing_rig r;
     r.host.bring_up({.io_queue_pairs = 1});
     r.set_coalescing(3, 10);
     r.msix.clear();
@@ -297,7 +235,7 @@ TEST(controller_coalescing, threshold_counts_entries_posted_in_one_poll)
 
 TEST(controller_coalescing, time_limits_the_delay)
 {
-    rig r;
+    coalescing_rig r;
     r.host.bring_up({.io_queue_pairs = 1});
     r.set_coalescing(3, 10); // TIME = 10 * 100 us
     r.msix.clear();
@@ -324,7 +262,7 @@ TEST(controller_coalescing, time_limits_the_delay)
 
 TEST(controller_coalescing, coalescing_disable_turns_it_off_for_one_vector)
 {
-    rig r;
+    coalescing_rig r;
     r.host.bring_up({.io_queue_pairs = 2});
     r.set_coalescing(3, 255);
     r.set_coalescing_disabled(1, true);
@@ -345,7 +283,7 @@ TEST(controller_coalescing, coalescing_disable_turns_it_off_for_one_vector)
 
 TEST(controller_coalescing, admin_completions_are_never_coalesced)
 {
-    rig r;
+    coalescing_rig r;
     r.host.bring_up({.io_queue_pairs = 1});
     r.set_coalescing(255, 255);
     r.msix.clear();
@@ -357,7 +295,7 @@ TEST(controller_coalescing, admin_completions_are_never_coalesced)
 
 TEST(controller_coalescing, an_admin_completion_on_a_shared_vector_flushes_the_aggregation)
 {
-    rig r;
+    coalescing_rig r;
     r.host.bring_up({.io_queue_pairs = 2});
     ASSERT_TRUE(r.host.delete_io_sq(2).ok());
     ASSERT_TRUE(r.host.delete_io_cq(2).ok());
@@ -379,8 +317,7 @@ TEST(controller_coalescing, an_admin_completion_on_a_shared_vector_flushes_the_a
 TEST(controller_intx, asserted_while_a_cq_holds_entries)
 {
     rig r;
-    r.host.bring_up({.io_queue_pairs = 1});
-    r.ctrl.set_msix_control(false, false);
+    bring_up_with_intx(r);
     r.msix.clear();
     EXPECT_FALSE(r.msix.intx_level());
     r.host.submit(1, read_command());
@@ -400,8 +337,7 @@ TEST(controller_intx, asserted_while_a_cq_holds_entries)
 TEST(controller_intx, intms_masks_and_intmc_unmasks)
 {
     rig r;
-    r.host.bring_up({.io_queue_pairs = 1});
-    r.ctrl.set_msix_control(false, false);
+    bring_up_with_intx(r);
     r.write32(spec::register_offset::intms, 0x1);
     EXPECT_EQ(r.ctrl.mmio_read(static_cast<std::uint64_t>(spec::register_offset::intmc), 4), 0x1U);
     r.host.submit(1, read_command());
@@ -422,8 +358,7 @@ TEST(controller_intx, intms_masks_and_intmc_unmasks)
 TEST(controller_intx, admin_cq_asserts_and_polled_queues_do_not)
 {
     rig r;
-    r.host.bring_up({.io_queue_pairs = 1, .interrupts = false});
-    r.ctrl.set_msix_control(false, false);
+    bring_up_with_intx(r, {.io_queue_pairs = 1, .interrupts = false});
     r.host.submit(1, read_command());
     r.ctrl.poll();
     EXPECT_FALSE(r.msix.intx_level());
@@ -435,8 +370,7 @@ TEST(controller_intx, admin_cq_asserts_and_polled_queues_do_not)
 TEST(controller_intx, deasserted_by_a_reset)
 {
     rig r;
-    r.host.bring_up({.io_queue_pairs = 1});
-    r.ctrl.set_msix_control(false, false);
+    bring_up_with_intx(r);
     r.host.submit(1, read_command());
     r.ctrl.poll();
     ASSERT_TRUE(r.msix.intx_level());
@@ -447,8 +381,7 @@ TEST(controller_intx, deasserted_by_a_reset)
 TEST(controller_intx, deasserted_when_consumed_after_shutdown)
 {
     rig r;
-    r.host.bring_up({.io_queue_pairs = 1});
-    r.ctrl.set_msix_control(false, false);
+    bring_up_with_intx(r);
     r.host.submit(1, read_command());
     r.ctrl.poll();
     ASSERT_TRUE(r.msix.intx_level());

@@ -1,152 +1,24 @@
-#include <cstddef>
+#include <nvmekit/controller.hpp>
+
 #include <cstdint>
-#include <ostream>
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <nvmekit/controller.hpp>
-#include <nvmekit/format/status.hpp>
-#include <nvmekit/testing/flat_memory.hpp>
-#include <nvmekit/testing/host.hpp>
-#include <nvmekit/testing/manual_clock.hpp>
-#include <nvmekit/testing/recording_msix.hpp>
-
-NVMEKIT_BEGIN_NAMESPACE
-namespace spec {
-// Failures print statuses the way nvme-cli does: `Generic/Invalid Field (0x02) [DNR]`.
-inline void PrintTo(const status& value, std::ostream* out)
-{
-    *out << fmt::format("{}", value);
-}
-} // namespace spec
-NVMEKIT_END_NAMESPACE
+#include "controller_fixture.hpp"
 
 namespace {
 
 namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
+using namespace nvmekit_test;
 
-struct test_traits : nvmekit::default_traits {
-    using dma = nt::flat_memory;
-    using interrupts = nt::recording_msix;
-    using clock = nt::manual_clock;
-};
-
-constexpr std::uint64_t memory_base = 0x1'0000'0000;
-
-struct test_memory : nt::flat_memory {
-    explicit test_memory(std::size_t size = 8 << 20) { add_range(memory_base, size); }
-};
-
-/// Host memory, interrupt recorder, clock, controller and host driver of one test.
-template <typename Traits = test_traits>
-struct basic_rig {
-    using controller_type = nvmekit::controller<Traits>;
-    using host_type = nt::in_process_host<controller_type>;
-
-    test_memory memory;
-    nt::recording_msix msix;
-    nt::manual_clock clock;
-    controller_type ctrl;
-    host_type host;
-
-    explicit basic_rig(nvmekit::controller_config config = {}, std::size_t memory_size = 8 << 20)
-        : memory{memory_size}
-        , ctrl{memory, msix, clock, std::move(config)}
-        , host{ctrl, memory, clock}
-    {
-    }
-
-    /// Brings the controller up, resets and re-enables it, and sets Number of Queues to
-    /// `queues` SQs and CQs: the admin queue works and no I/O queue exists.
-    void admin_only(std::uint16_t queues)
-    {
-        host.bring_up({.io_queue_pairs = 1});
-        host.disable();
-        host.enable();
-        host.program_msix(64);
-        const auto granted = host.admin(host_type::set_features_command(
-            spec::feature_id::number_of_queues, spec::number_of_queues::from_counts(queues, queues).raw));
-        ASSERT_TRUE(granted.ok());
-    }
-
-    void ring_sq_tail(std::uint16_t qid, std::uint32_t tail)
-    {
-        ctrl.mmio_write(spec::sq_tail_doorbell_offset(qid, 0), 4, tail);
-    }
-    void ring_cq_head(std::uint16_t qid, std::uint32_t head)
-    {
-        ctrl.mmio_write(spec::cq_head_doorbell_offset(qid, 0), 4, head);
-    }
-    /// Entry `index` of CQ `cqid` as it is in host memory.
-    [[nodiscard]] spec::completion_queue_entry cqe_at(std::uint16_t cqid, std::uint32_t index)
-    {
-        return memory.template load<spec::completion_queue_entry>(host.completion_entry_address(cqid, index));
-    }
-    /// Posts an Asynchronous Event Request and lets the controller take it, so that a doorbell
-    /// written next does not replace the admin SQ tail before the controller has seen it.
-    [[nodiscard]] std::uint16_t post_async_event_request()
-    {
-        const auto cid = host.submit(0, host_type::async_event_request_command());
-        ctrl.poll();
-        return cid;
-    }
-    /// Completes the Asynchronous Event Request the host has outstanding and returns its DW0.
-    [[nodiscard]] std::uint32_t async_event(std::uint16_t cid)
-    {
-        const auto completion = host.wait_for(0, cid);
-        EXPECT_EQ(completion.status(), spec::status::success());
-        return completion.cqe.dw0;
-    }
-};
-using rig = basic_rig<>;
-using host_type = rig::host_type;
-
-[[nodiscard]] spec::status dnr(auto code)
-{
-    return spec::status{code}.with_dnr();
-}
-
-[[nodiscard]] spec::submission_queue_entry read_command()
-{
-    return host_type::command(spec::nvm_opcode::read, 1);
-}
 /// An NVM opcode the command set does not define.
 [[nodiscard]] spec::submission_queue_entry reserved_io_command()
 {
     auto sqe = host_type::command(spec::nvm_opcode::read, 1);
     sqe.cdw0.set(spec::command_dword0::opc, 0x03);
-    return sqe;
-}
-
-/// Create I/O CQ with the given fields, for the checks the host driver would not send.
-[[nodiscard]] spec::submission_queue_entry create_cq(std::uint16_t qid, std::uint32_t entries,
-                                                     std::uint64_t prp1, bool contiguous = true,
-                                                     std::uint16_t vector = 0)
-{
-    auto sqe = host_type::command(spec::admin_opcode::create_io_cq);
-    spec::create_io_cq_view{.queue_id = qid,
-                            .queue_size = entries,
-                            .physically_contiguous = contiguous,
-                            .interrupts_enabled = true,
-                            .interrupt_vector = vector}
-        .encode(sqe);
-    sqe.dptr.prp1 = prp1;
-    return sqe;
-}
-
-[[nodiscard]] spec::submission_queue_entry create_sq(std::uint16_t qid, std::uint16_t cqid,
-                                                     std::uint32_t entries, std::uint64_t prp1,
-                                                     bool contiguous = true)
-{
-    auto sqe = host_type::command(spec::admin_opcode::create_io_sq);
-    spec::create_io_sq_view{
-        .queue_id = qid, .queue_size = entries, .physically_contiguous = contiguous, .cq_id = cqid}
-        .encode(sqe);
-    sqe.dptr.prp1 = prp1;
     return sqe;
 }
 
@@ -161,13 +33,13 @@ TEST(controller_create_io_cq, invalid_queue_identifiers)
     r.admin_only(4);
     const std::uint64_t buffer = r.host.allocate(4096);
     const auto invalid_qid = dnr(spec::command_specific_status::invalid_queue_identifier);
-    EXPECT_EQ(r.host.admin(create_cq(0, 16, buffer)).status(), invalid_qid);
-    EXPECT_EQ(r.host.admin(create_cq(5, 16, buffer)).status(), invalid_qid); // above the 4 granted
-    EXPECT_EQ(r.host.admin(create_cq(65, 16, buffer)).status(), invalid_qid);
-    EXPECT_EQ(r.host.admin(create_cq(0xffff, 16, buffer)).status(), invalid_qid);
+    EXPECT_EQ(r.host.admin(create_cq_command(0, 16, buffer)).status(), invalid_qid);
+    EXPECT_EQ(r.host.admin(create_cq_command(5, 16, buffer)).status(), invalid_qid); // above the 4 granted
+    EXPECT_EQ(r.host.admin(create_cq_command(65, 16, buffer)).status(), invalid_qid);
+    EXPECT_EQ(r.host.admin(create_cq_command(0xffff, 16, buffer)).status(), invalid_qid);
     EXPECT_FALSE(r.ctrl.completion_queue_exists(5));
-    EXPECT_EQ(r.host.admin(create_cq(4, 16, buffer)).status(), spec::status::success());
-    EXPECT_EQ(r.host.admin(create_cq(4, 16, r.host.allocate(4096))).status(), invalid_qid); // exists
+    EXPECT_EQ(r.host.admin(create_cq_command(4, 16, buffer)).status(), spec::status::success());
+    EXPECT_EQ(r.host.admin(create_cq_command(4, 16, r.host.allocate(4096))).status(), invalid_qid); // exists
     EXPECT_TRUE(r.ctrl.completion_queue_exists(4));
 }
 
@@ -177,24 +49,25 @@ TEST(controller_create_io_cq, invalid_queue_sizes)
     r.admin_only(4);
     const std::uint64_t buffer = r.host.allocate(65536);
     const auto invalid_size = dnr(spec::command_specific_status::invalid_queue_size);
-    EXPECT_EQ(r.host.admin(create_cq(1, 1, buffer)).status(), invalid_size);    // QSIZE 0
-    EXPECT_EQ(r.host.admin(create_cq(1, 4097, buffer)).status(), invalid_size); // QSIZE above MQES
-    EXPECT_EQ(r.host.admin(create_cq(1, 65536, buffer)).status(), invalid_size);
+    EXPECT_EQ(r.host.admin(create_cq_command(1, 1, buffer)).status(), invalid_size);    // QSIZE 0
+    EXPECT_EQ(r.host.admin(create_cq_command(1, 4097, buffer)).status(), invalid_size); // QSIZE above MQES
+    EXPECT_EQ(r.host.admin(create_cq_command(1, 65536, buffer)).status(), invalid_size);
     EXPECT_FALSE(r.ctrl.completion_queue_exists(1));
-    EXPECT_EQ(r.host.admin(create_cq(1, 4096, buffer)).status(), spec::status::success()); // QSIZE = MQES
-    EXPECT_EQ(r.host.admin(create_cq(2, 2, r.host.allocate(4096))).status(), spec::status::success());
+    EXPECT_EQ(r.host.admin(create_cq_command(1, 4096, buffer)).status(),
+              spec::status::success()); // QSIZE = MQES
+    EXPECT_EQ(r.host.admin(create_cq_command(2, 2, r.host.allocate(4096))).status(), spec::status::success());
 }
 
 TEST(controller_create_io_cq, interrupt_vector_beyond_the_msix_table)
 {
     rig r;
     r.admin_only(4);
-    EXPECT_EQ(r.host.admin(create_cq(1, 16, r.host.allocate(4096), true, 65)).status(),
+    EXPECT_EQ(r.host.admin(create_cq_command(1, 16, r.host.allocate(4096), true, 65)).status(),
               dnr(spec::command_specific_status::invalid_interrupt_vector));
-    EXPECT_EQ(r.host.admin(create_cq(1, 16, r.host.allocate(4096), true, 0xffff)).status(),
+    EXPECT_EQ(r.host.admin(create_cq_command(1, 16, r.host.allocate(4096), true, 0xffff)).status(),
               dnr(spec::command_specific_status::invalid_interrupt_vector));
     EXPECT_FALSE(r.ctrl.completion_queue_exists(1));
-    EXPECT_EQ(r.host.admin(create_cq(1, 16, r.host.allocate(4096), true, 64)).status(),
+    EXPECT_EQ(r.host.admin(create_cq_command(1, 16, r.host.allocate(4096), true, 64)).status(),
               spec::status::success());
 }
 
@@ -204,19 +77,19 @@ TEST(controller_create_io_cq, queue_memory_offsets)
     r.admin_only(4);
     const std::uint64_t page = r.host.allocate(2 * 4096);
     const auto offset_invalid = dnr(spec::generic_status::prp_offset_invalid);
-    EXPECT_EQ(r.host.admin(create_cq(1, 16, page + 0x200)).status(), offset_invalid);
-    EXPECT_EQ(r.host.admin(create_cq(1, 16, page + 4)).status(), offset_invalid);
+    EXPECT_EQ(r.host.admin(create_cq_command(1, 16, page + 0x200)).status(), offset_invalid);
+    EXPECT_EQ(r.host.admin(create_cq_command(1, 16, page + 4)).status(), offset_invalid);
     // PC = 0: the PRP list pointer and every entry have offset 0h.
     const std::uint64_t list = r.host.allocate(4096);
     r.memory.store(list, page);
-    EXPECT_EQ(r.host.admin(create_cq(1, 256, list + 8, false)).status(), offset_invalid);
+    EXPECT_EQ(r.host.admin(create_cq_command(1, 256, list + 8, false)).status(), offset_invalid);
     r.memory.store(list, page + 0x100);
-    EXPECT_EQ(r.host.admin(create_cq(1, 256, list, false)).status(), offset_invalid);
+    EXPECT_EQ(r.host.admin(create_cq_command(1, 256, list, false)).status(), offset_invalid);
     EXPECT_FALSE(r.ctrl.completion_queue_exists(1));
     r.memory.store(list, page);
-    EXPECT_EQ(r.host.admin(create_cq(1, 256, list, false)).status(), spec::status::success());
+    EXPECT_EQ(r.host.admin(create_cq_command(1, 256, list, false)).status(), spec::status::success());
     // A queue that would wrap the address space (8 KiB from the last page).
-    EXPECT_EQ(r.host.admin(create_cq(2, 512, 0xffff'ffff'ffff'f000)).status(),
+    EXPECT_EQ(r.host.admin(create_cq_command(2, 512, 0xffff'ffff'ffff'f000)).status(),
               dnr(spec::generic_status::invalid_field));
 }
 
@@ -224,7 +97,7 @@ TEST(controller_create_io_cq, unreadable_prp_list_is_a_data_transfer_error)
 {
     rig r;
     r.admin_only(4);
-    EXPECT_EQ(r.host.admin(create_cq(1, 256, 0x7000'0000, false)).status(),
+    EXPECT_EQ(r.host.admin(create_cq_command(1, 256, 0x7000'0000, false)).status(),
               dnr(spec::generic_status::data_transfer_error));
     EXPECT_FALSE(r.ctrl.completion_queue_exists(1));
     EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
@@ -252,12 +125,12 @@ TEST(controller_create_io_sq, completion_queue_invalid)
     r.admin_only(4);
     const std::uint64_t buffer = r.host.allocate(4096);
     const auto cq_invalid = dnr(spec::command_specific_status::completion_queue_invalid);
-    EXPECT_EQ(r.host.admin(create_sq(1, 1, 16, buffer)).status(), cq_invalid); // CQ 1 missing
-    EXPECT_EQ(r.host.admin(create_sq(1, 0, 16, buffer)).status(), cq_invalid); // the admin CQ
-    EXPECT_EQ(r.host.admin(create_sq(1, 200, 16, buffer)).status(), cq_invalid);
+    EXPECT_EQ(r.host.admin(create_sq_command(1, 1, 16, buffer)).status(), cq_invalid); // CQ 1 missing
+    EXPECT_EQ(r.host.admin(create_sq_command(1, 0, 16, buffer)).status(), cq_invalid); // the admin CQ
+    EXPECT_EQ(r.host.admin(create_sq_command(1, 200, 16, buffer)).status(), cq_invalid);
     EXPECT_FALSE(r.ctrl.submission_queue_exists(1));
     ASSERT_TRUE(r.host.create_io_cq(1, 16, 1, true).ok());
-    EXPECT_EQ(r.host.admin(create_sq(1, 1, 16, buffer)).status(), spec::status::success());
+    EXPECT_EQ(r.host.admin(create_sq_command(1, 1, 16, buffer)).status(), spec::status::success());
 }
 
 TEST(controller_create_io_sq, invalid_queue_identifiers_and_sizes)
@@ -268,18 +141,20 @@ TEST(controller_create_io_sq, invalid_queue_identifiers_and_sizes)
     const std::uint64_t buffer = r.host.allocate(4097 * 64);
     const auto invalid_qid = dnr(spec::command_specific_status::invalid_queue_identifier);
     const auto invalid_size = dnr(spec::command_specific_status::invalid_queue_size);
-    EXPECT_EQ(r.host.admin(create_sq(0, 1, 16, buffer)).status(), invalid_qid);
-    EXPECT_EQ(r.host.admin(create_sq(3, 1, 16, buffer)).status(), invalid_qid); // above the 2 granted
-    EXPECT_EQ(r.host.admin(create_sq(65, 1, 16, buffer)).status(), invalid_qid);
-    EXPECT_EQ(r.host.admin(create_sq(1, 1, 1, buffer)).status(), invalid_size);    // QSIZE 0
-    EXPECT_EQ(r.host.admin(create_sq(1, 1, 4097, buffer)).status(), invalid_size); // above MQES
-    EXPECT_EQ(r.host.admin(create_sq(1, 1, 16, buffer + 0x40)).status(),
+    EXPECT_EQ(r.host.admin(create_sq_command(0, 1, 16, buffer)).status(), invalid_qid);
+    EXPECT_EQ(r.host.admin(create_sq_command(3, 1, 16, buffer)).status(), invalid_qid); // above the 2 granted
+    EXPECT_EQ(r.host.admin(create_sq_command(65, 1, 16, buffer)).status(), invalid_qid);
+    EXPECT_EQ(r.host.admin(create_sq_command(1, 1, 1, buffer)).status(), invalid_size);    // QSIZE 0
+    EXPECT_EQ(r.host.admin(create_sq_command(1, 1, 4097, buffer)).status(), invalid_size); // above MQES
+    EXPECT_EQ(r.host.admin(create_sq_command(1, 1, 16, buffer + 0x40)).status(),
               dnr(spec::generic_status::prp_offset_invalid));
     EXPECT_FALSE(r.ctrl.submission_queue_exists(1));
-    EXPECT_EQ(r.host.admin(create_sq(1, 1, 4096, buffer)).status(), spec::status::success());
-    EXPECT_EQ(r.host.admin(create_sq(1, 1, 16, r.host.allocate(4096))).status(), invalid_qid); // exists
+    EXPECT_EQ(r.host.admin(create_sq_command(1, 1, 4096, buffer)).status(), spec::status::success());
+    EXPECT_EQ(r.host.admin(create_sq_command(1, 1, 16, r.host.allocate(4096))).status(),
+              invalid_qid); // exists
     // An SQ may use any existing CQ, not only the one with its own identifier.
-    EXPECT_EQ(r.host.admin(create_sq(2, 1, 16, r.host.allocate(4096))).status(), spec::status::success());
+    EXPECT_EQ(r.host.admin(create_sq_command(2, 1, 16, r.host.allocate(4096))).status(),
+              spec::status::success());
 }
 
 TEST(controller_create_io_queues, number_of_queues_bounds_the_identifiers)
@@ -375,7 +250,7 @@ struct large_queue_traits : test_traits {
 TEST(controller_io_queues, prp_list_of_a_queue_larger_than_one_list_page_is_chained)
 {
     // 40000 entries of 64 bytes are 625 memory pages: the PRP list takes two list pages.
-    basic_rig<large_queue_traits> r{{}, 8 << 20};
+    basic_rig<large_queue_traits> r;
     r.host.bring_up({.io_queue_pairs = 1, .io_entries = 1024});
     ASSERT_TRUE(r.host.delete_io_sq(1).ok());
     ASSERT_EQ(r.host.create_io_sq(1, 1, 40000, false).status(), spec::status::success());
@@ -683,22 +558,20 @@ TEST(controller_doorbells, an_event_for_a_full_admin_cq_is_held_not_dropped)
         r.memory.store(r.host.submission_entry_address(0, tail), sqe);
         tail = (tail + 1) % 4;
     };
-    const auto get_queues =
-        host_type::get_features_command(spec::feature_id::number_of_queues, spec::feature_select::current);
     submit_admin(host_type::async_event_request_command(), 0x500);
     r.ring_sq_tail(0, tail);
     r.ctrl.poll();
     for (std::uint16_t cid = 0x501; cid <= 0x503; ++cid) {
-        submit_admin(get_queues, cid);
+        submit_admin(get_queues(), cid);
     }
     r.ring_sq_tail(0, tail);
     r.ctrl.poll(); // the CQ is full
     for (std::uint16_t cid = 0x504; cid <= 0x506; ++cid) {
-        submit_admin(get_queues, cid);
+        submit_admin(get_queues(), cid);
     }
     r.ring_sq_tail(0, tail);
     r.ctrl.poll();
-    submit_admin(get_queues, 0x507);
+    submit_admin(get_queues(), 0x507);
     r.ring_sq_tail(0, tail);
     r.ctrl.poll(); // every request of the admin SQ holds a completion
     EXPECT_EQ(r.ctrl.requests_in_use(), 4U);

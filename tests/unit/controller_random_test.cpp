@@ -19,11 +19,7 @@
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/testing/flat_memory.hpp>
-#include <nvmekit/testing/host.hpp>
-#include <nvmekit/testing/manual_clock.hpp>
-#include <nvmekit/testing/recording_dma.hpp>
-#include <nvmekit/testing/recording_msix.hpp>
+#include "controller_fixture.hpp"
 
 /// A randomized campaign against the composed controller: the in-process host interleaves admin
 /// and I/O commands, queue creation and deletion (valid and invalid), raw doorbell writes,
@@ -40,6 +36,7 @@ namespace {
 
 namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
+using namespace nvmekit_test;
 using namespace std::chrono_literals;
 
 /// splitmix64 (Vigna's reference), with integer mappings of our own: no std distributions, so
@@ -78,23 +75,19 @@ private:
     std::uint64_t state_;
 };
 
-struct random_traits : nvmekit::default_traits {
-    using dma = nt::recording_dma<nt::flat_memory>;
-    using interrupts = nt::recording_msix;
-    using clock = nt::manual_clock;
+struct random_traits : recording_dma_traits {
     // Small limits so that random queue identifiers, sizes and vectors hit both sides of every bound.
     static constexpr nvmekit::limits limits{
         .io_queues = 8, .queue_entries = 64, .mdts = 5, .msix_vectors = 9, .aerl = 3};
 };
-using controller_type = nvmekit::controller<random_traits>;
-using host_type = nt::in_process_host<controller_type>;
+using random_rig = basic_rig<random_traits>;
+using controller_type = random_rig::controller_type;
 
 constexpr std::uint16_t max_qid = random_traits::limits.io_queues;
 constexpr std::uint32_t max_entries = random_traits::limits.queue_entries;
 constexpr std::uint16_t msix_vectors = random_traits::limits.msix_vectors;
 constexpr std::uint64_t page = 4096;
-constexpr std::uint64_t memory_base = 0x1'0000'0000;
-constexpr std::size_t memory_size = std::size_t{64} << 20;
+constexpr std::size_t campaign_memory_size = std::size_t{64} << 20;
 constexpr std::uint64_t unmapped_address = 0x7f00'0000'0000;
 constexpr std::size_t steps_per_seed = 12000;
 
@@ -164,27 +157,18 @@ constexpr unsigned total_weight = [] {
     return sum;
 }();
 
-[[nodiscard]] spec::status failed_with(auto code) noexcept
-{
-    return spec::status{code}.with_dnr();
-}
-
 /// The NVM opcodes the controller knows (they complete with Invalid Namespace or Format while no
-/// namespace is attached); every other I/O opcode is Invalid Command Opcode.
+/// namespace is attached); every other I/O opcode is Invalid Command Opcode. The controller has
+/// no public table of them yet, so this list follows its dispatch.
+constexpr auto known_nvm_opcodes = std::to_array<spec::nvm_opcode>(
+    {spec::nvm_opcode::flush, spec::nvm_opcode::write, spec::nvm_opcode::read, spec::nvm_opcode::write_zeroes,
+     spec::nvm_opcode::dataset_management, spec::nvm_opcode::compare, spec::nvm_opcode::verify,
+     spec::nvm_opcode::copy, spec::nvm_opcode::write_uncorrectable});
+
 [[nodiscard]] bool known_nvm_opcode(std::uint8_t opcode) noexcept
 {
-    switch (static_cast<spec::nvm_opcode>(opcode)) {
-    case spec::nvm_opcode::flush:
-    case spec::nvm_opcode::write:
-    case spec::nvm_opcode::read:
-    case spec::nvm_opcode::write_uncorrectable:
-    case spec::nvm_opcode::compare:
-    case spec::nvm_opcode::write_zeroes:
-    case spec::nvm_opcode::dataset_management:
-    case spec::nvm_opcode::verify:
-    case spec::nvm_opcode::copy: return true;
-    default: return false;
-    }
+    return std::ranges::find(known_nvm_opcodes, static_cast<spec::nvm_opcode>(opcode)) !=
+           known_nvm_opcodes.end();
 }
 
 /// Admin opcodes the controller does not implement (Invalid Command Opcode).
@@ -215,16 +199,13 @@ public:
     explicit campaign(const seed_setup& setup)
         : rng_{setup.seed}
         , seed_{setup.seed}
-        , dma_{memory_}
-        , controller_{dma_, msix_, clock_, setup.config}
-        , host_{controller_, memory_, clock_}
+        , rig_{setup.config, campaign_memory_size}
         , dstrd_{setup.config.doorbell_stride}
     {
-        memory_.add_range(memory_base, memory_size);
-        dma_.set_recording(false); // the counters are enough, and a long log would only cost memory
-        buffer_a_ = host_.allocate(page);
-        buffer_b_ = host_.allocate(page);
-        buffer_c_ = host_.allocate(page);
+        rig_.dma.set_recording(false); // the counters are enough, and a long log would only cost memory
+        buffer_a_ = rig_.host.allocate(page);
+        buffer_b_ = rig_.host.allocate(page);
+        buffer_c_ = rig_.host.allocate(page);
     }
 
     void run(std::size_t steps)
@@ -251,8 +232,8 @@ public:
     {
         return event_counts_;
     }
-    [[nodiscard]] const controller_type& controller() const noexcept { return controller_; }
-    [[nodiscard]] const nt::recording_dma<nt::flat_memory>& dma() const noexcept { return dma_; }
+    [[nodiscard]] const controller_type& controller() const noexcept { return rig_.ctrl; }
+    [[nodiscard]] const nt::recording_dma<nt::flat_memory>& dma() const noexcept { return rig_.dma; }
 
 private:
     struct io_cq {
@@ -328,7 +309,9 @@ private:
         case step_kind::msix_write: step_msix_write(); break;
         case step_kind::poll: step_poll(); break;
         case step_kind::drain: step_drain(); break;
-        case step_kind::clock_advance: clock_.advance(std::chrono::microseconds{rng_.below(20000)}); break;
+        case step_kind::clock_advance:
+            rig_.clock.advance(std::chrono::microseconds{rng_.below(20000)});
+            break;
         case step_kind::fault_injection: step_fault_injection(); break;
         }
     }
@@ -336,7 +319,7 @@ private:
     void end_of_step_checks()
     {
         take_unclaimed();
-        const auto csts = host_.csts();
+        const auto csts = rig_.host.csts();
         if (csts.get(csts.cfs)) {
             ++event_counts_["CSTS.CFS = 1 seen"];
             if (strict()) {
@@ -418,7 +401,7 @@ private:
 
     void take_unclaimed()
     {
-        auto& unclaimed = host_.unclaimed();
+        auto& unclaimed = rig_.host.unclaimed();
         for (const auto& completion : unclaimed) {
             on_reaped(completion);
         }
@@ -428,7 +411,7 @@ private:
     nt::completion admin(const spec::submission_queue_entry& sqe, spec::status expected,
                          std::string_view what)
     {
-        const auto completion = host_.admin(sqe);
+        const auto completion = rig_.host.admin(sqe);
         expect_status(completion, expected, what);
         take_unclaimed();
         return completion;
@@ -444,59 +427,59 @@ private:
     void check_quiet_while_not_ready(unsigned polls, bool ring_doorbells, bool allow_ready = false)
     {
         ++event_counts_["quiet checks (RDY = 0 or SHST = 10b)"];
-        if (!allow_ready && controller_.requests_in_use() != 0) {
-            fail("requests_in_use() = " + std::to_string(controller_.requests_in_use()) +
+        if (!allow_ready && rig_.ctrl.requests_in_use() != 0) {
+            fail("requests_in_use() = " + std::to_string(rig_.ctrl.requests_in_use()) +
                  " while CSTS.RDY = 0");
             return;
         }
         std::vector<std::vector<std::byte>> snapshot;
         snapshot.reserve(watched_.size());
         for (const auto& range : watched_) {
-            const auto bytes = memory_.bytes(range.address, range.length);
+            const auto bytes = rig_.memory.bytes(range.address, range.length);
             snapshot.emplace_back(bytes.begin(), bytes.end());
         }
-        const std::size_t writes = dma_.writes();
-        const std::uint64_t posted = controller_.statistics().completions_posted;
-        const std::size_t interrupts = msix_.events().size();
-        const bool ready_at_start = host_.csts().get(spec::csts_register::rdy);
+        const std::size_t writes = rig_.dma.writes();
+        const std::uint64_t posted = rig_.ctrl.statistics().completions_posted;
+        const std::size_t interrupts = rig_.msix.events().size();
+        const bool ready_at_start = rig_.host.csts().get(spec::csts_register::rdy);
         for (unsigned i = 0; i < polls; ++i) {
             // Doorbells written while the controller is not ready must be dropped; they are not
             // written while enabling, when the next poll may make the controller ready and
             // legitimately take them.
-            if (ring_doorbells && controller_.state() != nvmekit::controller_state::enabling &&
+            if (ring_doorbells && rig_.ctrl.state() != nvmekit::controller_state::enabling &&
                 rng_.percent(40)) {
                 const auto qid = static_cast<std::uint16_t>(rng_.below(max_qid + 1U));
                 const bool completion_queue = rng_.percent(50);
                 const auto offset = completion_queue ? spec::cq_head_doorbell_offset(qid, dstrd_)
                                                      : spec::sq_tail_doorbell_offset(qid, dstrd_);
-                controller_.mmio_write(offset, 4, rng_.below(4));
+                rig_.ctrl.mmio_write(offset, 4, rng_.below(4));
             }
-            controller_.poll();
+            rig_.ctrl.poll();
             if (rng_.percent(50)) {
-                clock_.advance(std::chrono::microseconds{rng_.below(5000)});
+                rig_.clock.advance(std::chrono::microseconds{rng_.below(5000)});
             }
-            if (host_.csts().get(spec::csts_register::rdy) != ready_at_start) {
+            if (rig_.host.csts().get(spec::csts_register::rdy) != ready_at_start) {
                 ++event_counts_["quiet check ended by a change of RDY"];
                 return;
             }
             ++event_counts_["quiet polls"];
             for (std::size_t r = 0; r < watched_.size(); ++r) {
-                const auto bytes = memory_.bytes(watched_[r].address, watched_[r].length);
+                const auto bytes = rig_.memory.bytes(watched_[r].address, watched_[r].length);
                 if (!std::equal(bytes.begin(), bytes.end(), snapshot[r].begin(), snapshot[r].end())) {
                     fail("completion queue memory at 0x" + hex(watched_[r].address) +
                          " changed after the host read CSTS.RDY = 0 (or SHST = 10b)");
                     return;
                 }
             }
-            if (dma_.writes() != writes || controller_.statistics().completions_posted != posted) {
+            if (rig_.dma.writes() != writes || rig_.ctrl.statistics().completions_posted != posted) {
                 fail("DMA write or completion posted after the host read CSTS.RDY = 0 (or SHST = 10b)");
                 return;
             }
-            if (msix_.events().size() != interrupts) {
+            if (rig_.msix.events().size() != interrupts) {
                 fail("interrupt raised after the host read CSTS.RDY = 0 (or SHST = 10b)");
                 return;
             }
-            if (!allow_ready && controller_.requests_in_use() != 0) {
+            if (!allow_ready && rig_.ctrl.requests_in_use() != 0) {
                 fail("requests_in_use() != 0 while CSTS.RDY = 0");
                 return;
             }
@@ -507,31 +490,31 @@ private:
     /// resets synchronously), then the quiet check, then every request is back in its pool.
     void expect_not_ready_after(std::string_view what)
     {
-        if (host_.csts().get(spec::csts_register::rdy)) {
+        if (rig_.host.csts().get(spec::csts_register::rdy)) {
             fail(std::string{what} + " left CSTS.RDY = 1");
             return;
         }
         check_quiet_while_not_ready(24, true);
-        if (controller_.requests_in_use() != 0) {
-            fail(std::string{what} + ": requests_in_use() = " +
-                 std::to_string(controller_.requests_in_use()) + " after the reset");
+        if (rig_.ctrl.requests_in_use() != 0) {
+            fail(std::string{what} + ": requests_in_use() = " + std::to_string(rig_.ctrl.requests_in_use()) +
+                 " after the reset");
         }
-        if (controller_.submission_queue_exists(0) || controller_.completion_queue_exists(0)) {
+        if (rig_.ctrl.submission_queue_exists(0) || rig_.ctrl.completion_queue_exists(0)) {
             fail(std::string{what} + ": the admin queues still exist after the reset");
         }
     }
 
     void write_cc_enable(bool enable)
     {
-        auto cc = host_.cc();
+        auto cc = rig_.host.cc();
         cc.set(cc.en, enable);
-        host_.write32(spec::register_offset::cc, cc.raw);
+        rig_.host.write32(spec::register_offset::cc, cc.raw);
     }
 
     /// CC.EN 1→0 from whatever state the controller is in, with the checks.
     void controller_reset(std::string_view why)
     {
-        if (controller_.requests_in_use() != 0) {
+        if (rig_.ctrl.requests_in_use() != 0) {
             ++event_counts_["resets with requests in use (completions held, CQ full)"];
         }
         write_cc_enable(false);
@@ -557,7 +540,7 @@ private:
                 continue;
             }
             try {
-                memory_.deallocate(address);
+                rig_.memory.deallocate(address);
             } catch (const std::invalid_argument&) {
                 fail("test bookkeeping: 0x" + hex(address) + " is not a live host allocation");
             }
@@ -575,7 +558,7 @@ private:
                        std::optional<std::uint16_t> qid) const
     {
         for (std::uint32_t i = 0; i < admin_entries_; ++i) {
-            const auto sqe = memory_.load<spec::submission_queue_entry>(asq_ + std::uint64_t{i} * 64U);
+            const auto sqe = rig_.memory.load<spec::submission_queue_entry>(asq_ + std::uint64_t{i} * 64U);
             if (sqe.opcode() != opcode || (cid && sqe.command_id() != *cid) ||
                 (qid && (sqe.cdw10 & 0xffffU) != *qid)) {
                 continue;
@@ -595,7 +578,7 @@ private:
                                     ? spec::create_io_cq_cdw11{sqe.cdw11}.get(spec::create_io_cq_cdw11::pc)
                                     : spec::create_io_sq_cdw11{sqe.cdw11}.get(spec::create_io_sq_cdw11::pc);
         const std::size_t bytes = std::size_t{entries} * (completion_queue ? 16U : 64U);
-        if (sqe.dptr.prp1 < memory_base || sqe.dptr.prp1 >= memory_base + memory_size) {
+        if (sqe.dptr.prp1 < memory_base || sqe.dptr.prp1 >= memory_base + campaign_memory_size) {
             return; // a raw command's address outside host memory: nothing to learn
         }
         dead_allocations_.insert(sqe.dptr.prp1);
@@ -607,7 +590,7 @@ private:
         }
         const std::size_t pages = (bytes + page - 1) / page;
         for (std::size_t i = 0; i < pages; ++i) {
-            const auto address = memory_.load<std::uint64_t>(sqe.dptr.prp1 + i * 8U);
+            const auto address = rig_.memory.load<std::uint64_t>(sqe.dptr.prp1 + i * 8U);
             dead_allocations_.insert(address);
             if (completion_queue) {
                 watch({address, static_cast<std::size_t>(page)});
@@ -644,7 +627,7 @@ private:
              (options.shadow_doorbells ? ", shadow doorbells" : ""));
         nt::bring_up_result result{};
         try {
-            result = host_.bring_up(options);
+            result = rig_.host.bring_up(options);
         } catch (const nt::host_error&) {
             ++event_counts_["bring-ups that failed"];
             learn_admin_queues(options.admin_entries);
@@ -684,8 +667,8 @@ private:
 
     void learn_admin_queues(std::uint32_t admin_entries)
     {
-        asq_ = host_.read64(spec::register_offset::asq);
-        acq_ = host_.read64(spec::register_offset::acq);
+        asq_ = rig_.host.read64(spec::register_offset::asq);
+        acq_ = rig_.host.read64(spec::register_offset::acq);
         admin_entries_ = admin_entries;
         if (asq_ >= memory_base && acq_ >= memory_base) {
             dead_allocations_.insert(asq_);
@@ -701,9 +684,9 @@ private:
         ++event_counts_["re-enables with the kept admin queues"];
         forget_model();
         release_dead_memory(true);
-        host_.disable();
+        rig_.host.disable();
         try {
-            host_.enable();
+            rig_.host.enable();
         } catch (const nt::host_error&) {
             return false;
         }
@@ -713,7 +696,7 @@ private:
         admin(host_type::identify_command(spec::cns::identify_controller, 0, buffer_a_),
               spec::status::success(), "Identify after re-enable");
         if (rng_.percent(70)) {
-            host_.submit(0, host_type::async_event_request_command());
+            rig_.host.submit(0, host_type::async_event_request_command());
         }
         return true;
     }
@@ -767,12 +750,13 @@ private:
         }
         const std::uint64_t buffer = buffer_a_;
         const auto completion =
-            host_.admin(host_type::identify_command(spec::cns::identify_controller, 0, buffer));
+            rig_.host.admin(host_type::identify_command(spec::cns::identify_controller, 0, buffer));
         EXPECT_TRUE(completion.ok()) << spec::name(completion.status());
-        const auto expected = controller_.identify_controller_data();
-        EXPECT_EQ(0, std::memcmp(memory_.bytes(buffer, sizeof expected).data(), &expected, sizeof expected));
-        host_.shut_down();
-        EXPECT_EQ(host_.csts().get(spec::csts_register::shst), spec::shutdown_status::complete);
+        const auto expected = rig_.ctrl.identify_controller_data();
+        EXPECT_EQ(0,
+                  std::memcmp(rig_.memory.bytes(buffer, sizeof expected).data(), &expected, sizeof expected));
+        rig_.host.shut_down();
+        EXPECT_EQ(rig_.host.csts().get(spec::csts_register::shst), spec::shutdown_status::complete);
     }
 
     // ---- admin commands ---------------------------------------------------------------------
@@ -805,19 +789,19 @@ private:
         } else if (variant < 78) {
             const std::uint64_t offset = 4U * rng_.between(1, 1023);
             sqe.dptr = {buffer_a_ + offset, buffer_c_ + 4U * rng_.between(1, 1023)};
-            expected = failed_with(spec::generic_status::prp_offset_invalid);
+            expected = dnr(spec::generic_status::prp_offset_invalid);
         } else if (variant < 86) {
             sqe.dptr.prp1 = buffer_a_ + rng_.between(1, 3);
-            expected = failed_with(spec::generic_status::prp_offset_invalid);
+            expected = dnr(spec::generic_status::prp_offset_invalid);
         } else if (variant < 93) {
             sqe.dptr.prp1 = unmapped_address + page * rng_.below(16);
-            expected = failed_with(spec::generic_status::data_transfer_error);
+            expected = dnr(spec::generic_status::data_transfer_error);
         } else {
             sqe.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
-            expected = failed_with(spec::generic_status::invalid_field);
+            expected = dnr(spec::generic_status::invalid_field);
         }
         if (!cns_valid) {
-            expected = failed_with(spec::generic_status::invalid_field);
+            expected = dnr(spec::generic_status::invalid_field);
         }
         const auto completion = admin(sqe, expected, "Identify");
         if (!strict() || !completion.ok() || variant >= 70) {
@@ -825,13 +809,13 @@ private:
         }
         std::array<std::byte, page> data{};
         if (cns == spec::cns::identify_controller) {
-            const auto identify = controller_.identify_controller_data();
+            const auto identify = rig_.ctrl.identify_controller_data();
             std::memcpy(data.data(), &identify, sizeof identify);
         }
-        const auto first = memory_.bytes(sqe.dptr.prp1, first_length);
+        const auto first = rig_.memory.bytes(sqe.dptr.prp1, first_length);
         bool same = std::equal(first.begin(), first.end(), data.begin());
         if (first_length < page) {
-            const auto second = memory_.bytes(buffer_c_, page - first_length);
+            const auto second = rig_.memory.bytes(buffer_c_, page - first_length);
             same = same && std::equal(second.begin(), second.end(),
                                       data.begin() + static_cast<std::ptrdiff_t>(first_length));
         }
@@ -842,7 +826,7 @@ private:
 
     void fill_pattern(std::uint64_t buffer)
     {
-        const auto bytes = memory_.bytes(buffer, page);
+        const auto bytes = rig_.memory.bytes(buffer, page);
         std::fill(bytes.begin(), bytes.end(), std::byte{0xa5});
     }
 
@@ -876,7 +860,7 @@ private:
                            fid == spec::feature_id::interrupt_vector_configuration;
         if (!known || static_cast<unsigned>(select) > 3 ||
             (fid == spec::feature_id::interrupt_vector_configuration && vector >= msix_vectors)) {
-            expected = failed_with(spec::generic_status::invalid_field);
+            expected = dnr(spec::generic_status::invalid_field);
         }
         const auto completion = admin(sqe, expected, "Get Features");
         if (!strict() || !completion.ok() || fid != spec::feature_id::number_of_queues) {
@@ -909,9 +893,9 @@ private:
             sqe = host_type::set_features_command(spec::feature_id::number_of_queues,
                                                   spec::number_of_queues::from_counts(sqs, cqs).raw, save);
             if (sqs == 0x10000 || cqs == 0x10000) {
-                expected = failed_with(spec::generic_status::invalid_field);
+                expected = dnr(spec::generic_status::invalid_field);
             } else if (granted_) {
-                expected = failed_with(spec::generic_status::command_sequence_error);
+                expected = dnr(spec::generic_status::command_sequence_error);
             } else {
                 grant = std::pair{static_cast<std::uint16_t>(std::min<std::uint32_t>(sqs, max_qid)),
                                   static_cast<std::uint16_t>(std::min<std::uint32_t>(cqs, max_qid))};
@@ -930,16 +914,16 @@ private:
                     .raw,
                 save);
             if (vector >= msix_vectors) {
-                expected = failed_with(spec::generic_status::invalid_field);
+                expected = dnr(spec::generic_status::invalid_field);
             }
         } else {
             const auto fid = static_cast<spec::feature_id>(
                 rng_.pick(std::to_array<std::uint8_t>({0x01, 0x02, 0x04, 0x06, 0x0b, 0x7d, 0xff})));
             sqe = host_type::set_features_command(fid, rng_.word(), save);
-            expected = failed_with(spec::generic_status::invalid_field);
+            expected = dnr(spec::generic_status::invalid_field);
         }
         if (save) {
-            expected = failed_with(spec::command_specific_status::feature_not_saveable);
+            expected = dnr(spec::command_specific_status::feature_not_saveable);
             grant.reset();
         }
         const auto completion = admin(sqe, expected, "Set Features");
@@ -960,10 +944,10 @@ private:
         sqe.nsid = rng_.word();
         sqe.cdw10 = rng_.word();
         sqe.dptr.prp1 = rng_.next();
-        spec::status expected = failed_with(spec::generic_status::invalid_opcode);
+        spec::status expected = dnr(spec::generic_status::invalid_opcode);
         if (rng_.percent(20)) {
             sqe.cdw0.set(spec::command_dword0::fuse, static_cast<spec::fused_operation>(rng_.between(1, 3)));
-            expected = failed_with(spec::generic_status::invalid_field);
+            expected = dnr(spec::generic_status::invalid_field);
         }
         admin(sqe, expected, "unsupported admin command");
     }
@@ -975,13 +959,13 @@ private:
         if (!has_admin_room()) {
             return;
         }
-        host_.submit(0, host_type::async_event_request_command());
+        rig_.host.submit(0, host_type::async_event_request_command());
         if (rng_.percent(50)) {
-            controller_.poll();
+            rig_.ctrl.poll();
         }
     }
 
-    [[nodiscard]] bool has_admin_room() const { return host_.outstanding(0) + 2 < admin_entries_; }
+    [[nodiscard]] bool has_admin_room() const { return rig_.host.outstanding(0) + 2 < admin_entries_; }
 
     // ---- I/O commands -------------------------------------------------------------------------
 
@@ -998,12 +982,12 @@ private:
     [[nodiscard]] std::uint32_t room_in(std::uint16_t sqid) const
     {
         const auto& sq = sqs_.at(sqid);
-        const std::size_t outstanding = host_.outstanding(sqid);
+        const std::size_t outstanding = rig_.host.outstanding(sqid);
         // Bound the backlog of a CQ, so draining it stays within the host's max_polls.
         std::size_t on_cq = 0;
         for (const auto& [qid, other] : sqs_) {
             if (other.cqid == sq.cqid) {
-                on_cq += host_.outstanding(qid);
+                on_cq += rig_.host.outstanding(qid);
             }
         }
         if (outstanding + 1 >= sq.entries || on_cq >= 96) {
@@ -1017,11 +1001,7 @@ private:
         std::uint8_t opcode = 0;
         const unsigned choice = static_cast<unsigned>(rng_.below(100));
         if (choice < 50) {
-            opcode = static_cast<std::uint8_t>(rng_.pick(std::to_array<spec::nvm_opcode>(
-                {spec::nvm_opcode::flush, spec::nvm_opcode::write, spec::nvm_opcode::read,
-                 spec::nvm_opcode::write_zeroes, spec::nvm_opcode::dataset_management,
-                 spec::nvm_opcode::compare, spec::nvm_opcode::verify, spec::nvm_opcode::copy,
-                 spec::nvm_opcode::write_uncorrectable})));
+            opcode = static_cast<std::uint8_t>(rng_.pick(known_nvm_opcodes));
         } else {
             opcode = static_cast<std::uint8_t>(rng_.below(256));
         }
@@ -1032,8 +1012,8 @@ private:
         sqe.cdw10 = rng_.word();
         sqe.cdw12 = rng_.word();
         const spec::status expected = known_nvm_opcode(opcode)
-                                          ? failed_with(spec::generic_status::invalid_namespace_or_format)
-                                          : failed_with(spec::generic_status::invalid_opcode);
+                                          ? dnr(spec::generic_status::invalid_namespace_or_format)
+                                          : dnr(spec::generic_status::invalid_opcode);
         return {sqe, expected};
     }
 
@@ -1044,7 +1024,7 @@ private:
         note("submit " + std::to_string(submitted) + " on SQ " + std::to_string(sqid));
         for (std::uint32_t i = 0; i < submitted; ++i) {
             const auto [sqe, expected] = random_io_command();
-            const std::uint16_t cid = host_.submit(sqid, sqe);
+            const std::uint16_t cid = rig_.host.submit(sqid, sqe);
             expected_io_[(std::uint32_t{sqid} << 16) | cid] = expected;
         }
         event_counts_["I/O commands submitted"] += submitted;
@@ -1060,7 +1040,7 @@ private:
         }
         submit_burst(*sqid, static_cast<std::uint32_t>(rng_.between(1, 24)));
         if (rng_.percent(40)) {
-            controller_.poll();
+            rig_.ctrl.poll();
         }
     }
 
@@ -1072,7 +1052,7 @@ private:
             return;
         }
         const auto [sqe, expected] = random_io_command();
-        const auto completion = host_.io(*sqid, sqe);
+        const auto completion = rig_.host.io(*sqid, sqe);
         expect_status(completion, expected, "I/O command (waited)");
         ++event_counts_["I/O commands submitted"];
         take_unclaimed();
@@ -1083,19 +1063,20 @@ private:
     void step_drain()
     {
         drain_all();
-        if (!strict() || controller_.state() != nvmekit::controller_state::ready) {
+        if (!strict() || rig_.ctrl.state() != nvmekit::controller_state::ready) {
             return;
         }
         for (const auto& [sqid, sq] : sqs_) {
-            if (host_.outstanding(sqid) != 0) {
-                fail("SQ " + std::to_string(sqid) + " still has " + std::to_string(host_.outstanding(sqid)) +
+            if (rig_.host.outstanding(sqid) != 0) {
+                fail("SQ " + std::to_string(sqid) + " still has " +
+                     std::to_string(rig_.host.outstanding(sqid)) +
                      " commands without a completion after draining");
                 return;
             }
         }
         ++event_counts_["drains checked: every request back in its pool"];
-        if (controller_.requests_in_use() != 0) {
-            fail("requests_in_use() = " + std::to_string(controller_.requests_in_use()) +
+        if (rig_.ctrl.requests_in_use() != 0) {
+            fail("requests_in_use() = " + std::to_string(rig_.ctrl.requests_in_use()) +
                  " after the host reaped every completion");
         }
     }
@@ -1106,21 +1087,21 @@ private:
         for (int round = 0; round < 256; ++round) {
             bool pending = false;
             reaped.clear();
-            host_.reap(0, reaped);
+            rig_.host.reap(0, reaped);
             for (const auto& [cqid, cq] : cqs_) {
-                host_.reap(cqid, reaped);
+                rig_.host.reap(cqid, reaped);
             }
             for (const auto& completion : reaped) {
                 on_reaped(completion);
             }
             for (const auto& [sqid, sq] : sqs_) {
-                pending = pending || host_.outstanding(sqid) != 0;
+                pending = pending || rig_.host.outstanding(sqid) != 0;
             }
             if (!pending) {
-                controller_.poll(); // takes the last CQ head doorbells
+                rig_.ctrl.poll(); // takes the last CQ head doorbells
                 return;
             }
-            clock_.advance(1ms);
+            rig_.clock.advance(1ms);
         }
     }
 
@@ -1130,9 +1111,9 @@ private:
     {
         std::vector<nt::completion> reaped;
         const std::uint16_t cqid = sqs_.at(sqid).cqid;
-        for (int round = 0; round < 256 && host_.outstanding(sqid) != 0; ++round) {
+        for (int round = 0; round < 256 && rig_.host.outstanding(sqid) != 0; ++round) {
             reaped.clear();
-            host_.reap(cqid, reaped);
+            rig_.host.reap(cqid, reaped);
             for (const auto& completion : reaped) {
                 on_reaped(completion);
             }
@@ -1143,7 +1124,7 @@ private:
     {
         const auto polls = rng_.between(1, 3);
         for (std::uint64_t i = 0; i < polls; ++i) {
-            controller_.poll();
+            rig_.ctrl.poll();
         }
     }
 
@@ -1159,7 +1140,7 @@ private:
             return;
         }
         const std::uint64_t slot = 2U * std::uint64_t{qid} + (completion_queue ? 1U : 0U);
-        memory_.store<std::uint32_t>(*shadow_doorbells_ + slot * (std::uint64_t{4} << dstrd_), 0);
+        rig_.memory.store<std::uint32_t>(*shadow_doorbells_ + slot * (std::uint64_t{4} << dstrd_), 0);
     }
 
     [[nodiscard]] std::uint16_t random_new_qid(bool completion_queue)
@@ -1169,8 +1150,8 @@ private:
         if (rng_.percent(75)) {
             std::vector<std::uint16_t> free;
             for (std::uint16_t qid = 1; qid <= allowed; ++qid) {
-                const bool exists = completion_queue ? controller_.completion_queue_exists(qid)
-                                                     : controller_.submission_queue_exists(qid);
+                const bool exists = completion_queue ? rig_.ctrl.completion_queue_exists(qid)
+                                                     : rig_.ctrl.submission_queue_exists(qid);
                 if (!exists) {
                     free.push_back(qid);
                 }
@@ -1200,9 +1181,9 @@ private:
     [[nodiscard]] create_facts facts_before(std::uint16_t qid, std::uint16_t cqid,
                                             bool completion_queue) const
     {
-        return {completion_queue ? controller_.completion_queue_exists(qid)
-                                 : controller_.submission_queue_exists(qid),
-                controller_.completion_queue_exists(cqid)};
+        return {completion_queue ? rig_.ctrl.completion_queue_exists(qid)
+                                 : rig_.ctrl.submission_queue_exists(qid),
+                rig_.ctrl.completion_queue_exists(cqid)};
     }
 
     /// The status of a Create I/O CQ/SQ, in the controller's order of checks: identifier, size,
@@ -1216,23 +1197,23 @@ private:
         const std::uint16_t allowed =
             completion_queue ? allowed_completion_queues() : allowed_submission_queues();
         if (qid == 0 || qid > allowed || before.queue_exists) {
-            return failed_with(spec::command_specific_status::invalid_queue_identifier);
+            return dnr(spec::command_specific_status::invalid_queue_identifier);
         }
         if (entries < 2 || entries > max_entries) {
-            return failed_with(spec::command_specific_status::invalid_queue_size);
+            return dnr(spec::command_specific_status::invalid_queue_size);
         }
         bool contiguous = false;
         if (completion_queue) {
             const auto cdw11 = spec::create_io_cq_cdw11{sqe.cdw11};
             if (cdw11.get(cdw11.iv) >= msix_vectors) {
-                return failed_with(spec::command_specific_status::invalid_interrupt_vector);
+                return dnr(spec::command_specific_status::invalid_interrupt_vector);
             }
             contiguous = cdw11.get(cdw11.pc);
         } else {
             const auto cdw11 = spec::create_io_sq_cdw11{sqe.cdw11};
             const std::uint16_t cqid = cdw11.get(cdw11.cqid);
             if (cqid == 0 || !before.completion_queue_exists) {
-                return failed_with(spec::command_specific_status::completion_queue_invalid);
+                return dnr(spec::command_specific_status::completion_queue_invalid);
             }
             contiguous = cdw11.get(cdw11.pc);
         }
@@ -1240,23 +1221,23 @@ private:
         const std::size_t bytes = std::size_t{entries} * (completion_queue ? 16U : 64U);
         if (contiguous) {
             if ((prp1 & (page - 1)) != 0) {
-                return failed_with(spec::generic_status::prp_offset_invalid);
+                return dnr(spec::generic_status::prp_offset_invalid);
             }
             if (prp1 > ~std::uint64_t{0} - bytes) {
-                return failed_with(spec::generic_status::invalid_field);
+                return dnr(spec::generic_status::invalid_field);
             }
             return spec::status::success();
         }
         if ((prp1 & (page - 1)) != 0) {
-            return failed_with(spec::generic_status::prp_offset_invalid);
+            return dnr(spec::generic_status::prp_offset_invalid);
         }
         const std::size_t pages = (bytes + page - 1) / page;
-        if (prp1 < memory_base || prp1 + pages * 8U > memory_base + memory_size) {
-            return failed_with(spec::generic_status::data_transfer_error);
+        if (prp1 < memory_base || prp1 + pages * 8U > memory_base + campaign_memory_size) {
+            return dnr(spec::generic_status::data_transfer_error);
         }
         for (std::size_t i = 0; i < pages; ++i) {
-            if ((memory_.load<std::uint64_t>(prp1 + i * 8U) & (page - 1)) != 0) {
-                return failed_with(spec::generic_status::prp_offset_invalid);
+            if ((rig_.memory.load<std::uint64_t>(prp1 + i * 8U) & (page - 1)) != 0) {
+                return dnr(spec::generic_status::prp_offset_invalid);
             }
         }
         return spec::status::success();
@@ -1279,7 +1260,7 @@ private:
         }
         note("create CQ " + std::to_string(qid) + " entries " + std::to_string(entries) + " vector " +
              std::to_string(vector) + (contiguous ? "" : " PRP list"));
-        const auto completion = host_.create_io_cq(qid, entries, vector, interrupts, contiguous);
+        const auto completion = rig_.host.create_io_cq(qid, entries, vector, interrupts, contiguous);
         take_unclaimed();
         const auto sqe = find_admin_command(static_cast<std::uint8_t>(spec::admin_opcode::create_io_cq),
                                             completion.cqe.cid, {});
@@ -1311,7 +1292,7 @@ private:
             cqid = it->first;
         } else {
             cqid = static_cast<std::uint16_t>(rng_.below(max_qid + 2U));
-            if (controller_.completion_queue_exists(cqid) && !cqs_.contains(cqid)) {
+            if (rig_.ctrl.completion_queue_exists(cqid) && !cqs_.contains(cqid)) {
                 cqid = 0; // a CQ the host does not know (after a raw create) would break its checks
             }
         }
@@ -1325,7 +1306,7 @@ private:
         }
         note("create SQ " + std::to_string(qid) + " on CQ " + std::to_string(cqid) + " entries " +
              std::to_string(entries) + (contiguous ? "" : " PRP list"));
-        const auto completion = host_.create_io_sq(qid, cqid, entries, contiguous);
+        const auto completion = rig_.host.create_io_sq(qid, cqid, entries, contiguous);
         take_unclaimed();
         const auto sqe = find_admin_command(static_cast<std::uint8_t>(spec::admin_opcode::create_io_sq),
                                             completion.cqe.cid, {});
@@ -1353,12 +1334,12 @@ private:
         } else {
             qid = static_cast<std::uint16_t>(
                 rng_.pick(std::to_array<std::uint64_t>({0, 0xffff, rng_.below(max_qid + 3U)})));
-            if (controller_.submission_queue_exists(qid) && !sqs_.contains(qid)) {
+            if (rig_.ctrl.submission_queue_exists(qid) && !sqs_.contains(qid)) {
                 qid = 0;
             }
         }
-        const bool exists = qid != 0 && controller_.submission_queue_exists(qid);
-        if (sqs_.contains(qid) && host_.outstanding(qid) != 0) {
+        const bool exists = qid != 0 && rig_.ctrl.submission_queue_exists(qid);
+        if (sqs_.contains(qid) && rig_.host.outstanding(qid) != 0) {
             if (rng_.percent(15)) {
                 // Completions already posted name an SQ the host will no longer know, and held
                 // ones are dropped: the host driver cannot follow that, so the session leaves
@@ -1369,13 +1350,14 @@ private:
                 drain_sq(qid);
             }
         }
-        note("delete SQ " + std::to_string(qid) + ", outstanding " + std::to_string(host_.outstanding(qid)) +
-             ", requests in use " + std::to_string(controller_.requests_in_use()));
-        const auto completion = host_.delete_io_sq(qid);
+        note("delete SQ " + std::to_string(qid) + ", outstanding " +
+             std::to_string(rig_.host.outstanding(qid)) + ", requests in use " +
+             std::to_string(rig_.ctrl.requests_in_use()));
+        const auto completion = rig_.host.delete_io_sq(qid);
         take_unclaimed();
         expect_status(completion,
                       exists ? spec::status::success()
-                             : failed_with(spec::command_specific_status::invalid_queue_identifier),
+                             : dnr(spec::command_specific_status::invalid_queue_identifier),
                       "Delete I/O SQ");
         if (completion.ok()) {
             sqs_.erase(qid);
@@ -1403,7 +1385,7 @@ private:
         } else {
             qid = static_cast<std::uint16_t>(
                 rng_.pick(std::to_array<std::uint64_t>({0, 0xffff, rng_.below(max_qid + 3U)})));
-            if (controller_.completion_queue_exists(qid) && !cqs_.contains(qid)) {
+            if (rig_.ctrl.completion_queue_exists(qid) && !cqs_.contains(qid)) {
                 qid = 0;
             }
         }
@@ -1412,13 +1394,13 @@ private:
             bound = bound || sq.cqid == qid;
         }
         spec::status expected = spec::status::success();
-        if (qid == 0 || !controller_.completion_queue_exists(qid)) {
-            expected = failed_with(spec::command_specific_status::invalid_queue_identifier);
+        if (qid == 0 || !rig_.ctrl.completion_queue_exists(qid)) {
+            expected = dnr(spec::command_specific_status::invalid_queue_identifier);
         } else if (bound) {
-            expected = failed_with(spec::command_specific_status::invalid_queue_deletion);
+            expected = dnr(spec::command_specific_status::invalid_queue_deletion);
         }
         note("delete CQ " + std::to_string(qid));
-        const auto completion = host_.delete_io_cq(qid);
+        const auto completion = rig_.host.delete_io_cq(qid);
         take_unclaimed();
         expect_status(completion, expected, "Delete I/O CQ");
         if (completion.ok()) {
@@ -1435,8 +1417,7 @@ private:
         }
         const unsigned variant = static_cast<unsigned>(rng_.below(11));
         const bool completion_queue = variant == 8 ? rng_.percent(50) : variant % 2 == 0;
-        auto sqe = host_type::command(completion_queue ? spec::admin_opcode::create_io_cq
-                                                       : spec::admin_opcode::create_io_sq);
+        spec::submission_queue_entry sqe{};
         std::uint16_t qid = random_new_qid(completion_queue);
         std::uint32_t entries = static_cast<std::uint32_t>(rng_.between(2, max_entries));
         bool contiguous = true;
@@ -1457,9 +1438,9 @@ private:
         case 6: {
             contiguous = false;
             prp1 = buffer_b_;
-            const auto list = memory_.bytes(buffer_b_, page);
+            const auto list = rig_.memory.bytes(buffer_b_, page);
             std::fill(list.begin(), list.end(), std::byte{0});
-            memory_.store<std::uint64_t>(buffer_b_, buffer_c_ + 8U * rng_.between(1, 511));
+            rig_.memory.store<std::uint64_t>(buffer_b_, buffer_c_ + 8U * rng_.between(1, 511));
             break;
         }
         case 7:
@@ -1474,34 +1455,24 @@ private:
             prp1 = unmapped_address;
             unmapped_queue = true;
             break;
-        case 9: sqe.cdw0.set(spec::command_dword0::fuse, spec::fused_operation::first); break;
+        case 9: break; // a fused Create: CDW0.FUSE is set once the command is built
         default: vector = static_cast<std::uint16_t>(rng_.between(msix_vectors, 0xffff)); break;
         }
         if (variant != 7) {
             if (!facts_before(qid, cqid, completion_queue).queue_exists) {
                 clear_shadow_doorbell(qid, completion_queue);
             }
-            if (completion_queue) {
-                spec::create_io_cq_view{.queue_id = qid,
-                                        .queue_size = entries,
-                                        .physically_contiguous = contiguous,
-                                        .interrupts_enabled = true,
-                                        .interrupt_vector = vector}
-                    .encode(sqe);
-            } else {
-                spec::create_io_sq_view{.queue_id = qid,
-                                        .queue_size = entries,
-                                        .physically_contiguous = contiguous,
-                                        .cq_id = cqid}
-                    .encode(sqe);
+            sqe = completion_queue ? create_cq_command(qid, entries, prp1, contiguous, vector)
+                                   : create_sq_command(qid, cqid, entries, prp1, contiguous);
+            if (variant == 9) {
+                sqe.cdw0.set(spec::command_dword0::fuse, spec::fused_operation::first);
             }
-            sqe.dptr.prp1 = prp1;
         }
         spec::status expected = spec::status::success();
         if (variant == 9) {
-            expected = failed_with(spec::generic_status::invalid_field);
+            expected = dnr(spec::generic_status::invalid_field);
         } else if (variant == 7) {
-            expected = failed_with(spec::command_specific_status::invalid_queue_identifier);
+            expected = dnr(spec::command_specific_status::invalid_queue_identifier);
         } else {
             expected =
                 expected_create_status(sqe, completion_queue, facts_before(qid, cqid, completion_queue));
@@ -1527,30 +1498,27 @@ private:
         std::uint16_t sqid = qid;
         if (completion_queue) {
             sqid = random_new_qid(false);
-            if (!controller_.submission_queue_exists(sqid)) {
+            if (!rig_.ctrl.submission_queue_exists(sqid)) {
                 clear_shadow_doorbell(sqid, false);
             }
-            auto sqe = host_type::command(spec::admin_opcode::create_io_sq);
-            spec::create_io_sq_view{
-                .queue_id = sqid, .queue_size = 2, .physically_contiguous = true, .cq_id = qid}
-                .encode(sqe);
-            sqe.dptr.prp1 = buffer_b_;
+            const auto sqe = create_sq_command(sqid, qid, 2, buffer_b_);
             if (!admin(sqe, expected_create_status(sqe, false, facts_before(sqid, qid, false)),
                        "SQ on an unmapped CQ")
                      .ok()) {
                 return;
             }
             entries = 2;
-            memory_.store(buffer_b_, spec::submission_queue_entry{});
+            rig_.memory.store(buffer_b_, spec::submission_queue_entry{});
         }
         const auto tail = static_cast<std::uint32_t>(rng_.between(1, entries - 1));
         if (shadow_doorbells_) {
             // With shadow doorbells on, the controller takes the tail from the shadow buffer.
-            memory_.store<std::uint32_t>(*shadow_doorbells_ + 2U * sqid * (std::uint64_t{4} << dstrd_), tail);
+            rig_.memory.store<std::uint32_t>(*shadow_doorbells_ + 2U * sqid * (std::uint64_t{4} << dstrd_),
+                                             tail);
         }
-        controller_.mmio_write(spec::sq_tail_doorbell_offset(sqid, dstrd_), 4, tail);
-        controller_.poll();
-        const auto csts = host_.csts();
+        rig_.ctrl.mmio_write(spec::sq_tail_doorbell_offset(sqid, dstrd_), 4, tail);
+        rig_.ctrl.poll();
+        const auto csts = rig_.host.csts();
         ++event_counts_["unmapped queues used"];
         if (!csts.get(csts.cfs)) {
             fail("a queue at an unmapped address was used without CSTS.CFS = 1");
@@ -1608,8 +1576,8 @@ private:
                 offset += rng_.between(1, 3);
             }
         }
-        const bool exists = completion_queue ? controller_.completion_queue_exists(qid)
-                                             : controller_.submission_queue_exists(qid);
+        const bool exists = completion_queue ? rig_.ctrl.completion_queue_exists(qid)
+                                             : rig_.ctrl.submission_queue_exists(qid);
         // A doorbell of a missing queue, above the limit or not, is a write to an invalid doorbell
         // register (Base 2.0 5.2); a bad width or offset never reaches the doorbells.
         const bool decodable = !bad_access;
@@ -1631,16 +1599,16 @@ private:
         // The doorbell channel keeps the latest valid value per doorbell until the next poll, so a
         // raw in-range write would replace the host driver's own pending doorbell and leave the
         // driver's view of the queue wrong: let the driver's value be taken first.
-        controller_.poll();
-        const bool ready = controller_.state() == nvmekit::controller_state::ready;
-        const std::uint64_t invalid_before = controller_.statistics().invalid_doorbells;
-        controller_.mmio_write(offset, width, value);
+        rig_.ctrl.poll();
+        const bool ready = rig_.ctrl.state() == nvmekit::controller_state::ready;
+        const std::uint64_t invalid_before = rig_.ctrl.statistics().invalid_doorbells;
+        rig_.ctrl.mmio_write(offset, width, value);
         if (!ready) {
             ++event_counts_["doorbell writes while not ready"];
             return;
         }
-        controller_.poll();
-        const std::uint64_t counted = controller_.statistics().invalid_doorbells - invalid_before;
+        rig_.ctrl.poll();
+        const std::uint64_t counted = rig_.ctrl.statistics().invalid_doorbells - invalid_before;
         event_counts_["invalid doorbell writes"] += invalid ? 1 : 0;
         if (strict() && counted != (invalid ? 1U : 0U)) {
             fail("doorbell write qid " + std::to_string(qid) + (completion_queue ? " CQ" : " SQ") +
@@ -1654,14 +1622,14 @@ private:
     void step_controller_reset()
     {
         const unsigned variant = static_cast<unsigned>(rng_.below(4));
-        if (variant >= 1 && controller_.state() == nvmekit::controller_state::ready) {
+        if (variant >= 1 && rig_.ctrl.state() == nvmekit::controller_state::ready) {
             // Commands in flight at the reset: submitted and not fetched, or completed and held
             // because their CQ is full.
             for (const auto& [sqid, sq] : sqs_) {
                 submit_burst(sqid, static_cast<std::uint32_t>(rng_.between(1, 16)));
             }
             for (unsigned poll = 1; poll < variant; ++poll) {
-                controller_.poll();
+                rig_.ctrl.poll();
             }
         }
         controller_reset("CC.EN 1→0");
@@ -1674,16 +1642,16 @@ private:
     {
         const bool abrupt = rng_.percent(30);
         if (abrupt) {
-            auto cc = host_.cc();
+            auto cc = rig_.host.cc();
             cc.set(cc.shn, spec::shutdown_notification::abrupt);
-            host_.write32(spec::register_offset::cc, cc.raw);
+            rig_.host.write32(spec::register_offset::cc, cc.raw);
             ++event_counts_["abrupt shutdowns"];
         } else {
-            host_.shut_down();
+            rig_.host.shut_down();
             forget_model();
             ++event_counts_["normal shutdowns"];
         }
-        const auto csts = host_.csts();
+        const auto csts = rig_.host.csts();
         if (strict() && csts.get(csts.shst) != spec::shutdown_status::complete) {
             fail("CSTS.SHST is not 10b after the shutdown");
             return;
@@ -1703,16 +1671,16 @@ private:
     {
         const bool real = rng_.percent(85);
         const std::uint32_t value = real ? spec::nvm_subsystem_reset_value : rng_.word();
-        const bool was_ready = host_.csts().get(spec::csts_register::rdy);
-        host_.write32(spec::register_offset::nssr, value);
+        const bool was_ready = rig_.host.csts().get(spec::csts_register::rdy);
+        rig_.host.write32(spec::register_offset::nssr, value);
         if (!real && value != spec::nvm_subsystem_reset_value) {
-            if (was_ready && !host_.csts().get(spec::csts_register::rdy)) {
+            if (was_ready && !rig_.host.csts().get(spec::csts_register::rdy)) {
                 fail("an NSSR write of a value other than \"NVMe\" reset the controller");
             }
             return;
         }
         ++event_counts_["NVM subsystem resets"];
-        if (!host_.csts().get(spec::csts_register::nssro)) {
+        if (!rig_.host.csts().get(spec::csts_register::nssro)) {
             fail("CSTS.NSSRO not set after an NVM Subsystem Reset");
         }
         expect_not_ready_after("NSSR");
@@ -1723,9 +1691,9 @@ private:
 
     void step_function_level_reset()
     {
-        controller_.function_level_reset();
+        rig_.ctrl.function_level_reset();
         ++event_counts_["function level resets"];
-        if (controller_.msix().enabled()) {
+        if (rig_.ctrl.msix().enabled()) {
             fail("MSI-X still enabled after a Function Level Reset");
         }
         expect_not_ready_after("FLR");
@@ -1740,47 +1708,47 @@ private:
     {
         const unsigned variant = static_cast<unsigned>(rng_.below(100));
         if (variant < 20) {
-            host_.write32(spec::register_offset::cc, rng_.word());
+            rig_.host.write32(spec::register_offset::cc, rng_.word());
             dirty_ = true;
             ++event_counts_["CC written with a random value"];
         } else if (variant < 35) {
-            auto cc = host_.cc();
+            auto cc = rig_.host.cc();
             cc.set(cc.en, !cc.get(cc.en));
-            host_.write32(spec::register_offset::cc, cc.raw);
+            rig_.host.write32(spec::register_offset::cc, cc.raw);
             dirty_ = true;
             ++event_counts_["CC.EN toggled"];
         } else if (variant < 45) {
-            auto cc = host_.cc();
+            auto cc = rig_.host.cc();
             cc.set(cc.shn, static_cast<spec::shutdown_notification>(rng_.below(4)));
-            host_.write32(spec::register_offset::cc, cc.raw);
+            rig_.host.write32(spec::register_offset::cc, cc.raw);
             dirty_ = true;
             ++event_counts_["CC.SHN written"];
         } else if (variant < 60) {
-            host_.write32(spec::register_offset::aqa,
-                          rng_.percent(50) ? rng_.word() : rng_.word() & 0x0fff0fffU);
+            rig_.host.write32(spec::register_offset::aqa,
+                              rng_.percent(50) ? rng_.word() : rng_.word() & 0x0fff0fffU);
             aqa_changed_ = true;
             ++event_counts_["AQA written"];
         } else if (variant < 85) {
-            host_.write32(rng_.percent(50) ? spec::register_offset::intms : spec::register_offset::intmc,
-                          rng_.word());
+            rig_.host.write32(rng_.percent(50) ? spec::register_offset::intms : spec::register_offset::intmc,
+                              rng_.word());
             ++event_counts_["INTMS/INTMC written"];
         } else {
             const std::uint64_t offset = rng_.below(0x1000);
             const auto width = static_cast<unsigned>(rng_.pick(std::to_array<std::uint64_t>({1, 2, 4, 8})));
-            controller_.mmio_write(offset, width, rng_.next());
+            rig_.ctrl.mmio_write(offset, width, rng_.next());
             if (offset + width > 0x14 && offset < 0x38) {
                 dirty_ = true;
                 aqa_changed_ = true;
             }
             ++event_counts_["random BAR0 register writes"];
-            static_cast<void>(controller_.mmio_read(rng_.below(0x1000), width));
+            static_cast<void>(rig_.ctrl.mmio_read(rng_.below(0x1000), width));
         }
     }
 
     void step_msix_write()
     {
         const unsigned variant = static_cast<unsigned>(rng_.below(100));
-        const std::uint64_t table = controller_.msix_table_offset();
+        const std::uint64_t table = rig_.ctrl.msix_table_offset();
         if (variant < 50) {
             const std::uint64_t vector = rng_.below(msix_vectors + 2U);
             const std::uint64_t dword = rng_.below(4);
@@ -1789,19 +1757,19 @@ private:
             if (dword == 3 && rng_.percent(70)) {
                 value = rng_.below(2); // Vector Control: mask or unmask
             }
-            controller_.mmio_write(table + vector * 16U + dword * 4U, width, value);
+            rig_.ctrl.mmio_write(table + vector * 16U + dword * 4U, width, value);
             ++event_counts_["MSI-X table writes"];
         } else if (variant < 65) {
-            controller_.set_msix_control(rng_.percent(80), rng_.percent(20));
+            rig_.ctrl.set_msix_control(rng_.percent(80), rng_.percent(20));
             ++event_counts_["MSI-X control changes"];
         } else if (variant < 80) {
-            controller_.mmio_write(controller_.msix_pba_offset() + 8U * rng_.below(3), 8, rng_.next());
+            rig_.ctrl.mmio_write(rig_.ctrl.msix_pba_offset() + 8U * rng_.below(3), 8, rng_.next());
             ++event_counts_["MSI-X PBA writes"];
         } else {
-            static_cast<void>(controller_.mmio_read(table + rng_.below(msix_vectors * 16U + 64U), 4));
-            static_cast<void>(controller_.mmio_read(controller_.msix_pba_offset() + rng_.below(64), 8));
-            static_cast<void>(controller_.mmio_read(rng_.next(), 4));
-            controller_.mmio_write(controller_.bar0_size() + rng_.below(1U << 20), 4, rng_.word());
+            static_cast<void>(rig_.ctrl.mmio_read(table + rng_.below(msix_vectors * 16U + 64U), 4));
+            static_cast<void>(rig_.ctrl.mmio_read(rig_.ctrl.msix_pba_offset() + rng_.below(64), 8));
+            static_cast<void>(rig_.ctrl.mmio_read(rng_.next(), 4));
+            rig_.ctrl.mmio_write(rig_.ctrl.bar0_size() + rng_.below(1U << 20), 4, rng_.word());
             ++event_counts_["MSI-X reads and writes past BAR0"];
         }
     }
@@ -1810,7 +1778,7 @@ private:
 
     void stop_faults()
     {
-        dma_.clear_faults();
+        rig_.dma.clear_faults();
         faults_on_ = false;
     }
 
@@ -1828,7 +1796,7 @@ private:
             const double probability = rng_.pick(std::to_array<double>({0.001, 0.005, 0.02, 0.1}));
             const auto kinds = rng_.pick(std::to_array<nt::access_kind>(
                 {nt::access_kind::read, nt::access_kind::write, nt::access_kind::any}));
-            dma_.fail_randomly(probability, rng_.next(), kinds);
+            rig_.dma.fail_randomly(probability, rng_.next(), kinds);
             ++event_counts_["fault injection on: fail_randomly"];
         } else if (variant < 80) {
             std::vector<memory_range> targets{{buffer_a_, static_cast<std::size_t>(page)}};
@@ -1837,12 +1805,12 @@ private:
                 targets.push_back(range);
             }
             const auto& target = targets[rng_.below(targets.size())];
-            dma_.fail_range(target.address, target.length,
-                            rng_.pick(std::to_array<nt::access_kind>(
-                                {nt::access_kind::read, nt::access_kind::write, nt::access_kind::any})));
+            rig_.dma.fail_range(target.address, target.length,
+                                rng_.pick(std::to_array<nt::access_kind>(
+                                    {nt::access_kind::read, nt::access_kind::write, nt::access_kind::any})));
             ++event_counts_["fault injection on: fail_range on a queue or buffer"];
         } else {
-            dma_.fail_nth(rng_.between(1, 40));
+            rig_.dma.fail_nth(rng_.between(1, 40));
             ++event_counts_["fault injection on: fail_nth"];
         }
     }
@@ -1856,12 +1824,7 @@ private:
 
     splitmix64 rng_;
     std::uint64_t seed_;
-    nt::flat_memory memory_{};
-    nt::recording_dma<nt::flat_memory> dma_;
-    nt::recording_msix msix_{};
-    nt::manual_clock clock_{};
-    controller_type controller_;
-    host_type host_;
+    random_rig rig_;
     unsigned dstrd_ = 0;
 
     std::size_t step_ = 0;
@@ -1964,17 +1927,11 @@ class controller_bug_repro : public ::testing::Test {
 protected:
     controller_bug_repro()
     {
-        memory_.add_range(memory_base, 1U << 20);
-        dma_.set_recording(false);
-        host_.bring_up({.io_queue_pairs = 1, .admin_entries = 8, .io_entries = 2, .max_polls = 64});
+        r.dma.set_recording(false);
+        r.host.bring_up({.io_queue_pairs = 1, .admin_entries = 8, .io_entries = 2, .max_polls = 64});
     }
 
-    nt::flat_memory memory_{};
-    nt::recording_dma<nt::flat_memory> dma_{memory_};
-    nt::recording_msix msix_{};
-    nt::manual_clock clock_{};
-    controller_type controller_{dma_, msix_, clock_};
-    host_type host_{controller_, memory_, clock_};
+    random_rig r{{}, std::size_t{1} << 20};
 };
 
 // Regression: a doorbell written while the controller is disabled (CC.EN = 0, CSTS.RDY = 0) and not
@@ -1983,17 +1940,17 @@ protected:
 // stale admin commands. There is no queue while disabled: the write must be dropped.
 TEST_F(controller_bug_repro, doorbell_written_while_disabled_is_not_applied_after_enable)
 {
-    auto cc = host_.cc();
+    auto cc = r.host.cc();
     cc.set(cc.en, false);
-    host_.write32(spec::register_offset::cc, cc.raw);
-    ASSERT_FALSE(host_.csts().get(spec::csts_register::rdy));
-    controller_.mmio_write(spec::sq_tail_doorbell_offset(0, 0), 4, 3);
-    const std::uint64_t commands = controller_.statistics().commands;
+    r.host.write32(spec::register_offset::cc, cc.raw);
+    ASSERT_FALSE(r.host.csts().get(spec::csts_register::rdy));
+    r.ctrl.mmio_write(spec::sq_tail_doorbell_offset(0, 0), 4, 3);
+    const std::uint64_t commands = r.ctrl.statistics().commands;
     cc.set(cc.en, true);
-    host_.write32(spec::register_offset::cc, cc.raw);
-    controller_.poll();
-    ASSERT_TRUE(host_.csts().get(spec::csts_register::rdy));
-    EXPECT_EQ(controller_.statistics().commands, commands);
+    r.host.write32(spec::register_offset::cc, cc.raw);
+    r.ctrl.poll();
+    ASSERT_TRUE(r.host.csts().get(spec::csts_register::rdy));
+    EXPECT_EQ(r.ctrl.statistics().commands, commands);
 }
 
 // Regression: the doorbell channel keeps one value per doorbell until the next poll(), and an
@@ -2004,13 +1961,13 @@ TEST_F(controller_bug_repro, doorbell_written_while_disabled_is_not_applied_afte
 TEST_F(controller_bug_repro, invalid_doorbell_value_does_not_replace_a_pending_valid_one)
 {
     const auto flush = host_type::command(spec::nvm_opcode::flush, 1);
-    ASSERT_EQ(host_.io(1, flush).status(), failed_with(spec::generic_status::invalid_namespace_or_format));
+    ASSERT_EQ(r.host.io(1, flush).status(), dnr(spec::generic_status::invalid_namespace_or_format));
     // The host reaped the entry and wrote CQ 1 Head = 1; no poll has taken it yet.
-    controller_.mmio_write(spec::cq_head_doorbell_offset(1, 0), 4, 65);
-    const std::uint64_t invalid = controller_.statistics().invalid_doorbells;
-    EXPECT_NO_THROW(host_.io(1, flush));
-    EXPECT_EQ(controller_.statistics().invalid_doorbells, invalid + 1);
-    EXPECT_EQ(controller_.statistics().completions_held, 0U);
+    r.ctrl.mmio_write(spec::cq_head_doorbell_offset(1, 0), 4, 65);
+    const std::uint64_t invalid = r.ctrl.statistics().invalid_doorbells;
+    EXPECT_NO_THROW(r.host.io(1, flush));
+    EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, invalid + 1);
+    EXPECT_EQ(r.ctrl.statistics().completions_held, 0U);
 }
 
 } // namespace

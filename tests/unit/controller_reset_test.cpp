@@ -1,115 +1,21 @@
-#include <algorithm>
+#include <nvmekit/controller.hpp>
+
 #include <chrono>
-#include <cstddef>
 #include <cstdint>
-#include <ostream>
-#include <utility>
 #include <vector>
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <nvmekit/controller.hpp>
-#include <nvmekit/format/status.hpp>
-#include <nvmekit/testing/flat_memory.hpp>
-#include <nvmekit/testing/host.hpp>
-#include <nvmekit/testing/manual_clock.hpp>
-#include <nvmekit/testing/recording_dma.hpp>
-#include <nvmekit/testing/recording_msix.hpp>
-
-NVMEKIT_BEGIN_NAMESPACE
-namespace spec {
-// Failures print statuses the way nvme-cli does: `Generic/Invalid Field (0x02) [DNR]`.
-inline void PrintTo(const status& value, std::ostream* out)
-{
-    *out << fmt::format("{}", value);
-}
-} // namespace spec
-NVMEKIT_END_NAMESPACE
+#include "controller_fixture.hpp"
 
 namespace {
 
 namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
 using nvmekit::controller_state;
+using namespace nvmekit_test;
 using namespace std::chrono_literals;
 
-struct test_traits : nvmekit::default_traits {
-    using dma = nt::flat_memory;
-    using interrupts = nt::recording_msix;
-    using clock = nt::manual_clock;
-};
-/// The controller reaches host memory through a recording_dma, so tests can fail accesses.
-struct faulty_dma_traits : test_traits {
-    using dma = nt::recording_dma<nt::flat_memory>;
-};
-
-constexpr std::uint64_t memory_base = 0x1'0000'0000;
-
-struct test_memory : nt::flat_memory {
-    test_memory() { add_range(memory_base, 8 << 20); }
-};
-
-/// Host memory, interrupt recorder, clock, controller and host driver of one test.
-struct rig {
-    using controller_type = nvmekit::controller<test_traits>;
-    using host_type = nt::in_process_host<controller_type>;
-
-    test_memory memory;
-    nt::recording_msix msix;
-    nt::manual_clock clock;
-    controller_type ctrl;
-    host_type host;
-
-    explicit rig(nvmekit::controller_config config = {})
-        : ctrl{memory, msix, clock, std::move(config)}
-        , host{ctrl, memory, clock}
-    {
-    }
-
-    [[nodiscard]] spec::csts_register csts() { return host.csts(); }
-    [[nodiscard]] std::uint32_t read32(spec::register_offset offset)
-    {
-        return static_cast<std::uint32_t>(ctrl.mmio_read(static_cast<std::uint64_t>(offset), 4));
-    }
-    void write32(spec::register_offset offset, std::uint32_t value)
-    {
-        ctrl.mmio_write(static_cast<std::uint64_t>(offset), 4, value);
-    }
-    void write_cc(spec::cc_register cc) { write32(spec::register_offset::cc, cc.raw); }
-    void poll(int times)
-    {
-        for (int i = 0; i < times; ++i) {
-            clock.advance(1ms);
-            ctrl.poll();
-        }
-    }
-    /// A copy of `bytes` bytes of host memory at `address`.
-    [[nodiscard]] std::vector<std::byte> snapshot(std::uint64_t address, std::size_t bytes)
-    {
-        const auto span = memory.bytes(address, bytes);
-        return {span.begin(), span.end()};
-    }
-};
-using host_type = rig::host_type;
-
-[[nodiscard]] spec::status dnr(auto code)
-{
-    return spec::status{code}.with_dnr();
-}
-[[nodiscard]] spec::submission_queue_entry read_command()
-{
-    return host_type::command(spec::nvm_opcode::read, 1);
-}
-[[nodiscard]] spec::submission_queue_entry get_queues()
-{
-    return host_type::get_features_command(spec::feature_id::number_of_queues, spec::feature_select::current);
-}
-
-[[nodiscard]] spec::csts_register ready_status()
-{
-    return spec::csts_register{}.with(spec::csts_register::rdy, true);
-}
 [[nodiscard]] spec::csts_register shutdown_status(spec::shutdown_status status)
 {
     return ready_status().with(spec::csts_register::shst, status);
@@ -307,13 +213,8 @@ TEST(controller_shutdown, shutdown_before_ready_replaces_the_bring_up)
     rig r{{.ready_delay = 10ms}};
     const std::uint64_t asq = r.host.allocate(4096);
     const std::uint64_t acq = r.host.allocate(4096);
-    r.write32(spec::register_offset::aqa, 0x001f'001f);
-    r.host.write64(spec::register_offset::asq, asq);
-    r.host.write64(spec::register_offset::acq, acq);
-    const auto cc = spec::cc_register{}
-                        .with(spec::cc_register::iosqes, 6)
-                        .with(spec::cc_register::iocqes, 4)
-                        .with(spec::cc_register::en, true);
+    r.program_admin_queues(0x001f'001f, asq, acq);
+    const auto cc = linux_cc();
     r.write_cc(cc);
     EXPECT_EQ(r.ctrl.state(), controller_state::enabling);
     r.write_cc(cc.with(spec::cc_register::shn, spec::shutdown_notification::normal));
@@ -454,15 +355,7 @@ TEST(controller_fatal, fatal_error_sets_cfs_until_a_reset)
 }
 
 /// A controller whose DMA goes through a recording_dma over the host's memory.
-struct faulty_rig {
-    using controller_type = nvmekit::controller<faulty_dma_traits>;
-    test_memory memory;
-    nt::recording_dma<nt::flat_memory> dma{memory};
-    nt::recording_msix msix;
-    nt::manual_clock clock;
-    controller_type ctrl{dma, msix, clock};
-    nt::in_process_host<controller_type> host{ctrl, memory, clock};
-};
+using faulty_rig = basic_rig<recording_dma_traits>;
 
 TEST(controller_fatal, admin_sq_fetch_failure_sets_cfs_and_reset_recovers)
 {
@@ -470,8 +363,7 @@ TEST(controller_fatal, admin_sq_fetch_failure_sets_cfs_and_reset_recovers)
     r.host.bring_up({.io_queue_pairs = 1, .max_polls = 50});
     const std::uint64_t asq = r.host.read64(spec::register_offset::asq);
     const std::uint64_t acq = r.host.completion_entry_address(0, 0);
-    const auto admin_cq_bytes = r.memory.bytes(acq, 32 * 16);
-    const std::vector<std::byte> admin_cq(admin_cq_bytes.begin(), admin_cq_bytes.end());
+    const auto admin_cq = r.snapshot(acq, 32 * 16);
     r.dma.fail_range(asq, 32 * 64, nt::access_kind::read);
     const auto dma_errors = r.ctrl.statistics().dma_errors;
     r.host.submit(0, get_queues());
@@ -482,8 +374,7 @@ TEST(controller_fatal, admin_sq_fetch_failure_sets_cfs_and_reset_recovers)
     for (int i = 0; i < 10; ++i) {
         r.ctrl.poll();
     }
-    const auto after = r.memory.bytes(acq, 32 * 16);
-    EXPECT_TRUE(std::equal(after.begin(), after.end(), admin_cq.begin(), admin_cq.end()));
+    EXPECT_EQ(r.snapshot(acq, 32 * 16), admin_cq);
 
     r.dma.clear_faults();
     r.host.bring_up();

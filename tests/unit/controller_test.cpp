@@ -1,114 +1,25 @@
+#include <nvmekit/controller.hpp>
+
 #include <array>
 #include <chrono>
-#include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <ostream>
-#include <utility>
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <nvmekit/controller.hpp>
-#include <nvmekit/format/status.hpp>
-#include <nvmekit/testing/flat_memory.hpp>
-#include <nvmekit/testing/host.hpp>
-#include <nvmekit/testing/manual_clock.hpp>
-#include <nvmekit/testing/recording_msix.hpp>
-
-NVMEKIT_BEGIN_NAMESPACE
-namespace spec {
-// Failures print statuses the way nvme-cli does: `Generic/Invalid Field (0x02) [DNR]`.
-inline void PrintTo(const status& value, std::ostream* out)
-{
-    *out << fmt::format("{}", value);
-}
-} // namespace spec
-NVMEKIT_END_NAMESPACE
+#include "controller_fixture.hpp"
 
 namespace {
 
-namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
+using namespace nvmekit_test;
 using namespace std::chrono_literals;
-
-struct test_traits : nvmekit::default_traits {
-    using dma = nt::flat_memory;
-    using interrupts = nt::recording_msix;
-    using clock = nt::manual_clock;
-};
-using controller_type = nvmekit::controller<test_traits>;
-using host_type = nt::in_process_host<controller_type>;
-
-/// Above 4 GiB, so both halves of ASQ and ACQ carry address bits.
-constexpr std::uint64_t memory_base = 0x1'0000'0000;
-
-struct test_memory : nt::flat_memory {
-    test_memory() { add_range(memory_base, 8 << 20); }
-};
-
-/// Host memory, interrupt recorder, clock, controller and host driver of one test.
-struct rig {
-    test_memory memory;
-    nt::recording_msix msix;
-    nt::manual_clock clock;
-    controller_type ctrl;
-    host_type host;
-
-    explicit rig(nvmekit::controller_config config = {})
-        : ctrl{memory, msix, clock, std::move(config)}
-        , host{ctrl, memory, clock}
-    {
-    }
-
-    [[nodiscard]] spec::csts_register csts() { return host.csts(); }
-    [[nodiscard]] std::uint32_t read32(spec::register_offset offset)
-    {
-        return static_cast<std::uint32_t>(ctrl.mmio_read(static_cast<std::uint64_t>(offset), 4));
-    }
-    void write32(spec::register_offset offset, std::uint32_t value)
-    {
-        ctrl.mmio_write(static_cast<std::uint64_t>(offset), 4, value);
-    }
-
-    /// The admin queue registers programmed by hand: 32 entries each, at page-aligned buffers
-    /// `asq` and `acq` (from allocate()) plus the given byte offsets.
-    void program_admin_queues(std::uint32_t aqa, std::uint64_t asq, std::uint64_t acq)
-    {
-        write32(spec::register_offset::aqa, aqa);
-        host.write64(spec::register_offset::asq, asq);
-        host.write64(spec::register_offset::acq, acq);
-    }
-
-    /// Brings the controller up, then resets and re-enables it, so that the admin queue works,
-    /// no I/O queue exists and Number of Queues has not been set.
-    void admin_only()
-    {
-        host.bring_up({.io_queue_pairs = 1});
-        host.disable();
-        host.enable();
-    }
-};
-
-[[nodiscard]] spec::status dnr(auto code)
-{
-    return spec::status{code}.with_dnr();
-}
 
 [[nodiscard]] spec::aqa_register admin_queue_attributes(std::uint16_t asq_entries, std::uint16_t acq_entries)
 {
     return spec::aqa_register{}
         .with(spec::aqa_register::asqs, static_cast<std::uint16_t>(asq_entries - 1))
         .with(spec::aqa_register::acqs, static_cast<std::uint16_t>(acq_entries - 1));
-}
-
-/// The CC Linux writes: IOSQES 6, IOCQES 4, MPS 0, CSS NVM, AMS round robin, EN 1.
-[[nodiscard]] spec::cc_register linux_cc()
-{
-    return spec::cc_register{}
-        .with(spec::cc_register::iosqes, 6)
-        .with(spec::cc_register::iocqes, 4)
-        .with(spec::cc_register::en, true);
 }
 
 [[nodiscard]] spec::submission_queue_entry get_features(spec::feature_id fid, spec::feature_select select,
@@ -206,7 +117,7 @@ TEST(controller_registers, rdy_follows_cc_en)
     EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::disabled);
     r.write32(spec::register_offset::cc, linux_cc().raw);
     EXPECT_EQ(r.read32(spec::register_offset::cc), linux_cc().raw);
-    EXPECT_EQ(r.csts().raw, spec::csts_register{}.with(spec::csts_register::rdy, true).raw);
+    EXPECT_EQ(r.csts().raw, ready_status().raw);
     EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
     EXPECT_TRUE(r.ctrl.submission_queue_exists(0));
     EXPECT_TRUE(r.ctrl.completion_queue_exists(0));
@@ -309,10 +220,7 @@ TEST(controller_registers, invalid_enable_sets_cfs_and_recovers_after_en_0)
         r.write32(spec::register_offset::cc, c.cc.raw);
         EXPECT_EQ(r.csts().raw, spec::csts_register{}.with(spec::csts_register::cfs, true).raw);
         EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::failed);
-        for (int i = 0; i < 3; ++i) {
-            r.clock.advance(1ms);
-            r.ctrl.poll();
-        }
+        r.poll(3);
         EXPECT_EQ(r.csts().raw, spec::csts_register{}.with(spec::csts_register::cfs, true).raw);
         EXPECT_FALSE(r.ctrl.submission_queue_exists(0));
 
@@ -322,7 +230,7 @@ TEST(controller_registers, invalid_enable_sets_cfs_and_recovers_after_en_0)
         EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::disabled);
         r.program_admin_queues(good_aqa.raw, asq, acq);
         r.write32(spec::register_offset::cc, good.raw);
-        EXPECT_EQ(r.csts().raw, spec::csts_register{}.with(spec::csts_register::rdy, true).raw);
+        EXPECT_EQ(r.csts().raw, ready_status().raw);
         r.host.bring_up();
         EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
     }
@@ -335,7 +243,7 @@ TEST(controller_registers, larger_memory_pages_within_mpsmax_are_accepted)
     const std::uint64_t acq = r.host.allocate(8192, 8192);
     r.program_admin_queues(admin_queue_attributes(32, 32).raw, asq, acq);
     r.write32(spec::register_offset::cc, linux_cc().with(spec::cc_register::mps, 1).raw);
-    EXPECT_EQ(r.csts().raw, spec::csts_register{}.with(spec::csts_register::rdy, true).raw);
+    EXPECT_EQ(r.csts().raw, ready_status().raw);
 }
 
 TEST(controller_registers, host_bring_up_recovers_a_failed_controller)
@@ -345,7 +253,7 @@ TEST(controller_registers, host_bring_up_recovers_a_failed_controller)
     EXPECT_TRUE(r.csts().get(spec::csts_register::cfs));
     const auto result = r.host.bring_up({.io_queue_pairs = 2});
     EXPECT_EQ(result.io_queue_pairs, 2);
-    EXPECT_EQ(r.csts().raw, spec::csts_register{}.with(spec::csts_register::rdy, true).raw);
+    EXPECT_EQ(r.csts().raw, ready_status().raw);
 }
 
 // ---- Identify -------------------------------------------------------------------------------
@@ -384,19 +292,12 @@ struct small_traits : test_traits {
 
 TEST(controller_identify, identity_and_limits_come_from_configuration)
 {
-    test_memory memory;
-    nt::recording_msix msix;
-    nt::manual_clock clock;
-    nvmekit::controller<small_traits> ctrl{memory,
-                                           msix,
-                                           clock,
-                                           {.identity = {.serial_number = "SN-42",
-                                                         .model_number = "model x",
-                                                         .firmware_revision = "9.9",
-                                                         .subsystem_nqn = "nqn.2014-08.org.example:one",
-                                                         .controller_id = 0x1234}}};
-    nt::in_process_host host{ctrl, memory, clock};
-    const auto result = host.bring_up({.io_queue_pairs = 4, .io_entries = 64});
+    basic_rig<small_traits> r{{.identity = {.serial_number = "SN-42",
+                                            .model_number = "model x",
+                                            .firmware_revision = "9.9",
+                                            .subsystem_nqn = "nqn.2014-08.org.example:one",
+                                            .controller_id = 0x1234}}};
+    const auto result = r.host.bring_up({.io_queue_pairs = 4, .io_entries = 64});
     EXPECT_EQ(result.identify.serial_number(), "SN-42");
     EXPECT_EQ(result.identify.model_number(), "model x");
     EXPECT_EQ(result.identify.firmware_revision(), "9.9");

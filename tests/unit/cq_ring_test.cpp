@@ -1,102 +1,21 @@
 #include <nvmekit/cq_ring.hpp>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <optional>
-#include <ostream>
-#include <span>
-#include <system_error>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/error.hpp>
+#include "asserts_enabled.hpp"
+#include "recorded_memory.hpp"
 
 namespace spec = nvmekit::spec;
 using nvmekit::cq_ring;
 using nvmekit::queue_memory;
+using nvmekit::testing::access_kind;
+using namespace nvmekit_test;
 
 namespace {
-
-#ifdef NDEBUG
-constexpr bool asserts_enabled = false;
-#else
-constexpr bool asserts_enabled = true;
-#endif
-
-struct dma_access {
-    std::uint64_t address;
-    std::size_t length;
-    friend bool operator==(const dma_access&, const dma_access&) = default;
-    friend std::ostream& operator<<(std::ostream& out, const dma_access& a)
-    {
-        return out << std::hex << "{0x" << a.address << ", 0x" << a.length << "}" << std::dec;
-    }
-};
-
-/// Host RAM at [base, base + size) that logs every access and can fail one chosen write.
-class test_memory {
-public:
-    test_memory(std::uint64_t base, std::size_t size) : base_{base}, bytes_(size) {}
-
-    std::error_code read(std::uint64_t address, std::span<std::byte> destination)
-    {
-        reads.push_back({address, destination.size()});
-        if (!contains(address, destination.size())) {
-            return nvmekit::errc::dma_unmapped;
-        }
-        std::memcpy(destination.data(), bytes_.data() + (address - base_), destination.size());
-        return {};
-    }
-
-    std::error_code write(std::uint64_t address, std::span<const std::byte> source)
-    {
-        writes.push_back({address, source.size()});
-        if (fail_write_number && *fail_write_number == writes.size()) {
-            return nvmekit::errc::dma_fault;
-        }
-        if (!contains(address, source.size())) {
-            return nvmekit::errc::dma_unmapped;
-        }
-        std::memcpy(bytes_.data() + (address - base_), source.data(), source.size());
-        return {};
-    }
-
-    template <typename T>
-    void store(std::uint64_t address, const T& value)
-    {
-        ASSERT_TRUE(contains(address, sizeof value));
-        std::memcpy(bytes_.data() + (address - base_), &value, sizeof value);
-    }
-
-    template <typename T>
-    T load(std::uint64_t address) const
-    {
-        T value{};
-        EXPECT_TRUE(contains(address, sizeof value));
-        if (contains(address, sizeof value)) {
-            std::memcpy(&value, bytes_.data() + (address - base_), sizeof value);
-        }
-        return value;
-    }
-
-    std::vector<dma_access> reads;
-    std::vector<dma_access> writes;
-    std::optional<std::size_t> fail_write_number; ///< 1-based number of the write that fails
-
-private:
-    [[nodiscard]] bool contains(std::uint64_t address, std::size_t length) const
-    {
-        return address >= base_ && address - base_ <= bytes_.size() && length <= bytes_.size() - (address - base_);
-    }
-
-    std::uint64_t base_;
-    std::vector<std::byte> bytes_;
-};
-
-static_assert(nvmekit::DmaProvider<test_memory>);
 
 constexpr std::uint64_t host_base = 0x2'0000'0000;
 constexpr std::uint64_t queue_base = host_base + 0x1000;
@@ -115,9 +34,9 @@ spec::completion_queue_entry completion(std::uint16_t cid, spec::status status =
     return entry;
 }
 
-spec::completion_queue_entry slot_of(const test_memory& host, std::uint32_t slot)
+spec::completion_queue_entry slot_of(const recorded_memory& host, std::uint32_t slot)
 {
-    return host.load<spec::completion_queue_entry>(queue_base + slot * 16ULL);
+    return host.memory.load<spec::completion_queue_entry>(queue_base + slot * 16ULL);
 }
 
 } // namespace
@@ -144,14 +63,13 @@ TEST(cq_ring, new_queue_is_empty_with_phase_one)
 
 TEST(cq_ring, post_writes_the_entry_at_the_tail_with_the_phase_tag_set)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     cq_ring cq{1, 8, queue_memory::contiguous(queue_base), 0, true};
     const spec::status invalid_field = spec::status{spec::generic_status::invalid_field}.with_dnr();
 
-    EXPECT_FALSE(cq.post(host, completion(5, invalid_field)));
+    EXPECT_FALSE(cq.post(host.dma, completion(5, invalid_field)));
 
-    EXPECT_EQ(host.writes, (std::vector<dma_access>{{queue_base, 16}}));
-    EXPECT_TRUE(host.reads.empty());
+    EXPECT_EQ(recorded(host.dma), (std::vector{write_at(queue_base, 16)}));
     const spec::completion_queue_entry written = slot_of(host, 0);
     EXPECT_TRUE(written.phase());
     EXPECT_EQ(written.status(), invalid_field);
@@ -165,8 +83,8 @@ TEST(cq_ring, post_writes_the_entry_at_the_tail_with_the_phase_tag_set)
     EXPECT_EQ(cq.outstanding(), 1U);
     EXPECT_TRUE(cq.phase());
 
-    EXPECT_FALSE(cq.post(host, completion(6)));
-    EXPECT_EQ(host.writes.back(), (dma_access{queue_base + 16, 16}));
+    EXPECT_FALSE(cq.post(host.dma, completion(6)));
+    EXPECT_EQ(recorded(host.dma), (std::vector{write_at(queue_base, 16), write_at(queue_base + 16, 16)}));
     EXPECT_EQ(slot_of(host, 1).cid, 6U);
     EXPECT_EQ(slot_of(host, 1).status_phase, 1U);
     EXPECT_EQ(cq.tail(), 2U);
@@ -174,29 +92,29 @@ TEST(cq_ring, post_writes_the_entry_at_the_tail_with_the_phase_tag_set)
 
 TEST(cq_ring, post_overrides_the_phase_bit_the_caller_passed)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     cq_ring cq{1, 2, queue_memory::contiguous(queue_base), 0, true};
 
-    EXPECT_FALSE(cq.post(host, completion(1, spec::status::success(), false)));
+    EXPECT_FALSE(cq.post(host.dma, completion(1, spec::status::success(), false)));
     EXPECT_TRUE(slot_of(host, 0).phase());
     ASSERT_TRUE(cq.set_head(1));
-    EXPECT_FALSE(cq.post(host, completion(2, spec::status::success(), false)));
+    EXPECT_FALSE(cq.post(host.dma, completion(2, spec::status::success(), false)));
     EXPECT_TRUE(slot_of(host, 1).phase());
     EXPECT_FALSE(cq.phase());
     ASSERT_TRUE(cq.set_head(0));
-    EXPECT_FALSE(cq.post(host, completion(3, spec::status::success(), true)));
+    EXPECT_FALSE(cq.post(host.dma, completion(3, spec::status::success(), true)));
     EXPECT_FALSE(slot_of(host, 0).phase());
     EXPECT_EQ(slot_of(host, 0).status(), spec::status::success());
 }
 
 TEST(cq_ring, two_entry_queue_is_full_after_one_completion)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     cq_ring cq{1, 2, queue_memory::contiguous(queue_base), 0, true};
     EXPECT_FALSE(cq.full());
     EXPECT_EQ(cq.free_slots(), 1U);
 
-    ASSERT_FALSE(cq.post(host, completion(1)));
+    ASSERT_FALSE(cq.post(host.dma, completion(1)));
     EXPECT_TRUE(cq.full());
     EXPECT_EQ(cq.outstanding(), 1U);
     EXPECT_EQ(cq.free_slots(), 0U);
@@ -207,7 +125,7 @@ TEST(cq_ring, two_entry_queue_is_full_after_one_completion)
     EXPECT_EQ(cq.outstanding(), 0U);
     EXPECT_EQ(cq.free_slots(), 1U);
 
-    ASSERT_FALSE(cq.post(host, completion(2)));
+    ASSERT_FALSE(cq.post(host.dma, completion(2)));
     EXPECT_EQ(cq.tail(), 0U);
     EXPECT_FALSE(cq.phase());
     EXPECT_TRUE(cq.full());
@@ -220,7 +138,7 @@ TEST(cq_ring, two_entry_queue_is_full_after_one_completion)
 
 TEST(cq_ring, phase_inverts_on_every_wrap)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     cq_ring cq{1, 4, queue_memory::contiguous(queue_base), 0, true};
 
     for (std::uint32_t pass = 0; pass < 5; ++pass) {
@@ -228,7 +146,7 @@ TEST(cq_ring, phase_inverts_on_every_wrap)
         EXPECT_EQ(cq.phase(), expected_phase) << "pass " << pass;
         for (std::uint32_t slot = 0; slot < 4; ++slot) {
             const auto cid = static_cast<std::uint16_t>(pass * 10 + slot);
-            ASSERT_FALSE(cq.post(host, completion(cid)));
+            ASSERT_FALSE(cq.post(host.dma, completion(cid)));
             ASSERT_TRUE(cq.set_head(cq.tail()));
             const spec::completion_queue_entry written = slot_of(host, slot);
             EXPECT_EQ(written.cid, cid);
@@ -237,15 +155,15 @@ TEST(cq_ring, phase_inverts_on_every_wrap)
         EXPECT_EQ(cq.tail(), 0U);
         EXPECT_EQ(cq.phase(), !expected_phase) << "after pass " << pass;
     }
-    EXPECT_EQ(host.writes.size(), 20U);
+    EXPECT_EQ(host.dma.writes(), 20U);
 }
 
 TEST(cq_ring, head_doorbell_at_or_beyond_the_queue_size_is_rejected_without_change)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     cq_ring cq{1, 8, queue_memory::contiguous(queue_base), 0, true};
     for (std::uint16_t cid = 0; cid < 3; ++cid) {
-        ASSERT_FALSE(cq.post(host, completion(cid)));
+        ASSERT_FALSE(cq.post(host.dma, completion(cid)));
     }
 
     EXPECT_FALSE(cq.set_head(8));
@@ -257,10 +175,10 @@ TEST(cq_ring, head_doorbell_at_or_beyond_the_queue_size_is_rejected_without_chan
 
 TEST(cq_ring, head_doorbell_may_not_move_past_the_tail)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     cq_ring cq{1, 8, queue_memory::contiguous(queue_base), 0, true};
     for (std::uint16_t cid = 0; cid < 3; ++cid) {
-        ASSERT_FALSE(cq.post(host, completion(cid)));
+        ASSERT_FALSE(cq.post(host.dma, completion(cid)));
     }
 
     EXPECT_FALSE(cq.set_head(4));
@@ -281,14 +199,14 @@ TEST(cq_ring, head_doorbell_may_not_move_past_the_tail)
 
 TEST(cq_ring, head_doorbell_within_a_wrapped_window_is_accepted)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     cq_ring cq{1, 8, queue_memory::contiguous(queue_base), 0, true};
     for (std::uint16_t cid = 0; cid < 6; ++cid) {
-        ASSERT_FALSE(cq.post(host, completion(cid)));
+        ASSERT_FALSE(cq.post(host.dma, completion(cid)));
     }
     ASSERT_TRUE(cq.set_head(6));
     for (std::uint16_t cid = 6; cid < 10; ++cid) {
-        ASSERT_FALSE(cq.post(host, completion(cid)));
+        ASSERT_FALSE(cq.post(host.dma, completion(cid)));
     }
     ASSERT_EQ(cq.tail(), 2U);
     ASSERT_EQ(cq.outstanding(), 4U);
@@ -306,24 +224,24 @@ TEST(cq_ring, head_doorbell_within_a_wrapped_window_is_accepted)
 
 TEST(cq_ring, completions_held_while_full_post_after_the_head_doorbell)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     cq_ring cq{1, 4, queue_memory::contiguous(queue_base), 0, true};
     std::vector<std::uint16_t> held{10, 11, 12, 13, 14};
 
     std::size_t next = 0;
     while (next < held.size() && !cq.full()) {
-        ASSERT_FALSE(cq.post(host, completion(held[next++])));
+        ASSERT_FALSE(cq.post(host.dma, completion(held[next++])));
     }
     EXPECT_EQ(next, 3U);
     EXPECT_TRUE(cq.full());
     EXPECT_EQ(cq.outstanding(), 3U);
-    EXPECT_EQ(host.writes.size(), 3U);
+    EXPECT_EQ(host.dma.writes(), 3U);
 
     ASSERT_TRUE(cq.set_head(2));
     EXPECT_FALSE(cq.full());
     EXPECT_EQ(cq.free_slots(), 2U);
     while (next < held.size() && !cq.full()) {
-        ASSERT_FALSE(cq.post(host, completion(held[next++])));
+        ASSERT_FALSE(cq.post(host.dma, completion(held[next++])));
     }
     EXPECT_EQ(next, 5U);
     EXPECT_TRUE(cq.full());
@@ -339,20 +257,20 @@ TEST(cq_ring, completions_held_while_full_post_after_the_head_doorbell)
 
 TEST(cq_ring, dma_error_leaves_tail_and_phase_unchanged)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     cq_ring cq{1, 2, queue_memory::contiguous(queue_base), 0, true};
-    ASSERT_FALSE(cq.post(host, completion(1)));
+    ASSERT_FALSE(cq.post(host.dma, completion(1)));
     ASSERT_TRUE(cq.set_head(1));
-    host.fail_write_number = 2; // the write at the last slot, which would wrap
+    host.dma.fail_nth(1, access_kind::write); // the next write: the last slot, which would wrap
 
-    EXPECT_EQ(cq.post(host, completion(2)), nvmekit::make_error_code(nvmekit::errc::dma_fault));
+    EXPECT_EQ(cq.post(host.dma, completion(2)), nvmekit::make_error_code(nvmekit::errc::dma_fault));
+    EXPECT_EQ(host.dma.accesses().back(), write_at(queue_base + 16, 16, dma_fault));
     EXPECT_EQ(cq.tail(), 1U);
     EXPECT_TRUE(cq.phase());
     EXPECT_EQ(cq.outstanding(), 0U);
     EXPECT_EQ(slot_of(host, 1).status_phase, 0U);
 
-    host.fail_write_number.reset();
-    EXPECT_FALSE(cq.post(host, completion(2)));
+    EXPECT_FALSE(cq.post(host.dma, completion(2)));
     EXPECT_EQ(slot_of(host, 1).cid, 2U);
     EXPECT_TRUE(slot_of(host, 1).phase());
     EXPECT_EQ(cq.tail(), 0U);
@@ -361,43 +279,44 @@ TEST(cq_ring, dma_error_leaves_tail_and_phase_unchanged)
 
 TEST(cq_ring, queue_outside_host_memory_returns_the_provider_error)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     cq_ring cq{1, 4, queue_memory::contiguous(host_base + 0x10000 - 8), 0, true};
-    EXPECT_EQ(cq.post(host, completion(1)), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
+    EXPECT_EQ(cq.post(host.dma, completion(1)), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
     EXPECT_EQ(cq.tail(), 0U);
     EXPECT_TRUE(cq.phase());
 }
 
 TEST(cq_ring, prp_list_queue_posts_into_the_listed_pages)
 {
-    test_memory host{host_base, 0x20000};
+    recorded_memory host{host_base, 0x20000};
     const std::uint64_t list = host_base + 0x10000;
-    host.store(list, host_base + 0x9000);
-    host.store(list + 8, host_base + 0x4000);
+    host.memory.store(list, host_base + 0x9000);
+    host.memory.store(list + 8, host_base + 0x4000);
     queue_memory memory = queue_memory::contiguous(0);
-    ASSERT_EQ(queue_memory::from_prp_list(host, list, 512 * 16, 4096, memory), spec::status::success());
+    ASSERT_EQ(queue_memory::from_prp_list(host.dma, list, 512 * 16, 4096, memory), spec::status::success());
     cq_ring cq{2, 512, memory, 3, true};
-    host.writes.clear();
+    host.dma.clear();
 
     for (std::uint16_t cid = 0; cid < 257; ++cid) {
-        ASSERT_FALSE(cq.post(host, completion(cid)));
+        ASSERT_FALSE(cq.post(host.dma, completion(cid)));
         ASSERT_TRUE(cq.set_head(cq.tail()));
     }
-    EXPECT_EQ(host.writes[0], (dma_access{host_base + 0x9000, 16}));
-    EXPECT_EQ(host.writes[255], (dma_access{host_base + 0x9ff0, 16}));
-    EXPECT_EQ(host.writes[256], (dma_access{host_base + 0x4000, 16}));
-    const auto written = host.load<spec::completion_queue_entry>(host_base + 0x4000);
+    ASSERT_EQ(host.dma.accesses().size(), 257U);
+    EXPECT_EQ(host.dma.accesses()[0], write_at(host_base + 0x9000, 16));
+    EXPECT_EQ(host.dma.accesses()[255], write_at(host_base + 0x9ff0, 16));
+    EXPECT_EQ(host.dma.accesses()[256], write_at(host_base + 0x4000, 16));
+    const auto written = host.memory.load<spec::completion_queue_entry>(host_base + 0x4000);
     EXPECT_EQ(written.cid, 256U);
     EXPECT_TRUE(written.phase());
 }
 
 TEST(cq_ring, reset_returns_to_an_empty_queue_with_phase_one)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     cq_ring cq{1, 2, queue_memory::contiguous(queue_base), 9, true};
-    ASSERT_FALSE(cq.post(host, completion(1)));
+    ASSERT_FALSE(cq.post(host.dma, completion(1)));
     ASSERT_TRUE(cq.set_head(1));
-    ASSERT_FALSE(cq.post(host, completion(2)));
+    ASSERT_FALSE(cq.post(host.dma, completion(2)));
     ASSERT_FALSE(cq.phase());
 
     cq.reset();
@@ -407,7 +326,7 @@ TEST(cq_ring, reset_returns_to_an_empty_queue_with_phase_one)
     EXPECT_EQ(cq.outstanding(), 0U);
     EXPECT_EQ(cq.interrupt_vector(), 9U);
 
-    ASSERT_FALSE(cq.post(host, completion(3)));
+    ASSERT_FALSE(cq.post(host.dma, completion(3)));
     EXPECT_TRUE(slot_of(host, 0).phase());
 }
 
@@ -416,11 +335,11 @@ TEST(cq_ring_death, posting_into_a_full_queue_asserts)
     if (!asserts_enabled) {
         GTEST_SKIP() << "NVMEKIT_ASSERT is compiled out";
     }
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     cq_ring cq{1, 2, queue_memory::contiguous(queue_base), 0, true};
-    ASSERT_FALSE(cq.post(host, completion(1)));
+    ASSERT_FALSE(cq.post(host.dma, completion(1)));
     ASSERT_TRUE(cq.full());
-    EXPECT_DEATH(static_cast<void>(cq.post(host, completion(2))), "posting into a full completion queue");
+    EXPECT_DEATH(static_cast<void>(cq.post(host.dma, completion(2))), "posting into a full completion queue");
 }
 
 TEST(cq_ring_death, queue_sizes_outside_2_to_65536_assert)

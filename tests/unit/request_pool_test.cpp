@@ -10,15 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include "asserts_enabled.hpp"
+
 using nvmekit::request_state;
+using nvmekit_test::asserts_enabled;
 
 namespace {
-
-#ifdef NDEBUG
-constexpr bool asserts_enabled = false;
-#else
-constexpr bool asserts_enabled = true;
-#endif
 
 /// Counts calls of the replaced global operator new below.
 std::size_t allocation_count = 0;

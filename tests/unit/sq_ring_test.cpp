@@ -3,89 +3,22 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <optional>
-#include <ostream>
 #include <span>
 #include <system_error>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/error.hpp>
+#include "asserts_enabled.hpp"
+#include "recorded_memory.hpp"
 
 namespace spec = nvmekit::spec;
 using nvmekit::queue_memory;
 using nvmekit::sq_ring;
+using nvmekit::testing::access_kind;
+using namespace nvmekit_test;
 
 namespace {
-
-#ifdef NDEBUG
-constexpr bool asserts_enabled = false;
-#else
-constexpr bool asserts_enabled = true;
-#endif
-
-struct dma_access {
-    std::uint64_t address;
-    std::size_t length;
-    friend bool operator==(const dma_access&, const dma_access&) = default;
-    friend std::ostream& operator<<(std::ostream& out, const dma_access& a)
-    {
-        return out << std::hex << "{0x" << a.address << ", 0x" << a.length << "}" << std::dec;
-    }
-};
-
-/// Host RAM at [base, base + size) that logs every access and can fail one chosen read.
-class test_memory {
-public:
-    test_memory(std::uint64_t base, std::size_t size) : base_{base}, bytes_(size) {}
-
-    std::error_code read(std::uint64_t address, std::span<std::byte> destination)
-    {
-        reads.push_back({address, destination.size()});
-        if (fail_read_number && *fail_read_number == reads.size()) {
-            return nvmekit::errc::dma_fault;
-        }
-        if (!contains(address, destination.size())) {
-            return nvmekit::errc::dma_unmapped;
-        }
-        std::memcpy(destination.data(), bytes_.data() + (address - base_), destination.size());
-        return {};
-    }
-
-    std::error_code write(std::uint64_t address, std::span<const std::byte> source)
-    {
-        writes.push_back({address, source.size()});
-        if (!contains(address, source.size())) {
-            return nvmekit::errc::dma_unmapped;
-        }
-        std::memcpy(bytes_.data() + (address - base_), source.data(), source.size());
-        return {};
-    }
-
-    template <typename T>
-    void store(std::uint64_t address, const T& value)
-    {
-        ASSERT_TRUE(contains(address, sizeof value));
-        std::memcpy(bytes_.data() + (address - base_), &value, sizeof value);
-    }
-
-    std::vector<dma_access> reads;
-    std::vector<dma_access> writes;
-    std::optional<std::size_t> fail_read_number; ///< 1-based number of the read that fails
-
-private:
-    [[nodiscard]] bool contains(std::uint64_t address, std::size_t length) const
-    {
-        return address >= base_ && address - base_ <= bytes_.size() && length <= bytes_.size() - (address - base_);
-    }
-
-    std::uint64_t base_;
-    std::vector<std::byte> bytes_;
-};
-
-static_assert(nvmekit::DmaProvider<test_memory>);
 
 constexpr std::uint64_t host_base = 0x1'0000'0000;
 constexpr std::uint64_t queue_base = host_base + 0x1000;
@@ -102,10 +35,10 @@ spec::submission_queue_entry command(std::uint32_t slot, std::uint32_t pass = 0)
 }
 
 /// Fills every slot of a contiguous queue at queue_base with command(slot, pass).
-void fill_contiguous(test_memory& host, std::uint32_t entries, std::uint32_t pass = 0)
+void fill_contiguous(recorded_memory& host, std::uint32_t entries, std::uint32_t pass = 0)
 {
     for (std::uint32_t slot = 0; slot < entries; ++slot) {
-        host.store(queue_base + slot * 64ULL, command(slot, pass));
+        host.memory.store(queue_base + slot * 64ULL, command(slot, pass));
     }
 }
 
@@ -119,11 +52,11 @@ std::vector<std::uint16_t> cids(std::span<const spec::submission_queue_entry> en
 }
 
 /// Fetches everything pending (up to 64 entries) and returns the CIDs fetched.
-std::vector<std::uint16_t> fetch_all(sq_ring& sq, test_memory& host)
+std::vector<std::uint16_t> fetch_all(sq_ring& sq, recorded_memory& host)
 {
     std::array<spec::submission_queue_entry, 64> out{};
     std::uint32_t fetched = 99;
-    const std::error_code error = sq.fetch(host, out, fetched);
+    const std::error_code error = sq.fetch(host.dma, out, fetched);
     EXPECT_FALSE(error) << error.message();
     return cids(std::span{out}.first(fetched));
 }
@@ -172,105 +105,106 @@ TEST(sq_ring, tail_doorbell_at_or_beyond_the_queue_size_is_rejected_without_chan
 
 TEST(sq_ring, fetch_reads_contiguous_entries_in_one_dma_read)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     fill_contiguous(host, 16);
     sq_ring sq{1, 1, 16, queue_memory::contiguous(queue_base)};
     ASSERT_TRUE(sq.set_tail(3));
 
     std::array<spec::submission_queue_entry, 8> out{};
     std::uint32_t fetched = 99;
-    EXPECT_FALSE(sq.fetch(host, out, fetched));
+    EXPECT_FALSE(sq.fetch(host.dma, out, fetched));
 
     EXPECT_EQ(fetched, 3U);
-    EXPECT_EQ(host.reads, (std::vector<dma_access>{{queue_base, 3 * 64}}));
+    EXPECT_EQ(recorded(host.dma), (std::vector{read_at(queue_base, 3 * 64)}));
     EXPECT_EQ(out[0], command(0));
     EXPECT_EQ(out[1], command(1));
     EXPECT_EQ(out[2], command(2));
     EXPECT_EQ(sq.head(), 3U);
     EXPECT_EQ(sq.tail(), 3U);
     EXPECT_TRUE(sq.empty());
-    EXPECT_TRUE(host.writes.empty());
+    EXPECT_EQ(host.dma.writes(), 0U);
 }
 
 TEST(sq_ring, fetch_takes_no_more_than_the_output_holds)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     fill_contiguous(host, 16);
     sq_ring sq{1, 1, 16, queue_memory::contiguous(queue_base)};
     ASSERT_TRUE(sq.set_tail(5));
 
     std::array<spec::submission_queue_entry, 2> out{};
     std::uint32_t fetched = 99;
-    EXPECT_FALSE(sq.fetch(host, out, fetched));
+    EXPECT_FALSE(sq.fetch(host.dma, out, fetched));
     EXPECT_EQ(fetched, 2U);
     EXPECT_EQ(cids(out), (std::vector<std::uint16_t>{0, 1}));
     EXPECT_EQ(sq.head(), 2U);
     EXPECT_EQ(sq.pending(), 3U);
 
-    EXPECT_FALSE(sq.fetch(host, out, fetched));
+    EXPECT_FALSE(sq.fetch(host.dma, out, fetched));
     EXPECT_EQ(fetched, 2U);
     EXPECT_EQ(cids(out), (std::vector<std::uint16_t>{2, 3}));
-    EXPECT_EQ(host.reads, (std::vector<dma_access>{{queue_base, 128}, {queue_base + 128, 128}}));
+    EXPECT_EQ(recorded(host.dma), (std::vector{read_at(queue_base, 128), read_at(queue_base + 128, 128)}));
     EXPECT_EQ(sq.head(), 4U);
     EXPECT_EQ(sq.pending(), 1U);
 }
 
 TEST(sq_ring, fetch_of_an_empty_queue_or_into_an_empty_span_reads_nothing)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     sq_ring sq{1, 1, 16, queue_memory::contiguous(queue_base)};
     std::array<spec::submission_queue_entry, 4> out{};
     std::uint32_t fetched = 99;
 
-    EXPECT_FALSE(sq.fetch(host, out, fetched));
+    EXPECT_FALSE(sq.fetch(host.dma, out, fetched));
     EXPECT_EQ(fetched, 0U);
 
     ASSERT_TRUE(sq.set_tail(2));
     fetched = 99;
-    EXPECT_FALSE(sq.fetch(host, std::span<spec::submission_queue_entry>{}, fetched));
+    EXPECT_FALSE(sq.fetch(host.dma, std::span<spec::submission_queue_entry>{}, fetched));
     EXPECT_EQ(fetched, 0U);
     EXPECT_EQ(sq.head(), 0U);
-    EXPECT_TRUE(host.reads.empty());
+    EXPECT_TRUE(host.dma.accesses().empty());
 }
 
 TEST(sq_ring, fetch_across_the_wrap_takes_two_dma_reads)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     fill_contiguous(host, 8);
     sq_ring sq{1, 1, 8, queue_memory::contiguous(queue_base)};
     ASSERT_TRUE(sq.set_tail(6));
     ASSERT_EQ(fetch_all(sq, host), (std::vector<std::uint16_t>{0, 1, 2, 3, 4, 5}));
     fill_contiguous(host, 8, 1);
-    host.reads.clear();
+    host.dma.clear();
 
     ASSERT_TRUE(sq.set_tail(3));
     EXPECT_EQ(sq.pending(), 5U);
     EXPECT_EQ(fetch_all(sq, host), (std::vector<std::uint16_t>{1006, 1007, 1000, 1001, 1002}));
-    EXPECT_EQ(host.reads, (std::vector<dma_access>{{queue_base + 6 * 64, 2 * 64}, {queue_base, 3 * 64}}));
+    EXPECT_EQ(recorded(host.dma),
+              (std::vector{read_at(queue_base + 6 * 64, 2 * 64), read_at(queue_base, 3 * 64)}));
     EXPECT_EQ(sq.head(), 3U);
     EXPECT_TRUE(sq.empty());
 }
 
 TEST(sq_ring, fetch_ending_exactly_at_the_end_of_the_ring_wraps_head_to_zero)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     fill_contiguous(host, 8);
     sq_ring sq{1, 1, 8, queue_memory::contiguous(queue_base)};
     ASSERT_TRUE(sq.set_tail(4));
     ASSERT_EQ(fetch_all(sq, host).size(), 4U);
-    host.reads.clear();
+    host.dma.clear();
 
     ASSERT_TRUE(sq.set_tail(0));
     EXPECT_EQ(sq.pending(), 4U);
     EXPECT_EQ(fetch_all(sq, host), (std::vector<std::uint16_t>{4, 5, 6, 7}));
-    EXPECT_EQ(host.reads, (std::vector<dma_access>{{queue_base + 4 * 64, 4 * 64}}));
+    EXPECT_EQ(recorded(host.dma), (std::vector{read_at(queue_base + 4 * 64, 4 * 64)}));
     EXPECT_EQ(sq.head(), 0U);
     EXPECT_TRUE(sq.empty());
 }
 
 TEST(sq_ring, full_two_entry_queue_holds_one_command)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     fill_contiguous(host, 2);
     sq_ring sq{1, 1, 2, queue_memory::contiguous(queue_base)};
     EXPECT_TRUE(sq.empty());
@@ -288,40 +222,40 @@ TEST(sq_ring, full_two_entry_queue_holds_one_command)
 
 TEST(sq_ring, dma_error_leaves_the_head_unchanged_and_reports_nothing_fetched)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     fill_contiguous(host, 8);
     sq_ring sq{1, 1, 8, queue_memory::contiguous(queue_base)};
     ASSERT_TRUE(sq.set_tail(6));
     ASSERT_EQ(fetch_all(sq, host).size(), 6U);
     ASSERT_TRUE(sq.set_tail(3));
-    host.reads.clear();
-    host.fail_read_number = 2; // the read after the wrap
+    host.dma.clear();
+    host.dma.fail_nth(2, access_kind::read); // the read after the wrap
 
     std::array<spec::submission_queue_entry, 8> out{};
     std::uint32_t fetched = 99;
-    const std::error_code error = sq.fetch(host, out, fetched);
+    const std::error_code error = sq.fetch(host.dma, out, fetched);
 
     EXPECT_EQ(error, nvmekit::make_error_code(nvmekit::errc::dma_fault));
     EXPECT_EQ(fetched, 0U);
     EXPECT_EQ(sq.head(), 6U);
     EXPECT_EQ(sq.tail(), 3U);
     EXPECT_EQ(sq.pending(), 5U);
-    EXPECT_EQ(host.reads.size(), 2U);
+    EXPECT_EQ(recorded(host.dma),
+              (std::vector{read_at(queue_base + 6 * 64, 2 * 64), read_at(queue_base, 3 * 64, dma_fault)}));
 
-    host.fail_read_number.reset();
     EXPECT_EQ(fetch_all(sq, host), (std::vector<std::uint16_t>{6, 7, 0, 1, 2}));
     EXPECT_EQ(sq.head(), 3U);
 }
 
 TEST(sq_ring, queue_outside_host_memory_returns_the_provider_error)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     sq_ring sq{1, 1, 8, queue_memory::contiguous(host_base + 0x10000 - 2 * 64)};
     ASSERT_TRUE(sq.set_tail(3));
     std::array<spec::submission_queue_entry, 8> out{};
     std::uint32_t fetched = 99;
 
-    EXPECT_EQ(sq.fetch(host, out, fetched), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
+    EXPECT_EQ(sq.fetch(host.dma, out, fetched), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
     EXPECT_EQ(fetched, 0U);
     EXPECT_EQ(sq.head(), 0U);
 }
@@ -333,22 +267,23 @@ struct three_page_queue {
     static constexpr std::array<std::uint64_t, 3> pages{host_base + 0x5000, host_base + 0x3000, host_base + 0x8000};
     static constexpr std::uint64_t list = host_base + 0x10000;
 
-    test_memory host{host_base, 0x20000};
+    recorded_memory host{host_base, 0x20000};
     queue_memory memory = queue_memory::contiguous(0);
 
     three_page_queue()
     {
         for (std::size_t i = 0; i < pages.size(); ++i) {
-            host.store(list + i * 8, pages[i]);
+            host.memory.store(list + i * 8, pages[i]);
         }
-        EXPECT_EQ(queue_memory::from_prp_list(host, list, 192 * 64, 4096, memory), spec::status::success());
-        host.reads.clear();
+        EXPECT_EQ(queue_memory::from_prp_list(host.dma, list, 192 * 64, 4096, memory),
+                  spec::status::success());
+        host.dma.clear();
     }
 
     void fill(std::uint32_t pass)
     {
         for (std::uint32_t slot = 0; slot < 192; ++slot) {
-            host.store(pages[slot / 64] + (slot % 64) * 64ULL, command(slot, pass));
+            host.memory.store(pages[slot / 64] + (slot % 64) * 64ULL, command(slot, pass));
         }
     }
 };
@@ -373,10 +308,11 @@ TEST(sq_ring, prp_list_queue_fetch_splits_reads_at_page_boundaries)
 
     std::array<spec::submission_queue_entry, 192> out{};
     std::uint32_t fetched = 0;
-    EXPECT_FALSE(sq.fetch(q.host, out, fetched));
+    EXPECT_FALSE(sq.fetch(q.host.dma, out, fetched));
 
     EXPECT_EQ(fetched, 150U);
-    EXPECT_EQ(q.host.reads, (std::vector<dma_access>{{q.pages[0], 4096}, {q.pages[1], 4096}, {q.pages[2], 22 * 64}}));
+    EXPECT_EQ(recorded(q.host.dma), (std::vector{read_at(q.pages[0], 4096), read_at(q.pages[1], 4096),
+                                                 read_at(q.pages[2], 22 * 64)}));
     EXPECT_EQ(cids(std::span{out}.first(150)), cid_range(0, 149));
     EXPECT_EQ(sq.head(), 150U);
 }
@@ -389,18 +325,17 @@ TEST(sq_ring, prp_list_queue_fetch_across_the_wrap_splits_at_the_page_and_the_wr
     ASSERT_TRUE(sq.set_tail(120));
     std::array<spec::submission_queue_entry, 192> out{};
     std::uint32_t fetched = 0;
-    ASSERT_FALSE(sq.fetch(q.host, out, fetched));
+    ASSERT_FALSE(sq.fetch(q.host.dma, out, fetched));
     ASSERT_EQ(fetched, 120U);
     q.fill(1);
-    q.host.reads.clear();
+    q.host.dma.clear();
 
     ASSERT_TRUE(sq.set_tail(10));
-    EXPECT_FALSE(sq.fetch(q.host, out, fetched));
+    EXPECT_FALSE(sq.fetch(q.host.dma, out, fetched));
 
     EXPECT_EQ(fetched, 82U);
-    EXPECT_EQ(q.host.reads, (std::vector<dma_access>{{q.pages[1] + 56 * 64, 8 * 64},
-                                                     {q.pages[2], 4096},
-                                                     {q.pages[0], 10 * 64}}));
+    EXPECT_EQ(recorded(q.host.dma), (std::vector{read_at(q.pages[1] + 56 * 64, 8 * 64),
+                                                 read_at(q.pages[2], 4096), read_at(q.pages[0], 10 * 64)}));
     std::vector<std::uint16_t> expected = cid_range(120, 191, 1);
     const std::vector<std::uint16_t> wrapped = cid_range(0, 9, 1);
     expected.insert(expected.end(), wrapped.begin(), wrapped.end());
@@ -416,12 +351,12 @@ TEST(sq_ring, prp_list_queue_fetch_within_one_page_is_one_read)
     ASSERT_TRUE(sq.set_tail(70));
     std::array<spec::submission_queue_entry, 4> out{};
     std::uint32_t fetched = 0;
-    ASSERT_FALSE(sq.fetch(q.host, std::span{out}.first(2), fetched));
-    q.host.reads.clear();
+    ASSERT_FALSE(sq.fetch(q.host.dma, std::span{out}.first(2), fetched));
+    q.host.dma.clear();
 
-    EXPECT_FALSE(sq.fetch(q.host, out, fetched));
+    EXPECT_FALSE(sq.fetch(q.host.dma, out, fetched));
     EXPECT_EQ(fetched, 4U);
-    EXPECT_EQ(q.host.reads, (std::vector<dma_access>{{q.pages[0] + 2 * 64, 4 * 64}}));
+    EXPECT_EQ(recorded(q.host.dma), (std::vector{read_at(q.pages[0] + 2 * 64, 4 * 64)}));
     EXPECT_EQ(cids(out), cid_range(2, 5));
 }
 
@@ -431,11 +366,11 @@ TEST(sq_ring, dma_error_on_a_later_page_of_a_prp_list_queue_leaves_the_head_unch
     q.fill(0);
     sq_ring sq{1, 1, 192, q.memory};
     ASSERT_TRUE(sq.set_tail(100));
-    q.host.fail_read_number = 2;
+    q.host.dma.fail_nth(2, access_kind::read);
 
     std::array<spec::submission_queue_entry, 192> out{};
     std::uint32_t fetched = 99;
-    EXPECT_EQ(sq.fetch(q.host, out, fetched), nvmekit::make_error_code(nvmekit::errc::dma_fault));
+    EXPECT_EQ(sq.fetch(q.host.dma, out, fetched), nvmekit::make_error_code(nvmekit::errc::dma_fault));
     EXPECT_EQ(fetched, 0U);
     EXPECT_EQ(sq.head(), 0U);
     EXPECT_EQ(sq.pending(), 100U);
@@ -443,7 +378,7 @@ TEST(sq_ring, dma_error_on_a_later_page_of_a_prp_list_queue_leaves_the_head_unch
 
 TEST(sq_ring, reset_returns_head_and_tail_to_zero)
 {
-    test_memory host{host_base, 0x10000};
+    recorded_memory host{host_base, 0x10000};
     fill_contiguous(host, 8);
     sq_ring sq{1, 1, 8, queue_memory::contiguous(queue_base)};
     ASSERT_TRUE(sq.set_tail(6));

@@ -1,3 +1,5 @@
+#include <nvmekit/testing/host.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -8,43 +10,23 @@
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/controller.hpp>
-#include <nvmekit/testing/flat_memory.hpp>
-#include <nvmekit/testing/host.hpp>
-#include <nvmekit/testing/manual_clock.hpp>
-#include <nvmekit/testing/recording_msix.hpp>
+#include "../controller_fixture.hpp"
 
 namespace {
 
 namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
+using namespace nvmekit_test;
 using namespace std::chrono_literals;
 
-struct test_traits : nvmekit::default_traits {
-    using dma = nt::flat_memory;
-    using interrupts = nt::recording_msix;
-    using clock = nt::manual_clock;
-};
-using controller_type = nvmekit::controller<test_traits>;
-using host_type = nt::in_process_host<controller_type>;
-
-constexpr std::uint64_t memory_base = 0x4'0000'0000;
+/// Where the host driver's tests put host memory: at 16 GiB, above the controller tests' base.
+constexpr std::uint64_t host_memory_base = 0x4'0000'0000;
 constexpr std::uint64_t page = 4096;
 
-struct test_memory : nt::flat_memory {
-    test_memory() { add_range(memory_base, 8 << 20); }
-};
-
-struct rig {
-    test_memory memory;
-    nt::recording_msix msix;
-    nt::manual_clock clock;
-    controller_type ctrl;
-    host_type host;
-
-    explicit rig(nvmekit::controller_config config = {})
-        : ctrl{memory, msix, clock, std::move(config)}
-        , host{ctrl, memory, clock}
+/// The rig, with the readers and forgers of host memory the host driver's tests use.
+struct host_rig : rig {
+    explicit host_rig(nvmekit::controller_config config = {})
+        : rig{std::move(config), memory_size, host_memory_base}
     {
     }
 
@@ -57,8 +39,7 @@ struct rig {
     [[nodiscard]] std::uint32_t next_slot(std::uint16_t cqid, std::uint32_t entries)
     {
         for (std::uint32_t slot = 0; slot < entries; ++slot) {
-            if (!memory.load<spec::completion_queue_entry>(host.completion_entry_address(cqid, slot))
-                     .phase()) {
+            if (!cqe_at(cqid, slot).phase()) {
                 return slot;
             }
         }
@@ -78,7 +59,7 @@ struct rig {
 
 TEST(host_build_prps, one_page_needs_only_prp1)
 {
-    rig r;
+    host_rig r;
     const std::uint64_t buffer = r.host.allocate(2 * page);
     EXPECT_EQ(r.host.build_prps(buffer, page), (spec::data_pointer{buffer, 0}));
     EXPECT_EQ(r.host.build_prps(buffer, 1), (spec::data_pointer{buffer, 0}));
@@ -87,7 +68,7 @@ TEST(host_build_prps, one_page_needs_only_prp1)
 
 TEST(host_build_prps, two_pages_put_the_second_in_prp2)
 {
-    rig r;
+    host_rig r;
     const std::uint64_t buffer = r.host.allocate(3 * page);
     EXPECT_EQ(r.host.build_prps(buffer, 2 * page), (spec::data_pointer{buffer, buffer + page}));
     EXPECT_EQ(r.host.build_prps(buffer, page + 1), (spec::data_pointer{buffer, buffer + page}));
@@ -99,7 +80,7 @@ TEST(host_build_prps, two_pages_put_the_second_in_prp2)
 
 TEST(host_build_prps, more_pages_build_a_prp_list)
 {
-    rig r;
+    host_rig r;
     const std::uint64_t buffer = r.host.allocate(8 * page);
     const auto dptr = r.host.build_prps(buffer, 5 * page);
     EXPECT_EQ(dptr.prp1, buffer);
@@ -118,7 +99,7 @@ TEST(host_build_prps, more_pages_build_a_prp_list)
 
 TEST(host_build_prps, a_list_filling_one_page_is_not_chained)
 {
-    rig r;
+    host_rig r;
     // 513 pages: PRP1 and 512 list entries, exactly one list page.
     const std::uint64_t buffer = r.host.allocate(513 * page);
     const auto dptr = r.host.build_prps(buffer, 513 * page);
@@ -129,7 +110,7 @@ TEST(host_build_prps, a_list_filling_one_page_is_not_chained)
 
 TEST(host_build_prps, long_lists_chain_through_their_last_entry)
 {
-    rig r;
+    host_rig r;
     // 1100 pages: PRP1 and 1099 more, as 511 + 511 + 77 entries on three list pages.
     const std::uint64_t buffer = r.host.allocate(1100 * page);
     const auto dptr = r.host.build_prps(buffer, 1100 * page);
@@ -158,21 +139,21 @@ TEST(host_build_prps, long_lists_chain_through_their_last_entry)
 
 TEST(host_build_prps, write_prp_list_allocates_page_aligned_lists)
 {
-    rig r;
+    host_rig r;
     static_cast<void>(r.host.allocate(8, 8)); // leaves the allocator off a page boundary
-    const std::vector<std::uint64_t> pages{memory_base + 0x10000, memory_base + 0x20000};
+    const std::vector<std::uint64_t> pages{host_memory_base + 0x10000, host_memory_base + 0x20000};
     const std::uint64_t first = r.host.write_prp_list(pages);
     const std::uint64_t second = r.host.write_prp_list(pages);
     EXPECT_EQ(first % page, 0U);
     EXPECT_EQ(second % page, 0U);
-    EXPECT_EQ(r.entry(second, 1), memory_base + 0x20000);
+    EXPECT_EQ(r.entry(second, 1), host_memory_base + 0x20000);
 }
 
 // ---- the driver's checks --------------------------------------------------------------------------
 
 TEST(host_checks, a_cqe_with_an_unknown_command_identifier_throws)
 {
-    rig r;
+    host_rig r;
     r.host.bring_up();
     spec::completion_queue_entry cqe{};
     cqe.sq_id = 0;
@@ -184,11 +165,11 @@ TEST(host_checks, a_cqe_with_an_unknown_command_identifier_throws)
 
 TEST(host_checks, a_cqe_naming_a_foreign_sq_throws)
 {
-    rig r;
+    host_rig r;
     r.host.bring_up({.io_queue_pairs = 2});
     spec::completion_queue_entry cqe{};
     cqe.sq_id = 2; // SQ 2 is bound to CQ 2, not CQ 1
-    cqe.cid = r.host.submit(2, host_type::command(spec::nvm_opcode::read, 1));
+    cqe.cid = r.host.submit(2, read_command());
     r.forge_completion(1, 256, cqe);
     std::vector<nt::completion> reaped;
     EXPECT_THROW(r.host.reap(1, reaped), nt::host_error);
@@ -196,7 +177,7 @@ TEST(host_checks, a_cqe_naming_a_foreign_sq_throws)
 
 TEST(host_checks, a_cqe_with_an_sq_head_outside_the_sq_throws)
 {
-    rig r;
+    host_rig r;
     r.host.bring_up({.io_queue_pairs = 1, .io_entries = 16});
     spec::completion_queue_entry cqe{};
     cqe.sq_id = 1;
@@ -209,26 +190,25 @@ TEST(host_checks, a_cqe_with_an_sq_head_outside_the_sq_throws)
 
 TEST(host_checks, a_full_sq_throws_instead_of_overwriting)
 {
-    rig r;
+    host_rig r;
     r.host.bring_up({.io_queue_pairs = 1, .io_entries = 4});
     for (int i = 0; i < 3; ++i) {
-        r.host.submit(1, host_type::command(spec::nvm_opcode::read, 1));
+        r.host.submit(1, read_command());
     }
-    EXPECT_THROW(r.host.submit(1, host_type::command(spec::nvm_opcode::read, 1)), nt::host_error);
+    EXPECT_THROW(r.host.submit(1, read_command()), nt::host_error);
     // Completions tell the host the SQ head has moved: room again.
     std::vector<nt::completion> reaped;
     r.host.reap(1, reaped);
     EXPECT_EQ(reaped.size(), 3U);
-    EXPECT_NO_THROW(r.host.submit(1, host_type::command(spec::nvm_opcode::read, 1)));
+    EXPECT_NO_THROW(r.host.submit(1, read_command()));
 }
 
 TEST(host_checks, unknown_queues_and_entries_throw)
 {
-    rig r;
+    host_rig r;
     r.host.bring_up({.io_queue_pairs = 1, .io_entries = 16});
-    EXPECT_THROW(r.host.submit(2, host_type::command(spec::nvm_opcode::read, 1)), nt::host_error);
-    EXPECT_THROW(static_cast<void>(r.host.io(2, host_type::command(spec::nvm_opcode::read, 1))),
-                 nt::host_error);
+    EXPECT_THROW(r.host.submit(2, read_command()), nt::host_error);
+    EXPECT_THROW(static_cast<void>(r.host.io(2, read_command())), nt::host_error);
     EXPECT_THROW(static_cast<void>(r.host.submission_entry_address(1, 16)), nt::host_error);
     EXPECT_THROW(static_cast<void>(r.host.completion_entry_address(3, 0)), nt::host_error);
     EXPECT_EQ(r.host.submission_entry_address(1, 15) - r.host.submission_entry_address(1, 0), 15U * 64);
@@ -241,19 +221,15 @@ struct few_vectors : test_traits {
 
 TEST(host_checks, a_failing_command_during_bring_up_throws)
 {
-    test_memory memory;
-    nt::recording_msix msix;
-    nt::manual_clock clock;
-    nvmekit::controller<few_vectors> ctrl{memory, msix, clock};
-    nt::in_process_host host{ctrl, memory, clock};
+    basic_rig<few_vectors> r{{}, memory_size, host_memory_base};
     // CQ 2 asks for vector 2 of a 2-vector table: Invalid Interrupt Vector.
-    EXPECT_THROW(host.bring_up({.io_queue_pairs = 2}), nt::host_error);
-    EXPECT_NO_THROW(host.bring_up({.io_queue_pairs = 1}));
+    EXPECT_THROW(r.host.bring_up({.io_queue_pairs = 2}), nt::host_error);
+    EXPECT_NO_THROW(r.host.bring_up({.io_queue_pairs = 1}));
 }
 
 TEST(host_checks, a_fatal_status_while_enabling_throws)
 {
-    rig r;
+    host_rig r;
     EXPECT_THROW(r.host.bring_up({.io_queue_pairs = 1, .admin_entries = 1}), nt::host_error);
     EXPECT_TRUE(r.host.csts().get(spec::csts_register::cfs));
     EXPECT_NO_THROW(r.host.bring_up());
@@ -263,7 +239,7 @@ TEST(host_checks, a_fatal_status_while_enabling_throws)
 
 TEST(host_waits, a_command_that_never_completes_throws)
 {
-    rig r;
+    host_rig r;
     r.host.bring_up({.io_queue_pairs = 1, .max_polls = 40, .poll_step = 2ms});
     const auto start = r.clock.now();
     // The Asynchronous Event Request completes only when an event occurs.
@@ -273,7 +249,7 @@ TEST(host_waits, a_command_that_never_completes_throws)
 
 TEST(host_waits, a_controller_that_never_becomes_ready_throws)
 {
-    rig r{{.ready_delay = std::chrono::hours{1}}};
+    host_rig r{{.ready_delay = std::chrono::hours{1}}};
     EXPECT_THROW(r.host.bring_up({.io_queue_pairs = 1, .max_polls = 100}), nt::host_error);
     EXPECT_EQ(r.clock.now(), 100ms);
     EXPECT_FALSE(r.host.csts().get(spec::csts_register::rdy));
@@ -281,7 +257,7 @@ TEST(host_waits, a_controller_that_never_becomes_ready_throws)
 
 TEST(host_waits, a_shutdown_that_never_completes_throws)
 {
-    rig r;
+    host_rig r;
     r.host.bring_up({.io_queue_pairs = 1, .max_polls = 20});
     r.ctrl.fatal_error(); // a failed controller does not answer the deletes
     EXPECT_THROW(r.host.shut_down(), nt::host_error);
@@ -291,7 +267,7 @@ TEST(host_waits, a_shutdown_that_never_completes_throws)
 
 TEST(host_bring_up, reports_its_steps_and_results)
 {
-    rig r;
+    host_rig r;
     std::vector<std::string> steps;
     r.host.on_step([&](std::string_view step) { steps.emplace_back(step); });
     const auto result = r.host.bring_up({.io_queue_pairs = 3, .io_entries = 64});
@@ -316,7 +292,7 @@ TEST(host_bring_up, reports_its_steps_and_results)
 
 TEST(host_bring_up, programs_msix_vectors_unmasked)
 {
-    rig r;
+    host_rig r;
     r.host.bring_up({.io_queue_pairs = 2});
     EXPECT_TRUE(r.ctrl.msix().enabled());
     EXPECT_FALSE(r.ctrl.msix().function_masked());
@@ -329,56 +305,49 @@ TEST(host_bring_up, programs_msix_vectors_unmasked)
 
 TEST(host_bring_up, prp_list_queues_for_many_pairs)
 {
-    rig r;
+    host_rig r;
     const auto result =
         r.host.bring_up({.io_queue_pairs = 4, .io_entries = 100, .physically_contiguous = false});
     EXPECT_EQ(result.io_queue_pairs, 4);
     for (std::uint16_t qid = 1; qid <= 4; ++qid) {
-        EXPECT_EQ(r.host.io(qid, host_type::command(spec::nvm_opcode::read, 1)).status(),
-                  spec::status{spec::generic_status::invalid_namespace_or_format}.with_dnr());
+        EXPECT_EQ(r.host.io(qid, read_command()).status(),
+                  dnr(spec::generic_status::invalid_namespace_or_format));
     }
 }
 
 TEST(host_bring_up, bring_up_twice_starts_afresh)
 {
-    rig r;
+    host_rig r;
     r.host.bring_up({.io_queue_pairs = 2});
-    r.host.io(1, host_type::command(spec::nvm_opcode::read, 1));
+    r.host.io(1, read_command());
     const auto result = r.host.bring_up({.io_queue_pairs = 1});
     EXPECT_EQ(result.io_queue_pairs, 1);
     EXPECT_FALSE(r.host.has_io_queue(2));
     EXPECT_FALSE(r.ctrl.submission_queue_exists(2));
     EXPECT_EQ(r.host.outstanding(0), 1U);
-    EXPECT_TRUE(r.host
-                    .admin(host_type::get_features_command(spec::feature_id::number_of_queues,
-                                                           spec::feature_select::current))
-                    .ok());
+    EXPECT_TRUE(r.host.admin(get_queues()).ok());
 }
 
 TEST(host_bring_up, disable_and_enable_keep_the_admin_queue_usable)
 {
-    rig r;
+    host_rig r;
     r.host.bring_up({.io_queue_pairs = 1, .admin_entries = 4});
     // Leave the host's and the controller's admin queue positions mid-ring, then reset.
     for (int i = 0; i < 3; ++i) {
-        r.host.admin(host_type::get_features_command(spec::feature_id::number_of_queues,
-                                                     spec::feature_select::current));
+        r.host.admin(get_queues());
     }
     for (int round = 0; round < 3; ++round) {
         r.host.disable();
         r.host.enable();
         for (int i = 0; i < 6; ++i) {
-            ASSERT_TRUE(r.host
-                            .admin(host_type::get_features_command(spec::feature_id::number_of_queues,
-                                                                   spec::feature_select::current))
-                            .ok());
+            ASSERT_TRUE(r.host.admin(get_queues()).ok());
         }
     }
 }
 
 TEST(host_bring_up, shut_down_deletes_the_queues_then_notifies)
 {
-    rig r;
+    host_rig r;
     r.host.bring_up({.io_queue_pairs = 2});
     r.host.shut_down();
     EXPECT_FALSE(r.host.has_io_queue(1));
@@ -390,13 +359,13 @@ TEST(host_bring_up, shut_down_deletes_the_queues_then_notifies)
 
 TEST(host_bring_up, shadow_doorbells_are_configured_when_offered)
 {
-    rig r;
+    host_rig r;
     r.host.bring_up({.io_queue_pairs = 1, .shadow_doorbells = true});
     ASSERT_TRUE(r.host.shadow_doorbell_buffer().has_value());
     ASSERT_TRUE(r.host.event_index_buffer().has_value());
     EXPECT_EQ(*r.host.shadow_doorbell_buffer() % page, 0U);
     EXPECT_EQ(*r.host.event_index_buffer() % page, 0U);
-    r.host.io(1, host_type::command(spec::nvm_opcode::read, 1));
+    r.host.io(1, read_command());
     // The host writes the new tail to the shadow buffer (SQ 1 at 2 * 1 * 4 bytes).
     EXPECT_EQ(r.memory.load<std::uint32_t>(*r.host.shadow_doorbell_buffer() + 8), 1U);
     EXPECT_EQ(r.memory.load<std::uint32_t>(*r.host.shadow_doorbell_buffer() + 12), 1U);

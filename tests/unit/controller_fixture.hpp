@@ -1,0 +1,277 @@
+#pragma once
+/// The rig of the controller tests: host memory, an MSI-X recorder, a manual clock, a controller
+/// and the in-process host driver over them, with the register, doorbell and command helpers
+/// several of those tests use. A test-only header: include it after the header under test.
+///
+///     nvmekit_test::rig r{{.ready_delay = 10ms}};
+///     r.host.bring_up({.io_queue_pairs = 2});
+///     const auto status = r.host.io(1, read_command()).status();
+///     EXPECT_EQ(status, dnr(spec::generic_status::invalid_namespace_or_format));
+///
+/// The traits are a template parameter: derive from test_traits to change the limits, or use
+/// recording_dma_traits to reach host memory through a recording_dma (`r.dma`) that counts and
+/// fails accesses.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <nvmekit/controller.hpp>
+#include <nvmekit/format/status.hpp>
+#include <nvmekit/testing/flat_memory.hpp>
+#include <nvmekit/testing/host.hpp>
+#include <nvmekit/testing/manual_clock.hpp>
+#include <nvmekit/testing/recording_dma.hpp>
+#include <nvmekit/testing/recording_msix.hpp>
+
+NVMEKIT_BEGIN_NAMESPACE
+namespace spec {
+// Failures print statuses the way nvme-cli does: `Generic/Invalid Field (0x02) [DNR]`.
+inline void PrintTo(const status& value, std::ostream* out)
+{
+    *out << fmt::format("{}", value);
+}
+} // namespace spec
+NVMEKIT_END_NAMESPACE
+
+namespace nvmekit_test {
+
+/// The providers of the controller tests, with the default limits.
+struct test_traits : nvmekit::default_traits {
+    using dma = nvmekit::testing::flat_memory;
+    using interrupts = nvmekit::testing::recording_msix;
+    using clock = nvmekit::testing::manual_clock;
+};
+
+/// test_traits whose controller reaches host memory through a recording_dma, so that a test can
+/// count and fail its accesses.
+struct recording_dma_traits : test_traits {
+    using dma = nvmekit::testing::recording_dma<nvmekit::testing::flat_memory>;
+};
+
+/// Above 4 GiB, so both halves of ASQ, ACQ and every queue address carry address bits.
+inline constexpr std::uint64_t memory_base = 0x1'0000'0000;
+inline constexpr std::size_t memory_size = std::size_t{8} << 20;
+
+/// `size` bytes of zero-filled host memory at `base`.
+struct host_memory : nvmekit::testing::flat_memory {
+    explicit host_memory(std::size_t size = memory_size, std::uint64_t base = memory_base)
+    {
+        add_range(base, size);
+    }
+};
+
+/// Host memory, interrupt recorder, clock, controller and host driver of one test.
+template <typename Traits = test_traits>
+struct basic_rig {
+    using controller_type = nvmekit::controller<Traits>;
+    using host_type = nvmekit::testing::in_process_host<controller_type>;
+    /// What the controller reaches host memory through: the memory itself when Traits::dma is
+    /// flat_memory, else a Traits::dma (a wrapper such as recording_dma) over it.
+    using dma_type = std::conditional_t<std::is_same_v<typename Traits::dma, nvmekit::testing::flat_memory>,
+                                        nvmekit::testing::flat_memory&, typename Traits::dma>;
+
+    host_memory memory;
+    dma_type dma{memory};
+    nvmekit::testing::recording_msix msix;
+    nvmekit::testing::manual_clock clock;
+    controller_type ctrl;
+    host_type host;
+
+    explicit basic_rig(nvmekit::controller_config config = {}, std::size_t size = memory_size,
+                       std::uint64_t base = memory_base)
+        : memory{size, base}
+        , ctrl{dma, msix, clock, std::move(config)}
+        , host{ctrl, memory, clock}
+    {
+    }
+    basic_rig(const basic_rig&) = delete;
+    basic_rig& operator=(const basic_rig&) = delete;
+
+    // ---- registers --------------------------------------------------------------------------
+
+    [[nodiscard]] nvmekit::spec::csts_register csts() { return host.csts(); }
+    /// A 32-bit register read straight from BAR0.
+    [[nodiscard]] std::uint32_t read32(nvmekit::spec::register_offset offset)
+    {
+        return static_cast<std::uint32_t>(ctrl.mmio_read(static_cast<std::uint64_t>(offset), 4));
+    }
+    void write32(nvmekit::spec::register_offset offset, std::uint32_t value)
+    {
+        ctrl.mmio_write(static_cast<std::uint64_t>(offset), 4, value);
+    }
+    void write_cc(nvmekit::spec::cc_register cc) { write32(nvmekit::spec::register_offset::cc, cc.raw); }
+
+    /// The admin queue registers programmed by hand: AQA `aqa`, ASQ `asq` and ACQ `acq`.
+    void program_admin_queues(std::uint32_t aqa, std::uint64_t asq, std::uint64_t acq)
+    {
+        write32(nvmekit::spec::register_offset::aqa, aqa);
+        host.write64(nvmekit::spec::register_offset::asq, asq);
+        host.write64(nvmekit::spec::register_offset::acq, acq);
+    }
+
+    // ---- bring-up -----------------------------------------------------------------------------
+
+    /// Brings the controller up, then resets and re-enables it, so that the admin queue works,
+    /// no I/O queue exists and Number of Queues has not been set.
+    void admin_only()
+    {
+        host.bring_up({.io_queue_pairs = 1});
+        host.disable();
+        host.enable();
+    }
+
+    /// As admin_only(), then MSI-X vectors 0 to 64 programmed and Number of Queues set to `queues`
+    /// SQs and CQs.
+    void admin_only(std::uint16_t queues)
+    {
+        admin_only();
+        host.program_msix(64);
+        const auto granted = host.admin(host_type::set_features_command(
+            nvmekit::spec::feature_id::number_of_queues,
+            nvmekit::spec::number_of_queues::from_counts(queues, queues).raw));
+        ASSERT_TRUE(granted.ok());
+    }
+
+    // ---- polling, doorbells and host memory ----------------------------------------------------
+
+    /// `times` polls, each after a 1 ms clock advance.
+    void poll(int times)
+    {
+        for (int i = 0; i < times; ++i) {
+            clock.advance(std::chrono::milliseconds{1});
+            ctrl.poll();
+        }
+    }
+
+    /// Writes the SQ `qid` Tail doorbell (CAP.DSTRD 0).
+    void ring_sq_tail(std::uint16_t qid, std::uint32_t tail)
+    {
+        ctrl.mmio_write(nvmekit::spec::sq_tail_doorbell_offset(qid, 0), 4, tail);
+    }
+    /// Writes the CQ `qid` Head doorbell (CAP.DSTRD 0).
+    void ring_cq_head(std::uint16_t qid, std::uint32_t head)
+    {
+        ctrl.mmio_write(nvmekit::spec::cq_head_doorbell_offset(qid, 0), 4, head);
+    }
+
+    /// Entry `index` of CQ `cqid` as it is in host memory.
+    [[nodiscard]] nvmekit::spec::completion_queue_entry cqe_at(std::uint16_t cqid, std::uint32_t index)
+    {
+        return memory.template load<nvmekit::spec::completion_queue_entry>(
+            host.completion_entry_address(cqid, index));
+    }
+
+    /// A copy of `bytes` bytes of host memory at `address`.
+    [[nodiscard]] std::vector<std::byte> snapshot(std::uint64_t address, std::size_t bytes)
+    {
+        const auto span = memory.bytes(address, bytes);
+        return {span.begin(), span.end()};
+    }
+
+    // ---- MSI-X ----------------------------------------------------------------------------------
+
+    /// Sets or clears the Mask bit of MSI-X vector `vector` through its table entry.
+    void mask_vector(std::uint16_t vector, bool masked)
+    {
+        ctrl.mmio_write(ctrl.msix_table_offset() + 16U * vector + 12U, 4, masked ? 1U : 0U);
+    }
+    /// The first 64 bits of the Pending Bit Array.
+    [[nodiscard]] std::uint64_t pba() { return ctrl.mmio_read(ctrl.msix_pba_offset(), 8); }
+
+    // ---- asynchronous events --------------------------------------------------------------------
+
+    /// Posts an Asynchronous Event Request and lets the controller take it, so that a doorbell
+    /// written next does not replace the admin SQ tail before the controller has seen it.
+    [[nodiscard]] std::uint16_t post_async_event_request()
+    {
+        const auto cid = host.submit(0, host_type::async_event_request_command());
+        ctrl.poll();
+        return cid;
+    }
+    /// Completes the Asynchronous Event Request `cid` the host has outstanding and returns its DW0.
+    [[nodiscard]] std::uint32_t async_event(std::uint16_t cid)
+    {
+        const auto completion = host.wait_for(0, cid);
+        EXPECT_EQ(completion.status(), nvmekit::spec::status::success());
+        return completion.cqe.dw0;
+    }
+};
+
+using rig = basic_rig<>;
+using host_type = rig::host_type;
+
+/// `code` with Do Not Retry set: how the controller completes every command it refuses.
+[[nodiscard]] nvmekit::spec::status dnr(auto code)
+{
+    return nvmekit::spec::status{code}.with_dnr();
+}
+
+/// CSTS with RDY = 1 and nothing else.
+[[nodiscard]] inline nvmekit::spec::csts_register ready_status()
+{
+    return nvmekit::spec::csts_register{}.with(nvmekit::spec::csts_register::rdy, true);
+}
+
+/// The CC Linux writes: IOSQES 6, IOCQES 4, MPS 0, CSS NVM, AMS round robin, EN 1.
+[[nodiscard]] inline nvmekit::spec::cc_register linux_cc()
+{
+    return nvmekit::spec::cc_register{}
+        .with(nvmekit::spec::cc_register::iosqes, 6)
+        .with(nvmekit::spec::cc_register::iocqes, 4)
+        .with(nvmekit::spec::cc_register::en, true);
+}
+
+/// A Read of namespace 1 (no namespace is attached, so it completes with Invalid Namespace or
+/// Format).
+[[nodiscard]] inline nvmekit::spec::submission_queue_entry read_command()
+{
+    return host_type::command(nvmekit::spec::nvm_opcode::read, 1);
+}
+
+/// Get Features Number of Queues, current value.
+[[nodiscard]] inline nvmekit::spec::submission_queue_entry get_queues()
+{
+    return host_type::get_features_command(nvmekit::spec::feature_id::number_of_queues,
+                                           nvmekit::spec::feature_select::current);
+}
+
+/// Create I/O Completion Queue with the given fields and IEN = 1, for the checks the host driver
+/// would not send.
+[[nodiscard]] inline nvmekit::spec::submission_queue_entry
+create_cq_command(std::uint16_t qid, std::uint32_t entries, std::uint64_t prp1, bool contiguous = true,
+                  std::uint16_t vector = 0)
+{
+    auto sqe = host_type::command(nvmekit::spec::admin_opcode::create_io_cq);
+    nvmekit::spec::create_io_cq_view{.queue_id = qid,
+                                     .queue_size = entries,
+                                     .physically_contiguous = contiguous,
+                                     .interrupts_enabled = true,
+                                     .interrupt_vector = vector}
+        .encode(sqe);
+    sqe.dptr.prp1 = prp1;
+    return sqe;
+}
+
+/// Create I/O Submission Queue with the given fields, for the checks the host driver would not
+/// send.
+[[nodiscard]] inline nvmekit::spec::submission_queue_entry
+create_sq_command(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries, std::uint64_t prp1,
+                  bool contiguous = true)
+{
+    auto sqe = host_type::command(nvmekit::spec::admin_opcode::create_io_sq);
+    nvmekit::spec::create_io_sq_view{
+        .queue_id = qid, .queue_size = entries, .physically_contiguous = contiguous, .cq_id = cqid}
+        .encode(sqe);
+    sqe.dptr.prp1 = prp1;
+    return sqe;
+}
+
+} // namespace nvmekit_test
