@@ -40,6 +40,7 @@
 #include <nvmekit/spec/registers.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
+#include <nvmekit/testing/recording_msix.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace testing {
@@ -58,6 +59,7 @@ struct host_options {
     bool interrupts = true;             ///< I/O CQs with IEN = 1 (vector = qid); false: polled queues
     bool physically_contiguous = true;  ///< PC = 1; false: queues described by PRP lists
     bool shadow_doorbells = false;      ///< Doorbell Buffer Config when OACS bit 8 says it exists
+    bool reap_by_interrupt = true;      ///< with an MSI-X recorder: read a CQ only after its vector fires
     std::size_t max_polls = 10000;      ///< bound on every wait
     std::chrono::nanoseconds poll_step{std::chrono::milliseconds{1}}; ///< clock advance per wait step
 };
@@ -86,6 +88,14 @@ public:
 
     in_process_host(Controller& controller, flat_memory& memory, manual_clock& clock)
         : controller_{controller}, memory_{memory}, clock_{clock}
+    {
+    }
+
+    /// A host that reaps completions the way an interrupt-driven driver does: it reads a CQ only
+    /// after the CQ's MSI-X vector was raised (`msix` is the controller's interrupt provider), and
+    /// reports a CQ that holds entries without an interrupt as a missed interrupt.
+    in_process_host(Controller& controller, flat_memory& memory, manual_clock& clock, recording_msix& msix)
+        : controller_{controller}, memory_{memory}, clock_{clock}, msix_{&msix}
     {
     }
 
@@ -373,29 +383,12 @@ public:
     std::size_t reap(std::uint16_t cqid, std::vector<completion>& out)
     {
         controller_.poll();
-        auto& cq = completion_queue(cqid);
-        std::size_t reaped = 0;
-        for (;;) {
-            const auto cqe = memory_.load<spec::completion_queue_entry>(cq.entry_address(cq.head));
-            if (cqe.phase() != cq.phase) {
-                break;
-            }
-            check_completion(cqid, cqe);
-            out.push_back({cqe});
-            ++reaped;
-            cq.head = (cq.head + 1) % cq.entries;
-            if (cq.head == 0) {
-                cq.phase = !cq.phase;
-            }
-        }
-        if (reaped != 0) {
-            ring_cq_doorbell(cqid, cq.head);
-        }
-        return reaped;
+        return collect(cqid, out);
     }
 
     /// Waits for the completion of command `cid` submitted on SQ `qid`; other completions reaped
-    /// meanwhile are kept for later waits.
+    /// meanwhile are kept for later waits. With an MSI-X recorder and a CQ whose interrupts are
+    /// enabled, the CQ is read only after its vector fires.
     completion wait_for(std::uint16_t qid, std::uint16_t cid)
     {
         const std::uint16_t cqid = qid == 0 ? 0 : submission_queue(qid).cqid;
@@ -403,11 +396,18 @@ public:
             if (auto found = take_reaped(qid, cid)) {
                 return *found;
             }
-            reap(cqid, reaped_);
-            if (auto found = take_reaped(qid, cid)) {
-                return *found;
+            controller_.poll();
+            if (!interrupt_driven(cqid) || take_interrupt(completion_queue(cqid).vector)) {
+                collect(cqid, reaped_);
+                if (auto found = take_reaped(qid, cid)) {
+                    return *found;
+                }
             }
             clock_.advance(options_.poll_step);
+        }
+        if (interrupt_driven(cqid) && has_new_entry(cqid)) {
+            throw host_error{"missed interrupt: CQ " + std::to_string(cqid) + " holds completions but vector " +
+                             std::to_string(completion_queue(cqid).vector) + " was not raised"};
         }
         throw host_error{"no completion for command " + std::to_string(cid) + " on queue " + std::to_string(qid)};
     }
@@ -483,6 +483,66 @@ public:
             list = next_list;
         }
         return first_list;
+    }
+
+    /// One piece of an SGL: a data block of host memory, or (for reads) a bit bucket of `length`
+    /// bytes the controller discards.
+    struct sgl_piece {
+        std::uint64_t address = 0;
+        std::uint32_t length = 0;
+        bool bit_bucket = false;
+    };
+
+    /// Builds an SGL for `pieces` in host memory (Base 2.0 4.1.2) and returns the SGL1 to put in
+    /// DPTR (set CDW0.PSDT with use_sgl()). One piece is described in DPTR itself; more go in
+    /// segments of at most `descriptors_per_segment` descriptors, chained with Segment
+    /// descriptors, the last one reached through a Last Segment descriptor.
+    spec::data_pointer build_sgl(std::span<const sgl_piece> pieces, std::size_t descriptors_per_segment = 16)
+    {
+        if (pieces.empty() || descriptors_per_segment < 2) {
+            throw std::invalid_argument{"build_sgl: at least one piece and two descriptors per segment"};
+        }
+        const auto describe = [](const sgl_piece& piece) {
+            return piece.bit_bucket ? spec::sgl_descriptor::bit_bucket(piece.length)
+                                    : spec::sgl_descriptor::data_block(piece.address, piece.length);
+        };
+        if (pieces.size() == 1) {
+            return spec::to_data_pointer(describe(pieces.front()));
+        }
+        constexpr std::size_t descriptor_bytes = sizeof(spec::sgl_descriptor);
+        // Segments hold per-1 data descriptors and a pointer to the next, except the last one.
+        std::size_t index = 0;
+        std::uint64_t previous_pointer_address = 0; // where the previous segment points onward
+        bool first = true;
+        spec::data_pointer dptr{};
+        while (index < pieces.size()) {
+            const std::size_t remaining = pieces.size() - index;
+            const bool last = remaining <= descriptors_per_segment;
+            const std::size_t data_count = last ? remaining : descriptors_per_segment - 1;
+            const std::size_t count = last ? remaining : descriptors_per_segment;
+            const std::uint64_t segment = allocate(count * descriptor_bytes, 16);
+            for (std::size_t i = 0; i < data_count; ++i) {
+                memory_.store(segment + i * descriptor_bytes, describe(pieces[index + i]));
+            }
+            const auto length = static_cast<std::uint32_t>(count * descriptor_bytes);
+            const auto pointer = last ? spec::sgl_descriptor::last_segment(segment, length)
+                                      : spec::sgl_descriptor::segment(segment, length);
+            if (first) {
+                dptr = spec::to_data_pointer(pointer);
+                first = false;
+            } else {
+                memory_.store(previous_pointer_address, pointer);
+            }
+            previous_pointer_address = segment + data_count * descriptor_bytes;
+            index += data_count;
+        }
+        return dptr;
+    }
+
+    /// Marks `sqe` as carrying an SGL in DPTR (CDW0.PSDT = 01b).
+    static void use_sgl(spec::submission_queue_entry& sqe) noexcept
+    {
+        sqe.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
     }
 
     // ---- command builders ---------------------------------------------------------------------
@@ -565,6 +625,53 @@ private:
             return pages[offset / 4096] + offset % 4096;
         }
     };
+
+    /// Reads every new entry of CQ `cqid` into `out` and rings its head doorbell.
+    std::size_t collect(std::uint16_t cqid, std::vector<completion>& out)
+    {
+        auto& cq = completion_queue(cqid);
+        std::size_t reaped = 0;
+        for (;;) {
+            const auto cqe = memory_.load<spec::completion_queue_entry>(cq.entry_address(cq.head));
+            if (cqe.phase() != cq.phase) {
+                break;
+            }
+            check_completion(cqid, cqe);
+            out.push_back({cqe});
+            ++reaped;
+            cq.head = (cq.head + 1) % cq.entries;
+            if (cq.head == 0) {
+                cq.phase = !cq.phase;
+            }
+        }
+        if (reaped != 0) {
+            ring_cq_doorbell(cqid, cq.head);
+        }
+        return reaped;
+    }
+
+    [[nodiscard]] bool has_new_entry(std::uint16_t cqid)
+    {
+        auto& cq = completion_queue(cqid);
+        return memory_.load<spec::completion_queue_entry>(cq.entry_address(cq.head)).phase() == cq.phase;
+    }
+
+    [[nodiscard]] bool interrupt_driven(std::uint16_t cqid)
+    {
+        return msix_ != nullptr && options_.reap_by_interrupt && completion_queue(cqid).interrupts;
+    }
+
+    /// True once per new MSI-X message on `vector` since the last call.
+    bool take_interrupt(std::uint16_t vector)
+    {
+        const std::size_t raised = msix_->count(vector);
+        std::size_t& seen = interrupts_seen_[vector];
+        if (raised == seen) {
+            return false;
+        }
+        seen = raised;
+        return true;
+    }
 
     host_queue make_queue(std::uint16_t qid, std::uint32_t entries, std::uint32_t entry_bytes, bool contiguous)
     {
@@ -749,6 +856,8 @@ private:
     std::optional<std::uint64_t> event_index_{};
     std::optional<std::uint16_t> async_event_cid_{};
     std::uint16_t next_cid_ = 0;
+    recording_msix* msix_ = nullptr;
+    std::map<std::uint16_t, std::size_t> interrupts_seen_{};
 };
 
 } // namespace testing
