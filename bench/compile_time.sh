@@ -9,7 +9,7 @@ cxx=${CXX:-g++}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-headers=(nvmekit/spec.hpp nvmekit/format.hpp fmt/format.h spdlog/spdlog.h)
+headers=(nvmekit/spec.hpp nvmekit/format.hpp nvmekit/controller.hpp fmt/format.h spdlog/spdlog.h)
 printf '%-24s %8s\n' header "best ms"
 for header in "${headers[@]}"; do
     echo "#include <${header}>" > "$work/tu.cpp"
