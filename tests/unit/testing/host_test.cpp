@@ -374,3 +374,132 @@ TEST(host_bring_up, shadow_doorbells_are_configured_when_offered)
 }
 
 } // namespace
+
+// ---- build_sgl -----------------------------------------------------------------------------------
+
+namespace {
+
+using sgl_piece = host_type::sgl_piece;
+
+spec::sgl_descriptor sgl_at(host_rig& r, std::uint64_t address)
+{
+    return r.memory.load<spec::sgl_descriptor>(address);
+}
+
+} // namespace
+
+TEST(host_build_sgl, one_piece_is_described_in_dptr)
+{
+    host_rig r;
+    const std::uint64_t buffer = r.host.allocate(page);
+    const sgl_piece pieces[] = {{buffer, 512}};
+    const auto descriptor = spec::to_sgl_descriptor(r.host.build_sgl(pieces));
+    EXPECT_EQ(descriptor, spec::sgl_descriptor::data_block(buffer, 512));
+
+    const sgl_piece bucket[] = {{0, 4096, true}};
+    EXPECT_EQ(spec::to_sgl_descriptor(r.host.build_sgl(bucket)), spec::sgl_descriptor::bit_bucket(4096));
+}
+
+TEST(host_build_sgl, a_few_pieces_go_in_one_last_segment)
+{
+    host_rig r;
+    const std::uint64_t buffer = r.host.allocate(4 * page);
+    const sgl_piece pieces[] = {{buffer, 100}, {0, 28, true}, {buffer + page, 4096}};
+    const auto head = spec::to_sgl_descriptor(r.host.build_sgl(pieces));
+    ASSERT_EQ(head.type(), spec::sgl_descriptor_type::last_segment);
+    EXPECT_EQ(head.length, 3U * 16U);
+    EXPECT_EQ(head.address % 16, 0U);
+    EXPECT_EQ(sgl_at(r, head.address), spec::sgl_descriptor::data_block(buffer, 100));
+    EXPECT_EQ(sgl_at(r, head.address + 16), spec::sgl_descriptor::bit_bucket(28));
+    EXPECT_EQ(sgl_at(r, head.address + 32), spec::sgl_descriptor::data_block(buffer + page, 4096));
+}
+
+TEST(host_build_sgl, many_pieces_chain_segments_and_end_with_a_last_segment)
+{
+    host_rig r;
+    std::vector<sgl_piece> pieces;
+    const std::uint64_t buffer = r.host.allocate(10 * page);
+    for (std::uint64_t i = 0; i < 10; ++i) {
+        pieces.push_back({buffer + i * page, 512});
+    }
+    // Four descriptors a segment: 3 data + Segment, 3 data + Segment, then a Last Segment of 4.
+    const auto head = spec::to_sgl_descriptor(r.host.build_sgl(pieces, 4));
+    ASSERT_EQ(head.type(), spec::sgl_descriptor_type::segment);
+    EXPECT_EQ(head.length, 64U);
+    std::vector<std::uint64_t> described;
+    spec::sgl_descriptor pointer = head;
+    std::size_t segments = 0;
+    while (true) {
+        ++segments;
+        const std::size_t count = pointer.length / 16;
+        for (std::size_t i = 0; i < count; ++i) {
+            const auto descriptor = sgl_at(r, pointer.address + 16 * i);
+            if (descriptor.type() == spec::sgl_descriptor_type::data_block) {
+                EXPECT_EQ(descriptor.length, 512U);
+                described.push_back(descriptor.address);
+            } else {
+                ASSERT_EQ(i, count - 1) << "a segment pointer must be the last descriptor of its segment";
+                ASSERT_NE(pointer.type(), spec::sgl_descriptor_type::last_segment)
+                    << "a Last Segment must not point to another segment";
+                pointer = descriptor;
+            }
+        }
+        if (pointer.type() == spec::sgl_descriptor_type::last_segment && described.size() == pieces.size()) {
+            break;
+        }
+        ASSERT_LT(segments, 10U);
+    }
+    EXPECT_EQ(segments, 3U);
+    ASSERT_EQ(described.size(), pieces.size());
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+        EXPECT_EQ(described[i], pieces[i].address);
+    }
+}
+
+TEST(host_build_sgl, refuses_an_empty_sgl)
+{
+    host_rig r;
+    EXPECT_THROW(r.host.build_sgl(std::span<const sgl_piece>{}), std::invalid_argument);
+}
+
+// ---- interrupt-driven reaping --------------------------------------------------------------------
+
+TEST(host_interrupts, reaps_a_cq_after_its_vector_fires)
+{
+    host_rig r;
+    host_type host{r.ctrl, r.memory, r.clock, r.msix};
+    host.bring_up({.io_queue_pairs = 2});
+    const std::size_t before = r.msix.count(2);
+    const auto flush = host_type::command(spec::nvm_opcode::flush, 1);
+    EXPECT_EQ(host.io(2, flush).status(),
+              spec::status{spec::generic_status::invalid_namespace_or_format}.with_dnr());
+    EXPECT_EQ(r.msix.count(2), before + 1);
+}
+
+TEST(host_interrupts, a_cq_holding_entries_without_an_interrupt_is_a_missed_interrupt)
+{
+    host_rig r;
+    host_type host{r.ctrl, r.memory, r.clock, r.msix};
+    host.bring_up({.io_queue_pairs = 1, .max_polls = 50});
+    // Mask vector 1 in the MSI-X table: the controller posts the completion but sets the PBA bit
+    // instead of raising the vector, which the host, waiting for an interrupt, sees as missed.
+    const std::uint64_t vector_control = r.ctrl.msix_table_offset() + 16 + 12;
+    r.ctrl.mmio_write(vector_control, 4, 1);
+    try {
+        static_cast<void>(host.io(1, host_type::command(spec::nvm_opcode::flush, 1)));
+        FAIL() << "the host should report a missed interrupt";
+    } catch (const nt::host_error& error) {
+        EXPECT_NE(std::string_view{error.what()}.find("missed interrupt"), std::string_view::npos) << error.what();
+    }
+    EXPECT_TRUE(r.ctrl.msix().pending(1));
+}
+
+TEST(host_interrupts, polling_mode_ignores_interrupts)
+{
+    host_rig r;
+    host_type host{r.ctrl, r.memory, r.clock, r.msix};
+    host.bring_up({.io_queue_pairs = 1, .reap_by_interrupt = false});
+    r.ctrl.mmio_write(r.ctrl.msix_table_offset() + 16 + 12, 4, 1);
+    EXPECT_EQ(host.io(1, host_type::command(spec::nvm_opcode::flush, 1)).status(),
+              spec::status{spec::generic_status::invalid_namespace_or_format}.with_dnr());
+}
