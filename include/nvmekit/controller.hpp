@@ -17,7 +17,6 @@
 /// through the doorbell channel, which is the seam for poll groups.
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -25,7 +24,6 @@
 #include <memory>
 #include <optional>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -367,7 +365,6 @@ public:
         spec::assign_space_padded(data.mn, identity.model_number);
         spec::assign_space_padded(data.fr, identity.firmware_revision);
         spec::assign_null_padded(data.subnqn, identity.subsystem_nqn);
-        data.rab = 0;
         data.mdts = limits.mdts;
         data.cntlid = identity.controller_id;
         data.ver = registers_.vs().raw;
@@ -375,8 +372,6 @@ public:
         data.oacs.set(spec::admin_command_support::doorbell_buffer_config, true);
         data.acl = 3;
         data.aerl = limits.aerl;
-        data.elpe = 0;
-        data.npss = 0;
         data.wctemp = 343;
         data.cctemp = 373;
         data.sqes.set(spec::queue_entry_sizes::required, 6).set(spec::queue_entry_sizes::maximum, 6);
@@ -645,7 +640,8 @@ private:
 
     [[nodiscard]] std::uint64_t shadow_slot_offset(std::uint16_t qid, bool completion_queue) const noexcept
     {
-        return (2U * std::uint64_t{qid} + (completion_queue ? 1U : 0U)) * registers_.doorbell_stride_bytes();
+        // The shadow buffers mirror the doorbell registers' layout (Base 2.0 5.8).
+        return doorbell_index(qid, completion_queue) * registers_.doorbell_stride_bytes();
     }
 
     void read_shadow_doorbells()

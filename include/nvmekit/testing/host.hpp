@@ -727,7 +727,14 @@ private:
         return it->second;
     }
 
-    [[nodiscard]] std::uint32_t doorbell_stride() const noexcept { return 4U << cap_.get(cap_.dstrd); }
+    /// Where queue `qid`'s slot lies in the shadow doorbell and EventIdx buffers: they mirror the
+    /// doorbell registers' layout from 1000h (Base 2.0 5.8).
+    [[nodiscard]] std::uint64_t shadow_slot_offset(std::uint16_t qid, bool completion_queue) const noexcept
+    {
+        const unsigned dstrd = cap_.get(cap_.dstrd);
+        return (completion_queue ? spec::cq_head_doorbell_offset(qid, dstrd) : spec::sq_tail_doorbell_offset(qid, dstrd)) -
+               spec::doorbell_base_offset;
+    }
 
     /// A new queue starts at head = tail = 0, so its shadow doorbell and EventIdx slots must read 0
     /// too, whatever an earlier queue with this identifier left there (Linux clears the buffers).
@@ -736,7 +743,7 @@ private:
         if (!shadow_ || (completion_queue ? io_cqs_.contains(qid) : io_sqs_.contains(qid))) {
             return; // a queue the host still uses keeps its slot (creating it again is an error)
         }
-        const std::uint64_t offset = (2U * std::uint64_t{qid} + (completion_queue ? 1U : 0U)) * doorbell_stride();
+        const std::uint64_t offset = shadow_slot_offset(qid, completion_queue);
         memory_.store(*shadow_ + offset, std::uint32_t{0});
         memory_.store(*event_index_ + offset, std::uint32_t{0});
     }
@@ -744,7 +751,7 @@ private:
     void ring_sq_doorbell(std::uint16_t qid, std::uint32_t tail)
     {
         if (qid != 0 && shadow_) {
-            memory_.store(*shadow_ + 2U * qid * doorbell_stride(), tail);
+            memory_.store(*shadow_ + shadow_slot_offset(qid, false), tail);
         }
         controller_.mmio_write(spec::sq_tail_doorbell_offset(qid, cap_.get(cap_.dstrd)), 4, tail);
     }
@@ -752,7 +759,7 @@ private:
     void ring_cq_doorbell(std::uint16_t qid, std::uint32_t head)
     {
         if (qid != 0 && shadow_) {
-            memory_.store(*shadow_ + (2U * qid + 1U) * doorbell_stride(), head);
+            memory_.store(*shadow_ + shadow_slot_offset(qid, true), head);
         }
         controller_.mmio_write(spec::cq_head_doorbell_offset(qid, cap_.get(cap_.dstrd)), 4, head);
     }
