@@ -61,21 +61,34 @@ public:
         return true;
     }
 
-    /// The next (request, event) pair to complete, oldest first, or nothing when either side is
-    /// empty.
-    [[nodiscard]] std::optional<async_event_report> next_report() noexcept
+    /// The next (request, event) pair to complete, oldest event first, or nothing when either side
+    /// is empty. Events whose type has its bit set in `masked_types` (bit n for event type n) are
+    /// skipped and stay queued: a type is masked from its report until the host reads the log page
+    /// that acknowledges it (Base 2.0 5.2.2).
+    [[nodiscard]] std::optional<async_event_report> next_report(std::uint8_t masked_types = 0) noexcept
     {
-        if (request_count_ == 0 || event_count_ == 0) {
+        if (request_count_ == 0) {
             return std::nullopt;
         }
-        const async_event_report report{requests_[0], events_[event_head_]};
-        for (std::size_t i = 1; i < request_count_; ++i) {
-            requests_[i - 1] = requests_[i];
+        for (std::size_t i = 0; i < event_count_; ++i) {
+            const auto event = events_[(event_head_ + i) % event_capacity];
+            const auto type = static_cast<unsigned>(event.get(spec::async_event_completion::event_type));
+            if ((masked_types & (1U << (type & 7U))) != 0) {
+                continue;
+            }
+            const async_event_report report{requests_[0], event};
+            for (std::size_t r = 1; r < request_count_; ++r) {
+                requests_[r - 1] = requests_[r];
+            }
+            --request_count_;
+            for (std::size_t j = i; j > 0; --j) { // close the gap, keeping the order of the others
+                events_[(event_head_ + j) % event_capacity] = events_[(event_head_ + j - 1) % event_capacity];
+            }
+            event_head_ = (event_head_ + 1) % event_capacity;
+            --event_count_;
+            return report;
         }
-        --request_count_;
-        event_head_ = (event_head_ + 1) % event_capacity;
-        --event_count_;
-        return report;
+        return std::nullopt;
     }
 
     [[nodiscard]] std::size_t outstanding_requests() const noexcept { return request_count_; }

@@ -31,18 +31,31 @@
 #include <boost/intrusive/list.hpp>
 
 #include <nvmekit/async_events.hpp>
+#include <nvmekit/backends/any_backend.hpp>
+#include <nvmekit/block_backend.hpp>
 #include <nvmekit/clock.hpp>
+#include <nvmekit/command_sets/admin.hpp>
+#include <nvmekit/command_sets/nvm.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/cq_ring.hpp>
 #include <nvmekit/dma.hpp>
+#include <nvmekit/dispatcher.hpp>
 #include <nvmekit/doorbell_channel.hpp>
+#include <nvmekit/error_log.hpp>
+#include <nvmekit/feature_table.hpp>
+#include <nvmekit/firmware_slots.hpp>
+#include <nvmekit/health_log.hpp>
+#include <nvmekit/host_ranges.hpp>
 #include <nvmekit/interrupt_coalescing.hpp>
 #include <nvmekit/interrupts.hpp>
 #include <nvmekit/msix.hpp>
+#include <nvmekit/nvm_namespace.hpp>
+#include <nvmekit/prp_walker.hpp>
 #include <nvmekit/queue_memory.hpp>
 #include <nvmekit/register_file.hpp>
 #include <nvmekit/request_pool.hpp>
 #include <nvmekit/reset_state_machine.hpp>
+#include <nvmekit/sgl_walker.hpp>
 #include <nvmekit/sq_ring.hpp>
 #include <nvmekit/spec/commands.hpp>
 #include <nvmekit/spec/features.hpp>
@@ -52,6 +65,8 @@
 #include <nvmekit/spec/queue_entries.hpp>
 #include <nvmekit/spec/registers.hpp>
 #include <nvmekit/spec/status.hpp>
+#include <nvmekit/subsystem.hpp>
+#include <nvmekit/telemetry_log.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 
@@ -59,9 +74,21 @@ NVMEKIT_BEGIN_NAMESPACE
 struct limits {
     std::uint16_t io_queues = 64;       ///< I/O submission queues, and as many completion queues
     std::uint32_t queue_entries = 4096; ///< entries of the largest queue (CAP.MQES + 1), 2 to 65536
-    std::uint8_t mdts = 5;              ///< Maximum Data Transfer Size, 2^n minimum pages (0: no limit)
+    std::uint8_t mdts = 5;              ///< Maximum Data Transfer Size, 2^n 4 KiB pages, 1 to 10
     std::uint16_t msix_vectors = 65;    ///< MSI-X table size, 1 to 2048
     std::uint8_t aerl = 3;              ///< Asynchronous Event Request Limit, 0's based
+    /// Commands of one SQ in execution at once (its request pool); further entries wait in the SQ.
+    std::uint32_t commands_per_queue = 256;
+    /// Host memory ranges one command's data may use (PRP entries or SGL descriptors, merged
+    /// where contiguous); an SGL needing more completes with Invalid Number of SGL Descriptors.
+    std::uint32_t max_segments = 256;
+    /// Controller-wide staging buffers of MDTS bytes, for data that cannot be mapped zero-copy
+    /// and for commands that need one (Compare, Copy, Dataset Management). A command that finds
+    /// none free waits for one.
+    std::uint16_t staging_buffers = 16;
+
+    /// MDTS in bytes.
+    [[nodiscard]] constexpr std::uint64_t max_transfer_bytes() const noexcept { return std::uint64_t{4096} << mdts; }
 };
 
 /// Threading policy: nothing runs unless the embedder calls poll().
@@ -70,18 +97,28 @@ struct single_threaded {};
 /// Base of the traits users derive from; it names the defaults a user does not override.
 struct default_traits {
     using threading = single_threaded;
+    /// The namespaces' block backend: type-erased, so RAM, file and user backends can mix.
+    using backend = any_backend;
     static constexpr nvmekit::limits limits{};
+    /// Customises the admin command table: add vendor commands (C0h-FFh) or replace handlers.
+    template <typename Table>
+    static constexpr Table admin_commands(Table table)
+    {
+        return table;
+    }
+    /// Customises the NVM I/O command table: add vendor commands (80h-FFh) or replace handlers.
+    template <typename Table>
+    static constexpr Table io_commands(Table table)
+    {
+        return table;
+    }
 };
 
-/// What the controller reports about itself in Identify Controller.
+/// What the controller reports about itself beyond the subsystem's identity.
 struct controller_identity {
     std::uint16_t vendor_id = 0x1b36;           ///< PCI VID
     std::uint16_t subsystem_vendor_id = 0x1af4; ///< PCI SSVID
-    std::string serial_number = "NVMEKIT0001";
-    std::string model_number = "nvmekit emulated controller";
-    std::string firmware_revision = "0.1.0";
-    std::string subsystem_nqn = "nqn.2026-11.io.nvmekit:subsystem0";
-    std::uint16_t controller_id = 1;
+    std::uint16_t controller_id = 0;            ///< CNTLID; 0: the subsystem assigns one
 };
 
 /// Run-time configuration of one controller.
@@ -104,43 +141,52 @@ struct controller_statistics {
     std::uint64_t invalid_doorbells = 0; ///< invalid doorbell values and writes to missing doorbells
     std::uint64_t dma_errors = 0;
     std::uint64_t host_protocol_errors = 0;
+    std::uint64_t staging_waits = 0;     ///< times a command waited for a staging buffer
 };
 
 namespace detail {
 
-/// A command from fetch to posted completion.
-struct command_slot {
-    spec::submission_queue_entry sqe{};
-    spec::completion_queue_entry cqe{};
-    std::uint16_t sq_id = 0;
-    std::uint32_t request_index = 0; ///< this slot's request in its SQ's pool
-    /// Links a completion waiting for space in its CQ.
-    boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>> held_hook;
-};
+using list_hook = boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>>;
 
-using held_list = boost::intrusive::list<
-    command_slot, boost::intrusive::member_hook<command_slot, decltype(command_slot::held_hook), &command_slot::held_hook>>;
+template <typename Command>
+using held_list = boost::intrusive::list<Command, boost::intrusive::member_hook<Command, list_hook, &Command::held_hook>>;
 
-using command_pool = request_pool<command_slot>;
+template <typename Command>
+using waiting_list =
+    boost::intrusive::list<Command, boost::intrusive::member_hook<Command, list_hook, &Command::wait_hook>>;
 
+template <typename Command>
 struct submission_queue {
     sq_ring ring;
-    command_pool pool;
-    submission_queue(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries, queue_memory memory)
-        : ring{qid, cqid, entries, std::move(memory)}, pool{entries}
+    request_pool<Command> pool;
+    bool retired = false; ///< deleted while commands were still in a backend
+    submission_queue(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries, std::uint32_t commands,
+                     queue_memory memory)
+        : ring{qid, cqid, entries, std::move(memory)}, pool{std::min(entries, commands)}
     {
     }
 };
 
+template <typename Command>
 struct completion_queue {
     cq_ring ring;
-    held_list held{};
+    held_list<Command> held{};
     std::uint16_t bound_submission_queues = 0;
     std::uint32_t posted_since_signal = 0; ///< entries posted since interrupts were last considered
     completion_queue(std::uint16_t qid, std::uint32_t entries, queue_memory memory, std::uint16_t vector, bool ien)
         : ring{qid, entries, std::move(memory), vector, ien}
     {
     }
+};
+
+/// A controller-wide buffer for data staged between host memory and a backend.
+struct staging_buffer {
+    std::vector<std::byte> bytes;
+    std::vector<host_range> range_storage;
+    host_range_list ranges{std::span<host_range>{}};
+    std::vector<host_range> metadata_range_storage;
+    host_range_list metadata_ranges{std::span<host_range>{}};
+    staging_buffer* next_free = nullptr;
 };
 
 } // namespace detail
@@ -151,20 +197,59 @@ public:
     using dma_type = typename Traits::dma;
     using interrupts_type = typename Traits::interrupts;
     using clock_type = typename Traits::clock;
+    using backend_type = typename Traits::backend;
+    using subsystem_type = subsystem<backend_type>;
+    using namespace_type = nvm_namespace<backend_type>;
     static constexpr nvmekit::limits limits = Traits::limits;
 
     static_assert(check_dma_provider<dma_type>());
     static_assert(check_interrupt_provider<interrupts_type>());
     static_assert(check_clock<clock_type>());
+    static_assert(check_block_backend<backend_type>());
     static_assert(limits.io_queues >= 1, "limits: at least one I/O queue pair");
     static_assert(limits.queue_entries >= 2 && limits.queue_entries <= 65536, "limits: queue_entries 2..65536");
     static_assert(limits.msix_vectors >= 1 && limits.msix_vectors <= 2048, "limits: msix_vectors 1..2048");
     static_assert(limits.aerl < async_event_queue::max_requests, "limits: aerl too large");
+    static_assert(limits.mdts >= 1 && limits.mdts <= 10, "limits: mdts 1..10 (8 KiB to 4 MiB)");
+    static_assert(limits.commands_per_queue >= 2, "limits: commands_per_queue at least 2");
+    static_assert(limits.max_segments >= (1U << limits.mdts) + 1U,
+                  "limits: max_segments must hold a PRP transfer of MDTS bytes (2^mdts + 1 ranges)");
+    static_assert(limits.staging_buffers >= 1, "limits: at least one staging buffer");
 
-    controller(dma_type& dma, interrupts_type& interrupts, clock_type& clock, controller_config config = {})
+    /// One command from fetch to posted completion. Handlers receive it; `sqe` is the command as
+    /// the host submitted it. The other members belong to the controller.
+    struct command {
+        spec::submission_queue_entry sqe{};
+        spec::completion_queue_entry cqe{};
+        detail::submission_queue<command>* sq = nullptr;
+        std::uint32_t request_index = 0;
+        detail::list_hook held_hook; ///< waiting for CQ space
+        detail::list_hook wait_hook; ///< waiting for a staging buffer
+        controller* owner = nullptr;
+        // Backend I/O state.
+        namespace_type* ns = nullptr;
+        std::array<block_request, 2> block{};
+        std::uint8_t blocks_pending = 0;
+        block_status block_result = block_status::success;
+        /// Runs when every block request has completed; returns the command's result.
+        command_result (*continuation)(controller&, command&) = nullptr;
+        detail::staging_buffer* staging = nullptr;
+        std::uint64_t step = 0; ///< progress of multi-step commands
+        std::uint32_t data_segment_count = 0;
+        std::array<io_segment, limits.max_segments> data_segments{};
+        std::array<io_segment, 2> metadata_segments{};
+    };
+
+    using table_type = dispatch_table<controller, command>;
+
+    /// A controller of `subsystem`, which must outlive it. The controller registers with the
+    /// subsystem (which assigns CNTLID unless the config names one).
+    controller(dma_type& dma, interrupts_type& interrupts, clock_type& clock, subsystem_type& subsystem,
+               controller_config config = {})
         : dma_{dma}
         , clock_{clock}
         , config_{std::move(config)}
+        , subsystem_{&subsystem}
         , registers_{make_register_config(config_)}
         , msix_{interrupts, limits.msix_vectors}
         , interrupts_{interrupts}
@@ -178,6 +263,29 @@ public:
         fetch_buffer_.resize(fetch_batch);
         vector_due_.resize(limits.msix_vectors);
         due_vectors_.reserve(limits.msix_vectors);
+        scratch_ranges_.resize(limits.max_segments);
+        admin_data_.resize(admin_data_bytes);
+        health_.record_power_on(false);
+        controller_id_ = subsystem_->register_controller(
+            namespace_listener{this, [](void* self, std::uint32_t nsid) {
+                                   static_cast<controller*>(self)->on_namespace_changed(nsid);
+                               }},
+            config_.identity.controller_id);
+    }
+
+    /// A controller with a subsystem of its own, holding no namespace yet (reach it through
+    /// subsystem()).
+    controller(dma_type& dma, interrupts_type& interrupts, clock_type& clock, controller_config config = {})
+        : controller(dma, interrupts, clock, *std::make_unique<subsystem_type>().release(), std::move(config))
+    {
+        owned_subsystem_.reset(subsystem_);
+    }
+
+    /// The controller must not hold backend I/O when destroyed: poll() until io_outstanding() is 0.
+    ~controller()
+    {
+        NVMEKIT_ASSERT(io_outstanding() == 0, "controller destroyed with backend I/O outstanding");
+        subsystem_->unregister_controller(controller_id_);
     }
 
     controller(const controller&) = delete;
@@ -306,6 +414,8 @@ public:
             update_intx();
             return 0;
         }
+        poll_backends();
+        free_retired_queues();
         if (state != controller_state::ready) {
             statistics_.host_protocol_errors +=
                 invalid_doorbell_registers_.exchange(0, std::memory_order_relaxed);
@@ -314,6 +424,9 @@ public:
         }
         drain_doorbells();
         read_shadow_doorbells();
+        poll_backends();
+        resume_staging_waiters();
+        check_keep_alive();
         std::size_t executed = 0;
         for (std::uint16_t qid = 0; qid <= limits.io_queues; ++qid) {
             if (submission_queues_[qid]) {
@@ -323,6 +436,8 @@ public:
                 break; // a command (or a DMA failure) changed the state
             }
         }
+        poll_backends();
+        free_retired_queues();
         report_async_events();
         write_event_indexes();
         signal_interrupts();
@@ -354,32 +469,62 @@ public:
     {
         return qid <= limits.io_queues && completion_queues_[qid] != nullptr;
     }
-    /// The Identify Controller data this controller returns.
+    /// The Identify Controller data this controller returns: every capability bit names
+    /// something implemented.
     [[nodiscard]] spec::identify_controller identify_controller_data() const
     {
         spec::identify_controller data{};
-        const auto& identity = config_.identity;
-        data.vid = identity.vendor_id;
-        data.ssvid = identity.subsystem_vendor_id;
+        const auto& identity = subsystem_->identity();
+        data.vid = config_.identity.vendor_id;
+        data.ssvid = config_.identity.subsystem_vendor_id;
         spec::assign_space_padded(data.sn, identity.serial_number);
         spec::assign_space_padded(data.mn, identity.model_number);
-        spec::assign_space_padded(data.fr, identity.firmware_revision);
-        spec::assign_null_padded(data.subnqn, identity.subsystem_nqn);
+        spec::assign_space_padded(data.fr, firmware_.active_revision());
+        spec::assign_null_padded(data.subnqn, identity.nqn);
+        data.ieee = identity.ieee_oui;
+        data.cmic.set(spec::controller_multipath_caps::multiple_controllers, true);
         data.mdts = limits.mdts;
-        data.cntlid = identity.controller_id;
+        data.cntlid = controller_id_;
         data.ver = registers_.vs().raw;
+        data.oaes.set(spec::async_events_supported::namespace_attribute, true);
         data.cntrltype = spec::controller_type::io;
-        data.oacs.set(spec::admin_command_support::doorbell_buffer_config, true);
+        data.oacs.set(spec::admin_command_support::format_nvm, true)
+            .set(spec::admin_command_support::firmware, true)
+            .set(spec::admin_command_support::doorbell_buffer_config, true);
         data.acl = 3;
         data.aerl = limits.aerl;
-        data.wctemp = 343;
+        data.frmw = firmware_.attributes();
+        data.lpa.set(spec::log_page_attributes::commands_effects, true)
+            .set(spec::log_page_attributes::extended_data, true)
+            .set(spec::log_page_attributes::telemetry, true);
+        data.elpe = error_log_.elpe();
+        data.npss = 0;
+        data.wctemp = features_.config().warning_composite_temperature;
         data.cctemp = 373;
+        data.fwug = firmware_.fwug();
+        data.kas = static_cast<std::uint16_t>(features_.config().keep_alive_granularity_ms / 100U);
         data.sqes.set(spec::queue_entry_sizes::required, 6).set(spec::queue_entry_sizes::maximum, 6);
         data.cqes.set(spec::queue_entry_sizes::required, 4).set(spec::queue_entry_sizes::maximum, 4);
-        data.nn = 0;
+        data.nn = subsystem_->options().max_namespaces;
+        data.oncs.set(spec::nvm_command_support::compare, true)
+            .set(spec::nvm_command_support::write_uncorrectable, true)
+            .set(spec::nvm_command_support::dataset_management, true)
+            .set(spec::nvm_command_support::write_zeroes, true)
+            .set(spec::nvm_command_support::save_select_features, true)
+            .set(spec::nvm_command_support::timestamp, features_.config().timestamp_supported)
+            .set(spec::nvm_command_support::verify, true)
+            .set(spec::nvm_command_support::copy, true);
+        data.vwc.set(spec::volatile_write_cache_support::present, features_.config().volatile_write_cache_present)
+            .set(spec::volatile_write_cache_support::flush_behavior, spec::flush_broadcast::supported);
+        data.ocfs = 1; // Copy source range format 0
+        data.sgls = sgl_support_for(sgl_walk_options{.direction = transfer_direction::controller_to_host});
         data.psd[0].mp = 2500; // 25 W in 0.01 W units
         return data;
     }
+
+    /// The composite temperature the controller reports, in Kelvin.
+    [[nodiscard]] std::uint16_t temperature() const noexcept { return health_.composite_temperature(); }
+    [[nodiscard]] const error_log& errors() const noexcept { return error_log_; }
 
 private:
     using msix_type = msix_table<interrupts_type>;
@@ -389,6 +534,13 @@ private:
     [[nodiscard]] static constexpr std::uint64_t round_up(std::uint64_t value, std::uint64_t alignment) noexcept
     {
         return (value + alignment - 1) / alignment * alignment;
+    }
+
+    /// The feature table matching what Identify Controller reports. A volatile write cache is
+    /// always reported: with WCE cleared every write is durable before it completes (as FUA).
+    [[nodiscard]] static feature_table_config make_feature_config()
+    {
+        return feature_table_config{.volatile_write_cache_present = true, .supported_async_events = 0x0000'010fU};
     }
 
     [[nodiscard]] static register_file_config make_register_config(const controller_config& config)
@@ -414,13 +566,22 @@ private:
         {
             return self->clock_.now() - self->enable_started_ >= self->config_.ready_delay;
         }
-        [[nodiscard]] bool shutdown_flush_complete() const { return true; }
+        [[nodiscard]] bool shutdown_flush_complete() const
+        {
+            if (self->shutdown_flushes_pending_ != 0) {
+                self->poll_backends();
+            }
+            return self->shutdown_flushes_pending_ == 0;
+        }
         void start_enable() { self->start_enable(); }
         void set_ready(bool ready) { self->set_csts_bit(spec::csts_register::rdy, ready); }
         void stop_and_abort_all() { self->stop_and_abort_all(); }
         void reset_controller_state() { self->reset_controller_state(); }
-        void begin_shutdown(bool /*abrupt*/)
+        void begin_shutdown(bool abrupt)
         {
+            if (!abrupt) {
+                self->start_shutdown_flush();
+            }
             auto csts = self->registers_.csts();
             self->registers_.set_csts(csts.with(csts.shst, spec::shutdown_status::processing));
         }
@@ -433,6 +594,7 @@ private:
         {
             self->registers_.reset_power_on();
             self->reset_features();
+            static_cast<void>(self->firmware_.on_subsystem_reset());
             self->set_csts_bit(spec::csts_register::nssro, true);
         }
         void function_reset()
@@ -504,21 +666,16 @@ private:
         return (registers_.asq().raw & page_mask) == 0 && (registers_.acq().raw & page_mask) == 0;
     }
 
-    [[nodiscard]] std::uint64_t memory_page_size() const noexcept
-    {
-        return std::uint64_t{4096} << registers_.cc().get(spec::cc_register::mps);
-    }
-
     void start_enable()
     {
         enable_started_ = clock_.now();
         const auto aqa = registers_.aqa();
         const std::uint32_t asq_entries = aqa.get(aqa.asqs) + 1U;
         const std::uint32_t acq_entries = aqa.get(aqa.acqs) + 1U;
-        completion_queues_[0] = std::make_unique<detail::completion_queue>(
+        completion_queues_[0] = std::make_unique<detail::completion_queue<command>>(
             0, acq_entries, queue_memory::contiguous(registers_.acq().raw), 0, true);
-        submission_queues_[0] = std::make_unique<detail::submission_queue>(
-            0, 0, asq_entries, queue_memory::contiguous(registers_.asq().raw));
+        submission_queues_[0] = std::make_unique<detail::submission_queue<command>>(
+            0, 0, asq_entries, limits.commands_per_queue, queue_memory::contiguous(registers_.asq().raw));
         completion_queues_[0]->bound_submission_queues = 1;
         // Doorbells written while the controller was disabled belong to no queue of this enable.
         for (std::size_t i = 0; i < doorbell_slots; ++i) {
@@ -550,11 +707,15 @@ private:
     {
         for (auto& cq : completion_queues_) {
             if (cq) {
-                cq->held.clear();
+                cq->held.clear_and_dispose([](command* cmd) {
+                    auto& request = cmd->sq->pool.at(cmd->request_index);
+                    cmd->sq->pool.mark_posted(request);
+                    cmd->sq->pool.release(request);
+                });
             }
         }
-        for (auto& sq : submission_queues_) {
-            sq.reset();
+        for (std::uint16_t qid = 0; qid <= limits.io_queues; ++qid) {
+            retire_submission_queue(qid);
         }
         for (auto& cq : completion_queues_) {
             cq.reset();
@@ -562,8 +723,30 @@ private:
         doorbells_.clear();
         invalid_doorbell_registers_.store(0, std::memory_order_relaxed);
         events_.clear();
+        masked_event_types_ = 0;
         shadow_doorbells_.reset();
         update_intx(); // no CQ holds an entry any more
+    }
+
+    /// CC.SHN normal: flush every volatile cache of the attached namespaces (Base 2.0 3.6.2).
+    void start_shutdown_flush()
+    {
+        shutdown_flushes_.clear();
+        subsystem_->for_each_namespace([&](namespace_type& ns) {
+            if (ns.attached_to(controller_id_) && ns.backend().has_volatile_cache()) {
+                shutdown_flushes_.push_back(shutdown_flush{&ns, {}});
+            }
+        });
+        shutdown_flushes_pending_ = shutdown_flushes_.size();
+        for (auto& flush : shutdown_flushes_) {
+            flush.request.operation = block_operation::flush;
+            flush.request.context = this;
+            flush.request.complete = [](block_request& request, block_status) {
+                auto& self = *static_cast<controller*>(request.context);
+                --self.shutdown_flushes_pending_;
+            };
+            flush.ns->backend().submit(flush.request);
+        }
     }
 
     void reset_controller_state()
@@ -576,6 +759,10 @@ private:
     {
         granted_queues_.reset();
         coalescer_.reset();
+        features_.controller_reset(clock_.now());
+        last_keep_alive_.reset();
+        static_cast<void>(firmware_.on_controller_reset());
+        error_log_.clear();
     }
 
     // ---- doorbells ----------------------------------------------------------------------------
@@ -703,14 +890,14 @@ private:
 
     // ---- command processing -------------------------------------------------------------------
 
-    std::size_t process_submission_queue(detail::submission_queue& sq)
+    std::size_t process_submission_queue(detail::submission_queue<command>& sq)
     {
         std::size_t executed = 0;
         while (!sq.ring.empty() && state_machine_.state() == controller_state::ready) {
             const std::uint32_t room = std::min<std::uint32_t>(static_cast<std::uint32_t>(sq.pool.available()),
                                                                static_cast<std::uint32_t>(fetch_batch));
             if (room == 0) {
-                break; // every request of this queue waits for CQ space: back-pressure
+                break; // every request of this queue is in use: back-pressure
             }
             std::uint32_t fetched = 0;
             if (sq.ring.fetch(dma_, std::span{fetch_buffer_}.first(room), fetched)) {
@@ -723,65 +910,335 @@ private:
             for (std::uint32_t i = 0; i < fetched; ++i) {
                 auto* request = sq.pool.acquire();
                 NVMEKIT_ASSERT(request != nullptr, "fetched more commands than the pool holds");
-                request->payload.sqe = fetch_buffer_[i];
-                request->payload.sq_id = sq.ring.qid();
-                request->payload.request_index = request->index();
-                execute(sq, *request);
+                auto& cmd = request->payload;
+                cmd.sqe = fetch_buffer_[i];
+                cmd.sq = &sq;
+                cmd.request_index = request->index();
+                cmd.owner = this;
+                execute(cmd);
                 ++executed;
             }
         }
         return executed;
     }
 
-    struct command_result {
-        spec::status status = spec::status::success();
-        std::uint32_t dw0 = 0;
-        bool complete = true; ///< false: the command completes later (Asynchronous Event Request)
-    };
-
-    void execute(detail::submission_queue& sq, typename detail::command_pool::request& request)
+    void execute(command& cmd)
     {
         ++statistics_.commands;
-        const auto& sqe = request.payload.sqe;
-        const command_result result = sq.ring.qid() == 0 ? execute_admin(sqe) : execute_io(sqe);
-        if (!result.complete) {
-            // Held by the asynchronous event queue; the slot is returned now and the completion is
-            // built from the command identifier when an event arrives.
+        cmd.ns = nullptr;
+        cmd.blocks_pending = 0;
+        cmd.block_result = block_status::success;
+        cmd.continuation = nullptr;
+        cmd.step = 0;
+        cmd.data_segment_count = 0;
+        const std::uint8_t opcode = cmd.sqe.opcode();
+        command_result result;
+        if (cmd.sqe.cdw0.get(spec::command_dword0::fuse) != spec::fused_operation::normal) {
+            result = command_result::failure(error(spec::generic_status::invalid_field));
+        } else if (cmd.sq->ring.qid() == 0) {
+            result = admin_table().dispatch(*this, opcode, cmd);
+        } else {
+            result = io_table().dispatch(*this, opcode, cmd);
+        }
+        if (!result.is_pending()) {
+            finish(cmd, result);
+        }
+    }
+
+public:
+    // ---- the handlers' interface ----------------------------------------------------------------
+
+    /// Completes a command a handler left pending. Exactly once per pending command.
+    void finish(command& cmd, command_result result)
+    {
+        NVMEKIT_ASSERT(!result.is_pending(), "finish() with a pending result");
+        auto& sq = *cmd.sq;
+        release_staging(cmd);
+        if (sq.retired || state_machine_.state() != controller_state::ready || !completion_queue_exists(sq.ring.cqid())) {
+            // The queue was deleted or the controller reset while the command was in a backend:
+            // the command ends without a completion.
+            auto& request = sq.pool.at(cmd.request_index);
             sq.pool.mark_completed(request);
             sq.pool.mark_posted(request);
             sq.pool.release(request);
             return;
         }
-        complete(sq, request, result.status, result.dw0);
+        if (!result.status.is_success()) {
+            on_command_error(cmd, result.status);
+        }
+        complete(sq, cmd, result.status, result.dw0);
     }
 
-    void complete(detail::submission_queue& sq, typename detail::command_pool::request& request,
-                  spec::status status, std::uint32_t dw0)
+    /// The memory page size the host set (CC.MPS).
+    [[nodiscard]] std::uint64_t memory_page_size() const noexcept
     {
-        auto& cqe = request.payload.cqe;
+        return std::uint64_t{4096} << registers_.cc().get(spec::cc_register::mps);
+    }
+
+    /// Copies `data` to the host buffer of the command's data pointer (PRP or SGL).
+    [[nodiscard]] spec::status transfer_to_host(const command& cmd, std::span<const std::byte> data)
+    {
+        host_range_list ranges{scratch_ranges_};
+        if (auto status = walk_data(cmd, data.size(), transfer_direction::controller_to_host, ranges);
+            !status.is_success()) {
+            return status;
+        }
+        return dma_status(copy_to_host(dma_, ranges, data));
+    }
+
+    /// Copies the host buffer of the command's data pointer into `data`.
+    [[nodiscard]] spec::status transfer_from_host(const command& cmd, std::span<std::byte> data)
+    {
+        host_range_list ranges{scratch_ranges_};
+        if (auto status = walk_data(cmd, data.size(), transfer_direction::host_to_controller, ranges);
+            !status.is_success()) {
+            return status;
+        }
+        return dma_status(copy_from_host(dma_, ranges, data));
+    }
+
+    /// The namespace `nsid` when it exists and is attached to this controller.
+    [[nodiscard]] namespace_type* attached_namespace(std::uint32_t nsid) noexcept
+    {
+        return subsystem_->attached_namespace(nsid, controller_id_);
+    }
+
+    [[nodiscard]] subsystem_type& nvm_subsystem() noexcept { return *subsystem_; }
+    [[nodiscard]] std::uint16_t controller_id() const noexcept { return controller_id_; }
+    [[nodiscard]] dma_type& dma() noexcept { return dma_; }
+    [[nodiscard]] clock_type& clock() noexcept { return clock_; }
+
+    /// Backend requests this controller's commands are waiting for.
+    [[nodiscard]] std::size_t io_outstanding() const noexcept { return io_outstanding_; }
+
+    /// The admin command table this controller uses: the built-in one as Traits customised it.
+    [[nodiscard]] static const table_type& admin_table() noexcept
+    {
+        static constexpr table_type table = Traits::admin_commands(admin_command_set<controller>::table());
+        return table;
+    }
+    /// The I/O command table (NVM command set) this controller uses.
+    [[nodiscard]] static const table_type& io_table() noexcept
+    {
+        static constexpr table_type table = Traits::io_commands(nvm_command_set<controller>::table());
+        return table;
+    }
+
+private:
+    template <typename Controller>
+    friend struct admin_command_set;
+    template <typename Controller>
+    friend struct nvm_command_set;
+
+    [[nodiscard]] spec::status dma_status(spec::status status) noexcept
+    {
+        if (status.is_success()) {
+            return status;
+        }
+        if (status == spec::status{spec::generic_status::data_transfer_error}) {
+            ++statistics_.dma_errors;
+        }
+        return status.with_dnr();
+    }
+
+    [[nodiscard]] spec::status walk_data(const command& cmd, std::uint64_t length, transfer_direction direction,
+                                         host_range_list& ranges)
+    {
+        if (length > limits.max_transfer_bytes()) {
+            return error(spec::generic_status::invalid_field);
+        }
+        if (cmd.sq->ring.qid() == 0 && cmd.sqe.pointer_type() != spec::data_pointer_type::prp) {
+            return error(spec::generic_status::invalid_field); // admin commands use PRPs (PCIe)
+        }
+        const sgl_walk_options options{.direction = direction,
+                                       .bit_bucket_supported = true,
+                                       .max_segment_descriptors = 256,
+                                       .max_descriptors = std::size_t{limits.max_segments} * 4U};
+        const auto status = walk_data_pointer(dma_, cmd.sqe, length, static_cast<std::uint32_t>(memory_page_size()),
+                                              options, ranges);
+        return dma_status(status);
+    }
+
+    [[nodiscard]] spec::status walk_metadata(const command& cmd, std::uint64_t length, transfer_direction direction,
+                                             host_range_list& ranges)
+    {
+        const sgl_walk_options options{.direction = direction,
+                                       .bit_bucket_supported = true,
+                                       .max_segment_descriptors = 256,
+                                       .max_descriptors = 16};
+        return dma_status(walk_metadata_pointer(dma_, cmd.sqe, length, options, ranges));
+    }
+
+    // ---- staging buffers --------------------------------------------------------------------
+
+    /// A free staging buffer for `cmd`, or null: the command is then parked and dispatched again
+    /// when a buffer is released (its handler must not have changed any state yet).
+    [[nodiscard]] detail::staging_buffer* acquire_staging(command& cmd)
+    {
+        if (cmd.staging != nullptr) {
+            return cmd.staging;
+        }
+        if (free_staging_ == nullptr && staging_created_ < limits.staging_buffers) {
+            auto& buffer = staging_.emplace_back(std::make_unique<detail::staging_buffer>());
+            buffer->bytes.resize(staging_bytes);
+            buffer->range_storage.resize(limits.max_segments);
+            buffer->ranges = host_range_list{buffer->range_storage};
+            buffer->metadata_range_storage.resize(16);
+            buffer->metadata_ranges = host_range_list{buffer->metadata_range_storage};
+            buffer->next_free = free_staging_;
+            free_staging_ = buffer.get();
+            ++staging_created_;
+        }
+        if (free_staging_ == nullptr) {
+            ++statistics_.staging_waits;
+            waiting_for_staging_.push_back(cmd);
+            return nullptr;
+        }
+        detail::staging_buffer* buffer = std::exchange(free_staging_, free_staging_->next_free);
+        buffer->ranges.clear();
+        buffer->metadata_ranges.clear();
+        cmd.staging = buffer;
+        return buffer;
+    }
+
+    void release_staging(command& cmd) noexcept
+    {
+        if (cmd.staging != nullptr) {
+            cmd.staging->next_free = free_staging_;
+            free_staging_ = std::exchange(cmd.staging, nullptr);
+        }
+    }
+
+    /// Dispatches again the commands that waited for a staging buffer, while buffers are free.
+    void resume_staging_waiters()
+    {
+        while (free_staging_ != nullptr && !waiting_for_staging_.empty()) {
+            auto& cmd = waiting_for_staging_.front();
+            waiting_for_staging_.pop_front();
+            --statistics_.commands; // counted once, when first executed
+            execute(cmd);
+        }
+    }
+
+    // ---- backend requests -------------------------------------------------------------------
+
+    /// Submits `cmd.block[0..count)`; the continuation runs when all have completed.
+    void submit_blocks(command& cmd, std::uint8_t count)
+    {
+        NVMEKIT_ASSERT(cmd.ns != nullptr && count >= 1 && count <= cmd.block.size(), "bad block submission");
+        cmd.blocks_pending = count;
+        cmd.block_result = block_status::success;
+        io_outstanding_ += count;
+        for (std::uint8_t i = 0; i < count; ++i) {
+            cmd.block[i].complete = &on_block_complete;
+            cmd.block[i].context = &cmd;
+        }
+        auto* ns = cmd.ns;
+        // A backend may complete inline, and the last completion may finish the command: read
+        // nothing from `cmd` after the last submit.
+        for (std::uint8_t i = 0; i < count; ++i) {
+            ns->backend().submit(cmd.block[i]);
+        }
+    }
+
+    static void on_block_complete(block_request& request, block_status status)
+    {
+        auto& cmd = *static_cast<command*>(request.context);
+        auto& self = *cmd.owner;
+        --self.io_outstanding_;
+        if (status != block_status::success && cmd.block_result == block_status::success) {
+            cmd.block_result = status;
+        }
+        if (--cmd.blocks_pending != 0) {
+            return;
+        }
+        const command_result result = cmd.continuation(self, cmd);
+        if (!result.is_pending()) {
+            self.finish(cmd, result);
+        }
+    }
+
+    /// The NVMe status of a backend failure (NVM Command Set 1.0 Figure 18; Base 2.0 Figure 104).
+    [[nodiscard]] static spec::status block_error(block_status status) noexcept
+    {
+        switch (status) {
+        case block_status::success: return spec::status::success();
+        case block_status::unrecovered_read_error:
+            return spec::status{spec::media_status::unrecovered_read_error}.with_dnr();
+        case block_status::write_fault: return spec::status{spec::media_status::write_fault}.with_dnr();
+        case block_status::out_of_range: return spec::status{spec::generic_status::lba_out_of_range}.with_dnr();
+        case block_status::internal_error: break;
+        }
+        return spec::status{spec::generic_status::internal_error};
+    }
+
+    void poll_backends()
+    {
+        subsystem_->for_each_namespace([](namespace_type& ns) {
+            if (ns.backend().outstanding() != 0) {
+                ns.backend().poll();
+            }
+        });
+    }
+
+    /// Frees deleted SQs whose last command has left the backend.
+    void free_retired_queues()
+    {
+        std::erase_if(retired_queues_, [](const auto& sq) { return sq->pool.in_use() == 0; });
+    }
+
+    /// Takes an SQ out of service; it is freed at once, or when its commands leave the backend.
+    void retire_submission_queue(std::uint16_t qid)
+    {
+        auto& sq = submission_queues_[qid];
+        if (!sq) {
+            return;
+        }
+        waiting_for_staging_.remove_if([&](const command& cmd) {
+            if (cmd.sq != sq.get()) {
+                return false;
+            }
+            auto& request = sq->pool.at(cmd.request_index);
+            sq->pool.mark_completed(request);
+            sq->pool.mark_posted(request);
+            sq->pool.release(request);
+            return true;
+        });
+        if (sq->pool.in_use() != 0) {
+            sq->retired = true;
+            retired_queues_.push_back(std::move(sq));
+        }
+        sq.reset();
+    }
+
+
+    void complete(detail::submission_queue<command>& sq, command& cmd, spec::status status, std::uint32_t dw0)
+    {
+        auto& cqe = cmd.cqe;
         cqe = {};
         cqe.dw0 = dw0;
         cqe.sq_id = sq.ring.qid();
         cqe.sq_head = static_cast<std::uint16_t>(sq.ring.head());
-        cqe.cid = request.payload.sqe.command_id();
+        cqe.cid = cmd.sqe.command_id();
         cqe.set_status(status, false);
+        auto& request = sq.pool.at(cmd.request_index);
         sq.pool.mark_completed(request);
         auto& cq = *completion_queues_[sq.ring.cqid()];
         if (!cq.held.empty() || cq.ring.full()) {
             ++statistics_.completions_held;
-            cq.held.push_back(request.payload);
+            cq.held.push_back(cmd);
             return;
         }
         if (post(cq, cqe)) {
             sq.pool.mark_posted(request);
             sq.pool.release(request);
         } else {
-            cq.held.push_back(request.payload);
+            cq.held.push_back(cmd);
         }
     }
 
     /// Writes one CQE; false when the DMA failed (the controller is then in a fatal state).
-    bool post(detail::completion_queue& cq, const spec::completion_queue_entry& cqe)
+    bool post(detail::completion_queue<command>& cq, const spec::completion_queue_entry& cqe)
     {
         if (cq.ring.post(dma_, cqe)) {
             ++statistics_.dma_errors;
@@ -793,19 +1250,30 @@ private:
         return true;
     }
 
-    void post_held_completions(detail::completion_queue& cq)
+    void post_held_completions(detail::completion_queue<command>& cq)
     {
         while (!cq.held.empty() && !cq.ring.full() && state_machine_.state() == controller_state::ready) {
-            auto& slot = cq.held.front();
-            auto& sq = *submission_queues_[slot.sq_id];
-            if (!post(cq, slot.cqe)) {
+            auto& cmd = cq.held.front();
+            if (!post(cq, cmd.cqe)) {
                 return;
             }
             cq.held.pop_front();
-            auto& request = sq.pool.at(slot.request_index);
+            auto& sq = *cmd.sq;
+            auto& request = sq.pool.at(cmd.request_index);
             sq.pool.mark_posted(request);
             sq.pool.release(request);
         }
+    }
+
+    /// Ends a command without a completion now (Asynchronous Event Request: its completion is
+    /// built from the command identifier when an event arrives).
+    void release_without_completion(command& cmd)
+    {
+        auto& sq = *cmd.sq;
+        auto& request = sq.pool.at(cmd.request_index);
+        sq.pool.mark_completed(request);
+        sq.pool.mark_posted(request);
+        sq.pool.release(request);
     }
 
     void report_async_events()
@@ -816,23 +1284,29 @@ private:
         auto& admin_sq = *submission_queues_[0];
         // While the admin queue's requests all wait for CQ space the event stays queued.
         while (admin_sq.pool.available() != 0) {
-            const auto report = events_.next_report();
+            const auto report = events_.next_report(masked_event_types_);
             if (!report) {
                 return;
             }
+            // The event type stays masked until the host reads its log page (Base 2.0 5.2.2).
+            masked_event_types_ |= event_type_bit(report->event.get(spec::async_event_completion::event_type));
             auto* request = admin_sq.pool.acquire();
             NVMEKIT_ASSERT(request != nullptr, "an available request could not be acquired");
-            request->payload.sqe = {};
-            request->payload.sqe.cdw0.set(spec::command_dword0::cid, report->command_id);
-            request->payload.sq_id = 0;
-            request->payload.request_index = request->index();
-            complete(admin_sq, *request, spec::status::success(), report->event.raw);
+            auto& cmd = request->payload;
+            cmd.sqe = {};
+            cmd.sqe.cdw0.set(spec::command_dword0::cid, report->command_id);
+            cmd.sq = &admin_sq;
+            cmd.request_index = request->index();
+            cmd.owner = this;
+            complete(admin_sq, cmd, spec::status::success(), report->event.raw);
         }
     }
 
-    /// Signals each vector at most once per poll, however many entries and CQs it covers
-    /// (DESIGN.md, batching). THR counts completion queue entries (Base 2.0 5.27.1.9), so every
-    /// entry is one step of aggregation; entries of a vector already due are covered by its signal.
+    [[nodiscard]] static constexpr std::uint8_t event_type_bit(spec::async_event_type type) noexcept
+    {
+        return static_cast<std::uint8_t>(1U << (static_cast<unsigned>(type) & 7U));
+    }
+
     void signal_interrupts()
     {
         const auto now = clock_.now();
@@ -891,50 +1365,158 @@ private:
         }
     }
 
-    // ---- admin commands -----------------------------------------------------------------------
+
+    // ---- namespaces, logs, features and events ---------------------------------------------------
+
+    /// Identify Namespace as this controller reports it: the namespace's data with the copy
+    /// limits of this controller.
+    [[nodiscard]] spec::identify_namespace identify_namespace_data(const namespace_type& ns) const
+    {
+        auto data = ns.identify();
+        using io_set = nvm_command_set<controller>;
+        const auto blocks = io_set::max_copy_blocks(ns.block_bytes() + ns.metadata_bytes());
+        data.mssrl = static_cast<std::uint16_t>(std::min<std::uint32_t>(blocks, 0xffffU));
+        data.mcl = blocks;
+        data.msrc = static_cast<std::uint8_t>(io_set::max_copy_ranges - 1U);
+        return data;
+    }
+
+    /// I/O Command Set specific Identify Controller for the NVM command set (CNS 06h): no limits
+    /// beyond the command fields themselves.
+    [[nodiscard]] static spec::nvm_identify_controller nvm_identify_controller_data() noexcept
+    {
+        spec::nvm_identify_controller data{};
+        data.dmrl = static_cast<std::uint8_t>(nvm_command_set<controller>::max_dsm_ranges - 1U);
+        return data;
+    }
+
+    /// A namespace was attached to or detached from this controller: the Changed Namespace List
+    /// log records it and, when the host enabled the notice, an event reports it.
+    void on_namespace_changed(std::uint32_t nsid)
+    {
+        auto& list = changed_namespaces_.nsids;
+        if (changed_namespace_count_ < list.size()) {
+            if (std::find(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(changed_namespace_count_), nsid) ==
+                list.begin() + static_cast<std::ptrdiff_t>(changed_namespace_count_)) {
+                list[changed_namespace_count_++] = nsid;
+            }
+        } else {
+            list = {};
+            list[0] = 0xffffffffU; // more than 1024 changes (Base 2.0 5.16.1.5)
+        }
+        if (features_.async_event_configuration().get(spec::async_event_configuration::namespace_attribute_notices)) {
+            events_.post(spec::async_event_completion{spec::async_event_type::notice,
+                                                      static_cast<std::uint8_t>(spec::notice_event::namespace_attribute_changed),
+                                                      spec::log_page_id::changed_namespace_list});
+        }
+    }
+
+    /// The host read the log page of an event type without RAE: that type is reported again.
+    void acknowledge_event_type(spec::async_event_type type) noexcept
+    {
+        masked_event_types_ = static_cast<std::uint8_t>(masked_event_types_ & ~event_type_bit(type));
+    }
+
+    /// Records a failed command in the Error Information log.
+    void on_command_error(const command& cmd, spec::status status)
+    {
+        error_record record{};
+        record.sq_id = cmd.sq->ring.qid();
+        record.command_id = cmd.sqe.command_id();
+        record.status = status;
+        record.nsid = cmd.sqe.nsid;
+        if (cmd.ns != nullptr && status.type() == spec::status_code_type::media_error) {
+            record.lba = last_error_lba_;
+        }
+        error_log_.record(record);
+        health_.record_error_log_entry();
+    }
+
+    /// A read of an uncorrectable or failing block: counted as a media error, at `lba`.
+    void record_media_error(const command& /*cmd*/, std::uint64_t lba) noexcept
+    {
+        health_.record_media_error();
+        last_error_lba_ = lba;
+    }
+
+    /// The status of a failed backend request, counting media errors.
+    [[nodiscard]] spec::status backend_failure(const command& cmd, block_status status) noexcept
+    {
+        if (status == block_status::unrecovered_read_error || status == block_status::write_fault) {
+            health_.record_media_error();
+            last_error_lba_ = cmd.ns != nullptr ? cmd.block[0].offset / (cmd.ns->data_transfer_bytes(1)) : 0;
+        }
+        return block_error(status);
+    }
+
+    void count_read(std::uint64_t bytes) noexcept { health_.record_read(bytes); }
+    void count_write(std::uint64_t bytes) noexcept { health_.record_write(bytes); }
+
+    /// SMART / Health Information (Base 2.0 5.16.1.3), controller-wide.
+    [[nodiscard]] spec::smart_health_log smart_health_data() const
+    {
+        return health_.build(clock_.now() - powered_on_at_, features_.over_temperature_threshold(0),
+                             features_.under_temperature_threshold(0));
+    }
+
+    /// Sets the composite temperature the controller reports, in Kelvin (the embedder's sensor).
+    void set_temperature(std::uint16_t kelvin)
+    {
+        health_.set_composite_temperature(kelvin);
+        check_temperature();
+    }
+
+    /// Posts the SMART temperature event when the composite temperature crosses a threshold
+    /// (once per crossing) and the host enabled that critical warning (Base 2.0 5.27.1.4).
+    void check_temperature()
+    {
+        const auto event = health_.evaluate_temperature(features_.over_temperature_threshold(0),
+                                                        features_.under_temperature_threshold(0));
+        const auto enabled =
+            features_.async_event_configuration().get(spec::async_event_configuration::smart_critical_warnings);
+        if (event && (enabled & 0x02U) != 0) { // bit 1: temperature
+            events_.post(spec::async_event_completion{spec::async_event_type::smart_health,
+                                                      static_cast<std::uint8_t>(*event),
+                                                      spec::log_page_id::smart_health});
+        }
+    }
+
+    /// Keep Alive (Base 2.0 3.9): when KATO is set and no Keep Alive arrives in time the controller
+    /// records the error and fails (CSTS.CFS) until the host resets it.
+    void check_keep_alive()
+    {
+        const std::uint32_t kato = features_.keep_alive_timeout_ms();
+        if (kato == 0 || !last_keep_alive_) {
+            return;
+        }
+        if (clock_.now() - *last_keep_alive_ > std::chrono::milliseconds{kato}) {
+            last_keep_alive_.reset();
+            error_record record{};
+            record.status = spec::status{spec::generic_status::keep_alive_timer_expired};
+            error_log_.record(record);
+            health_.record_error_log_entry();
+            state_machine_.handle(controller_event::fatal_error);
+        }
+    }
+
+    /// Telemetry Host-Initiated Create: a snapshot of the controller's counters.
+    void capture_telemetry()
+    {
+        const auto data = smart_health_data();
+        telemetry_.capture(std::as_bytes(std::span{&data, 1}));
+    }
+
+    /// Firmware Commit (Base 2.0 5.12) on the emulated slots; the new revision becomes active at
+    /// the reset the commit action asks for.
+    command_result firmware_commit(const spec::firmware_commit_view& view)
+    {
+        const auto outcome = firmware_.commit(view);
+        return outcome.status.is_success() ? command_result::success() : command_result::failure(outcome.status);
+    }
+
+    // ---- admin commands of the controller core ---------------------------------------------------
 
     [[nodiscard]] static spec::status error(auto code) noexcept { return spec::status{code}.with_dnr(); }
-
-    command_result execute_admin(const spec::submission_queue_entry& sqe)
-    {
-        if (sqe.cdw0.get(spec::command_dword0::fuse) != spec::fused_operation::normal) {
-            return {error(spec::generic_status::invalid_field)};
-        }
-        switch (static_cast<spec::admin_opcode>(sqe.opcode())) {
-        case spec::admin_opcode::create_io_cq: return {create_io_cq(sqe)};
-        case spec::admin_opcode::create_io_sq: return {create_io_sq(sqe)};
-        case spec::admin_opcode::delete_io_cq: return {delete_io_cq(sqe)};
-        case spec::admin_opcode::delete_io_sq: return {delete_io_sq(sqe)};
-        case spec::admin_opcode::identify: return {identify(sqe)};
-        case spec::admin_opcode::set_features: return set_features(sqe);
-        case spec::admin_opcode::get_features: return get_features(sqe);
-        case spec::admin_opcode::async_event_request:
-            if (!events_.add_request(sqe.command_id())) {
-                return {error(spec::command_specific_status::async_event_request_limit_exceeded)};
-            }
-            return {spec::status::success(), 0, false};
-        case spec::admin_opcode::doorbell_buffer_config: return {doorbell_buffer_config(sqe)};
-        default: return {error(spec::generic_status::invalid_opcode)};
-        }
-    }
-
-    command_result execute_io(const spec::submission_queue_entry& sqe)
-    {
-        switch (static_cast<spec::nvm_opcode>(sqe.opcode())) {
-        case spec::nvm_opcode::flush:
-        case spec::nvm_opcode::write:
-        case spec::nvm_opcode::read:
-        case spec::nvm_opcode::write_uncorrectable:
-        case spec::nvm_opcode::compare:
-        case spec::nvm_opcode::write_zeroes:
-        case spec::nvm_opcode::dataset_management:
-        case spec::nvm_opcode::verify:
-        case spec::nvm_opcode::copy:
-            // No namespace is attached to this controller yet.
-            return {error(spec::generic_status::invalid_namespace_or_format)};
-        default: return {error(spec::generic_status::invalid_opcode)};
-        }
-    }
 
     /// The number of I/O queues the host may use: what Set Features Number of Queues granted, or
     /// the controller's maximum before it was set.
@@ -995,7 +1577,7 @@ private:
             !status.is_success()) {
             return status;
         }
-        completion_queues_[view.queue_id] = std::make_unique<detail::completion_queue>(
+        completion_queues_[view.queue_id] = std::make_unique<detail::completion_queue<command>>(
             view.queue_id, view.queue_size, std::move(*memory), view.interrupt_vector, view.interrupts_enabled);
         publish_doorbell_entries(view.queue_id, true, view.queue_size);
         return spec::status::success();
@@ -1020,16 +1602,16 @@ private:
             !status.is_success()) {
             return status;
         }
-        submission_queues_[view.queue_id] = std::make_unique<detail::submission_queue>(
-            view.queue_id, view.cq_id, view.queue_size, std::move(*memory));
+        submission_queues_[view.queue_id] = std::make_unique<detail::submission_queue<command>>(
+            view.queue_id, view.cq_id, view.queue_size, limits.commands_per_queue, std::move(*memory));
         publish_doorbell_entries(view.queue_id, false, view.queue_size);
         ++completion_queues_[view.cq_id]->bound_submission_queues;
         return spec::status::success();
     }
 
-    /// Delete I/O Submission Queue, Base 2.0 5.7. Every command of this queue has completed by
-    /// now (commands complete within poll()); completions still waiting for CQ space are dropped,
-    /// as the host asked to delete the queue they belong to.
+    /// Delete I/O Submission Queue, Base 2.0 5.7. Completions still waiting for CQ space are
+    /// dropped, as the host asked to delete the queue they belong to; commands still in a backend
+    /// end without a completion when the backend is done with them.
     spec::status delete_io_sq(const spec::submission_queue_entry& sqe)
     {
         const auto view = spec::delete_io_sq_view::decode(sqe);
@@ -1038,10 +1620,15 @@ private:
         }
         auto& sq = *submission_queues_[view.queue_id];
         auto& cq = *completion_queues_[sq.ring.cqid()];
-        cq.held.remove_if([&](const detail::command_slot& slot) { return slot.sq_id == view.queue_id; });
+        cq.held.remove_and_dispose_if([&](const command& cmd) { return cmd.sq == &sq; },
+                                      [&](command* cmd) {
+                                          auto& request = sq.pool.at(cmd->request_index);
+                                          sq.pool.mark_posted(request);
+                                          sq.pool.release(request);
+                                      });
         --cq.bound_submission_queues;
         publish_doorbell_entries(view.queue_id, false, 0);
-        submission_queues_[view.queue_id].reset();
+        retire_submission_queue(view.queue_id);
         return spec::status::success();
     }
 
@@ -1060,95 +1647,108 @@ private:
         return spec::status::success();
     }
 
-    /// Identify (Base 2.0 5.17): the controller data structure for now; namespaces come with the
-    /// command set.
-    spec::status identify(const spec::submission_queue_entry& sqe)
-    {
-        const auto view = spec::identify_view::decode(sqe);
-        switch (view.cns) {
-        case spec::cns::identify_controller: {
-            const auto data = identify_controller_data();
-            return transfer_to_host(sqe, std::as_bytes(std::span{&data, 1}));
-        }
-        case spec::cns::active_namespace_list: {
-            const spec::active_namespace_id_list data{};
-            return transfer_to_host(sqe, std::as_bytes(std::span{&data, 1}));
-        }
-        default: return error(spec::generic_status::invalid_field);
-        }
-    }
-
-    /// Copies `data` to the host buffer described by PRP1/PRP2 when it spans at most two memory
-    /// pages (all the admin data of this controller does). The full PRP/SGL walker replaces this.
-    spec::status transfer_to_host(const spec::submission_queue_entry& sqe, std::span<const std::byte> data)
-    {
-        if (sqe.pointer_type() != spec::data_pointer_type::prp) {
-            return error(spec::generic_status::invalid_field);
-        }
-        const std::uint64_t page = memory_page_size();
-        const std::uint64_t prp1 = sqe.dptr.prp1;
-        if ((prp1 & 3U) != 0) {
-            return error(spec::generic_status::prp_offset_invalid);
-        }
-        const std::size_t first = static_cast<std::size_t>(std::min<std::uint64_t>(data.size(), page - (prp1 & (page - 1))));
-        if (dma_.write(prp1, data.first(first))) {
-            ++statistics_.dma_errors;
-            return error(spec::generic_status::data_transfer_error);
-        }
-        if (first == data.size()) {
-            return spec::status::success();
-        }
-        const std::uint64_t prp2 = sqe.dptr.prp2;
-        if ((prp2 & (page - 1)) != 0) {
-            return error(spec::generic_status::prp_offset_invalid);
-        }
-        if (dma_.write(prp2, data.subspan(first))) {
-            ++statistics_.dma_errors;
-            return error(spec::generic_status::data_transfer_error);
-        }
-        return spec::status::success();
-    }
 
     /// Set Features (Base 2.0 5.27): Number of Queues (07h), Interrupt Coalescing (08h) and
-    /// Interrupt Vector Configuration (09h) for now.
-    command_result set_features(const spec::submission_queue_entry& sqe)
+    /// Interrupt Vector Configuration (09h) here; the others in the feature table.
+    command_result set_features(command& cmd)
     {
+        const auto& sqe = cmd.sqe;
         const auto view = spec::set_features_view::decode(sqe);
+        if (feature_table::handles(view.feature_id)) {
+            feature_result result;
+            if (view.feature_id == spec::feature_id::timestamp) {
+                spec::timestamp_data data{};
+                if (auto status = transfer_from_host(cmd, std::as_writable_bytes(std::span{&data, 1}));
+                    !status.is_success()) {
+                    return command_result::failure(status);
+                }
+                result = features_.set_timestamp(data, clock_.now(), view.save);
+            } else if (view.feature_id == spec::feature_id::host_behavior_support) {
+                spec::host_behavior_support data{};
+                if (auto status = transfer_from_host(cmd, std::as_writable_bytes(std::span{&data, 1}));
+                    !status.is_success()) {
+                    return command_result::failure(status);
+                }
+                result = features_.set_host_behavior(data, view.save);
+            } else {
+                result = features_.set(view.feature_id, view.cdw11, view.save);
+            }
+            if (!result.status.is_success()) {
+                return command_result::failure(result.status, result.dw0);
+            }
+            if (view.feature_id == spec::feature_id::keep_alive_timer) {
+                last_keep_alive_ = clock_.now(); // the timer starts (or stops, with KATO 0)
+            }
+            if (view.feature_id == spec::feature_id::temperature_threshold) {
+                check_temperature();
+            }
+            return command_result::success(result.dw0);
+        }
+        const bool controller_feature = view.feature_id == spec::feature_id::number_of_queues ||
+                                        view.feature_id == spec::feature_id::interrupt_coalescing ||
+                                        view.feature_id == spec::feature_id::interrupt_vector_configuration;
+        if (!controller_feature) {
+            return command_result::failure(error(spec::generic_status::invalid_field));
+        }
         if (view.save) {
-            return {error(spec::command_specific_status::feature_not_saveable)};
+            return command_result::failure(error(spec::command_specific_status::feature_not_saveable));
         }
         switch (view.feature_id) {
         case spec::feature_id::number_of_queues: {
             const spec::number_of_queues requested{view.cdw11};
             if (requested.get(requested.nsqr) == 0xffff || requested.get(requested.ncqr) == 0xffff) {
-                return {error(spec::generic_status::invalid_field)};
+                return command_result::failure(error(spec::generic_status::invalid_field));
             }
             if (granted_queues_) {
-                return {error(spec::generic_status::command_sequence_error)};
+                return command_result::failure(error(spec::generic_status::command_sequence_error));
             }
             granted_queues_ = spec::number_of_queues::from_counts(
                 std::min<std::uint32_t>(requested.submission_queue_count(), limits.io_queues),
                 std::min<std::uint32_t>(requested.completion_queue_count(), limits.io_queues));
-            return {spec::status::success(), granted_queues_->raw};
+            return command_result::success(granted_queues_->raw);
         }
         case spec::feature_id::interrupt_coalescing:
             coalescer_.configure(spec::interrupt_coalescing{view.cdw11});
-            return {spec::status::success()};
+            return command_result::success();
         case spec::feature_id::interrupt_vector_configuration: {
             const spec::interrupt_vector_configuration value{view.cdw11};
             if (!coalescer_.set_coalescing_disabled(value.get(value.iv), value.get(value.cd))) {
-                return {error(spec::generic_status::invalid_field)};
+                return command_result::failure(error(spec::generic_status::invalid_field));
             }
-            return {spec::status::success()};
+            return command_result::success();
         }
-        default: return {error(spec::generic_status::invalid_field)};
+        default: return command_result::failure(error(spec::generic_status::invalid_field));
         }
     }
 
     /// Get Features (Base 2.0 5.15): the features Set Features takes.
-    command_result get_features(const spec::submission_queue_entry& sqe)
+    command_result get_features(command& cmd)
     {
-        const auto view = spec::get_features_view::decode(sqe);
+        const auto view = spec::get_features_view::decode(cmd.sqe);
+        if (feature_table::handles(view.feature_id)) {
+            feature_result result;
+            if (view.feature_id == spec::feature_id::timestamp) {
+                spec::timestamp_data data{};
+                result = features_.get_timestamp(view.select, clock_.now(), data);
+                if (result.status.is_success() && view.select != spec::feature_select::supported_capabilities) {
+                    if (auto status = transfer_to_host(cmd, std::as_bytes(std::span{&data, 1})); !status.is_success()) {
+                        return command_result::failure(status);
+                    }
+                }
+            } else if (view.feature_id == spec::feature_id::host_behavior_support) {
+                spec::host_behavior_support data{};
+                result = features_.get_host_behavior(view.select, data);
+                if (result.status.is_success() && view.select != spec::feature_select::supported_capabilities) {
+                    if (auto status = transfer_to_host(cmd, std::as_bytes(std::span{&data, 1})); !status.is_success()) {
+                        return command_result::failure(status);
+                    }
+                }
+            } else {
+                result = features_.get(view.feature_id, view.select, cmd.sqe.cdw11);
+            }
+            return result.status.is_success() ? command_result::success(result.dw0)
+                                              : command_result::failure(result.status, result.dw0);
+        }
         switch (view.feature_id) {
         case spec::feature_id::number_of_queues: {
             const auto maximum = spec::number_of_queues::from_counts(limits.io_queues, limits.io_queues);
@@ -1157,10 +1757,10 @@ private:
         case spec::feature_id::interrupt_coalescing:
             return feature_value(view.select, coalescer_.configuration().raw, 0);
         case spec::feature_id::interrupt_vector_configuration: {
-            const spec::interrupt_vector_configuration requested{view.cdw11};
+            const spec::interrupt_vector_configuration requested{cmd.sqe.cdw11};
             const std::uint16_t vector = requested.get(requested.iv);
             if (vector >= limits.msix_vectors) {
-                return {error(spec::generic_status::invalid_field)};
+                return command_result::failure(error(spec::generic_status::invalid_field));
             }
             const auto current = spec::interrupt_vector_configuration{}
                                      .with(spec::interrupt_vector_configuration::iv, vector)
@@ -1170,7 +1770,7 @@ private:
                 spec::interrupt_vector_configuration::iv, vector);
             return feature_value(view.select, current.raw, default_value.raw);
         }
-        default: return {error(spec::generic_status::invalid_field)};
+        default: return command_result::failure(error(spec::generic_status::invalid_field));
         }
     }
 
@@ -1180,14 +1780,14 @@ private:
                                                       std::uint32_t default_value)
     {
         switch (select) {
-        case spec::feature_select::current: return {spec::status::success(), current};
+        case spec::feature_select::current: return command_result::success(current);
         case spec::feature_select::default_value:
-        case spec::feature_select::saved: return {spec::status::success(), default_value};
+        case spec::feature_select::saved: return command_result::success(default_value);
         case spec::feature_select::supported_capabilities:
-            return {spec::status::success(),
-                    spec::feature_capabilities{}.with(spec::feature_capabilities::changeable, true).raw};
+            return command_result::success(
+                spec::feature_capabilities{}.with(spec::feature_capabilities::changeable, true).raw);
         }
-        return {error(spec::generic_status::invalid_field)};
+        return command_result::failure(error(spec::generic_status::invalid_field));
     }
 
     /// Doorbell Buffer Config (Base 2.0 5.8): PRP1 the shadow doorbell buffer, PRP2 the EventIdx
@@ -1207,6 +1807,7 @@ private:
     dma_type& dma_;
     clock_type& clock_;
     controller_config config_;
+    subsystem_type* subsystem_;
     register_file registers_;
     msix_type msix_;
     interrupts_type& interrupts_;
@@ -1222,8 +1823,8 @@ private:
     async_event_queue events_;
     reset_operations reset_ops_{this};
     reset_state_machine<reset_operations> state_machine_;
-    std::vector<std::unique_ptr<detail::submission_queue>> submission_queues_;
-    std::vector<std::unique_ptr<detail::completion_queue>> completion_queues_;
+    std::vector<std::unique_ptr<detail::submission_queue<command>>> submission_queues_;
+    std::vector<std::unique_ptr<detail::completion_queue<command>>> completion_queues_;
     std::vector<spec::submission_queue_entry> fetch_buffer_;
     std::vector<bool> vector_due_;           ///< per MSI-X vector: signalled at the end of this poll
     std::vector<std::uint16_t> due_vectors_; ///< those vectors, in the order they became due
@@ -1232,6 +1833,41 @@ private:
     std::chrono::nanoseconds enable_started_{0};
     controller_statistics statistics_{};
     bool intx_level_ = false;
+
+    std::unique_ptr<subsystem_type> owned_subsystem_;
+    std::uint16_t controller_id_ = 0;
+    /// Admin data built or received by a handler (Identify, logs, features).
+    static constexpr std::size_t admin_data_bytes = 16384;
+    std::vector<std::byte> admin_data_;
+    std::vector<host_range> scratch_ranges_;
+    /// A staging buffer holds MDTS bytes of data, their separate metadata (at most 1/64 of the
+    /// data; 1/16 is reserved) and up to 4 KiB of command parameters (Copy source ranges).
+    static constexpr std::size_t staging_bytes = limits.max_transfer_bytes() + limits.max_transfer_bytes() / 16U + 4096U;
+    std::vector<std::unique_ptr<detail::staging_buffer>> staging_;
+    std::size_t staging_created_ = 0;
+    detail::staging_buffer* free_staging_ = nullptr;
+    detail::waiting_list<command> waiting_for_staging_;
+    std::vector<std::unique_ptr<detail::submission_queue<command>>> retired_queues_;
+    std::size_t io_outstanding_ = 0;
+    std::uint8_t masked_event_types_ = 0; ///< bit per async_event_type reported and not yet acknowledged
+    struct shutdown_flush {
+        namespace_type* ns;
+        block_request request;
+    };
+    std::vector<shutdown_flush> shutdown_flushes_;
+    std::size_t shutdown_flushes_pending_ = 0;
+    error_log error_log_;
+    std::optional<std::chrono::nanoseconds> last_keep_alive_;
+    feature_table features_{make_feature_config(), clock_.now()};
+    firmware_slots firmware_{firmware_slots_config{.initial_revision = subsystem_->identity().firmware_revision}};
+    telemetry_host_log telemetry_;
+    std::vector<std::byte> log_window_ = std::vector<std::byte>(limits.max_transfer_bytes());
+    spec::changed_namespace_list changed_namespaces_{};
+    std::size_t changed_namespace_count_ = 0;
+    health_log health_{};
+    std::chrono::nanoseconds powered_on_at_ = clock_.now();
+    std::uint64_t last_error_lba_ = 0;
 };
+
 
 NVMEKIT_END_NAMESPACE

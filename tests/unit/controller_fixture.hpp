@@ -82,13 +82,15 @@ struct basic_rig {
     dma_type dma{memory};
     nvmekit::testing::recording_msix msix;
     nvmekit::testing::manual_clock clock;
+    typename controller_type::subsystem_type subsystem;
     controller_type ctrl;
     host_type host;
 
     explicit basic_rig(nvmekit::controller_config config = {}, std::size_t size = memory_size,
-                       std::uint64_t base = memory_base)
+                       std::uint64_t base = memory_base, nvmekit::subsystem_identity identity = {})
         : memory{size, base}
-        , ctrl{dma, msix, clock, std::move(config)}
+        , subsystem{std::move(identity)}
+        , ctrl{dma, msix, clock, subsystem, std::move(config)}
         , host{ctrl, memory, clock}
     {
     }
@@ -195,6 +197,14 @@ struct basic_rig {
         const auto cid = host.submit(0, host_type::async_event_request_command());
         ctrl.poll();
         return cid;
+    }
+    /// Reads the Error Information log without RAE: error events are reported again (Base 2.0
+    /// 5.2.2 masks an event type from its report until its log page is read).
+    void acknowledge_errors()
+    {
+        std::vector<std::byte> log;
+        const auto result = host.get_log_page(nvmekit::spec::log_page_id::error_information, 64, log);
+        EXPECT_EQ(result.status(), nvmekit::spec::status::success());
     }
     /// Completes the Asynchronous Event Request `cid` the host has outstanding and returns its DW0.
     [[nodiscard]] std::uint32_t async_event(std::uint16_t cid)

@@ -440,18 +440,22 @@ TEST(controller_doorbells, invalid_values_complete_an_async_event_request)
     r.ring_sq_tail(1, 256); // SQ tail = size
     expect_event(invalid_doorbell_value_event);
 
+    r.acknowledge_errors();
     auto cid = r.post_async_event_request();
     r.ring_sq_tail(1, 0xffff);
     EXPECT_EQ(r.async_event(cid), invalid_doorbell_value_event);
 
+    r.acknowledge_errors();
     cid = r.post_async_event_request();
     r.ring_cq_head(1, 1); // nothing posted yet
     EXPECT_EQ(r.async_event(cid), invalid_doorbell_value_event);
 
+    r.acknowledge_errors();
     cid = r.post_async_event_request();
     r.ring_cq_head(1, 256);
     EXPECT_EQ(r.async_event(cid), invalid_doorbell_value_event);
 
+    r.acknowledge_errors();
     cid = r.post_async_event_request();
     r.ring_sq_tail(0, 32); // the admin SQ has 32 entries
     EXPECT_EQ(r.async_event(cid), invalid_doorbell_value_event);
@@ -489,10 +493,12 @@ TEST(controller_doorbells, doorbells_of_missing_queues_complete_an_async_event_r
     r.ring_sq_tail(2, 1); // SQ 2 was never created
     EXPECT_EQ(r.async_event(cid), invalid_doorbell_register_event);
 
+    r.acknowledge_errors();
     cid = r.post_async_event_request();
     r.ring_cq_head(64, 0); // the highest queue identifier the controller has
     EXPECT_EQ(r.async_event(cid), invalid_doorbell_register_event);
 
+    r.acknowledge_errors();
     cid = r.post_async_event_request();
     r.ring_sq_tail(100, 1); // a doorbell beyond every queue the controller can create
     EXPECT_EQ(r.async_event(cid), invalid_doorbell_register_event);
@@ -508,6 +514,7 @@ TEST(controller_doorbells, an_event_waits_for_a_request)
     r.ring_sq_tail(1, 999);
     EXPECT_EQ(r.async_event(first), invalid_doorbell_value_event);
     // No request outstanding: the event waits, and the next request takes it at once.
+    r.acknowledge_errors();
     r.ring_sq_tail(3, 1);
     for (int i = 0; i < 5; ++i) {
         r.ctrl.poll();
@@ -534,6 +541,7 @@ TEST(controller_doorbells, async_event_request_limit)
     // Events complete the requests oldest first.
     r.ring_sq_tail(1, 9999);
     EXPECT_EQ(r.async_event(outstanding[0]), invalid_doorbell_value_event);
+    r.acknowledge_errors();
     r.ring_sq_tail(7, 1);
     EXPECT_EQ(r.async_event(outstanding[1]), invalid_doorbell_register_event);
     EXPECT_EQ(r.host.outstanding(0), 2U);
@@ -543,6 +551,28 @@ TEST(controller_doorbells, async_event_request_limit)
         r.ctrl.poll();
     }
     EXPECT_EQ(r.host.outstanding(0), 3U);
+}
+
+TEST(controller_doorbells, an_event_type_stays_masked_until_its_log_is_read)
+{
+    rig r;
+    r.host.bring_up();
+    const auto first = *r.host.async_event_request_cid();
+    r.ring_sq_tail(1, 9999);
+    EXPECT_EQ(r.async_event(first), invalid_doorbell_value_event);
+    const auto second = r.post_async_event_request();
+    r.ring_sq_tail(7, 1); // another error event: masked, it waits
+    for (int i = 0; i < 5; ++i) {
+        r.ctrl.poll();
+    }
+    EXPECT_EQ(r.host.outstanding(0), 1U);
+    // Reading the log with RAE set keeps the mask.
+    std::vector<std::byte> log;
+    ASSERT_TRUE(r.host.get_log_page(spec::log_page_id::error_information, 64, log, true).ok());
+    r.ctrl.poll();
+    EXPECT_EQ(r.host.outstanding(0), 1U);
+    r.acknowledge_errors();
+    EXPECT_EQ(r.async_event(second), invalid_doorbell_register_event);
 }
 
 TEST(controller_doorbells, an_event_for_a_full_admin_cq_is_held_not_dropped)

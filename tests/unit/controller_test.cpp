@@ -276,34 +276,38 @@ TEST(controller_identify, identify_controller_reports_what_linux_checks)
     EXPECT_EQ(id.ver, 0x0002'0000U);
     EXPECT_EQ(id.cntrltype, spec::controller_type::io);
     EXPECT_TRUE(id.oacs.get(spec::admin_command_support::doorbell_buffer_config));
-    EXPECT_EQ(id.oacs.raw, 0x0100);
+    EXPECT_TRUE(id.oacs.get(spec::admin_command_support::format_nvm));
+    EXPECT_TRUE(id.oacs.get(spec::admin_command_support::firmware));
+    EXPECT_EQ(id.oacs.raw, 0x0106);
     EXPECT_EQ(id.aerl, 3);
     EXPECT_EQ(id.sqes.raw, 0x66);
     EXPECT_EQ(id.cqes.raw, 0x44);
-    EXPECT_EQ(id.nn, 0U);
+    EXPECT_EQ(id.nn, 256U);
     const auto expected = r.ctrl.identify_controller_data();
     EXPECT_EQ(std::memcmp(&expected, &id, sizeof id), 0);
 }
 
 struct small_traits : test_traits {
     static constexpr nvmekit::limits limits{
-        .io_queues = 4, .queue_entries = 64, .mdts = 0, .msix_vectors = 5, .aerl = 7};
+        .io_queues = 4, .queue_entries = 64, .mdts = 1, .msix_vectors = 5, .aerl = 7};
 };
 
 TEST(controller_identify, identity_and_limits_come_from_configuration)
 {
-    basic_rig<small_traits> r{{.identity = {.serial_number = "SN-42",
-                                            .model_number = "model x",
-                                            .firmware_revision = "9.9",
-                                            .subsystem_nqn = "nqn.2014-08.org.example:one",
-                                            .controller_id = 0x1234}}};
+    basic_rig<small_traits> r{{.identity = {.controller_id = 0x1234}},
+                              nvmekit_test::memory_size,
+                              nvmekit_test::memory_base,
+                              {.nqn = "nqn.2014-08.org.example:one",
+                               .serial_number = "SN-42",
+                               .model_number = "model x",
+                               .firmware_revision = "9.9"}};
     const auto result = r.host.bring_up({.io_queue_pairs = 4, .io_entries = 64});
     EXPECT_EQ(result.identify.serial_number(), "SN-42");
     EXPECT_EQ(result.identify.model_number(), "model x");
     EXPECT_EQ(result.identify.firmware_revision(), "9.9");
     EXPECT_EQ(result.identify.subsystem_nqn(), "nqn.2014-08.org.example:one");
     EXPECT_EQ(result.identify.cntlid, 0x1234);
-    EXPECT_EQ(result.identify.mdts, 0);
+    EXPECT_EQ(result.identify.mdts, 1);
     EXPECT_EQ(result.identify.aerl, 7);
     EXPECT_EQ(result.cap.get(spec::cap_register::mqes), 63);
     EXPECT_EQ(result.io_queue_pairs, 4);
@@ -314,9 +318,8 @@ TEST(controller_identify, unsupported_cns_is_invalid_field)
     rig r;
     r.host.bring_up();
     const std::uint64_t buffer = r.host.allocate(4096);
-    const auto namespace_data =
-        r.host.admin(host_type::identify_command(spec::cns::identify_namespace, 1, buffer));
-    EXPECT_EQ(namespace_data.status(), dnr(spec::generic_status::invalid_field));
+    const auto nvm_sets = r.host.admin(host_type::identify_command(spec::cns::nvm_set_list, 0, buffer));
+    EXPECT_EQ(nvm_sets.status(), dnr(spec::generic_status::invalid_field));
     const auto list = r.host.admin(host_type::identify_command(spec::cns::active_namespace_list, 0, buffer));
     EXPECT_EQ(list.status(), spec::status::success());
 }
@@ -495,9 +498,10 @@ TEST(controller_features, reserved_select_and_unsupported_features_are_invalid_f
     auto reserved_select = get_features(spec::feature_id::number_of_queues, spec::feature_select::current);
     reserved_select.cdw10 |= 0b100U << 8; // SEL 100b is reserved
     EXPECT_EQ(r.host.admin(reserved_select).status(), dnr(spec::generic_status::invalid_field));
-    EXPECT_EQ(r.host.admin(get_features(spec::feature_id::timestamp, spec::feature_select::current)).status(),
+    EXPECT_EQ(r.host.admin(get_features(spec::feature_id::lba_range_type, spec::feature_select::current)).status(),
               dnr(spec::generic_status::invalid_field));
-    EXPECT_EQ(r.host.admin(host_type::set_features_command(spec::feature_id::timestamp, 0)).status(),
+    EXPECT_EQ(r.host.admin(host_type::set_features_command(spec::feature_id::autonomous_power_state_transition, 0))
+                  .status(),
               dnr(spec::generic_status::invalid_field));
     const auto vector_65 =
         spec::interrupt_vector_configuration{}.with(spec::interrupt_vector_configuration::iv, 65);

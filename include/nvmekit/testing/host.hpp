@@ -583,6 +583,55 @@ public:
         spec::get_features_view{.feature_id = fid, .select = select}.encode(sqe);
         return sqe;
     }
+    /// Get Log Page of `bytes` (a multiple of 4) into `buffer` (PRPs are the caller's: see build_prps).
+    [[nodiscard]] static spec::submission_queue_entry get_log_page_command(spec::log_page_id lid, std::uint32_t bytes,
+                                                                           std::uint32_t nsid = 0xffffffffU,
+                                                                           bool retain_async_event = false,
+                                                                           std::uint64_t offset = 0,
+                                                                           std::uint8_t log_specific_field = 0)
+    {
+        auto sqe = command(spec::admin_opcode::get_log_page, nsid);
+        spec::get_log_page_view{.log_page_id = lid,
+                                .log_specific_field = log_specific_field,
+                                .retain_async_event = retain_async_event,
+                                .dword_count = bytes / 4U,
+                                .offset = offset}
+            .encode(sqe);
+        return sqe;
+    }
+    /// Read, Write, Compare or Verify of `blocks` blocks at `slba` (data pointer left to the caller).
+    template <typename View = spec::read_view>
+    [[nodiscard]] static spec::submission_queue_entry lba_command(spec::nvm_opcode opcode, std::uint32_t nsid,
+                                                                 std::uint64_t slba, std::uint32_t blocks)
+    {
+        auto sqe = command(opcode, nsid);
+        View view{};
+        view.starting_lba = slba;
+        view.block_count = blocks;
+        view.encode(sqe);
+        return sqe;
+    }
+
+    /// Runs an admin command that returns `bytes` of data; the data lands in `out` (resized).
+    completion admin_read(spec::submission_queue_entry sqe, std::size_t bytes, std::vector<std::byte>& out)
+    {
+        const std::uint64_t buffer = allocate(std::max<std::size_t>(bytes, 4));
+        sqe.dptr = build_prps(buffer, bytes);
+        const auto result = admin(sqe);
+        const auto data = memory_.bytes(buffer, bytes);
+        out.assign(data.begin(), data.end());
+        memory_.deallocate(buffer);
+        return result;
+    }
+
+    /// Reads a whole log page (RAE as given), e.g. to acknowledge an asynchronous event.
+    completion get_log_page(spec::log_page_id lid, std::size_t bytes, std::vector<std::byte>& out,
+                            bool retain_async_event = false, std::uint32_t nsid = 0xffffffffU)
+    {
+        return admin_read(get_log_page_command(lid, static_cast<std::uint32_t>(bytes), nsid, retain_async_event),
+                          bytes, out);
+    }
+
     [[nodiscard]] static spec::submission_queue_entry async_event_request_command()
     {
         return command(spec::admin_opcode::async_event_request);

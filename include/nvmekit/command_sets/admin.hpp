@@ -1,0 +1,407 @@
+#pragma once
+/// The admin command set (Base 2.0 section 5) as handlers of the controller's admin dispatch
+/// table: queue management, Identify, Get Log Page, Get/Set Features, Asynchronous Event Request,
+/// Abort, Keep Alive, Namespace Attachment, Format NVM, Firmware Image Download and Commit,
+/// Doorbell Buffer Config.
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+#include <nvmekit/config.hpp>
+#include <nvmekit/dispatcher.hpp>
+#include <nvmekit/log_page.hpp>
+#include <nvmekit/nvm_namespace.hpp>
+#include <nvmekit/spec/commands.hpp>
+#include <nvmekit/spec/features.hpp>
+#include <nvmekit/spec/identify.hpp>
+#include <nvmekit/spec/log_pages.hpp>
+#include <nvmekit/spec/opcodes.hpp>
+#include <nvmekit/spec/status.hpp>
+#include <nvmekit/telemetry_log.hpp>
+
+NVMEKIT_BEGIN_NAMESPACE
+
+template <typename Controller>
+struct admin_command_set {
+    using command = typename Controller::command;
+    using table_type = typename Controller::table_type;
+    using namespace_type = typename Controller::namespace_type;
+
+    /// The built-in admin command table.
+    [[nodiscard]] static constexpr table_type table()
+    {
+        using spec::admin_opcode;
+        const auto op = [](admin_opcode opcode) { return static_cast<std::uint8_t>(opcode); };
+        return table_type{}
+            .with(op(admin_opcode::delete_io_sq), &delete_io_sq)
+            .with(op(admin_opcode::create_io_sq), &create_io_sq)
+            .with(op(admin_opcode::get_log_page), &get_log_page)
+            .with(op(admin_opcode::delete_io_cq), &delete_io_cq)
+            .with(op(admin_opcode::create_io_cq), &create_io_cq)
+            .with(op(admin_opcode::identify), &identify)
+            .with(op(admin_opcode::abort), &abort)
+            .with(op(admin_opcode::set_features), &set_features)
+            .with(op(admin_opcode::get_features), &get_features)
+            .with(op(admin_opcode::async_event_request), &async_event_request)
+            .with(op(admin_opcode::firmware_commit), &firmware_commit, effects::changes_controller())
+            .with(op(admin_opcode::firmware_image_download), &firmware_image_download)
+            .with(op(admin_opcode::namespace_attachment), &namespace_attachment, effects::changes_namespaces())
+            .with(op(admin_opcode::keep_alive), &keep_alive)
+            .with(op(admin_opcode::doorbell_buffer_config), &doorbell_buffer_config)
+            .with(op(admin_opcode::format_nvm), &format_nvm, effects::changes_namespaces());
+    }
+
+    static constexpr std::uint32_t broadcast_nsid = 0xffffffffU;
+
+private:
+    [[nodiscard]] static spec::status error(auto code) noexcept { return spec::status{code}.with_dnr(); }
+    [[nodiscard]] static command_result fail(auto code) noexcept { return command_result::failure(error(code)); }
+    [[nodiscard]] static command_result result_of(spec::status status, std::uint32_t dw0 = 0) noexcept
+    {
+        return status.is_success() ? command_result::success(dw0) : command_result::failure(status, dw0);
+    }
+
+    template <typename T>
+    [[nodiscard]] static command_result send(Controller& c, command& cmd, const T& data)
+    {
+        return result_of(c.transfer_to_host(cmd, std::as_bytes(std::span{&data, 1})));
+    }
+
+    // ---- queues (Base 2.0 5.4 - 5.7), in the controller core ----------------------------------
+
+    static command_result create_io_cq(Controller& c, command& cmd) { return result_of(c.create_io_cq(cmd.sqe)); }
+    static command_result create_io_sq(Controller& c, command& cmd) { return result_of(c.create_io_sq(cmd.sqe)); }
+    static command_result delete_io_cq(Controller& c, command& cmd) { return result_of(c.delete_io_cq(cmd.sqe)); }
+    static command_result delete_io_sq(Controller& c, command& cmd) { return result_of(c.delete_io_sq(cmd.sqe)); }
+    static command_result doorbell_buffer_config(Controller& c, command& cmd)
+    {
+        return result_of(c.doorbell_buffer_config(cmd.sqe));
+    }
+    static command_result set_features(Controller& c, command& cmd) { return c.set_features(cmd); }
+    static command_result get_features(Controller& c, command& cmd) { return c.get_features(cmd); }
+
+    // ---- Identify (Base 2.0 5.17) ---------------------------------------------------------------
+
+    /// An NSID that may name a namespace of this subsystem (active or not).
+    [[nodiscard]] static bool valid_nsid(const Controller& c, std::uint32_t nsid) noexcept
+    {
+        return nsid != 0 && nsid <= c.subsystem_->options().max_namespaces;
+    }
+
+    static command_result identify(Controller& c, command& cmd)
+    {
+        const auto view = spec::identify_view::decode(cmd.sqe);
+        const std::uint32_t nsid = cmd.sqe.nsid;
+        const bool nvm_set = view.command_set_id == spec::command_set_identifier::nvm;
+        switch (view.cns) {
+        case spec::cns::identify_namespace:
+        case spec::cns::io_command_set_namespace: {
+            if (view.cns == spec::cns::io_command_set_namespace && !nvm_set) {
+                return fail(spec::generic_status::invalid_field);
+            }
+            if (!valid_nsid(c, nsid)) {
+                return fail(spec::generic_status::invalid_namespace_or_format);
+            }
+            auto* ns = c.attached_namespace(nsid);
+            if (view.cns == spec::cns::io_command_set_namespace) {
+                // No protection information: the structure is zero for active and inactive NSIDs.
+                return send(c, cmd, spec::nvm_identify_namespace{});
+            }
+            // An inactive NSID returns a zero-filled structure (Base 2.0 5.17.2.1).
+            return send(c, cmd, ns != nullptr ? c.identify_namespace_data(*ns) : spec::identify_namespace{});
+        }
+        case spec::cns::identify_controller: return send(c, cmd, c.identify_controller_data());
+        case spec::cns::io_command_set_controller:
+            if (!nvm_set) {
+                return fail(spec::generic_status::invalid_field);
+            }
+            return send(c, cmd, c.nvm_identify_controller_data());
+        case spec::cns::active_namespace_list:
+        case spec::cns::io_command_set_active_namespace_list: {
+            if (view.cns == spec::cns::io_command_set_active_namespace_list && !nvm_set) {
+                return fail(spec::generic_status::invalid_field);
+            }
+            if (nsid >= 0xfffffffeU) {
+                return fail(spec::generic_status::invalid_namespace_or_format);
+            }
+            spec::active_namespace_id_list list{};
+            std::size_t count = 0;
+            c.subsystem_->for_each_namespace([&](namespace_type& ns) {
+                if (ns.nsid() > nsid && ns.attached_to(c.controller_id_) && count < list.nsids.size()) {
+                    list.nsids[count++] = ns.nsid();
+                }
+            });
+            return send(c, cmd, list);
+        }
+        case spec::cns::namespace_id_descriptor_list: {
+            auto* ns = c.attached_namespace(nsid);
+            if (ns == nullptr) {
+                return fail(spec::generic_status::invalid_namespace_or_format);
+            }
+            return send(c, cmd, ns->id_descriptors());
+        }
+        case spec::cns::io_command_set_independent_namespace: {
+            if (!valid_nsid(c, nsid)) {
+                return fail(spec::generic_status::invalid_namespace_or_format);
+            }
+            auto* ns = c.attached_namespace(nsid);
+            return send(c, cmd, ns != nullptr ? ns->independent_identify() : spec::independent_identify_namespace{});
+        }
+        case spec::cns::io_command_set: {
+            // One I/O Command Set combination: the NVM Command Set (bit 0), Base 2.0 5.17.2.18.
+            std::array<std::uint64_t, 512> vectors{};
+            vectors[0] = 1U;
+            return send(c, cmd, vectors);
+        }
+        default: return fail(spec::generic_status::invalid_field);
+        }
+    }
+
+    // ---- Get Log Page (Base 2.0 5.16) -------------------------------------------------------------
+
+    static command_result get_log_page(Controller& c, command& cmd)
+    {
+        const auto view = spec::get_log_page_view::decode(cmd.sqe);
+        const std::uint64_t length = view.byte_count();
+        if (length > Controller::limits.max_transfer_bytes()) {
+            return fail(spec::generic_status::invalid_field);
+        }
+        const std::uint32_t nsid = cmd.sqe.nsid;
+        std::span<std::byte> log{c.admin_data_};
+        std::size_t log_size = 0;
+        spec::async_event_type acknowledged = spec::async_event_type::vendor_specific;
+        bool acknowledges = false;
+        switch (view.log_page_id) {
+        case spec::log_page_id::error_information:
+            log_size = static_cast<std::size_t>(c.error_log_.log_size());
+            c.error_log_.copy(log.first(log_size));
+            acknowledged = spec::async_event_type::error;
+            acknowledges = true;
+            break;
+        case spec::log_page_id::smart_health: {
+            if (nsid != 0 && nsid != broadcast_nsid) {
+                return fail(spec::generic_status::invalid_field); // LPA bit 0: no per-namespace data
+            }
+            const auto data = c.smart_health_data();
+            log_size = sizeof(data);
+            std::memcpy(log.data(), &data, sizeof(data));
+            acknowledged = spec::async_event_type::smart_health;
+            acknowledges = true;
+            break;
+        }
+        case spec::log_page_id::firmware_slot: {
+            const auto data = c.firmware_.log();
+            log_size = sizeof(data);
+            std::memcpy(log.data(), &data, sizeof(data));
+            break;
+        }
+        case spec::log_page_id::changed_namespace_list: {
+            log_size = sizeof(c.changed_namespaces_);
+            std::memcpy(log.data(), &c.changed_namespaces_, log_size);
+            acknowledged = spec::async_event_type::notice;
+            acknowledges = true;
+            break;
+        }
+        case spec::log_page_id::commands_supported_and_effects: {
+            if (view.command_set_id != spec::command_set_identifier::nvm) {
+                return fail(spec::generic_status::invalid_field);
+            }
+            spec::commands_supported_and_effects data{};
+            Controller::admin_table().fill_effects(data.admin_commands);
+            Controller::io_table().fill_effects(data.io_commands);
+            log_size = sizeof(data);
+            std::memcpy(log.data(), &data, sizeof(data));
+            break;
+        }
+        case spec::log_page_id::telemetry_host_initiated: {
+            if (telemetry_create_requested(view)) {
+                c.capture_telemetry();
+            }
+            const auto bytes = c.telemetry_.bytes();
+            log_size = std::min(bytes.size(), log.size());
+            std::memcpy(log.data(), bytes.data(), log_size);
+            break;
+        }
+        default: return fail(spec::command_specific_status::invalid_log_page);
+        }
+        const auto transfer =
+            log_page_transfer_of(view, log_size,
+                                 view.log_page_id == spec::log_page_id::telemetry_host_initiated
+                                     ? telemetry_offset_alignment
+                                     : log_page_offset_alignment);
+        if (!transfer.ok()) {
+            return command_result::failure(transfer.status.with_dnr());
+        }
+        // The window [offset, offset + length) of the log; bytes past its end read as zero.
+        auto& out = c.log_window_;
+        copy_log_window(log.first(log_size), transfer.offset, std::span{out}.first(length));
+        if (const auto status = c.transfer_to_host(cmd, std::span{out}.first(length)); !status.is_success()) {
+            return command_result::failure(status);
+        }
+        if (acknowledges && !view.retain_async_event) {
+            if (view.log_page_id == spec::log_page_id::changed_namespace_list) {
+                c.changed_namespaces_ = {};
+                c.changed_namespace_count_ = 0;
+            }
+            c.acknowledge_event_type(acknowledged);
+        }
+        return command_result::success();
+    }
+
+    // ---- Asynchronous Event Request (5.2), Abort (5.1), Keep Alive (5.25) -------------------
+
+    static command_result async_event_request(Controller& c, command& cmd)
+    {
+        if (!c.events_.add_request(cmd.sqe.command_id())) {
+            return fail(spec::command_specific_status::async_event_request_limit_exceeded);
+        }
+        // Held by the asynchronous event queue: the request slot is returned now and the
+        // completion is built from the command identifier when an event arrives.
+        c.release_without_completion(cmd);
+        return command_result::pending();
+    }
+
+    /// Abort: a command still waiting for a staging buffer is aborted (dw0 bit 0 = 0); any other
+    /// command has already reached the backend or completed (dw0 bit 0 = 1, not aborted).
+    static command_result abort(Controller& c, command& cmd)
+    {
+        const auto view = spec::abort_view::decode(cmd.sqe);
+        for (auto& waiting : c.waiting_for_staging_) {
+            if (waiting.sq->ring.qid() == view.sq_id && waiting.sqe.command_id() == view.command_id) {
+                c.waiting_for_staging_.erase(c.waiting_for_staging_.iterator_to(waiting));
+                c.finish(waiting, command_result::failure(spec::status{spec::generic_status::abort_requested}));
+                return command_result::success(0);
+            }
+        }
+        return command_result::success(1);
+    }
+
+    static command_result keep_alive(Controller& c, command& /*cmd*/)
+    {
+        c.last_keep_alive_ = c.clock_.now();
+        return command_result::success();
+    }
+
+    // ---- Namespace Attachment (5.23) ------------------------------------------------------------
+
+    static command_result namespace_attachment(Controller& c, command& cmd)
+    {
+        const auto view = spec::namespace_attachment_view::decode(cmd.sqe);
+        const std::uint32_t nsid = cmd.sqe.nsid;
+        if (view.select != spec::namespace_attachment_select::attach &&
+            view.select != spec::namespace_attachment_select::detach) {
+            return fail(spec::generic_status::invalid_field);
+        }
+        auto* ns = nsid == broadcast_nsid ? nullptr : c.subsystem_->find(nsid);
+        if (ns == nullptr) {
+            return fail(spec::generic_status::invalid_field);
+        }
+        // Controller List (Base 2.0 Figure 139): a count, then that many controller identifiers.
+        std::array<std::uint16_t, 2048> list{};
+        if (auto status = c.transfer_from_host(cmd, std::as_writable_bytes(std::span{list})); !status.is_success()) {
+            return command_result::failure(status);
+        }
+        const std::uint16_t count = list[0];
+        if (count == 0 || count > list.size() - 1U) {
+            return fail(spec::command_specific_status::controller_list_invalid);
+        }
+        const auto ids = std::span{list}.subspan(1, count);
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            if (!c.subsystem_->has_controller(ids[i]) || std::find(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(i), ids[i]) != ids.begin() + static_cast<std::ptrdiff_t>(i)) {
+                return fail(spec::command_specific_status::controller_list_invalid);
+            }
+            const bool attached = ns->attached_to(ids[i]);
+            if (view.select == spec::namespace_attachment_select::attach && attached) {
+                return fail(spec::command_specific_status::namespace_already_attached);
+            }
+            if (view.select == spec::namespace_attachment_select::detach && !attached) {
+                return fail(spec::command_specific_status::namespace_not_attached);
+            }
+        }
+        for (const std::uint16_t id : ids) {
+            if (view.select == spec::namespace_attachment_select::attach) {
+                c.subsystem_->attach(nsid, id);
+            } else {
+                c.subsystem_->detach(nsid, id);
+            }
+        }
+        return command_result::success();
+    }
+
+    // ---- Format NVM (5.14) -------------------------------------------------------------------
+
+    static command_result format_nvm(Controller& c, command& cmd)
+    {
+        const auto view = spec::format_nvm_view::decode(cmd.sqe);
+        const std::uint32_t nsid = cmd.sqe.nsid;
+        if (nsid != broadcast_nsid && c.attached_namespace(nsid) == nullptr) {
+            return fail(spec::generic_status::invalid_namespace_or_format);
+        }
+        if (view.format_index >= supported_lba_formats.size() ||
+            view.protection_type != spec::format_protection_type::none) {
+            return fail(spec::command_specific_status::invalid_format);
+        }
+        if (view.secure_erase != spec::format_secure_erase::none &&
+            view.secure_erase != spec::format_secure_erase::user_data_erase) {
+            return fail(spec::generic_status::invalid_field); // no cryptographic erase (FNA bit 2)
+        }
+        cmd.step = nsid == broadcast_nsid ? 0U : nsid - 1U; // the last NSID formatted
+        cmd.block_result = block_status::success;
+        return format_next(c, cmd);
+    }
+
+    /// Formats the next namespace: the new LBA format, then the whole backend deallocated, so
+    /// every block (and the old data, with or without Secure Erase) reads back as zeroes.
+    static command_result format_next(Controller& c, command& cmd)
+    {
+        if (cmd.block_result != block_status::success) {
+            return command_result::failure(c.backend_failure(cmd, cmd.block_result));
+        }
+        const auto view = spec::format_nvm_view::decode(cmd.sqe);
+        const bool all = cmd.sqe.nsid == broadcast_nsid;
+        const std::uint32_t last = all ? c.subsystem_->options().max_namespaces : cmd.sqe.nsid;
+        for (auto nsid = static_cast<std::uint32_t>(cmd.step) + 1U; nsid <= last; ++nsid) {
+            auto* ns = c.attached_namespace(nsid);
+            if (ns == nullptr) {
+                continue;
+            }
+            cmd.step = nsid;
+            cmd.ns = ns;
+            ns->set_format(view.format_index, view.metadata_in_extended_lba);
+            cmd.block[0] = block_request{.operation = block_operation::deallocate,
+                                         .offset = 0,
+                                         .length = ns->backend().capacity_bytes()};
+            cmd.continuation = &format_next;
+            c.submit_blocks(cmd, 1);
+            return command_result::pending();
+        }
+        return command_result::success();
+    }
+
+    // ---- Firmware Image Download (5.13) and Firmware Commit (5.12) ---------------------------------
+
+    static command_result firmware_image_download(Controller& c, command& cmd)
+    {
+        const auto view = spec::firmware_image_download_view::decode(cmd.sqe);
+        if (view.dword_count * 4U > Controller::limits.max_transfer_bytes()) {
+            return fail(spec::generic_status::invalid_field);
+        }
+        const auto data = std::span{c.admin_data_}.first(view.dword_count * 4U);
+        if (auto status = c.transfer_from_host(cmd, data); !status.is_success()) {
+            return command_result::failure(status);
+        }
+        return result_of(c.firmware_.download(view, data));
+    }
+
+    static command_result firmware_commit(Controller& c, command& cmd)
+    {
+        const auto view = spec::firmware_commit_view::decode(cmd.sqe);
+        return c.firmware_commit(view);
+    }
+};
+
+NVMEKIT_END_NAMESPACE

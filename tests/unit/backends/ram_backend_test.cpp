@@ -1,0 +1,312 @@
+#include <nvmekit/backends/ram_backend.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+using nvmekit::block_operation;
+using nvmekit::block_request;
+using nvmekit::block_status;
+using nvmekit::io_segment;
+using nvmekit::ram_backend;
+
+static_assert(nvmekit::BlockBackend<ram_backend>);
+static_assert(nvmekit::check_block_backend<ram_backend>());
+
+namespace {
+
+constexpr std::uint64_t kib = 1024;
+constexpr std::uint64_t tib = kib * kib * kib * kib;
+
+struct outcome {
+    int calls = 0;
+    block_status status = block_status::success;
+};
+
+outcome run(ram_backend& backend, block_operation operation, std::uint64_t offset, std::uint64_t length,
+            std::span<const io_segment> segments = {})
+{
+    outcome result;
+    block_request request{.operation = operation,
+                          .offset = offset,
+                          .length = length,
+                          .segments = segments,
+                          .complete =
+                              [](block_request& done, block_status status) {
+                                  auto* self = static_cast<outcome*>(done.context);
+                                  ++self->calls;
+                                  self->status = status;
+                              },
+                          .context = &result};
+    backend.submit(request);
+    return result;
+}
+
+block_status write_bytes(ram_backend& backend, std::uint64_t offset, std::span<std::byte> bytes)
+{
+    const std::array segments{io_segment{bytes.data(), bytes.size()}};
+    const outcome result = run(backend, block_operation::write, offset, bytes.size(), segments);
+    EXPECT_EQ(result.calls, 1);
+    return result.status;
+}
+
+std::vector<std::byte> read_bytes(ram_backend& backend, std::uint64_t offset, std::size_t length)
+{
+    std::vector<std::byte> bytes(length, std::byte{0xee});
+    const std::array segments{io_segment{bytes.data(), bytes.size()}};
+    const outcome result = run(backend, block_operation::read, offset, length, segments);
+    EXPECT_EQ(result.calls, 1);
+    EXPECT_EQ(result.status, block_status::success);
+    return bytes;
+}
+
+std::vector<std::byte> pattern(std::size_t length, std::uint8_t seed)
+{
+    std::vector<std::byte> bytes(length);
+    for (std::size_t i = 0; i < length; ++i) {
+        bytes[i] = static_cast<std::byte>((i * 7 + seed) % 251 + 1);
+    }
+    return bytes;
+}
+
+std::vector<std::byte> zeros(std::size_t length)
+{
+    return std::vector<std::byte>(length, std::byte{0});
+}
+
+} // namespace
+
+TEST(ram_backend, starts_empty_with_the_given_capacity)
+{
+    const ram_backend backend{tib};
+    EXPECT_EQ(backend.capacity_bytes(), tib);
+    EXPECT_EQ(backend.chunk_size(), 64 * kib);
+    EXPECT_EQ(backend.bytes_allocated(), 0U);
+    EXPECT_FALSE(backend.has_volatile_cache());
+    EXPECT_EQ(backend.outstanding(), 0U);
+}
+
+TEST(ram_backend, rejects_bad_chunk_sizes_and_oversized_tables)
+{
+    EXPECT_THROW(ram_backend(4096, {.chunk_size = 0}), std::invalid_argument);
+    EXPECT_THROW(ram_backend(4096, {.chunk_size = 256}), std::invalid_argument);
+    EXPECT_THROW(ram_backend(4096, {.chunk_size = 3000}), std::invalid_argument);
+    EXPECT_THROW(ram_backend(4096, {.chunk_size = std::size_t{1} << 31}), std::invalid_argument);
+    EXPECT_NO_THROW(ram_backend(4096, {.chunk_size = 512}));
+    EXPECT_NO_THROW(ram_backend(4096, {.chunk_size = std::size_t{1} << 30}));
+    EXPECT_THROW(ram_backend(std::numeric_limits<std::uint64_t>::max(), {.chunk_size = 512}),
+                 std::invalid_argument);
+    const std::uint64_t largest = ram_backend::max_top_entries * ram_backend::leaf_entries * 512;
+    EXPECT_THROW(ram_backend(largest + 1, {.chunk_size = 512}), std::invalid_argument);
+}
+
+TEST(ram_backend, a_zero_capacity_backend_accepts_only_empty_ranges)
+{
+    ram_backend backend{0};
+    EXPECT_EQ(run(backend, block_operation::read, 0, 0).status, block_status::success);
+    EXPECT_EQ(run(backend, block_operation::write_zeroes, 0, 1).status, block_status::out_of_range);
+    EXPECT_EQ(run(backend, block_operation::flush, 0, 0).status, block_status::success);
+}
+
+TEST(ram_backend, never_written_bytes_read_as_zeros_without_allocating)
+{
+    ram_backend backend{tib};
+    EXPECT_EQ(read_bytes(backend, tib - 100, 100), zeros(100));
+    EXPECT_EQ(read_bytes(backend, 0, 3 * 64 * kib), zeros(3 * 64 * kib));
+    EXPECT_EQ(backend.bytes_allocated(), 0U);
+}
+
+TEST(ram_backend, data_written_across_chunks_and_segments_reads_back)
+{
+    ram_backend backend{8 * kib, {.chunk_size = 512}};
+    auto first = pattern(300, 1);
+    auto second = pattern(1000, 2);
+    const std::array segments{io_segment{first.data(), first.size()},
+                              io_segment{second.data(), second.size()}};
+    const outcome written = run(backend, block_operation::write, 400, 1300, segments);
+    EXPECT_EQ(written.calls, 1);
+    EXPECT_EQ(written.status, block_status::success);
+    EXPECT_EQ(backend.bytes_allocated(), 4U * 512);
+    std::vector<std::byte> expected = zeros(400);
+    expected.insert(expected.end(), first.begin(), first.end());
+    expected.insert(expected.end(), second.begin(), second.end());
+    expected.resize(2048, std::byte{0});
+    EXPECT_EQ(read_bytes(backend, 0, 2048), expected);
+    std::vector<std::byte> head(700);
+    std::vector<std::byte> tail(1348);
+    const std::array read_segments{io_segment{head.data(), head.size()},
+                                   io_segment{tail.data(), tail.size()}};
+    EXPECT_EQ(run(backend, block_operation::read, 0, 2048, read_segments).status, block_status::success);
+    EXPECT_EQ(head, std::vector<std::byte>(expected.begin(), expected.begin() + 700));
+    EXPECT_EQ(tail, std::vector<std::byte>(expected.begin() + 700, expected.end()));
+}
+
+TEST(ram_backend, discard_segments_skip_their_bytes)
+{
+    ram_backend backend{4 * kib, {.chunk_size = 512}};
+    auto data = pattern(1024, 3);
+    ASSERT_EQ(write_bytes(backend, 0, data), block_status::success);
+    std::vector<std::byte> kept(24, std::byte{0xee});
+    const std::array segments{io_segment{nullptr, 1000}, io_segment{kept.data(), kept.size()},
+                              io_segment{nullptr, 8}};
+    const outcome result = run(backend, block_operation::read, 0, 1032, segments);
+    EXPECT_EQ(result.calls, 1);
+    EXPECT_EQ(result.status, block_status::success);
+    EXPECT_EQ(kept, std::vector<std::byte>(data.begin() + 1000, data.end()));
+}
+
+TEST(ram_backend, sparse_accounting_of_a_one_tib_backend)
+{
+    ram_backend backend{tib};
+    auto small = pattern(10, 4);
+    auto straddling = pattern(16, 5);
+    ASSERT_EQ(write_bytes(backend, 5, small), block_status::success);
+    EXPECT_EQ(backend.bytes_allocated(), 64 * kib);
+    ASSERT_EQ(write_bytes(backend, 100, small), block_status::success);
+    EXPECT_EQ(backend.bytes_allocated(), 64 * kib);
+    ASSERT_EQ(write_bytes(backend, 512 * kib * kib - 8, straddling), block_status::success);
+    EXPECT_EQ(backend.bytes_allocated(), 3 * 64 * kib);
+    EXPECT_EQ(read_bytes(backend, 512 * kib * kib - 8, 16), straddling);
+    EXPECT_EQ(read_bytes(backend, 5, 10), small);
+}
+
+TEST(ram_backend, the_last_chunk_is_only_as_long_as_the_capacity)
+{
+    ram_backend backend{64 * kib + 1000};
+    auto data = pattern(8, 6);
+    ASSERT_EQ(write_bytes(backend, 64 * kib + 992, data), block_status::success);
+    EXPECT_EQ(backend.bytes_allocated(), 1000U);
+    EXPECT_EQ(read_bytes(backend, 64 * kib + 992, 8), data);
+    EXPECT_EQ(run(backend, block_operation::deallocate, 64 * kib, 1000).status, block_status::success);
+    EXPECT_EQ(backend.bytes_allocated(), 0U);
+}
+
+TEST(ram_backend, deallocating_whole_chunks_frees_them_and_partial_ones_zero_bytes)
+{
+    for (const block_operation operation : {block_operation::deallocate, block_operation::write_zeroes}) {
+        ram_backend backend{4 * kib, {.chunk_size = 512}};
+        auto data = pattern(2048, 7);
+        ASSERT_EQ(write_bytes(backend, 0, data), block_status::success);
+        EXPECT_EQ(backend.bytes_allocated(), 2048U);
+        const outcome result = run(backend, operation, 500, 1100);
+        EXPECT_EQ(result.calls, 1);
+        EXPECT_EQ(result.status, block_status::success);
+        EXPECT_EQ(backend.bytes_allocated(), 2U * 512) << "chunks [512, 1024) and [1024, 1536) are freed";
+        std::vector<std::byte> expected = data;
+        std::fill(expected.begin() + 500, expected.begin() + 1600, std::byte{0});
+        EXPECT_EQ(read_bytes(backend, 0, 2048), expected);
+    }
+}
+
+TEST(ram_backend, zeroing_never_written_chunks_allocates_nothing)
+{
+    ram_backend backend{4 * kib, {.chunk_size = 512}};
+    EXPECT_EQ(run(backend, block_operation::write_zeroes, 100, 2000).status, block_status::success);
+    EXPECT_EQ(run(backend, block_operation::deallocate, 0, 4 * kib).status, block_status::success);
+    EXPECT_EQ(backend.bytes_allocated(), 0U);
+}
+
+TEST(ram_backend, preallocate_allocates_everything_and_never_frees)
+{
+    ram_backend backend{4 * kib + 100, {.chunk_size = 512, .preallocate = true}};
+    EXPECT_EQ(backend.bytes_allocated(), 4 * kib + 100);
+    EXPECT_EQ(read_bytes(backend, 0, 4 * kib + 100), zeros(4 * kib + 100));
+    auto data = pattern(2048, 8);
+    ASSERT_EQ(write_bytes(backend, 0, data), block_status::success);
+    EXPECT_EQ(run(backend, block_operation::deallocate, 0, 1024).status, block_status::success);
+    EXPECT_EQ(run(backend, block_operation::write_zeroes, 1024, 512).status, block_status::success);
+    EXPECT_EQ(backend.bytes_allocated(), 4 * kib + 100);
+    std::vector<std::byte> expected = zeros(1536);
+    expected.insert(expected.end(), data.begin() + 1536, data.end());
+    EXPECT_EQ(read_bytes(backend, 0, 2048), expected);
+}
+
+TEST(ram_backend, out_of_range_requests_touch_nothing)
+{
+    ram_backend backend{4 * kib, {.chunk_size = 512}};
+    auto data = pattern(16, 9);
+    const std::array segments{io_segment{data.data(), data.size()}};
+    EXPECT_EQ(run(backend, block_operation::write, 4 * kib - 8, 16, segments).status,
+              block_status::out_of_range);
+    EXPECT_EQ(
+        run(backend, block_operation::write, std::numeric_limits<std::uint64_t>::max() - 4, 16, segments)
+            .status,
+        block_status::out_of_range);
+    EXPECT_EQ(backend.bytes_allocated(), 0U);
+    std::vector<std::byte> untouched(16, std::byte{0xee});
+    const std::array read_segments{io_segment{untouched.data(), untouched.size()}};
+    EXPECT_EQ(run(backend, block_operation::read, 4 * kib - 8, 16, read_segments).status,
+              block_status::out_of_range);
+    EXPECT_EQ(untouched, std::vector<std::byte>(16, std::byte{0xee}));
+    EXPECT_EQ(run(backend, block_operation::deallocate, 4 * kib, 1).status, block_status::out_of_range);
+}
+
+TEST(ram_backend, a_write_with_a_null_segment_is_an_internal_error_and_allocates_nothing)
+{
+    ram_backend backend{4 * kib};
+    const std::array segments{io_segment{nullptr, 16}};
+    const outcome result = run(backend, block_operation::write, 0, 16, segments);
+    EXPECT_EQ(result.calls, 1);
+    EXPECT_EQ(result.status, block_status::internal_error);
+    EXPECT_EQ(backend.bytes_allocated(), 0U);
+}
+
+TEST(ram_backend, flush_and_poll_do_nothing)
+{
+    ram_backend backend{4 * kib};
+    const outcome result = run(backend, block_operation::flush, 0, 0);
+    EXPECT_EQ(result.calls, 1);
+    EXPECT_EQ(result.status, block_status::success);
+    EXPECT_EQ(backend.poll(), 0U);
+}
+
+TEST(ram_backend, a_completion_may_submit_the_next_request)
+{
+    ram_backend backend{4 * kib, {.chunk_size = 512}};
+    struct chain {
+        ram_backend* backend;
+        std::array<std::byte, 4> data{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}};
+        std::array<io_segment, 1> segments{};
+        int completions = 0;
+    } state{&backend};
+    state.segments[0] = io_segment{state.data.data(), state.data.size()};
+    block_request request{.operation = block_operation::write,
+                          .offset = 0,
+                          .length = 4,
+                          .segments = state.segments,
+                          .complete =
+                              [](block_request& done, block_status status) {
+                                  auto* self = static_cast<chain*>(done.context);
+                                  EXPECT_EQ(status, block_status::success);
+                                  if (++self->completions < 3) {
+                                      done.offset += 4;
+                                      self->backend->submit(done);
+                                  }
+                              },
+                          .context = &state};
+    backend.submit(request);
+    EXPECT_EQ(state.completions, 3);
+    EXPECT_EQ(read_bytes(backend, 0, 13),
+              (std::vector<std::byte>{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}, std::byte{1},
+                                      std::byte{2}, std::byte{3}, std::byte{4}, std::byte{1}, std::byte{2},
+                                      std::byte{3}, std::byte{4}, std::byte{0}}));
+}
+
+TEST(ram_backend, moving_keeps_the_data)
+{
+    ram_backend backend{4 * kib, {.chunk_size = 512}};
+    auto data = pattern(8, 10);
+    ASSERT_EQ(write_bytes(backend, 1020, data), block_status::success);
+    ram_backend moved{std::move(backend)};
+    EXPECT_EQ(moved.capacity_bytes(), 4 * kib);
+    EXPECT_EQ(moved.bytes_allocated(), 1024U);
+    EXPECT_EQ(read_bytes(moved, 1020, 8), data);
+}
