@@ -89,15 +89,23 @@ public:
     {
         dispatch_table table = *this;
         table.handlers_[opcode] = handler;
-        table.effects_[opcode] = handler != nullptr ? effects.with(spec::command_effects::csupp, true)
-                                                    : spec::command_effects{};
+        table.effects_[opcode] = effects.with(spec::command_effects::csupp, true);
         return table;
     }
 
     /// This table without `opcode`: the command then completes with Invalid Command Opcode.
-    [[nodiscard]] constexpr dispatch_table without(std::uint8_t opcode) const { return with(opcode, nullptr); }
+    [[nodiscard]] constexpr dispatch_table without(std::uint8_t opcode) const
+    {
+        dispatch_table table = *this;
+        table.handlers_[opcode] = nullptr;
+        table.effects_[opcode] = spec::command_effects{};
+        return table;
+    }
 
-    [[nodiscard]] constexpr bool supported(std::uint8_t opcode) const noexcept { return handlers_[opcode] != nullptr; }
+    [[nodiscard]] constexpr bool supported(std::uint8_t opcode) const noexcept
+    {
+        return effects_[opcode].get(spec::command_effects::csupp);
+    }
 
     [[nodiscard]] constexpr handler_type handler(std::uint8_t opcode) const noexcept { return handlers_[opcode]; }
 
@@ -107,11 +115,10 @@ public:
     /// Runs the handler of `opcode`; Invalid Command Opcode when there is none.
     command_result dispatch(Context& context, std::uint8_t opcode, Command& command) const
     {
-        const handler_type handler = handlers_[opcode];
-        if (handler == nullptr) {
+        if (!supported(opcode)) {
             return command_result::failure(spec::status{spec::generic_status::invalid_opcode}.with_dnr());
         }
-        return handler(context, command);
+        return handlers_[opcode](context, command);
     }
 
     /// Copies the effects of every opcode into a Commands Supported and Effects array.
@@ -121,8 +128,8 @@ public:
     [[nodiscard]] constexpr std::size_t size() const noexcept
     {
         std::size_t count = 0;
-        for (const handler_type handler : handlers_) {
-            count += handler != nullptr ? 1U : 0U;
+        for (const auto effects : effects_) {
+            count += effects.get(spec::command_effects::csupp) ? 1U : 0U;
         }
         return count;
     }
