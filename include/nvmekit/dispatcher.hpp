@@ -128,7 +128,7 @@ public:
     [[nodiscard]] constexpr std::size_t size() const noexcept
     {
         std::size_t count = 0;
-        for (const auto effects : effects_) {
+        for (const auto& effects : effects_) {
             count += effects.get(spec::command_effects::csupp) ? 1U : 0U;
         }
         return count;

@@ -237,8 +237,9 @@ public:
         spec::namespace_id_descriptor_list list{};
         std::size_t at = 0;
         const auto add = [&](spec::namespace_id_type type, std::span<const std::uint8_t> id) {
-            if (std::all_of(id.begin(), id.end(), [](std::uint8_t b) { return b == 0; })) {
-                return;
+            const bool unset = std::all_of(id.begin(), id.end(), [](std::uint8_t b) { return b == 0; });
+            if (unset && type != spec::namespace_id_type::csi) {
+                return; // an all-zero identifier is not reported
             }
             list.bytes[at] = static_cast<std::uint8_t>(type);
             list.bytes[at + 1] = static_cast<std::uint8_t>(id.size());
