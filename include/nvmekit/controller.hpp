@@ -524,6 +524,12 @@ public:
 
     /// The composite temperature the controller reports, in Kelvin.
     [[nodiscard]] std::uint16_t temperature() const noexcept { return health_.composite_temperature(); }
+    /// Sets the composite temperature the controller reports, in Kelvin (the embedder's sensor).
+    void set_temperature(std::uint16_t kelvin)
+    {
+        health_.set_composite_temperature(kelvin);
+        check_temperature();
+    }
     [[nodiscard]] const error_log& errors() const noexcept { return error_log_; }
 
 private:
@@ -954,7 +960,7 @@ public:
         NVMEKIT_ASSERT(!result.is_pending(), "finish() with a pending result");
         auto& sq = *cmd.sq;
         release_staging(cmd);
-        if (sq.retired || state_machine_.state() != controller_state::ready || !completion_queue_exists(sq.ring.cqid())) {
+        if (sq.retired || !completion_queue_exists(sq.ring.cqid())) {
             // The queue was deleted or the controller reset while the command was in a backend:
             // the command ends without a completion.
             auto& request = sq.pool.at(cmd.request_index);
@@ -1457,13 +1463,6 @@ private:
     {
         return health_.build(clock_.now() - powered_on_at_, features_.over_temperature_threshold(0),
                              features_.under_temperature_threshold(0));
-    }
-
-    /// Sets the composite temperature the controller reports, in Kelvin (the embedder's sensor).
-    void set_temperature(std::uint16_t kelvin)
-    {
-        health_.set_composite_temperature(kelvin);
-        check_temperature();
     }
 
     /// Posts the SMART temperature event when the composite temperature crosses a threshold

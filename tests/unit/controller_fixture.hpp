@@ -31,15 +31,8 @@
 #include <nvmekit/testing/recording_dma.hpp>
 #include <nvmekit/testing/recording_msix.hpp>
 
-NVMEKIT_BEGIN_NAMESPACE
-namespace spec {
-// Failures print statuses the way nvme-cli does: `Generic/Invalid Field (0x02) [DNR]`.
-inline void PrintTo(const status& value, std::ostream* out)
-{
-    *out << fmt::format("{}", value);
-}
-} // namespace spec
-NVMEKIT_END_NAMESPACE
+#include "print_helpers.hpp"
+
 
 namespace nvmekit_test {
 

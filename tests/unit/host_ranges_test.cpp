@@ -13,20 +13,9 @@
 #include <nvmekit/format/status.hpp>
 
 #include "asserts_enabled.hpp"
+#include "print_helpers.hpp"
 #include "recorded_memory.hpp"
 
-NVMEKIT_BEGIN_NAMESPACE
-inline void PrintTo(const host_range& range, std::ostream* out)
-{
-    *out << fmt::format("{{{:#x}, {:#x}{}}}", range.address, range.length, range.bit_bucket ? ", bit bucket" : "");
-}
-namespace spec {
-inline void PrintTo(const status& value, std::ostream* out)
-{
-    *out << fmt::format("{}", value);
-}
-} // namespace spec
-NVMEKIT_END_NAMESPACE
 
 namespace spec = nvmekit::spec;
 using nvmekit::host_range;
