@@ -501,12 +501,16 @@ private:
         }
         // Deallocated blocks read as zeroes (DLFEAT), so DEAC deallocates instead of writing.
         const auto operation = view.deallocate ? block_operation::deallocate : block_operation::write_zeroes;
+        // FUA (CDW12 bit 30), implied when the volatile write cache is disabled, as for Write.
+        const bool durable = view.force_unit_access || !c.features_.volatile_write_cache_enabled();
         cmd.block[0] = block_request{.operation = operation,
+                                     .force_unit_access = durable,
                                      .offset = ns->data_offset(view.starting_lba),
                                      .length = ns->data_offset(view.block_count)};
         std::uint8_t count = 1;
         if (const auto metadata_bytes = ns->metadata_transfer_bytes(view.block_count); metadata_bytes != 0) {
             cmd.block[1] = block_request{.operation = operation,
+                                         .force_unit_access = durable,
                                          .offset = ns->metadata_offset(view.starting_lba),
                                          .length = metadata_bytes};
             count = 2;
@@ -576,8 +580,20 @@ private:
                 continue;
             }
             static_cast<void>(cmd.ns->clear_uncorrectable(range.starting_lba, range.block_count));
-            return submit_plain(c, cmd, block_operation::deallocate, cmd.ns->data_offset(range.starting_lba),
-                                cmd.ns->data_offset(range.block_count), &dsm_next);
+            // Separate metadata is deallocated too: DLFEAT says it reads back as zeroes.
+            cmd.block[0] = block_request{.operation = block_operation::deallocate,
+                                         .offset = cmd.ns->data_offset(range.starting_lba),
+                                         .length = cmd.ns->data_offset(range.block_count)};
+            std::uint8_t count = 1;
+            if (const auto metadata_bytes = cmd.ns->metadata_transfer_bytes(range.block_count); metadata_bytes != 0) {
+                cmd.block[1] = block_request{.operation = block_operation::deallocate,
+                                             .offset = cmd.ns->metadata_offset(range.starting_lba),
+                                             .length = metadata_bytes};
+                count = 2;
+            }
+            cmd.continuation = &dsm_next;
+            c.submit_blocks(cmd, count);
+            return command_result::pending();
         }
         return command_result::success();
     }
@@ -692,7 +708,8 @@ private:
     {
         auto& ns = *cmd.ns;
         const auto view = spec::copy_view::decode(cmd.sqe);
-        const bool fua = operation == block_operation::write && view.force_unit_access;
+        const bool fua = operation == block_operation::write &&
+                         (view.force_unit_access || !c.features_.volatile_write_cache_enabled());
         cmd.block[0] = block_request{.operation = operation,
                                      .force_unit_access = fua,
                                      .offset = ns.data_offset(slba),
