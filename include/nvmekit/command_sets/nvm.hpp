@@ -211,6 +211,31 @@ private:
         return spec::status::success();
     }
 
+    /// Resolves the command's namespace into `cmd.ns` and checks that [slba, slba + blocks) lies
+    /// in it (Invalid Namespace or Format, LBA Out of Range) and, for a command that moves the
+    /// blocks' data, that it fits MDTS (Invalid Field).
+    [[nodiscard]] static spec::status locate(Controller& c, command& cmd, std::uint64_t slba, std::uint64_t blocks,
+                                             bool moves_data = false)
+    {
+        auto* ns = resolve(c, cmd);
+        if (ns == nullptr) {
+            return error(spec::generic_status::invalid_namespace_or_format);
+        }
+        if (const auto status = check_range(*ns, slba, blocks); !status.is_success()) {
+            return status;
+        }
+        if (moves_data && ns->data_transfer_bytes(blocks) > Controller::limits.max_transfer_bytes()) {
+            return error(spec::generic_status::invalid_field);
+        }
+        return spec::status::success();
+    }
+
+    /// The completion of a command whose backend request failed.
+    [[nodiscard]] static command_result backend_failed(Controller& c, command& cmd)
+    {
+        return command_result::failure(c.backend_failure(cmd, cmd.block_result));
+    }
+
     /// Unrecovered Read Error for a read of an uncorrectable block, recorded with its LBA.
     [[nodiscard]] static bool uncorrectable(Controller& c, command& cmd, std::uint64_t slba, std::uint64_t blocks)
     {
@@ -225,19 +250,13 @@ private:
 
     static command_result read(Controller& c, command& cmd)
     {
-        auto* ns = resolve(c, cmd);
-        if (ns == nullptr) {
-            return fail(spec::generic_status::invalid_namespace_or_format);
-        }
         const auto view = spec::read_view::decode(cmd.sqe);
-        if (const auto status = check_range(*ns, view.starting_lba, view.block_count); !status.is_success()) {
+        if (const auto status = locate(c, cmd, view.starting_lba, view.block_count, true); !status.is_success()) {
             return command_result::failure(status);
         }
+        auto* ns = cmd.ns;
         const std::uint64_t data_bytes = ns->data_transfer_bytes(view.block_count);
         const std::uint64_t metadata_bytes = ns->metadata_transfer_bytes(view.block_count);
-        if (data_bytes > Controller::limits.max_transfer_bytes()) {
-            return fail(spec::generic_status::invalid_field);
-        }
         if (uncorrectable(c, cmd, view.starting_lba, view.block_count)) {
             return fail(spec::media_status::unrecovered_read_error);
         }
@@ -254,7 +273,7 @@ private:
     static command_result read_done(Controller& c, command& cmd)
     {
         if (cmd.block_result != block_status::success) {
-            return command_result::failure(c.backend_failure(cmd, cmd.block_result));
+            return backend_failed(c, cmd);
         }
         const auto view = spec::read_view::decode(cmd.sqe);
         const std::uint64_t data_bytes = cmd.ns->data_transfer_bytes(view.block_count);
@@ -277,19 +296,13 @@ private:
 
     static command_result write(Controller& c, command& cmd)
     {
-        auto* ns = resolve(c, cmd);
-        if (ns == nullptr) {
-            return fail(spec::generic_status::invalid_namespace_or_format);
-        }
         const auto view = spec::write_view::decode(cmd.sqe);
-        if (const auto status = check_range(*ns, view.starting_lba, view.block_count); !status.is_success()) {
+        if (const auto status = locate(c, cmd, view.starting_lba, view.block_count, true); !status.is_success()) {
             return command_result::failure(status);
         }
+        auto* ns = cmd.ns;
         const std::uint64_t data_bytes = ns->data_transfer_bytes(view.block_count);
         const std::uint64_t metadata_bytes = ns->metadata_transfer_bytes(view.block_count);
-        if (data_bytes > Controller::limits.max_transfer_bytes()) {
-            return fail(spec::generic_status::invalid_field);
-        }
         spec::status status;
         switch (prepare_buffers(c, cmd, data_bytes, metadata_bytes, transfer_direction::host_to_controller, status)) {
         case prepared::failed: return command_result::failure(status);
@@ -305,7 +318,7 @@ private:
     static command_result write_done(Controller& c, command& cmd)
     {
         if (cmd.block_result != block_status::success) {
-            return command_result::failure(c.backend_failure(cmd, cmd.block_result));
+            return backend_failed(c, cmd);
         }
         const auto view = spec::write_view::decode(cmd.sqe);
         // Rewritten blocks are correctable again; a full range table leaves them uncorrectable.
@@ -335,7 +348,7 @@ private:
     static command_result flush_done(Controller& c, command& cmd)
     {
         if (cmd.block_result != block_status::success) {
-            return command_result::failure(c.backend_failure(cmd, cmd.block_result));
+            return backend_failed(c, cmd);
         }
         return command_result::success();
     }
@@ -344,7 +357,7 @@ private:
     static command_result flush_next(Controller& c, command& cmd)
     {
         if (cmd.block_result != block_status::success) {
-            return command_result::failure(c.backend_failure(cmd, cmd.block_result));
+            return backend_failed(c, cmd);
         }
         const std::uint32_t limit = c.nvm_subsystem().options().max_namespaces;
         for (auto nsid = static_cast<std::uint32_t>(cmd.step) + 1U; nsid <= limit; ++nsid) {
@@ -362,14 +375,11 @@ private:
 
     static command_result write_uncorrectable(Controller& c, command& cmd)
     {
-        auto* ns = resolve(c, cmd);
-        if (ns == nullptr) {
-            return fail(spec::generic_status::invalid_namespace_or_format);
-        }
         const auto view = spec::write_uncorrectable_view::decode(cmd.sqe);
-        if (const auto status = check_range(*ns, view.starting_lba, view.block_count); !status.is_success()) {
+        if (const auto status = locate(c, cmd, view.starting_lba, view.block_count); !status.is_success()) {
             return command_result::failure(status);
         }
+        auto* ns = cmd.ns;
         if (!ns->mark_uncorrectable(view.starting_lba, view.block_count)) {
             return command_result::failure(spec::status{spec::generic_status::internal_error});
         }
@@ -380,19 +390,13 @@ private:
 
     static command_result compare(Controller& c, command& cmd)
     {
-        auto* ns = resolve(c, cmd);
-        if (ns == nullptr) {
-            return fail(spec::generic_status::invalid_namespace_or_format);
-        }
         const auto view = spec::compare_view::decode(cmd.sqe);
-        if (const auto status = check_range(*ns, view.starting_lba, view.block_count); !status.is_success()) {
+        if (const auto status = locate(c, cmd, view.starting_lba, view.block_count, true); !status.is_success()) {
             return command_result::failure(status);
         }
+        auto* ns = cmd.ns;
         const std::uint64_t data_bytes = ns->data_transfer_bytes(view.block_count);
         const std::uint64_t metadata_bytes = ns->metadata_transfer_bytes(view.block_count);
-        if (data_bytes > Controller::limits.max_transfer_bytes()) {
-            return fail(spec::generic_status::invalid_field);
-        }
         if (uncorrectable(c, cmd, view.starting_lba, view.block_count)) {
             return fail(spec::media_status::unrecovered_read_error);
         }
@@ -449,7 +453,7 @@ private:
     static command_result compare_done(Controller& c, command& cmd)
     {
         if (cmd.block_result != block_status::success) {
-            return command_result::failure(c.backend_failure(cmd, cmd.block_result));
+            return backend_failed(c, cmd);
         }
         const auto view = spec::compare_view::decode(cmd.sqe);
         const std::uint64_t data_bytes = cmd.ns->data_transfer_bytes(view.block_count);
@@ -471,14 +475,11 @@ private:
 
     static command_result verify(Controller& c, command& cmd)
     {
-        auto* ns = resolve(c, cmd);
-        if (ns == nullptr) {
-            return fail(spec::generic_status::invalid_namespace_or_format);
-        }
         const auto view = spec::verify_view::decode(cmd.sqe);
-        if (const auto status = check_range(*ns, view.starting_lba, view.block_count); !status.is_success()) {
+        if (const auto status = locate(c, cmd, view.starting_lba, view.block_count); !status.is_success()) {
             return command_result::failure(status);
         }
+        auto* ns = cmd.ns;
         if (uncorrectable(c, cmd, view.starting_lba, view.block_count)) {
             return fail(spec::media_status::unrecovered_read_error);
         }
@@ -491,14 +492,11 @@ private:
 
     static command_result write_zeroes(Controller& c, command& cmd)
     {
-        auto* ns = resolve(c, cmd);
-        if (ns == nullptr) {
-            return fail(spec::generic_status::invalid_namespace_or_format);
-        }
         const auto view = spec::write_zeroes_view::decode(cmd.sqe);
-        if (const auto status = check_range(*ns, view.starting_lba, view.block_count); !status.is_success()) {
+        if (const auto status = locate(c, cmd, view.starting_lba, view.block_count); !status.is_success()) {
             return command_result::failure(status);
         }
+        auto* ns = cmd.ns;
         // Deallocated blocks read as zeroes (DLFEAT), so DEAC deallocates instead of writing.
         const auto operation = view.deallocate ? block_operation::deallocate : block_operation::write_zeroes;
         // FUA (CDW12 bit 30), implied when the volatile write cache is disabled, as for Write.
@@ -523,7 +521,7 @@ private:
     static command_result zeroes_done(Controller& c, command& cmd)
     {
         if (cmd.block_result != block_status::success) {
-            return command_result::failure(c.backend_failure(cmd, cmd.block_result));
+            return backend_failed(c, cmd);
         }
         const auto view = spec::write_zeroes_view::decode(cmd.sqe);
         static_cast<void>(cmd.ns->clear_uncorrectable(view.starting_lba, view.block_count));
@@ -571,7 +569,7 @@ private:
     static command_result dsm_next(Controller& c, command& cmd)
     {
         if (cmd.block_result != block_status::success) {
-            return command_result::failure(c.backend_failure(cmd, cmd.block_result));
+            return backend_failed(c, cmd);
         }
         const auto view = spec::dataset_management_view::decode(cmd.sqe);
         while (cmd.step < view.range_count) {
@@ -668,7 +666,7 @@ private:
     static command_result copy_next(Controller& c, command& cmd)
     {
         if (cmd.block_result != block_status::success) {
-            return command_result::failure(c.backend_failure(cmd, cmd.block_result));
+            return backend_failed(c, cmd);
         }
         auto& ns = *cmd.ns;
         const auto view = spec::copy_view::decode(cmd.sqe);
