@@ -450,7 +450,8 @@ public:
     [[nodiscard]] const register_file& registers() const noexcept { return registers_; }
     [[nodiscard]] const controller_statistics& statistics() const noexcept { return statistics_; }
     [[nodiscard]] msix_table<interrupts_type>& msix() noexcept { return msix_; }
-    /// Commands fetched and not yet returned to their pool, over every queue.
+    /// Commands fetched and not yet returned to their pool, over every queue, deleted queues
+    /// whose commands are still in a backend included.
     [[nodiscard]] std::size_t requests_in_use() const noexcept
     {
         std::size_t in_use = 0;
@@ -458,6 +459,9 @@ public:
             if (sq) {
                 in_use += sq->pool.in_use();
             }
+        }
+        for (const auto& sq : retired_queues_) { // deleted, with commands still in a backend
+            in_use += sq->pool.in_use();
         }
         return in_use;
     }
@@ -768,7 +772,8 @@ private:
         features_.controller_reset(clock_.now());
         last_keep_alive_.reset();
         static_cast<void>(firmware_.on_controller_reset());
-        error_log_.clear();
+        // The Error Information log is kept across controller resets, so that a host can read
+        // why the controller failed (a Keep Alive expiry, say) after the reset that recovers it.
     }
 
     // ---- doorbells ----------------------------------------------------------------------------
@@ -1400,15 +1405,21 @@ private:
     /// log records it and, when the host enabled the notice, an event reports it.
     void on_namespace_changed(std::uint32_t nsid)
     {
-        auto& list = changed_namespaces_.nsids;
-        if (changed_namespace_count_ < list.size()) {
-            if (std::find(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(changed_namespace_count_), nsid) ==
-                list.begin() + static_cast<std::ptrdiff_t>(changed_namespace_count_)) {
-                list[changed_namespace_count_++] = nsid;
+        if (!changed_namespaces_.overflowed()) {
+            // A Namespace List: each NSID once, in increasing order (Base 2.0 5.16.1.5).
+            auto& list = changed_namespaces_.nsids;
+            const auto end = list.begin() + static_cast<std::ptrdiff_t>(changed_namespace_count_);
+            const auto at = std::lower_bound(list.begin(), end, nsid);
+            if (at == end || *at != nsid) {
+                if (changed_namespace_count_ < list.size()) {
+                    std::copy_backward(at, end, end + 1);
+                    *at = nsid;
+                    ++changed_namespace_count_;
+                } else {
+                    list = {};
+                    list[0] = spec::changed_namespace_list::overflow_marker; // more than 1024 changes
+                }
             }
-        } else {
-            list = {};
-            list[0] = 0xffffffffU; // more than 1024 changes (Base 2.0 5.16.1.5)
         }
         if (features_.async_event_configuration().get(spec::async_event_configuration::namespace_attribute_notices)) {
             events_.post(spec::async_event_completion{spec::async_event_type::notice,
@@ -1430,6 +1441,11 @@ private:
         record.sq_id = cmd.sq->ring.qid();
         record.command_id = cmd.sqe.command_id();
         record.status = status;
+        // The Phase Tag the completion is posted with (Base 2.0 5.16.1.2, bytes 13:12 bit 0):
+        // completions held for CQ space are posted before it, in order.
+        const auto& cq = *completion_queues_[cmd.sq->ring.cqid()];
+        const std::uint64_t slot = std::uint64_t{cq.ring.tail()} + cq.held.size();
+        record.phase_tag = cq.ring.phase() != (((slot / cq.ring.entries()) & 1U) != 0);
         record.nsid = cmd.sqe.nsid;
         if (cmd.ns != nullptr && status.type() == spec::status_code_type::media_error) {
             record.lba = last_error_lba_;
@@ -1510,7 +1526,17 @@ private:
     command_result firmware_commit(const spec::firmware_commit_view& view)
     {
         const auto outcome = firmware_.commit(view);
-        return outcome.status.is_success() ? command_result::success() : command_result::failure(outcome.status);
+        if (outcome.status.is_success()) {
+            return command_result::success();
+        }
+        // The "activation requires a reset" statuses report a commit that was done: hosts (nvme-cli)
+        // match them without DNR. Every other status refuses the command: DNR.
+        using spec::command_specific_status;
+        const bool committed =
+            outcome.status == spec::status{command_specific_status::firmware_activation_requires_conventional_reset} ||
+            outcome.status == spec::status{command_specific_status::firmware_activation_requires_subsystem_reset} ||
+            outcome.status == spec::status{command_specific_status::firmware_activation_requires_controller_reset};
+        return command_result::failure(committed ? outcome.status : outcome.status.with_dnr());
     }
 
     // ---- admin commands of the controller core ---------------------------------------------------
@@ -1859,7 +1885,7 @@ private:
     std::optional<std::chrono::nanoseconds> last_keep_alive_;
     feature_table features_{make_feature_config(), clock_.now()};
     firmware_slots firmware_{firmware_slots_config{.initial_revision = subsystem_->identity().firmware_revision}};
-    telemetry_host_log telemetry_;
+    telemetry_host_log telemetry_{telemetry_config{.ieee_oui = subsystem_->identity().ieee_oui}};
     std::vector<std::byte> log_window_ = std::vector<std::byte>(limits.max_transfer_bytes());
     spec::changed_namespace_list changed_namespaces_{};
     std::size_t changed_namespace_count_ = 0;

@@ -218,6 +218,11 @@ private:
             break;
         }
         case spec::log_page_id::telemetry_host_initiated: {
+            // A command refused for its offset must not capture: check before the Create.
+            if (const auto checked = log_page_transfer_of(view, c.telemetry_.bytes().size(), telemetry_offset_alignment);
+                !checked.ok()) {
+                return command_result::failure(checked.status.with_dnr());
+            }
             if (telemetry_create_requested(view)) {
                 c.capture_telemetry();
             }
@@ -226,11 +231,19 @@ private:
             std::memcpy(log.data(), bytes.data(), log_size);
             break;
         }
+        case spec::log_page_id::telemetry_controller_initiated: {
+            // LPA bit 3 announces both telemetry logs; this controller initiates none (Base 2.0 5.16.1.9).
+            const auto header = empty_telemetry_controller_log(c.subsystem_->identity().ieee_oui);
+            log_size = sizeof(header);
+            std::memcpy(log.data(), &header, sizeof(header));
+            break;
+        }
         default: return fail(spec::command_specific_status::invalid_log_page);
         }
         const auto transfer =
             log_page_transfer_of(view, log_size,
-                                 view.log_page_id == spec::log_page_id::telemetry_host_initiated
+                                 view.log_page_id == spec::log_page_id::telemetry_host_initiated ||
+                                         view.log_page_id == spec::log_page_id::telemetry_controller_initiated
                                      ? telemetry_offset_alignment
                                      : log_page_offset_alignment);
         if (!transfer.ok()) {
@@ -390,11 +403,13 @@ private:
         if (view.dword_count * 4U > Controller::limits.max_transfer_bytes()) {
             return fail(spec::generic_status::invalid_field);
         }
-        const auto data = std::span{c.admin_data_}.first(view.dword_count * 4U);
+        // A piece may be MDTS bytes, more than admin_data_ holds: the log window has MDTS bytes.
+        const auto data = std::span{c.log_window_}.first(view.dword_count * 4U);
         if (auto status = c.transfer_from_host(cmd, data); !status.is_success()) {
             return command_result::failure(status);
         }
-        return result_of(c.firmware_.download(view, data));
+        const auto status = c.firmware_.download(view, data);
+        return result_of(status.is_success() ? status : status.with_dnr());
     }
 
     static command_result firmware_commit(Controller& c, command& cmd)
