@@ -1,0 +1,300 @@
+#include <nvmekit/controller.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <fcntl.h>
+#include <span>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <nvmekit/backends/file_backend.hpp>
+#include <nvmekit/backends/ram_backend.hpp>
+
+#include "controller_fixture.hpp"
+
+/// The controller on a file_backend namespace: what the host writes and flushes is in the file and
+/// survives the controller and the subsystem, FUA writes and writes with the volatile write cache
+/// disabled sync the file before they complete, Flush syncs it, and a normal shutdown (CC.SHN =
+/// 01b) flushes the volatile write cache before CSTS.SHST reads complete.
+
+namespace {
+
+namespace spec = nvmekit::spec;
+using namespace nvmekit_test;
+
+constexpr std::uint64_t file_bytes = std::uint64_t{1} << 20;
+
+/// A file made by mkstemp under /tmp, removed when the test ends.
+class temporary_file {
+public:
+    temporary_file()
+    {
+        std::string name = "/tmp/nvmekit_controller_file_XXXXXX";
+        const int fd = ::mkstemp(name.data());
+        EXPECT_GE(fd, 0);
+        if (fd >= 0) {
+            ::close(fd);
+        }
+        path_ = name;
+    }
+    ~temporary_file() { ::unlink(path_.c_str()); }
+    temporary_file(const temporary_file&) = delete;
+    temporary_file& operator=(const temporary_file&) = delete;
+
+    [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+    /// `length` bytes of the file at `offset`, read without the controller.
+    [[nodiscard]] std::vector<std::byte> read(std::uint64_t offset, std::size_t length) const
+    {
+        std::vector<std::byte> bytes(length);
+        const int fd = ::open(path_.c_str(), O_RDONLY);
+        EXPECT_GE(fd, 0);
+        EXPECT_EQ(::pread(fd, bytes.data(), length, static_cast<off_t>(offset)), static_cast<ssize_t>(length));
+        ::close(fd);
+        return bytes;
+    }
+
+private:
+    std::string path_;
+};
+
+/// Bytes no two calls with different seeds share.
+[[nodiscard]] std::vector<std::byte> pattern(std::size_t length, std::uint32_t seed)
+{
+    std::vector<std::byte> bytes(length);
+    std::uint32_t state = seed * 2654435761U + 1U;
+    for (auto& byte : bytes) {
+        state = state * 1664525U + 1013904223U;
+        byte = static_cast<std::byte>(state >> 24);
+    }
+    return bytes;
+}
+
+/// The file_backend behind namespace `nsid` of `r`'s subsystem (the default traits erase it).
+[[nodiscard]] nvmekit::file_backend& file_of(rig& r, std::uint32_t nsid = 1)
+{
+    auto* ns = r.subsystem.find(nsid);
+    EXPECT_NE(ns, nullptr);
+    auto* file = ns->backend().get_if<nvmekit::file_backend>();
+    EXPECT_NE(file, nullptr);
+    return *file;
+}
+
+/// Writes `data` (and `metadata` through MPTR when not empty) at `slba` of namespace 1.
+spec::status write_blocks(rig& r, std::uint64_t slba, std::span<const std::byte> data,
+                          std::span<const std::byte> metadata = {}, bool fua = false)
+{
+    auto* ns = r.subsystem.find(1);
+    const auto blocks = static_cast<std::uint32_t>(data.size() / ns->data_transfer_bytes(1));
+    auto sqe = host_type::lba_command<spec::write_view>(spec::nvm_opcode::write, 1, slba, blocks);
+    if (fua) {
+        auto view = spec::write_view::decode(sqe);
+        view.force_unit_access = true;
+        view.encode(sqe);
+    }
+    const auto buffer = r.host.allocate(data.size());
+    std::memcpy(r.memory.bytes(buffer, data.size()).data(), data.data(), data.size());
+    sqe.dptr = r.host.build_prps(buffer, data.size());
+    if (!metadata.empty()) {
+        sqe.mptr = r.host.allocate(metadata.size());
+        std::memcpy(r.memory.bytes(sqe.mptr, metadata.size()).data(), metadata.data(), metadata.size());
+    }
+    return r.host.io(1, sqe).status();
+}
+
+/// Reads `blocks` blocks at `slba` of namespace 1 into `data` (and `metadata` when the namespace
+/// has separate metadata).
+spec::status read_blocks(rig& r, std::uint64_t slba, std::uint32_t blocks, std::vector<std::byte>& data,
+                         std::vector<std::byte>* metadata = nullptr)
+{
+    auto* ns = r.subsystem.find(1);
+    const auto data_bytes = static_cast<std::size_t>(ns->data_transfer_bytes(blocks));
+    const auto metadata_bytes = static_cast<std::size_t>(ns->metadata_transfer_bytes(blocks));
+    auto sqe = host_type::lba_command<spec::read_view>(spec::nvm_opcode::read, 1, slba, blocks);
+    const auto buffer = r.host.allocate(data_bytes);
+    sqe.dptr = r.host.build_prps(buffer, data_bytes);
+    if (metadata_bytes != 0) {
+        sqe.mptr = r.host.allocate(metadata_bytes);
+    }
+    const auto status = r.host.io(1, sqe).status();
+    const auto bytes = r.memory.bytes(buffer, data_bytes);
+    data.assign(bytes.begin(), bytes.end());
+    if (metadata != nullptr && metadata_bytes != 0) {
+        const auto stored = r.memory.bytes(sqe.mptr, metadata_bytes);
+        metadata->assign(stored.begin(), stored.end());
+    }
+    return status;
+}
+
+[[nodiscard]] spec::status flush(rig& r, std::uint32_t nsid = 1)
+{
+    return r.host.io(1, host_type::command(spec::nvm_opcode::flush, nsid)).status();
+}
+
+TEST(controller_file_backend, flushed_data_survives_the_controller_and_the_subsystem)
+{
+    temporary_file file;
+    const auto first = pattern(8 * 512, 1);
+    const auto second = pattern(16 * 512, 2);
+    {
+        rig r;
+        r.subsystem.add_namespace(nvmekit::file_backend{file.path(), {.create_size = file_bytes}});
+        r.host.bring_up();
+        ASSERT_EQ(write_blocks(r, 3, first), spec::status::success());
+        ASSERT_EQ(write_blocks(r, 1000, second), spec::status::success());
+        EXPECT_EQ(file_of(r).sync_count(), 0U); // the writes sit in the volatile write cache
+        EXPECT_EQ(flush(r), spec::status::success());
+        EXPECT_EQ(file_of(r).sync_count(), 1U);
+        EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
+        EXPECT_EQ(r.ctrl.io_outstanding(), 0U);
+    }
+    // The bytes are in the file, at block n * 512.
+    EXPECT_EQ(file.read(3 * 512, first.size()), first);
+    EXPECT_EQ(file.read(1000 * 512, second.size()), second);
+
+    rig r;
+    auto& ns = r.subsystem.add_namespace(nvmekit::file_backend{file.path()});
+    EXPECT_EQ(ns.block_count(), file_bytes / 512);
+    r.host.bring_up();
+    std::vector<std::byte> data;
+    EXPECT_EQ(read_blocks(r, 3, 8, data), spec::status::success());
+    EXPECT_EQ(data, first);
+    EXPECT_EQ(read_blocks(r, 1000, 16, data), spec::status::success());
+    EXPECT_EQ(data, second);
+    EXPECT_EQ(read_blocks(r, 11, 4, data), spec::status::success());
+    EXPECT_EQ(data, std::vector<std::byte>(4 * 512)); // never written: zeros
+    EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
+}
+
+TEST(controller_file_backend, separate_metadata_survives_reopening_the_file)
+{
+    temporary_file file;
+    const nvmekit::namespace_options format{.lba_format = 3}; // 4096 + 64, separate metadata
+    const auto data = pattern(5 * 4096, 3);
+    const auto metadata = pattern(5 * 64, 4);
+    std::uint64_t blocks = 0;
+    {
+        rig r;
+        blocks = r.subsystem.add_namespace(nvmekit::file_backend{file.path(), {.create_size = file_bytes}}, format)
+                     .block_count();
+        r.host.bring_up();
+        ASSERT_EQ(write_blocks(r, 7, data, metadata), spec::status::success());
+        EXPECT_EQ(flush(r), spec::status::success());
+        EXPECT_EQ(file_of(r).sync_count(), 1U);
+    }
+    // The data of block n at n * 4096, its metadata after the data of every block.
+    EXPECT_EQ(blocks, file_bytes / (4096 + 64));
+    EXPECT_EQ(file.read(7 * 4096, data.size()), data);
+    EXPECT_EQ(file.read(blocks * 4096 + 7 * 64, metadata.size()), metadata);
+
+    rig r;
+    r.subsystem.add_namespace(nvmekit::file_backend{file.path()}, format);
+    r.host.bring_up();
+    std::vector<std::byte> read_data;
+    std::vector<std::byte> read_metadata;
+    EXPECT_EQ(read_blocks(r, 7, 5, read_data, &read_metadata), spec::status::success());
+    EXPECT_EQ(read_data, data);
+    EXPECT_EQ(read_metadata, metadata);
+}
+
+TEST(controller_file_backend, fua_write_syncs_the_file_before_it_completes)
+{
+    temporary_file file;
+    rig r;
+    r.subsystem.add_namespace(nvmekit::file_backend{file.path(), {.create_size = file_bytes}});
+    r.host.bring_up();
+    ASSERT_EQ(write_blocks(r, 0, pattern(4096, 5)), spec::status::success());
+    EXPECT_EQ(file_of(r).sync_count(), 0U);
+    ASSERT_EQ(write_blocks(r, 8, pattern(4096, 6), {}, true), spec::status::success());
+    EXPECT_EQ(file_of(r).sync_count(), 1U);
+    ASSERT_EQ(write_blocks(r, 16, pattern(512, 7)), spec::status::success());
+    EXPECT_EQ(file_of(r).sync_count(), 1U);
+    EXPECT_EQ(file.read(8 * 512, 4096), pattern(4096, 6));
+}
+
+TEST(controller_file_backend, writes_sync_the_file_while_the_volatile_write_cache_is_disabled)
+{
+    temporary_file file;
+    rig r;
+    r.subsystem.add_namespace(nvmekit::file_backend{file.path(), {.create_size = file_bytes}});
+    r.host.bring_up();
+    const auto disable = r.host.admin(host_type::set_features_command(spec::feature_id::volatile_write_cache, 0));
+    ASSERT_EQ(disable.status(), spec::status::success());
+    ASSERT_EQ(write_blocks(r, 0, pattern(4096, 8)), spec::status::success());
+    EXPECT_EQ(file_of(r).sync_count(), 1U); // every write is durable when it completes
+    const auto enable = r.host.admin(
+        host_type::set_features_command(spec::feature_id::volatile_write_cache,
+                                        spec::volatile_write_cache{}.with(spec::volatile_write_cache::wce, true).raw));
+    ASSERT_EQ(enable.status(), spec::status::success());
+    ASSERT_EQ(write_blocks(r, 8, pattern(4096, 9)), spec::status::success());
+    EXPECT_EQ(file_of(r).sync_count(), 1U);
+}
+
+TEST(controller_file_backend, a_file_without_a_volatile_cache_needs_no_sync)
+{
+    temporary_file file;
+    rig r;
+    r.subsystem.add_namespace(
+        nvmekit::file_backend{file.path(), {.create_size = file_bytes, .volatile_cache = false}}); // O_DSYNC
+    r.host.bring_up();
+    ASSERT_EQ(write_blocks(r, 0, pattern(4096, 10), {}, true), spec::status::success());
+    EXPECT_EQ(flush(r), spec::status::success());
+    r.host.shut_down();
+    EXPECT_EQ(file_of(r).sync_count(), 0U);
+    EXPECT_EQ(file.read(0, 4096), pattern(4096, 10));
+}
+
+TEST(controller_file_backend, normal_shutdown_flushes_the_volatile_write_cache)
+{
+    temporary_file file;
+    rig r;
+    r.subsystem.add_namespace(nvmekit::file_backend{file.path(), {.create_size = file_bytes}});
+    r.host.bring_up();
+    ASSERT_EQ(write_blocks(r, 40, pattern(8192, 11)), spec::status::success());
+    EXPECT_EQ(file_of(r).sync_count(), 0U);
+    EXPECT_EQ(r.csts().get(spec::csts_register::shst), spec::shutdown_status::normal);
+
+    r.host.shut_down(); // deletes the I/O queues, CC.SHN = 01b, waits for CSTS.SHST = 10b
+    EXPECT_EQ(r.csts().get(spec::csts_register::shst), spec::shutdown_status::complete);
+    EXPECT_EQ(file_of(r).sync_count(), 1U);
+    EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
+    EXPECT_EQ(r.ctrl.io_outstanding(), 0U);
+    EXPECT_EQ(file.read(40 * 512, 8192), pattern(8192, 11));
+}
+
+TEST(controller_file_backend, shutdown_flushes_only_the_namespaces_attached_to_the_controller)
+{
+    temporary_file attached;
+    temporary_file detached;
+    rig r;
+    r.subsystem.add_namespace(nvmekit::file_backend{attached.path(), {.create_size = file_bytes}});
+    r.subsystem.add_namespace(nvmekit::file_backend{detached.path(), {.create_size = file_bytes}});
+    r.host.bring_up();
+    ASSERT_TRUE(r.subsystem.detach(2, r.ctrl.controller_id()));
+    r.host.shut_down();
+    EXPECT_EQ(file_of(r, 1).sync_count(), 1U);
+    EXPECT_EQ(file_of(r, 2).sync_count(), 0U);
+}
+
+TEST(controller_file_backend, flush_of_every_namespace_syncs_each_file)
+{
+    temporary_file one;
+    temporary_file two;
+    rig r;
+    r.subsystem.add_namespace(nvmekit::file_backend{one.path(), {.create_size = file_bytes}});
+    r.subsystem.add_namespace(nvmekit::ram_backend{file_bytes}); // no volatile cache: nothing to flush
+    r.subsystem.add_namespace(nvmekit::file_backend{two.path(), {.create_size = file_bytes}});
+    r.host.bring_up();
+    EXPECT_EQ(flush(r, 0xffffffffU), spec::status::success());
+    EXPECT_EQ(file_of(r, 1).sync_count(), 1U);
+    EXPECT_EQ(file_of(r, 3).sync_count(), 1U);
+    EXPECT_EQ(flush(r, 3), spec::status::success());
+    EXPECT_EQ(file_of(r, 1).sync_count(), 1U);
+    EXPECT_EQ(file_of(r, 3).sync_count(), 2U);
+}
+
+} // namespace
