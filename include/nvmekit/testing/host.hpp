@@ -457,13 +457,24 @@ public:
         return dptr;
     }
 
+    /// Frees the PRP list pages and SGL segments build_prps, write_prp_list and build_sgl
+    /// allocated: call it once the commands that use them have completed.
+    void free_descriptor_memory()
+    {
+        for (const std::uint64_t address : descriptor_memory_) {
+            memory_.deallocate(address);
+        }
+        descriptor_memory_.clear();
+    }
+
     /// Writes `pages` as a PRP list in newly allocated, page-aligned list pages, the last entry of
-    /// each full list page chaining to the next (Base 2.0 4.1.1). Returns the first list page.
+    /// each full list page chaining to the next (Base 2.0 4.1.1). Returns the first list page; the
+    /// pages stay allocated until free_descriptor_memory().
     std::uint64_t write_prp_list(std::span<const std::uint64_t> pages)
     {
         constexpr std::uint64_t page = 4096;
         constexpr std::size_t per_page = page / sizeof(std::uint64_t);
-        const std::uint64_t first_list = allocate(page);
+        const std::uint64_t first_list = allocate_descriptor_memory(page, page);
         std::uint64_t list = first_list;
         std::size_t index = 0;
         while (index < pages.size()) {
@@ -478,7 +489,7 @@ public:
                 memory_.store(list + i * 8, pages[index + i]);
             }
             index += per_page - 1;
-            const std::uint64_t next_list = allocate(page);
+            const std::uint64_t next_list = allocate_descriptor_memory(page, page);
             memory_.store(list + (per_page - 1) * 8, next_list);
             list = next_list;
         }
@@ -496,7 +507,8 @@ public:
     /// Builds an SGL for `pieces` in host memory (Base 2.0 4.1.2) and returns the SGL1 to put in
     /// DPTR (set CDW0.PSDT with use_sgl()). One piece is described in DPTR itself; more go in
     /// segments of at most `descriptors_per_segment` descriptors, chained with Segment
-    /// descriptors, the last one reached through a Last Segment descriptor.
+    /// descriptors, the last one reached through a Last Segment descriptor. The segments stay
+    /// allocated until free_descriptor_memory().
     spec::data_pointer build_sgl(std::span<const sgl_piece> pieces, std::size_t descriptors_per_segment = 16)
     {
         if (pieces.empty() || descriptors_per_segment < 2) {
@@ -520,7 +532,7 @@ public:
             const bool last = remaining <= descriptors_per_segment;
             const std::size_t data_count = last ? remaining : descriptors_per_segment - 1;
             const std::size_t count = last ? remaining : descriptors_per_segment;
-            const std::uint64_t segment = allocate(count * descriptor_bytes, 16);
+            const std::uint64_t segment = allocate_descriptor_memory(count * descriptor_bytes, 16);
             for (std::size_t i = 0; i < data_count; ++i) {
                 memory_.store(segment + i * descriptor_bytes, describe(pieces[index + i]));
             }
@@ -615,12 +627,18 @@ public:
     /// Runs an admin command that returns `bytes` of data; the data lands in `out` (resized).
     completion admin_read(spec::submission_queue_entry sqe, std::size_t bytes, std::vector<std::byte>& out)
     {
+        const std::size_t descriptors_before = descriptor_memory_.size();
         const std::uint64_t buffer = allocate(std::max<std::size_t>(bytes, 4));
         sqe.dptr = build_prps(buffer, bytes);
         const auto result = admin(sqe);
         const auto data = memory_.bytes(buffer, bytes);
         out.assign(data.begin(), data.end());
         memory_.deallocate(buffer);
+        // Only this command's PRP list: other commands may still be using theirs.
+        for (std::size_t i = descriptors_before; i < descriptor_memory_.size(); ++i) {
+            memory_.deallocate(descriptor_memory_[i]);
+        }
+        descriptor_memory_.resize(descriptors_before);
         return result;
     }
 
@@ -878,6 +896,13 @@ private:
         return text;
     }
 
+    std::uint64_t allocate_descriptor_memory(std::size_t size, std::size_t alignment)
+    {
+        const std::uint64_t address = allocate(size, alignment);
+        descriptor_memory_.push_back(address);
+        return address;
+    }
+
     void forget_queues()
     {
         io_sqs_.clear();
@@ -908,6 +933,7 @@ private:
     std::map<std::uint16_t, host_queue> io_cqs_{};
     std::map<std::uint16_t, std::vector<std::uint16_t>> outstanding_{};
     std::vector<completion> reaped_{};
+    std::vector<std::uint64_t> descriptor_memory_{}; ///< PRP list pages and SGL segments built for commands
     std::optional<std::uint64_t> shadow_{};
     std::optional<std::uint64_t> event_index_{};
     std::optional<std::uint16_t> async_event_cid_{};
