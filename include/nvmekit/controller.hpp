@@ -271,6 +271,10 @@ public:
                                    static_cast<controller*>(self)->on_namespace_changed(nsid);
                                }},
             config_.identity.controller_id);
+        attached_namespaces_.resize(std::size_t{subsystem_->options().max_namespaces} + 1U);
+        for (std::uint32_t nsid = 1; nsid < attached_namespaces_.size(); ++nsid) {
+            attached_namespaces_[nsid] = subsystem_->attached_namespace(nsid, controller_id_);
+        }
     }
 
     /// A controller with a subsystem of its own, holding no namespace yet (reach it through
@@ -1011,7 +1015,7 @@ public:
     /// The namespace `nsid` when it exists and is attached to this controller.
     [[nodiscard]] namespace_type* attached_namespace(std::uint32_t nsid) noexcept
     {
-        return subsystem_->attached_namespace(nsid, controller_id_);
+        return nsid < attached_namespaces_.size() ? attached_namespaces_[nsid] : nullptr;
     }
 
     [[nodiscard]] subsystem_type& nvm_subsystem() noexcept { return *subsystem_; }
@@ -1405,6 +1409,9 @@ private:
     /// log records it and, when the host enabled the notice, an event reports it.
     void on_namespace_changed(std::uint32_t nsid)
     {
+        if (nsid < attached_namespaces_.size()) {
+            attached_namespaces_[nsid] = subsystem_->attached_namespace(nsid, controller_id_);
+        }
         if (!changed_namespaces_.overflowed()) {
             // A Namespace List: each NSID once, in increasing order (Base 2.0 5.16.1.5).
             auto& list = changed_namespaces_.nsids;
@@ -1861,10 +1868,14 @@ private:
 
     std::unique_ptr<subsystem_type> owned_subsystem_;
     std::uint16_t controller_id_ = 0;
+    /// By NSID: the namespace when attached to this controller, else null (kept in step with
+    /// the subsystem's notifications), so that an I/O command finds its namespace in O(1).
+    std::vector<namespace_type*> attached_namespaces_;
     /// Admin data built or received by a handler (Identify, logs, features).
     static constexpr std::size_t admin_data_bytes = 16384;
     std::vector<std::byte> admin_data_;
     std::vector<host_range> scratch_ranges_;
+    std::vector<host_range> scratch_metadata_ranges_ = std::vector<host_range>(16);
     /// A staging buffer holds MDTS bytes of data, their separate metadata (at most 1/64 of the
     /// data; 1/16 is reserved) and up to 4 KiB of command parameters (Copy source ranges).
     static constexpr std::size_t staging_bytes = limits.max_transfer_bytes() + limits.max_transfer_bytes() / 16U + 4096U;

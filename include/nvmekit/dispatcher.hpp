@@ -28,25 +28,27 @@ struct command_result {
         complete, ///< post the completion now with `status` and `dw0`
         pending,  ///< the command completes later (backend I/O, Asynchronous Event Request)
     };
-    spec::status status = spec::status::success();
+    // Ordered so the struct packs into 8 bytes and returns in one register.
     std::uint32_t dw0 = 0;
+    spec::status status = spec::status::success();
     disposition when = disposition::complete;
 
     [[nodiscard]] static constexpr command_result success(std::uint32_t dw0 = 0) noexcept
     {
-        return {spec::status::success(), dw0, disposition::complete};
+        return {dw0, spec::status::success(), disposition::complete};
     }
     [[nodiscard]] static constexpr command_result pending() noexcept
     {
-        return {spec::status::success(), 0, disposition::pending};
+        return {0, spec::status::success(), disposition::pending};
     }
     /// A failed command; DNR is set unless the status says otherwise.
     [[nodiscard]] static constexpr command_result failure(spec::status status, std::uint32_t dw0 = 0) noexcept
     {
-        return {status, dw0, disposition::complete};
+        return {dw0, status, disposition::complete};
     }
     [[nodiscard]] constexpr bool is_pending() const noexcept { return when == disposition::pending; }
 };
+static_assert(sizeof(command_result) == 8);
 
 /// Effects entries for the table (Base 2.0 5.16.1.6; CSUPP is set by the table itself).
 namespace effects {

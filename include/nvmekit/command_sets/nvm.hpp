@@ -117,8 +117,7 @@ private:
         if (!status.is_success()) {
             return prepared::failed;
         }
-        std::array<host_range, 16> metadata_storage{};
-        host_range_list metadata_ranges{metadata_storage};
+        host_range_list metadata_ranges{c.scratch_metadata_ranges_};
         if (metadata_bytes != 0) {
             status = c.walk_metadata(cmd, metadata_bytes, direction, metadata_ranges);
             if (!status.is_success()) {

@@ -26,6 +26,7 @@
 #include <string>
 #include <system_error>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <nvmekit/config.hpp>
@@ -232,11 +233,23 @@ private:
             return Result{nullptr, make_error_code(errc::dma_out_of_range)};
         }
         const std::uint64_t last = address + (length - 1);
+        // Most accesses fall in the range of the previous one: try it before the tree.
+        const auto& hit = self.last_hit_;
+        if (hit.memory != nullptr && address >= hit.base && last <= hit.memory->last) {
+            const auto& memory = *hit.memory; // const for a const lookup
+            if constexpr (std::is_const_v<Self>) {
+                return Result{std::as_const(memory).storage.data() + (address - hit.base), {}};
+            } else {
+                return Result{hit.memory->storage.data() + (address - hit.base), {}};
+            }
+        }
         const auto next = self.ranges_.upper_bound(address);
         if (next == self.ranges_.begin() || last > std::prev(next)->second.last) {
             return Result{nullptr, make_error_code(errc::dma_unmapped)};
         }
         auto& [base, memory] = *std::prev(next);
+        // The cache serves const and non-const lookups alike; a const lookup only reads through it.
+        self.last_hit_ = cached_range{base, const_cast<range*>(&memory)};
         return Result{memory.storage.data() + (address - base), {}};
     }
 
@@ -262,6 +275,13 @@ private:
     }
 
     std::map<std::uint64_t, range> ranges_; ///< keyed by base address
+    struct cached_range {
+        std::uint64_t base = 0;
+        range* memory = nullptr;
+    };
+    /// The range of the last successful lookup (map nodes never move, and ranges are never
+    /// removed).
+    mutable cached_range last_hit_{};
 };
 
 static_assert(MappingDmaProvider<flat_memory>);
