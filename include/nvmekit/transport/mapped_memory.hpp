@@ -1,0 +1,154 @@
+#pragma once
+/// Guest memory a transport has mapped into this process (vfio-user DMA_MAP regions, a
+/// simulator's RAM), as a MappingDmaProvider: reads, writes and zero-copy maps of host addresses
+/// that fall inside one mapped region. Anything else is an error code (the controller turns it
+/// into Data Transfer Error), never an access outside the mappings.
+///
+///     nvmekit::transport::mapped_memory memory;
+///     memory.add(0x0, base_pointer, 1 << 30, true);   // guest physical 0..1 GiB, writable
+///     nvmekit::controller<traits> ctrl{memory, interrupts, clock, subsystem};
+///
+/// Regions may be added and removed while the controller runs (between polls, on the thread that
+/// polls): a removed region is unmapped for every later access. The object does not own the
+/// memory; the caller maps and unmaps it.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <system_error>
+#include <vector>
+
+#include <nvmekit/config.hpp>
+#include <nvmekit/error.hpp>
+
+NVMEKIT_BEGIN_NAMESPACE
+namespace transport {
+
+class mapped_memory {
+public:
+    /// One mapped region.
+    struct region {
+        std::uint64_t address = 0; ///< first host (guest physical / IOVA) address
+        std::uint64_t size = 0;
+        std::byte* data = nullptr; ///< where it is mapped in this process
+        bool writable = true;
+    };
+
+    /// Adds [address, address + size) mapped at `data`. False (nothing added) when the region is
+    /// empty, wraps 2^64, or overlaps a region already mapped.
+    bool add(std::uint64_t address, std::byte* data, std::uint64_t size, bool writable)
+    {
+        if (size == 0 || data == nullptr || size - 1 > std::numeric_limits<std::uint64_t>::max() - address) {
+            return false;
+        }
+        const std::uint64_t last = address + (size - 1);
+        const auto next = std::lower_bound(regions_.begin(), regions_.end(), address,
+                                           [](const region& r, std::uint64_t a) { return r.address < a; });
+        if (next != regions_.end() && next->address <= last) {
+            return false;
+        }
+        if (next != regions_.begin() && std::prev(next)->address + (std::prev(next)->size - 1) >= address) {
+            return false;
+        }
+        regions_.insert(next, region{address, size, data, writable});
+        last_hit_ = nullptr;
+        return true;
+    }
+
+    /// Removes the region that starts at `address` with `size` bytes (DMA_UNMAP); false when there
+    /// is none.
+    bool remove(std::uint64_t address, std::uint64_t size)
+    {
+        const auto it = std::find_if(regions_.begin(), regions_.end(),
+                                     [&](const region& r) { return r.address == address && r.size == size; });
+        if (it == regions_.end()) {
+            return false;
+        }
+        regions_.erase(it);
+        last_hit_ = nullptr;
+        return true;
+    }
+
+    /// Removes every region (the client went away).
+    void clear() noexcept
+    {
+        regions_.clear();
+        last_hit_ = nullptr;
+    }
+
+    [[nodiscard]] std::span<const region> regions() const noexcept { return regions_; }
+
+    // ---- DmaProvider --------------------------------------------------------------------------
+
+    std::error_code read(std::uint64_t address, std::span<std::byte> destination) const
+    {
+        const region* r = find(address, destination.size());
+        if (r == nullptr) {
+            return make_error_code(errc::dma_unmapped);
+        }
+        if (!destination.empty()) {
+            std::memcpy(destination.data(), r->data + (address - r->address), destination.size());
+        }
+        return {};
+    }
+
+    std::error_code write(std::uint64_t address, std::span<const std::byte> source)
+    {
+        const region* r = find(address, source.size());
+        if (r == nullptr) {
+            return make_error_code(errc::dma_unmapped);
+        }
+        if (!r->writable) {
+            return make_error_code(errc::dma_fault);
+        }
+        if (!source.empty()) {
+            std::memcpy(r->data + (address - r->address), source.data(), source.size());
+        }
+        return {};
+    }
+
+    /// Zero-copy view of [address, address + length) when it lies in one region (writable, since
+    /// the controller may write through it), else an empty span.
+    std::span<std::byte> map(std::uint64_t address, std::size_t length)
+    {
+        const region* r = find(address, length);
+        if (r == nullptr || length == 0 || !r->writable) {
+            return {};
+        }
+        return {r->data + (address - r->address), length};
+    }
+
+private:
+    /// The region holding all of [address, address + length), or null.
+    [[nodiscard]] const region* find(std::uint64_t address, std::uint64_t length) const noexcept
+    {
+        if (length != 0 && length - 1 > std::numeric_limits<std::uint64_t>::max() - address) {
+            return nullptr;
+        }
+        const std::uint64_t last = length == 0 ? address : address + (length - 1);
+        const auto inside = [&](const region& r) { return address >= r.address && last <= r.address + (r.size - 1); };
+        if (last_hit_ != nullptr && inside(*last_hit_)) {
+            return last_hit_;
+        }
+        auto next = std::upper_bound(regions_.begin(), regions_.end(), address,
+                                     [](std::uint64_t a, const region& r) { return a < r.address; });
+        if (next == regions_.begin()) {
+            return nullptr;
+        }
+        const region& candidate = *std::prev(next);
+        if (!inside(candidate)) {
+            return nullptr;
+        }
+        last_hit_ = &candidate;
+        return &candidate;
+    }
+
+    std::vector<region> regions_; ///< sorted by address, disjoint
+    mutable const region* last_hit_ = nullptr;
+};
+
+} // namespace transport
+NVMEKIT_END_NAMESPACE

@@ -1,0 +1,461 @@
+#pragma once
+/// A vfio-user server presenting one controller as an NVMe PCI Express function (QEMU's
+/// docs/interop/vfio-user.rst): version negotiation, device/region/IRQ information, config space
+/// and BAR0 accesses, DMA regions mapped from the client's file descriptors (zero-copy DMA), MSI-X
+/// vectors on the client's eventfds, device reset. One client at a time; when it goes, the
+/// function is reset, its mappings and eventfds are released, and the next client is accepted.
+///
+///     nvmekit::transport::mapped_memory memory;
+///     nvmekit::transport::eventfd_interrupts interrupts{traits::limits.msix_vectors};
+///     nvmekit::controller<traits> ctrl{memory, interrupts, clock, subsystem};
+///     nvmekit::transport::vfio_user::server server{ctrl, memory, interrupts, {.socket_path = "/tmp/nvme.sock"}};
+///     while (!stop) server.run_once(std::chrono::milliseconds{1});
+///
+/// The controller's DMA provider must be `memory` and its interrupt provider `interrupts`. Nothing
+/// a client sends ends the server: malformed messages get an error reply, a stream that cannot
+/// be trusted is closed, and the server waits for the next client.
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nvmekit/config.hpp>
+#include <nvmekit/pci/config_space.hpp>
+#include <nvmekit/transport/eventfd_interrupts.hpp>
+#include <nvmekit/transport/mapped_memory.hpp>
+#include <nvmekit/transport/vfio_user/protocol.hpp>
+#include <nvmekit/transport/vfio_user/socket.hpp>
+
+NVMEKIT_BEGIN_NAMESPACE
+namespace transport::vfio_user {
+
+/// How the server presents itself.
+struct server_options {
+    std::string socket_path;
+    pci::nvme_function_config function{}; ///< IDs; the BAR0 layout is taken from the controller
+    protocol_limits limits{};
+};
+
+/// What happened, for the embedder's log (level, text).
+enum class server_log_level : std::uint8_t { debug, info, warning };
+using server_logger = std::function<void(server_log_level, std::string_view)>;
+
+/// Counters of what the server did.
+struct server_statistics {
+    std::uint64_t clients = 0;
+    std::uint64_t messages = 0;
+    std::uint64_t error_replies = 0;
+    std::uint64_t broken_streams = 0;
+    std::uint64_t dma_maps = 0;
+};
+
+template <typename Controller>
+class server {
+public:
+    server(Controller& controller, mapped_memory& memory, eventfd_interrupts& interrupts, server_options options,
+           server_logger logger = {})
+        : controller_{controller}
+        , memory_{memory}
+        , interrupts_{interrupts}
+        , options_{std::move(options)}
+        , logger_{std::move(logger)}
+        , config_{pci::bar0_layout_of(controller, options_.function)}
+        , listener_{listen_unix(options_.socket_path)}
+    {
+        reply_.resize(std::max<std::size_t>(options_.limits.max_message_size(), version_reply_capacity));
+        scratch_.resize(options_.limits.max_data_xfer_size);
+        region_sizes_.fill(0);
+        region_sizes_[static_cast<std::size_t>(region_index::bar0)] = controller_.bar0_size();
+        region_sizes_[static_cast<std::size_t>(region_index::config)] = pci_config_size;
+        irq_counts_.fill(0);
+        irq_counts_[static_cast<std::size_t>(irq_index::intx)] = 1;
+        irq_counts_[static_cast<std::size_t>(irq_index::msix)] = interrupts_.vectors();
+    }
+    server(const server&) = delete;
+    server& operator=(const server&) = delete;
+    ~server()
+    {
+        disconnect();
+        ::unlink(options_.socket_path.c_str());
+    }
+
+    [[nodiscard]] bool connected() const noexcept { return client_.valid(); }
+    [[nodiscard]] const server_statistics& statistics() const noexcept { return statistics_; }
+    [[nodiscard]] pci::config_space& config() noexcept { return config_; }
+
+    /// Waits up to `timeout` for a client or a message, handles what arrived, then polls the
+    /// controller. Returns the number of messages handled.
+    std::size_t run_once(std::chrono::milliseconds timeout)
+    {
+        std::size_t handled = 0;
+        pollfd waiting{connected() ? client_.get() : listener_.get(), POLLIN, 0};
+        const int ready = ::poll(&waiting, 1, static_cast<int>(timeout.count()));
+        if (ready > 0) {
+            if (!connected()) {
+                accept_client();
+            } else {
+                // Take every message already waiting, so doorbells do not queue behind polls.
+                do {
+                    if (!handle_message()) {
+                        break;
+                    }
+                    ++handled;
+                    waiting.revents = 0;
+                } while (connected() && ::poll(&waiting, 1, 0) > 0);
+            }
+        }
+        controller_.poll();
+        return handled;
+    }
+
+private:
+    static constexpr std::uint64_t pci_config_size = 4096;
+
+    void log(server_log_level level, std::string_view text) const
+    {
+        if (logger_) {
+            logger_(level, text);
+        }
+    }
+
+    void accept_client()
+    {
+        const int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) {
+            return;
+        }
+        client_.reset(fd);
+        negotiated_ = false;
+        ++statistics_.clients;
+        log(server_log_level::info, "vfio-user client connected");
+    }
+
+    /// The client went away (or its stream broke): the function returns to its power-on state.
+    void disconnect()
+    {
+        if (!client_.valid()) {
+            return;
+        }
+        client_.reset();
+        controller_.function_level_reset();
+        controller_.set_msix_control(false, false);
+        config_.reset();
+        interrupts_.clear();
+        unmap_all();
+        log(server_log_level::info, "vfio-user client disconnected; waiting for the next one");
+    }
+
+    void unmap_all()
+    {
+        for (const auto& mapping : mappings_) {
+            ::munmap(mapping.base, mapping.length);
+        }
+        mappings_.clear();
+        memory_.clear();
+    }
+
+    /// Handles one message; false when the connection was closed.
+    bool handle_message()
+    {
+        const auto status = receive_message(client_.get(), message_, options_.limits);
+        if (status == receive_status::closed) {
+            disconnect();
+            return false;
+        }
+        if (status == receive_status::broken) {
+            ++statistics_.broken_streams;
+            log(server_log_level::warning, "vfio-user: the client's byte stream is malformed; closing it");
+            disconnect();
+            return false;
+        }
+        ++statistics_.messages;
+        const auto& header = message_.header;
+        const auto payload = std::span<const std::byte>{message_.bytes}.subspan(header_size);
+        const std::size_t fds = message_.fds.size();
+        if (!negotiated_ && header.command_code != command::version) {
+            return reply_error(std::errc::invalid_argument);
+        }
+        switch (header.command_code) {
+        case command::version: return handle_version(payload, fds);
+        case command::dma_map: return handle_dma_map(payload, fds);
+        case command::dma_unmap: return handle_dma_unmap(payload, fds);
+        case command::device_get_info: {
+            const auto request = decode_device_get_info(payload, fds);
+            if (!request) {
+                return reply_error(request.error());
+            }
+            device_info info{};
+            info.argsz = sizeof(device_info);
+            info.flags.set(device_info_flags::reset, true).set(device_info_flags::pci, true);
+            info.num_regions = pci_num_regions;
+            info.num_irqs = pci_num_irqs;
+            return send(encode_reply(header, info, reply_));
+        }
+        case command::device_get_region_info: {
+            const auto request = decode_region_info(payload, fds, pci_num_regions);
+            if (!request) {
+                return reply_error(request.error());
+            }
+            region_info info{};
+            info.index = request->index;
+            info.size = region_sizes_[request->index];
+            if (info.size != 0) {
+                info.flags.set(region_info_flags::read, true).set(region_info_flags::write, true);
+            }
+            return send(encode_region_info_reply(header, request->argsz, info, {}, reply_));
+        }
+        case command::device_get_irq_info: {
+            const auto request = decode_irq_info(payload, fds, pci_num_irqs);
+            if (!request) {
+                return reply_error(request.error());
+            }
+            irq_info info{};
+            info.argsz = sizeof(irq_info);
+            info.index = request->index;
+            info.count = irq_counts_[request->index];
+            if (info.count != 0) {
+                info.flags.set(irq_info_flags::eventfd, true);
+                if (request->index == static_cast<std::uint32_t>(irq_index::msix)) {
+                    info.flags.set(irq_info_flags::noresize, true);
+                }
+            }
+            return send(encode_reply(header, info, reply_));
+        }
+        case command::device_set_irqs: return handle_set_irqs(payload, fds);
+        case command::region_read: return handle_region_read(payload, fds);
+        case command::region_write: return handle_region_write(payload, fds);
+        case command::device_reset: {
+            if (const std::errc error = check_device_reset(payload, fds); error != std::errc{}) {
+                return reply_error(error);
+            }
+            controller_.function_level_reset();
+            controller_.set_msix_control(false, false);
+            config_.reset(pci::reset_kind::function_level_reset);
+            return send(encode_reply(header, std::span<const std::byte>{}, reply_));
+        }
+        default: return reply_error(std::errc::not_supported);
+        }
+    }
+
+    bool send(std::size_t bytes)
+    {
+        if (message_.header.flags.get(message_flags::no_reply)) {
+            return true;
+        }
+        if (!send_message(client_.get(), std::span{reply_}.first(bytes))) {
+            disconnect();
+            return false;
+        }
+        return true;
+    }
+
+    bool reply_error(std::errc error)
+    {
+        ++statistics_.error_replies;
+        return send(encode_error_reply(message_.header, error, reply_));
+    }
+
+    bool handle_version(std::span<const std::byte> payload, std::size_t fds)
+    {
+        const auto request = decode_version(payload, fds, options_.limits);
+        if (!request) {
+            return reply_error(request.error());
+        }
+        const auto version = negotiate_version(*request);
+        if (!version) {
+            reply_error(version.error());
+            disconnect();
+            return false;
+        }
+        negotiated_ = true;
+        return send(encode_version_reply(message_.header, *version, request->capabilities, options_.limits, reply_));
+    }
+
+    bool handle_dma_map(std::span<const std::byte> payload, std::size_t fds)
+    {
+        const auto request = decode_dma_map(payload, fds, options_.limits);
+        if (!request) {
+            return reply_error(request.error());
+        }
+        if (fds == 0) {
+            // A region the client cannot share: DMA to it would need DMA_READ/DMA_WRITE messages,
+            // which this server does not use. Its addresses stay unmapped (Data Transfer Error).
+            log(server_log_level::warning, "vfio-user: DMA region without a file descriptor; not mapped");
+            return send(encode_reply(message_.header, std::span<const std::byte>{}, reply_));
+        }
+        if (mappings_.size() >= options_.limits.max_dma_maps) {
+            return reply_error(std::errc::no_space_on_device);
+        }
+        const bool writable = request->flags.get(dma_map_flags::write);
+        const int protection = PROT_READ | (writable ? PROT_WRITE : 0);
+        void* base = ::mmap(nullptr, request->size, protection, MAP_SHARED, message_.fds[0].get(),
+                            static_cast<off_t>(request->offset));
+        if (base == MAP_FAILED) {
+            return reply_error(static_cast<std::errc>(errno));
+        }
+        if (!memory_.add(request->address, static_cast<std::byte*>(base), request->size, writable)) {
+            ::munmap(base, request->size);
+            return reply_error(std::errc::file_exists);
+        }
+        mappings_.push_back(mapping{request->address, request->size, base});
+        ++statistics_.dma_maps;
+        return send(encode_reply(message_.header, std::span<const std::byte>{}, reply_));
+    }
+
+    bool handle_dma_unmap(std::span<const std::byte> payload, std::size_t fds)
+    {
+        const auto request = decode_dma_unmap(payload, fds, options_.limits);
+        if (!request) {
+            return reply_error(request.error());
+        }
+        if (request->flags.get(dma_unmap_flags::all)) {
+            unmap_all();
+        } else {
+            const auto it = std::find_if(mappings_.begin(), mappings_.end(), [&](const mapping& m) {
+                return m.address == request->address && m.length == request->size;
+            });
+            if (it == mappings_.end()) {
+                // Regions mapped without a descriptor are not in the table: nothing to undo.
+                return send(encode_reply(message_.header, *request, reply_));
+            }
+            memory_.remove(it->address, it->length);
+            ::munmap(it->base, it->length);
+            mappings_.erase(it);
+        }
+        return send(encode_reply(message_.header, *request, reply_));
+    }
+
+    bool handle_set_irqs(std::span<const std::byte> payload, std::size_t fds)
+    {
+        const auto request = decode_set_irqs(payload, fds, irq_counts_);
+        if (!request) {
+            return reply_error(request.error());
+        }
+        const auto& set = request->fields;
+        if (set.index == static_cast<std::uint32_t>(irq_index::msix)) {
+            if (request->disables_all()) {
+                interrupts_.clear();
+            } else if (request->data == irq_set_data::eventfd && request->action == irq_set_action::trigger) {
+                for (std::uint32_t i = 0; i < set.count; ++i) {
+                    const int fd = request->fd_count == 0 ? -1 : message_.fds[i].release();
+                    interrupts_.assign(static_cast<std::uint16_t>(set.start + i), fd);
+                }
+            }
+            // Masking is done through the MSI-X table in BAR0, which the controller emulates.
+        }
+        // INTx: the function signals MSI-X only; an INTx eventfd is accepted and closed.
+        return send(encode_reply(message_.header, std::span<const std::byte>{}, reply_));
+    }
+
+    bool handle_region_read(std::span<const std::byte> payload, std::size_t fds)
+    {
+        const auto request = decode_region_read(payload, fds, region_sizes_, options_.limits);
+        if (!request) {
+            return reply_error(request.error());
+        }
+        const auto data = std::span{scratch_}.first(request->count);
+        access_region(request->region, request->offset, data, false);
+        return send(encode_region_read_reply(message_.header, *request, data, reply_));
+    }
+
+    bool handle_region_write(std::span<const std::byte> payload, std::size_t fds)
+    {
+        const auto request = decode_region_write(payload, fds, region_sizes_, options_.limits);
+        if (!request) {
+            return reply_error(request.error());
+        }
+        const auto data = std::span{scratch_}.first(request->access.count);
+        std::memcpy(data.data(), request->data.data(), data.size());
+        access_region(request->access.region, request->access.offset, data, true);
+        region_access echoed = request->access;
+        return send(encode_reply(message_.header, echoed, reply_));
+    }
+
+    /// Splits an access into naturally aligned pieces of at most 4 bytes (config space) or 8
+    /// bytes (BAR0), as a CPU would issue them.
+    void access_region(std::uint32_t region, std::uint64_t offset, std::span<std::byte> data, bool write)
+    {
+        const unsigned widest = region == static_cast<std::uint32_t>(region_index::config) ? 4U : 8U;
+        std::size_t done = 0;
+        while (done < data.size()) {
+            const std::uint64_t at = offset + done;
+            unsigned width = widest;
+            while (width > 1 && ((at % width) != 0 || width > data.size() - done)) {
+                width /= 2;
+            }
+            std::uint64_t value = 0;
+            if (write) {
+                std::memcpy(&value, data.data() + done, width);
+                write_piece(region, at, width, value);
+            } else {
+                value = read_piece(region, at, width);
+                std::memcpy(data.data() + done, &value, width);
+            }
+            done += width;
+        }
+    }
+
+    [[nodiscard]] std::uint64_t read_piece(std::uint32_t region, std::uint64_t at, unsigned width)
+    {
+        if (region == static_cast<std::uint32_t>(region_index::config)) {
+            return config_.read(static_cast<std::uint32_t>(at), width);
+        }
+        return controller_.mmio_read(at, width);
+    }
+
+    void write_piece(std::uint32_t region, std::uint64_t at, unsigned width, std::uint64_t value)
+    {
+        if (region != static_cast<std::uint32_t>(region_index::config)) {
+            controller_.mmio_write(at, width, value);
+            return;
+        }
+        const auto event = config_.write(static_cast<std::uint32_t>(at), width, static_cast<std::uint32_t>(value));
+        if (event.flr_requested) {
+            log(server_log_level::info, "vfio-user: Function Level Reset");
+            controller_.function_level_reset();
+        }
+        if (event.msix_changed || event.flr_requested) {
+            controller_.set_msix_control(event.msix_enabled, event.msix_function_mask);
+        }
+    }
+
+    struct mapping {
+        std::uint64_t address;
+        std::uint64_t length;
+        void* base;
+    };
+
+    Controller& controller_;
+    mapped_memory& memory_;
+    eventfd_interrupts& interrupts_;
+    server_options options_;
+    server_logger logger_;
+    pci::config_space config_;
+    unique_fd listener_;
+    unique_fd client_;
+    bool negotiated_ = false;
+    received_message message_;
+    std::vector<std::byte> reply_;
+    std::vector<std::byte> scratch_;
+    std::array<std::uint64_t, pci_num_regions> region_sizes_{};
+    std::array<std::uint32_t, pci_num_irqs> irq_counts_{};
+    std::vector<mapping> mappings_;
+    server_statistics statistics_{};
+};
+
+} // namespace transport::vfio_user
+NVMEKIT_END_NAMESPACE

@@ -1,0 +1,459 @@
+#include <nvmekit/transport/vfio_user/server.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <nvmekit/backends/ram_backend.hpp>
+#include <nvmekit/controller.hpp>
+#include <nvmekit/spec/commands.hpp>
+#include <nvmekit/spec/identify.hpp>
+#include <nvmekit/spec/queue_entries.hpp>
+#include <nvmekit/spec/registers.hpp>
+
+namespace {
+
+namespace vu = nvmekit::transport::vfio_user;
+namespace spec = nvmekit::spec;
+
+struct traits : nvmekit::default_traits {
+    using dma = nvmekit::transport::mapped_memory;
+    using interrupts = nvmekit::transport::eventfd_interrupts;
+    using clock = nvmekit::steady_clock;
+    static constexpr nvmekit::limits limits{.io_queues = 4, .queue_entries = 256, .msix_vectors = 5};
+};
+using controller_type = nvmekit::controller<traits>;
+
+constexpr std::uint64_t guest_bytes = 4U << 20;
+constexpr std::uint64_t guest_base = 0x100000; // guest physical address of the shared memory
+
+/// The server side: controller, subsystem and vfio-user server on a thread of their own.
+struct device {
+    nvmekit::transport::mapped_memory memory;
+    nvmekit::transport::eventfd_interrupts interrupts{traits::limits.msix_vectors};
+    nvmekit::steady_clock clock;
+    nvmekit::subsystem<nvmekit::any_backend> subsystem{{.nqn = "nqn.2026-11.io.nvmekit:vfio-user-test"}};
+    controller_type ctrl;
+    vu::server<controller_type> server;
+    std::atomic<bool> stop{false};
+    std::thread thread;
+
+    explicit device(const std::string& path)
+        : ctrl{memory, interrupts, clock, (subsystem.add_namespace(nvmekit::ram_backend{1 << 20}), subsystem)}
+        , server{ctrl, memory, interrupts, {.socket_path = path, .function = {.device_id = 0x0a0a}}}
+    {
+        thread = std::thread{[this] {
+            while (!stop.load()) {
+                server.run_once(std::chrono::milliseconds{1});
+            }
+        }};
+    }
+    ~device()
+    {
+        stop = true;
+        thread.join();
+    }
+};
+
+/// A minimal vfio-user client: the messages QEMU sends, over a real socket.
+class client {
+public:
+    explicit client(const std::string& path)
+    {
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::memcpy(address.sun_path, path.c_str(), path.size());
+        fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        for (int attempt = 0; attempt < 200; ++attempt) {
+            if (::connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
+                return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds{5});
+        }
+        ADD_FAILURE() << "cannot connect to " << path;
+    }
+    ~client()
+    {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    void close()
+    {
+        ::close(fd_);
+        fd_ = -1;
+    }
+    [[nodiscard]] int fd() const noexcept { return fd_; }
+
+    /// Sends a command and returns the reply (header + payload).
+    std::vector<std::byte> call(vu::command code, std::span<const std::byte> payload, std::span<const int> fds = {})
+    {
+        std::vector<std::byte> bytes(vu::header_size + payload.size());
+        vu::message_header header{};
+        header.message_id = ++id_;
+        header.command_code = code;
+        header.message_size = static_cast<std::uint32_t>(bytes.size());
+        header.flags = vu::message_flags{}.with(vu::message_flags::type, vu::message_type::command);
+        std::memcpy(bytes.data(), &header, sizeof header);
+        if (!payload.empty()) {
+            std::memcpy(bytes.data() + vu::header_size, payload.data(), payload.size());
+        }
+        send_raw(bytes, fds);
+        return receive();
+    }
+    template <typename T>
+    std::vector<std::byte> call(vu::command code, const T& payload, std::span<const int> fds = {})
+    {
+        return call(code, std::as_bytes(std::span{&payload, 1}), fds);
+    }
+
+    void send_raw(std::span<const std::byte> bytes, std::span<const int> fds = {})
+    {
+        iovec io{const_cast<std::byte*>(bytes.data()), bytes.size()};
+        std::vector<std::byte> control(CMSG_SPACE(sizeof(int) * std::max<std::size_t>(fds.size(), 1)));
+        msghdr message{};
+        message.msg_iov = &io;
+        message.msg_iovlen = 1;
+        if (!fds.empty()) {
+            message.msg_control = control.data();
+            message.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+            cmsghdr* header = CMSG_FIRSTHDR(&message);
+            header->cmsg_level = SOL_SOCKET;
+            header->cmsg_type = SCM_RIGHTS;
+            header->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+            std::memcpy(CMSG_DATA(header), fds.data(), sizeof(int) * fds.size());
+        }
+        ASSERT_EQ(::sendmsg(fd_, &message, MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+    }
+
+    /// The next reply; empty when the server closed the connection.
+    std::vector<std::byte> receive()
+    {
+        std::vector<std::byte> bytes(vu::header_size);
+        if (!read_all(bytes)) {
+            return {};
+        }
+        vu::message_header header{};
+        std::memcpy(&header, bytes.data(), sizeof header);
+        bytes.resize(header.message_size);
+        if (header.message_size > vu::header_size &&
+            !read_all(std::span{bytes}.subspan(vu::header_size))) {
+            return {};
+        }
+        return bytes;
+    }
+
+    // ---- region accesses ----------------------------------------------------------------------
+
+    std::uint64_t read_region(vu::region_index region, std::uint64_t offset, std::uint32_t count)
+    {
+        const vu::region_access access{offset, static_cast<std::uint32_t>(region), count};
+        const auto reply = call(vu::command::region_read, access);
+        EXPECT_EQ(error_of(reply), 0U);
+        std::uint64_t value = 0;
+        if (reply.size() >= vu::header_size + sizeof access + count) {
+            std::memcpy(&value, reply.data() + vu::header_size + sizeof access, count);
+        }
+        return value;
+    }
+    void write_region(vu::region_index region, std::uint64_t offset, std::uint32_t count, std::uint64_t value)
+    {
+        std::vector<std::byte> payload(sizeof(vu::region_access) + count);
+        const vu::region_access access{offset, static_cast<std::uint32_t>(region), count};
+        std::memcpy(payload.data(), &access, sizeof access);
+        std::memcpy(payload.data() + sizeof access, &value, count);
+        EXPECT_EQ(error_of(call(vu::command::region_write, std::span<const std::byte>{payload})), 0U);
+    }
+
+    static std::uint32_t error_of(std::span<const std::byte> reply)
+    {
+        if (reply.size() < vu::header_size) {
+            return ~0U;
+        }
+        vu::message_header header{};
+        std::memcpy(&header, reply.data(), sizeof header);
+        return header.flags.get(vu::message_flags::error) ? header.error_number : 0U;
+    }
+
+private:
+    bool read_all(std::span<std::byte> out)
+    {
+        std::size_t done = 0;
+        while (done < out.size()) {
+            pollfd wait{fd_, POLLIN, 0};
+            if (::poll(&wait, 1, 5000) <= 0) {
+                return false;
+            }
+            const ssize_t got = ::read(fd_, out.data() + done, out.size() - done);
+            if (got <= 0) {
+                return false;
+            }
+            done += static_cast<std::size_t>(got);
+        }
+        return true;
+    }
+
+    int fd_ = -1;
+    std::uint16_t id_ = 0;
+};
+
+/// Guest RAM shared with the server through a memfd, as QEMU's memory-backend-memfd does it.
+struct guest_memory {
+    int fd = ::memfd_create("guest", MFD_CLOEXEC);
+    std::byte* data = nullptr;
+    guest_memory()
+    {
+        EXPECT_EQ(::ftruncate(fd, guest_bytes), 0);
+        data = static_cast<std::byte*>(::mmap(nullptr, guest_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    }
+    ~guest_memory()
+    {
+        ::munmap(data, guest_bytes);
+        ::close(fd);
+    }
+    template <typename T>
+    void store(std::uint64_t address, const T& value)
+    {
+        std::memcpy(data + (address - guest_base), &value, sizeof value);
+    }
+    template <typename T>
+    T load(std::uint64_t address) const
+    {
+        T value{};
+        std::memcpy(&value, data + (address - guest_base), sizeof value);
+        return value;
+    }
+};
+
+std::string socket_path(const char* name)
+{
+    return "/tmp/nvmekit-" + std::to_string(::getpid()) + "-" + name + ".sock";
+}
+
+std::vector<std::byte> version_request()
+{
+    const char json[] = R"({"capabilities":{"max_msg_fds":16,"max_data_xfer_size":1048576,"pgsizes":4096,"max_dma_maps":65535}})";
+    std::vector<std::byte> payload(4 + sizeof json);
+    const std::uint16_t major = 0;
+    const std::uint16_t minor = 0;
+    std::memcpy(payload.data(), &major, 2);
+    std::memcpy(payload.data() + 2, &minor, 2);
+    std::memcpy(payload.data() + 4, json, sizeof json);
+    return payload;
+}
+
+/// Negotiates, maps the guest memory and gives MSI-X vector 0 an eventfd.
+int connect_and_map(client& c, guest_memory& guest)
+{
+    const auto version = c.call(vu::command::version, std::span<const std::byte>{version_request()});
+    EXPECT_EQ(client::error_of(version), 0U);
+    vu::dma_map map{};
+    map.argsz = sizeof map;
+    map.flags = vu::dma_map_flags{}.with(vu::dma_map_flags::read, true).with(vu::dma_map_flags::write, true);
+    map.offset = 0;
+    map.address = guest_base;
+    map.size = guest_bytes;
+    const std::array fds{guest.fd};
+    EXPECT_EQ(client::error_of(c.call(vu::command::dma_map, map, fds)), 0U);
+    const int vector0 = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    vu::irq_set set{};
+    set.argsz = sizeof set;
+    set.flags = vu::irq_set_flags{}
+                    .with(vu::irq_set_flags::data_eventfd, true)
+                    .with(vu::irq_set_flags::action_trigger, true);
+    set.index = static_cast<std::uint32_t>(vu::irq_index::msix);
+    set.start = 0;
+    set.count = 1;
+    const std::array irq_fds{vector0};
+    EXPECT_EQ(client::error_of(c.call(vu::command::device_set_irqs, set, irq_fds)), 0U);
+    return vector0;
+}
+
+TEST(vfio_user_server, presents_an_nvme_pci_function)
+{
+    const auto path = socket_path("info");
+    device d{path};
+    client c{path};
+    EXPECT_EQ(client::error_of(c.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
+
+    vu::device_info info_request{};
+    info_request.argsz = sizeof info_request;
+    const auto info_reply = c.call(vu::command::device_get_info, info_request);
+    ASSERT_EQ(info_reply.size(), vu::header_size + sizeof(vu::device_info));
+    vu::device_info info{};
+    std::memcpy(&info, info_reply.data() + vu::header_size, sizeof info);
+    EXPECT_TRUE(info.flags.get(vu::device_info_flags::pci));
+    EXPECT_TRUE(info.flags.get(vu::device_info_flags::reset));
+    EXPECT_EQ(info.num_regions, vu::pci_num_regions);
+    EXPECT_EQ(info.num_irqs, vu::pci_num_irqs);
+
+    vu::region_info region_request{};
+    region_request.argsz = sizeof region_request;
+    region_request.index = static_cast<std::uint32_t>(vu::region_index::bar0);
+    const auto region_reply = c.call(vu::command::device_get_region_info, region_request);
+    vu::region_info bar0{};
+    std::memcpy(&bar0, region_reply.data() + vu::header_size, sizeof bar0);
+    EXPECT_EQ(bar0.size, d.ctrl.bar0_size());
+    EXPECT_GE(bar0.size, 16384U);
+
+    // Config space: vendor/device, class code 01:08:02, the capability list.
+    EXPECT_EQ(c.read_region(vu::region_index::config, 0, 4), 0x0a0a1b36U);
+    EXPECT_EQ(c.read_region(vu::region_index::config, 8, 4) >> 8, 0x010802U);
+    EXPECT_NE(c.read_region(vu::region_index::config, 0x34, 1), 0U);
+    // BAR0 registers: CAP and VS read through REGION_READ, 8 bytes at once.
+    const spec::cap_register cap{c.read_region(vu::region_index::bar0, 0, 8)};
+    EXPECT_EQ(cap.get(spec::cap_register::mqes), 255U);
+    EXPECT_EQ(c.read_region(vu::region_index::bar0, 8, 4), 0x00020000U);
+    // QEMU reads the whole config space at once: answered dword by dword.
+    const vu::region_access all{0, static_cast<std::uint32_t>(vu::region_index::config), 4096};
+    const auto whole = c.call(vu::command::region_read, all);
+    ASSERT_EQ(whole.size(), vu::header_size + sizeof all + 4096);
+}
+
+TEST(vfio_user_server, a_guest_brings_the_controller_up_and_gets_an_interrupt)
+{
+    const auto path = socket_path("bringup");
+    device d{path};
+    client c{path};
+    guest_memory guest;
+    const int vector0 = connect_and_map(c, guest);
+
+    // PCI: memory space and bus master on, MSI-X enabled.
+    c.write_region(vu::region_index::config, 4, 2, 0x0006);
+    const std::uint32_t msix_cap = 0x50;
+    c.write_region(vu::region_index::config, msix_cap + 2, 2, 0x8000);
+    // MSI-X table entry 0: an address and data, unmasked.
+    const std::uint64_t table = d.ctrl.msix_table_offset();
+    c.write_region(vu::region_index::bar0, table, 8, 0xfee00000);
+    c.write_region(vu::region_index::bar0, table + 8, 4, 0x41);
+    c.write_region(vu::region_index::bar0, table + 12, 4, 0);
+
+    // NVMe bring-up: admin queues in guest memory, CC.EN = 1, wait for CSTS.RDY.
+    const std::uint64_t asq = guest_base + 0x10000;
+    const std::uint64_t acq = guest_base + 0x20000;
+    const std::uint64_t buffer = guest_base + 0x30000;
+    c.write_region(vu::region_index::bar0, 0x24, 4, (15U << 16) | 15U); // AQA: 16 entries each
+    c.write_region(vu::region_index::bar0, 0x28, 8, asq);
+    c.write_region(vu::region_index::bar0, 0x30, 8, acq);
+    const auto cc = spec::cc_register{}
+                        .with(spec::cc_register::en, true)
+                        .with(spec::cc_register::iosqes, 6)
+                        .with(spec::cc_register::iocqes, 4);
+    c.write_region(vu::region_index::bar0, 0x14, 4, cc.raw);
+    bool ready = false;
+    for (int i = 0; i < 500 && !ready; ++i) {
+        ready = (c.read_region(vu::region_index::bar0, 0x1c, 4) & 1U) != 0;
+    }
+    ASSERT_TRUE(ready);
+
+    // Identify Controller through the admin queue; the completion raises vector 0's eventfd.
+    spec::submission_queue_entry identify{};
+    identify.cdw0.set(spec::command_dword0::opc, static_cast<std::uint8_t>(spec::admin_opcode::identify));
+    identify.cdw0.set(spec::command_dword0::cid, 0x42);
+    spec::identify_view{.cns = spec::cns::identify_controller}.encode(identify);
+    identify.dptr.prp1 = buffer;
+    guest.store(asq, identify);
+    c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, 1);
+    pollfd wait{vector0, POLLIN, 0};
+    ASSERT_EQ(::poll(&wait, 1, 5000), 1) << "no MSI-X interrupt";
+    const auto cqe = guest.load<spec::completion_queue_entry>(acq);
+    EXPECT_EQ(cqe.cid, 0x42);
+    EXPECT_TRUE(cqe.status().is_success());
+    EXPECT_TRUE(cqe.phase());
+    const auto id = guest.load<spec::identify_controller>(buffer);
+    EXPECT_EQ(id.subsystem_nqn(), "nqn.2026-11.io.nvmekit:vfio-user-test");
+    EXPECT_EQ(id.vid, 0x1b36);
+
+    // A command whose data pointer is outside the mapped memory: Data Transfer Error.
+    identify.cdw0.set(spec::command_dword0::cid, 0x43);
+    identify.dptr.prp1 = guest_base + guest_bytes + 0x1000;
+    guest.store(asq + 64, identify);
+    c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, 2);
+    spec::completion_queue_entry second{};
+    for (int i = 0; i < 500; ++i) {
+        second = guest.load<spec::completion_queue_entry>(acq + 16);
+        if (second.phase()) {
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds{2});
+    }
+    EXPECT_EQ(second.cid, 0x43);
+    EXPECT_EQ(second.status(), spec::status{spec::generic_status::data_transfer_error}.with_dnr());
+    ::close(vector0);
+}
+
+TEST(vfio_user_server, malformed_messages_get_errors_and_the_server_survives)
+{
+    const auto path = socket_path("malformed");
+    device d{path};
+    {
+        client c{path};
+        // Anything before VERSION is refused.
+        vu::device_info info{};
+        info.argsz = sizeof info;
+        EXPECT_EQ(client::error_of(c.call(vu::command::device_get_info, info)),
+                  static_cast<std::uint32_t>(EINVAL));
+        EXPECT_EQ(client::error_of(c.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
+        // Unknown command, short payload, region out of range, unsupported DMA_READ.
+        EXPECT_EQ(client::error_of(c.call(static_cast<vu::command>(99), std::span<const std::byte>{})),
+                  static_cast<std::uint32_t>(ENOTSUP));
+        EXPECT_EQ(client::error_of(c.call(vu::command::device_get_info, std::span<const std::byte>{})),
+                  static_cast<std::uint32_t>(EINVAL));
+        const vu::region_access beyond{d.ctrl.bar0_size() - 2, static_cast<std::uint32_t>(vu::region_index::bar0), 4};
+        EXPECT_EQ(client::error_of(c.call(vu::command::region_read, beyond)), static_cast<std::uint32_t>(EINVAL));
+        EXPECT_EQ(client::error_of(c.call(vu::command::dma_read, std::span<const std::byte>{})),
+                  static_cast<std::uint32_t>(ENOTSUP));
+        // A header claiming a huge message: the stream is closed, not trusted.
+        std::vector<std::byte> bad(vu::header_size);
+        vu::message_header header{};
+        header.message_id = 1;
+        header.command_code = vu::command::region_write;
+        header.message_size = 0xffffffffU;
+        std::memcpy(bad.data(), &header, sizeof header);
+        c.send_raw(bad);
+        EXPECT_TRUE(c.receive().empty()); // closed by the server
+    }
+    // The next client is served.
+    client next{path};
+    EXPECT_EQ(client::error_of(next.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
+    EXPECT_EQ(next.read_region(vu::region_index::config, 0, 2), 0x1b36U);
+    EXPECT_GE(d.server.statistics().clients, 2U);
+    EXPECT_EQ(d.server.statistics().broken_streams, 1U);
+}
+
+TEST(vfio_user_server, a_client_that_disconnects_leaves_the_function_reset)
+{
+    const auto path = socket_path("reconnect");
+    device d{path};
+    guest_memory guest;
+    {
+        client c{path};
+        const int vector0 = connect_and_map(c, guest);
+        c.write_region(vu::region_index::bar0, 0x24, 4, (15U << 16) | 15U);
+        c.write_region(vu::region_index::bar0, 0x28, 8, guest_base + 0x10000);
+        c.write_region(vu::region_index::bar0, 0x30, 8, guest_base + 0x20000);
+        c.write_region(vu::region_index::bar0, 0x14, 4,
+                       spec::cc_register{}.with(spec::cc_register::en, true).with(spec::cc_register::iosqes, 6).with(spec::cc_register::iocqes, 4).raw);
+        ::close(vector0);
+    }
+    client next{path};
+    EXPECT_EQ(client::error_of(next.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
+    EXPECT_EQ(next.read_region(vu::region_index::bar0, 0x14, 4), 0U); // CC back to its reset value
+    EXPECT_EQ(next.read_region(vu::region_index::bar0, 0x1c, 4) & 1U, 0U);
+}
+
+} // namespace
