@@ -347,18 +347,40 @@ private:
         }
         const auto& set = request->fields;
         if (set.index == static_cast<std::uint32_t>(irq_index::msix)) {
+            // The client (QEMU's vfio-user-pci) emulates the MSI-X capability and table itself and
+            // tells the device which vectors to signal through SET_IRQS: the controller's own
+            // MSI-X state follows these messages, not the guest's table writes.
             if (request->disables_all()) {
                 interrupts_.clear();
+                controller_.set_msix_control(false, false);
             } else if (request->data == irq_set_data::eventfd && request->action == irq_set_action::trigger) {
                 for (std::uint32_t i = 0; i < set.count; ++i) {
+                    const auto vector = static_cast<std::uint16_t>(set.start + i);
                     const int fd = request->fd_count == 0 ? -1 : message_.fds[i].release();
-                    interrupts_.assign(static_cast<std::uint16_t>(set.start + i), fd);
+                    interrupts_.assign(vector, fd);
+                    set_vector_masked(vector, fd < 0);
+                }
+                controller_.set_msix_control(true, false);
+            } else if (request->action != irq_set_action::trigger) {
+                const bool mask = request->action == irq_set_action::mask;
+                for (std::uint32_t i = 0; i < set.count; ++i) {
+                    const bool selected =
+                        request->data != irq_set_data::boolean || request->bools[i] != std::byte{0};
+                    if (selected) {
+                        set_vector_masked(static_cast<std::uint16_t>(set.start + i), mask);
+                    }
                 }
             }
-            // Masking is done through the MSI-X table in BAR0, which the controller emulates.
         }
         // INTx: the function signals MSI-X only; an INTx eventfd is accepted and closed.
         return send(encode_reply(message_.header, std::span<const std::byte>{}, reply_));
+    }
+
+    /// Sets the Mask bit of a vector's MSI-X table entry (Vector Control, byte 12 of the entry).
+    void set_vector_masked(std::uint16_t vector, bool masked)
+    {
+        controller_.mmio_write(controller_.msix_table_offset() + std::uint64_t{vector} * 16U + 12U, 4,
+                               masked ? 1U : 0U);
     }
 
     bool handle_region_read(std::span<const std::byte> payload, std::size_t fds)
