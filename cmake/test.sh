@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, then builds and runs every test with g++ 12
 # (Release, -Werror, header self-containment) and with clang 14 (-Werror, header
-# self-containment, under AddressSanitizer + UndefinedBehaviorSanitizer), and checks the Debian
-# package.
+# self-containment, under AddressSanitizer + UndefinedBehaviorSanitizer), checks the Debian
+# package, and runs the end-to-end guest test when tests/e2e/provision.sh has provisioned QEMU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source cmake/deps.sh
@@ -16,5 +16,14 @@ done
 
 echo "=== nvmekit: Debian package"
 bash tests/package/deb.sh build/ci-gcc
+
+echo "=== nvmekit: end to end (QEMU guest over vfio-user)"
+e2e_status=0
+bash tests/e2e/run.sh build/ci-gcc/examples/nvmekit-serve || e2e_status=$?
+if [ "$e2e_status" -eq 77 ]; then
+    echo "=== nvmekit: end to end SKIPPED: no vfio-user QEMU provisioned (bash tests/e2e/provision.sh)"
+elif [ "$e2e_status" -ne 0 ]; then
+    exit "$e2e_status"
+fi
 
 echo "=== nvmekit: all checks passed in $((SECONDS - start)) s"

@@ -294,7 +294,7 @@ private:
         if (fds == 0) {
             // A region the client cannot share: DMA to it would need DMA_READ/DMA_WRITE messages,
             // which this server does not use. Its addresses stay unmapped (Data Transfer Error).
-            log(server_log_level::warning, "vfio-user: DMA region without a file descriptor; not mapped");
+            log(server_log_level::debug, "vfio-user: DMA region without a file descriptor; not mapped");
             return send(encode_reply(message_.header, std::span<const std::byte>{}, reply_));
         }
         if (mappings_.size() >= options_.limits.max_dma_maps) {
@@ -443,6 +443,9 @@ private:
     {
         if (region != static_cast<std::uint32_t>(region_index::config)) {
             controller_.mmio_write(at, width, value);
+            if (at == cc_offset && width >= 4) {
+                log_cc(static_cast<std::uint32_t>(value));
+            }
             return;
         }
         const auto event = config_.write(static_cast<std::uint32_t>(at), width, static_cast<std::uint32_t>(value));
@@ -452,6 +455,24 @@ private:
         }
         if (event.msix_changed || event.flr_requested) {
             controller_.set_msix_control(event.msix_enabled, event.msix_function_mask);
+        }
+    }
+
+    static constexpr std::uint64_t cc_offset = 0x14;
+    static constexpr std::uint64_t csts_offset = 0x1c;
+
+    /// Logs the controller's life as the host drives it: enable, disable, shutdown.
+    void log_cc(std::uint32_t cc)
+    {
+        const unsigned shn = (cc >> 14) & 3U;
+        const std::uint32_t csts = static_cast<std::uint32_t>(controller_.mmio_read(csts_offset, 4));
+        const unsigned shst = (csts >> 2) & 3U;
+        if (shn != 0) {
+            log(server_log_level::info, std::string{"CC.SHN = "} + (shn == 1 ? "normal" : "abrupt") +
+                                            " shutdown; CSTS.SHST = " +
+                                            (shst == 2 ? "complete" : shst == 1 ? "processing" : "normal"));
+        } else {
+            log(server_log_level::debug, std::string{"CC.EN = "} + ((cc & 1U) != 0 ? "1" : "0"));
         }
     }
 
