@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -131,6 +132,11 @@ struct controller_config {
     std::uint8_t doorbell_stride = 0;        ///< CAP.DSTRD
     bool contiguous_queues_required = false; ///< CAP.CQR
     bool subsystem_reset_supported = true;   ///< CAP.NSSRS
+    /// Run-time caps below the compile-time limits (0: the limit itself). They change what the
+    /// host is offered (Number of Queues, CAP.MQES, MDTS), not what is allocated.
+    std::uint16_t io_queues = 0;     ///< I/O queue pairs granted at most, 1 to limits.io_queues
+    std::uint32_t queue_entries = 0; ///< entries per queue at most (CAP.MQES + 1), 2 to limits.queue_entries
+    std::uint8_t mdts = 0;           ///< MDTS, 1 to limits.mdts
 };
 
 /// Counters of what the host did wrong and what the controller did, for tests and logs.
@@ -248,7 +254,7 @@ public:
                controller_config config = {})
         : dma_{dma}
         , clock_{clock}
-        , config_{std::move(config)}
+        , config_{checked(std::move(config))}
         , subsystem_{&subsystem}
         , registers_{make_register_config(config_)}
         , msix_{interrupts, limits.msix_vectors}
@@ -491,7 +497,7 @@ public:
         spec::assign_null_padded(data.subnqn, identity.nqn);
         data.ieee = identity.ieee_oui;
         data.cmic.set(spec::controller_multipath_caps::multiple_controllers, true);
-        data.mdts = limits.mdts;
+        data.mdts = config_.mdts;
         data.cntlid = controller_id_;
         data.ver = registers_.vs().raw;
         data.oaes.set(spec::async_events_supported::namespace_attribute, true);
@@ -550,6 +556,27 @@ private:
         return (value + alignment - 1) / alignment * alignment;
     }
 
+    /// `config` with its run-time caps resolved (0 -> the compile-time limit); throws
+    /// std::invalid_argument when a cap is above its limit.
+    [[nodiscard]] static controller_config checked(controller_config config)
+    {
+        const auto resolve = [](auto value, auto limit, auto minimum, const char* name) {
+            if (value == 0) {
+                return limit;
+            }
+            if (value < minimum || value > limit) {
+                throw std::invalid_argument(std::string{"controller_config: "} + name + " is " +
+                                            std::to_string(value) + "; it must be " + std::to_string(minimum) +
+                                            " to " + std::to_string(limit) + " (the traits' limits)");
+            }
+            return static_cast<decltype(limit)>(value);
+        };
+        config.io_queues = resolve(config.io_queues, limits.io_queues, std::uint16_t{1}, "io_queues");
+        config.queue_entries = resolve(config.queue_entries, limits.queue_entries, std::uint32_t{2}, "queue_entries");
+        config.mdts = resolve(config.mdts, limits.mdts, std::uint8_t{1}, "mdts");
+        return config;
+    }
+
     /// The feature table matching what Identify Controller reports. A volatile write cache is
     /// always reported: with WCE cleared every write is durable before it completes (as FUA).
     [[nodiscard]] static feature_table_config make_feature_config()
@@ -560,7 +587,7 @@ private:
     [[nodiscard]] static register_file_config make_register_config(const controller_config& config)
     {
         spec::cap_register cap{};
-        cap.set(cap.mqes, static_cast<std::uint16_t>(limits.queue_entries - 1U))
+        cap.set(cap.mqes, static_cast<std::uint16_t>(config.queue_entries - 1U))
             .set(cap.cqr, config.contiguous_queues_required)
             .set(cap.to, config.ready_timeout_500ms)
             .set(cap.dstrd, config.doorbell_stride)
@@ -984,6 +1011,9 @@ public:
         complete(sq, cmd, result.status, result.dw0);
     }
 
+    /// MDTS in bytes, as this controller reports it (controller_config::mdts).
+    [[nodiscard]] std::uint64_t max_transfer_bytes() const noexcept { return std::uint64_t{4096} << config_.mdts; }
+
     /// The memory page size the host set (CC.MPS).
     [[nodiscard]] std::uint64_t memory_page_size() const noexcept
     {
@@ -1059,7 +1089,7 @@ private:
     [[nodiscard]] spec::status walk_data(const command& cmd, std::uint64_t length, transfer_direction direction,
                                          host_range_list& ranges)
     {
-        if (length > limits.max_transfer_bytes()) {
+        if (length > max_transfer_bytes()) {
             return error(spec::generic_status::invalid_field);
         }
         if (cmd.sq->ring.qid() == 0 && cmd.sqe.pointer_type() != spec::data_pointer_type::prp) {
@@ -1555,12 +1585,12 @@ private:
     [[nodiscard]] std::uint16_t allowed_submission_queues() const noexcept
     {
         return granted_queues_ ? static_cast<std::uint16_t>(granted_queues_->submission_queue_count())
-                               : limits.io_queues;
+                               : config_.io_queues;
     }
     [[nodiscard]] std::uint16_t allowed_completion_queues() const noexcept
     {
         return granted_queues_ ? static_cast<std::uint16_t>(granted_queues_->completion_queue_count())
-                               : limits.io_queues;
+                               : config_.io_queues;
     }
 
     /// Validates the queue memory of a Create I/O SQ/CQ and builds its description.
@@ -1735,8 +1765,8 @@ private:
                 return command_result::failure(error(spec::generic_status::command_sequence_error));
             }
             granted_queues_ = spec::number_of_queues::from_counts(
-                std::min<std::uint32_t>(requested.submission_queue_count(), limits.io_queues),
-                std::min<std::uint32_t>(requested.completion_queue_count(), limits.io_queues));
+                std::min<std::uint32_t>(requested.submission_queue_count(), config_.io_queues),
+                std::min<std::uint32_t>(requested.completion_queue_count(), config_.io_queues));
             return command_result::success(granted_queues_->raw);
         }
         case spec::feature_id::interrupt_coalescing:
@@ -1783,7 +1813,7 @@ private:
         }
         switch (view.feature_id) {
         case spec::feature_id::number_of_queues: {
-            const auto maximum = spec::number_of_queues::from_counts(limits.io_queues, limits.io_queues);
+            const auto maximum = spec::number_of_queues::from_counts(config_.io_queues, config_.io_queues);
             return feature_value(view.select, granted_queues_.value_or(maximum).raw, maximum.raw);
         }
         case spec::feature_id::interrupt_coalescing:

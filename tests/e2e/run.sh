@@ -76,7 +76,7 @@ bash "$here/provision.sh" pack "$work/overlay" "$work/initramfs.cpio.gz" >/dev/n
 
 # The device: a RAM namespace and a file namespace.
 truncate -s 64M "$work/disk.img"
-"$serve" --vfio-user "$work/nvme.sock" --ram 256M --file "$work/disk.img" --log info >"$work/serve.log" 2>&1 &
+"$serve" --vfio-user "$work/nvme.sock" --ram 256M --file "$work/disk.img" --queues 8 --queue-depth 1024 --log info >"$work/serve.log" 2>&1 &
 serve_pid=$!
 for _ in $(seq 1 50); do [ -S "$work/nvme.sock" ] && break; sleep 0.1; done
 

@@ -4,8 +4,11 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 
 #include <gtest/gtest.h>
+
+#include <nvmekit/backends/ram_backend.hpp>
 
 #include "controller_fixture.hpp"
 
@@ -513,3 +516,37 @@ TEST(controller_features, reserved_select_and_unsupported_features_are_invalid_f
 }
 
 } // namespace
+
+// ---- run-time caps ------------------------------------------------------------------------------
+
+TEST(controller_config_caps, caps_below_the_limits_change_what_the_host_is_offered)
+{
+    rig r{{.io_queues = 2, .queue_entries = 64, .mdts = 2}};
+    r.subsystem.add_namespace(nvmekit::ram_backend{1 << 20});
+    const auto result = r.host.bring_up({.io_queue_pairs = 4, .io_entries = 64});
+    EXPECT_EQ(result.cap.get(spec::cap_register::mqes), 63U);
+    EXPECT_EQ(result.identify.mdts, 2U);
+    EXPECT_EQ(result.submission_queues_granted, 2U); // asked for 4
+    EXPECT_EQ(result.io_queue_pairs, 2U);
+    // More queues than granted, or deeper than MQES, are refused.
+    EXPECT_EQ(r.host.create_io_cq(3, 16, 3, true).status(), dnr(spec::command_specific_status::invalid_queue_identifier));
+    ASSERT_TRUE(r.host.delete_io_sq(2).ok());
+    ASSERT_TRUE(r.host.delete_io_cq(2).ok());
+    EXPECT_EQ(r.host.create_io_cq(2, 65, 2, true).status(), dnr(spec::command_specific_status::invalid_queue_size));
+    // MDTS 2: 16 KiB moves, 32 KiB is Invalid Field.
+    const auto buffer = r.host.allocate(32768);
+    auto read = host_type::lba_command(spec::nvm_opcode::read, 1, 0, 32);
+    read.dptr = r.host.build_prps(buffer, 16384);
+    EXPECT_EQ(r.host.io(1, read).status(), spec::status::success());
+    read = host_type::lba_command(spec::nvm_opcode::read, 1, 0, 64);
+    read.dptr = r.host.build_prps(buffer, 32768);
+    EXPECT_EQ(r.host.io(1, read).status(), dnr(spec::generic_status::invalid_field));
+}
+
+TEST(controller_config_caps, caps_above_the_limits_are_refused_at_construction)
+{
+    EXPECT_THROW(rig({.io_queues = 65}), std::invalid_argument);
+    EXPECT_THROW(rig({.queue_entries = 1}), std::invalid_argument);
+    EXPECT_THROW(rig({.queue_entries = 4097}), std::invalid_argument);
+    EXPECT_THROW(rig({.mdts = 6}), std::invalid_argument);
+}

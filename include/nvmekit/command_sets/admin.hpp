@@ -167,7 +167,7 @@ private:
     {
         const auto view = spec::get_log_page_view::decode(cmd.sqe);
         const std::uint64_t length = view.byte_count();
-        if (length > Controller::limits.max_transfer_bytes()) {
+        if (length > c.max_transfer_bytes()) {
             return fail(spec::generic_status::invalid_field);
         }
         const std::uint32_t nsid = cmd.sqe.nsid;
@@ -400,7 +400,7 @@ private:
     static command_result firmware_image_download(Controller& c, command& cmd)
     {
         const auto view = spec::firmware_image_download_view::decode(cmd.sqe);
-        if (view.dword_count * 4U > Controller::limits.max_transfer_bytes()) {
+        if (view.dword_count * 4U > c.max_transfer_bytes()) {
             return fail(spec::generic_status::invalid_field);
         }
         // A piece may be MDTS bytes, more than admin_data_ holds: the log window has MDTS bytes.

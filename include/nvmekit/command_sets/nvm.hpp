@@ -223,7 +223,7 @@ private:
         if (const auto status = check_range(*ns, slba, blocks); !status.is_success()) {
             return status;
         }
-        if (moves_data && ns->data_transfer_bytes(blocks) > Controller::limits.max_transfer_bytes()) {
+        if (moves_data && ns->data_transfer_bytes(blocks) > c.max_transfer_bytes()) {
             return error(spec::generic_status::invalid_field);
         }
         return spec::status::success();
