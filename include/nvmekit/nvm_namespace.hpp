@@ -216,9 +216,7 @@ public:
         data.dlfeat.set(spec::deallocate_features::read_behavior, spec::deallocated_read_value::zeroes)
             .set(spec::deallocate_features::write_zeroes_deallocate, true);
         data.nmic.set(spec::namespace_multipath_caps::shared, true);
-        data.mssrl = max_copy_blocks;
-        data.mcl = max_copy_blocks;
-        data.msrc = max_copy_ranges - 1U;
+        // MSSRL, MCL and MSRC are the controller's Copy limits (command_sets/nvm.hpp): it fills them.
         data.nvmcap.set(backend_.capacity_bytes());
         data.nguid = identifiers_.nguid;
         data.eui64 = identifiers_.eui64;
@@ -268,10 +266,6 @@ public:
         data.nstat.set(spec::namespace_status::ready, true);
         return data;
     }
-
-    /// Copy limits reported in Identify Namespace (MSSRL, MCL, MSRC).
-    static constexpr std::uint16_t max_copy_blocks = 256;
-    static constexpr std::uint8_t max_copy_ranges = 128;
 
     // ---- attachment ---------------------------------------------------------------------------
 
