@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, then builds and runs every test with g++ 12
 # (Release, -Werror, header self-containment) and with clang 14 (-Werror, header
-# self-containment, under AddressSanitizer + UndefinedBehaviorSanitizer), checks the Debian
+# self-containment, under AddressSanitizer + UndefinedBehaviorSanitizer), runs each libFuzzer
+# target for a minute on its seed corpus (NVMEKIT_FUZZ_SECONDS changes that), checks the Debian
 # package, and runs the end-to-end guest test when tests/e2e/provision.sh has provisioned QEMU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,11 @@ for preset in ci-gcc ci-clang; do
     echo "=== nvmekit: ${preset}"
     cmake --workflow --preset "$preset" --fresh
 done
+
+echo "=== nvmekit: fuzz targets (clang 14, libFuzzer + ASan + UBSan), ${NVMEKIT_FUZZ_SECONDS:-60} s each"
+cmake --preset ci-fuzz --fresh
+cmake --build --preset ci-fuzz
+bash tests/fuzz/run.sh build/ci-fuzz "${NVMEKIT_FUZZ_SECONDS:-60}"
 
 echo "=== nvmekit: Debian package"
 bash tests/package/deb.sh build/ci-gcc

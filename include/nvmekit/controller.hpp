@@ -40,6 +40,7 @@
 #include <nvmekit/config.hpp>
 #include <nvmekit/cq_ring.hpp>
 #include <nvmekit/dma.hpp>
+#include <nvmekit/dma_guard.hpp>
 #include <nvmekit/dispatcher.hpp>
 #include <nvmekit/doorbell_channel.hpp>
 #include <nvmekit/error_log.hpp>
@@ -396,6 +397,18 @@ public:
 
     /// PCIe Function Level Reset, the transport's entry point.
     void function_level_reset() { state_machine_.handle(controller_event::function_reset); }
+
+    /// Where the host decodes BAR0 (0: nowhere, the default). From then on every DMA touching
+    /// [address, address + bar0_size()) is refused, whatever the DMA provider would do with it:
+    /// a data transfer ends in Data Transfer Error, a queue access in a fatal controller status,
+    /// so no host value can make the controller read or write its own registers. The transport
+    /// that owns PCI configuration space calls this when the host programs BAR0.
+    void set_bar0_address(std::uint64_t address) noexcept
+    {
+        dma_.exclude(address, address == 0 ? 0 : bar0_size());
+    }
+    /// The BAR0 address set by set_bar0_address (0: none).
+    [[nodiscard]] std::uint64_t bar0_address() const noexcept { return dma_.excluded_base(); }
 
     /// An internal fatal error: CSTS.CFS reads 1 until the host resets the controller.
     void fatal_error() { state_machine_.handle(controller_event::fatal_error); }
@@ -1050,7 +1063,7 @@ public:
 
     [[nodiscard]] subsystem_type& nvm_subsystem() noexcept { return *subsystem_; }
     [[nodiscard]] std::uint16_t controller_id() const noexcept { return controller_id_; }
-    [[nodiscard]] dma_type& dma() noexcept { return dma_; }
+    [[nodiscard]] dma_type& dma() noexcept { return dma_.inner(); }
     [[nodiscard]] clock_type& clock() noexcept { return clock_; }
 
     /// Backend requests this controller's commands are waiting for.
@@ -1866,7 +1879,7 @@ private:
         return spec::status::success();
     }
 
-    dma_type& dma_;
+    dma_guard<dma_type> dma_; ///< the embedder's provider, refusing the controller's own BAR0
     clock_type& clock_;
     controller_config config_;
     subsystem_type* subsystem_;

@@ -154,6 +154,7 @@ private:
         controller_.function_level_reset();
         controller_.set_msix_control(false, false);
         config_.reset();
+        controller_.set_bar0_address(config_.bar0_address());
         interrupts_.clear();
         unmap_all();
         log(server_log_level::info, "vfio-user client disconnected; waiting for the next one");
@@ -245,6 +246,7 @@ private:
             controller_.function_level_reset();
             controller_.set_msix_control(false, false);
             config_.reset(pci::reset_kind::function_level_reset);
+            controller_.set_bar0_address(config_.bar0_address());
             return send(encode_reply(header, std::span<const std::byte>{}, reply_));
         }
         default: return reply_error(std::errc::not_supported);
@@ -455,6 +457,10 @@ private:
         }
         if (event.msix_changed || event.flr_requested) {
             controller_.set_msix_control(event.msix_enabled, event.msix_function_mask);
+        }
+        if (event.bar0_changed || event.flr_requested) {
+            // The controller refuses DMA into its own registers wherever the host put them.
+            controller_.set_bar0_address(config_.bar0_address());
         }
     }
 

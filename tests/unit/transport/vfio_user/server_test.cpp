@@ -393,6 +393,29 @@ TEST(vfio_user_server, a_guest_brings_the_controller_up_and_gets_an_interrupt)
     }
     EXPECT_EQ(second.cid, 0x43);
     EXPECT_EQ(second.status(), spec::status{spec::generic_status::data_transfer_error}.with_dnr());
+
+    // The guest places BAR0 over mapped guest memory and points a data buffer at it: the
+    // controller refuses to write its own registers' window (Data Transfer Error), and the
+    // memory there keeps its bytes.
+    const std::uint64_t bar = guest_base + 0x80000;
+    c.write_region(vu::region_index::config, 0x10, 4, static_cast<std::uint32_t>(bar) | 0x4U);
+    c.write_region(vu::region_index::config, 0x14, 4, static_cast<std::uint32_t>(bar >> 32));
+    guest.store(bar + 0x100, std::uint64_t{0x1122334455667788});
+    identify.cdw0.set(spec::command_dword0::cid, 0x44);
+    identify.dptr.prp1 = bar + 0x100;
+    guest.store(asq + 128, identify);
+    c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, 3);
+    spec::completion_queue_entry third{};
+    for (int i = 0; i < 500; ++i) {
+        third = guest.load<spec::completion_queue_entry>(acq + 32);
+        if (third.phase()) {
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds{2});
+    }
+    EXPECT_EQ(third.cid, 0x44);
+    EXPECT_EQ(third.status(), spec::status{spec::generic_status::data_transfer_error}.with_dnr());
+    EXPECT_EQ(guest.load<std::uint64_t>(bar + 0x100), 0x1122334455667788U);
     ::close(vector0);
 }
 
