@@ -65,6 +65,12 @@ struct block_request {
     /// Called exactly once, either inside submit() or inside a later poll(); it may submit new requests.
     void (*complete)(block_request&, block_status) = nullptr;
     void* context = nullptr; ///< for the submitter
+    /// A backend that fails a read or write with unrecovered_read_error or write_fault may set
+    /// this to the offset (same origin as `offset`) of the first byte in error; the controller
+    /// then reports that block's LBA in the Error Information log. Left at unknown_offset, the
+    /// request's first block is reported.
+    std::uint64_t error_offset = unknown_offset;
+    static constexpr std::uint64_t unknown_offset = ~std::uint64_t{0};
 };
 
 template <typename T>

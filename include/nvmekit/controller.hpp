@@ -1516,7 +1516,12 @@ private:
     {
         if (status == block_status::unrecovered_read_error || status == block_status::write_fault) {
             health_.record_media_error();
-            last_error_lba_ = cmd.ns != nullptr ? cmd.block[0].offset / (cmd.ns->data_transfer_bytes(1)) : 0;
+            // The first block in error when the backend says which (Base 2.0 5.16.1.2: the LBA
+            // field holds the first LBA that experienced the error), else the first of the
+            // command's data request.
+            const block_request& data = cmd.block[0];
+            const std::uint64_t at = data.error_offset != block_request::unknown_offset ? data.error_offset : data.offset;
+            last_error_lba_ = cmd.ns != nullptr ? at / cmd.ns->data_transfer_bytes(1) : 0;
         }
         return block_error(status);
     }

@@ -20,7 +20,7 @@
 /// A request runs against the storage when it completes, not when it is submitted. Its status is,
 /// in order of precedence: the status of a matching fail_nth rule (storage untouched); the status
 /// of validate_block_request; unrecovered_read_error for a read overlapping a media error range
-/// (no byte copied); otherwise the storage's (a ram_backend).
+/// (no byte copied; error_offset names the first byte in error); otherwise the storage's (a ram_backend).
 ///
 /// Bounded: at most `max_outstanding` requests wait at once. A request submitted beyond that
 /// completes at once, inside submit(), with internal_error (it is still recorded and counted by
@@ -269,15 +269,21 @@ private:
         return delay > std::chrono::nanoseconds::max() - now ? std::chrono::nanoseconds::max() : now + delay;
     }
 
-    [[nodiscard]] bool hits_media_error(const block_request& request) const noexcept
+    /// The first byte of `request` inside a media error range, if any.
+    [[nodiscard]] std::optional<std::uint64_t> first_media_error(const block_request& request) const noexcept
     {
         if (request.length == 0) {
-            return false;
+            return std::nullopt;
         }
         const std::uint64_t last = request.offset + (request.length - 1);
-        return std::any_of(media_errors_.begin(), media_errors_.end(), [&](const media_error_range& range) {
-            return request.offset <= range.last && range.first <= last;
-        });
+        std::optional<std::uint64_t> first;
+        for (const media_error_range& range : media_errors_) {
+            if (request.offset <= range.last && range.first <= last) {
+                const std::uint64_t hit = std::max(request.offset, range.first);
+                first = first ? std::min(*first, hit) : hit;
+            }
+        }
+        return first;
     }
 
     block_status execute(block_request& request) noexcept
@@ -286,8 +292,11 @@ private:
         if (valid != block_status::success) {
             return valid;
         }
-        if (request.operation == block_operation::read && hits_media_error(request)) {
-            return block_status::unrecovered_read_error;
+        if (request.operation == block_operation::read) {
+            if (const auto error = first_media_error(request)) {
+                request.error_offset = *error;
+                return block_status::unrecovered_read_error;
+            }
         }
         return run_on_storage(request);
     }
