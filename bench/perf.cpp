@@ -34,6 +34,7 @@
 #include <nvmekit/clock.hpp>
 #include <nvmekit/controller.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
+#include <nvmekit/transport/mapped_memory.hpp>
 #include <nvmekit/testing/host.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
 
@@ -172,7 +173,7 @@ struct null_interrupts {
 
 template <typename Backend>
 struct perf_traits : nvmekit::default_traits {
-    using dma = nvmekit::testing::flat_memory;
+    using dma = nvmekit::transport::mapped_memory;
     using interrupts = null_interrupts;
     using clock = nvmekit::steady_clock;
     using backend = Backend;
@@ -298,15 +299,21 @@ template <typename Backend>
 results run(const options& o, Backend backend, std::uint32_t lba_bytes)
 {
     using controller_type = nvmekit::controller<perf_traits<Backend>>;
+    // The host allocates its queues and buffers in one range of memory; the controller reaches
+    // all of it through one mapping, as a vfio-user client's DMA_MAP of guest RAM gives it.
     nvmekit::testing::flat_memory memory;
-    const std::size_t memory_bytes = std::size_t{64} << 20;
-    memory.add_range(0x1'0000'0000, memory_bytes + std::size_t{o.queues} * o.queue_depth * (o.block_size + 4096));
+    constexpr std::uint64_t memory_base = 0x1'0000'0000;
+    const std::size_t memory_bytes =
+        (std::size_t{64} << 20) + std::size_t{o.queues} * o.queue_depth * (o.block_size + 4096);
+    const std::span<std::byte> host_range = memory.add_range(memory_base, memory_bytes);
+    nvmekit::transport::mapped_memory guest;
+    guest.add(memory_base, host_range.data(), host_range.size(), true);
     null_interrupts interrupts;
     nvmekit::steady_clock clock;
     nvmekit::testing::manual_clock host_clock;
     nvmekit::subsystem<Backend> subsystem{{.nqn = "nqn.2026-11.io.nvmekit:perf"}};
     subsystem.add_namespace(std::move(backend), {.lba_format = static_cast<std::uint8_t>(lba_bytes == 512 ? 0 : 2)});
-    controller_type ctrl{memory, interrupts, clock, subsystem};
+    controller_type ctrl{guest, interrupts, clock, subsystem};
     nvmekit::testing::in_process_host host{ctrl, memory, host_clock};
     const std::uint32_t entries = std::min<std::uint32_t>(1024, std::bit_ceil(o.queue_depth + 1));
     host.bring_up({.io_queue_pairs = o.queues, .io_entries = entries, .interrupts = false});

@@ -76,11 +76,8 @@ public:
 
     [[nodiscard]] std::uint8_t lba_format() const noexcept { return format_; }
     [[nodiscard]] bool extended_metadata() const noexcept { return extended_; }
-    [[nodiscard]] std::uint32_t block_bytes() const noexcept { return supported_lba_formats[format_].data_bytes; }
-    [[nodiscard]] std::uint32_t metadata_bytes() const noexcept
-    {
-        return supported_lba_formats[format_].metadata_bytes;
-    }
+    [[nodiscard]] std::uint32_t block_bytes() const noexcept { return block_bytes_; }
+    [[nodiscard]] std::uint32_t metadata_bytes() const noexcept { return metadata_bytes_; }
     /// NSZE: blocks in the namespace.
     [[nodiscard]] std::uint64_t block_count() const noexcept { return blocks_; }
 
@@ -94,17 +91,17 @@ public:
     /// extended).
     [[nodiscard]] std::uint64_t data_transfer_bytes(std::uint64_t count) const noexcept
     {
-        return count * (std::uint64_t{block_bytes()} + (extended_ ? metadata_bytes() : 0U));
+        return count * unit_bytes_;
     }
     /// Bytes of the separate metadata buffer for `count` blocks (0 when extended or none).
     [[nodiscard]] std::uint64_t metadata_transfer_bytes(std::uint64_t count) const noexcept
     {
-        return extended_ ? 0U : count * metadata_bytes();
+        return count * separate_metadata_bytes_;
     }
     /// Backend offset of block `lba`'s data (its data and metadata when extended).
     [[nodiscard]] std::uint64_t data_offset(std::uint64_t lba) const noexcept
     {
-        return lba * (std::uint64_t{block_bytes()} + (extended_ ? metadata_bytes() : 0U));
+        return lba * unit_bytes_;
     }
     /// Backend offset of block `lba`'s separate metadata.
     [[nodiscard]] std::uint64_t metadata_offset(std::uint64_t lba) const noexcept
@@ -117,9 +114,13 @@ public:
     void set_format(std::uint8_t index, bool extended)
     {
         NVMEKIT_ASSERT(index < supported_lba_formats.size(), "lba format index out of range");
-        format_ = index;
-        extended_ = extended && metadata_bytes() != 0;
         const auto& format = supported_lba_formats[index];
+        format_ = index;
+        block_bytes_ = format.data_bytes;
+        metadata_bytes_ = format.metadata_bytes;
+        extended_ = extended && metadata_bytes_ != 0;
+        unit_bytes_ = block_bytes_ + (extended_ ? metadata_bytes_ : 0U);
+        separate_metadata_bytes_ = extended_ ? 0U : metadata_bytes_;
         blocks_ = backend_.capacity_bytes() / (std::uint64_t{format.data_bytes} + format.metadata_bytes);
         uncorrectable_.clear();
     }
@@ -301,6 +302,11 @@ private:
     namespace_options options_;
     std::uint8_t format_ = 0;
     bool extended_ = false;
+    // Of the current format, kept at hand for the I/O path.
+    std::uint32_t block_bytes_ = 0;
+    std::uint32_t metadata_bytes_ = 0;
+    std::uint32_t unit_bytes_ = 0;              ///< data transfer bytes per block
+    std::uint32_t separate_metadata_bytes_ = 0; ///< metadata buffer bytes per block
     std::uint64_t blocks_ = 0;
     std::map<std::uint64_t, std::uint64_t> uncorrectable_; ///< start -> end (exclusive), disjoint, not touching
     std::vector<std::uint16_t> attached_;

@@ -8,8 +8,6 @@
 #include <type_traits>
 #include <utility>
 
-#include <boost/intrusive/list.hpp>
-
 #include <nvmekit/config.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
@@ -24,7 +22,8 @@ enum class request_state : std::uint8_t {
 
 /// A pool of `capacity` requests, each holding a `Payload` (default constructible). Requests move
 /// through the states of request_state; an illegal move is a programming error (NVMEKIT_ASSERT).
-/// In-flight and completed requests are kept on a list so a reset or queue deletion can walk them.
+/// Free requests are kept on a stack of indexes, so acquire and release are a few instructions;
+/// a reset or queue deletion walks the in-flight and completed ones with for_each_in_flight.
 ///
 /// The payload is not reset between uses: whoever acquires a request initialises it.
 template <typename Payload>
@@ -44,18 +43,20 @@ public:
     private:
         friend class request_pool;
 
-        boost::intrusive::list_member_hook<> hook_;
         std::uint32_t index_ = 0;
         request_state state_ = request_state::free;
     };
 
-    /// Allocates all `capacity` requests, all free.
+    /// Allocates all `capacity` requests, all free; they are acquired in index order at first.
     explicit request_pool(std::uint32_t capacity)
-        : storage_{std::make_unique<request[]>(capacity)}, capacity_{capacity}
+        : storage_{std::make_unique<request[]>(capacity)}
+        , free_{std::make_unique<std::uint32_t[]>(capacity)}
+        , capacity_{capacity}
+        , free_count_{capacity}
     {
         for (std::uint32_t index = 0; index < capacity; ++index) {
             storage_[index].index_ = index;
-            free_.push_back(storage_[index]);
+            free_[index] = capacity - 1 - index; // the top of the stack is request 0
         }
     }
 
@@ -64,10 +65,11 @@ public:
     /// Moves the requests to the new pool; their addresses do not change. The moved-from pool
     /// has capacity 0.
     request_pool(request_pool&& other) noexcept
-        : storage_{std::move(other.storage_)},
-          capacity_{std::exchange(other.capacity_, 0)},
-          free_{std::move(other.free_)},
-          in_flight_{std::move(other.in_flight_)}
+        : storage_{std::move(other.storage_)}
+        , free_{std::move(other.free_)}
+        , capacity_{std::exchange(other.capacity_, 0)}
+        , free_count_{std::exchange(other.free_count_, 0)}
+        , in_flight_count_{std::exchange(other.in_flight_count_, 0)}
     {
     }
     request_pool& operator=(request_pool&&) = delete;
@@ -76,13 +78,12 @@ public:
     /// Takes a free request (free -> in_flight); nullptr when every request is in use.
     [[nodiscard]] request* acquire() noexcept
     {
-        if (free_.empty()) {
+        if (free_count_ == 0) {
             return nullptr;
         }
-        request& taken = free_.front();
-        free_.pop_front();
+        request& taken = storage_[free_[--free_count_]];
         taken.state_ = request_state::in_flight;
-        in_flight_.push_back(taken);
+        ++in_flight_count_;
         return &taken;
     }
 
@@ -99,7 +100,7 @@ public:
     {
         NVMEKIT_ASSERT(owns(r), "request_pool: request of another pool");
         NVMEKIT_ASSERT(r.state_ == request_state::completed, "request_pool: mark_posted needs a completed request");
-        in_flight_.erase(in_flight_.iterator_to(r));
+        --in_flight_count_;
         r.state_ = request_state::posted;
     }
 
@@ -113,21 +114,22 @@ public:
         NVMEKIT_ASSERT(r.state_ == request_state::posted || r.state_ == request_state::completed,
                        "request_pool: release needs a posted or completed request");
         if (r.state_ == request_state::completed) {
-            in_flight_.erase(in_flight_.iterator_to(r));
+            --in_flight_count_;
         }
         r.state_ = request_state::free;
-        free_.push_front(r);
+        free_[free_count_++] = r.index_;
     }
 
-    /// Calls `f(request&)` on every in_flight and completed request, oldest acquired first. `f`
-    /// may change the state of (or release) the request it is given, but of no other request.
+    /// Calls `f(request&)` on every in_flight and completed request, in index order. `f` may
+    /// change the state of (or release) the request it is given, but of no other request.
     template <typename F>
     void for_each_in_flight(F&& f)
     {
-        for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-            request& current = *it;
-            ++it;
-            f(current);
+        for (std::uint32_t index = 0; index < capacity_; ++index) {
+            request& current = storage_[index];
+            if (current.state_ == request_state::in_flight || current.state_ == request_state::completed) {
+                f(current);
+            }
         }
     }
 
@@ -147,25 +149,22 @@ public:
     /// Requests not free (in_flight, completed or posted).
     [[nodiscard]] std::uint32_t in_use() const noexcept { return capacity_ - available(); }
     /// Requests in_flight or completed: those for_each_in_flight visits.
-    [[nodiscard]] std::uint32_t in_flight_count() const noexcept { return static_cast<std::uint32_t>(in_flight_.size()); }
+    [[nodiscard]] std::uint32_t in_flight_count() const noexcept { return in_flight_count_; }
     /// Free requests.
-    [[nodiscard]] std::uint32_t available() const noexcept { return static_cast<std::uint32_t>(free_.size()); }
-    [[nodiscard]] bool all_free() const noexcept { return free_.size() == capacity_; }
+    [[nodiscard]] std::uint32_t available() const noexcept { return free_count_; }
+    [[nodiscard]] bool all_free() const noexcept { return free_count_ == capacity_; }
 
 private:
-    using request_list = boost::intrusive::list<
-        request, boost::intrusive::member_hook<request, boost::intrusive::list_member_hook<>, &request::hook_>>;
-
     [[nodiscard]] bool owns(const request& r) const noexcept
     {
         return r.index_ < capacity_ && &storage_[r.index_] == &r;
     }
 
-    // Declared before the lists, so the lists are destroyed (and unlink their nodes) first.
     std::unique_ptr<request[]> storage_;
+    std::unique_ptr<std::uint32_t[]> free_; ///< stack of free request indexes
     std::uint32_t capacity_;
-    request_list free_;
-    request_list in_flight_;
+    std::uint32_t free_count_;
+    std::uint32_t in_flight_count_ = 0;
 };
 
 NVMEKIT_END_NAMESPACE

@@ -191,7 +191,7 @@ TEST(request_pool, payload_is_left_for_the_next_user_to_initialise)
     EXPECT_EQ(pool.acquire()->payload.cid, 7U);
 }
 
-TEST(request_pool, for_each_in_flight_visits_in_flight_and_completed_in_acquire_order)
+TEST(request_pool, for_each_in_flight_visits_in_flight_and_completed_in_index_order)
 {
     pool_type pool{5};
     std::vector<request*> r;

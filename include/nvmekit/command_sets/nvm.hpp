@@ -105,6 +105,56 @@ private:
         }
     }
 
+    /// The common case without a range list: data described by PRP1 alone or PRP1 and a PRP2
+    /// page, no separate metadata, and a provider that maps both pieces. Fills `cmd`'s segments
+    /// as prepare_buffers would and returns true; false changes nothing that prepare_buffers
+    /// does not set again, and prepare_buffers then walks (and reports every error of) the same
+    /// pointer.
+    [[nodiscard]] static bool map_simple_prps(Controller& c, command& cmd, std::uint64_t data_bytes,
+                                              std::uint64_t metadata_bytes)
+    {
+        if constexpr (MappingDmaProvider<typename Controller::dma_type>) {
+            if (metadata_bytes != 0 || data_bytes == 0 || cmd.sqe.pointer_type() != spec::data_pointer_type::prp) {
+                return false;
+            }
+            const std::uint64_t page = c.memory_page_size();
+            const std::uint64_t prp1 = cmd.sqe.dptr.prp1;
+            if ((prp1 & 3U) != 0) {
+                return false; // PRP Offset Invalid: the walk reports it
+            }
+            const std::uint64_t first = std::min(data_bytes, page - (prp1 & (page - 1U)));
+            const std::uint64_t rest = data_bytes - first;
+            if (rest > page) {
+                return false; // PRP2 is a list pointer
+            }
+            const std::span<std::byte> one = c.dma_.map(prp1, first);
+            if (one.size() != first) {
+                return false;
+            }
+            cmd.data_segments[0] = io_segment{one.data(), first};
+            if (rest != 0) {
+                const std::uint64_t prp2 = cmd.sqe.dptr.prp2;
+                if ((prp2 & (page - 1U)) != 0) {
+                    return false;
+                }
+                const std::span<std::byte> two = c.dma_.map(prp2, rest);
+                if (two.size() != rest) {
+                    return false;
+                }
+                cmd.data_segments[1] = io_segment{two.data(), rest};
+            }
+            cmd.data_segment_count = rest != 0 ? 2U : 1U;
+            cmd.step = 0; // no metadata segment
+            return true;
+        } else {
+            static_cast<void>(c);
+            static_cast<void>(cmd);
+            static_cast<void>(data_bytes);
+            static_cast<void>(metadata_bytes);
+            return false;
+        }
+    }
+
     /// Walks the data (and separate metadata) pointer and fills `cmd`'s segments: mapped host
     /// memory, or a staging buffer that holds the host's data for a write. On `failed`, `status`
     /// says why.
@@ -259,11 +309,14 @@ private:
         if (uncorrectable(c, cmd, view.starting_lba, view.block_count)) {
             return fail(spec::media_status::unrecovered_read_error);
         }
-        spec::status status;
-        switch (prepare_buffers(c, cmd, data_bytes, metadata_bytes, transfer_direction::controller_to_host, status)) {
-        case prepared::failed: return command_result::failure(status);
-        case prepared::parked: return command_result::pending();
-        case prepared::ready: break;
+        if (!map_simple_prps(c, cmd, data_bytes, metadata_bytes)) {
+            spec::status status;
+            switch (prepare_buffers(c, cmd, data_bytes, metadata_bytes, transfer_direction::controller_to_host,
+                                    status)) {
+            case prepared::failed: return command_result::failure(status);
+            case prepared::parked: return command_result::pending();
+            case prepared::ready: break;
+            }
         }
         return submit_data(c, cmd, block_operation::read, false, view.starting_lba, data_bytes, metadata_bytes,
                            &read_done);
@@ -275,9 +328,9 @@ private:
             return backend_failed(c, cmd);
         }
         const auto view = spec::read_view::decode(cmd.sqe);
-        const std::uint64_t data_bytes = cmd.ns->data_transfer_bytes(view.block_count);
-        const std::uint64_t metadata_bytes = cmd.ns->metadata_transfer_bytes(view.block_count);
         if (cmd.staging != nullptr) {
+            const std::uint64_t data_bytes = cmd.ns->data_transfer_bytes(view.block_count);
+            const std::uint64_t metadata_bytes = cmd.ns->metadata_transfer_bytes(view.block_count);
             auto& staging = *cmd.staging;
             auto status = c.dma_status(copy_to_host(c.dma_, staging.ranges, std::span{staging.bytes}.first(data_bytes)));
             if (status.is_success() && metadata_bytes != 0) {
@@ -302,11 +355,14 @@ private:
         auto* ns = cmd.ns;
         const std::uint64_t data_bytes = ns->data_transfer_bytes(view.block_count);
         const std::uint64_t metadata_bytes = ns->metadata_transfer_bytes(view.block_count);
-        spec::status status;
-        switch (prepare_buffers(c, cmd, data_bytes, metadata_bytes, transfer_direction::host_to_controller, status)) {
-        case prepared::failed: return command_result::failure(status);
-        case prepared::parked: return command_result::pending();
-        case prepared::ready: break;
+        if (!map_simple_prps(c, cmd, data_bytes, metadata_bytes)) {
+            spec::status status;
+            switch (prepare_buffers(c, cmd, data_bytes, metadata_bytes, transfer_direction::host_to_controller,
+                                    status)) {
+            case prepared::failed: return command_result::failure(status);
+            case prepared::parked: return command_result::pending();
+            case prepared::ready: break;
+            }
         }
         // With the volatile write cache disabled (Feature 06h) every write is durable on completion.
         const bool durable = view.force_unit_access || !c.features_.volatile_write_cache_enabled();

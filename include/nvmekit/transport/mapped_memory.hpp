@@ -125,14 +125,18 @@ private:
     /// The region holding all of [address, address + length), or null.
     [[nodiscard]] const region* find(std::uint64_t address, std::uint64_t length) const noexcept
     {
+        if (last_hit_ != nullptr) {
+            // The region of the last lookup: an address below it wraps `into` past its size.
+            const std::uint64_t into = address - last_hit_->address;
+            if (into < last_hit_->size && length <= last_hit_->size - into) {
+                return last_hit_;
+            }
+        }
         if (length != 0 && length - 1 > std::numeric_limits<std::uint64_t>::max() - address) {
             return nullptr;
         }
         const std::uint64_t last = length == 0 ? address : address + (length - 1);
         const auto inside = [&](const region& r) { return address >= r.address && last <= r.address + (r.size - 1); };
-        if (last_hit_ != nullptr && inside(*last_hit_)) {
-            return last_hit_;
-        }
         auto next = std::upper_bound(regions_.begin(), regions_.end(), address,
                                      [](std::uint64_t a, const region& r) { return a < r.address; });
         if (next == regions_.begin()) {
