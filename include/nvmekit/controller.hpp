@@ -292,10 +292,10 @@ public:
         owned_subsystem_.reset(subsystem_);
     }
 
-    /// The controller must not hold backend I/O when destroyed: poll() until io_outstanding() is 0.
+    /// The controller must not hold backend I/O when destroyed: poll() until backend_idle().
     ~controller()
     {
-        NVMEKIT_ASSERT(io_outstanding() == 0, "controller destroyed with backend I/O outstanding");
+        NVMEKIT_ASSERT(backend_idle(), "controller destroyed with backend I/O outstanding");
         subsystem_->unregister_controller(controller_id_);
     }
 
@@ -759,6 +759,9 @@ private:
     /// held completions are discarded, and all queues, admin included, are deleted.
     void stop_and_abort_all()
     {
+        // A shutdown in progress is abandoned: flushes still in a backend no longer count.
+        ++shutdown_generation_;
+        shutdown_flushes_pending_ = 0;
         for (auto& cq : completion_queues_) {
             if (cq) {
                 cq->held.clear_and_dispose([](command* cmd) {
@@ -782,25 +785,70 @@ private:
         update_intx(); // no CQ holds an entry any more
     }
 
+    /// One namespace's shutdown flush; its address is stable while the backend holds it.
+    struct shutdown_flush {
+        controller* owner = nullptr;
+        namespace_type* ns = nullptr;
+        block_request request{};
+        bool in_backend = false;
+        std::uint64_t submitted = 0; ///< shutdown generation of the flush in the backend
+        std::uint64_t wanted = 0;    ///< latest shutdown generation that needs this flush
+    };
+
     /// CC.SHN normal: flush every volatile cache of the attached namespaces (Base 2.0 3.6.2).
+    /// Each namespace has one flush request for the controller's life. A shutdown that finds its
+    /// namespace's flush still in the backend (from a shutdown a reset abandoned) does not reuse
+    /// it: the flush is submitted again when that one returns, since writes completed since may
+    /// not be covered by it, and only a flush of this shutdown's generation counts.
     void start_shutdown_flush()
     {
-        shutdown_flushes_.clear();
+        ++shutdown_generation_;
+        shutdown_flushes_pending_ = 0;
         subsystem_->for_each_namespace([&](namespace_type& ns) {
-            if (ns.attached_to(controller_id_) && ns.backend().has_volatile_cache()) {
-                shutdown_flushes_.push_back(shutdown_flush{&ns, {}});
+            if (!ns.attached_to(controller_id_) || !ns.backend().has_volatile_cache()) {
+                return;
+            }
+            shutdown_flush& flush = shutdown_flush_for(ns);
+            flush.wanted = shutdown_generation_;
+            ++shutdown_flushes_pending_;
+            if (!flush.in_backend) {
+                submit_shutdown_flush(flush);
             }
         });
-        shutdown_flushes_pending_ = shutdown_flushes_.size();
+    }
+
+    [[nodiscard]] shutdown_flush& shutdown_flush_for(namespace_type& ns)
+    {
         for (auto& flush : shutdown_flushes_) {
-            flush.request.operation = block_operation::flush;
-            flush.request.context = this;
-            flush.request.complete = [](block_request& request, block_status) {
-                auto& self = *static_cast<controller*>(request.context);
-                --self.shutdown_flushes_pending_;
-            };
-            flush.ns->backend().submit(flush.request);
+            if (flush->ns == &ns) {
+                return *flush;
+            }
         }
+        auto& flush = *shutdown_flushes_.emplace_back(std::make_unique<shutdown_flush>());
+        flush.owner = this;
+        flush.ns = &ns;
+        return flush;
+    }
+
+    void submit_shutdown_flush(shutdown_flush& flush)
+    {
+        flush.request = block_request{.operation = block_operation::flush};
+        flush.request.context = &flush;
+        flush.request.complete = [](block_request& request, block_status) {
+            auto& done = *static_cast<shutdown_flush*>(request.context);
+            auto& self = *done.owner;
+            done.in_backend = false;
+            --self.shutdown_flushes_in_backend_;
+            if (done.submitted == self.shutdown_generation_) {
+                --self.shutdown_flushes_pending_;
+            } else if (done.wanted == self.shutdown_generation_) {
+                self.submit_shutdown_flush(done); // the current shutdown still needs its own flush
+            }
+        };
+        flush.submitted = shutdown_generation_;
+        flush.in_backend = true;
+        ++shutdown_flushes_in_backend_;
+        flush.ns->backend().submit(flush.request);
     }
 
     void reset_controller_state()
@@ -1068,6 +1116,9 @@ public:
 
     /// Backend requests this controller's commands are waiting for.
     [[nodiscard]] std::size_t io_outstanding() const noexcept { return io_outstanding_; }
+    /// True when no backend request of this controller is outstanding: neither a command's nor a
+    /// shutdown flush (which may outlive the shutdown a reset abandoned). Then it may be destroyed.
+    [[nodiscard]] bool backend_idle() const noexcept { return io_outstanding_ == 0 && shutdown_flushes_in_backend_ == 0; }
 
     /// The admin command table this controller uses: the built-in one as Traits customised it.
     [[nodiscard]] static const table_type& admin_table() noexcept
@@ -1208,6 +1259,13 @@ private:
             cmd.block_result = status;
         }
         if (--cmd.blocks_pending != 0) {
+            return;
+        }
+        if (cmd.sq->retired) {
+            // Deleted queue or controller reset: the command was aborted, so nothing of it may
+            // reach host memory any more (a staged read's copy-out, a multi-step command's next
+            // step); it only gives its request back.
+            self.finish(cmd, command_result::failure(spec::status{spec::generic_status::aborted_sq_deletion}));
             return;
         }
         const command_result result = cmd.continuation(self, cmd);
@@ -1934,12 +1992,11 @@ private:
     std::vector<std::unique_ptr<detail::submission_queue<command>>> retired_queues_;
     std::size_t io_outstanding_ = 0;
     std::uint8_t masked_event_types_ = 0; ///< bit per async_event_type reported and not yet acknowledged
-    struct shutdown_flush {
-        namespace_type* ns;
-        block_request request;
-    };
-    std::vector<shutdown_flush> shutdown_flushes_;
-    std::size_t shutdown_flushes_pending_ = 0;
+    std::vector<std::unique_ptr<shutdown_flush>> shutdown_flushes_;
+    /// Counts normal shutdowns and resets: a flush counts only for the shutdown it was sent for.
+    std::uint64_t shutdown_generation_ = 0;
+    std::size_t shutdown_flushes_pending_ = 0; ///< of the current generation
+    std::size_t shutdown_flushes_in_backend_ = 0;
     error_log error_log_;
     std::optional<std::chrono::nanoseconds> last_keep_alive_;
     feature_table features_{make_feature_config(), clock_.now()};
