@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, then builds and runs every test with g++ 12
 # (Release, -Werror, header self-containment) and with clang 14 (-Werror, header
-# self-containment, under AddressSanitizer + UndefinedBehaviorSanitizer), runs each libFuzzer
+# self-containment, under AddressSanitizer + UndefinedBehaviorSanitizer), runs the tests of
+# multi-threaded code under ThreadSanitizer, runs each libFuzzer
 # target for a minute on its seed corpus (NVMEKIT_FUZZ_SECONDS changes that), checks the Debian
 # package, and runs the end-to-end guest test when tests/e2e/provision.sh has provisioned QEMU.
 set -euo pipefail
@@ -10,7 +11,7 @@ source cmake/deps.sh
 nvmekit_install_missing "${nvmekit_build_packages[@]}" "${nvmekit_test_packages[@]}"
 
 start=$SECONDS
-for preset in ci-gcc ci-clang; do
+for preset in ci-gcc ci-clang ci-tsan; do
     echo "=== nvmekit: ${preset}"
     cmake --workflow --preset "$preset" --fresh
 done
