@@ -167,6 +167,7 @@ struct submission_queue {
     sq_ring ring;
     request_pool<Command> pool;
     bool retired = false; ///< deleted while commands were still in a backend
+    Command* deleting = nullptr; ///< the Delete I/O SQ command waiting for those commands
     submission_queue(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries, std::uint32_t commands,
                      queue_memory memory)
         : ring{qid, cqid, entries, std::move(memory)}, pool{std::min(entries, commands)}
@@ -439,6 +440,10 @@ public:
         }
         poll_backends();
         free_retired_queues();
+        if (ready_clear_deferred_ && io_outstanding_ == 0) {
+            ready_clear_deferred_ = false;
+            set_csts_bit(spec::csts_register::rdy, false); // the Controller Reset is complete
+        }
         if (state != controller_state::ready) {
             statistics_.host_protocol_errors +=
                 invalid_doorbell_registers_.exchange(0, std::memory_order_relaxed);
@@ -628,7 +633,14 @@ private:
             return self->shutdown_flushes_pending_ == 0;
         }
         void start_enable() { self->start_enable(); }
-        void set_ready(bool ready) { self->set_csts_bit(spec::csts_register::rdy, ready); }
+        void set_ready(bool ready)
+        {
+            // A Controller Reset completes (RDY reads 0) only once the backend has returned every
+            // request of the commands it aborted: until then a backend may still move data into
+            // host memory, which the host may reuse as soon as it sees RDY = 0.
+            self->ready_clear_deferred_ = !ready && self->io_outstanding_ != 0;
+            self->set_csts_bit(spec::csts_register::rdy, ready || self->ready_clear_deferred_);
+        }
         void stop_and_abort_all() { self->stop_and_abort_all(); }
         void reset_controller_state() { self->reset_controller_state(); }
         void begin_shutdown(bool abrupt)
@@ -646,6 +658,7 @@ private:
         }
         void subsystem_reset()
         {
+            self->ready_clear_deferred_ = false; // CSTS returns to its power-on value at once
             self->registers_.reset_power_on();
             self->reset_features();
             static_cast<void>(self->firmware_.on_subsystem_reset());
@@ -653,6 +666,7 @@ private:
         }
         void function_reset()
         {
+            self->ready_clear_deferred_ = false;
             self->registers_.reset_power_on();
             self->reset_features();
             self->msix_.reset();
@@ -722,6 +736,12 @@ private:
 
     void start_enable()
     {
+        if (ready_clear_deferred_) {
+            // CC.EN = 1 before RDY read 0 breaks the reset protocol; the new enable wins.
+            ready_clear_deferred_ = false;
+            set_csts_bit(spec::csts_register::rdy, false);
+            ++statistics_.host_protocol_errors;
+        }
         enable_started_ = clock_.now();
         const auto aqa = registers_.aqa();
         const std::uint32_t asq_entries = aqa.get(aqa.asqs) + 1U;
@@ -1300,15 +1320,24 @@ private:
     /// Frees deleted SQs whose last command has left the backend.
     void free_retired_queues()
     {
-        std::erase_if(retired_queues_, [](const auto& sq) { return sq->pool.in_use() == 0; });
+        std::erase_if(retired_queues_, [this](const auto& sq) {
+            if (sq->pool.in_use() != 0) {
+                return false;
+            }
+            if (auto* deleting = std::exchange(sq->deleting, nullptr)) {
+                finish(*deleting, command_result::success()); // Delete I/O SQ: all aborted now
+            }
+            return true;
+        });
     }
 
-    /// Takes an SQ out of service; it is freed at once, or when its commands leave the backend.
-    void retire_submission_queue(std::uint16_t qid)
+    /// Takes an SQ out of service; it is freed at once (returns null), or when its commands leave
+    /// the backend (returns it, retired).
+    detail::submission_queue<command>* retire_submission_queue(std::uint16_t qid)
     {
         auto& sq = submission_queues_[qid];
         if (!sq) {
-            return;
+            return nullptr;
         }
         waiting_for_staging_.remove_if([&](const command& cmd) {
             if (cmd.sq != sq.get()) {
@@ -1320,11 +1349,14 @@ private:
             sq->pool.release(request);
             return true;
         });
+        detail::submission_queue<command>* retired = nullptr;
         if (sq->pool.in_use() != 0) {
             sq->retired = true;
+            retired = sq.get();
             retired_queues_.push_back(std::move(sq));
         }
         sq.reset();
+        return retired;
     }
 
 
@@ -1750,11 +1782,14 @@ private:
     /// Delete I/O Submission Queue, Base 2.0 5.7. Completions still waiting for CQ space are
     /// dropped, as the host asked to delete the queue they belong to; commands still in a backend
     /// end without a completion when the backend is done with them.
-    spec::status delete_io_sq(const spec::submission_queue_entry& sqe)
+    /// The command completes once every command of the queue is aborted: at once, or when the
+    /// backend returns the last of them (until then their data may still move, and the host
+    /// reuses their buffers as soon as the deletion completes).
+    command_result delete_io_sq(command& cmd)
     {
-        const auto view = spec::delete_io_sq_view::decode(sqe);
+        const auto view = spec::delete_io_sq_view::decode(cmd.sqe);
         if (view.queue_id == 0 || !submission_queue_exists(view.queue_id)) {
-            return error(spec::command_specific_status::invalid_queue_identifier);
+            return command_result::failure(error(spec::command_specific_status::invalid_queue_identifier));
         }
         auto& sq = *submission_queues_[view.queue_id];
         auto& cq = *completion_queues_[sq.ring.cqid()];
@@ -1766,8 +1801,11 @@ private:
                                       });
         --cq.bound_submission_queues;
         publish_doorbell_entries(view.queue_id, false, 0);
-        retire_submission_queue(view.queue_id);
-        return spec::status::success();
+        if (auto* retired = retire_submission_queue(view.queue_id)) {
+            retired->deleting = &cmd;
+            return command_result::pending();
+        }
+        return command_result::success();
     }
 
     /// Delete I/O Completion Queue, Base 2.0 5.6.
@@ -1971,6 +2009,8 @@ private:
     std::chrono::nanoseconds enable_started_{0};
     controller_statistics statistics_{};
     bool intx_level_ = false;
+    /// A Controller Reset waits for its aborted commands' backend requests before RDY reads 0.
+    bool ready_clear_deferred_ = false;
 
     std::unique_ptr<subsystem_type> owned_subsystem_;
     std::uint16_t controller_id_ = 0;

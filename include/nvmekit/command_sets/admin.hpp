@@ -76,7 +76,7 @@ private:
     static command_result create_io_cq(Controller& c, command& cmd) { return result_of(c.create_io_cq(cmd.sqe)); }
     static command_result create_io_sq(Controller& c, command& cmd) { return result_of(c.create_io_sq(cmd.sqe)); }
     static command_result delete_io_cq(Controller& c, command& cmd) { return result_of(c.delete_io_cq(cmd.sqe)); }
-    static command_result delete_io_sq(Controller& c, command& cmd) { return result_of(c.delete_io_sq(cmd.sqe)); }
+    static command_result delete_io_sq(Controller& c, command& cmd) { return c.delete_io_sq(cmd); }
     static command_result doorbell_buffer_config(Controller& c, command& cmd)
     {
         return result_of(c.doorbell_buffer_config(cmd.sqe));
