@@ -1,10 +1,18 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz targets: real bring-up sequences and real commands,
-encoded in each target's input format (see the targets' sources)."""
+encoded in each target's input format (see the targets' sources).
+
+    python3 make_corpus.py                       # every target
+    python3 make_corpus.py fuzz_commands ...     # only the named targets' directories
+
+Seeds are numbered per target from seed-00, so running it again rewrites the same files."""
 import os
 import struct
+import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
+selected = set(sys.argv[1:])
+seed_counts = {}
 HOST_BASE = 0x10000
 ASQ, ACQ, IOSQ, IOCQ, DATA, PRPLIST = 0x1000, 0x2000, 0x3000, 0x4000, 0x8000, 0x6000
 
@@ -25,9 +33,9 @@ def store(offset, data):
 POLL = bytes([5])
 
 
-def sqe(opcode, cid, nsid=0, prp1=0, prp2=0, cdw10=0, cdw11=0, cdw12=0, psdt=0):
+def sqe(opcode, cid, nsid=0, prp1=0, prp2=0, cdw10=0, cdw11=0, cdw12=0, psdt=0, mptr=0):
     cdw0 = opcode | (psdt << 14) | (cid << 16)
-    return struct.pack("<IIQQQQIIIIII", cdw0, nsid, 0, 0, prp1, prp2, cdw10, cdw11, cdw12, 0, 0, 0)
+    return struct.pack("<IIQQQQIIIIII", cdw0, nsid, 0, mptr, prp1, prp2, cdw10, cdw11, cdw12, 0, 0, 0)
 
 
 def bring_up():
@@ -54,9 +62,13 @@ def io(index, command):
 
 
 def write_seed(name, data):
+    if selected and name not in selected:
+        return
     directory = os.path.join(here, "corpus", name)
     os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "seed-" + str(len(os.listdir(directory))).zfill(2)), "wb") as f:
+    index = seed_counts.get(name, 0)
+    seed_counts[name] = index + 1
+    with open(os.path.join(directory, "seed-" + str(index).zfill(2)), "wb") as f:
         f.write(data)
 
 
@@ -93,3 +105,185 @@ write_seed("fuzz_vfio_user_protocol", bytes([0x16]) + struct.pack("<IIIII", 20, 
 write_seed("fuzz_vfio_user_protocol", bytes([7]) + struct.pack("<QII", 0x14, 0, 4))
 write_seed("fuzz_vfio_user_protocol", bytes([8]) + struct.pack("<QII", 0x1000, 0, 4) + struct.pack("<I", 1))
 write_seed("fuzz_vfio_user_protocol", bytes([10]) + json)
+
+# ---- fuzz_register_file -------------------------------------------------------------------------
+# Input: one setup byte (ready delay, doorbell stride, NSSR support), then a program of
+# BAR0 writes [0, width index (1, 2, 4, 8 bytes), offset, value], BAR0 reads [3, width index
+# (1, 2, 4, 8, 3 bytes), offset], polls [5], clock advances [6, 16 us units] and resets
+# [7, even: FLR / 1: NSSR "NVMe" / 3: NSSR with the value that follows].
+RF_ASQ, RF_ACQ = HOST_BASE + 0x1000, HOST_BASE + 0x2000
+CC_READY = 1 | (6 << 16) | (4 << 20)
+
+
+def rf_write(width_index, offset, value):
+    return bytes([0, width_index]) + struct.pack("<HQ", offset, value)
+
+
+def rf_read(width_index, offset):
+    return bytes([3, width_index]) + struct.pack("<H", offset)
+
+
+def rf_clock(units):
+    return bytes([6]) + struct.pack("<H", units)
+
+
+def rf_bring_up(cc=CC_READY):
+    out = rf_write(2, 0x14, 0) + rf_read(2, 0x1c)  # disable, wait for RDY = 0
+    out += rf_write(2, 0x24, (15 << 16) | 15) + rf_write(3, 0x28, RF_ASQ) + rf_write(3, 0x30, RF_ACQ)
+    return out + rf_write(2, 0x14, cc) + POLL + rf_read(2, 0x1c)
+
+
+rf_up = bytes([0]) + rf_bring_up()
+write_seed("fuzz_register_file", rf_up)
+# The Linux driver's bring-up: CAP as two 32-bit reads, ASQ/ACQ as two 32-bit writes, a 10 ms
+# ready delay waited for by polling CSTS.
+write_seed("fuzz_register_file", bytes([2]) + rf_read(2, 0x00) + rf_read(2, 0x04) + rf_read(2, 0x08)
+           + rf_write(2, 0x14, 0) + rf_write(2, 0x24, (31 << 16) | 31)
+           + rf_write(2, 0x28, RF_ASQ) + rf_write(2, 0x2c, 0) + rf_write(2, 0x30, RF_ACQ) + rf_write(2, 0x34, 0)
+           + rf_write(2, 0x14, CC_READY) + (POLL + rf_read(2, 0x1c) + rf_clock(200)) * 4 + POLL + rf_read(2, 0x1c))
+# Normal shutdown, then a Controller Reset and re-enable.
+write_seed("fuzz_register_file", rf_up + rf_write(2, 0x14, CC_READY | (1 << 14)) + POLL + rf_read(2, 0x1c)
+           + rf_write(2, 0x14, CC_READY & ~1) + rf_read(2, 0x1c) + rf_write(2, 0x14, CC_READY) + POLL + rf_read(2, 0x1c))
+# Abrupt shutdown, SHN cleared without a reset, then reset.
+write_seed("fuzz_register_file", rf_up + rf_write(2, 0x14, CC_READY | (2 << 14)) + rf_read(2, 0x1c)
+           + rf_write(2, 0x14, CC_READY) + POLL + rf_write(2, 0x14, 0) + rf_read(2, 0x1c))
+# Shutdown while the ready delay (500 ms) still runs.
+write_seed("fuzz_register_file", bytes([3]) + rf_bring_up() + rf_write(2, 0x14, CC_READY | (1 << 14)) + POLL
+           + rf_clock(40000) + POLL + rf_read(2, 0x1c) + rf_write(2, 0x14, 0))
+# FLR while ready, then a fresh bring-up.
+write_seed("fuzz_register_file", rf_up + bytes([7, 0]) + rf_read(2, 0x1c) + rf_read(2, 0x24) + rf_bring_up())
+# NSSR while ready; CSTS.NSSRO read and cleared (write 1 to clear); a wrong NSSR value.
+write_seed("fuzz_register_file", rf_up + bytes([7, 1]) + rf_read(2, 0x1c) + rf_write(2, 0x1c, 1 << 4)
+           + rf_read(2, 0x1c) + bytes([7, 3]) + struct.pack("<I", 0x12345678) + rf_write(2, 0x20, 0x4E564D65))
+# NSSR on a controller without CAP.NSSRS.
+write_seed("fuzz_register_file", bytes([0x10]) + rf_bring_up() + rf_write(2, 0x20, 0x4E564D65) + rf_read(2, 0x1c))
+# Narrow, odd and wide reads of every kind of register.
+narrow = b""
+for offset in (0x00, 0x01, 0x02, 0x04, 0x06, 0x08, 0x0c, 0x14, 0x15, 0x1c, 0x24, 0x28, 0x2c, 0x30, 0x68, 0x18, 0x40):
+    for width_index in range(5):
+        narrow += rf_read(width_index, offset)
+write_seed("fuzz_register_file", rf_up + narrow)
+# Configurations a controller cannot run: MPS beyond MPSMAX, AQA of one entry, misaligned ASQ.
+write_seed("fuzz_register_file", bytes([0]) + rf_write(2, 0x24, 0) + rf_write(3, 0x28, RF_ASQ + 8)
+           + rf_write(2, 0x14, CC_READY | (8 << 7)) + POLL + rf_read(2, 0x1c) + rf_write(2, 0x14, 0)
+           + rf_read(2, 0x1c) + rf_write(2, 0x14, CC_READY | (3 << 4)) + rf_read(2, 0x1c) + rf_write(2, 0x14, 0))
+# INTMS/INTMC, writes to read-only and reserved registers and bits, widths the file refuses.
+write_seed("fuzz_register_file", rf_up + rf_write(2, 0x0c, 5) + rf_read(2, 0x10) + rf_write(2, 0x10, 1)
+           + rf_read(2, 0x0c) + rf_write(3, 0x00, 0) + rf_write(2, 0x08, 0) + rf_write(2, 0x18, 0xffffffff)
+           + rf_write(2, 0x40, 1) + rf_write(2, 0xe00, 1) + rf_write(2, 0xf00, 1) + rf_write(2, 0x68, 0)
+           + rf_write(2, 0x14, CC_READY | 0xe) + rf_write(2, 0x24, 0xffffffff) + rf_write(0, 0x14, 0)
+           + rf_write(1, 0x14, 0) + rf_write(3, 0x10, 0) + rf_read(2, 0x14) + rf_read(2, 0x24))
+# Doorbells (stride 8 bytes) and the MSI-X table and PBA at 2000h/3000h.
+write_seed("fuzz_register_file", bytes([4]) + rf_bring_up() + rf_write(2, 0x1000, 1) + POLL + rf_write(2, 0x1004, 1)
+           + rf_write(2, 0x1008, 1) + rf_write(2, 0x1000, 99) + rf_read(2, 0x1000) + rf_write(3, 0x1000, 1)
+           + rf_write(3, 0x2000, 0xfee00000) + rf_write(2, 0x2008, 0x41) + rf_write(2, 0x200c, 0)
+           + rf_read(3, 0x2000) + rf_read(2, 0x2004) + rf_read(0, 0x2001) + rf_read(3, 0x3000) + POLL)
+
+# ---- fuzz_commands ------------------------------------------------------------------------------
+# Input: one setup byte (bit 0: namespaces 1-2 on a delayed backend, bit 1: namespace 3 too), then
+# SQEs [0, queue (| 80h: do not ring), bias, 64 bytes], data stores [3, offset, length - 1, bytes],
+# PRP lists / SGL segments [4, offset, shape, entries], doorbells [5, queue], poll and reap [6]
+# and clock advances [7, 4 us units]. Host memory: the data area starts at 200000h (64 KiB).
+D = 0x200000
+
+
+def cmd(queue, command, ring=True):
+    return bytes([0, queue | (0 if ring else 0x80)]) + struct.pack("<H", 0) + command
+
+
+def data(offset, payload):
+    out = b""
+    while payload:
+        piece, payload = payload[:96], payload[96:]
+        out += bytes([3]) + struct.pack("<H", offset) + bytes([len(piece) - 1]) + piece
+        offset += len(piece)
+    return out
+
+
+def sgl_sqe(opcode, cid, nsid, descriptor, cdw10=0, cdw12=0):
+    return struct.pack("<IIQQ", opcode | (1 << 14) | (cid << 16), nsid, 0, 0) + descriptor + struct.pack(
+        "<IIIIII", cdw10, 0, cdw12, 0, 0, 0)
+
+
+def data_block(address, length):
+    return struct.pack("<QII", address, length, 0)
+
+
+def segment(address, length, last=True):
+    return struct.pack("<QII", address, length, (0x30 if last else 0x20) << 24)
+
+
+REAP = bytes([6])
+write_seed("fuzz_commands", bytes([0]) + cmd(0, sqe(0x06, 1, prp1=D, cdw10=1))
+           + cmd(0, sqe(0x06, 2, nsid=1, prp1=D + 0x1000, cdw10=0))
+           + cmd(0, sqe(0x06, 3, nsid=3, prp1=D + 0x2000, cdw10=0))
+           + cmd(0, sqe(0x06, 4, prp1=D + 0x3000, cdw10=2)) + cmd(0, sqe(0x06, 5, nsid=2, prp1=D, cdw10=3))
+           + REAP)
+# Write then read 4 KiB of namespace 1 with PRP1, on SQ 1 and SQ 3 (both on CQ 1).
+write_seed("fuzz_commands", bytes([0]) + data(0, bytes(range(256)) * 2)
+           + cmd(1, sqe(0x01, 1, nsid=1, prp1=D, cdw12=7)) + REAP
+           + cmd(3, sqe(0x02, 1, nsid=1, prp1=D + 0x4000, cdw12=7)) + REAP)
+# 4 KiB across PRP1 (not page aligned) and PRP2, then 8 KiB over two pages, on the delayed backend.
+write_seed("fuzz_commands", bytes([1]) + cmd(2, sqe(0x01, 7, nsid=1, prp1=D + 0x200, prp2=D + 0x2000, cdw10=4, cdw12=7))
+           + bytes([7, 20]) + REAP + cmd(2, sqe(0x02, 8, nsid=1, prp1=D + 0x3000, prp2=D + 0x4000, cdw10=4, cdw12=15))
+           + bytes([7, 50]) + REAP + bytes([7, 50]) + REAP)
+# A 16 KiB read with a PRP list (stored with the list operation and as raw bytes).
+write_seed("fuzz_commands", bytes([0]) + bytes([4]) + struct.pack("<H", 0x6000) + bytes([2 | 0x08])
+           + struct.pack("<III", 0x1000, 0x2000, 0x3000)
+           + cmd(1, sqe(0x02, 1, nsid=1, prp1=D, prp2=D + 0x6000, cdw12=31)) + REAP
+           + data(0x7000, struct.pack("<QQQ", D + 0x9000, D + 0xa000, D + 0xb000))
+           + cmd(1, sqe(0x01, 2, nsid=1, prp1=D + 0x8000, prp2=D + 0x7000, cdw12=31)) + REAP)
+# SGLs: a Data Block in DPTR, then a Last Segment holding two Data Blocks and a Bit Bucket.
+write_seed("fuzz_commands", bytes([0]) + cmd(1, sgl_sqe(0x01, 1, 1, data_block(D, 4096), cdw12=7)) + REAP
+           + data(0x5000, data_block(D + 0x100, 1024) + bytes([0] * 8) + struct.pack("<II", 512, 0x10 << 24)
+                  + data_block(D + 0x3000, 2560))
+           + cmd(2, sgl_sqe(0x02, 2, 1, segment(D + 0x5000, 48), cdw12=7)) + REAP)
+# Metadata: namespace 2 with a separate metadata pointer, namespace 3 with extended LBAs.
+write_seed("fuzz_commands", bytes([0]) + data(0x8000, bytes([0xa5]) * 64)
+           + cmd(1, struct.pack("<IIQQQQIIIIII", 0x01 | (1 << 16), 2, 0, D + 0x8000, D, 0, 0, 0, 7, 0, 0, 0)) + REAP
+           + cmd(1, struct.pack("<IIQQQQIIIIII", 0x02 | (2 << 16), 2, 0, D + 0x8100, D + 0x1000, 0, 0, 0, 7, 0, 0, 0))
+           + cmd(2, sqe(0x01, 3, nsid=3, prp1=D + 0x2000, prp2=D + 0x3000, cdw12=0))
+           + cmd(2, sqe(0x02, 4, nsid=3, prp1=D + 0x4000, prp2=D + 0x5000, cdw12=0)) + REAP)
+# Get Log Page: Error Information, SMART / Health, Firmware Slot, Commands Supported and Effects,
+# Changed Namespace List, Telemetry Host-Initiated.
+logs = b""
+for cid, (lid, numd) in enumerate([(1, 15), (2, 127), (3, 127), (5, 1023), (4, 1023), (7, 127)], start=1):
+    logs += cmd(0, sqe(0x02, cid, nsid=0xffffffff, prp1=D + 0x1000 * cid, cdw10=lid | (numd << 16)))
+write_seed("fuzz_commands", bytes([0]) + logs + REAP)
+# Set and Get Features: Arbitration, Power Management, Temperature Threshold, Volatile Write Cache,
+# Number of Queues (again), Interrupt Coalescing, Async Event Configuration, Timestamp, Keep Alive.
+features = data(0, struct.pack("<Q", 1234567))
+for cid, (fid, value) in enumerate([(1, 3), (2, 0), (4, 350), (6, 1), (7, 0x30003), (8, 0x0a04), (0x0b, 0x10f),
+                                    (0x0f, 0)], start=1):
+    features += cmd(0, sqe(0x09, cid, cdw10=fid, cdw11=value))
+features += cmd(0, sqe(0x09, 9, prp1=D, cdw10=0x0e)) + REAP
+for cid, fid in enumerate([1, 2, 4, 6, 7, 8, 0x0b, 0x0e, 0x0f], start=10):
+    features += cmd(0, sqe(0x0a, cid, prp1=D + 0x1000, cdw10=fid | (3 << 8 if fid == 4 else 0)))
+write_seed("fuzz_commands", bytes([0]) + features + REAP)
+# Asynchronous events, Keep Alive, Abort of a queued command, namespace detach and attach.
+write_seed("fuzz_commands", bytes([1]) + cmd(0, sqe(0x0c, 1)) + cmd(0, sqe(0x0c, 2)) + cmd(0, sqe(0x18, 3))
+           + cmd(1, sqe(0x02, 9, nsid=1, prp1=D, cdw12=7)) + cmd(0, sqe(0x08, 4, cdw10=1 | (9 << 16)))
+           + data(0x2000, struct.pack("<HH", 1, 1)) + cmd(0, sqe(0x15, 5, nsid=2, prp1=D + 0x2000, cdw10=1))
+           + REAP + cmd(0, sqe(0x15, 6, nsid=2, prp1=D + 0x2000, cdw10=0)) + REAP + bytes([7, 100]) + REAP)
+# Dataset Management, Write Zeroes, Compare, Verify, Copy, Flush, Write Uncorrectable.
+write_seed("fuzz_commands", bytes([0]) + data(0, struct.pack("<IIQ", 0, 8, 16)) + data(0x1000, struct.pack("<QQHHI", 0, 0, 3, 0, 0)
+           + bytes(16))
+           + cmd(1, sqe(0x09, 1, nsid=1, prp1=D, cdw11=4)) + cmd(1, sqe(0x08, 2, nsid=1, cdw10=8, cdw12=7))
+           + cmd(1, sqe(0x05, 3, nsid=1, prp1=D + 0x2000, cdw12=0)) + cmd(2, sqe(0x0c, 4, nsid=1, cdw12=15))
+           + cmd(2, sqe(0x19, 5, nsid=1, prp1=D + 0x1000, cdw10=64, cdw12=0)) + cmd(2, sqe(0x00, 6, nsid=0xffffffff))
+           + cmd(1, sqe(0x04, 7, nsid=1, cdw10=100, cdw12=1)) + cmd(1, sqe(0x02, 8, nsid=1, prp1=D, cdw10=100)) + REAP)
+# Delayed backends everywhere, with more commands than CQ 1 holds: completions wait for the host.
+burst = b""
+for i in range(12):
+    burst += cmd(1 if i % 2 else 3, sqe(0x01 if i < 6 else 0x02, i, nsid=1 + i % 3, prp1=D + 0x1000 * i,
+                                        mptr=D + 0xf000 + 64 * i, cdw10=i, cdw12=0), ring=i % 4 == 3)
+write_seed("fuzz_commands", bytes([3]) + burst + bytes([5, 1, 5, 3]) + POLL + bytes([7, 30]) + POLL
+           + bytes([7, 30]) + REAP + bytes([7, 30]) + REAP + REAP)
+# Queue management on identifiers the host does not use, and doorbells the controller ignores.
+write_seed("fuzz_commands", bytes([0]) + cmd(0, sqe(0x05, 1, cdw10=(7 << 16) | 3, cdw11=1))
+           + cmd(0, sqe(0x01, 2, cdw10=(7 << 16) | 4, cdw11=1 | (3 << 16))) + REAP
+           + cmd(0, sqe(0x04, 3, cdw10=3)) + cmd(0, sqe(0x00, 4, cdw10=4)) + cmd(0, sqe(0x04, 5, cdw10=3))
+           + cmd(0, sqe(0x05, 6, cdw10=(7 << 16) | 3, cdw11=0)) + bytes([5, 0x81, 200, 5, 0xc2, 7]) + REAP)
+# Format NVM namespace 3 to 512-byte blocks, then a read of it.
+write_seed("fuzz_commands", bytes([2]) + cmd(0, sqe(0x80, 1, nsid=3, cdw10=0)) + bytes([7, 50]) + REAP
+           + cmd(1, sqe(0x02, 1, nsid=3, prp1=D, cdw12=7)) + bytes([7, 50]) + REAP)
