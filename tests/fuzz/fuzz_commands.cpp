@@ -30,6 +30,8 @@
 #include <span>
 #include <system_error>
 
+#include "fuzz_input.hpp"
+
 #include <nvmekit/backends/ram_backend.hpp>
 #include <nvmekit/controller.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
@@ -38,12 +40,10 @@
 
 namespace {
 
-using namespace std::chrono_literals;
+using nvmekit_fuzz::counting_interrupts;
+using nvmekit_fuzz::reader;
 
-struct counting_interrupts {
-    std::uint64_t raised = 0;
-    void raise_msix(std::uint16_t, nvmekit::msix_message) noexcept { ++raised; }
-};
+using namespace std::chrono_literals;
 
 // Host memory: queue pages (owned by the host's queue model) and a data area for everything else.
 constexpr std::uint64_t page = 4096;
@@ -152,34 +152,6 @@ struct traits : nvmekit::default_traits {
 };
 using controller_type = nvmekit::controller<traits>;
 
-/// Reads input bytes in order; past the end everything reads as zero.
-class reader {
-public:
-    explicit reader(std::span<const std::uint8_t> data) : data_{data} {}
-    [[nodiscard]] bool empty() const noexcept { return at_ >= data_.size(); }
-    template <typename T>
-    T take() noexcept
-    {
-        T value{};
-        const std::size_t n = std::min(sizeof(T), data_.size() - std::min(at_, data_.size()));
-        if (n != 0) {
-            std::memcpy(&value, data_.data() + at_, n);
-        }
-        at_ += sizeof(T);
-        return value;
-    }
-    std::span<const std::uint8_t> take_bytes(std::size_t count) noexcept
-    {
-        const std::size_t start = std::min(at_, data_.size());
-        const std::size_t n = std::min(count, data_.size() - start);
-        at_ += count;
-        return data_.subspan(start, n);
-    }
-
-private:
-    std::span<const std::uint8_t> data_;
-    std::size_t at_ = 0;
-};
 
 void check(bool condition)
 {

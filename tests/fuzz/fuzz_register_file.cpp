@@ -21,16 +21,16 @@
 #include <cstring>
 #include <span>
 
+#include "fuzz_input.hpp"
+
 #include <nvmekit/controller.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
 
 namespace {
 
-struct counting_interrupts {
-    std::uint64_t raised = 0;
-    void raise_msix(std::uint16_t, nvmekit::msix_message) noexcept { ++raised; }
-};
+using nvmekit_fuzz::counting_interrupts;
+using nvmekit_fuzz::reader;
 
 struct traits : nvmekit::default_traits {
     using dma = nvmekit::testing::flat_memory;
@@ -45,27 +45,6 @@ struct traits : nvmekit::default_traits {
 constexpr std::uint64_t host_base = 0x10000;
 constexpr std::size_t host_size = 64 * 1024;
 
-/// Reads input bytes in order; past the end everything reads as zero.
-class reader {
-public:
-    explicit reader(std::span<const std::uint8_t> data) : data_{data} {}
-    [[nodiscard]] bool empty() const noexcept { return at_ >= data_.size(); }
-    template <typename T>
-    T take() noexcept
-    {
-        T value{};
-        const std::size_t n = std::min(sizeof(T), data_.size() - std::min(at_, data_.size()));
-        if (n != 0) {
-            std::memcpy(&value, data_.data() + at_, n);
-        }
-        at_ += sizeof(T);
-        return value;
-    }
-
-private:
-    std::span<const std::uint8_t> data_;
-    std::size_t at_ = 0;
-};
 
 // Register offsets (Base 2.0 Figure 33) and field masks used by the checks.
 constexpr std::uint64_t cap_off = 0x00, vs_off = 0x08, intms_off = 0x0c, intmc_off = 0x10, cc_off = 0x14,
