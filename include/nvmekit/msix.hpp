@@ -14,14 +14,22 @@
 /// only for an unmasked vector of an enabled, unmasked function, and otherwise sets the vector's
 /// Pending bit, which fires when the mask is lifted.
 ///
-/// Not synchronised: table and config-space accesses and `signal` must come from one context at a
-/// time (a multi-threaded embedder serialises them, e.g. on the admin context).
+/// Threading: `signal` may run on any number of threads (the poll groups that own the vectors'
+/// completion queues) while table, PBA and config-space accesses run on one other thread (the
+/// transport's), without locks. A Pending bit set while a mask applies is delivered exactly once
+/// by whichever side sees the mask lifted: the signaller sets the bit and then re-reads the
+/// masks, the unmasker clears the mask and then takes the bit (both sequentially consistent, so
+/// at least one of them sees the other's store; the fetch-and-clear makes it one). The
+/// InterruptProvider may then be called from both sides. reset() is not concurrent with anything.
+/// A host that rewrites an unmasked entry while it fires may see either message (as on hardware).
 
+#include <array>
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
-#include <vector>
 
 #include <nvmekit/config.hpp>
 #include <nvmekit/interrupts.hpp>
@@ -45,12 +53,11 @@ struct msix_message_control : spec::word<msix_message_control, std::uint16_t> {
 };
 
 namespace detail {
-/// One MSI-X table entry as the host sees it (PCI Local Bus 3.0 Figure 6-11).
+/// One MSI-X table entry as the host sees it (PCI Local Bus 3.0 Figure 6-11): dword 0 Message
+/// Address, dword 1 Message Upper Address, dword 2 Message Data, dword 3 Vector Control.
 struct msix_entry {
-    std::uint32_t address_low{};  // dword 0: Message Address
-    std::uint32_t address_high{}; // dword 1: Message Upper Address
-    std::uint32_t data{};         // dword 2: Message Data
-    msix_vector_control control{msix_vector_control{}.with(msix_vector_control::mask, true)}; // dword 3
+    static constexpr std::uint32_t reset_control = 1; // Mask set
+    std::array<std::atomic<std::uint32_t>, 4> dwords{0U, 0U, 0U, reset_control};
 };
 
 /// True for an aligned 4- or 8-byte access lying wholly within `size` bytes (PCI Local Bus 3.0
@@ -74,9 +81,15 @@ public:
     /// A table of `vectors` entries (1 to 2048) in their reset state; throws std::invalid_argument
     /// otherwise.
     msix_table(Interrupts& interrupts, std::uint16_t vectors)
-        : interrupts_{&interrupts}, vectors_{checked_vectors(vectors)}, entries_(vectors),
-          pending_(pba_bytes(vectors) / 8)
+        : interrupts_{&interrupts}
+        , vectors_{checked_vectors(vectors)}
+        , entries_{std::make_unique<detail::msix_entry[]>(vectors)}
+        , pending_words_{static_cast<std::size_t>(pba_bytes(vectors) / 8)}
+        , pending_{std::make_unique<std::atomic<std::uint64_t>[]>(pending_words_)}
     {
+        for (std::size_t word = 0; word < pending_words_; ++word) {
+            pending_[word].store(0, std::memory_order_relaxed);
+        }
     }
 
     [[nodiscard]] std::uint16_t vectors() const noexcept { return vectors_; }
@@ -98,7 +111,7 @@ public:
     [[nodiscard]] std::uint64_t read_table(std::uint64_t offset, unsigned width) const noexcept
     {
         if (!detail::msix_access_valid(offset, width, table_bytes(vectors_))) {
-            ++host_errors_;
+            count_host_error();
             return 0;
         }
         const auto& entry = entries_[offset / entry_bytes];
@@ -116,7 +129,7 @@ public:
     void write_table(std::uint64_t offset, unsigned width, std::uint64_t value)
     {
         if (!detail::msix_access_valid(offset, width, table_bytes(vectors_))) {
-            ++host_errors_;
+            count_host_error();
             return;
         }
         const auto vector = static_cast<std::uint16_t>(offset / entry_bytes);
@@ -134,10 +147,10 @@ public:
     [[nodiscard]] std::uint64_t read_pba(std::uint64_t offset, unsigned width) const noexcept
     {
         if (!detail::msix_access_valid(offset, width, pba_bytes(vectors_))) {
-            ++host_errors_;
+            count_host_error();
             return 0;
         }
-        const std::uint64_t qword = pending_[offset / 8];
+        const std::uint64_t qword = pending_[offset / 8].load(std::memory_order_relaxed);
         if (width == 8) {
             return qword;
         }
@@ -148,25 +161,25 @@ public:
     /// counted as a host error.
     void write_pba(std::uint64_t /*offset*/, unsigned /*width*/, std::uint64_t /*value*/) noexcept
     {
-        ++host_errors_;
+        count_host_error();
     }
 
     /// MSI-X Enable from config space. Enabling sends the pending messages of unmasked vectors
     /// (when the function is not masked).
-    void set_enabled(bool enabled) { update_control(enabled, function_mask_); }
+    void set_enabled(bool enabled) { update_control(enabled, function_masked()); }
     /// Function Mask from config space. Unmasking sends the pending messages of unmasked vectors
     /// (when MSI-X is enabled).
-    void set_function_mask(bool masked) { update_control(enabled_, masked); }
-    [[nodiscard]] bool enabled() const noexcept { return enabled_; }
-    [[nodiscard]] bool function_masked() const noexcept { return function_mask_; }
+    void set_function_mask(bool masked) { update_control(enabled(), masked); }
+    [[nodiscard]] bool enabled() const noexcept { return enabled_.load(std::memory_order_seq_cst); }
+    [[nodiscard]] bool function_masked() const noexcept { return function_mask_.load(std::memory_order_seq_cst); }
 
     /// Message Control as config space reads it: Table Size (vectors - 1), Function Mask, Enable.
     [[nodiscard]] msix_message_control message_control() const noexcept
     {
         return msix_message_control{}
             .with(msix_message_control::table_size, static_cast<std::uint16_t>(vectors_ - 1))
-            .with(msix_message_control::function_mask, function_mask_)
-            .with(msix_message_control::enable, enabled_);
+            .with(msix_message_control::function_mask, function_masked())
+            .with(msix_message_control::enable, enabled());
     }
     /// A config-space write of Message Control: applies Function Mask and MSI-X Enable together
     /// (Table Size is read-only).
@@ -183,11 +196,14 @@ public:
     bool signal(std::uint16_t vector)
     {
         NVMEKIT_ASSERT(vector < vectors_, "msix_table::signal: vector beyond the table");
-        if (!enabled_) {
+        if (!enabled()) {
             return false;
         }
-        if (function_mask_ || masked(vector)) {
+        if (function_masked() || masked(vector)) {
             set_pending(vector);
+            // The mask may have been lifted after the unmasker looked for this bit: deliver it
+            // here then (see Threading above).
+            send_if_pending(vector);
             return false;
         }
         interrupts_->raise_msix(vector, message(vector));
@@ -198,20 +214,21 @@ public:
     [[nodiscard]] bool pending(std::uint16_t vector) const noexcept
     {
         NVMEKIT_ASSERT(vector < vectors_, "msix_table::pending: vector beyond the table");
-        return ((pending_[vector / 64] >> (vector % 64)) & 1U) != 0;
+        return ((pending_[vector / 64].load(std::memory_order_relaxed) >> (vector % 64)) & 1U) != 0;
     }
     /// The vector's own Mask bit (the Function Mask is separate: function_masked()).
     [[nodiscard]] bool masked(std::uint16_t vector) const noexcept
     {
         NVMEKIT_ASSERT(vector < vectors_, "msix_table::masked: vector beyond the table");
-        return entries_[vector].control.get(msix_vector_control::mask);
+        return msix_vector_control{entries_[vector].dwords[3].load(std::memory_order_seq_cst)}.get(
+            msix_vector_control::mask);
     }
     /// The vector's current Message Address and Message Data.
     [[nodiscard]] msix_message message(std::uint16_t vector) const noexcept
     {
         NVMEKIT_ASSERT(vector < vectors_, "msix_table::message: vector beyond the table");
         const auto& entry = entries_[vector];
-        return {spec::join_dwords(entry.address_low, entry.address_high), entry.data};
+        return {spec::join_dwords(read_dword(entry, 0), read_dword(entry, 1)), read_dword(entry, 2)};
     }
 
     /// Power-on / Function Level Reset: every entry masked with address and data 0, PBA clear,
@@ -219,18 +236,24 @@ public:
     /// 1 to 0) is not a PCI reset and must not call this. host_error_count() is kept.
     void reset() noexcept
     {
-        for (auto& entry : entries_) {
-            entry = detail::msix_entry{};
+        for (std::uint16_t vector = 0; vector < vectors_; ++vector) {
+            auto& dwords = entries_[vector].dwords;
+            for (std::size_t dword = 0; dword < dwords.size(); ++dword) {
+                dwords[dword].store(dword == 3 ? detail::msix_entry::reset_control : 0U, std::memory_order_relaxed);
+            }
         }
-        for (auto& qword : pending_) {
-            qword = 0;
+        for (std::size_t word = 0; word < pending_words_; ++word) {
+            pending_[word].store(0, std::memory_order_relaxed);
         }
-        function_mask_ = false;
-        enabled_ = false;
+        function_mask_.store(false);
+        enabled_.store(false);
     }
 
     /// Table and PBA accesses that broke the access rules, since construction.
-    [[nodiscard]] std::uint64_t host_error_count() const noexcept { return host_errors_; }
+    [[nodiscard]] std::uint64_t host_error_count() const noexcept
+    {
+        return host_errors_.load(std::memory_order_relaxed);
+    }
 
 private:
     static std::uint16_t checked_vectors(std::uint16_t vectors)
@@ -243,25 +266,23 @@ private:
 
     [[nodiscard]] static std::uint32_t read_dword(const detail::msix_entry& entry, unsigned dword) noexcept
     {
-        switch (dword) {
-        case 0: return entry.address_low;
-        case 1: return entry.address_high;
-        case 2: return entry.data;
-        default: return entry.control.raw;
-        }
+        return entry.dwords[dword].load(dword == 3 ? std::memory_order_seq_cst : std::memory_order_relaxed);
     }
+
+    void count_host_error() const noexcept { host_errors_.fetch_add(1, std::memory_order_relaxed); }
 
     void write_dword(std::uint16_t vector, unsigned dword, std::uint32_t value)
     {
         auto& entry = entries_[vector];
         switch (dword) {
-        case 0: entry.address_low = value & ~std::uint32_t{0b11}; break; // bits 01:00 read as 0
-        case 1: entry.address_high = value; break;
-        case 2: entry.data = value; break;
+        case 0: entry.dwords[0].store(value & ~std::uint32_t{0b11}, std::memory_order_relaxed); break; // bits 01:00 read as 0
+        case 1:
+        case 2: entry.dwords[dword].store(value, std::memory_order_relaxed); break;
         default: {
-            const bool was_masked = entry.control.get(msix_vector_control::mask);
             const bool mask = msix_vector_control{value}.get(msix_vector_control::mask);
-            entry.control = msix_vector_control{}.with(msix_vector_control::mask, mask);
+            const std::uint32_t control = msix_vector_control{}.with(msix_vector_control::mask, mask).raw;
+            const bool was_masked = msix_vector_control{entry.dwords[3].exchange(control, std::memory_order_seq_cst)}.get(
+                msix_vector_control::mask);
             if (was_masked && !mask) {
                 send_if_pending(vector);
             }
@@ -272,28 +293,32 @@ private:
 
     void set_pending(std::uint16_t vector) noexcept
     {
-        pending_[vector / 64] |= std::uint64_t{1} << (vector % 64);
+        pending_[vector / 64].fetch_or(std::uint64_t{1} << (vector % 64), std::memory_order_seq_cst);
     }
 
+    /// Sends the vector's pending message when nothing masks it any more; the fetch-and-clear
+    /// makes one caller the sender when the signaller and the unmasker race.
     void send_if_pending(std::uint16_t vector)
     {
-        if (!enabled_ || function_mask_ || masked(vector) || !pending(vector)) {
+        if (!enabled() || function_masked() || masked(vector) || !pending(vector)) {
             return;
         }
-        pending_[vector / 64] &= ~(std::uint64_t{1} << (vector % 64));
-        interrupts_->raise_msix(vector, message(vector));
+        const std::uint64_t bit = std::uint64_t{1} << (vector % 64);
+        if ((pending_[vector / 64].fetch_and(~bit, std::memory_order_seq_cst) & bit) != 0) {
+            interrupts_->raise_msix(vector, message(vector));
+        }
     }
 
     void update_control(bool enabled, bool function_mask)
     {
-        const bool was_delivering = enabled_ && !function_mask_;
-        enabled_ = enabled;
-        function_mask_ = function_mask;
-        if (was_delivering || !enabled_ || function_mask_) {
+        const bool was_delivering = this->enabled() && !function_masked();
+        enabled_.store(enabled);
+        function_mask_.store(function_mask);
+        if (was_delivering || !enabled || function_mask) {
             return;
         }
-        for (std::size_t word = 0; word < pending_.size(); ++word) {
-            std::uint64_t bits = pending_[word];
+        for (std::size_t word = 0; word < pending_words_; ++word) {
+            std::uint64_t bits = pending_[word].load(std::memory_order_seq_cst);
             while (bits != 0) {
                 const auto bit = static_cast<unsigned>(std::countr_zero(bits));
                 bits &= bits - 1;
@@ -304,11 +329,12 @@ private:
 
     Interrupts* interrupts_;
     std::uint16_t vectors_;
-    std::vector<detail::msix_entry> entries_;
-    std::vector<std::uint64_t> pending_;
-    bool enabled_ = false;
-    bool function_mask_ = false;
-    mutable std::uint64_t host_errors_ = 0;
+    std::unique_ptr<detail::msix_entry[]> entries_;
+    std::size_t pending_words_;
+    std::unique_ptr<std::atomic<std::uint64_t>[]> pending_;
+    std::atomic<bool> enabled_{false};
+    std::atomic<bool> function_mask_{false};
+    mutable std::atomic<std::uint64_t> host_errors_{0};
 };
 
 NVMEKIT_END_NAMESPACE
