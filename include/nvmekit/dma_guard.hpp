@@ -11,8 +11,12 @@
 ///     guard.read(0xfebf'0010, buffer);          // errc::dma_fault, memory never called
 ///     guard.exclude(0, 0);                      // no window: every access is forwarded
 ///
-/// With no window the check is one comparison per access.
+/// With no window the check is one comparison per access. Accesses may run on several threads at
+/// once (poll groups) and exclude() on another: the window's bounds are relaxed atomics, so an
+/// access racing a change of window is checked against the old or the new bounds (the host moves
+/// BAR0 while it programs the device, not while it uses it).
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -36,20 +40,28 @@ public:
     void exclude(std::uint64_t base, std::uint64_t length) noexcept
     {
         if (length == 0) {
-            first_ = std::numeric_limits<std::uint64_t>::max();
-            last_ = 0;
+            first_.store(std::numeric_limits<std::uint64_t>::max(), std::memory_order_relaxed);
+            last_.store(0, std::memory_order_relaxed);
             return;
         }
-        first_ = base;
-        last_ = length - 1 > std::numeric_limits<std::uint64_t>::max() - base ? std::numeric_limits<std::uint64_t>::max()
-                                                                              : base + (length - 1);
+        first_.store(base, std::memory_order_relaxed);
+        last_.store(length - 1 > std::numeric_limits<std::uint64_t>::max() - base
+                        ? std::numeric_limits<std::uint64_t>::max()
+                        : base + (length - 1),
+                    std::memory_order_relaxed);
     }
 
     /// The excluded window's first byte and length (length 0: none).
-    [[nodiscard]] std::uint64_t excluded_base() const noexcept { return first_ <= last_ ? first_ : 0; }
+    [[nodiscard]] std::uint64_t excluded_base() const noexcept
+    {
+        const std::uint64_t first = first_.load(std::memory_order_relaxed);
+        return first <= last_.load(std::memory_order_relaxed) ? first : 0;
+    }
     [[nodiscard]] std::uint64_t excluded_length() const noexcept
     {
-        return first_ <= last_ ? last_ - first_ + 1 : 0; // a window of all 2^64 bytes reads as 0
+        const std::uint64_t first = first_.load(std::memory_order_relaxed);
+        const std::uint64_t last = last_.load(std::memory_order_relaxed);
+        return first <= last ? last - first + 1 : 0; // a window of all 2^64 bytes reads as 0
     }
 
     /// True when [address, address + length) overlaps the excluded window.
@@ -58,12 +70,13 @@ public:
         if (length == 0) {
             return false;
         }
-        if (address <= last_) {
-            return first_ <= address || first_ - address < length;
+        const std::uint64_t first = first_.load(std::memory_order_relaxed);
+        if (address <= last_.load(std::memory_order_relaxed)) {
+            return first <= address || first - address < length;
         }
         // Past the window: only an access wrapping past the top of the address space reaches it.
         const std::uint64_t to_top = std::numeric_limits<std::uint64_t>::max() - address;
-        return length - 1 > to_top && first_ <= length - 2 - to_top;
+        return length - 1 > to_top && first <= length - 2 - to_top;
     }
 
     [[nodiscard]] std::error_code read(std::uint64_t address, std::span<std::byte> destination)
@@ -97,8 +110,8 @@ public:
 
 private:
     Dma* inner_;
-    std::uint64_t first_ = std::numeric_limits<std::uint64_t>::max();
-    std::uint64_t last_ = 0;
+    std::atomic<std::uint64_t> first_{std::numeric_limits<std::uint64_t>::max()};
+    std::atomic<std::uint64_t> last_{0};
 };
 
 NVMEKIT_END_NAMESPACE

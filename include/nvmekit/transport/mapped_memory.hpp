@@ -11,8 +11,12 @@
 /// Regions may be added and removed while the controller runs (between polls, on the thread that
 /// polls): a removed region is unmapped for every later access. The object does not own the
 /// memory; the caller maps and unmaps it.
+///
+/// Reads, writes and maps may run on several threads at once (poll groups); adding or removing a
+/// region must not overlap any of them.
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -54,7 +58,7 @@ public:
             return false;
         }
         regions_.insert(next, region{address, size, data, writable});
-        last_hit_ = nullptr;
+        last_hit_.store(nullptr, std::memory_order_relaxed);
         return true;
     }
 
@@ -68,7 +72,7 @@ public:
             return false;
         }
         regions_.erase(it);
-        last_hit_ = nullptr;
+        last_hit_.store(nullptr, std::memory_order_relaxed);
         return true;
     }
 
@@ -76,7 +80,7 @@ public:
     void clear() noexcept
     {
         regions_.clear();
-        last_hit_ = nullptr;
+        last_hit_.store(nullptr, std::memory_order_relaxed);
     }
 
     [[nodiscard]] std::span<const region> regions() const noexcept { return regions_; }
@@ -125,13 +129,19 @@ private:
     /// The region holding all of [address, address + length), or null.
     [[nodiscard]] const region* find(std::uint64_t address, std::uint64_t length) const noexcept
     {
-        if (last_hit_ != nullptr) {
+        if (const region* hit = last_hit_.load(std::memory_order_relaxed); hit != nullptr) {
             // The region of the last lookup: an address below it wraps `into` past its size.
-            const std::uint64_t into = address - last_hit_->address;
-            if (into < last_hit_->size && length <= last_hit_->size - into) {
-                return last_hit_;
+            const std::uint64_t into = address - hit->address;
+            if (into < hit->size && length <= hit->size - into) {
+                return hit;
             }
         }
+        return find_region(address, length);
+    }
+
+    /// find() past its hint: the sorted regions searched.
+    [[nodiscard]] const region* find_region(std::uint64_t address, std::uint64_t length) const noexcept
+    {
         if (length != 0 && length - 1 > std::numeric_limits<std::uint64_t>::max() - address) {
             return nullptr;
         }
@@ -146,12 +156,14 @@ private:
         if (!inside(candidate)) {
             return nullptr;
         }
-        last_hit_ = &candidate;
+        last_hit_.store(&candidate, std::memory_order_relaxed);
         return &candidate;
     }
 
     std::vector<region> regions_; ///< sorted by address, disjoint
-    mutable const region* last_hit_ = nullptr;
+    /// A hint shared by every thread that reads and writes (a relaxed atomic: any region it names
+    /// is a valid answer for the accesses inside it).
+    mutable std::atomic<const region*> last_hit_{nullptr};
 };
 
 } // namespace transport
