@@ -14,6 +14,14 @@ start=$SECONDS
 for preset in ci-gcc ci-clang ci-tsan; do
     echo "=== nvmekit: ${preset}"
     cmake --workflow --preset "$preset" --fresh
+    if [ "$preset" = ci-gcc ]; then
+        # The controller tests again, with the I/O queues spread over 2 and 4 poll groups.
+        for groups in 2 4; do
+            echo "=== nvmekit: ci-gcc controller tests with ${groups} poll groups"
+            NVMEKIT_TEST_POLL_GROUPS=$groups ctest --preset ci-gcc \
+                -R '^(controller_[a-z_]*test|command_sets_[a-z_]*test|fault_injection_test|dma_guard_test)\.'
+        done
+    fi
 done
 
 echo "=== nvmekit: fuzz targets (clang 14, libFuzzer + ASan + UBSan), ${NVMEKIT_FUZZ_SECONDS:-60} s each"

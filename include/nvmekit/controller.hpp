@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -52,6 +53,7 @@
 #include <nvmekit/interrupts.hpp>
 #include <nvmekit/msix.hpp>
 #include <nvmekit/nvm_namespace.hpp>
+#include <nvmekit/poll_group_statistics.hpp>
 #include <nvmekit/prp_walker.hpp>
 #include <nvmekit/queue_memory.hpp>
 #include <nvmekit/register_file.hpp>
@@ -138,6 +140,15 @@ struct controller_config {
     std::uint16_t io_queues = 0;     ///< I/O queue pairs granted at most, 1 to limits.io_queues
     std::uint32_t queue_entries = 0; ///< entries per queue at most (CAP.MQES + 1), 2 to limits.queue_entries
     std::uint8_t mdts = 0;           ///< MDTS, 1 to limits.mdts
+    /// Poll groups the I/O queues are spread over, 1 to limits.io_queues (DESIGN.md, Threading).
+    /// An I/O CQ and every SQ bound to it belong to one group: the group's doorbells, commands,
+    /// completions and interrupts are processed together by poll_group(), and poll() runs the
+    /// admin queue and every group. 1: every I/O queue in one group.
+    std::uint16_t poll_groups = 1;
+    /// The group of a new I/O CQ, from its QID and interrupt vector (a result of poll_groups or
+    /// more is taken modulo poll_groups); empty: round-robin in creation order. Called on the
+    /// admin context.
+    std::function<std::uint16_t(std::uint16_t cqid, std::uint16_t vector)> queue_placement{};
 };
 
 /// Counters of what the host did wrong and what the controller did, for tests and logs.
@@ -185,6 +196,16 @@ struct completion_queue {
         : ring{qid, entries, std::move(memory), vector, ien}
     {
     }
+};
+
+/// One poll group of a controller: the I/O queues it owns (QIDs in ascending order), the doorbell
+/// channel their doorbell writes reach, and its counters.
+struct poll_group_queues {
+    explicit poll_group_queues(std::uint16_t max_qid) : doorbells{max_qid} {}
+    doorbell_channel doorbells;
+    std::vector<std::uint16_t> completion_queues;
+    std::vector<std::uint16_t> submission_queues;
+    poll_group_statistics statistics;
 };
 
 /// A controller-wide buffer for data staged between host memory and a backend.
@@ -271,6 +292,15 @@ public:
         fetch_buffer_.resize(fetch_batch);
         vector_due_.resize(limits.msix_vectors);
         due_vectors_.reserve(limits.msix_vectors);
+        for (std::uint16_t group = 0; group < config_.poll_groups; ++group) {
+            groups_.push_back(std::make_unique<detail::poll_group_queues>(limits.io_queues));
+            groups_.back()->completion_queues.reserve(limits.io_queues);
+            groups_.back()->submission_queues.reserve(limits.io_queues);
+        }
+        for (std::size_t qid = 0; qid <= limits.io_queues; ++qid) {
+            sq_group_[qid].store(0, std::memory_order_relaxed);
+            cq_group_[qid].store(0, std::memory_order_relaxed);
+        }
         scratch_ranges_.resize(limits.max_segments);
         admin_data_.resize(admin_data_bytes);
         health_.record_power_on(false);
@@ -380,9 +410,9 @@ public:
             } else if (value >= entries) {
                 invalid_doorbell_values_.fetch_add(1, std::memory_order_relaxed);
             } else if (event.completion_queue) {
-                doorbells_.ring_cq_head(event.queue_id, value);
+                doorbell_channel_of(event.queue_id, true).ring_cq_head(event.queue_id, value);
             } else {
-                doorbells_.ring_sq_tail(event.queue_id, value);
+                doorbell_channel_of(event.queue_id, false).ring_sq_tail(event.queue_id, value);
             }
             break;
         }
@@ -428,7 +458,7 @@ public:
             // until a Controller Reset (Base 2.0 3.6), so a submission is a host protocol error.
             statistics_.host_protocol_errors +=
                 invalid_doorbell_registers_.exchange(0, std::memory_order_relaxed);
-            doorbells_.drain([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
+            drain_every_doorbell([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
                 if (completion_queue) {
                     apply_cq_head(qid, value);
                 } else {
@@ -447,7 +477,7 @@ public:
         if (state != controller_state::ready) {
             statistics_.host_protocol_errors +=
                 invalid_doorbell_registers_.exchange(0, std::memory_order_relaxed);
-            doorbells_.drain([this](std::uint16_t, bool, std::uint32_t) { ++statistics_.host_protocol_errors; });
+            drain_every_doorbell([this](std::uint16_t, bool, std::uint32_t) { ++statistics_.host_protocol_errors; });
             return 0;
         }
         drain_doorbells();
@@ -456,13 +486,14 @@ public:
         resume_staging_waiters();
         check_keep_alive();
         std::size_t executed = 0;
-        for (std::uint16_t qid = 0; qid <= limits.io_queues; ++qid) {
-            if (submission_queues_[qid]) {
-                executed += process_submission_queue(*submission_queues_[qid]);
-            }
+        if (submission_queues_[0]) {
+            executed += process_submission_queue(*submission_queues_[0]);
+        }
+        for (auto& group : groups_) {
             if (state_machine_.state() != controller_state::ready) {
                 break; // a command (or a DMA failure) changed the state
             }
+            executed += process_group_queues(*group);
         }
         poll_backends();
         free_retired_queues();
@@ -470,6 +501,52 @@ public:
         write_event_indexes();
         signal_interrupts();
         return executed;
+    }
+
+    /// Runs poll group `index` alone: takes its queues' doorbell values, executes their commands,
+    /// posts their completions and signals interrupts. poll() already does this for every group;
+    /// this is for embedders and tests that drive groups one by one. Not yet concurrent with
+    /// poll() or with another group (the groups' threads come with the poll-group threading
+    /// policy). Returns the number of commands executed.
+    std::size_t poll_group(std::uint16_t index)
+    {
+        NVMEKIT_ASSERT(index < groups_.size(), "poll_group: no such group");
+        if (state_machine_.state() != controller_state::ready) {
+            return 0;
+        }
+        auto& group = *groups_[index];
+        group.doorbells.drain([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
+            apply_doorbell(qid, completion_queue, value);
+        });
+        const std::size_t executed = process_group_queues(group);
+        signal_interrupts();
+        return executed;
+    }
+
+    /// Number of poll groups (controller_config::poll_groups).
+    [[nodiscard]] std::uint16_t poll_group_count() const noexcept { return static_cast<std::uint16_t>(groups_.size()); }
+    /// Counters of poll group `index`: polls (busy and idle), commands executed, data bytes read
+    /// and written by its commands. Readable while the controller runs.
+    [[nodiscard]] poll_group_counters group_statistics(std::uint16_t index) const
+    {
+        NVMEKIT_ASSERT(index < groups_.size(), "group_statistics: no such group");
+        return groups_[index]->statistics.snapshot();
+    }
+    /// The poll group of I/O CQ `qid`, when it exists.
+    [[nodiscard]] std::optional<std::uint16_t> completion_queue_group(std::uint16_t qid) const noexcept
+    {
+        if (qid == 0 || !completion_queue_exists(qid)) {
+            return std::nullopt;
+        }
+        return cq_group_[qid].load(std::memory_order_relaxed);
+    }
+    /// The poll group of I/O SQ `qid` (that of its CQ), when it exists.
+    [[nodiscard]] std::optional<std::uint16_t> submission_queue_group(std::uint16_t qid) const noexcept
+    {
+        if (qid == 0 || !submission_queue_exists(qid)) {
+            return std::nullopt;
+        }
+        return sq_group_[qid].load(std::memory_order_relaxed);
     }
 
     // ---- introspection ------------------------------------------------------------------------
@@ -592,6 +669,11 @@ private:
         config.io_queues = resolve(config.io_queues, limits.io_queues, std::uint16_t{1}, "io_queues");
         config.queue_entries = resolve(config.queue_entries, limits.queue_entries, std::uint32_t{2}, "queue_entries");
         config.mdts = resolve(config.mdts, limits.mdts, std::uint8_t{1}, "mdts");
+        if (config.poll_groups == 0 || config.poll_groups > limits.io_queues) {
+            throw std::invalid_argument("controller_config: poll_groups is " + std::to_string(config.poll_groups) +
+                                        "; it must be 1 to " + std::to_string(limits.io_queues) +
+                                        " (the traits' limits.io_queues)");
+        }
         return config;
     }
 
@@ -756,6 +838,9 @@ private:
             doorbell_entries_[i].store(0, std::memory_order_release);
         }
         doorbells_.clear();
+        for (auto& group : groups_) {
+            group->doorbells.clear();
+        }
         invalid_doorbell_registers_.store(0, std::memory_order_relaxed);
         invalid_doorbell_values_.store(0, std::memory_order_relaxed);
         invalid_doorbell_values_.store(0, std::memory_order_relaxed);
@@ -798,6 +883,12 @@ private:
             cq.reset();
         }
         doorbells_.clear();
+        for (auto& group : groups_) {
+            group->completion_queues.clear();
+            group->submission_queues.clear();
+            group->doorbells.clear();
+        }
+        next_group_ = 0;
         invalid_doorbell_registers_.store(0, std::memory_order_relaxed);
         events_.clear();
         masked_event_types_ = 0;
@@ -901,13 +992,77 @@ private:
             statistics_.invalid_doorbells += writes;
             events_.post(spec::async_event_completion{spec::error_event::invalid_doorbell_value});
         }
-        doorbells_.drain([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
-            if (completion_queue) {
-                apply_cq_head(qid, value);
-            } else {
-                apply_sq_tail(qid, value);
-            }
+        drain_every_doorbell([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
+            apply_doorbell(qid, completion_queue, value);
         });
+    }
+
+    void apply_doorbell(std::uint16_t qid, bool completion_queue, std::uint32_t value)
+    {
+        if (completion_queue) {
+            apply_cq_head(qid, value);
+        } else {
+            apply_sq_tail(qid, value);
+        }
+    }
+
+    /// The admin queue's doorbells, then every poll group's.
+    template <typename F>
+    void drain_every_doorbell(F&& f)
+    {
+        doorbells_.drain(f);
+        for (auto& group : groups_) {
+            group->doorbells.drain(f);
+        }
+    }
+
+    /// Where a doorbell write of queue `qid` goes: the admin channel, or its poll group's. The
+    /// group is stored before the queue's doorbell becomes valid (publish_doorbell_entries).
+    [[nodiscard]] doorbell_channel& doorbell_channel_of(std::uint16_t qid, bool completion_queue) noexcept
+    {
+        if (qid == 0) {
+            return doorbells_;
+        }
+        const auto& table = completion_queue ? cq_group_ : sq_group_;
+        return groups_[table[qid].load(std::memory_order_acquire)]->doorbells;
+    }
+
+    /// Runs the SQs of one poll group; counts its poll and commands.
+    std::size_t process_group_queues(detail::poll_group_queues& group)
+    {
+        std::size_t executed = 0;
+        for (const std::uint16_t qid : group.submission_queues) {
+            if (state_machine_.state() != controller_state::ready) {
+                break;
+            }
+            if (submission_queues_[qid]) {
+                executed += process_submission_queue(*submission_queues_[qid]);
+            }
+        }
+        group.statistics.record_poll(executed);
+        group.statistics.add_commands(executed);
+        return executed;
+    }
+
+    /// The poll group of a new I/O CQ (queue_placement, or round-robin).
+    [[nodiscard]] std::uint16_t place_completion_queue(std::uint16_t qid, std::uint16_t vector)
+    {
+        const auto groups = static_cast<std::uint16_t>(groups_.size());
+        if (config_.queue_placement) {
+            return static_cast<std::uint16_t>(config_.queue_placement(qid, vector) % groups);
+        }
+        const std::uint16_t group = next_group_;
+        next_group_ = static_cast<std::uint16_t>((next_group_ + 1U) % groups);
+        return group;
+    }
+
+    static void insert_queue(std::vector<std::uint16_t>& queues, std::uint16_t qid)
+    {
+        queues.insert(std::lower_bound(queues.begin(), queues.end(), qid), qid); // within the reserve
+    }
+    static void erase_queue(std::vector<std::uint16_t>& queues, std::uint16_t qid)
+    {
+        std::erase(queues, qid);
     }
 
     void apply_sq_tail(std::uint16_t qid, std::uint32_t value)
@@ -1616,8 +1771,21 @@ private:
         return block_error(status);
     }
 
-    void count_read(std::uint64_t bytes) noexcept { health_.record_read(bytes); }
-    void count_write(std::uint64_t bytes) noexcept { health_.record_write(bytes); }
+    void count_read(const command& cmd, std::uint64_t bytes) noexcept
+    {
+        health_.record_read(bytes);
+        group_of(cmd).statistics.add_bytes(bytes);
+    }
+    void count_write(const command& cmd, std::uint64_t bytes) noexcept
+    {
+        health_.record_write(bytes);
+        group_of(cmd).statistics.add_bytes(bytes);
+    }
+    /// The poll group a command's SQ belongs to (the first group for the admin queue).
+    [[nodiscard]] detail::poll_group_queues& group_of(const command& cmd) noexcept
+    {
+        return *groups_[sq_group_[cmd.sq->ring.qid()].load(std::memory_order_relaxed)];
+    }
 
     /// SMART / Health Information (Base 2.0 5.16.1.3), controller-wide.
     [[nodiscard]] spec::smart_health_log smart_health_data() const
@@ -1749,6 +1917,9 @@ private:
         }
         completion_queues_[view.queue_id] = std::make_unique<detail::completion_queue<command>>(
             view.queue_id, view.queue_size, std::move(*memory), view.interrupt_vector, view.interrupts_enabled);
+        const std::uint16_t group = place_completion_queue(view.queue_id, view.interrupt_vector);
+        cq_group_[view.queue_id].store(group, std::memory_order_relaxed);
+        insert_queue(groups_[group]->completion_queues, view.queue_id);
         publish_doorbell_entries(view.queue_id, true, view.queue_size);
         return spec::status::success();
     }
@@ -1774,6 +1945,9 @@ private:
         }
         submission_queues_[view.queue_id] = std::make_unique<detail::submission_queue<command>>(
             view.queue_id, view.cq_id, view.queue_size, limits.commands_per_queue, std::move(*memory));
+        const std::uint16_t group = cq_group_[view.cq_id].load(std::memory_order_relaxed); // an SQ follows its CQ
+        sq_group_[view.queue_id].store(group, std::memory_order_relaxed);
+        insert_queue(groups_[group]->submission_queues, view.queue_id);
         publish_doorbell_entries(view.queue_id, false, view.queue_size);
         ++completion_queues_[view.cq_id]->bound_submission_queues;
         return spec::status::success();
@@ -1801,6 +1975,7 @@ private:
                                       });
         --cq.bound_submission_queues;
         publish_doorbell_entries(view.queue_id, false, 0);
+        erase_queue(groups_[sq_group_[view.queue_id].load(std::memory_order_relaxed)]->submission_queues, view.queue_id);
         if (auto* retired = retire_submission_queue(view.queue_id)) {
             retired->deleting = &cmd;
             return command_result::pending();
@@ -1819,6 +1994,7 @@ private:
             return error(spec::command_specific_status::invalid_queue_deletion);
         }
         publish_doorbell_entries(view.queue_id, true, 0);
+        erase_queue(groups_[cq_group_[view.queue_id].load(std::memory_order_relaxed)]->completion_queues, view.queue_id);
         completion_queues_[view.queue_id].reset();
         return spec::status::success();
     }
@@ -1988,7 +2164,14 @@ private:
     msix_type msix_;
     interrupts_type& interrupts_;
     interrupt_coalescer coalescer_;
-    doorbell_channel doorbells_;
+    doorbell_channel doorbells_; ///< the admin queue's; the I/O queues' are in their poll groups
+    std::vector<std::unique_ptr<detail::poll_group_queues>> groups_;
+    /// By QID: the poll group of the I/O SQ / CQ (read by the MMIO side to route doorbells).
+    std::unique_ptr<std::atomic<std::uint16_t>[]> sq_group_ =
+        std::make_unique<std::atomic<std::uint16_t>[]>(std::size_t{limits.io_queues} + 1U);
+    std::unique_ptr<std::atomic<std::uint16_t>[]> cq_group_ =
+        std::make_unique<std::atomic<std::uint16_t>[]>(std::size_t{limits.io_queues} + 1U);
+    std::uint16_t next_group_ = 0; ///< round-robin placement
     /// Doorbell writes of queues above limits.io_queues, not yet taken by poll().
     std::atomic<std::uint32_t> invalid_doorbell_registers_{0};
     std::atomic<std::uint32_t> invalid_doorbell_values_{0};    ///< doorbell values beyond their queue's size

@@ -12,9 +12,11 @@
 /// recording_dma_traits to reach host memory through a recording_dma (`r.dma`) that counts and
 /// fails accesses.
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <ostream>
 #include <type_traits>
 #include <utility>
@@ -61,6 +63,21 @@ struct host_memory : nvmekit::testing::flat_memory {
     }
 };
 
+/// `config`, with its I/O queues spread over the poll groups NVMEKIT_TEST_POLL_GROUPS names (when
+/// the environment sets it and the test asked for one group), so that the whole controller suite
+/// runs with 1, 2 or 4 groups: the test suite runs the controller tests again with 2 and 4.
+template <typename Traits>
+[[nodiscard]] nvmekit::controller_config with_test_poll_groups(nvmekit::controller_config config)
+{
+    if (config.poll_groups == 1) {
+        if (const char* groups = std::getenv("NVMEKIT_TEST_POLL_GROUPS"); groups != nullptr) {
+            const long wanted = std::strtol(groups, nullptr, 10);
+            config.poll_groups = static_cast<std::uint16_t>(std::clamp<long>(wanted, 1, Traits::limits.io_queues));
+        }
+    }
+    return config;
+}
+
 /// Host memory, interrupt recorder, clock, controller and host driver of one test.
 template <typename Traits = test_traits>
 struct basic_rig {
@@ -83,7 +100,7 @@ struct basic_rig {
                        std::uint64_t base = memory_base, nvmekit::subsystem_identity identity = {})
         : memory{size, base}
         , subsystem{std::move(identity)}
-        , ctrl{dma, msix, clock, subsystem, std::move(config)}
+        , ctrl{dma, msix, clock, subsystem, with_test_poll_groups<Traits>(std::move(config))}
         , host{ctrl, memory, clock}
     {
     }

@@ -342,7 +342,7 @@ private:
                 return command_result::failure(status);
             }
         }
-        c.count_read(std::uint64_t{view.block_count} * cmd.ns->block_bytes());
+        c.count_read(cmd, std::uint64_t{view.block_count} * cmd.ns->block_bytes());
         return command_result::success();
     }
 
@@ -378,7 +378,7 @@ private:
         const auto view = spec::write_view::decode(cmd.sqe);
         // Rewritten blocks are correctable again; a full range table leaves them uncorrectable.
         static_cast<void>(cmd.ns->clear_uncorrectable(view.starting_lba, view.block_count));
-        c.count_write(std::uint64_t{view.block_count} * cmd.ns->block_bytes());
+        c.count_write(cmd, std::uint64_t{view.block_count} * cmd.ns->block_bytes());
         return command_result::success();
     }
 
@@ -521,7 +521,7 @@ private:
                 std::span{staging.bytes}.subspan(Controller::limits.max_transfer_bytes(), metadata_bytes));
         }
         if (status.is_success()) {
-            c.count_read(std::uint64_t{view.block_count} * cmd.ns->block_bytes());
+            c.count_read(cmd, std::uint64_t{view.block_count} * cmd.ns->block_bytes());
         }
         return result_of(status);
     }
@@ -751,7 +751,7 @@ private:
                                done * metadata_unit, &copy_next);
         }
         static_cast<void>(ns.clear_uncorrectable(view.destination_lba, done));
-        c.count_write(done * ns.block_bytes());
+        c.count_write(cmd, done * ns.block_bytes());
         return command_result::success();
     }
 
