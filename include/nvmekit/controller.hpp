@@ -88,7 +88,8 @@ struct limits {
     std::uint32_t max_segments = 256;
     /// Controller-wide staging buffers of MDTS bytes, for data that cannot be mapped zero-copy
     /// and for commands that need one (Compare, Copy, Dataset Management). A command that finds
-    /// none free waits for one.
+    /// none free waits for one. With poll groups they are shared out among the groups (at least
+    /// one each), since a group uses only its own.
     std::uint16_t staging_buffers = 16;
 
     /// MDTS in bytes.
@@ -198,16 +199,6 @@ struct completion_queue {
     }
 };
 
-/// One poll group of a controller: the I/O queues it owns (QIDs in ascending order), the doorbell
-/// channel their doorbell writes reach, and its counters.
-struct poll_group_queues {
-    explicit poll_group_queues(std::uint16_t max_qid) : doorbells{max_qid} {}
-    doorbell_channel doorbells;
-    std::vector<std::uint16_t> completion_queues;
-    std::vector<std::uint16_t> submission_queues;
-    poll_group_statistics statistics;
-};
-
 /// A controller-wide buffer for data staged between host memory and a backend.
 struct staging_buffer {
     std::vector<std::byte> bytes;
@@ -216,6 +207,39 @@ struct staging_buffer {
     std::vector<host_range> metadata_range_storage;
     host_range_list metadata_ranges{std::span<host_range>{}};
     staging_buffer* next_free = nullptr;
+};
+
+/// The I/O state of one processing context: a poll group, or the admin context (the admin queue).
+/// Everything a command touches while it runs lives here (or in its queues), so that contexts
+/// share nothing on the I/O path: the queues it owns (QIDs in ascending order) and the doorbell
+/// channel their doorbell writes reach, its fetch buffer and walk scratch, its staging buffers
+/// and the commands waiting for one, its backend requests in flight and its counters.
+template <typename Command>
+struct poll_group_state {
+    poll_group_state(std::uint16_t max_qid, std::size_t fetch_batch, std::size_t max_segments)
+        : doorbells{max_qid}
+        , fetch_buffer(fetch_batch)
+        , scratch_ranges(max_segments)
+    {
+        completion_queues.reserve(max_qid);
+        submission_queues.reserve(max_qid);
+    }
+    doorbell_channel doorbells;
+    std::vector<std::uint16_t> completion_queues;
+    std::vector<std::uint16_t> submission_queues;
+    std::vector<spec::submission_queue_entry> fetch_buffer;
+    std::vector<host_range> scratch_ranges;
+    std::vector<host_range> scratch_metadata_ranges = std::vector<host_range>(16);
+    std::vector<std::unique_ptr<staging_buffer>> staging;
+    staging_buffer* free_staging = nullptr;
+    waiting_list<Command> waiting_for_staging;
+    std::size_t io_outstanding = 0; ///< backend requests of its commands
+    // Hot counters, summed into controller_statistics.
+    std::uint64_t commands = 0;
+    std::uint64_t completions_posted = 0;
+    std::uint64_t completions_held = 0;
+    std::uint64_t staging_waits = 0;
+    poll_group_statistics statistics;
 };
 
 } // namespace detail
@@ -255,6 +279,7 @@ public:
         detail::list_hook held_hook; ///< waiting for CQ space
         detail::list_hook wait_hook; ///< waiting for a staging buffer
         controller* owner = nullptr;
+        detail::poll_group_state<command>* group = nullptr; ///< the context that runs it
         // Backend I/O state.
         namespace_type* ns = nullptr;
         std::array<block_request, 2> block{};
@@ -270,6 +295,7 @@ public:
     };
 
     using table_type = dispatch_table<controller, command>;
+    using group_type = detail::poll_group_state<command>;
 
     /// A controller of `subsystem`, which must outlive it. The controller registers with the
     /// subsystem (which assigns CNTLID unless the config names one).
@@ -289,19 +315,16 @@ public:
     {
         submission_queues_.resize(std::size_t{limits.io_queues} + 1U);
         completion_queues_.resize(std::size_t{limits.io_queues} + 1U);
-        fetch_buffer_.resize(fetch_batch);
         vector_due_.resize(limits.msix_vectors);
         due_vectors_.reserve(limits.msix_vectors);
+        staging_per_group_ = std::max<std::size_t>(1, limits.staging_buffers / config_.poll_groups);
         for (std::uint16_t group = 0; group < config_.poll_groups; ++group) {
-            groups_.push_back(std::make_unique<detail::poll_group_queues>(limits.io_queues));
-            groups_.back()->completion_queues.reserve(limits.io_queues);
-            groups_.back()->submission_queues.reserve(limits.io_queues);
+            groups_.push_back(std::make_unique<group_type>(limits.io_queues, fetch_batch, limits.max_segments));
         }
         for (std::size_t qid = 0; qid <= limits.io_queues; ++qid) {
             sq_group_[qid].store(0, std::memory_order_relaxed);
             cq_group_[qid].store(0, std::memory_order_relaxed);
         }
-        scratch_ranges_.resize(limits.max_segments);
         admin_data_.resize(admin_data_bytes);
         health_.record_power_on(false);
         controller_id_ = subsystem_->register_controller(
@@ -470,7 +493,7 @@ public:
         }
         poll_backends();
         free_retired_queues();
-        if (ready_clear_deferred_ && io_outstanding_ == 0) {
+        if (ready_clear_deferred_ && io_outstanding() == 0) {
             ready_clear_deferred_ = false;
             set_csts_bit(spec::csts_register::rdy, false); // the Controller Reset is complete
         }
@@ -487,7 +510,7 @@ public:
         check_keep_alive();
         std::size_t executed = 0;
         if (submission_queues_[0]) {
-            executed += process_submission_queue(*submission_queues_[0]);
+            executed += process_submission_queue(*submission_queues_[0], admin_group_);
         }
         for (auto& group : groups_) {
             if (state_machine_.state() != controller_state::ready) {
@@ -553,7 +576,21 @@ public:
 
     [[nodiscard]] controller_state state() const noexcept { return state_machine_.state(); }
     [[nodiscard]] const register_file& registers() const noexcept { return registers_; }
-    [[nodiscard]] const controller_statistics& statistics() const noexcept { return statistics_; }
+    [[nodiscard]] controller_statistics statistics() const noexcept
+    {
+        controller_statistics sum = statistics_;
+        const auto add = [&](const group_type& group) {
+            sum.commands += group.commands;
+            sum.completions_posted += group.completions_posted;
+            sum.completions_held += group.completions_held;
+            sum.staging_waits += group.staging_waits;
+        };
+        add(admin_group_);
+        for (const auto& group : groups_) {
+            add(*group);
+        }
+        return sum;
+    }
     [[nodiscard]] msix_table<interrupts_type>& msix() noexcept { return msix_; }
     /// Commands fetched and not yet returned to their pool, over every queue, deleted queues
     /// whose commands are still in a backend included.
@@ -720,7 +757,7 @@ private:
             // A Controller Reset completes (RDY reads 0) only once the backend has returned every
             // request of the commands it aborted: until then a backend may still move data into
             // host memory, which the host may reuse as soon as it sees RDY = 0.
-            self->ready_clear_deferred_ = !ready && self->io_outstanding_ != 0;
+            self->ready_clear_deferred_ = !ready && self->io_outstanding() != 0;
             self->set_csts_bit(spec::csts_register::rdy, ready || self->ready_clear_deferred_);
         }
         void stop_and_abort_all() { self->stop_and_abort_all(); }
@@ -1028,7 +1065,7 @@ private:
     }
 
     /// Runs the SQs of one poll group; counts its poll and commands.
-    std::size_t process_group_queues(detail::poll_group_queues& group)
+    std::size_t process_group_queues(group_type& group)
     {
         std::size_t executed = 0;
         for (const std::uint16_t qid : group.submission_queues) {
@@ -1036,7 +1073,7 @@ private:
                 break;
             }
             if (submission_queues_[qid]) {
-                executed += process_submission_queue(*submission_queues_[qid]);
+                executed += process_submission_queue(*submission_queues_[qid], group);
             }
         }
         group.statistics.record_poll(executed);
@@ -1168,7 +1205,7 @@ private:
 
     // ---- command processing -------------------------------------------------------------------
 
-    std::size_t process_submission_queue(detail::submission_queue<command>& sq)
+    std::size_t process_submission_queue(detail::submission_queue<command>& sq, group_type& group)
     {
         std::size_t executed = 0;
         while (!sq.ring.empty() && state_machine_.state() == controller_state::ready) {
@@ -1178,7 +1215,7 @@ private:
                 break; // every request of this queue is in use: back-pressure
             }
             std::uint32_t fetched = 0;
-            if (sq.ring.fetch(dma_, std::span{fetch_buffer_}.first(room), fetched)) {
+            if (sq.ring.fetch(dma_, std::span{group.fetch_buffer}.first(room), fetched)) {
                 // The SQ cannot be read: a controller fatal status is what the spec offers
                 // (Base 2.0 9.5); the host recovers by resetting the controller.
                 ++statistics_.dma_errors;
@@ -1189,7 +1226,8 @@ private:
                 auto* request = sq.pool.acquire();
                 NVMEKIT_ASSERT(request != nullptr, "fetched more commands than the pool holds");
                 auto& cmd = request->payload;
-                cmd.sqe = fetch_buffer_[i];
+                cmd.sqe = group.fetch_buffer[i];
+                cmd.group = &group;
                 cmd.sq = &sq;
                 cmd.request_index = request->index();
                 cmd.owner = this;
@@ -1202,7 +1240,7 @@ private:
 
     void execute(command& cmd)
     {
-        ++statistics_.commands;
+        ++cmd.group->commands;
         cmd.ns = nullptr;
         cmd.blocks_pending = 0;
         cmd.block_result = block_status::success;
@@ -1259,7 +1297,7 @@ public:
     /// Copies `data` to the host buffer of the command's data pointer (PRP or SGL).
     [[nodiscard]] spec::status transfer_to_host(const command& cmd, std::span<const std::byte> data)
     {
-        host_range_list ranges{scratch_ranges_};
+        host_range_list ranges{cmd.group->scratch_ranges};
         if (auto status = walk_data(cmd, data.size(), transfer_direction::controller_to_host, ranges);
             !status.is_success()) {
             return status;
@@ -1270,7 +1308,7 @@ public:
     /// Copies the host buffer of the command's data pointer into `data`.
     [[nodiscard]] spec::status transfer_from_host(const command& cmd, std::span<std::byte> data)
     {
-        host_range_list ranges{scratch_ranges_};
+        host_range_list ranges{cmd.group->scratch_ranges};
         if (auto status = walk_data(cmd, data.size(), transfer_direction::host_to_controller, ranges);
             !status.is_success()) {
             return status;
@@ -1290,10 +1328,17 @@ public:
     [[nodiscard]] clock_type& clock() noexcept { return clock_; }
 
     /// Backend requests this controller's commands are waiting for.
-    [[nodiscard]] std::size_t io_outstanding() const noexcept { return io_outstanding_; }
+    [[nodiscard]] std::size_t io_outstanding() const noexcept
+    {
+        std::size_t outstanding = admin_group_.io_outstanding;
+        for (const auto& group : groups_) {
+            outstanding += group->io_outstanding;
+        }
+        return outstanding;
+    }
     /// True when no backend request of this controller is outstanding: neither a command's nor a
     /// shutdown flush (which may outlive the shutdown a reset abandoned). Then it may be destroyed.
-    [[nodiscard]] bool backend_idle() const noexcept { return io_outstanding_ == 0 && shutdown_flushes_in_backend_ == 0; }
+    [[nodiscard]] bool backend_idle() const noexcept { return io_outstanding() == 0 && shutdown_flushes_in_backend_ == 0; }
 
     /// The admin command table this controller uses: the built-in one as Traits customised it.
     [[nodiscard]] static const table_type& admin_table() noexcept
@@ -1362,23 +1407,23 @@ private:
         if (cmd.staging != nullptr) {
             return cmd.staging;
         }
-        if (free_staging_ == nullptr && staging_created_ < limits.staging_buffers) {
-            auto& buffer = staging_.emplace_back(std::make_unique<detail::staging_buffer>());
+        auto& group = *cmd.group;
+        if (group.free_staging == nullptr && group.staging.size() < staging_per_group_) {
+            auto& buffer = group.staging.emplace_back(std::make_unique<detail::staging_buffer>());
             buffer->bytes.resize(staging_bytes);
             buffer->range_storage.resize(limits.max_segments);
             buffer->ranges = host_range_list{buffer->range_storage};
             buffer->metadata_range_storage.resize(16);
             buffer->metadata_ranges = host_range_list{buffer->metadata_range_storage};
-            buffer->next_free = free_staging_;
-            free_staging_ = buffer.get();
-            ++staging_created_;
+            buffer->next_free = group.free_staging;
+            group.free_staging = buffer.get();
         }
-        if (free_staging_ == nullptr) {
-            ++statistics_.staging_waits;
-            waiting_for_staging_.push_back(cmd);
+        if (group.free_staging == nullptr) {
+            ++group.staging_waits;
+            group.waiting_for_staging.push_back(cmd);
             return nullptr;
         }
-        detail::staging_buffer* buffer = std::exchange(free_staging_, free_staging_->next_free);
+        detail::staging_buffer* buffer = std::exchange(group.free_staging, group.free_staging->next_free);
         buffer->ranges.clear();
         buffer->metadata_ranges.clear();
         cmd.staging = buffer;
@@ -1388,19 +1433,21 @@ private:
     void release_staging(command& cmd) noexcept
     {
         if (cmd.staging != nullptr) {
-            cmd.staging->next_free = free_staging_;
-            free_staging_ = std::exchange(cmd.staging, nullptr);
+            cmd.staging->next_free = cmd.group->free_staging;
+            cmd.group->free_staging = std::exchange(cmd.staging, nullptr);
         }
     }
 
     /// Dispatches again the commands that waited for a staging buffer, while buffers are free.
     void resume_staging_waiters()
     {
-        while (free_staging_ != nullptr && !waiting_for_staging_.empty()) {
-            auto& cmd = waiting_for_staging_.front();
-            waiting_for_staging_.pop_front();
-            --statistics_.commands; // counted once, when first executed
-            execute(cmd);
+        for (auto& group : groups_) {
+            while (group->free_staging != nullptr && !group->waiting_for_staging.empty()) {
+                auto& cmd = group->waiting_for_staging.front();
+                group->waiting_for_staging.pop_front();
+                --group->commands; // counted once, when first executed
+                execute(cmd);
+            }
         }
     }
 
@@ -1412,7 +1459,7 @@ private:
         NVMEKIT_ASSERT(cmd.ns != nullptr && count >= 1 && count <= cmd.block.size(), "bad block submission");
         cmd.blocks_pending = count;
         cmd.block_result = block_status::success;
-        io_outstanding_ += count;
+        cmd.group->io_outstanding += count;
         for (std::uint8_t i = 0; i < count; ++i) {
             cmd.block[i].complete = &on_block_complete;
             cmd.block[i].context = &cmd;
@@ -1429,7 +1476,7 @@ private:
     {
         auto& cmd = *static_cast<command*>(request.context);
         auto& self = *cmd.owner;
-        --self.io_outstanding_;
+        --cmd.group->io_outstanding;
         if (status != block_status::success && cmd.block_result == block_status::success) {
             cmd.block_result = status;
         }
@@ -1494,7 +1541,7 @@ private:
         if (!sq) {
             return nullptr;
         }
-        waiting_for_staging_.remove_if([&](const command& cmd) {
+        group_of(*sq).waiting_for_staging.remove_if([&](const command& cmd) {
             if (cmd.sq != sq.get()) {
                 return false;
             }
@@ -1528,11 +1575,11 @@ private:
         sq.pool.mark_completed(request);
         auto& cq = *completion_queues_[sq.ring.cqid()];
         if (!cq.held.empty() || cq.ring.full()) {
-            ++statistics_.completions_held;
+            ++cmd.group->completions_held;
             cq.held.push_back(cmd);
             return;
         }
-        if (post(cq, cqe)) {
+        if (post(cq, cqe, *cmd.group)) {
             sq.pool.mark_posted(request);
             sq.pool.release(request);
         } else {
@@ -1541,14 +1588,14 @@ private:
     }
 
     /// Writes one CQE; false when the DMA failed (the controller is then in a fatal state).
-    bool post(detail::completion_queue<command>& cq, const spec::completion_queue_entry& cqe)
+    bool post(detail::completion_queue<command>& cq, const spec::completion_queue_entry& cqe, group_type& group)
     {
         if (cq.ring.post(dma_, cqe)) {
             ++statistics_.dma_errors;
             state_machine_.handle(controller_event::fatal_error);
             return false;
         }
-        ++statistics_.completions_posted;
+        ++group.completions_posted;
         ++cq.posted_since_signal;
         return true;
     }
@@ -1557,7 +1604,7 @@ private:
     {
         while (!cq.held.empty() && !cq.ring.full() && state_machine_.state() == controller_state::ready) {
             auto& cmd = cq.held.front();
-            if (!post(cq, cmd.cqe)) {
+            if (!post(cq, cmd.cqe, *cmd.group)) {
                 return;
             }
             cq.held.pop_front();
@@ -1774,17 +1821,18 @@ private:
     void count_read(const command& cmd, std::uint64_t bytes) noexcept
     {
         health_.record_read(bytes);
-        group_of(cmd).statistics.add_bytes(bytes);
+        cmd.group->statistics.add_bytes(bytes);
     }
     void count_write(const command& cmd, std::uint64_t bytes) noexcept
     {
         health_.record_write(bytes);
-        group_of(cmd).statistics.add_bytes(bytes);
+        cmd.group->statistics.add_bytes(bytes);
     }
-    /// The poll group a command's SQ belongs to (the first group for the admin queue).
-    [[nodiscard]] detail::poll_group_queues& group_of(const command& cmd) noexcept
+    /// The context that owns an SQ: the admin context for the admin queue, else its poll group.
+    [[nodiscard]] group_type& group_of(const detail::submission_queue<command>& sq) noexcept
     {
-        return *groups_[sq_group_[cmd.sq->ring.qid()].load(std::memory_order_relaxed)];
+        const std::uint16_t qid = sq.ring.qid();
+        return qid == 0 ? admin_group_ : *groups_[sq_group_[qid].load(std::memory_order_relaxed)];
     }
 
     /// SMART / Health Information (Base 2.0 5.16.1.3), controller-wide.
@@ -2165,7 +2213,10 @@ private:
     interrupts_type& interrupts_;
     interrupt_coalescer coalescer_;
     doorbell_channel doorbells_; ///< the admin queue's; the I/O queues' are in their poll groups
-    std::vector<std::unique_ptr<detail::poll_group_queues>> groups_;
+    std::vector<std::unique_ptr<group_type>> groups_;
+    group_type admin_group_{0, fetch_batch, limits.max_segments}; ///< runs the admin queue
+    /// limits.staging_buffers shared out among the poll groups, at least one each.
+    std::size_t staging_per_group_ = 1;
     /// By QID: the poll group of the I/O SQ / CQ (read by the MMIO side to route doorbells).
     std::unique_ptr<std::atomic<std::uint16_t>[]> sq_group_ =
         std::make_unique<std::atomic<std::uint16_t>[]>(std::size_t{limits.io_queues} + 1U);
@@ -2184,7 +2235,6 @@ private:
     reset_state_machine<reset_operations> state_machine_;
     std::vector<std::unique_ptr<detail::submission_queue<command>>> submission_queues_;
     std::vector<std::unique_ptr<detail::completion_queue<command>>> completion_queues_;
-    std::vector<spec::submission_queue_entry> fetch_buffer_;
     std::vector<bool> vector_due_;           ///< per MSI-X vector: signalled at the end of this poll
     std::vector<std::uint16_t> due_vectors_; ///< those vectors, in the order they became due
     std::optional<spec::number_of_queues> granted_queues_;
@@ -2203,17 +2253,10 @@ private:
     /// Admin data built or received by a handler (Identify, logs, features).
     static constexpr std::size_t admin_data_bytes = 16384;
     std::vector<std::byte> admin_data_;
-    std::vector<host_range> scratch_ranges_;
-    std::vector<host_range> scratch_metadata_ranges_ = std::vector<host_range>(16);
     /// A staging buffer holds MDTS bytes of data, their separate metadata (at most 1/64 of the
     /// data; 1/16 is reserved) and up to 4 KiB of command parameters (Copy source ranges).
     static constexpr std::size_t staging_bytes = limits.max_transfer_bytes() + limits.max_transfer_bytes() / 16U + 4096U;
-    std::vector<std::unique_ptr<detail::staging_buffer>> staging_;
-    std::size_t staging_created_ = 0;
-    detail::staging_buffer* free_staging_ = nullptr;
-    detail::waiting_list<command> waiting_for_staging_;
     std::vector<std::unique_ptr<detail::submission_queue<command>>> retired_queues_;
-    std::size_t io_outstanding_ = 0;
     std::uint8_t masked_event_types_ = 0; ///< bit per async_event_type reported and not yet acknowledged
     std::vector<std::unique_ptr<shutdown_flush>> shutdown_flushes_;
     /// Counts normal shutdowns and resets: a flush counts only for the shutdown it was sent for.

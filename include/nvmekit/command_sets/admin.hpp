@@ -283,11 +283,14 @@ private:
     static command_result abort(Controller& c, command& cmd)
     {
         const auto view = spec::abort_view::decode(cmd.sqe);
-        for (auto& waiting : c.waiting_for_staging_) {
-            if (waiting.sq->ring.qid() == view.sq_id && waiting.sqe.command_id() == view.command_id) {
-                c.waiting_for_staging_.erase(c.waiting_for_staging_.iterator_to(waiting));
-                c.finish(waiting, command_result::failure(spec::status{spec::generic_status::abort_requested}));
-                return command_result::success(0);
+        for (auto& group : c.groups_) {
+            auto& waiting_list = group->waiting_for_staging;
+            for (auto& waiting : waiting_list) {
+                if (waiting.sq->ring.qid() == view.sq_id && waiting.sqe.command_id() == view.command_id) {
+                    waiting_list.erase(waiting_list.iterator_to(waiting));
+                    c.finish(waiting, command_result::failure(spec::status{spec::generic_status::abort_requested}));
+                    return command_result::success(0);
+                }
             }
         }
         return command_result::success(1);

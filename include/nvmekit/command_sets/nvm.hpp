@@ -162,12 +162,12 @@ private:
                                                   std::uint64_t metadata_bytes, transfer_direction direction,
                                                   spec::status& status)
     {
-        host_range_list ranges{c.scratch_ranges_};
+        host_range_list ranges{cmd.group->scratch_ranges};
         status = c.walk_data(cmd, data_bytes, direction, ranges);
         if (!status.is_success()) {
             return prepared::failed;
         }
-        host_range_list metadata_ranges{c.scratch_metadata_ranges_};
+        host_range_list metadata_ranges{cmd.group->scratch_metadata_ranges};
         if (metadata_bytes != 0) {
             status = c.walk_metadata(cmd, metadata_bytes, direction, metadata_ranges);
             if (!status.is_success()) {
@@ -457,7 +457,7 @@ private:
         }
         // Walk the host buffers first (statuses for bad pointers), then stage the media data.
         {
-            host_range_list ranges{c.scratch_ranges_};
+            host_range_list ranges{cmd.group->scratch_ranges};
             if (auto status = c.walk_data(cmd, data_bytes, transfer_direction::host_to_controller, ranges);
                 !status.is_success()) {
                 return command_result::failure(status);
