@@ -21,6 +21,7 @@
 #include <nvmekit/testing/test_backend.hpp>
 
 #include "controller_fixture.hpp"
+#include "splitmix64.hpp"
 
 /// A property test of the data path: random data written and read back through random PRP and
 /// SGL layouts (PRP1 offsets, PRP lists chained across list pages at random list offsets, SGL
@@ -39,44 +40,6 @@ namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
 using namespace nvmekit_test;
 using namespace std::chrono_literals;
-
-/// splitmix64 (Vigna's reference) with integer mappings of our own: no std distributions, so
-/// the sequence is the same with every standard library.
-class splitmix64 {
-public:
-    explicit splitmix64(std::uint64_t seed) noexcept
-        : state_{seed}
-    {
-    }
-    std::uint64_t next() noexcept
-    {
-        state_ += 0x9e37'79b9'7f4a'7c15ULL;
-        std::uint64_t mixed = state_;
-        mixed = (mixed ^ (mixed >> 30)) * 0xbf58'476d'1ce4'e5b9ULL;
-        mixed = (mixed ^ (mixed >> 27)) * 0x94d0'49bb'1331'11ebULL;
-        return mixed ^ (mixed >> 31);
-    }
-    /// A value in [0, bound).
-    std::uint64_t below(std::uint64_t bound) noexcept { return next() % bound; }
-    /// A value in [low, high].
-    std::uint64_t between(std::uint64_t low, std::uint64_t high) noexcept { return low + below(high - low + 1); }
-    bool chance(unsigned percent) noexcept { return below(100) < percent; }
-    void fill(std::span<std::byte> bytes) noexcept
-    {
-        std::size_t at = 0;
-        for (; at + 8 <= bytes.size(); at += 8) {
-            const std::uint64_t value = next();
-            std::memcpy(bytes.data() + at, &value, 8);
-        }
-        if (at != bytes.size()) {
-            const std::uint64_t value = next();
-            std::memcpy(bytes.data() + at, &value, bytes.size() - at);
-        }
-    }
-
-private:
-    std::uint64_t state_;
-};
 
 /// Host memory the controller reaches by copies only (no map()), so every command's data goes
 /// through a staging buffer.
@@ -247,7 +210,7 @@ private:
 
     void issue(std::size_t index)
     {
-        const bool is_write = rng_.chance(50);
+        const bool is_write = rng_.percent(50);
         std::uint32_t blocks = 0;
         std::uint64_t slba = 0;
         for (int attempt = 0;; ++attempt) {
@@ -281,7 +244,7 @@ private:
         using host = typename Rig::host_type;
         auto sqe = is_write ? host::template lba_command<spec::write_view>(spec::nvm_opcode::write, 1, slba, blocks)
                             : host::template lba_command<spec::read_view>(spec::nvm_opcode::read, 1, slba, blocks);
-        if (is_write && rng_.chance(10)) {
+        if (is_write && rng_.percent(10)) {
             auto view = spec::write_view::decode(sqe);
             view.force_unit_access = true;
             view.encode(sqe);
@@ -389,7 +352,7 @@ private:
     /// each full list page chaining to the next (Base 2.0 4.1.1).
     spec::data_pointer build_prps(std::uint64_t base, std::uint64_t length, in_flight& command)
     {
-        const std::uint64_t offset = rng_.chance(50) ? 0 : rng_.below(page / 4) * 4;
+        const std::uint64_t offset = rng_.percent(50) ? 0 : rng_.below(page / 4) * 4;
         const std::uint64_t first_bytes = std::min(length, page - offset);
         const std::size_t more_pages = static_cast<std::size_t>((length - first_bytes + page - 1) / page);
         const auto pages = distinct_pages(data_pages, 1 + more_pages);
@@ -422,7 +385,7 @@ private:
     {
         constexpr std::uint64_t per_page = page / 8;
         // Entries the first list page holds from the list pointer's offset to its end.
-        const std::uint64_t first_capacity = rng_.chance(40) ? per_page : rng_.between(1, entries.size() + 1);
+        const std::uint64_t first_capacity = rng_.percent(40) ? per_page : rng_.between(1, entries.size() + 1);
         const auto pages = distinct_pages(list_pages, list_pages);
         std::size_t next_page = 0;
         const std::uint64_t pointer = list_area(base) + pages[next_page++] * page + (per_page - first_capacity) * 8;
@@ -471,13 +434,13 @@ private:
     std::vector<piece> scatter_pieces(std::uint64_t area, std::uint64_t area_bytes, std::uint64_t length,
                                       std::size_t max_pieces, bool is_write, in_flight& command)
     {
-        const std::size_t count = rng_.chance(20) ? 1 : rng_.between(1, std::min<std::uint64_t>(max_pieces, length));
+        const std::size_t count = rng_.percent(20) ? 1 : rng_.between(1, std::min<std::uint64_t>(max_pieces, length));
         const auto lengths = split(length, count);
         std::vector<piece> pieces(count);
         std::vector<std::size_t> order(count);
         for (std::size_t i = 0; i < count; ++i) {
             pieces[i].length = lengths[i];
-            pieces[i].bit_bucket = !is_write && rng_.chance(15);
+            pieces[i].bit_bucket = !is_write && rng_.percent(15);
             seen.bit_buckets += pieces[i].bit_bucket ? 1U : 0U;
             order[i] = i;
         }
@@ -488,7 +451,7 @@ private:
         std::uint64_t cursor = area;
         for (std::size_t i = 0; i < count; ++i) {
             piece& p = pieces[order[i]];
-            const std::uint64_t gap = rng_.chance(25) ? 0 : rng_.below(free_bytes / (count - i) * 2 / 3 + 1);
+            const std::uint64_t gap = rng_.percent(25) ? 0 : rng_.below(free_bytes / (count - i) * 2 / 3 + 1);
             add_guard(command, cursor, gap);
             add_guard(command, cursor + gap - std::min<std::uint64_t>(gap, 16), std::min<std::uint64_t>(gap, 16));
             free_bytes -= gap;
@@ -511,7 +474,7 @@ private:
             return p.bit_bucket ? spec::sgl_descriptor::bit_bucket(p.length)
                                 : spec::sgl_descriptor::data_block(p.address, p.length);
         };
-        if (pieces.size() == 1 && rng_.chance(50)) {
+        if (pieces.size() == 1 && rng_.percent(50)) {
             ++seen.sgl_in_dptr;
             return describe_piece(pieces.front());
         }

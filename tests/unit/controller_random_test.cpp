@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "controller_fixture.hpp"
+#include "splitmix64.hpp"
 
 /// A randomized campaign against the composed controller: the in-process host interleaves admin
 /// and I/O commands, queue creation and deletion (valid and invalid), raw doorbell writes,
@@ -38,42 +39,6 @@ namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
 using namespace nvmekit_test;
 using namespace std::chrono_literals;
-
-/// splitmix64 (Vigna's reference), with integer mappings of our own: no std distributions, so
-/// the sequence is the same with every standard library.
-class splitmix64 {
-public:
-    explicit splitmix64(std::uint64_t seed) noexcept
-        : state_{seed}
-    {
-    }
-
-    std::uint64_t next() noexcept
-    {
-        state_ += 0x9e37'79b9'7f4a'7c15ULL;
-        std::uint64_t mixed = state_;
-        mixed = (mixed ^ (mixed >> 30)) * 0xbf58'476d'1ce4'e5b9ULL;
-        mixed = (mixed ^ (mixed >> 27)) * 0x94d0'49bb'1331'11ebULL;
-        return mixed ^ (mixed >> 31);
-    }
-    /// A value in [0, bound); the modulo bias (below 2^-40 for our bounds) does not matter here.
-    std::uint64_t below(std::uint64_t bound) noexcept { return next() % bound; }
-    /// A value in [low, high].
-    std::uint64_t between(std::uint64_t low, std::uint64_t high) noexcept
-    {
-        return low + below(high - low + 1);
-    }
-    bool percent(unsigned chance) noexcept { return below(100) < chance; }
-    std::uint32_t word() noexcept { return static_cast<std::uint32_t>(next() >> 32); }
-    template <typename T, std::size_t N>
-    const T& pick(const std::array<T, N>& values) noexcept
-    {
-        return values[below(N)];
-    }
-
-private:
-    std::uint64_t state_;
-};
 
 struct random_traits : recording_dma_traits {
     // Small limits so that random queue identifiers, sizes and vectors hit both sides of every bound.

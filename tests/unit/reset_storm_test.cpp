@@ -23,6 +23,7 @@
 #include <nvmekit/testing/test_backend.hpp>
 
 #include "controller_fixture.hpp"
+#include "splitmix64.hpp"
 
 /// A reset storm against the composed controller: a lean host drives random reads, writes and
 /// flushes (PRP and SGL data pointers) on up to 8 I/O SQs sharing up to 4 small CQs, against a
@@ -51,48 +52,12 @@ namespace {
 namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
 using namespace std::chrono_literals;
-
-/// splitmix64 (Vigna's reference) with integer mappings of our own, so every standard library
-/// gives the same sequence.
-class splitmix64 {
-public:
-    explicit splitmix64(std::uint64_t seed) noexcept
-        : state_{seed}
-    {
-    }
-    std::uint64_t next() noexcept
-    {
-        state_ += 0x9e37'79b9'7f4a'7c15ULL;
-        std::uint64_t mixed = state_;
-        mixed = (mixed ^ (mixed >> 30)) * 0xbf58'476d'1ce4'e5b9ULL;
-        mixed = (mixed ^ (mixed >> 27)) * 0x94d0'49bb'1331'11ebULL;
-        return mixed ^ (mixed >> 31);
-    }
-    std::uint64_t below(std::uint64_t bound) noexcept { return next() % bound; }
-    std::uint64_t between(std::uint64_t low, std::uint64_t high) noexcept
-    {
-        return low + below(high - low + 1);
-    }
-    bool one_in(std::uint64_t n) noexcept { return below(n) == 0; }
-    bool percent(unsigned chance) noexcept { return below(100) < chance; }
-
-private:
-    std::uint64_t state_;
-};
+using nvmekit_test::splitmix64;
 
 /// Fills `bytes` with the data stream of `seed`: a write's payload is known from its seed alone.
 void fill_pattern(std::span<std::byte> bytes, std::uint64_t seed) noexcept
 {
-    splitmix64 rng{seed};
-    std::size_t at = 0;
-    for (; at + 8 <= bytes.size(); at += 8) {
-        const std::uint64_t value = rng.next();
-        std::memcpy(bytes.data() + at, &value, 8);
-    }
-    if (at != bytes.size()) {
-        const std::uint64_t value = rng.next();
-        std::memcpy(bytes.data() + at, &value, bytes.size() - at);
-    }
+    splitmix64{seed}.fill(bytes);
 }
 
 // ---- a backend that accounts for every request ------------------------------------------------
