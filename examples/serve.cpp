@@ -6,7 +6,8 @@
 //
 // Each --ram SIZE or --file PATH adds a namespace (NSID 1, 2, ... in order); with none, one 1 GiB
 // RAM namespace is served. --queues, --queue-depth and --mdts lower what the host is offered
-// below the build's limits. SIGINT or SIGTERM shut the server down cleanly (file backends are
+// below the build's limits; --groups spreads the I/O queues over poll groups (processed on the
+// server's thread for now). SIGINT or SIGTERM shut the server down cleanly (file backends are
 // synced). Nothing a client sends ends the program.
 
 #include <atomic>
@@ -62,6 +63,7 @@ struct options {
     std::uint16_t queues = 0;      ///< I/O queue pairs offered (0: the build's limit, 64)
     std::uint32_t queue_depth = 0; ///< entries per queue (0: the build's limit, 4096)
     std::uint8_t mdts = 0;         ///< MDTS (0: the build's limit, 5 = 128 KiB)
+    std::uint16_t groups = 1;      ///< poll groups the I/O queues are spread over
     std::string log_level = "info";
 };
 
@@ -70,7 +72,7 @@ struct options {
     std::fprintf(stderr,
                  "nvmekit-serve: %s\n"
                  "usage: nvmekit-serve --vfio-user SOCKET [--ram SIZE]... [--file PATH]... [--4k] [--direct]\n"
-                 "                     [--queues 1-64] [--queue-depth 2-4096] [--mdts 1-5]\n"
+                 "                     [--queues 1-64] [--queue-depth 2-4096] [--mdts 1-5] [--groups 1-64]\n"
                  "                     [--nqn NQN] [--serial SN] [--device-id HEX] [--log trace|debug|info|warn]\n"
                  "  SIZE takes K, M or G; with no namespace option one 1G RAM namespace is served.\n",
                  problem.c_str());
@@ -126,6 +128,8 @@ options parse(int argc, char** argv)
             o.queue_depth = static_cast<std::uint32_t>(std::stoul(value()));
         } else if (arg == "--mdts") {
             o.mdts = static_cast<std::uint8_t>(std::stoul(value()));
+        } else if (arg == "--groups") {
+            o.groups = static_cast<std::uint16_t>(std::stoul(value()));
         } else if (arg == "--nqn") {
             o.nqn = value();
         } else if (arg == "--serial") {
@@ -179,7 +183,8 @@ int main(int argc, char** argv)
         nvmekit::transport::eventfd_interrupts interrupts{serve_traits::limits.msix_vectors};
         nvmekit::steady_clock clock;
         controller_type ctrl{memory, interrupts, clock, subsystem,
-                             {.io_queues = o.queues, .queue_entries = o.queue_depth, .mdts = o.mdts}};
+                             {.io_queues = o.queues, .queue_entries = o.queue_depth, .mdts = o.mdts,
+                              .poll_groups = o.groups}};
         const auto logger = [](nvmekit::transport::vfio_user::server_log_level level, std::string_view text) {
             using nvmekit::transport::vfio_user::server_log_level;
             switch (level) {
