@@ -341,9 +341,8 @@ public:
     /// A controller with a subsystem of its own, holding no namespace yet (reach it through
     /// subsystem()).
     controller(dma_type& dma, interrupts_type& interrupts, clock_type& clock, controller_config config = {})
-        : controller(dma, interrupts, clock, *std::make_unique<subsystem_type>().release(), std::move(config))
+        : controller(owned_subsystem{}, dma, interrupts, clock, std::make_unique<subsystem_type>(), std::move(config))
     {
-        owned_subsystem_.reset(subsystem_);
     }
 
     /// The controller must not hold backend I/O when destroyed: poll() until backend_idle().
@@ -355,6 +354,19 @@ public:
 
     controller(const controller&) = delete;
     controller& operator=(const controller&) = delete;
+
+private:
+    struct owned_subsystem {};
+    /// Keeps `subsystem` alive through construction: when the configuration is refused, the
+    /// parameter frees it.
+    controller(owned_subsystem, dma_type& dma, interrupts_type& interrupts, clock_type& clock,
+               std::unique_ptr<subsystem_type> subsystem, controller_config config)
+        : controller(dma, interrupts, clock, *subsystem, std::move(config))
+    {
+        owned_subsystem_ = std::move(subsystem);
+    }
+
+public:
 
     // ---- BAR0 layout ------------------------------------------------------------------------
 
