@@ -1660,6 +1660,7 @@ private:
             cmd.sq = &admin_sq;
             cmd.request_index = request->index();
             cmd.owner = this;
+            cmd.group = &admin_group_;
             complete(admin_sq, cmd, spec::status::success(), report->event.raw);
         }
     }
