@@ -886,12 +886,8 @@ private:
         for (std::size_t i = 0; i < doorbell_slots; ++i) {
             doorbell_entries_[i].store(0, std::memory_order_release);
         }
-        doorbells_.clear();
-        for (auto& group : groups_) {
-            group->doorbells.clear();
-        }
+        clear_every_doorbell();
         invalid_doorbell_registers_.store(0, std::memory_order_relaxed);
-        invalid_doorbell_values_.store(0, std::memory_order_relaxed);
         invalid_doorbell_values_.store(0, std::memory_order_relaxed);
         publish_doorbell_entries(0, false, asq_entries);
         publish_doorbell_entries(0, true, acq_entries);
@@ -931,11 +927,10 @@ private:
         for (auto& cq : completion_queues_) {
             cq.reset();
         }
-        doorbells_.clear();
+        clear_every_doorbell();
         for (auto& group : groups_) {
             group->completion_queues.clear();
             group->submission_queues.clear();
-            group->doorbells.clear();
         }
         next_group_ = 0;
         invalid_doorbell_registers_.store(0, std::memory_order_relaxed);
@@ -1052,6 +1047,15 @@ private:
             apply_cq_head(qid, value);
         } else {
             apply_sq_tail(qid, value);
+        }
+    }
+
+    /// Forgets every doorbell value not yet taken (the admin channel's and every group's).
+    void clear_every_doorbell() noexcept
+    {
+        doorbells_.clear();
+        for (auto& group : groups_) {
+            group->doorbells.clear();
         }
     }
 
