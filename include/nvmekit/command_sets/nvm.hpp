@@ -114,7 +114,8 @@ private:
                                               std::uint64_t metadata_bytes)
     {
         if constexpr (MappingDmaProvider<typename Controller::dma_type>) {
-            if (metadata_bytes != 0 || data_bytes == 0 || cmd.sqe.pointer_type() != spec::data_pointer_type::prp) {
+            if (metadata_bytes != 0 || data_bytes == 0 || data_bytes > c.max_transfer_bytes() ||
+                cmd.sqe.pointer_type() != spec::data_pointer_type::prp) {
                 return false;
             }
             const std::uint64_t page = c.memory_page_size();
@@ -161,6 +162,17 @@ private:
     [[nodiscard]] static prepared prepare_buffers(Controller& c, command& cmd, std::uint64_t data_bytes,
                                                   std::uint64_t metadata_bytes, transfer_direction direction,
                                                   spec::status& status)
+    {
+        if (map_simple_prps(c, cmd, data_bytes, metadata_bytes)) {
+            return prepared::ready;
+        }
+        return walk_and_prepare_buffers(c, cmd, data_bytes, metadata_bytes, direction, status);
+    }
+
+    /// prepare_buffers past the common case: the full PRP/SGL walk, mapping or staging.
+    [[nodiscard]] static prepared walk_and_prepare_buffers(Controller& c, command& cmd, std::uint64_t data_bytes,
+                                                           std::uint64_t metadata_bytes, transfer_direction direction,
+                                                           spec::status& status)
     {
         host_range_list ranges{cmd.group->scratch_ranges};
         status = c.walk_data(cmd, data_bytes, direction, ranges);
@@ -309,14 +321,11 @@ private:
         if (uncorrectable(c, cmd, view.starting_lba, view.block_count)) {
             return fail(spec::media_status::unrecovered_read_error);
         }
-        if (!map_simple_prps(c, cmd, data_bytes, metadata_bytes)) {
-            spec::status status;
-            switch (prepare_buffers(c, cmd, data_bytes, metadata_bytes, transfer_direction::controller_to_host,
-                                    status)) {
-            case prepared::failed: return command_result::failure(status);
-            case prepared::parked: return command_result::pending();
-            case prepared::ready: break;
-            }
+        spec::status status;
+        switch (prepare_buffers(c, cmd, data_bytes, metadata_bytes, transfer_direction::controller_to_host, status)) {
+        case prepared::failed: return command_result::failure(status);
+        case prepared::parked: return command_result::pending();
+        case prepared::ready: break;
         }
         return submit_data(c, cmd, block_operation::read, false, view.starting_lba, data_bytes, metadata_bytes,
                            &read_done);
@@ -355,14 +364,11 @@ private:
         auto* ns = cmd.ns;
         const std::uint64_t data_bytes = ns->data_transfer_bytes(view.block_count);
         const std::uint64_t metadata_bytes = ns->metadata_transfer_bytes(view.block_count);
-        if (!map_simple_prps(c, cmd, data_bytes, metadata_bytes)) {
-            spec::status status;
-            switch (prepare_buffers(c, cmd, data_bytes, metadata_bytes, transfer_direction::host_to_controller,
-                                    status)) {
-            case prepared::failed: return command_result::failure(status);
-            case prepared::parked: return command_result::pending();
-            case prepared::ready: break;
-            }
+        spec::status status;
+        switch (prepare_buffers(c, cmd, data_bytes, metadata_bytes, transfer_direction::host_to_controller, status)) {
+        case prepared::failed: return command_result::failure(status);
+        case prepared::parked: return command_result::pending();
+        case prepared::ready: break;
         }
         // With the volatile write cache disabled (Feature 06h) every write is durable on completion.
         const bool durable = view.force_unit_access || !c.features_.volatile_write_cache_enabled();
