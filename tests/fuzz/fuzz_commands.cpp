@@ -152,7 +152,6 @@ struct traits : nvmekit::default_traits {
 };
 using controller_type = nvmekit::controller<traits>;
 
-
 void check(bool condition)
 {
     if (!condition) {

@@ -35,7 +35,6 @@ struct traits : nvmekit::default_traits {
 constexpr std::uint64_t host_base = 0x10000;
 constexpr std::size_t host_size = 256 * 1024;
 
-
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)

@@ -45,7 +45,6 @@ struct traits : nvmekit::default_traits {
 constexpr std::uint64_t host_base = 0x10000;
 constexpr std::size_t host_size = 64 * 1024;
 
-
 // Register offsets (Base 2.0 Figure 33) and field masks used by the checks.
 constexpr std::uint64_t cap_off = 0x00, vs_off = 0x08, intms_off = 0x0c, intmc_off = 0x10, cc_off = 0x14,
                         csts_off = 0x1c, nssr_off = 0x20, aqa_off = 0x24, asq_off = 0x28, acq_off = 0x30,
