@@ -11,10 +11,26 @@
 ///     ctrl.mmio_write(0x14, 4, cc);        // the host's BAR0 accesses
 ///     ctrl.poll();                         // nothing runs until the embedder polls
 ///
-/// Threading: this is the `single_threaded` policy. Nothing runs unless the embedder calls a
-/// member function, and the same sequence of calls always gives the same results. Queues are
-/// owned by one processing context (the one that calls poll()); MMIO doorbell writes reach it
-/// through the doorbell channel, which is the seam for poll groups.
+/// Threading: by default nothing runs unless the embedder calls a member function, and the same
+/// sequence of calls always gives the same results; poll() runs the admin queue and every poll
+/// group on the caller's thread. With controller_config::concurrent_poll_groups the I/O queues'
+/// poll groups run concurrently, each on one thread at a time (start_poll_groups() starts one per
+/// group, or the embedder calls poll_group(i) from its own loops):
+///
+/// - The admin context is the thread that calls poll(), mmio_write() for registers,
+///   function_level_reset(), set_temperature() and the subsystem's namespace changes: one thread
+///   at a time. Admin commands and register events run with every group paused (a per-group
+///   seq_cst flag handshake, no lock on the groups' side), so they see and change group state
+///   whole; a Controller Reset, shutdown or FLR thus acts on every group before CSTS changes.
+/// - Groups share nothing on the I/O path: each owns its queues, doorbell channel, staging
+///   buffers, counters and interrupt coalescing; errors reach the admin context's Error
+///   Information log through a mailbox, and a fatal queue DMA error through a flag.
+/// - Doorbell writes (mmio_write to a doorbell) go to the owning group's channel and wake its
+///   thread; MSI-X table and PBA accesses and raises are safe from any thread.
+/// - The DMA provider, clock and interrupt provider must be safe to use from every group's
+///   thread, and the namespaces' backends must accept concurrent submit() and complete every
+///   request inside it (ram_backend with `concurrent = true`, null_backend, file_backend): a
+///   backend completing later, from its poll(), is not supported with concurrent groups yet.
 
 #include <algorithm>
 #include <atomic>
@@ -53,6 +69,8 @@
 #include <nvmekit/interrupts.hpp>
 #include <nvmekit/msix.hpp>
 #include <nvmekit/nvm_namespace.hpp>
+#include <nvmekit/mailbox.hpp>
+#include <nvmekit/poll_group.hpp>
 #include <nvmekit/poll_group_statistics.hpp>
 #include <nvmekit/prp_walker.hpp>
 #include <nvmekit/queue_memory.hpp>
@@ -150,6 +168,12 @@ struct controller_config {
     /// more is taken modulo poll_groups); empty: round-robin in creation order. Called on the
     /// admin context.
     std::function<std::uint16_t(std::uint16_t cqid, std::uint16_t vector)> queue_placement{};
+    /// false: poll() runs the admin context and every group on the caller's thread. true: the
+    /// groups run concurrently with the admin context and with each other: poll() runs only the
+    /// admin context, and group i runs when poll_group(i) is called, from any thread (one call at
+    /// a time per group): by the threads start_poll_groups() starts, or by the embedder's own
+    /// loops (DESIGN.md, Threading, has the rules and what backends must guarantee).
+    bool concurrent_poll_groups = false;
 };
 
 /// Counters of what the host did wrong and what the controller did, for tests and logs.
@@ -199,6 +223,54 @@ struct completion_queue {
     }
 };
 
+/// A counter one thread writes and any thread reads: a relaxed load and store, no atomic
+/// read-modify-write, so counting costs what a plain increment does.
+class owned_counter {
+public:
+    void add(std::uint64_t n) noexcept { value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+    void subtract(std::uint64_t n) noexcept
+    {
+        value_.store(value_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+    }
+    owned_counter& operator++() noexcept
+    {
+        add(1);
+        return *this;
+    }
+    owned_counter& operator--() noexcept
+    {
+        subtract(1);
+        return *this;
+    }
+    owned_counter& operator+=(std::uint64_t n) noexcept
+    {
+        add(n);
+        return *this;
+    }
+    owned_counter& operator-=(std::uint64_t n) noexcept
+    {
+        subtract(n);
+        return *this;
+    }
+    [[nodiscard]] std::uint64_t load() const noexcept { return value_.load(std::memory_order_relaxed); }
+    void reset() noexcept { value_.store(0, std::memory_order_relaxed); }
+
+private:
+    std::atomic<std::uint64_t> value_{0};
+};
+
+/// Interrupt state of one processing context: coalescing per vector and the vectors to signal at
+/// the end of its poll.
+struct interrupt_state {
+    explicit interrupt_state(std::uint16_t vectors) : coalescer{vectors}, vector_due(vectors)
+    {
+        due_vectors.reserve(vectors);
+    }
+    interrupt_coalescer coalescer;
+    std::vector<bool> vector_due;           ///< per MSI-X vector: signalled at the end of this poll
+    std::vector<std::uint16_t> due_vectors; ///< those vectors, in the order they became due
+};
+
 /// A controller-wide buffer for data staged between host memory and a backend.
 struct staging_buffer {
     std::vector<std::byte> bytes;
@@ -216,10 +288,11 @@ struct staging_buffer {
 /// and the commands waiting for one, its backend requests in flight and its counters.
 template <typename Command>
 struct poll_group_state {
-    poll_group_state(std::uint16_t max_qid, std::size_t fetch_batch, std::size_t max_segments)
+    poll_group_state(std::uint16_t max_qid, std::size_t fetch_batch, std::size_t max_segments, std::uint16_t vectors)
         : doorbells{max_qid}
         , fetch_buffer(fetch_batch)
         , scratch_ranges(max_segments)
+        , interrupts{vectors}
     {
         completion_queues.reserve(max_qid);
         submission_queues.reserve(max_qid);
@@ -233,13 +306,34 @@ struct poll_group_state {
     std::vector<std::unique_ptr<staging_buffer>> staging;
     staging_buffer* free_staging = nullptr;
     waiting_list<Command> waiting_for_staging;
-    std::size_t io_outstanding = 0; ///< backend requests of its commands
-    // Hot counters, summed into controller_statistics.
-    std::uint64_t commands = 0;
-    std::uint64_t completions_posted = 0;
-    std::uint64_t completions_held = 0;
-    std::uint64_t staging_waits = 0;
+    owned_counter io_outstanding; ///< backend requests of its commands
+    // Hot counters, summed into controller_statistics and the SMART log.
+    owned_counter commands;
+    owned_counter completions_posted;
+    owned_counter completions_held;
+    owned_counter staging_waits;
+    owned_counter dma_errors;
+    owned_counter read_commands;
+    owned_counter read_512_units;
+    owned_counter write_commands;
+    owned_counter written_512_units;
+    owned_counter media_errors;
     poll_group_statistics statistics;
+    /// Concurrent groups: failed commands' Error Information entries, for the admin context, and
+    /// how many did not fit (they still count in the Error Count).
+    mailbox<error_record> errors{256};
+    owned_counter errors_lost;
+    std::uint64_t errors_lost_taken = 0; ///< of errors_lost, those the admin context has counted
+    interrupt_state interrupts;
+    std::atomic<bool> intx_wanted{false}; ///< a CQ of the group holds entries (pin-based interrupts)
+    /// False while the controller is not ready (or this group hit a fatal DMA error): the group
+    /// then runs no command. Written by the admin context while the group is paused, and by the
+    /// group itself when it fails.
+    bool stopped = true;
+    // The pause handshake between the admin context and a concurrent group (controller::pause).
+    std::atomic<bool> in_poll{false};
+    std::atomic<bool> pause_requested{false};
+    std::unique_ptr<poll_group_runner<>> runner; ///< the group's thread, after start_poll_groups()
 };
 
 } // namespace detail
@@ -289,6 +383,7 @@ public:
         command_result (*continuation)(controller&, command&) = nullptr;
         detail::staging_buffer* staging = nullptr;
         std::uint64_t step = 0; ///< progress of multi-step commands
+        std::uint64_t error_lba = 0; ///< the first LBA of a media error, for its Error Information entry
         std::uint32_t data_segment_count = 0;
         std::array<io_segment, limits.max_segments> data_segments{};
         std::array<io_segment, 2> metadata_segments{};
@@ -308,18 +403,17 @@ public:
         , registers_{make_register_config(config_)}
         , msix_{interrupts, limits.msix_vectors}
         , interrupts_{interrupts}
-        , coalescer_{limits.msix_vectors}
+        , interrupts_state_{limits.msix_vectors}
         , doorbells_{limits.io_queues}
         , events_{std::size_t{limits.aerl} + 1U}
         , state_machine_{reset_ops_}
     {
         submission_queues_.resize(std::size_t{limits.io_queues} + 1U);
         completion_queues_.resize(std::size_t{limits.io_queues} + 1U);
-        vector_due_.resize(limits.msix_vectors);
-        due_vectors_.reserve(limits.msix_vectors);
         staging_per_group_ = std::max<std::size_t>(1, limits.staging_buffers / config_.poll_groups);
         for (std::uint16_t group = 0; group < config_.poll_groups; ++group) {
-            groups_.push_back(std::make_unique<group_type>(limits.io_queues, fetch_batch, limits.max_segments));
+            groups_.push_back(
+                std::make_unique<group_type>(limits.io_queues, fetch_batch, limits.max_segments, limits.msix_vectors));
         }
         for (std::size_t qid = 0; qid <= limits.io_queues; ++qid) {
             sq_group_[qid].store(0, std::memory_order_relaxed);
@@ -332,9 +426,11 @@ public:
                                    static_cast<controller*>(self)->on_namespace_changed(nsid);
                                }},
             config_.identity.controller_id);
-        attached_namespaces_.resize(std::size_t{subsystem_->options().max_namespaces} + 1U);
-        for (std::uint32_t nsid = 1; nsid < attached_namespaces_.size(); ++nsid) {
-            attached_namespaces_[nsid] = subsystem_->attached_namespace(nsid, controller_id_);
+        namespace_slots_ = std::size_t{subsystem_->options().max_namespaces} + 1U;
+        attached_namespaces_ = std::make_unique<std::atomic<namespace_type*>[]>(namespace_slots_);
+        for (std::uint32_t nsid = 0; nsid < namespace_slots_; ++nsid) {
+            attached_namespaces_[nsid].store(nsid == 0 ? nullptr : subsystem_->attached_namespace(nsid, controller_id_),
+                                             std::memory_order_relaxed);
         }
     }
 
@@ -348,6 +444,7 @@ public:
     /// The controller must not hold backend I/O when destroyed: poll() until backend_idle().
     ~controller()
     {
+        stop_poll_groups();
         NVMEKIT_ASSERT(backend_idle(), "controller destroyed with backend I/O outstanding");
         subsystem_->unregister_controller(controller_id_);
     }
@@ -421,12 +518,14 @@ public:
         case register_event_kind::none:
         case register_event_kind::admin_queue_attributes_written: break;
         case register_event_kind::cc_written:
-            on_cc_written(spec::cc_register{static_cast<std::uint32_t>(event.old_value)},
-                          spec::cc_register{static_cast<std::uint32_t>(event.new_value)});
+            with_groups_paused([&] {
+                on_cc_written(spec::cc_register{static_cast<std::uint32_t>(event.old_value)},
+                              spec::cc_register{static_cast<std::uint32_t>(event.new_value)});
+            });
             break;
         case register_event_kind::nssr_written:
             if (event.new_value == spec::nvm_subsystem_reset_value) {
-                state_machine_.handle(controller_event::subsystem_reset);
+                handle_event(controller_event::subsystem_reset);
             }
             break;
         case register_event_kind::interrupt_mask_changed: update_intx(); break;
@@ -444,10 +543,8 @@ public:
                 invalid_doorbell_registers_.fetch_add(1, std::memory_order_relaxed);
             } else if (value >= entries) {
                 invalid_doorbell_values_.fetch_add(1, std::memory_order_relaxed);
-            } else if (event.completion_queue) {
-                doorbell_channel_of(event.queue_id, true).ring_cq_head(event.queue_id, value);
             } else {
-                doorbell_channel_of(event.queue_id, false).ring_sq_tail(event.queue_id, value);
+                ring_doorbell(event.queue_id, event.completion_queue, value);
             }
             break;
         }
@@ -462,7 +559,7 @@ public:
     }
 
     /// PCIe Function Level Reset, the transport's entry point.
-    void function_level_reset() { state_machine_.handle(controller_event::function_reset); }
+    void function_level_reset() { handle_event(controller_event::function_reset); }
 
     /// Where the host decodes BAR0 (0: nowhere, the default). From then on every DMA touching
     /// [address, address + bar0_size()) is refused, whatever the DMA provider would do with it:
@@ -477,25 +574,29 @@ public:
     [[nodiscard]] std::uint64_t bar0_address() const noexcept { return dma_.excluded_base(); }
 
     /// An internal fatal error: CSTS.CFS reads 1 until the host resets the controller.
-    void fatal_error() { state_machine_.handle(controller_event::fatal_error); }
+    void fatal_error() { handle_event(controller_event::fatal_error); }
 
     // ---- processing side ----------------------------------------------------------------------
 
     /// Does all the work that is ready: finishes a pending enable or shutdown, takes doorbell
     /// values, fetches and executes commands, posts completions and signals interrupts. Returns
-    /// the number of commands executed.
+    /// the number of commands executed. With concurrent poll groups it does this for the admin
+    /// context alone (the admin queue, register events, events and logs); the groups run in
+    /// poll_group().
     std::size_t poll()
     {
-        state_machine_.handle(controller_event::tick);
+        handle_event(controller_event::tick);
+        take_group_reports();
         const auto state = state_machine_.state();
         if (state == controller_state::shutting_down || state == controller_state::shut_down) {
             // The queues still exist: the host may consume completions, but commands no longer run
             // until a Controller Reset (Base 2.0 3.6), so a submission is a host protocol error.
+            // (Concurrent groups are stopped: their doorbells are taken here.)
             statistics_.host_protocol_errors +=
                 invalid_doorbell_registers_.exchange(0, std::memory_order_relaxed);
             drain_every_doorbell([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
                 if (completion_queue) {
-                    apply_cq_head(qid, value);
+                    apply_cq_head(cq_owner(qid), qid, value);
                 } else {
                     ++statistics_.host_protocol_errors;
                 }
@@ -516,46 +617,140 @@ public:
             return 0;
         }
         drain_doorbells();
-        read_shadow_doorbells();
+        if (!concurrent()) {
+            read_shadow_doorbells();
+        }
         poll_backends();
-        resume_staging_waiters();
+        if (!concurrent()) {
+            resume_staging_waiters();
+        }
         check_keep_alive();
         std::size_t executed = 0;
-        if (submission_queues_[0]) {
-            executed += process_submission_queue(*submission_queues_[0], admin_group_);
+        if (submission_queues_[0] && !submission_queues_[0]->ring.empty()) {
+            // Admin commands change what the groups use (queues, features, namespaces): concurrent
+            // groups are paused while they run.
+            with_groups_paused([&] { executed += process_submission_queue(*submission_queues_[0], admin_group_); });
         }
-        for (auto& group : groups_) {
-            if (state_machine_.state() != controller_state::ready) {
-                break; // a command (or a DMA failure) changed the state
+        if (!concurrent()) {
+            for (auto& group : groups_) {
+                if (state_machine_.state() != controller_state::ready) {
+                    break; // a command (or a DMA failure) changed the state
+                }
+                executed += process_group_queues(*group);
+                take_fatal_error();
             }
-            executed += process_group_queues(*group);
         }
         poll_backends();
         free_retired_queues();
+        take_group_reports();
         report_async_events();
-        write_event_indexes();
+        if (!concurrent()) {
+            write_event_indexes();
+        }
         signal_interrupts();
         return executed;
     }
 
     /// Runs poll group `index` alone: takes its queues' doorbell values, executes their commands,
-    /// posts their completions and signals interrupts. poll() already does this for every group;
-    /// this is for embedders and tests that drive groups one by one. Not yet concurrent with
-    /// poll() or with another group (the groups' threads come with the poll-group threading
-    /// policy). Returns the number of commands executed.
+    /// posts their completions and signals their interrupts. Returns the number of commands
+    /// executed. Without concurrent_poll_groups, poll() already does this for every group, and
+    /// this is for tests that drive groups one by one (never concurrently with poll()). With
+    /// concurrent_poll_groups, this is how a group runs: from any thread, concurrently with poll()
+    /// and with the other groups, one call at a time per group (not while start_poll_groups()'s
+    /// threads run).
     std::size_t poll_group(std::uint16_t index)
     {
         NVMEKIT_ASSERT(index < groups_.size(), "poll_group: no such group");
-        if (state_machine_.state() != controller_state::ready) {
+        auto& group = *groups_[index];
+        if (!concurrent()) {
+            if (state_machine_.state() != controller_state::ready) {
+                return 0;
+            }
+            group.doorbells.drain([&](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
+                apply_doorbell(group, qid, completion_queue, value);
+            });
+            const std::size_t executed = process_group_queues(group);
+            take_fatal_error();
+            signal_interrupts();
+            return executed;
+        }
+        if (!enter_poll(group)) {
             return 0;
         }
-        auto& group = *groups_[index];
-        group.doorbells.drain([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
-            apply_doorbell(qid, completion_queue, value);
+        if (group.stopped) {
+            leave_poll(group);
+            return 0;
+        }
+        group.doorbells.drain([&](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
+            apply_doorbell(group, qid, completion_queue, value);
         });
+        read_shadow_doorbells(group);
+        resume_staging_waiters(group);
         const std::size_t executed = process_group_queues(group);
-        signal_interrupts();
+        write_event_indexes(group);
+        signal_group_interrupts(group);
+        leave_poll(group);
         return executed;
+    }
+
+    /// Starts one thread per poll group (a poll_group_runner calling poll_group(i), sleeping on
+    /// an eventfd when idle and woken by doorbell writes). Needs concurrent_poll_groups. `options`
+    /// applies to every group; its name gets the group index appended, and `cpus`, when not
+    /// empty, pins group i to cpus[i % cpus.size()]. Call from the admin context.
+    void start_poll_groups(poll_group_options options = {}, std::vector<unsigned> cpus = {})
+    {
+        if (!concurrent()) {
+            throw std::logic_error("controller::start_poll_groups needs controller_config::concurrent_poll_groups");
+        }
+        if (groups_started_) {
+            return;
+        }
+        for (std::size_t index = 0; index < groups_.size(); ++index) {
+            auto group_options = options;
+            group_options.name += std::to_string(index);
+            if (!cpus.empty()) {
+                group_options.cpu = cpus[index % cpus.size()];
+            }
+            auto& group = *groups_[index];
+            group.runner = std::make_unique<poll_group_runner<>>(
+                [this, index] { return poll_group(static_cast<std::uint16_t>(index)); }, std::move(group_options));
+        }
+        groups_started_ = true;
+        for (auto& group : groups_) {
+            group->runner->start();
+        }
+    }
+
+    /// Stops and joins the threads start_poll_groups() started (nothing when none run). The
+    /// queues stay as they are; poll_group() may then be called again.
+    void stop_poll_groups()
+    {
+        if (!groups_started_) {
+            return;
+        }
+        for (auto& group : groups_) {
+            group->runner->stop();
+        }
+        for (auto& group : groups_) {
+            group->runner.reset();
+        }
+        groups_started_ = false;
+    }
+
+    /// Runs `f` while no poll group runs: with concurrent groups, each is asked to pause and
+    /// waited for until it is between polls; they resume when `f` returns. The controller does
+    /// this around admin commands and register events; embedders and tests use it to read state
+    /// the groups own (requests_in_use(), queue contents) consistently. Call from the admin
+    /// context, never from a group.
+    template <typename F>
+    decltype(auto) with_groups_paused(F&& f)
+    {
+        struct resume_on_exit {
+            controller& self;
+            ~resume_on_exit() { self.resume_groups(); }
+        } resume{*this};
+        pause_groups();
+        return std::forward<F>(f)();
     }
 
     /// Number of poll groups (controller_config::poll_groups).
@@ -592,10 +787,11 @@ public:
     {
         controller_statistics sum = statistics_;
         const auto add = [&](const group_type& group) {
-            sum.commands += group.commands;
-            sum.completions_posted += group.completions_posted;
-            sum.completions_held += group.completions_held;
-            sum.staging_waits += group.staging_waits;
+            sum.commands += group.commands.load();
+            sum.completions_posted += group.completions_posted.load();
+            sum.completions_held += group.completions_held.load();
+            sum.staging_waits += group.staging_waits.load();
+            sum.dma_errors += group.dma_errors.load();
         };
         add(admin_group_);
         for (const auto& group : groups_) {
@@ -605,8 +801,15 @@ public:
     }
     [[nodiscard]] msix_table<interrupts_type>& msix() noexcept { return msix_; }
     /// Commands fetched and not yet returned to their pool, over every queue, deleted queues
-    /// whose commands are still in a backend included.
-    [[nodiscard]] std::size_t requests_in_use() const noexcept
+    /// whose commands are still in a backend included. Admin context (concurrent groups are
+    /// paused while it counts).
+    [[nodiscard]] std::size_t requests_in_use()
+    {
+        return with_groups_paused([this] { return count_requests_in_use(); });
+    }
+
+private:
+    [[nodiscard]] std::size_t count_requests_in_use() const noexcept
     {
         std::size_t in_use = 0;
         for (const auto& sq : submission_queues_) {
@@ -619,6 +822,8 @@ public:
         }
         return in_use;
     }
+
+public:
     [[nodiscard]] bool submission_queue_exists(std::uint16_t qid) const noexcept
     {
         return qid <= limits.io_queues && submission_queues_[qid] != nullptr;
@@ -801,7 +1006,7 @@ private:
             self->registers_.reset_power_on();
             self->reset_features();
             self->msix_.reset();
-            self->coalescer_.reset();
+            self->for_each_coalescer([](interrupt_coalescer& coalescer) { coalescer.reset(); });
         }
         void set_fatal() { self->set_csts_bit(spec::csts_register::cfs, true); }
         void host_protocol_error(controller_state, controller_event) { ++self->statistics_.host_protocol_errors; }
@@ -861,7 +1066,7 @@ private:
         if (asq_entries < 2 || acq_entries < 2 || asq_entries > 4096 || acq_entries > 4096) {
             return false;
         }
-        const std::uint64_t page_mask = memory_page_size() - 1U;
+        const std::uint64_t page_mask = (std::uint64_t{4096} << mps) - 1U;
         return (registers_.asq().raw & page_mask) == 0 && (registers_.acq().raw & page_mask) == 0;
     }
 
@@ -874,6 +1079,7 @@ private:
             ++statistics_.host_protocol_errors;
         }
         enable_started_ = clock_.now();
+        memory_page_bytes_ = std::uint64_t{4096} << registers_.cc().get(spec::cc_register::mps);
         const auto aqa = registers_.aqa();
         const std::uint32_t asq_entries = aqa.get(aqa.asqs) + 1U;
         const std::uint32_t acq_entries = aqa.get(aqa.acqs) + 1U;
@@ -931,6 +1137,7 @@ private:
         for (auto& group : groups_) {
             group->completion_queues.clear();
             group->submission_queues.clear();
+            group->intx_wanted.store(false, std::memory_order_relaxed);
         }
         next_group_ = 0;
         invalid_doorbell_registers_.store(0, std::memory_order_relaxed);
@@ -1015,7 +1222,7 @@ private:
     void reset_features()
     {
         granted_queues_.reset();
-        coalescer_.reset();
+        for_each_coalescer([](interrupt_coalescer& coalescer) { coalescer.reset(); });
         features_.controller_reset(clock_.now());
         last_keep_alive_.reset();
         static_cast<void>(firmware_.on_controller_reset());
@@ -1025,7 +1232,25 @@ private:
 
     // ---- doorbells ----------------------------------------------------------------------------
 
+    /// The admin context's doorbells (every context's, unless groups are concurrent), after the
+    /// invalid doorbell writes counted since the last poll.
     void drain_doorbells()
+    {
+        take_doorbell_errors();
+        if (concurrent()) {
+            doorbells_.drain([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
+                apply_doorbell(admin_group_, qid, completion_queue, value);
+            });
+            return;
+        }
+        drain_every_doorbell([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
+            apply_doorbell(cq_owner(qid), qid, completion_queue, value);
+        });
+    }
+
+    /// Invalid doorbell writes counted on the host-facing side (and by concurrent groups): counted
+    /// and reported as asynchronous events.
+    void take_doorbell_errors()
     {
         if (const auto writes = invalid_doorbell_registers_.exchange(0, std::memory_order_relaxed);
             writes != 0) {
@@ -1036,18 +1261,160 @@ private:
             statistics_.invalid_doorbells += writes;
             events_.post(spec::async_event_completion{spec::error_event::invalid_doorbell_value});
         }
-        drain_every_doorbell([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
-            apply_doorbell(qid, completion_queue, value);
-        });
     }
 
-    void apply_doorbell(std::uint16_t qid, bool completion_queue, std::uint32_t value)
+    /// A doorbell value for queue `qid`, which `group` owns (for a CQ) or runs (for an SQ).
+    void apply_doorbell(group_type& group, std::uint16_t qid, bool completion_queue, std::uint32_t value)
     {
         if (completion_queue) {
-            apply_cq_head(qid, value);
+            apply_cq_head(group, qid, value);
         } else {
             apply_sq_tail(qid, value);
         }
+    }
+
+    /// Hands a checked doorbell value to the context that owns the queue, and wakes that
+    /// context's thread when it sleeps. A queue's group is stored before its doorbell becomes
+    /// valid (publish_doorbell_entries).
+    void ring_doorbell(std::uint16_t qid, bool completion_queue, std::uint32_t value)
+    {
+        if (qid == 0) {
+            if (completion_queue) {
+                doorbells_.ring_cq_head(qid, value);
+            } else {
+                doorbells_.ring_sq_tail(qid, value);
+            }
+            return;
+        }
+        const auto& table = completion_queue ? cq_group_ : sq_group_;
+        auto& group = *groups_[table[qid].load(std::memory_order_acquire)];
+        if (completion_queue) {
+            group.doorbells.ring_cq_head(qid, value);
+        } else {
+            group.doorbells.ring_sq_tail(qid, value);
+        }
+        if (group.runner) {
+            group.runner->notify(); // after the value is visible (poll_group.hpp, the producers' rule)
+        }
+    }
+
+    /// The context that owns CQ `qid`: the admin context for the admin CQ, else its poll group.
+    [[nodiscard]] group_type& cq_owner(std::uint16_t qid) noexcept
+    {
+        return qid == 0 ? admin_group_ : *groups_[cq_group_[qid].load(std::memory_order_relaxed)];
+    }
+
+    /// True when poll groups run concurrently with the admin context (poll_group()).
+    [[nodiscard]] bool concurrent() const noexcept { return config_.concurrent_poll_groups; }
+
+    /// A group's poll begins: false when the admin context asked it to pause (the poll is then
+    /// skipped). With the admin side's pause_groups() this is the store-load handshake of
+    /// Dekker's algorithm: both store their flag, then read the other's, with seq_cst, so at least
+    /// one sees the other: the admin context never proceeds while the group is inside a poll,
+    /// and the group never starts one while a pause is requested.
+    [[nodiscard]] static bool enter_poll(group_type& group) noexcept
+    {
+        group.in_poll.store(true, std::memory_order_seq_cst);
+        if (group.pause_requested.load(std::memory_order_seq_cst)) {
+            group.in_poll.store(false, std::memory_order_release);
+            return false;
+        }
+        return true;
+    }
+    static void leave_poll(group_type& group) noexcept { group.in_poll.store(false, std::memory_order_release); }
+
+    /// Asks every concurrent group to pause and waits until none is inside a poll (nested calls
+    /// count). Admin context only.
+    void pause_groups()
+    {
+        if (pause_depth_++ != 0 || !concurrent()) {
+            return;
+        }
+        for (auto& group : groups_) {
+            group->pause_requested.store(true, std::memory_order_seq_cst);
+        }
+        for (auto& group : groups_) {
+            while (group->in_poll.load(std::memory_order_seq_cst)) {
+                std::this_thread::yield(); // a poll is bounded: fetch batches over the group's queues
+            }
+        }
+    }
+
+    /// Ends the outermost pause: the groups learn the controller's state (a group runs commands
+    /// only while it is ready) and resume.
+    void resume_groups()
+    {
+        if (--pause_depth_ != 0) {
+            return;
+        }
+        if (fatal_pending_.exchange(false, std::memory_order_acquire)) {
+            state_machine_.handle(controller_event::fatal_error);
+        }
+        const bool stopped = state_machine_.state() != controller_state::ready;
+        admin_group_.stopped = stopped;
+        for (auto& group : groups_) {
+            group->stopped = stopped;
+        }
+        if (!concurrent()) {
+            return;
+        }
+        for (auto& group : groups_) {
+            group->pause_requested.store(false, std::memory_order_release);
+            if (group->runner) {
+                group->runner->notify(); // it may have slept through doorbells rung during the pause
+            }
+        }
+    }
+
+    /// A state machine event from the admin context: with the groups paused, unless it is a tick
+    /// that changes nothing.
+    void handle_event(controller_event event)
+    {
+        if (event == controller_event::tick) {
+            const auto before = state_machine_.state();
+            state_machine_.handle(event);
+            if (state_machine_.state() != before) {
+                with_groups_paused([] {}); // a tick never leaves ready: the groups only learn of it
+            }
+            return;
+        }
+        with_groups_paused([&] { state_machine_.handle(event); });
+    }
+
+    /// A context failed a queue DMA: it stops at once, and the admin context puts the controller
+    /// into the fatal state (Base 2.0 9.5).
+    void raise_fatal_error(group_type& group) noexcept
+    {
+        ++group.dma_errors;
+        group.stopped = true;
+        fatal_pending_.store(true, std::memory_order_release);
+    }
+
+    /// Admin context: a fatal error a context raised takes effect.
+    void take_fatal_error()
+    {
+        if (fatal_pending_.load(std::memory_order_acquire)) {
+            with_groups_paused([] {}); // resume_groups() handles it
+        }
+    }
+
+    /// Admin context: what concurrent groups report (fatal errors, Error Information entries,
+    /// invalid doorbells) reaches the controller's state, logs and events.
+    void take_group_reports()
+    {
+        take_fatal_error();
+        if (!concurrent()) {
+            return;
+        }
+        for (auto& group : groups_) {
+            group->errors.drain([this](error_record&& record) { record_error(record); }, std::size_t{1} << 20);
+            if (const auto lost = group->errors_lost.load() - group->errors_lost_taken; lost != 0) {
+                group->errors_lost_taken += lost;
+                error_log_.skip(lost);
+                health_.counters().error_log_entries += lost;
+            }
+        }
+        take_doorbell_errors();
     }
 
     /// Forgets every doorbell value not yet taken (the admin channel's and every group's).
@@ -1069,23 +1436,12 @@ private:
         }
     }
 
-    /// Where a doorbell write of queue `qid` goes: the admin channel, or its poll group's. The
-    /// group is stored before the queue's doorbell becomes valid (publish_doorbell_entries).
-    [[nodiscard]] doorbell_channel& doorbell_channel_of(std::uint16_t qid, bool completion_queue) noexcept
-    {
-        if (qid == 0) {
-            return doorbells_;
-        }
-        const auto& table = completion_queue ? cq_group_ : sq_group_;
-        return groups_[table[qid].load(std::memory_order_acquire)]->doorbells;
-    }
-
     /// Runs the SQs of one poll group; counts its poll and commands.
     std::size_t process_group_queues(group_type& group)
     {
         std::size_t executed = 0;
         for (const std::uint16_t qid : group.submission_queues) {
-            if (state_machine_.state() != controller_state::ready) {
+            if (group.stopped) {
                 break;
             }
             if (submission_queues_[qid]) {
@@ -1129,7 +1485,7 @@ private:
         }
     }
 
-    void apply_cq_head(std::uint16_t qid, std::uint32_t value)
+    void apply_cq_head(group_type& group, std::uint16_t qid, std::uint32_t value)
     {
         if (!completion_queue_exists(qid)) {
             report_invalid_doorbell(spec::error_event::invalid_doorbell_register);
@@ -1140,11 +1496,17 @@ private:
             report_invalid_doorbell(spec::error_event::invalid_doorbell_value);
             return;
         }
-        post_held_completions(cq);
+        post_held_completions(group, cq);
     }
 
     void report_invalid_doorbell(spec::error_event event)
     {
+        if (concurrent()) { // counted and reported by the admin context
+            auto& count = event == spec::error_event::invalid_doorbell_register ? invalid_doorbell_registers_
+                                                                                : invalid_doorbell_values_;
+            count.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
         ++statistics_.invalid_doorbells;
         events_.post(spec::async_event_completion{event});
     }
@@ -1162,6 +1524,7 @@ private:
         return doorbell_index(qid, completion_queue) * registers_.doorbell_stride_bytes();
     }
 
+    /// Every I/O queue's shadow doorbells, in QID order.
     void read_shadow_doorbells()
     {
         if (!shadow_doorbells_) {
@@ -1169,33 +1532,54 @@ private:
         }
         for (std::uint16_t qid = 1; qid <= limits.io_queues; ++qid) {
             if (completion_queue_exists(qid)) {
-                std::uint32_t head = 0;
-                if (read_shadow(qid, true, head)) {
-                    if (head != completion_queues_[qid]->ring.head()) {
-                        apply_cq_head(qid, head);
-                    }
-                }
+                read_shadow_cq_head(cq_owner(qid), qid);
             }
             if (submission_queue_exists(qid)) {
-                std::uint32_t tail = 0;
-                if (read_shadow(qid, false, tail)) {
-                    if (tail != submission_queues_[qid]->ring.tail()) {
-                        apply_sq_tail(qid, tail);
-                    }
-                }
+                read_shadow_sq_tail(cq_owner(submission_queues_[qid]->ring.cqid()), qid);
             }
         }
     }
 
-    bool read_shadow(std::uint16_t qid, bool completion_queue, std::uint32_t& value)
+    /// The shadow doorbells of one group's queues.
+    void read_shadow_doorbells(group_type& group)
+    {
+        if (!shadow_doorbells_) {
+            return;
+        }
+        for (const std::uint16_t qid : group.completion_queues) {
+            read_shadow_cq_head(group, qid);
+        }
+        for (const std::uint16_t qid : group.submission_queues) {
+            read_shadow_sq_tail(group, qid);
+        }
+    }
+
+    void read_shadow_cq_head(group_type& group, std::uint16_t qid)
+    {
+        std::uint32_t head = 0;
+        if (read_shadow(group, qid, true, head) && head != completion_queues_[qid]->ring.head()) {
+            apply_cq_head(group, qid, head);
+        }
+    }
+
+    void read_shadow_sq_tail(group_type& group, std::uint16_t qid)
+    {
+        std::uint32_t tail = 0;
+        if (read_shadow(group, qid, false, tail) && tail != submission_queues_[qid]->ring.tail()) {
+            apply_sq_tail(qid, tail);
+        }
+    }
+
+    bool read_shadow(group_type& group, std::uint16_t qid, bool completion_queue, std::uint32_t& value)
     {
         if (dma_read_object(dma_, shadow_doorbells_->shadow + shadow_slot_offset(qid, completion_queue), value)) {
-            ++statistics_.dma_errors;
+            ++group.dma_errors;
             return false;
         }
         return true;
     }
 
+    /// Every I/O queue's EventIdx, in QID order.
     void write_event_indexes()
     {
         if (!shadow_doorbells_) {
@@ -1203,19 +1587,34 @@ private:
         }
         for (std::uint16_t qid = 1; qid <= limits.io_queues; ++qid) {
             if (submission_queue_exists(qid)) {
-                write_event_index(qid, false, submission_queues_[qid]->ring.tail());
+                write_event_index(cq_owner(submission_queues_[qid]->ring.cqid()), qid, false,
+                                  submission_queues_[qid]->ring.tail());
             }
             if (completion_queue_exists(qid)) {
-                write_event_index(qid, true, completion_queues_[qid]->ring.head());
+                write_event_index(cq_owner(qid), qid, true, completion_queues_[qid]->ring.head());
             }
         }
     }
 
-    void write_event_index(std::uint16_t qid, bool completion_queue, std::uint32_t value)
+    /// The EventIdx of one group's queues.
+    void write_event_indexes(group_type& group)
+    {
+        if (!shadow_doorbells_) {
+            return;
+        }
+        for (const std::uint16_t qid : group.submission_queues) {
+            write_event_index(group, qid, false, submission_queues_[qid]->ring.tail());
+        }
+        for (const std::uint16_t qid : group.completion_queues) {
+            write_event_index(group, qid, true, completion_queues_[qid]->ring.head());
+        }
+    }
+
+    void write_event_index(group_type& group, std::uint16_t qid, bool completion_queue, std::uint32_t value)
     {
         if (dma_write_object(dma_, shadow_doorbells_->event_index + shadow_slot_offset(qid, completion_queue),
                              value)) {
-            ++statistics_.dma_errors;
+            ++group.dma_errors;
         }
     }
 
@@ -1224,7 +1623,7 @@ private:
     std::size_t process_submission_queue(detail::submission_queue<command>& sq, group_type& group)
     {
         std::size_t executed = 0;
-        while (!sq.ring.empty() && state_machine_.state() == controller_state::ready) {
+        while (!sq.ring.empty() && !group.stopped) {
             const std::uint32_t room = std::min<std::uint32_t>(static_cast<std::uint32_t>(sq.pool.available()),
                                                                static_cast<std::uint32_t>(fetch_batch));
             if (room == 0) {
@@ -1234,8 +1633,7 @@ private:
             if (sq.ring.fetch(dma_, std::span{group.fetch_buffer}.first(room), fetched)) {
                 // The SQ cannot be read: a controller fatal status is what the spec offers
                 // (Base 2.0 9.5); the host recovers by resetting the controller.
-                ++statistics_.dma_errors;
-                state_machine_.handle(controller_event::fatal_error);
+                raise_fatal_error(group);
                 break;
             }
             for (std::uint32_t i = 0; i < fetched; ++i) {
@@ -1305,10 +1703,7 @@ public:
     [[nodiscard]] std::uint64_t max_transfer_bytes() const noexcept { return std::uint64_t{4096} << config_.mdts; }
 
     /// The memory page size the host set (CC.MPS).
-    [[nodiscard]] std::uint64_t memory_page_size() const noexcept
-    {
-        return std::uint64_t{4096} << registers_.cc().get(spec::cc_register::mps);
-    }
+    [[nodiscard]] std::uint64_t memory_page_size() const noexcept { return memory_page_bytes_; }
 
     /// Copies `data` to the host buffer of the command's data pointer (PRP or SGL).
     [[nodiscard]] spec::status transfer_to_host(const command& cmd, std::span<const std::byte> data)
@@ -1318,7 +1713,7 @@ public:
             !status.is_success()) {
             return status;
         }
-        return dma_status(copy_to_host(dma_, ranges, data));
+        return dma_status(cmd, copy_to_host(dma_, ranges, data));
     }
 
     /// Copies the host buffer of the command's data pointer into `data`.
@@ -1329,13 +1724,13 @@ public:
             !status.is_success()) {
             return status;
         }
-        return dma_status(copy_from_host(dma_, ranges, data));
+        return dma_status(cmd, copy_from_host(dma_, ranges, data));
     }
 
     /// The namespace `nsid` when it exists and is attached to this controller.
     [[nodiscard]] namespace_type* attached_namespace(std::uint32_t nsid) noexcept
     {
-        return nsid < attached_namespaces_.size() ? attached_namespaces_[nsid] : nullptr;
+        return nsid < namespace_slots_ ? attached_namespaces_[nsid].load(std::memory_order_acquire) : nullptr;
     }
 
     [[nodiscard]] subsystem_type& nvm_subsystem() noexcept { return *subsystem_; }
@@ -1346,9 +1741,9 @@ public:
     /// Backend requests this controller's commands are waiting for.
     [[nodiscard]] std::size_t io_outstanding() const noexcept
     {
-        std::size_t outstanding = admin_group_.io_outstanding;
+        std::uint64_t outstanding = admin_group_.io_outstanding.load();
         for (const auto& group : groups_) {
-            outstanding += group->io_outstanding;
+            outstanding += group->io_outstanding.load();
         }
         return outstanding;
     }
@@ -1375,13 +1770,13 @@ private:
     template <typename Controller>
     friend struct nvm_command_set;
 
-    [[nodiscard]] spec::status dma_status(spec::status status) noexcept
+    [[nodiscard]] static spec::status dma_status(const command& cmd, spec::status status) noexcept
     {
         if (status.is_success()) {
             return status;
         }
         if (status == spec::status{spec::generic_status::data_transfer_error}) {
-            ++statistics_.dma_errors;
+            ++cmd.group->dma_errors;
         }
         return status.with_dnr();
     }
@@ -1401,7 +1796,7 @@ private:
                                        .max_descriptors = std::size_t{limits.max_segments} * 4U};
         const auto status = walk_data_pointer(dma_, cmd.sqe, length, static_cast<std::uint32_t>(memory_page_size()),
                                               options, ranges);
-        return dma_status(status);
+        return dma_status(cmd, status);
     }
 
     [[nodiscard]] spec::status walk_metadata(const command& cmd, std::uint64_t length, transfer_direction direction,
@@ -1411,7 +1806,7 @@ private:
                                        .bit_bucket_supported = true,
                                        .max_segment_descriptors = 256,
                                        .max_descriptors = 16};
-        return dma_status(walk_metadata_pointer(dma_, cmd.sqe, length, options, ranges));
+        return dma_status(cmd, walk_metadata_pointer(dma_, cmd.sqe, length, options, ranges));
     }
 
     // ---- staging buffers --------------------------------------------------------------------
@@ -1458,12 +1853,16 @@ private:
     void resume_staging_waiters()
     {
         for (auto& group : groups_) {
-            while (group->free_staging != nullptr && !group->waiting_for_staging.empty()) {
-                auto& cmd = group->waiting_for_staging.front();
-                group->waiting_for_staging.pop_front();
-                --group->commands; // counted once, when first executed
-                execute(cmd);
-            }
+            resume_staging_waiters(*group);
+        }
+    }
+    void resume_staging_waiters(group_type& group)
+    {
+        while (group.free_staging != nullptr && !group.waiting_for_staging.empty()) {
+            auto& cmd = group.waiting_for_staging.front();
+            group.waiting_for_staging.pop_front();
+            --group.commands; // counted once, when first executed
+            execute(cmd);
         }
     }
 
@@ -1607,8 +2006,7 @@ private:
     bool post(detail::completion_queue<command>& cq, const spec::completion_queue_entry& cqe, group_type& group)
     {
         if (cq.ring.post(dma_, cqe)) {
-            ++statistics_.dma_errors;
-            state_machine_.handle(controller_event::fatal_error);
+            raise_fatal_error(group);
             return false;
         }
         ++group.completions_posted;
@@ -1616,9 +2014,9 @@ private:
         return true;
     }
 
-    void post_held_completions(detail::completion_queue<command>& cq)
+    void post_held_completions(group_type& group, detail::completion_queue<command>& cq)
     {
-        while (!cq.held.empty() && !cq.ring.full() && state_machine_.state() == controller_state::ready) {
+        while (!cq.held.empty() && !cq.ring.full() && !group.stopped) {
             auto& cmd = cq.held.front();
             if (!post(cq, cmd.cqe, *cmd.group)) {
                 return;
@@ -1674,55 +2072,112 @@ private:
         return static_cast<std::uint8_t>(1U << (static_cast<unsigned>(type) & 7U));
     }
 
+    /// The admin context's interrupts: every CQ's, unless groups are concurrent (then the admin
+    /// CQ's, and the INTx pin for all).
     void signal_interrupts()
     {
         const auto now = clock_.now();
-        for (auto& cq : completion_queues_) {
-            if (!cq || cq->posted_since_signal == 0) {
-                continue;
+        auto& state = interrupts_state_;
+        if (concurrent()) {
+            if (completion_queues_[0]) {
+                consider_interrupt(*completion_queues_[0], state, now);
             }
-            const std::uint32_t posted = std::exchange(cq->posted_since_signal, 0U);
-            const std::uint16_t vector = cq->ring.interrupt_vector();
-            if (!cq->ring.interrupts_enabled() || vector_due_[vector]) {
-                continue;
-            }
-            const bool coalesce = cq->ring.qid() != 0;
-            for (std::uint32_t entry = 0; entry < posted; ++entry) {
-                if (coalescer_.on_completion(vector, coalesce, now)) {
-                    mark_vector_due(vector);
-                    break;
+        } else {
+            for (auto& cq : completion_queues_) {
+                if (cq) {
+                    consider_interrupt(*cq, state, now);
                 }
             }
         }
-        coalescer_.expire(now, [this](std::uint16_t vector) { mark_vector_due(vector); });
-        for (const std::uint16_t vector : due_vectors_) {
-            vector_due_[vector] = false;
-            msix_.signal(vector);
-        }
-        due_vectors_.clear();
+        signal_due_vectors(state, now);
         update_intx();
     }
 
-    void mark_vector_due(std::uint16_t vector)
+    /// A concurrent group's interrupts: its CQs' vectors, and whether it wants the INTx pin.
+    void signal_group_interrupts(group_type& group)
     {
-        if (!vector_due_[vector]) {
-            vector_due_[vector] = true;
-            due_vectors_.push_back(vector); // within the capacity reserved at construction
+        const auto now = clock_.now();
+        for (const std::uint16_t qid : group.completion_queues) {
+            consider_interrupt(*completion_queues_[qid], group.interrupts, now);
         }
+        signal_due_vectors(group.interrupts, now);
+        if constexpr (IntxInterruptProvider<interrupts_type>) {
+            const bool wanted = std::any_of(group.completion_queues.begin(), group.completion_queues.end(),
+                                            [this](std::uint16_t qid) { return cq_wants_intx(*completion_queues_[qid]); });
+            group.intx_wanted.store(wanted, std::memory_order_relaxed);
+        }
+    }
+
+    /// Entries posted on `cq` since the last poll: due for its vector unless coalesced.
+    void consider_interrupt(detail::completion_queue<command>& cq, detail::interrupt_state& state,
+                            std::chrono::nanoseconds now)
+    {
+        if (cq.posted_since_signal == 0) {
+            return;
+        }
+        const std::uint32_t posted = std::exchange(cq.posted_since_signal, 0U);
+        const std::uint16_t vector = cq.ring.interrupt_vector();
+        if (!cq.ring.interrupts_enabled() || state.vector_due[vector]) {
+            return;
+        }
+        const bool coalesce = cq.ring.qid() != 0;
+        for (std::uint32_t entry = 0; entry < posted; ++entry) {
+            if (state.coalescer.on_completion(vector, coalesce, now)) {
+                mark_vector_due(state, vector);
+                break;
+            }
+        }
+    }
+
+    void signal_due_vectors(detail::interrupt_state& state, std::chrono::nanoseconds now)
+    {
+        state.coalescer.expire(now, [&](std::uint16_t vector) { mark_vector_due(state, vector); });
+        for (const std::uint16_t vector : state.due_vectors) {
+            state.vector_due[vector] = false;
+            msix_.signal(vector);
+        }
+        state.due_vectors.clear();
+    }
+
+    static void mark_vector_due(detail::interrupt_state& state, std::uint16_t vector)
+    {
+        if (!state.vector_due[vector]) {
+            state.vector_due[vector] = true;
+            state.due_vectors.push_back(vector); // within the capacity reserved at construction
+        }
+    }
+
+    /// The coalescers of every context, configured alike (Set Features 08h and 09h, resets).
+    template <typename F>
+    void for_each_coalescer(F&& f)
+    {
+        f(interrupts_state_.coalescer);
+        for (auto& group : groups_) {
+            f(group->interrupts.coalescer);
+        }
+    }
+
+    [[nodiscard]] static bool cq_wants_intx(const detail::completion_queue<command>& cq) noexcept
+    {
+        return cq.ring.interrupts_enabled() && cq.ring.outstanding() != 0;
     }
 
     /// Pin-based interrupts (when MSI-X is off and the provider has INTx): the pin is asserted
     /// while a CQ with interrupts enabled holds entries and INTMS does not mask vector 0.
+    /// Concurrent groups report their CQs at the end of each poll.
     void update_intx()
     {
         if constexpr (IntxInterruptProvider<interrupts_type>) {
             bool level = false;
             if (!msix_.enabled() && (registers_.interrupt_mask() & 1U) == 0) {
-                for (const auto& cq : completion_queues_) {
-                    if (cq && cq->ring.interrupts_enabled() && cq->ring.outstanding() != 0) {
-                        level = true;
-                        break;
-                    }
+                if (concurrent()) {
+                    level = (completion_queues_[0] && cq_wants_intx(*completion_queues_[0])) ||
+                            std::any_of(groups_.begin(), groups_.end(), [](const auto& group) {
+                                return group->intx_wanted.load(std::memory_order_relaxed);
+                            });
+                } else {
+                    level = std::any_of(completion_queues_.begin(), completion_queues_.end(),
+                                        [](const auto& cq) { return cq && cq_wants_intx(*cq); });
                 }
             }
             if (level != intx_level_) {
@@ -1731,7 +2186,6 @@ private:
             }
         }
     }
-
 
     // ---- namespaces, logs, features and events ---------------------------------------------------
 
@@ -1761,8 +2215,10 @@ private:
     /// log records it and, when the host enabled the notice, an event reports it.
     void on_namespace_changed(std::uint32_t nsid)
     {
-        if (nsid < attached_namespaces_.size()) {
-            attached_namespaces_[nsid] = subsystem_->attached_namespace(nsid, controller_id_);
+        if (nsid < namespace_slots_) {
+            // Atomic, so that concurrent poll groups see the change at their next command.
+            attached_namespaces_[nsid].store(subsystem_->attached_namespace(nsid, controller_id_),
+                                             std::memory_order_release);
         }
         if (!changed_namespaces_.overflowed()) {
             // A Namespace List: each NSID once, in increasing order (Base 2.0 5.16.1.5).
@@ -1807,43 +2263,60 @@ private:
         record.phase_tag = cq.ring.phase() != (((slot / cq.ring.entries()) & 1U) != 0);
         record.nsid = cmd.sqe.nsid;
         if (cmd.ns != nullptr && status.type() == spec::status_code_type::media_error) {
-            record.lba = last_error_lba_;
+            record.lba = cmd.error_lba;
         }
+        if (concurrent() && cmd.group != &admin_group_) {
+            // The log belongs to the admin context, which takes the entry before it runs the next
+            // admin command (a Get Log Page after this completion finds it).
+            if (!cmd.group->errors.try_push(record)) {
+                ++cmd.group->errors_lost;
+            }
+            return;
+        }
+        record_error(record);
+    }
+
+    void record_error(const error_record& record)
+    {
         error_log_.record(record);
         health_.record_error_log_entry();
     }
 
     /// A read of an uncorrectable or failing block: counted as a media error, at `lba`.
-    void record_media_error(const command& /*cmd*/, std::uint64_t lba) noexcept
+    void record_media_error(command& cmd, std::uint64_t lba) noexcept
     {
-        health_.record_media_error();
-        last_error_lba_ = lba;
+        ++cmd.group->media_errors;
+        cmd.error_lba = lba;
     }
 
     /// The status of a failed backend request, counting media errors.
-    [[nodiscard]] spec::status backend_failure(const command& cmd, block_status status) noexcept
+    [[nodiscard]] spec::status backend_failure(command& cmd, block_status status) noexcept
     {
         if (status == block_status::unrecovered_read_error || status == block_status::write_fault) {
-            health_.record_media_error();
+            ++cmd.group->media_errors;
             // The first block in error when the backend says which (Base 2.0 5.16.1.2: the LBA
             // field holds the first LBA that experienced the error), else the first of the
             // command's data request.
             const block_request& data = cmd.block[0];
             const std::uint64_t at = data.error_offset != block_request::unknown_offset ? data.error_offset : data.offset;
-            last_error_lba_ = cmd.ns != nullptr ? at / cmd.ns->data_transfer_bytes(1) : 0;
+            cmd.error_lba = cmd.ns != nullptr ? at / cmd.ns->data_transfer_bytes(1) : 0;
         }
         return block_error(status);
     }
 
     void count_read(const command& cmd, std::uint64_t bytes) noexcept
     {
-        health_.record_read(bytes);
-        cmd.group->statistics.add_bytes(bytes);
+        auto& group = *cmd.group;
+        ++group.read_commands;
+        group.read_512_units += units_512(bytes);
+        group.statistics.add_bytes(bytes);
     }
     void count_write(const command& cmd, std::uint64_t bytes) noexcept
     {
-        health_.record_write(bytes);
-        cmd.group->statistics.add_bytes(bytes);
+        auto& group = *cmd.group;
+        ++group.write_commands;
+        group.written_512_units += units_512(bytes);
+        group.statistics.add_bytes(bytes);
     }
     /// The context that owns an SQ: the admin context for the admin queue, else its poll group.
     [[nodiscard]] group_type& group_of(const detail::submission_queue<command>& sq) noexcept
@@ -1855,7 +2328,20 @@ private:
     /// SMART / Health Information (Base 2.0 5.16.1.3), controller-wide.
     [[nodiscard]] spec::smart_health_log smart_health_data() const
     {
-        return health_.build(clock_.now() - powered_on_at_, features_.over_temperature_threshold(0),
+        health_log health = health_; // plus what the contexts counted
+        auto& counters = health.counters();
+        const auto add = [&](const group_type& group) {
+            counters.host_read_commands += group.read_commands.load();
+            counters.read_512_units += group.read_512_units.load();
+            counters.host_write_commands += group.write_commands.load();
+            counters.written_512_units += group.written_512_units.load();
+            counters.media_errors += group.media_errors.load();
+        };
+        add(admin_group_);
+        for (const auto& group : groups_) {
+            add(*group);
+        }
+        return health.build(clock_.now() - powered_on_at_, features_.over_temperature_threshold(0),
                              features_.under_temperature_threshold(0));
     }
 
@@ -1888,7 +2374,7 @@ private:
             record.status = spec::status{spec::generic_status::keep_alive_timer_expired};
             error_log_.record(record);
             health_.record_error_log_entry();
-            state_machine_.handle(controller_event::fatal_error);
+            handle_event(controller_event::fatal_error);
         }
     }
 
@@ -2125,13 +2611,18 @@ private:
             return command_result::success(granted_queues_->raw);
         }
         case spec::feature_id::interrupt_coalescing:
-            coalescer_.configure(spec::interrupt_coalescing{view.cdw11});
+            for_each_coalescer([&](interrupt_coalescer& coalescer) {
+                coalescer.configure(spec::interrupt_coalescing{view.cdw11});
+            });
             return command_result::success();
         case spec::feature_id::interrupt_vector_configuration: {
             const spec::interrupt_vector_configuration value{view.cdw11};
-            if (!coalescer_.set_coalescing_disabled(value.get(value.iv), value.get(value.cd))) {
+            if (value.get(value.iv) >= limits.msix_vectors) {
                 return command_result::failure(error(spec::generic_status::invalid_field));
             }
+            for_each_coalescer([&](interrupt_coalescer& coalescer) {
+                static_cast<void>(coalescer.set_coalescing_disabled(value.get(value.iv), value.get(value.cd)));
+            });
             return command_result::success();
         }
         default: return command_result::failure(error(spec::generic_status::invalid_field));
@@ -2172,7 +2663,7 @@ private:
             return feature_value(view.select, granted_queues_.value_or(maximum).raw, maximum.raw);
         }
         case spec::feature_id::interrupt_coalescing:
-            return feature_value(view.select, coalescer_.configuration().raw, 0);
+            return feature_value(view.select, interrupts_state_.coalescer.configuration().raw, 0);
         case spec::feature_id::interrupt_vector_configuration: {
             const spec::interrupt_vector_configuration requested{cmd.sqe.cdw11};
             const std::uint16_t vector = requested.get(requested.iv);
@@ -2182,7 +2673,7 @@ private:
             const auto current = spec::interrupt_vector_configuration{}
                                      .with(spec::interrupt_vector_configuration::iv, vector)
                                      .with(spec::interrupt_vector_configuration::cd,
-                                           coalescer_.coalescing_disabled(vector));
+                                           interrupts_state_.coalescer.coalescing_disabled(vector));
             const auto default_value = spec::interrupt_vector_configuration{}.with(
                 spec::interrupt_vector_configuration::iv, vector);
             return feature_value(view.select, current.raw, default_value.raw);
@@ -2228,10 +2719,12 @@ private:
     register_file registers_;
     msix_type msix_;
     interrupts_type& interrupts_;
-    interrupt_coalescer coalescer_;
+    /// Coalescing and due vectors of the admin context; of every CQ unless groups are concurrent,
+    /// when each group has its own (configured alike).
+    detail::interrupt_state interrupts_state_;
     doorbell_channel doorbells_; ///< the admin queue's; the I/O queues' are in their poll groups
     std::vector<std::unique_ptr<group_type>> groups_;
-    group_type admin_group_{0, fetch_batch, limits.max_segments}; ///< runs the admin queue
+    group_type admin_group_{0, fetch_batch, limits.max_segments, 1}; ///< runs the admin queue
     /// limits.staging_buffers shared out among the poll groups, at least one each.
     std::size_t staging_per_group_ = 1;
     /// By QID: the poll group of the I/O SQ / CQ (read by the MMIO side to route doorbells).
@@ -2252,8 +2745,6 @@ private:
     reset_state_machine<reset_operations> state_machine_;
     std::vector<std::unique_ptr<detail::submission_queue<command>>> submission_queues_;
     std::vector<std::unique_ptr<detail::completion_queue<command>>> completion_queues_;
-    std::vector<bool> vector_due_;           ///< per MSI-X vector: signalled at the end of this poll
-    std::vector<std::uint16_t> due_vectors_; ///< those vectors, in the order they became due
     std::optional<spec::number_of_queues> granted_queues_;
     std::optional<shadow_doorbell_buffers> shadow_doorbells_;
     std::chrono::nanoseconds enable_started_{0};
@@ -2266,7 +2757,8 @@ private:
     std::uint16_t controller_id_ = 0;
     /// By NSID: the namespace when attached to this controller, else null (kept in step with
     /// the subsystem's notifications), so that an I/O command finds its namespace in O(1).
-    std::vector<namespace_type*> attached_namespaces_;
+    std::size_t namespace_slots_ = 0;
+    std::unique_ptr<std::atomic<namespace_type*>[]> attached_namespaces_;
     /// Admin data built or received by a handler (Identify, logs, features).
     static constexpr std::size_t admin_data_bytes = 16384;
     std::vector<std::byte> admin_data_;
@@ -2290,7 +2782,13 @@ private:
     std::size_t changed_namespace_count_ = 0;
     health_log health_{};
     std::chrono::nanoseconds powered_on_at_ = clock_.now();
-    std::uint64_t last_error_lba_ = 0;
+    /// The page size CC.MPS set when the controller was enabled (a CC write while enabled does not
+    /// change it; groups read it without synchronisation).
+    std::uint64_t memory_page_bytes_ = 4096;
+    /// Concurrent groups: a group's fatal DMA error, for the admin context.
+    std::atomic<bool> fatal_pending_{false};
+    bool groups_started_ = false;
+    int pause_depth_ = 0; ///< nested with_groups_paused() calls
 };
 
 

@@ -57,6 +57,15 @@ public:
     {
     }
 
+    /// Counts `n` errors that could not be recorded (their entries were lost before they reached
+    /// the log): the Error Count advances by `n`, so the next entry shows the gap.
+    void skip(std::uint64_t n) noexcept
+    {
+        for (; n != 0; --n) {
+            last_error_count_ = last_error_count_ == std::numeric_limits<std::uint64_t>::max() ? 1 : last_error_count_ + 1;
+        }
+    }
+
     /// Records an error, replacing the oldest entry when full. Returns its Error Count.
     std::uint64_t record(const error_record& error) noexcept
     {

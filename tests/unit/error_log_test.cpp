@@ -50,6 +50,20 @@ TEST(error_log, default_capacity_is_64_entries)
     EXPECT_EQ(log.last_error_count(), 0U);
 }
 
+TEST(error_log, skipped_errors_advance_the_error_count_without_entries)
+{
+    // Errors that never reached the log (a full mailbox between a poll group and the admin
+    // context) still count: the next entry's Error Count shows the gap.
+    error_log log;
+    EXPECT_EQ(log.record(error_record{}), 1U);
+    log.skip(3);
+    EXPECT_EQ(log.size(), 1U);
+    EXPECT_EQ(log.last_error_count(), 4U);
+    EXPECT_EQ(log.record(error_record{}), 5U);
+    EXPECT_EQ(log.size(), 2U);
+    EXPECT_EQ(log.entry(0).error_count, 5U); // newest first
+}
+
 TEST(error_log, capacity_must_be_1_to_256)
 {
     EXPECT_THROW(error_log{0}, std::invalid_argument);

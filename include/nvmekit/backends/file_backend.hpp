@@ -23,9 +23,21 @@
 /// - Errors: EIO on a read gives unrecovered_read_error; EIO on a write, a flush or a zeroing gives
 ///   write_fault; any other error internal_error. A write, Write Zeroes or Deallocate on a
 ///   read-only backend, or any request after close(), completes with internal_error.
+///
+/// Threads: submit() may run on several threads at once (poll groups on threads of their own
+/// submitting to one namespace), each request object used by one thread. Every transfer is a
+/// positioned pread/pwrite (no shared file offset) straight between the file and the request's own
+/// segments: there is no bounce buffer, and the zero-writing fallback reads a constant buffer of
+/// zeros. The descriptors and options are fixed while the file is open; the counters
+/// (sync_count, zero_fill_count, direct_count) and the remembered refusals of fallocate are
+/// relaxed atomics, exact and readable on any thread. Requests on different bytes therefore never
+/// interfere; requests on the same bytes at once leave them undefined, as on a drive, and are
+/// memory-safe. A flush syncs every write completed before it on any thread. close(), moves and
+/// destruction must not overlap any other call.
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -128,11 +140,11 @@ public:
         , fd_{std::exchange(other.fd_, -1)}
         , direct_fd_{std::exchange(other.direct_fd_, -1)}
         , block_device_{other.block_device_}
-        , zero_range_supported_{other.zero_range_supported_}
-        , punch_hole_supported_{other.punch_hole_supported_}
-        , sync_count_{other.sync_count_}
-        , zero_fill_count_{other.zero_fill_count_}
-        , direct_count_{other.direct_count_}
+        , zero_range_supported_{other.zero_range_supported_.load(std::memory_order_relaxed)}
+        , punch_hole_supported_{other.punch_hole_supported_.load(std::memory_order_relaxed)}
+        , sync_count_{other.sync_count_.load(std::memory_order_relaxed)}
+        , zero_fill_count_{other.zero_fill_count_.load(std::memory_order_relaxed)}
+        , direct_count_{other.direct_count_.load(std::memory_order_relaxed)}
     {
     }
 
@@ -145,11 +157,11 @@ public:
             fd_ = std::exchange(other.fd_, -1);
             direct_fd_ = std::exchange(other.direct_fd_, -1);
             block_device_ = other.block_device_;
-            zero_range_supported_ = other.zero_range_supported_;
-            punch_hole_supported_ = other.punch_hole_supported_;
-            sync_count_ = other.sync_count_;
-            zero_fill_count_ = other.zero_fill_count_;
-            direct_count_ = other.direct_count_;
+            copy_relaxed(zero_range_supported_, other.zero_range_supported_);
+            copy_relaxed(punch_hole_supported_, other.punch_hole_supported_);
+            copy_relaxed(sync_count_, other.sync_count_);
+            copy_relaxed(zero_fill_count_, other.zero_fill_count_);
+            copy_relaxed(direct_count_, other.direct_count_);
         }
         return *this;
     }
@@ -209,13 +221,28 @@ public:
     [[nodiscard]] bool read_only() const noexcept { return options_.read_only; }
 
     /// fdatasync calls made so far (flushes, FUA writes, close).
-    [[nodiscard]] std::uint64_t sync_count() const noexcept { return sync_count_; }
+    [[nodiscard]] std::uint64_t sync_count() const noexcept
+    {
+        return sync_count_.load(std::memory_order_relaxed);
+    }
     /// Write Zeroes and Deallocate requests served by writing zeros instead of fallocate.
-    [[nodiscard]] std::uint64_t zero_fill_count() const noexcept { return zero_fill_count_; }
+    [[nodiscard]] std::uint64_t zero_fill_count() const noexcept
+    {
+        return zero_fill_count_.load(std::memory_order_relaxed);
+    }
     /// Reads and writes that went through the O_DIRECT descriptor.
-    [[nodiscard]] std::uint64_t direct_count() const noexcept { return direct_count_; }
+    [[nodiscard]] std::uint64_t direct_count() const noexcept
+    {
+        return direct_count_.load(std::memory_order_relaxed);
+    }
 
 private:
+    template <typename T>
+    static void copy_relaxed(std::atomic<T>& target, const std::atomic<T>& source) noexcept
+    {
+        target.store(source.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    }
+
     void measure(const std::filesystem::path& path)
     {
         struct stat status {};
@@ -261,7 +288,7 @@ private:
     /// fdatasync, retried on EINTR; 0 or -1 with errno set.
     int sync() noexcept
     {
-        ++sync_count_;
+        sync_count_.fetch_add(1, std::memory_order_relaxed);
         int result = 0;
         do {
             result = ::fdatasync(fd_);
@@ -330,7 +357,7 @@ private:
         int fd = fd_;
         if (direct_eligible(request)) {
             fd = direct_fd_;
-            ++direct_count_;
+            direct_count_.fetch_add(1, std::memory_order_relaxed);
         }
         std::uint64_t position = request.offset;
         for (const io_segment& segment : request.segments) {
@@ -409,13 +436,16 @@ private:
     }
 
     /// Zeroes [offset, offset + length) with fallocate(`mode` | FALLOC_FL_KEEP_SIZE), or by
-    /// writing zeros when fallocate is off or refused. `supported` remembers a refusal for good.
-    block_status zero(std::uint64_t offset, std::uint64_t length, int mode, bool& supported) noexcept
+    /// writing zeros when fallocate is off or refused. `supported` remembers a refusal for good;
+    /// it is a relaxed atomic because requests on other threads may read it meanwhile (one that
+    /// still tries fallocate once more is refused again and falls back the same way).
+    block_status zero(std::uint64_t offset, std::uint64_t length, int mode,
+                      std::atomic<bool>& supported) noexcept
     {
         if (length == 0) {
             return block_status::success;
         }
-        if (options_.use_fallocate && supported) {
+        if (options_.use_fallocate && supported.load(std::memory_order_relaxed)) {
             int result = 0;
             do {
                 result = ::fallocate(fd_, mode | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
@@ -425,12 +455,12 @@ private:
                 return block_status::success;
             }
             if (errno == EOPNOTSUPP || errno == ENOSYS) {
-                supported = false;
+                supported.store(false, std::memory_order_relaxed);
             } else if (errno != EINVAL) {
                 return write_error(errno);
             }
         }
-        ++zero_fill_count_;
+        zero_fill_count_.fetch_add(1, std::memory_order_relaxed);
         while (length != 0) {
             const auto piece =
                 static_cast<std::size_t>(std::min<std::uint64_t>(length, detail::file_backend_zeros.size()));
@@ -449,11 +479,13 @@ private:
     int fd_ = -1;
     int direct_fd_ = -1;
     bool block_device_ = false;
-    bool zero_range_supported_ = true;
-    bool punch_hole_supported_ = true;
-    std::uint64_t sync_count_ = 0;
-    std::uint64_t zero_fill_count_ = 0;
-    std::uint64_t direct_count_ = 0;
+    // Changed by requests, possibly on several threads at once: relaxed atomics (they order
+    // nothing; the kernel orders the I/O).
+    std::atomic<bool> zero_range_supported_{true};
+    std::atomic<bool> punch_hole_supported_{true};
+    std::atomic<std::uint64_t> sync_count_{0};
+    std::atomic<std::uint64_t> zero_fill_count_{0};
+    std::atomic<std::uint64_t> direct_count_{0};
 };
 
 static_assert(check_block_backend<file_backend>());

@@ -2,6 +2,12 @@
 /// A BlockBackend that stores nothing: writes are dropped and reads return zeros. For benchmarks
 /// of the controller itself and for namespaces whose data does not matter. Every request completes
 /// inline, inside submit().
+///
+/// Threads: submit() may run on several threads at once (poll groups on threads of their own),
+/// each request object used by one thread. The submit path reads only members fixed at
+/// construction (capacity, options) and writes only the request's own segments, so concurrent
+/// requests share no mutable state and need no synchronization. Construction, moves and
+/// destruction must not overlap any other call.
 
 #include <cstddef>
 #include <cstdint>

@@ -15,15 +15,32 @@
 /// internal_error before any byte is stored.
 ///
 /// Every request completes inline, inside submit(). No volatile cache: flush does nothing.
+///
+/// Threads: submit() may run on several threads at once (poll groups on threads of their own
+/// submitting to one namespace), each request object used by one thread.
+/// - Leaf and chunk pointers are atomics. The first write to a leaf or chunk allocates it and
+///   publishes it with a compare-exchange; when two threads allocate the same one at once, one
+///   wins and the other frees its allocation and uses the winner's. A lookup is one acquire load
+///   per table level (a plain load on x86); no request takes a lock.
+/// - Requests on different bytes never interfere, even within one chunk: their data is exact.
+/// - Requests on the same bytes at once leave those bytes undefined, as on a drive.
+/// - Chunk memory is freed only by a Deallocate or Write Zeroes that covers a whole chunk, and
+///   then a request on that chunk running at the same time on another thread would use freed
+///   memory. `concurrent = true` (or `preallocate`) zeroes whole chunks instead, so chunk memory
+///   lives as long as the backend and no mix of requests is ever memory-unsafe. Poll groups on
+///   several threads need `concurrent = true`; the default suits one thread (single_threaded).
+/// - bytes_allocated() may be read on any thread while requests run.
+/// - Construction, moves and destruction must not overlap any other call.
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <vector>
 #include <new>
 #include <stdexcept>
+#include <utility>
 
 #include <nvmekit/block_backend.hpp>
 #include <nvmekit/config.hpp>
@@ -34,8 +51,15 @@ NVMEKIT_BEGIN_NAMESPACE
 struct ram_backend_options {
     /// Bytes per chunk: a power of two from 512 to 1 GiB.
     std::size_t chunk_size = std::size_t{64} * 1024;
-    /// Allocate every chunk at construction, so that no request allocates.
+    /// Allocate every chunk at construction, so that no request allocates (and zero whole chunks
+    /// rather than free them, as `concurrent` does).
     bool preallocate = false;
+    /// Zero the chunks a Deallocate or Write Zeroes covers entirely instead of freeing them, so
+    /// chunk memory is never freed while the backend lives and requests submitted on several
+    /// threads at once are memory-safe whatever bytes they touch. Needed when poll groups run on
+    /// threads of their own; bytes_allocated() then never decreases. False frees them (memory
+    /// returns to the system; submit from one thread at a time).
+    bool concurrent = false;
 };
 
 /// A sparse RAM backend (see the top of this header).
@@ -64,15 +88,49 @@ public:
         if (top_entries > max_top_entries) {
             throw std::invalid_argument("ram_backend: the capacity is too large for the chunk size");
         }
-        top_.resize(static_cast<std::size_t>(top_entries));
+        top_entries_ = static_cast<std::size_t>(top_entries);
+        top_ = std::make_unique<std::atomic<chunk_slot*>[]>(top_entries_);
         if (options.preallocate) {
             for (std::uint64_t index = 0; index < chunk_count_; ++index) {
                 if (ensure_chunk(index) == nullptr) {
+                    release_all();
                     throw std::bad_alloc();
                 }
             }
         }
     }
+
+    ram_backend(const ram_backend&) = delete;
+    ram_backend& operator=(const ram_backend&) = delete;
+
+    /// Takes the other backend's data; the moved-from backend has no capacity left.
+    ram_backend(ram_backend&& other) noexcept
+        : capacity_{std::exchange(other.capacity_, 0)}
+        , options_{other.options_}
+        , chunk_count_{std::exchange(other.chunk_count_, 0)}
+        , bytes_allocated_{other.bytes_allocated_.exchange(0, std::memory_order_relaxed)}
+        , top_entries_{std::exchange(other.top_entries_, 0)}
+        , top_{std::move(other.top_)}
+    {
+    }
+
+    /// Frees this backend's data and takes the other's; the moved-from backend has no capacity left.
+    ram_backend& operator=(ram_backend&& other) noexcept
+    {
+        if (this != &other) {
+            release_all();
+            capacity_ = std::exchange(other.capacity_, 0);
+            options_ = other.options_;
+            chunk_count_ = std::exchange(other.chunk_count_, 0);
+            bytes_allocated_.store(other.bytes_allocated_.exchange(0, std::memory_order_relaxed),
+                                   std::memory_order_relaxed);
+            top_entries_ = std::exchange(other.top_entries_, 0);
+            top_ = std::move(other.top_);
+        }
+        return *this;
+    }
+
+    ~ram_backend() { release_all(); }
 
     /// The fixed size given at construction.
     [[nodiscard]] std::uint64_t capacity_bytes() const noexcept { return capacity_; }
@@ -104,58 +162,106 @@ public:
     [[nodiscard]] std::size_t outstanding() const noexcept { return 0; }
 
     /// Bytes of chunk memory allocated now (chunk data only, not the tables). The last chunk is
-    /// only as long as the capacity leaves.
-    [[nodiscard]] std::uint64_t bytes_allocated() const noexcept { return bytes_allocated_; }
+    /// only as long as the capacity leaves. Safe to call on any thread while requests run; exact
+    /// for every request whose completion the calling thread has seen (joined, or synchronized).
+    [[nodiscard]] std::uint64_t bytes_allocated() const noexcept
+    {
+        return bytes_allocated_.load(std::memory_order_relaxed);
+    }
 
     /// Bytes per chunk.
     [[nodiscard]] std::size_t chunk_size() const noexcept { return options_.chunk_size; }
 
 private:
-    using chunk = std::unique_ptr<std::byte[]>;
-    using leaf_table = std::unique_ptr<chunk[]>;
+    /// A leaf table entry: the chunk's bytes, or nullptr while the chunk is all zeros.
+    using chunk_slot = std::atomic<std::byte*>;
+    static_assert(chunk_slot::is_always_lock_free && std::atomic<chunk_slot*>::is_always_lock_free,
+                  "ram_backend publishes leaves and chunks with lock-free atomic pointers");
 
     [[nodiscard]] std::uint64_t chunk_length(std::uint64_t index) const noexcept
     {
         return std::min<std::uint64_t>(options_.chunk_size, capacity_ - index * options_.chunk_size);
     }
 
+    /// The chunk at `index`, or nullptr when it was never written (or was freed). The acquire loads
+    /// pair with the release of the compare-exchange that published the leaf and the chunk, so
+    /// their zero fill is visible.
     [[nodiscard]] std::byte* find_chunk(std::uint64_t index) const noexcept
     {
         NVMEKIT_ASSERT(index < chunk_count_, "ram_backend chunk index past the capacity");
-        const leaf_table& leaf = top_[static_cast<std::size_t>(index / leaf_entries)];
-        return leaf ? leaf[index % leaf_entries].get() : nullptr;
+        const chunk_slot* const leaf =
+            top_[static_cast<std::size_t>(index / leaf_entries)].load(std::memory_order_acquire);
+        return leaf != nullptr ? leaf[index % leaf_entries].load(std::memory_order_acquire) : nullptr;
     }
 
     /// The chunk at `index`, allocated and zero-filled if needed; nullptr when memory runs out.
+    /// Lock-free: when several threads allocate the same leaf or chunk at once, the first
+    /// compare-exchange wins and every other thread frees its allocation and takes the winner's.
     std::byte* ensure_chunk(std::uint64_t index) noexcept
     {
         NVMEKIT_ASSERT(index < chunk_count_, "ram_backend chunk index past the capacity");
-        leaf_table& leaf = top_[static_cast<std::size_t>(index / leaf_entries)];
-        if (!leaf) {
-            leaf.reset(new (std::nothrow) chunk[leaf_entries]());
-            if (!leaf) {
+        std::atomic<chunk_slot*>& top_slot = top_[static_cast<std::size_t>(index / leaf_entries)];
+        chunk_slot* leaf = top_slot.load(std::memory_order_acquire);
+        if (leaf == nullptr) {
+            chunk_slot* const fresh = new (std::nothrow) chunk_slot[leaf_entries]();
+            if (fresh == nullptr) {
                 return nullptr;
             }
+            // On failure `leaf` receives the winner's leaf, acquired.
+            if (top_slot.compare_exchange_strong(leaf, fresh, std::memory_order_acq_rel,
+                                                 std::memory_order_acquire)) {
+                leaf = fresh;
+            } else {
+                delete[] fresh;
+            }
         }
-        chunk& slot = leaf[index % leaf_entries];
-        if (!slot) {
+        chunk_slot& slot = leaf[index % leaf_entries];
+        std::byte* data = slot.load(std::memory_order_acquire);
+        if (data == nullptr) {
             const std::uint64_t length = chunk_length(index);
-            slot.reset(new (std::nothrow) std::byte[static_cast<std::size_t>(length)]());
-            if (!slot) {
+            std::byte* const fresh = new (std::nothrow) std::byte[static_cast<std::size_t>(length)]();
+            if (fresh == nullptr) {
                 return nullptr;
             }
-            bytes_allocated_ += length;
+            if (slot.compare_exchange_strong(data, fresh, std::memory_order_acq_rel,
+                                             std::memory_order_acquire)) {
+                data = fresh;
+                bytes_allocated_.fetch_add(length, std::memory_order_relaxed);
+            } else {
+                delete[] fresh;
+            }
         }
-        return slot.get();
+        return data;
     }
 
+    /// Frees the chunk at `index` (not in concurrent or preallocate mode: see the top of the header).
     void release_chunk(std::uint64_t index) noexcept
     {
-        leaf_table& leaf = top_[static_cast<std::size_t>(index / leaf_entries)];
-        if (leaf && leaf[index % leaf_entries]) {
-            leaf[index % leaf_entries].reset();
-            bytes_allocated_ -= chunk_length(index);
+        chunk_slot* const leaf =
+            top_[static_cast<std::size_t>(index / leaf_entries)].load(std::memory_order_acquire);
+        if (leaf == nullptr) {
+            return;
         }
+        if (std::byte* const data = leaf[index % leaf_entries].exchange(nullptr, std::memory_order_acq_rel)) {
+            delete[] data;
+            bytes_allocated_.fetch_sub(chunk_length(index), std::memory_order_relaxed);
+        }
+    }
+
+    /// Frees every chunk and leaf. Runs with no request in flight (destruction, move assignment).
+    void release_all() noexcept
+    {
+        for (std::size_t top = 0; top < top_entries_; ++top) {
+            chunk_slot* const leaf = top_[top].exchange(nullptr, std::memory_order_acquire);
+            if (leaf == nullptr) {
+                continue;
+            }
+            for (std::size_t entry = 0; entry < leaf_entries; ++entry) {
+                delete[] leaf[entry].load(std::memory_order_acquire);
+            }
+            delete[] leaf;
+        }
+        bytes_allocated_.store(0, std::memory_order_relaxed);
     }
 
     /// Calls `visit(chunk_index, offset_in_chunk, bytes)` for each chunk piece of
@@ -218,7 +324,8 @@ private:
     void zero_range(std::uint64_t offset, std::uint64_t length) noexcept
     {
         for_each_piece(offset, length, [&](std::uint64_t index, std::size_t within, std::size_t bytes) {
-            if (within == 0 && bytes == chunk_length(index) && !options_.preallocate) {
+            if (within == 0 && bytes == chunk_length(index) && !options_.preallocate &&
+                !options_.concurrent) {
                 release_chunk(index);
             } else if (std::byte* target = find_chunk(index)) {
                 std::memset(target + within, 0, bytes);
@@ -229,8 +336,11 @@ private:
     std::uint64_t capacity_;
     ram_backend_options options_;
     std::uint64_t chunk_count_ = 0;
-    std::uint64_t bytes_allocated_ = 0;
-    std::vector<leaf_table> top_;
+    std::atomic<std::uint64_t> bytes_allocated_{0};
+    std::size_t top_entries_ = 0;
+    /// Leaf tables (arrays of leaf_entries chunk slots), each nullptr until the first write to
+    /// its range; owned, with their chunks, by this backend.
+    std::unique_ptr<std::atomic<chunk_slot*>[]> top_;
 };
 
 static_assert(check_block_backend<ram_backend>());

@@ -209,9 +209,9 @@ private:
         const auto data = std::span{staging->bytes}.first(data_bytes);
         const auto metadata = std::span{staging->bytes}.subspan(Controller::limits.max_transfer_bytes(), metadata_bytes);
         if (direction == transfer_direction::host_to_controller) {
-            status = c.dma_status(copy_from_host(c.dma_, staging->ranges, data));
+            status = c.dma_status(cmd, copy_from_host(c.dma_, staging->ranges, data));
             if (status.is_success() && metadata_bytes != 0) {
-                status = c.dma_status(copy_from_host(c.dma_, staging->metadata_ranges, metadata));
+                status = c.dma_status(cmd, copy_from_host(c.dma_, staging->metadata_ranges, metadata));
             }
             if (!status.is_success()) {
                 return prepared::failed;
@@ -341,9 +341,10 @@ private:
             const std::uint64_t data_bytes = cmd.ns->data_transfer_bytes(view.block_count);
             const std::uint64_t metadata_bytes = cmd.ns->metadata_transfer_bytes(view.block_count);
             auto& staging = *cmd.staging;
-            auto status = c.dma_status(copy_to_host(c.dma_, staging.ranges, std::span{staging.bytes}.first(data_bytes)));
+            auto status =
+                c.dma_status(cmd, copy_to_host(c.dma_, staging.ranges, std::span{staging.bytes}.first(data_bytes)));
             if (status.is_success() && metadata_bytes != 0) {
-                status = c.dma_status(copy_to_host(
+                status = c.dma_status(cmd, copy_to_host(
                     c.dma_, staging.metadata_ranges,
                     std::span{staging.bytes}.subspan(Controller::limits.max_transfer_bytes(), metadata_bytes)));
             }
@@ -494,14 +495,15 @@ private:
     }
 
     /// Compares `media` with the host bytes of `ranges`, a page at a time.
-    [[nodiscard]] static spec::status compare_with_host(Controller& c, const host_range_list& ranges,
+    [[nodiscard]] static spec::status compare_with_host(Controller& c, const command& cmd,
+                                                        const host_range_list& ranges,
                                                         std::span<const std::byte> media)
     {
         std::array<std::byte, 4096> host{};
         for (std::uint64_t offset = 0; offset < media.size(); offset += host.size()) {
             const auto piece = std::min<std::uint64_t>(host.size(), media.size() - offset);
             const auto window = std::span{host}.first(piece);
-            if (auto status = c.dma_status(copy_from_host(c.dma_, ranges, offset, window)); !status.is_success()) {
+            if (auto status = c.dma_status(cmd, copy_from_host(c.dma_, ranges, offset, window)); !status.is_success()) {
                 return status;
             }
             if (std::memcmp(window.data(), media.data() + offset, piece) != 0) {
@@ -520,10 +522,10 @@ private:
         const std::uint64_t data_bytes = cmd.ns->data_transfer_bytes(view.block_count);
         const std::uint64_t metadata_bytes = cmd.ns->metadata_transfer_bytes(view.block_count);
         auto& staging = *cmd.staging;
-        auto status = compare_with_host(c, staging.ranges, std::span{staging.bytes}.first(data_bytes));
+        auto status = compare_with_host(c, cmd, staging.ranges, std::span{staging.bytes}.first(data_bytes));
         if (status.is_success() && metadata_bytes != 0) {
             status = compare_with_host(
-                c, staging.metadata_ranges,
+                c, cmd, staging.metadata_ranges,
                 std::span{staging.bytes}.subspan(Controller::limits.max_transfer_bytes(), metadata_bytes));
         }
         if (status.is_success()) {

@@ -10,6 +10,13 @@
 /// Every access (read, write, map) succeeds only when it lies inside one range: an access that
 /// spans two adjacent ranges is unmapped, as it would be for two separate host buffers. Memory
 /// outside the ranges is never touched.
+///
+/// By default nothing is synchronized: one thread at a time uses the object. A controller whose
+/// poll groups run on their own threads shares host memory with the test's host thread; turn on
+/// set_synchronized(true) before the threads start, and read, write, load, store, allocate,
+/// deallocate and add_range then hold an internal mutex, and map() declines every mapping (so a
+/// controller copies through read and write, under the mutex, instead of touching bytes it would
+/// hold without it). Spans that bytes() and add_range() return are never synchronized.
 
 #include <array>
 #include <bit>
@@ -20,6 +27,8 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -48,10 +57,266 @@ namespace detail {
 /// Host memory made of disjoint address ranges; models MappingDmaProvider.
 class flat_memory {
 public:
+    flat_memory() = default;
+
+    /// The same ranges, bytes and allocations, synchronized when `other` is (with a mutex of its
+    /// own). Copying a synchronized memory holds its mutex while the ranges are copied.
+    flat_memory(const flat_memory& other)
+        : ranges_{other.guarded([&other] { return other.ranges_; })},
+          mutex_{other.mutex_ != nullptr ? std::make_unique<std::mutex>() : nullptr}
+    {
+    }
+
+    /// Takes over `other`'s ranges and mode; `other` is left with no ranges, unsynchronized.
+    /// Not synchronized: no other thread may use either object meanwhile.
+    flat_memory(flat_memory&& other) noexcept
+        : ranges_{std::move(other.ranges_)}, mutex_{std::move(other.mutex_)}
+    {
+        other.ranges_.clear();
+        other.last_hit_ = {};
+    }
+
+    flat_memory& operator=(const flat_memory& other)
+    {
+        if (this != &other) {
+            *this = flat_memory{other};
+        }
+        return *this;
+    }
+
+    flat_memory& operator=(flat_memory&& other) noexcept
+    {
+        if (this != &other) {
+            ranges_ = std::move(other.ranges_);
+            mutex_ = std::move(other.mutex_);
+            last_hit_ = {};
+            other.ranges_.clear();
+            other.last_hit_ = {};
+        }
+        return *this;
+    }
+
+    ~flat_memory() = default;
+
+    /// Turns the internal mutex on or off (off at construction). Call it only while no other
+    /// thread uses the object: before the threads that share it start, or after they stop.
+    void set_synchronized(bool on)
+    {
+        if (!on) {
+            mutex_.reset();
+        } else if (mutex_ == nullptr) {
+            mutex_ = std::make_unique<std::mutex>();
+        }
+    }
+
+    /// Whether accesses hold the internal mutex.
+    [[nodiscard]] bool synchronized() const noexcept { return mutex_ != nullptr; }
+
     /// Adds `size` zero-filled bytes at host address `base` and returns them. Throws
     /// std::invalid_argument when `size` is 0, when the range would wrap 2^64, or when it overlaps
-    /// a range already added. The returned span stays valid for the life of the object.
+    /// a range already added. The returned span stays valid for the life of the object; like
+    /// bytes(), it is not synchronized.
     std::span<std::byte> add_range(std::uint64_t base, std::size_t size)
+    {
+        return guarded([&] { return unsynchronized_add_range(base, size); });
+    }
+
+    /// Copies host memory at `address` into `destination`: dma_out_of_range when the access wraps
+    /// 2^64, dma_unmapped when it is not inside one range (and `destination` is untouched).
+    std::error_code read(std::uint64_t address, std::span<std::byte> destination) const
+    {
+        if (mutex_ != nullptr) [[unlikely]] {
+            return synchronized_read(address, destination);
+        }
+        return unsynchronized_read(address, destination);
+    }
+
+    /// Copies `source` into host memory at `address`; the errors are those of read(), and a
+    /// failed write stores nothing.
+    std::error_code write(std::uint64_t address, std::span<const std::byte> source)
+    {
+        if (mutex_ != nullptr) [[unlikely]] {
+            return synchronized_write(address, source);
+        }
+        return unsynchronized_write(address, source);
+    }
+
+    /// The `length` bytes at `address` as a span, or an empty span when they are not inside one
+    /// range (or `length` is 0). Always an empty span when synchronized: bytes touched through a
+    /// span would escape the mutex, so a caller falls back to read() and write().
+    std::span<std::byte> map(std::uint64_t address, std::size_t length)
+    {
+        if (mutex_ != nullptr) {
+            return {};
+        }
+        const auto found = locate(*this, address, length);
+        if (found.error || length == 0) {
+            return {};
+        }
+        return {found.data, length};
+    }
+
+    /// Reserves `size` bytes aligned to `alignment` (a power of two) in the first gap, in address
+    /// order, of the first range that has one; std::nullopt when no range has room. The bytes
+    /// keep whatever they held. Throws std::invalid_argument when `size` is 0 or `alignment` is not
+    /// a power of two.
+    std::optional<std::uint64_t> allocate(std::size_t size, std::size_t alignment = 4096)
+    {
+        if (size == 0) {
+            throw std::invalid_argument("flat_memory: cannot allocate 0 bytes");
+        }
+        if (!std::has_single_bit(alignment)) {
+            throw std::invalid_argument("flat_memory: the alignment must be a power of two");
+        }
+        return guarded([&] { return unsynchronized_allocate(size, alignment); });
+    }
+
+    /// Releases the allocation that starts at `address`. Throws std::invalid_argument when no
+    /// live allocation starts there (a double free, or an address allocate() did not return).
+    void deallocate(std::uint64_t address)
+    {
+        guarded([&] {
+            auto next = ranges_.upper_bound(address);
+            if (next != ranges_.begin()) {
+                auto& allocations = std::prev(next)->second.allocations;
+                if (const auto allocation = allocations.find(address); allocation != allocations.end()) {
+                    allocations.erase(allocation);
+                    return;
+                }
+            }
+            throw std::invalid_argument("flat_memory: no live allocation starts at " +
+                                        detail::hex_address(address));
+        });
+    }
+
+    /// The `size` bytes at `address`, for test setup. Throws std::out_of_range when they are not
+    /// inside one range; an empty span when `size` is 0. Not synchronized: the lookup holds the
+    /// mutex when there is one, but the bytes behind the span do not. Touch them only while no
+    /// other thread reads or writes them (before the threads start, say); otherwise use read,
+    /// write, load or store.
+    [[nodiscard]] std::span<std::byte> bytes(std::uint64_t address, std::size_t size)
+    {
+        return guarded([&] {
+            const auto found = locate(*this, address, size);
+            if (found.error) {
+                throw_out_of_range(address, size);
+            }
+            return size == 0 ? std::span<std::byte>{} : std::span<std::byte>{found.data, size};
+        });
+    }
+
+    /// The `size` bytes at `address`, read-only; throws, and is no more synchronized than, the
+    /// non-const overload.
+    [[nodiscard]] std::span<const std::byte> bytes(std::uint64_t address, std::size_t size) const
+    {
+        return guarded([&] {
+            const auto found = locate(*this, address, size);
+            if (found.error) {
+                throw_out_of_range(address, size);
+            }
+            return size == 0 ? std::span<const std::byte>{} : std::span<const std::byte>{found.data, size};
+        });
+    }
+
+    /// Reads a `T` at `address` (all of it under the mutex when synchronized, so never half of
+    /// a concurrent store()); throws std::out_of_range as bytes().
+    template <class T>
+    requires std::is_trivially_copyable_v<T>
+    [[nodiscard]] T load(std::uint64_t address) const
+    {
+        std::array<std::byte, sizeof(T)> raw{};
+        if (mutex_ != nullptr) [[unlikely]] {
+            synchronized_load(address, raw);
+        } else {
+            const auto found = locate(*this, address, sizeof(T));
+            if (found.error) {
+                throw_out_of_range(address, sizeof(T));
+            }
+            std::memcpy(raw.data(), found.data, sizeof(T));
+        }
+        return std::bit_cast<T>(raw);
+    }
+
+    /// Writes `value` at `address` (under the mutex when synchronized); throws std::out_of_range
+    /// as bytes().
+    template <class T>
+    requires std::is_trivially_copyable_v<T>
+    void store(std::uint64_t address, const T& value)
+    {
+        if (mutex_ != nullptr) [[unlikely]] {
+            synchronized_store(address, std::as_bytes(std::span{&value, 1}));
+            return;
+        }
+        const auto found = locate(*this, address, sizeof(T));
+        if (found.error) {
+            throw_out_of_range(address, sizeof(T));
+        }
+        std::memcpy(found.data, &value, sizeof(T));
+    }
+
+private:
+    /// Runs `function` under the mutex when synchronized, else just runs it; for the operations
+    /// off the DMA path (read, write, load and store have out-of-line synchronized paths below).
+    template <class Function>
+    std::invoke_result_t<Function&> guarded(Function&& function) const
+    {
+        if (mutex_ == nullptr) {
+            return function();
+        }
+        const std::lock_guard lock{*mutex_};
+        return function();
+    }
+
+    std::error_code unsynchronized_read(std::uint64_t address, std::span<std::byte> destination) const
+    {
+        const auto found = locate(*this, address, destination.size());
+        if (!found.error && !destination.empty()) {
+            std::memcpy(destination.data(), found.data, destination.size());
+        }
+        return found.error;
+    }
+
+    std::error_code unsynchronized_write(std::uint64_t address, std::span<const std::byte> source)
+    {
+        const auto found = locate(*this, address, source.size());
+        if (!found.error && !source.empty()) {
+            std::memcpy(found.data, source.data(), source.size());
+        }
+        return found.error;
+    }
+
+    /// The synchronized paths of read and write, out of line so that the unsynchronized ones
+    /// inline as they did before there was a mutex: one more branch, nothing else.
+    [[gnu::noinline]] std::error_code synchronized_read(std::uint64_t address, std::span<std::byte> destination) const
+    {
+        const std::lock_guard lock{*mutex_};
+        return unsynchronized_read(address, destination);
+    }
+
+    [[gnu::noinline]] std::error_code synchronized_write(std::uint64_t address, std::span<const std::byte> source)
+    {
+        const std::lock_guard lock{*mutex_};
+        return unsynchronized_write(address, source);
+    }
+
+    /// load() and store() under the mutex; a failed access throws as bytes().
+    [[gnu::noinline]] void synchronized_load(std::uint64_t address, std::span<std::byte> destination) const
+    {
+        const std::lock_guard lock{*mutex_};
+        if (unsynchronized_read(address, destination)) {
+            throw_out_of_range(address, destination.size());
+        }
+    }
+
+    [[gnu::noinline]] void synchronized_store(std::uint64_t address, std::span<const std::byte> source)
+    {
+        const std::lock_guard lock{*mutex_};
+        if (unsynchronized_write(address, source)) {
+            throw_out_of_range(address, source.size());
+        }
+    }
+
+    std::span<std::byte> unsynchronized_add_range(std::uint64_t base, std::size_t size)
     {
         if (size == 0) {
             throw std::invalid_argument("flat_memory: a range cannot be empty");
@@ -76,51 +341,8 @@ public:
         return added.storage;
     }
 
-    /// Copies host memory at `address` into `destination`: dma_out_of_range when the access wraps
-    /// 2^64, dma_unmapped when it is not inside one range (and `destination` is untouched).
-    std::error_code read(std::uint64_t address, std::span<std::byte> destination) const
+    std::optional<std::uint64_t> unsynchronized_allocate(std::size_t size, std::size_t alignment)
     {
-        const auto found = locate(*this, address, destination.size());
-        if (!found.error && !destination.empty()) {
-            std::memcpy(destination.data(), found.data, destination.size());
-        }
-        return found.error;
-    }
-
-    /// Copies `source` into host memory at `address`; the errors are those of read(), and a
-    /// failed write stores nothing.
-    std::error_code write(std::uint64_t address, std::span<const std::byte> source)
-    {
-        const auto found = locate(*this, address, source.size());
-        if (!found.error && !source.empty()) {
-            std::memcpy(found.data, source.data(), source.size());
-        }
-        return found.error;
-    }
-
-    /// The `length` bytes at `address` as a span, or an empty span when they are not inside one
-    /// range (or `length` is 0).
-    std::span<std::byte> map(std::uint64_t address, std::size_t length)
-    {
-        const auto found = locate(*this, address, length);
-        if (found.error || length == 0) {
-            return {};
-        }
-        return {found.data, length};
-    }
-
-    /// Reserves `size` bytes aligned to `alignment` (a power of two) in the first gap, in address
-    /// order, of the first range that has one; std::nullopt when no range has room. The bytes
-    /// keep whatever they held. Throws std::invalid_argument when `size` is 0 or `alignment` is not
-    /// a power of two.
-    std::optional<std::uint64_t> allocate(std::size_t size, std::size_t alignment = 4096)
-    {
-        if (size == 0) {
-            throw std::invalid_argument("flat_memory: cannot allocate 0 bytes");
-        }
-        if (!std::has_single_bit(alignment)) {
-            throw std::invalid_argument("flat_memory: the alignment must be a power of two");
-        }
         for (auto& [base, memory] : ranges_) {
             std::uint64_t cursor = base;
             bool room_after_last = true;
@@ -148,64 +370,6 @@ public:
         return std::nullopt;
     }
 
-    /// Releases the allocation that starts at `address`. Throws std::invalid_argument when no
-    /// live allocation starts there (a double free, or an address allocate() did not return).
-    void deallocate(std::uint64_t address)
-    {
-        auto next = ranges_.upper_bound(address);
-        if (next != ranges_.begin()) {
-            auto& allocations = std::prev(next)->second.allocations;
-            if (const auto allocation = allocations.find(address); allocation != allocations.end()) {
-                allocations.erase(allocation);
-                return;
-            }
-        }
-        throw std::invalid_argument("flat_memory: no live allocation starts at " +
-                                    detail::hex_address(address));
-    }
-
-    /// The `size` bytes at `address`, for test setup. Throws std::out_of_range when they are not
-    /// inside one range; an empty span when `size` is 0.
-    [[nodiscard]] std::span<std::byte> bytes(std::uint64_t address, std::size_t size)
-    {
-        const auto found = locate(*this, address, size);
-        if (found.error) {
-            throw_out_of_range(address, size);
-        }
-        return size == 0 ? std::span<std::byte>{} : std::span<std::byte>{found.data, size};
-    }
-
-    /// The `size` bytes at `address`, read-only; throws as the non-const overload.
-    [[nodiscard]] std::span<const std::byte> bytes(std::uint64_t address, std::size_t size) const
-    {
-        const auto found = locate(*this, address, size);
-        if (found.error) {
-            throw_out_of_range(address, size);
-        }
-        return size == 0 ? std::span<const std::byte>{} : std::span<const std::byte>{found.data, size};
-    }
-
-    /// Reads a `T` at `address`; throws std::out_of_range as bytes().
-    template <class T>
-    requires std::is_trivially_copyable_v<T>
-    [[nodiscard]] T load(std::uint64_t address) const
-    {
-        std::array<std::byte, sizeof(T)> raw{};
-        const auto source = bytes(address, sizeof(T));
-        std::memcpy(raw.data(), source.data(), sizeof(T));
-        return std::bit_cast<T>(raw);
-    }
-
-    /// Writes `value` at `address`; throws std::out_of_range as bytes().
-    template <class T>
-    requires std::is_trivially_copyable_v<T>
-    void store(std::uint64_t address, const T& value)
-    {
-        const auto destination = bytes(address, sizeof(T));
-        std::memcpy(destination.data(), &value, sizeof(T));
-    }
-
-private:
     static constexpr std::uint64_t max_address = std::numeric_limits<std::uint64_t>::max();
 
     struct range {
@@ -275,12 +439,14 @@ private:
     }
 
     std::map<std::uint64_t, range> ranges_; ///< keyed by base address
+    /// Held by every access when synchronized; null otherwise. A pointer keeps the class movable.
+    std::unique_ptr<std::mutex> mutex_;
     struct cached_range {
         std::uint64_t base = 0;
         range* memory = nullptr;
     };
     /// The range of the last successful lookup (map nodes never move, and ranges are never
-    /// removed).
+    /// removed). Updated by const lookups too, so it is guarded by the mutex like the bytes.
     mutable cached_range last_hit_{};
 };
 

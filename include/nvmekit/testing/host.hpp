@@ -17,8 +17,15 @@
 /// an unexpected command identifier, an SQ head outside the queue, a controller that does not
 /// become ready. Waiting is bounded (`max_polls`), so a broken controller fails a test instead of
 /// hanging it.
+///
+/// The host runs on one thread, but the controller it drives may run poll groups on others. Every
+/// access the host makes to host memory (queue entries, data buffers, PRP lists, SGL segments,
+/// shadow doorbell buffers) goes through flat_memory's read, write, load and store, never through
+/// a span held across calls, and interrupts are checked through recording_msix's count(); with
+/// flat_memory::set_synchronized(true) the host is then safe against controller threads.
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -222,9 +229,7 @@ public:
         // Every Phase Tag of the admin CQ reads 0 before CC.EN = 1 (Base 2.0 4.6, P), also
         // after a reset that left old entries behind.
         if (admin_cq_.entries != 0) {
-            const auto entries =
-                memory_.bytes(admin_cq_.base, std::size_t{admin_cq_.entries} * admin_cq_.entry_bytes);
-            std::fill(entries.begin(), entries.end(), std::byte{0});
+            zero(admin_cq_.base, std::size_t{admin_cq_.entries} * admin_cq_.entry_bytes);
         }
         spec::cc_register cc_value{};
         cc_value.set(cc_value.iosqes, 6).set(cc_value.iocqes, 4).set(cc_value.en, true);
@@ -430,8 +435,7 @@ public:
         if (!address) {
             throw host_error{"host memory exhausted"};
         }
-        const auto bytes = memory_.bytes(*address, size);
-        std::fill(bytes.begin(), bytes.end(), std::byte{0});
+        zero(*address, size);
         return *address;
     }
 
@@ -631,8 +635,10 @@ public:
         const std::uint64_t buffer = allocate(std::max<std::size_t>(bytes, 4));
         sqe.dptr = build_prps(buffer, bytes);
         const auto result = admin(sqe);
-        const auto data = memory_.bytes(buffer, bytes);
-        out.assign(data.begin(), data.end());
+        out.resize(bytes);
+        if (memory_.read(buffer, out)) {
+            throw host_error{"cannot read back the " + std::to_string(bytes) + " bytes of an admin command"};
+        }
         memory_.deallocate(buffer);
         // Only this command's PRP list: other commands may still be using theirs.
         for (std::size_t i = descriptors_before; i < descriptor_memory_.size(); ++i) {
@@ -901,6 +907,19 @@ private:
         const std::uint64_t address = allocate(size, alignment);
         descriptor_memory_.push_back(address);
         return address;
+    }
+
+    /// Zeroes `size` bytes of host memory at `address` through write(), a page at a time.
+    void zero(std::uint64_t address, std::size_t size)
+    {
+        static constexpr std::array<std::byte, 4096> zeroes{};
+        for (std::size_t done = 0; done < size;) {
+            const std::size_t chunk = std::min(zeroes.size(), size - done);
+            if (memory_.write(address + done, std::span{zeroes.data(), chunk})) {
+                throw host_error{"cannot zero " + std::to_string(size) + " bytes of host memory"};
+            }
+            done += chunk;
+        }
     }
 
     void forget_queues()

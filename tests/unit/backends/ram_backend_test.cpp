@@ -310,3 +310,42 @@ TEST(ram_backend, moving_keeps_the_data)
     EXPECT_EQ(moved.bytes_allocated(), 1024U);
     EXPECT_EQ(read_bytes(moved, 1020, 8), data);
 }
+
+TEST(ram_backend, move_assignment_frees_the_target_and_leaves_the_source_without_capacity)
+{
+    ram_backend target{8 * kib, {.chunk_size = 512}};
+    auto old_data = pattern(1024, 11);
+    ASSERT_EQ(write_bytes(target, 0, old_data), block_status::success);
+    ram_backend source{4 * kib, {.chunk_size = 1024}};
+    auto data = pattern(100, 12);
+    ASSERT_EQ(write_bytes(source, 2000, data), block_status::success);
+    target = std::move(source);
+    EXPECT_EQ(target.capacity_bytes(), 4 * kib);
+    EXPECT_EQ(target.chunk_size(), 1024U);
+    EXPECT_EQ(target.bytes_allocated(), 2048U);
+    EXPECT_EQ(read_bytes(target, 2000, 100), data);
+    EXPECT_EQ(read_bytes(target, 0, 1024), zeros(1024));
+    EXPECT_EQ(source.capacity_bytes(), 0U);
+    EXPECT_EQ(source.bytes_allocated(), 0U);
+    EXPECT_EQ(write_bytes(source, 0, data), block_status::out_of_range)
+        << "a moved-from backend holds no storage";
+}
+
+TEST(ram_backend, concurrent_mode_zeroes_whole_chunks_instead_of_freeing_them)
+{
+    for (const block_operation operation : {block_operation::deallocate, block_operation::write_zeroes}) {
+        ram_backend backend{4 * kib, {.chunk_size = 512, .concurrent = true}};
+        auto data = pattern(2048, 13);
+        ASSERT_EQ(write_bytes(backend, 0, data), block_status::success);
+        EXPECT_EQ(run(backend, operation, 500, 1100).status, block_status::success);
+        EXPECT_EQ(backend.bytes_allocated(), 2048U) << "no chunk is freed";
+        std::vector<std::byte> expected = data;
+        std::fill(expected.begin() + 500, expected.begin() + 1600, std::byte{0});
+        EXPECT_EQ(read_bytes(backend, 0, 2048), expected);
+        EXPECT_EQ(run(backend, operation, 0, 4 * kib).status, block_status::success);
+        EXPECT_EQ(backend.bytes_allocated(), 2048U);
+        EXPECT_EQ(read_bytes(backend, 0, 4 * kib), zeros(4 * kib));
+        ASSERT_EQ(write_bytes(backend, 512, data), block_status::success);
+        EXPECT_EQ(backend.bytes_allocated(), 2560U) << "only the never-written chunk [2048, 2560) is new";
+    }
+}

@@ -361,3 +361,130 @@ TEST(flat_memory, live_allocations_never_overlap)
     }
     EXPECT_FALSE(live.empty());
 }
+
+// ---- synchronized mode, copies and moves -------------------------------------------------------
+// The threads that share a synchronized memory are in threaded_providers_test.cpp.
+
+TEST(flat_memory, is_unsynchronized_until_asked)
+{
+    flat_memory memory;
+    EXPECT_FALSE(memory.synchronized());
+    memory.set_synchronized(true);
+    EXPECT_TRUE(memory.synchronized());
+    memory.set_synchronized(true);
+    EXPECT_TRUE(memory.synchronized());
+    memory.set_synchronized(false);
+    EXPECT_FALSE(memory.synchronized());
+}
+
+TEST(flat_memory, synchronized_memory_maps_nothing_but_reads_and_writes_as_before)
+{
+    flat_memory memory;
+    const auto range = memory.add_range(0x2000, 0x100);
+    memory.set_synchronized(true);
+    EXPECT_TRUE(memory.map(0x2010, 0x20).empty());
+    EXPECT_TRUE(memory.map(0x2000, 0x100).empty());
+
+    const auto source = pattern(0x20);
+    EXPECT_EQ(memory.write(0x2010, source), std::error_code{});
+    std::vector<std::byte> destination(0x20);
+    EXPECT_EQ(memory.read(0x2010, destination), std::error_code{});
+    EXPECT_EQ(destination, source);
+    EXPECT_TRUE(std::equal(source.begin(), source.end(), range.begin() + 0x10));
+    EXPECT_EQ(memory.write(0x20f0, pattern(0x11)), make_error_code(errc::dma_unmapped));
+    EXPECT_EQ(memory.read(max64, destination), make_error_code(errc::dma_out_of_range));
+
+    memory.store(0x2040, std::uint32_t{0xa1b2c3d4});
+    EXPECT_EQ(memory.load<std::uint32_t>(0x2040), 0xa1b2c3d4U);
+    EXPECT_EQ(memory.bytes(0x2040, 1)[0], std::byte{0xd4});
+    EXPECT_THROW(memory.store(0x20fd, std::uint32_t{1}), std::out_of_range);
+    EXPECT_THROW(static_cast<void>(memory.load<std::uint32_t>(0x20fd)), std::out_of_range);
+    EXPECT_THROW(static_cast<void>(memory.bytes(0x20ff, 2)), std::out_of_range);
+    EXPECT_THROW(memory.add_range(0x2080, 1), std::invalid_argument);
+
+    // Turned off again, it maps as before.
+    memory.set_synchronized(false);
+    EXPECT_EQ(memory.map(0x2010, 0x20).data(), range.data() + 0x10);
+}
+
+TEST(flat_memory, synchronized_memory_allocates_as_before)
+{
+    flat_memory memory;
+    memory.add_range(0x10000, 0x2000);
+    memory.set_synchronized(true);
+    const auto first = memory.allocate(0x1000);
+    const auto second = memory.allocate(0x1000);
+    ASSERT_TRUE(first && second);
+    EXPECT_EQ(*first, 0x10000U);
+    EXPECT_EQ(*second, 0x11000U);
+    EXPECT_FALSE(memory.allocate(1).has_value());
+    memory.deallocate(*first);
+    EXPECT_THROW(memory.deallocate(*first), std::invalid_argument);
+    EXPECT_EQ(memory.allocate(0x800), first);
+    EXPECT_THROW(static_cast<void>(memory.allocate(0)), std::invalid_argument);
+    EXPECT_THROW(static_cast<void>(memory.allocate(8, 3)), std::invalid_argument);
+}
+
+TEST(flat_memory, a_copy_has_its_own_bytes_and_allocations_and_keeps_the_mode)
+{
+    flat_memory memory;
+    memory.add_range(0x1000, 0x1000);
+    memory.store(0x1000, std::uint32_t{1}); // the lookup cache now names this range
+    const auto allocated = memory.allocate(0x100);
+    memory.set_synchronized(true);
+
+    flat_memory copy{memory};
+    EXPECT_TRUE(copy.synchronized());
+    EXPECT_EQ(copy.load<std::uint32_t>(0x1000), 1U);
+    copy.store(0x1000, std::uint32_t{2});
+    std::array<std::byte, 4> written{std::byte{3}, std::byte{3}, std::byte{3}, std::byte{3}};
+    EXPECT_EQ(copy.write(0x1004, written), std::error_code{});
+    EXPECT_EQ(memory.load<std::uint32_t>(0x1000), 1U);
+    EXPECT_EQ(memory.load<std::uint32_t>(0x1004), 0U);
+    EXPECT_EQ(copy.load<std::uint32_t>(0x1000), 2U);
+    // The allocation was copied: freeing it in the copy leaves the original's.
+    copy.deallocate(*allocated);
+    EXPECT_THROW(copy.deallocate(*allocated), std::invalid_argument);
+    EXPECT_NO_THROW(memory.deallocate(*allocated));
+
+    flat_memory assigned;
+    assigned.add_range(0x9000, 0x10);
+    assigned = memory;
+    EXPECT_TRUE(assigned.synchronized());
+    EXPECT_EQ(assigned.load<std::uint32_t>(0x1000), 1U);
+    EXPECT_THROW(static_cast<void>(assigned.load<std::uint8_t>(0x9000)), std::out_of_range);
+    assigned.store(0x1000, std::uint32_t{4});
+    EXPECT_EQ(memory.load<std::uint32_t>(0x1000), 1U);
+
+    memory.set_synchronized(false);
+    const flat_memory unsynchronized_copy{memory};
+    EXPECT_FALSE(unsynchronized_copy.synchronized());
+}
+
+TEST(flat_memory, a_move_takes_the_ranges_and_the_mode_and_leaves_an_empty_memory)
+{
+    flat_memory memory;
+    const auto range = memory.add_range(0x1000, 0x100);
+    memory.store(0x1000, std::uint32_t{7}); // the lookup cache now names this range
+    memory.set_synchronized(true);
+
+    flat_memory moved{std::move(memory)};
+    EXPECT_TRUE(moved.synchronized());
+    EXPECT_EQ(moved.load<std::uint32_t>(0x1000), 7U);
+    EXPECT_EQ(moved.bytes(0x1000, 4).data(), range.data()); // the bytes themselves moved
+    // NOLINTBEGIN(bugprone-use-after-move): the moved-from state is specified
+    EXPECT_FALSE(memory.synchronized());
+    EXPECT_THROW(static_cast<void>(memory.load<std::uint32_t>(0x1000)), std::out_of_range);
+    std::array<std::byte, 4> destination{};
+    EXPECT_EQ(memory.read(0x1000, destination), make_error_code(errc::dma_unmapped));
+    memory.add_range(0x1000, 0x10); // usable again
+    EXPECT_EQ(memory.load<std::uint32_t>(0x1000), 0U);
+
+    flat_memory assigned;
+    assigned = std::move(moved);
+    EXPECT_TRUE(assigned.synchronized());
+    EXPECT_EQ(assigned.load<std::uint32_t>(0x1000), 7U);
+    EXPECT_FALSE(moved.synchronized());
+    EXPECT_EQ(moved.read(0x1000, destination), make_error_code(errc::dma_unmapped));
+    // NOLINTEND(bugprone-use-after-move)
+}

@@ -1,5 +1,6 @@
 #include <nvmekit/testing/host.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -502,4 +503,75 @@ TEST(host_interrupts, polling_mode_ignores_interrupts)
     r.ctrl.mmio_write(r.ctrl.msix_table_offset() + 16 + 12, 4, 1);
     EXPECT_EQ(host.io(1, host_type::command(spec::nvm_opcode::flush, 1)).status(),
               spec::status{spec::generic_status::invalid_namespace_or_format}.with_dnr());
+}
+
+// ---- host memory through the synchronized accessors ----------------------------------------------
+// The host reaches host memory only through read, write, load and store, so it runs unchanged
+// on synchronized memory (which maps nothing); threaded_providers_test.cpp runs it against a
+// controller polled from another thread.
+
+TEST(host_memory, allocate_zeroes_memory_a_freed_allocation_left_dirty)
+{
+    host_rig r;
+    const std::uint64_t dirty = r.host.allocate(3 * page);
+    ASSERT_EQ(r.memory.write(dirty, std::vector<std::byte>(3 * page, std::byte{0xa5})), std::error_code{});
+    r.memory.deallocate(dirty);
+    const std::uint64_t again = r.host.allocate(3 * page - 8); // more than one zeroing chunk, not whole pages
+    EXPECT_EQ(again, dirty);
+    std::vector<std::byte> bytes(3 * page);
+    ASSERT_EQ(r.memory.read(again, bytes), std::error_code{});
+    EXPECT_TRUE(std::all_of(bytes.begin(), bytes.end() - 8, [](std::byte b) { return b == std::byte{0}; }));
+    // The 8 bytes past the allocation are not the host's to clear.
+    EXPECT_TRUE(std::all_of(bytes.end() - 8, bytes.end(), [](std::byte b) { return b == std::byte{0xa5}; }));
+}
+
+TEST(host_memory, enable_clears_stale_admin_completions)
+{
+    host_rig r;
+    r.host.bring_up({.io_queue_pairs = 1, .admin_entries = 4});
+    r.host.disable();
+    const std::uint64_t first = r.host.completion_entry_address(0, 0);
+    // Stale entries with P = 1 would look new to a host expecting phase 1.
+    for (std::uint32_t slot = 0; slot < 4; ++slot) {
+        spec::completion_queue_entry stale{};
+        stale.set_status(spec::status::success(), true);
+        r.memory.store(first + 16U * slot, stale);
+    }
+    r.host.enable();
+    for (std::uint32_t slot = 0; slot < 4; ++slot) {
+        EXPECT_FALSE(r.memory.load<spec::completion_queue_entry>(first + 16U * slot).phase()) << slot;
+    }
+    EXPECT_TRUE(r.host.admin(get_queues()).ok());
+}
+
+TEST(host_memory, the_host_works_unchanged_on_synchronized_memory)
+{
+    host_rig r;
+    r.memory.set_synchronized(true);
+    host_type host{r.ctrl, r.memory, r.clock, r.msix};
+    const auto up = host.bring_up(
+        {.io_queue_pairs = 2, .io_entries = 64, .physically_contiguous = false, .shadow_doorbells = true});
+    ASSERT_EQ(up.io_queue_pairs, 2);
+    EXPECT_EQ(up.identify.serial_number(), "NVMEKIT0001");
+    ASSERT_TRUE(host.shadow_doorbell_buffer().has_value());
+    for (std::uint16_t qid = 1; qid <= 2; ++qid) {
+        for (int i = 0; i < 70; ++i) { // past the end of the 64-entry queues
+            EXPECT_EQ(host.io(qid, read_command()).status(),
+                      spec::status{spec::generic_status::invalid_namespace_or_format}.with_dnr());
+        }
+        EXPECT_EQ(r.memory.load<std::uint32_t>(*host.shadow_doorbell_buffer() + 8U * qid), 70U % 64U);
+    }
+    std::vector<std::byte> log;
+    ASSERT_TRUE(host.get_log_page(spec::log_page_id::smart_health, 512, log).ok());
+    ASSERT_EQ(log.size(), 512U);
+    // The page came back through read(): Composite Temperature (bytes 02:01) is the controller's.
+    const auto kelvin = static_cast<std::uint16_t>(std::to_integer<unsigned>(log[1]) |
+                                                   (std::to_integer<unsigned>(log[2]) << 8U));
+    EXPECT_EQ(kelvin, r.ctrl.temperature());
+    EXPECT_NE(kelvin, 0U);
+    host.disable();
+    host.enable();
+    EXPECT_TRUE(host.admin(get_queues()).ok());
+    host.shut_down();
+    EXPECT_TRUE(r.memory.synchronized());
 }

@@ -66,3 +66,16 @@ TEST(manual_clock, set_rejects_negative_times_from_the_start)
     EXPECT_THROW(clock.set(-1ns), std::invalid_argument);
     EXPECT_EQ(clock.now(), 0ns);
 }
+
+TEST(manual_clock, a_copy_starts_at_the_same_time_and_moves_on_its_own)
+{
+    manual_clock clock;
+    clock.advance(7ns);
+    manual_clock copy{clock};
+    EXPECT_EQ(copy.now(), 7ns);
+    copy.advance(1ns);
+    EXPECT_EQ(copy.now(), 8ns);
+    EXPECT_EQ(clock.now(), 7ns);
+    clock = copy;
+    EXPECT_EQ(clock.now(), 8ns);
+}

@@ -80,3 +80,54 @@ TEST(recording_msix, clear_forgets_events_and_transitions_but_keeps_the_intx_lev
     ASSERT_EQ(msix.events().size(), 1U);
     EXPECT_EQ(msix.events()[0], (msix_event{2, {0x10, 1}}));
 }
+
+// ---- the accessors that stay safe while raises happen (threaded_providers_test.cpp runs them
+// against raising threads) --------------------------------------------------------------------------
+
+TEST(recording_msix, snapshot_copies_the_events_and_total_counts_every_vector)
+{
+    recording_msix msix;
+    EXPECT_TRUE(msix.snapshot().empty());
+    EXPECT_EQ(msix.total(), 0U);
+    msix.raise_msix(3, {0xfee0'0000, 0x41});
+    msix.raise_msix(0, {0xfee0'1000, 0x20});
+    const std::vector<msix_event> before = msix.snapshot();
+    msix.raise_msix(2047, {0xfee0'0000, 0x42});
+    const std::vector<msix_event> expected{{3, {0xfee0'0000, 0x41}}, {0, {0xfee0'1000, 0x20}}};
+    EXPECT_EQ(before, expected); // a copy: later raises do not show in it
+    EXPECT_EQ(msix.snapshot().size(), 3U);
+    EXPECT_EQ(msix.snapshot().back(), (msix_event{2047, {0xfee0'0000, 0x42}}));
+    EXPECT_EQ(msix.total(), 3U);
+    EXPECT_EQ(msix.count(2047), 1U);
+    EXPECT_EQ(msix.count(2046), 0U);
+    EXPECT_EQ(msix.count(4), 0U);
+    msix.clear();
+    EXPECT_EQ(msix.total(), 0U);
+    EXPECT_EQ(msix.count(2047), 0U);
+    EXPECT_TRUE(msix.snapshot().empty());
+    msix.raise_msix(2047, {});
+    EXPECT_EQ(msix.count(2047), 1U);
+}
+
+TEST(recording_msix, a_copy_has_the_recording_and_the_pin_and_goes_its_own_way)
+{
+    recording_msix msix;
+    msix.raise_msix(1, {0x10, 1});
+    msix.set_intx(true);
+    recording_msix copy{msix};
+    EXPECT_EQ(copy.snapshot(), msix.snapshot());
+    EXPECT_EQ(copy.count(1), 1U);
+    EXPECT_TRUE(copy.intx_level());
+    EXPECT_EQ(copy.intx_transitions(), 1U);
+    copy.raise_msix(1, {0x10, 2});
+    EXPECT_EQ(copy.count(1), 2U);
+    EXPECT_EQ(msix.count(1), 1U);
+
+    recording_msix assigned;
+    assigned.raise_msix(5, {});
+    assigned = msix;
+    EXPECT_EQ(assigned.count(5), 0U);
+    EXPECT_EQ(assigned.count(1), 1U);
+    EXPECT_EQ(assigned.total(), 1U);
+    EXPECT_TRUE(assigned.intx_level());
+}
