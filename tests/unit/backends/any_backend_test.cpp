@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/backend_test_support.hpp"
+
 #include <nvmekit/backends/file_backend.hpp>
 #include <nvmekit/backends/null_backend.hpp>
 #include <nvmekit/backends/ram_backend.hpp>
@@ -111,29 +113,8 @@ struct pinned_backend {
     std::uint64_t capacity;
 };
 
-struct outcome {
-    int calls = 0;
-    block_status status = block_status::success;
-};
-
-outcome run(any_backend& backend, block_operation operation, std::uint64_t offset, std::uint64_t length,
-            std::span<const io_segment> segments = {})
-{
-    outcome result;
-    block_request request{.operation = operation,
-                          .offset = offset,
-                          .length = length,
-                          .segments = segments,
-                          .complete =
-                              [](block_request& done, block_status status) {
-                                  auto* self = static_cast<outcome*>(done.context);
-                                  ++self->calls;
-                                  self->status = status;
-                              },
-                          .context = &result};
-    backend.submit(request);
-    return result;
-}
+using nvmekit_test::outcome;
+using nvmekit_test::run;
 
 /// Writes 4 bytes at 100, reads them back and zeroes them, through the erased interface.
 void round_trip(any_backend& backend)

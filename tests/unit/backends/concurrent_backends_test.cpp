@@ -24,6 +24,8 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/backend_test_support.hpp"
+
 #if defined(__SANITIZE_THREAD__)
 #define NVMEKIT_TEST_UNDER_TSAN 1
 #elif defined(__has_feature)
@@ -51,23 +53,7 @@ block_status submit_one(Backend& backend, block_operation operation, std::uint64
                         std::uint64_t length, std::span<const io_segment> segments = {},
                         bool force_unit_access = false)
 {
-    struct outcome {
-        int calls = 0;
-        block_status status = block_status::success;
-    } result;
-    block_request request{.operation = operation,
-                          .force_unit_access = force_unit_access,
-                          .offset = offset,
-                          .length = length,
-                          .segments = segments,
-                          .complete =
-                              [](block_request& done, block_status status) {
-                                  auto* self = static_cast<outcome*>(done.context);
-                                  ++self->calls;
-                                  self->status = status;
-                              },
-                          .context = &result};
-    backend.submit(request);
+    const auto result = nvmekit_test::run(backend, operation, offset, length, segments, force_unit_access);
     EXPECT_EQ(result.calls, 1);
     return result.status;
 }
@@ -366,39 +352,19 @@ TEST(null_backend_concurrent, every_thread_reads_zeros_and_its_writes_leave_its_
 
 namespace {
 
-struct aligned_deleter {
-    void operator()(std::byte* bytes) const noexcept { std::free(bytes); }
-};
-using aligned_bytes = std::unique_ptr<std::byte[], aligned_deleter>;
-
-aligned_bytes aligned_buffer(std::size_t size)
-{
-    return aligned_bytes{static_cast<std::byte*>(std::aligned_alloc(4096, size))};
-}
 
 class file_backend_concurrent : public ::testing::Test {
 protected:
     void SetUp() override
     {
-        std::string name = "/tmp/nvmekit_concurrent_backend_XXXXXX";
-        const int fd = ::mkstemp(name.data());
-        ASSERT_GE(fd, 0);
-        ::close(fd);
-        path_ = name;
+        path_ = nvmekit_test::make_temporary_file("nvmekit_concurrent_backend");
     }
 
     void TearDown() override { ::unlink(path_.c_str()); }
 
     /// Whether the file system supports FALLOC_FL_ZERO_RANGE (tmpfs does not). Zeroes the first
     /// 4 KiB of the file.
-    [[nodiscard]] bool zero_range_supported() const
-    {
-        const int fd = ::open(path_.c_str(), O_RDWR);
-        EXPECT_GE(fd, 0);
-        const bool supported = ::fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 0, 4096) == 0;
-        ::close(fd);
-        return supported;
-    }
+    [[nodiscard]] bool zero_range_supported() const { return nvmekit_test::zero_range_supported(path_); }
 
     std::string path_;
 };
@@ -460,7 +426,7 @@ TEST_F(file_backend_concurrent, direct_and_buffered_requests_from_several_thread
     std::barrier start{threads};
     run_threads(threads, [&](unsigned thread) {
         const std::uint64_t base = kib * 16 * thread;
-        auto buffer = aligned_buffer(8 * kib);
+        auto buffer = nvmekit_test::aligned_buffer(8 * kib);
         const std::array segments{io_segment{buffer.get(), 4096}, io_segment{buffer.get() + 4096, 4096}};
         start.arrive_and_wait();
         for (unsigned round = 0; round < rounds; ++round) {

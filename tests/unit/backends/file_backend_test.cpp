@@ -18,6 +18,8 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/backend_test_support.hpp"
+
 using nvmekit::block_operation;
 using nvmekit::block_request;
 using nvmekit::block_status;
@@ -31,31 +33,9 @@ namespace {
 
 constexpr std::uint64_t kib = 1024;
 
-struct outcome {
-    int calls = 0;
-    block_status status = block_status::success;
-};
-
-outcome run(file_backend& backend, block_operation operation, std::uint64_t offset, std::uint64_t length,
-            std::span<const io_segment> segments = {}, bool force_unit_access = false)
-{
-    outcome result;
-    block_request request{.operation = operation,
-                          .force_unit_access = force_unit_access,
-                          .offset = offset,
-                          .length = length,
-                          .segments = segments,
-                          .complete =
-                              [](block_request& done, block_status status) {
-                                  auto* self = static_cast<outcome*>(done.context);
-                                  ++self->calls;
-                                  self->status = status;
-                              },
-                          .context = &result};
-    backend.submit(request);
-    EXPECT_EQ(result.calls, 1);
-    return result;
-}
+using nvmekit_test::outcome;
+using nvmekit_test::run;
+using nvmekit_test::aligned_buffer;
 
 block_status write_bytes(file_backend& backend, std::uint64_t offset, std::span<std::byte> bytes,
                          bool fua = false)
@@ -86,25 +66,12 @@ std::vector<std::byte> zeros(std::size_t length)
     return std::vector<std::byte>(length, std::byte{0});
 }
 
-struct aligned_deleter {
-    void operator()(std::byte* bytes) const noexcept { std::free(bytes); }
-};
-
-std::unique_ptr<std::byte[], aligned_deleter> aligned_buffer(std::size_t size)
-{
-    return std::unique_ptr<std::byte[], aligned_deleter>{
-        static_cast<std::byte*>(std::aligned_alloc(4096, size))};
-}
 
 class file_backend_test : public ::testing::Test {
 protected:
     void SetUp() override
     {
-        std::string name = "/tmp/nvmekit_file_backend_XXXXXX";
-        const int fd = ::mkstemp(name.data());
-        ASSERT_GE(fd, 0);
-        ::close(fd);
-        path_ = name;
+        path_ = nvmekit_test::make_temporary_file("nvmekit_file_backend");
     }
 
     void TearDown() override
@@ -117,14 +84,7 @@ protected:
 
     /// Whether the file system under /tmp supports FALLOC_FL_ZERO_RANGE (tmpfs does not). Zeroes
     /// the first 4 KiB of the file.
-    [[nodiscard]] bool zero_range_supported() const
-    {
-        const int fd = ::open(path_.c_str(), O_RDWR);
-        EXPECT_GE(fd, 0);
-        const bool supported = ::fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 0, 4096) == 0;
-        ::close(fd);
-        return supported;
-    }
+    [[nodiscard]] bool zero_range_supported() const { return nvmekit_test::zero_range_supported(path_); }
 
     [[nodiscard]] struct stat file_status() const
     {

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/backend_test_support.hpp"
+
 using nvmekit::block_operation;
 using nvmekit::block_request;
 using nvmekit::block_status;
@@ -26,29 +28,8 @@ namespace {
 constexpr std::uint64_t kib = 1024;
 constexpr std::uint64_t tib = kib * kib * kib * kib;
 
-struct outcome {
-    int calls = 0;
-    block_status status = block_status::success;
-};
-
-outcome run(ram_backend& backend, block_operation operation, std::uint64_t offset, std::uint64_t length,
-            std::span<const io_segment> segments = {})
-{
-    outcome result;
-    block_request request{.operation = operation,
-                          .offset = offset,
-                          .length = length,
-                          .segments = segments,
-                          .complete =
-                              [](block_request& done, block_status status) {
-                                  auto* self = static_cast<outcome*>(done.context);
-                                  ++self->calls;
-                                  self->status = status;
-                              },
-                          .context = &result};
-    backend.submit(request);
-    return result;
-}
+using nvmekit_test::outcome;
+using nvmekit_test::run;
 
 block_status write_bytes(ram_backend& backend, std::uint64_t offset, std::span<std::byte> bytes)
 {
