@@ -432,12 +432,8 @@ results run(const options& o, Backend backend, std::uint32_t lba_bytes)
                 const auto entry = memory.map(host.completion_entry_address(state.qid, state.cq_head), sizeof cqe);
                 // Dword 3 (CID, status, phase) in one load, as a driver reads what the device
                 // wrote: with --threads a group may be writing this entry now.
-                std::uint32_t dword3 = 0;
-                std::memcpy(&dword3, entry.data() + 12, sizeof dword3);
-                if (o.threads) {
-                    dword3 = std::atomic_ref{*reinterpret_cast<std::uint32_t*>(entry.data() + 12)}.load(
-                        std::memory_order_acquire);
-                }
+                const std::uint32_t dword3 =
+                    std::atomic_ref{*reinterpret_cast<std::uint32_t*>(entry.data() + 12)}.load(std::memory_order_acquire);
                 std::memcpy(&cqe, entry.data(), 12);
                 std::memcpy(reinterpret_cast<std::byte*>(&cqe) + 12, &dword3, sizeof dword3);
                 if (cqe.phase() != state.phase) {

@@ -247,13 +247,7 @@ public:
         add(n);
         return *this;
     }
-    owned_counter& operator-=(std::uint64_t n) noexcept
-    {
-        subtract(n);
-        return *this;
-    }
     [[nodiscard]] std::uint64_t load() const noexcept { return value_.load(std::memory_order_relaxed); }
-    void reset() noexcept { value_.store(0, std::memory_order_relaxed); }
 
 private:
     std::atomic<std::uint64_t> value_{0};
@@ -330,7 +324,8 @@ struct poll_group_state {
     /// then runs no command. Written by the admin context while the group is paused, and by the
     /// group itself when it fails.
     bool stopped = true;
-    // The pause handshake between the admin context and a concurrent group (controller::pause).
+    // The pause handshake between the admin context and a concurrent group (controller::enter_poll
+    // and pause_groups).
     std::atomic<bool> in_poll{false};
     std::atomic<bool> pause_requested{false};
     std::unique_ptr<poll_group_runner<>> runner; ///< the group's thread, after start_poll_groups()
@@ -618,11 +613,15 @@ public:
         }
         drain_doorbells();
         if (!concurrent()) {
-            read_shadow_doorbells();
+            for (auto& group : groups_) {
+                read_shadow_doorbells(*group);
+            }
         }
         poll_backends();
         if (!concurrent()) {
-            resume_staging_waiters();
+            for (auto& group : groups_) {
+                resume_staging_waiters(*group);
+            }
         }
         check_keep_alive();
         std::size_t executed = 0;
@@ -642,10 +641,11 @@ public:
         }
         poll_backends();
         free_retired_queues();
-        take_group_reports();
         report_async_events();
         if (!concurrent()) {
-            write_event_indexes();
+            for (auto& group : groups_) {
+                write_event_indexes(*group);
+            }
         }
         signal_interrupts();
         return executed;
@@ -702,7 +702,7 @@ public:
         if (!concurrent()) {
             throw std::logic_error("controller::start_poll_groups needs controller_config::concurrent_poll_groups");
         }
-        if (groups_started_) {
+        if (poll_groups_started()) {
             return;
         }
         for (std::size_t index = 0; index < groups_.size(); ++index) {
@@ -715,7 +715,6 @@ public:
             group.runner = std::make_unique<poll_group_runner<>>(
                 [this, index] { return poll_group(static_cast<std::uint16_t>(index)); }, std::move(group_options));
         }
-        groups_started_ = true;
         for (auto& group : groups_) {
             group->runner->start();
         }
@@ -725,7 +724,7 @@ public:
     /// queues stay as they are; poll_group() may then be called again.
     void stop_poll_groups()
     {
-        if (!groups_started_) {
+        if (!poll_groups_started()) {
             return;
         }
         for (auto& group : groups_) {
@@ -734,8 +733,10 @@ public:
         for (auto& group : groups_) {
             group->runner.reset();
         }
-        groups_started_ = false;
     }
+
+    /// True between start_poll_groups() and stop_poll_groups().
+    [[nodiscard]] bool poll_groups_started() const noexcept { return groups_.front()->runner != nullptr; }
 
     /// Runs `f` while no poll group runs: with concurrent groups, each is asked to pause and
     /// waited for until it is between polls; they resume when `f` returns. The controller does
@@ -1278,23 +1279,16 @@ private:
     /// valid (publish_doorbell_entries).
     void ring_doorbell(std::uint16_t qid, bool completion_queue, std::uint32_t value)
     {
-        if (qid == 0) {
-            if (completion_queue) {
-                doorbells_.ring_cq_head(qid, value);
-            } else {
-                doorbells_.ring_sq_tail(qid, value);
-            }
-            return;
-        }
         const auto& table = completion_queue ? cq_group_ : sq_group_;
-        auto& group = *groups_[table[qid].load(std::memory_order_acquire)];
+        group_type* group = qid == 0 ? nullptr : groups_[table[qid].load(std::memory_order_acquire)].get();
+        auto& channel = group != nullptr ? group->doorbells : doorbells_;
         if (completion_queue) {
-            group.doorbells.ring_cq_head(qid, value);
+            channel.ring_cq_head(qid, value);
         } else {
-            group.doorbells.ring_sq_tail(qid, value);
+            channel.ring_sq_tail(qid, value);
         }
-        if (group.runner) {
-            group.runner->notify(); // after the value is visible (poll_group.hpp, the producers' rule)
+        if (group != nullptr && group->runner) {
+            group->runner->notify(); // after the value is visible (poll_group.hpp, the producers' rule)
         }
     }
 
@@ -1398,8 +1392,9 @@ private:
         }
     }
 
-    /// Admin context: what concurrent groups report (fatal errors, Error Information entries,
-    /// invalid doorbells) reaches the controller's state, logs and events.
+    /// Admin context: what concurrent groups report (fatal errors, Error Information entries)
+    /// reaches the controller's state and logs; their invalid doorbells are taken with the admin
+    /// context's doorbells (drain_doorbells).
     void take_group_reports()
     {
         take_fatal_error();
@@ -1414,7 +1409,6 @@ private:
                 health_.counters().error_log_entries += lost;
             }
         }
-        take_doorbell_errors();
     }
 
     /// Forgets every doorbell value not yet taken (the admin channel's and every group's).
@@ -1524,23 +1518,7 @@ private:
         return doorbell_index(qid, completion_queue) * registers_.doorbell_stride_bytes();
     }
 
-    /// Every I/O queue's shadow doorbells, in QID order.
-    void read_shadow_doorbells()
-    {
-        if (!shadow_doorbells_) {
-            return;
-        }
-        for (std::uint16_t qid = 1; qid <= limits.io_queues; ++qid) {
-            if (completion_queue_exists(qid)) {
-                read_shadow_cq_head(cq_owner(qid), qid);
-            }
-            if (submission_queue_exists(qid)) {
-                read_shadow_sq_tail(cq_owner(submission_queues_[qid]->ring.cqid()), qid);
-            }
-        }
-    }
-
-    /// The shadow doorbells of one group's queues.
+    /// The shadow doorbells of one group's queues (the admin queue has none).
     void read_shadow_doorbells(group_type& group)
     {
         if (!shadow_doorbells_) {
@@ -1577,23 +1555,6 @@ private:
             return false;
         }
         return true;
-    }
-
-    /// Every I/O queue's EventIdx, in QID order.
-    void write_event_indexes()
-    {
-        if (!shadow_doorbells_) {
-            return;
-        }
-        for (std::uint16_t qid = 1; qid <= limits.io_queues; ++qid) {
-            if (submission_queue_exists(qid)) {
-                write_event_index(cq_owner(submission_queues_[qid]->ring.cqid()), qid, false,
-                                  submission_queues_[qid]->ring.tail());
-            }
-            if (completion_queue_exists(qid)) {
-                write_event_index(cq_owner(qid), qid, true, completion_queues_[qid]->ring.head());
-            }
-        }
     }
 
     /// The EventIdx of one group's queues.
@@ -1849,13 +1810,8 @@ private:
         }
     }
 
-    /// Dispatches again the commands that waited for a staging buffer, while buffers are free.
-    void resume_staging_waiters()
-    {
-        for (auto& group : groups_) {
-            resume_staging_waiters(*group);
-        }
-    }
+    /// Dispatches again the commands of `group` that waited for a staging buffer, while buffers
+    /// are free.
     void resume_staging_waiters(group_type& group)
     {
         while (group.free_staging != nullptr && !group.waiting_for_staging.empty()) {
@@ -2318,11 +2274,10 @@ private:
         group.written_512_units += units_512(bytes);
         group.statistics.add_bytes(bytes);
     }
-    /// The context that owns an SQ: the admin context for the admin queue, else its poll group.
+    /// The context that runs an SQ: its CQ's.
     [[nodiscard]] group_type& group_of(const detail::submission_queue<command>& sq) noexcept
     {
-        const std::uint16_t qid = sq.ring.qid();
-        return qid == 0 ? admin_group_ : *groups_[sq_group_[qid].load(std::memory_order_relaxed)];
+        return cq_owner(sq.ring.cqid());
     }
 
     /// SMART / Health Information (Base 2.0 5.16.1.3), controller-wide.
@@ -2526,7 +2481,7 @@ private:
                                       });
         --cq.bound_submission_queues;
         publish_doorbell_entries(view.queue_id, false, 0);
-        erase_queue(groups_[sq_group_[view.queue_id].load(std::memory_order_relaxed)]->submission_queues, view.queue_id);
+        erase_queue(group_of(sq).submission_queues, view.queue_id);
         if (auto* retired = retire_submission_queue(view.queue_id)) {
             retired->deleting = &cmd;
             return command_result::pending();
@@ -2545,7 +2500,7 @@ private:
             return error(spec::command_specific_status::invalid_queue_deletion);
         }
         publish_doorbell_entries(view.queue_id, true, 0);
-        erase_queue(groups_[cq_group_[view.queue_id].load(std::memory_order_relaxed)]->completion_queues, view.queue_id);
+        erase_queue(cq_owner(view.queue_id).completion_queues, view.queue_id);
         completion_queues_[view.queue_id].reset();
         return spec::status::success();
     }
@@ -2787,7 +2742,6 @@ private:
     std::uint64_t memory_page_bytes_ = 4096;
     /// Concurrent groups: a group's fatal DMA error, for the admin context.
     std::atomic<bool> fatal_pending_{false};
-    bool groups_started_ = false;
     int pause_depth_ = 0; ///< nested with_groups_paused() calls
 };
 
