@@ -2481,6 +2481,9 @@ private:
                                       });
         --cq.bound_submission_queues;
         publish_doorbell_entries(view.queue_id, false, 0);
+        // A tail written before the deletion and not yet taken by a concurrent group dies with the
+        // queue (it would otherwise reach a queue created later with this QID).
+        group_of(sq).doorbells.forget(view.queue_id, false);
         erase_queue(group_of(sq).submission_queues, view.queue_id);
         if (auto* retired = retire_submission_queue(view.queue_id)) {
             retired->deleting = &cmd;
@@ -2500,6 +2503,7 @@ private:
             return error(spec::command_specific_status::invalid_queue_deletion);
         }
         publish_doorbell_entries(view.queue_id, true, 0);
+        cq_owner(view.queue_id).doorbells.forget(view.queue_id, true); // as for an SQ (delete_io_sq)
         erase_queue(cq_owner(view.queue_id).completion_queues, view.queue_id);
         completion_queues_[view.queue_id].reset();
         return spec::status::success();

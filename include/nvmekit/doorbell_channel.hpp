@@ -79,6 +79,19 @@ public:
         return false;
     }
 
+    /// Forgets one doorbell's pending write and zeroes its value (its queue was deleted: a value
+    /// written for the old queue must not reach a queue created later with the same QID). The
+    /// consumer may not run meanwhile; the producer may.
+    void forget(std::uint16_t qid, bool completion_queue) noexcept
+    {
+        if (qid > max_qid_) {
+            return;
+        }
+        const std::size_t slot = 2 * std::size_t{qid} + (completion_queue ? 1U : 0U);
+        pending_[slot / 64].fetch_and(~(std::uint64_t{1} << (slot % 64)), std::memory_order_relaxed);
+        values_[slot].store(0, std::memory_order_relaxed);
+    }
+
     /// Forgets every pending doorbell and zeroes every value (controller reset). Neither side may
     /// run meanwhile.
     void clear() noexcept

@@ -146,6 +146,30 @@ TEST(controller_concurrent_groups, a_failed_read_is_logged_by_the_admin_context)
     EXPECT_EQ(entry.nsid, 1U);
 }
 
+TEST(controller_concurrent_groups, a_doorbell_of_a_deleted_queue_does_not_reach_its_successor)
+{
+    // No threads: the test runs group 0 itself, so that a CQ Head written before the host deletes
+    // the queue is still waiting in the group's channel when the queue is recreated.
+    threaded_rig t{2};
+    auto& r = t.rig;
+    r.host.bring_up(threaded_host(2));
+    r.ring_cq_head(1, 5); // valid for the 32-entry CQ 1 (group 0)
+    ASSERT_TRUE(r.host.delete_io_sq(1).ok());
+    ASSERT_TRUE(r.host.delete_io_cq(1).ok());
+    ASSERT_TRUE(r.host.create_io_cq(1, 32, 1, false).ok());
+    ASSERT_TRUE(r.host.create_io_sq(1, 1, 32).ok());
+    ASSERT_EQ(r.ctrl.completion_queue_group(1), std::optional<std::uint16_t>{0});
+    r.ctrl.poll_group(0);
+    r.ctrl.poll();
+    // Applied to the new, empty CQ 1 the old head would be an invalid doorbell value.
+    EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 0U);
+    // And the new queue pair works.
+    const std::uint64_t buffer = r.host.allocate(4096);
+    const auto cid = r.host.submit(1, rw_command(spec::nvm_opcode::read, 0, 1, r.host.build_prps(buffer, 512)));
+    r.ctrl.poll_group(0);
+    EXPECT_TRUE(r.host.wait_for(1, cid).ok());
+}
+
 /// The host side of the stress test: random reads and writes, each queue on its own blocks (so
 /// that no two groups touch the same bytes), a shadow of what each block holds, and the record
 /// of every command outstanding.

@@ -65,6 +65,22 @@ TEST(doorbell_channel, keeps_only_the_latest_value)
     EXPECT_EQ(drained(channel), (std::vector<doorbell>{{2, false, 3}, {2, true, 10}}));
 }
 
+TEST(doorbell_channel, a_forgotten_doorbell_is_not_reported)
+{
+    // A deleted queue's pending value is dropped; the other doorbell of the QID and other QIDs
+    // keep theirs, and a later write to the forgotten doorbell is reported again.
+    doorbell_channel channel{70};
+    EXPECT_TRUE(channel.ring_sq_tail(3, 4));
+    EXPECT_TRUE(channel.ring_cq_head(3, 6));
+    EXPECT_TRUE(channel.ring_cq_head(40, 2)); // in the second word of pending bits
+    channel.forget(3, true);
+    channel.forget(40, true);
+    channel.forget(71, true); // beyond max_qid: nothing
+    EXPECT_EQ(drained(channel), (std::vector<doorbell>{{3, false, 4}}));
+    EXPECT_TRUE(channel.ring_cq_head(3, 1));
+    EXPECT_EQ(drained(channel), (std::vector<doorbell>{{3, true, 1}}));
+}
+
 TEST(doorbell_channel, rewriting_the_same_value_reports_it_again)
 {
     doorbell_channel channel{1};
