@@ -28,9 +28,14 @@
 /// - Doorbell writes (mmio_write to a doorbell) go to the owning group's channel and wake its
 ///   thread; MSI-X table and PBA accesses and raises are safe from any thread.
 /// - The DMA provider, clock and interrupt provider must be safe to use from every group's
-///   thread, and the namespaces' backends must accept concurrent submit() and complete every
-///   request inside it (ram_backend with `concurrent = true`, null_backend, file_backend): a
-///   backend completing later, from its poll(), is not supported with concurrent groups yet.
+///   thread, and the namespaces' backends must accept submit() from several threads at once and
+///   concurrently with poll() (ram_backend with `concurrent = true`, null_backend, file_backend,
+///   testing::test_backend). Backends are polled by the admin context only: a request completed
+///   inside submit() finishes on its group's thread at once; one completed later, in poll(), is
+///   handed to its group (a completion_inbox) and finished at the group's next poll, or by the
+///   admin context while the groups are paused or stopped.
+/// - Keep polling every group while the controller runs (start_poll_groups() does): a group
+///   finishes its routed completions and takes its doorbells only in poll_group().
 
 #include <algorithm>
 #include <atomic>
@@ -39,6 +44,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -51,6 +57,7 @@
 #include <nvmekit/async_events.hpp>
 #include <nvmekit/backends/any_backend.hpp>
 #include <nvmekit/block_backend.hpp>
+#include <nvmekit/completion_inbox.hpp>
 #include <nvmekit/clock.hpp>
 #include <nvmekit/command_sets/admin.hpp>
 #include <nvmekit/command_sets/nvm.hpp>
@@ -165,8 +172,8 @@ struct controller_config {
     /// admin queue and every group. 1: every I/O queue in one group.
     std::uint16_t poll_groups = 1;
     /// The group of a new I/O CQ, from its QID and interrupt vector (a result of poll_groups or
-    /// more is taken modulo poll_groups); empty: round-robin in creation order. Called on the
-    /// admin context.
+    /// more is taken modulo poll_groups); empty: with the I/O CQs that signal the same vector,
+    /// else round-robin in creation order. Called on the admin context.
     std::function<std::uint16_t(std::uint16_t cqid, std::uint16_t vector)> queue_placement{};
     /// false: poll() runs the admin context and every group on the caller's thread. true: the
     /// groups run concurrently with the admin context and with each other: poll() runs only the
@@ -301,6 +308,9 @@ struct poll_group_state {
     staging_buffer* free_staging = nullptr;
     waiting_list<Command> waiting_for_staging;
     owned_counter io_outstanding; ///< backend requests of its commands
+    /// Concurrent groups: backend completions of its commands that ran on another thread (the
+    /// admin context polls the backends), finished by the context at its next poll.
+    completion_inbox routed;
     // Hot counters, summed into controller_statistics and the SMART log.
     owned_counter commands;
     owned_counter completions_posted;
@@ -372,6 +382,7 @@ public:
         // Backend I/O state.
         namespace_type* ns = nullptr;
         std::array<block_request, 2> block{};
+        std::array<routed_completion, 2> routed{}; ///< block[i] completed on another thread
         std::uint8_t blocks_pending = 0;
         block_status block_result = block_status::success;
         /// Runs when every block request has completed; returns the command's result.
@@ -493,6 +504,12 @@ public:
         if (offset >= msix_table_offset()) {
             return msix_.read_table(offset - msix_table_offset(), width);
         }
+        if (fatal_pending_.load(std::memory_order_acquire)) {
+            // A concurrent group's fatal queue DMA error shows in CSTS.CFS from now, not only
+            // after the admin context's next poll.
+            const context_scope scope{admin_group_};
+            take_fatal_error();
+        }
         return registers_.read(offset, width);
     }
 
@@ -580,6 +597,7 @@ public:
     /// poll_group().
     std::size_t poll()
     {
+        const context_scope scope{admin_group_};
         handle_event(controller_event::tick);
         take_group_reports();
         const auto state = state_machine_.state();
@@ -681,6 +699,8 @@ public:
             leave_poll(group);
             return 0;
         }
+        const context_scope scope{group};
+        take_routed(group);
         group.doorbells.drain([&](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
             apply_doorbell(group, qid, completion_queue, value);
         });
@@ -1154,6 +1174,7 @@ private:
         namespace_type* ns = nullptr;
         block_request request{};
         bool in_backend = false;
+        routed_completion routed{}; ///< its completion, when it ran outside the admin context
         std::uint64_t submitted = 0; ///< shutdown generation of the flush in the backend
         std::uint64_t wanted = 0;    ///< latest shutdown generation that needs this flush
     };
@@ -1197,21 +1218,35 @@ private:
     {
         flush.request = block_request{.operation = block_operation::flush};
         flush.request.context = &flush;
-        flush.request.complete = [](block_request& request, block_status) {
+        flush.request.complete = [](block_request& request, block_status status) {
             auto& done = *static_cast<shutdown_flush*>(request.context);
-            auto& self = *done.owner;
-            done.in_backend = false;
-            --self.shutdown_flushes_in_backend_;
-            if (done.submitted == self.shutdown_generation_) {
-                --self.shutdown_flushes_pending_;
-            } else if (done.wanted == self.shutdown_generation_) {
-                self.submit_shutdown_flush(done); // the current shutdown still needs its own flush
+            if (!done.owner->owns(done.owner->admin_group_)) {
+                done.routed.request = &request;
+                done.routed.status = status;
+                done.routed.finish = &finish_shutdown_flush;
+                done.owner->route(done.owner->admin_group_, done.routed);
+                return;
             }
+            finish_shutdown_flush(request, status);
         };
         flush.submitted = shutdown_generation_;
         flush.in_backend = true;
         ++shutdown_flushes_in_backend_;
         flush.ns->backend().submit(flush.request);
+    }
+
+    /// A shutdown flush's completion, in the admin context.
+    static void finish_shutdown_flush(block_request& request, block_status)
+    {
+        auto& done = *static_cast<shutdown_flush*>(request.context);
+        auto& self = *done.owner;
+        done.in_backend = false;
+        --self.shutdown_flushes_in_backend_;
+        if (done.submitted == self.shutdown_generation_) {
+            --self.shutdown_flushes_pending_;
+        } else if (done.wanted == self.shutdown_generation_) {
+            self.submit_shutdown_flush(done); // the current shutdown still needs its own flush
+        }
     }
 
     void reset_controller_state()
@@ -1301,6 +1336,50 @@ private:
     /// True when poll groups run concurrently with the admin context (poll_group()).
     [[nodiscard]] bool concurrent() const noexcept { return config_.concurrent_poll_groups; }
 
+    /// The processing context the calling thread runs (admin_group_ or a group) while inside
+    /// poll(), poll_group() or a register event; null elsewhere. Backend completions use it to
+    /// tell whether they run on their command's thread.
+    static inline thread_local const void* current_context_ = nullptr;
+
+    /// Sets current_context_ for a scope.
+    struct context_scope {
+        explicit context_scope(const group_type& context) noexcept
+            : previous{std::exchange(current_context_, &context)}
+        {
+        }
+        context_scope(const context_scope&) = delete;
+        context_scope& operator=(const context_scope&) = delete;
+        ~context_scope() { current_context_ = previous; }
+        const void* previous;
+    };
+
+    /// True when the calling thread may act on `context`'s state: always on one thread; with
+    /// concurrent groups, on the context's own thread, or on the admin context's while the groups
+    /// are paused or `context` is stopped (a stopped group touches nothing: the admin context
+    /// acts for it).
+    [[nodiscard]] bool owns(const group_type& context) const noexcept
+    {
+        if (!concurrent() || current_context_ == &context) {
+            return true;
+        }
+        return current_context_ == &admin_group_ && (pause_depth_ > 0 || context.stopped);
+    }
+
+    /// Hands a completion to `context`, which finishes it at its next poll (take_routed).
+    void route(group_type& context, routed_completion& node) noexcept
+    {
+        context.routed.push(node);
+        if (&context != &admin_group_ && context.runner) {
+            context.runner->notify();
+        }
+    }
+
+    /// Finishes the completions routed to `context`; the caller owns it (see owns()).
+    static void take_routed(group_type& context)
+    {
+        context.routed.drain([](routed_completion& node) { node.finish(*node.request, node.status); });
+    }
+
     /// A group's poll begins: false when the admin context asked it to pause (the poll is then
     /// skipped). With the admin side's pause_groups() this is the store-load handshake of
     /// Dekker's algorithm: both store their flag, then read the other's, with seq_cst, so at least
@@ -1348,6 +1427,9 @@ private:
         admin_group_.stopped = stopped;
         for (auto& group : groups_) {
             group->stopped = stopped;
+            if (stopped && concurrent()) {
+                take_routed(*group); // from now on the admin context acts for the group (owns())
+            }
         }
         if (!concurrent()) {
             return;
@@ -1372,6 +1454,7 @@ private:
             }
             return;
         }
+        const context_scope scope{admin_group_};
         with_groups_paused([&] { state_machine_.handle(event); });
     }
 
@@ -1447,12 +1530,24 @@ private:
         return executed;
     }
 
-    /// The poll group of a new I/O CQ (queue_placement, or round-robin).
-    [[nodiscard]] std::uint16_t place_completion_queue(std::uint16_t qid, std::uint16_t vector)
+    /// The poll group of a new I/O CQ: queue_placement's choice; else, when its interrupts are
+    /// enabled, the group of an I/O CQ that signals the same vector (a group aggregates and raises
+    /// the vectors of its CQs, so a vector's CQs are kept together: one interrupt per poll for all
+    /// of them, and coalescing that counts them all); else the next group round-robin.
+    [[nodiscard]] std::uint16_t place_completion_queue(std::uint16_t qid, std::uint16_t vector,
+                                                       bool interrupts_enabled)
     {
         const auto groups = static_cast<std::uint16_t>(groups_.size());
         if (config_.queue_placement) {
             return static_cast<std::uint16_t>(config_.queue_placement(qid, vector) % groups);
+        }
+        if (interrupts_enabled && groups > 1) {
+            for (std::size_t other = 1; other < completion_queues_.size(); ++other) {
+                const auto& cq = completion_queues_[other];
+                if (other != qid && cq && cq->ring.interrupts_enabled() && cq->ring.interrupt_vector() == vector) {
+                    return cq_group_[other].load(std::memory_order_relaxed);
+                }
+            }
         }
         const std::uint16_t group = next_group_;
         next_group_ = static_cast<std::uint16_t>((next_group_ + 1U) % groups);
@@ -1846,6 +1941,21 @@ private:
     static void on_block_complete(block_request& request, block_status status)
     {
         auto& cmd = *static_cast<command*>(request.context);
+        if (!cmd.owner->owns(*cmd.group)) {
+            auto& node = cmd.routed[static_cast<std::size_t>(&request - cmd.block.data())];
+            node.request = &request;
+            node.status = status;
+            node.finish = &finish_block;
+            cmd.owner->route(*cmd.group, node);
+            return;
+        }
+        finish_block(request, status);
+    }
+
+    /// on_block_complete on the thread of the command's context.
+    static void finish_block(block_request& request, block_status status)
+    {
+        auto& cmd = *static_cast<command*>(request.context);
         auto& self = *cmd.owner;
         --cmd.group->io_outstanding;
         if (status != block_status::success && cmd.block_result == block_status::success) {
@@ -1881,6 +1991,8 @@ private:
         return spec::status{spec::generic_status::internal_error};
     }
 
+    /// Admin context: polls every backend with requests outstanding. With concurrent groups, the
+    /// completions of a running group's commands are routed to it (owns()).
     void poll_backends()
     {
         subsystem_->for_each_namespace([](namespace_type& ns) {
@@ -1888,10 +2000,22 @@ private:
                 ns.backend().poll();
             }
         });
+        if (!admin_group_.routed.empty_approx()) {
+            take_routed(admin_group_);
+        }
     }
 
-    /// Frees deleted SQs whose last command has left the backend.
+    /// Frees deleted SQs whose last command has left the backend (their requests belong to their
+    /// groups: concurrent groups are paused to read them).
     void free_retired_queues()
+    {
+        if (retired_queues_.empty()) {
+            return;
+        }
+        with_groups_paused([this] { free_idle_retired_queues(); });
+    }
+
+    void free_idle_retired_queues()
     {
         std::erase_if(retired_queues_, [this](const auto& sq) {
             if (sq->pool.in_use() != 0) {
@@ -2058,9 +2182,11 @@ private:
         }
         signal_due_vectors(group.interrupts, now);
         if constexpr (IntxInterruptProvider<interrupts_type>) {
-            const bool wanted = std::any_of(group.completion_queues.begin(), group.completion_queues.end(),
-                                            [this](std::uint16_t qid) { return cq_wants_intx(*completion_queues_[qid]); });
-            group.intx_wanted.store(wanted, std::memory_order_relaxed);
+            const bool wanted = group_wants_intx(group);
+            if (wanted != group.intx_wanted.load(std::memory_order_relaxed)) {
+                group.intx_wanted.store(wanted, std::memory_order_relaxed);
+                refresh_intx();
+            }
         }
     }
 
@@ -2119,23 +2245,54 @@ private:
     }
 
     /// Pin-based interrupts (when MSI-X is off and the provider has INTx): the pin is asserted
-    /// while a CQ with interrupts enabled holds entries and INTMS does not mask vector 0.
-    /// Concurrent groups report their CQs at the end of each poll.
+    /// while a CQ with interrupts enabled holds entries and INTMS does not mask vector 0. Admin
+    /// context. With concurrent groups, running groups report their CQs at the end of each poll
+    /// (signal_group_interrupts); while they are paused or stopped the admin context reads their
+    /// CQs itself.
     void update_intx()
     {
         if constexpr (IntxInterruptProvider<interrupts_type>) {
-            bool level = false;
-            if (!msix_.enabled() && (registers_.interrupt_mask() & 1U) == 0) {
-                if (concurrent()) {
-                    level = (completion_queues_[0] && cq_wants_intx(*completion_queues_[0])) ||
-                            std::any_of(groups_.begin(), groups_.end(), [](const auto& group) {
-                                return group->intx_wanted.load(std::memory_order_relaxed);
-                            });
-                } else {
-                    level = std::any_of(completion_queues_.begin(), completion_queues_.end(),
-                                        [](const auto& cq) { return cq && cq_wants_intx(*cq); });
+            const bool allowed = !msix_.enabled() && (registers_.interrupt_mask() & 1U) == 0;
+            if (concurrent()) {
+                intx_allowed_.store(allowed, std::memory_order_relaxed);
+                admin_intx_wanted_.store(completion_queues_[0] && cq_wants_intx(*completion_queues_[0]),
+                                         std::memory_order_relaxed);
+                if (pause_depth_ > 0 || groups_.front()->stopped) {
+                    for (auto& group : groups_) {
+                        group->intx_wanted.store(group_wants_intx(*group), std::memory_order_relaxed);
+                    }
                 }
+                refresh_intx();
+                return;
             }
+            const bool level = allowed && std::any_of(completion_queues_.begin(), completion_queues_.end(),
+                                                      [](const auto& cq) { return cq && cq_wants_intx(*cq); });
+            if (level != intx_level_) {
+                intx_level_ = level;
+                interrupts_.set_intx(level);
+            }
+        }
+    }
+
+    /// Whether a CQ of `group` wants the INTx pin; its owner only.
+    [[nodiscard]] bool group_wants_intx(const group_type& group) const
+    {
+        return std::any_of(group.completion_queues.begin(), group.completion_queues.end(),
+                           [this](std::uint16_t qid) { return cq_wants_intx(*completion_queues_[qid]); });
+    }
+
+    /// Concurrent groups: sets the pin from what the admin context and the groups last reported.
+    /// Any thread; whoever changes a report calls it after, so the last call sees every change
+    /// (INTx is the slow legacy path: a mutex orders the calls).
+    void refresh_intx()
+    {
+        if constexpr (IntxInterruptProvider<interrupts_type>) {
+            const std::lock_guard lock{intx_mutex_};
+            const bool level = intx_allowed_.load(std::memory_order_relaxed) &&
+                               (admin_intx_wanted_.load(std::memory_order_relaxed) ||
+                                std::any_of(groups_.begin(), groups_.end(), [](const auto& group) {
+                                    return group->intx_wanted.load(std::memory_order_relaxed);
+                                }));
             if (level != intx_level_) {
                 intx_level_ = level;
                 interrupts_.set_intx(level);
@@ -2423,7 +2580,8 @@ private:
         }
         completion_queues_[view.queue_id] = std::make_unique<detail::completion_queue<command>>(
             view.queue_id, view.queue_size, std::move(*memory), view.interrupt_vector, view.interrupts_enabled);
-        const std::uint16_t group = place_completion_queue(view.queue_id, view.interrupt_vector);
+        const std::uint16_t group =
+            place_completion_queue(view.queue_id, view.interrupt_vector, view.interrupts_enabled);
         cq_group_[view.queue_id].store(group, std::memory_order_relaxed);
         insert_queue(groups_[group]->completion_queues, view.queue_id);
         publish_doorbell_entries(view.queue_id, true, view.queue_size);
@@ -2708,7 +2866,10 @@ private:
     std::optional<shadow_doorbell_buffers> shadow_doorbells_;
     std::chrono::nanoseconds enable_started_{0};
     controller_statistics statistics_{};
-    bool intx_level_ = false;
+    bool intx_level_ = false; ///< with concurrent groups, guarded by intx_mutex_
+    std::mutex intx_mutex_;
+    std::atomic<bool> intx_allowed_{false};     ///< concurrent groups: MSI-X off and INTMS bit 0 clear
+    std::atomic<bool> admin_intx_wanted_{false}; ///< concurrent groups: the admin CQ holds entries
     /// A Controller Reset waits for its aborted commands' backend requests before RDY reads 0.
     bool ready_clear_deferred_ = false;
 

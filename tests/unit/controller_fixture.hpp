@@ -14,10 +14,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <mutex>
 #include <ostream>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -63,25 +66,140 @@ struct host_memory : nvmekit::testing::flat_memory {
     }
 };
 
-/// `config`, with its I/O queues spread over the poll groups NVMEKIT_TEST_POLL_GROUPS names (when
-/// the environment sets it and the test asked for one group), so that the whole controller suite
-/// runs with 1, 2 or 4 groups: the test suite runs the controller tests again with 2 and 4.
+/// True when NVMEKIT_TEST_THREADED_GROUPS is set to 1: the controller tests then run their poll
+/// groups concurrently, each on a thread of its own (lockstep_controller).
+[[nodiscard]] inline bool threaded_groups_requested()
+{
+    const char* threaded = std::getenv("NVMEKIT_TEST_THREADED_GROUPS");
+    return threaded != nullptr && std::strtol(threaded, nullptr, 10) == 1;
+}
+
+/// `config`, with its I/O queues spread over the poll groups NVMEKIT_TEST_POLL_GROUPS names, and
+/// run concurrently when NVMEKIT_TEST_THREADED_GROUPS is 1 (when the environment sets them and
+/// the test asked for one group on one thread), so that the whole controller suite runs with 1,
+/// 2 or 4 groups, on one thread or on threads of their own: the test suite runs the controller
+/// tests again with 2 and 4 groups, and with 4 threaded groups under ThreadSanitizer.
 template <typename Traits>
 [[nodiscard]] nvmekit::controller_config with_test_poll_groups(nvmekit::controller_config config)
 {
-    if (config.poll_groups == 1) {
+    if (config.poll_groups == 1 && !config.concurrent_poll_groups) { // the test's own configuration
         if (const char* groups = std::getenv("NVMEKIT_TEST_POLL_GROUPS"); groups != nullptr) {
             const long wanted = std::strtol(groups, nullptr, 10);
             config.poll_groups = static_cast<std::uint16_t>(std::clamp<long>(wanted, 1, Traits::limits.io_queues));
         }
+        config.concurrent_poll_groups = threaded_groups_requested();
     }
     return config;
 }
 
+/// The controller of the tests. With concurrent_poll_groups and `lockstep` (the groups the
+/// environment asked for, not a test's own concurrent groups), it runs each poll group on a
+/// thread of its own, in lockstep with the test: poll() releases every group thread for one
+/// poll_group() and runs the admin context's poll() meanwhile, then releases them for a second
+/// poll_group() once the admin context is done (what the admin context routed to a group, a
+/// backend completion, and the commands of a group that found the admin context pausing it, are
+/// then taken in the same step, as one thread does in one poll()), and returns when every group
+/// is back. Groups and admin context thus really run at once (ThreadSanitizer sees every access
+/// they share), while a test still sees the whole effect of a step when poll() returns.
+template <typename Traits>
+class lockstep_controller : public nvmekit::controller<Traits> {
+    using base = nvmekit::controller<Traits>;
+
+public:
+    lockstep_controller(typename base::dma_type& dma, typename base::interrupts_type& interrupts,
+                        typename base::clock_type& clock, typename base::subsystem_type& subsystem,
+                        nvmekit::controller_config config = {}, bool lockstep = false)
+        : base{dma, interrupts, clock, subsystem, config}
+    {
+        if (lockstep && config.concurrent_poll_groups) {
+            for (std::uint16_t index = 0; index < base::poll_group_count(); ++index) {
+                threads_.emplace_back([this, index] { run_group(index); });
+            }
+        }
+    }
+    lockstep_controller(const lockstep_controller&) = delete;
+    lockstep_controller& operator=(const lockstep_controller&) = delete;
+    ~lockstep_controller()
+    {
+        {
+            const std::lock_guard lock{mutex_};
+            quit_ = true;
+        }
+        released_.notify_all();
+        for (auto& thread : threads_) {
+            thread.join();
+        }
+    }
+
+    /// One step: see the class comment. Without concurrent groups, the controller's poll().
+    std::size_t poll()
+    {
+        if (threads_.empty()) {
+            return base::poll();
+        }
+        release_groups();
+        std::size_t executed = base::poll();
+        executed += wait_for_groups();
+        release_groups();
+        executed += wait_for_groups();
+        return executed;
+    }
+
+private:
+    void release_groups()
+    {
+        {
+            const std::lock_guard lock{mutex_};
+            ++round_;
+            returned_ = 0;
+        }
+        released_.notify_all();
+    }
+
+    std::size_t wait_for_groups()
+    {
+        std::unique_lock lock{mutex_};
+        returned_cv_.wait(lock, [&] { return returned_ == threads_.size(); });
+        return std::exchange(executed_, 0);
+    }
+
+    void run_group(std::uint16_t index)
+    {
+        std::uint64_t seen = 0;
+        for (;;) {
+            {
+                std::unique_lock lock{mutex_};
+                released_.wait(lock, [&] { return quit_ || round_ != seen; });
+                if (quit_) {
+                    return;
+                }
+                seen = round_;
+            }
+            const std::size_t executed = base::poll_group(index);
+            {
+                const std::lock_guard lock{mutex_};
+                executed_ += executed;
+                if (++returned_ == threads_.size()) {
+                    returned_cv_.notify_one();
+                }
+            }
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable released_;
+    std::condition_variable returned_cv_;
+    std::uint64_t round_ = 0;
+    std::size_t returned_ = 0;
+    std::size_t executed_ = 0;
+    bool quit_ = false;
+    std::vector<std::thread> threads_; ///< last: started once the rest is constructed
+};
+
 /// Host memory, interrupt recorder, clock, controller and host driver of one test.
 template <typename Traits = test_traits>
 struct basic_rig {
-    using controller_type = nvmekit::controller<Traits>;
+    using controller_type = lockstep_controller<Traits>;
     using host_type = nvmekit::testing::in_process_host<controller_type>;
     /// What the controller reaches host memory through: the memory itself when Traits::dma is
     /// flat_memory, else a Traits::dma (a wrapper such as recording_dma) over it.
@@ -98,14 +216,26 @@ struct basic_rig {
 
     explicit basic_rig(nvmekit::controller_config config = {}, std::size_t size = memory_size,
                        std::uint64_t base = memory_base, nvmekit::subsystem_identity identity = {})
-        : memory{size, base}
+        : memory{shared_if_threaded(host_memory{size, base})}
         , subsystem{std::move(identity)}
-        , ctrl{dma, msix, clock, subsystem, with_test_poll_groups<Traits>(std::move(config))}
+        , ctrl{dma, msix, clock, subsystem, with_test_poll_groups<Traits>(config),
+               config.poll_groups == 1 && !config.concurrent_poll_groups}
         , host{ctrl, memory, clock}
     {
     }
     basic_rig(const basic_rig&) = delete;
     basic_rig& operator=(const basic_rig&) = delete;
+
+    /// `memory`, shared (flat_memory::set_shared) when the groups run on threads of their own:
+    /// the host thread touches it only between steps, and the bytes stay unguarded so that
+    /// ThreadSanitizer checks every access the threads make.
+    [[nodiscard]] static host_memory shared_if_threaded(host_memory memory)
+    {
+        if (threaded_groups_requested()) {
+            memory.set_shared(true);
+        }
+        return memory;
+    }
 
     // ---- registers --------------------------------------------------------------------------
 

@@ -309,7 +309,14 @@ TEST(controller_coalescing, an_admin_completion_on_a_shared_vector_flushes_the_a
     EXPECT_EQ(r.msix.count(0), 1U);
     r.clock.advance(100ms);
     r.ctrl.poll();
-    EXPECT_EQ(r.msix.count(0), 1U); // the admin interrupt covered the aggregated entry
+    if (nvmekit_test::threaded_groups_requested()) {
+        // Groups on threads of their own aggregate apart from the admin context: the group's
+        // aggregation time still ends with its own interrupt (one more than needed, never one
+        // less).
+        EXPECT_EQ(r.msix.count(0), 2U);
+    } else {
+        EXPECT_EQ(r.msix.count(0), 1U); // the admin interrupt covered the aggregated entry
+    }
 }
 
 // ---- INTx --------------------------------------------------------------------------------------

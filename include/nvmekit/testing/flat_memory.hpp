@@ -17,6 +17,14 @@
 /// deallocate and add_range then hold an internal mutex, and map() declines every mapping (so a
 /// controller copies through read and write, under the mutex, instead of touching bytes it would
 /// hold without it). Spans that bytes() and add_range() return are never synchronized.
+///
+/// set_shared(true) is the other way to share it: read, write, load, store and map() then change
+/// nothing inside the object (the lookup cache is off), so any number of threads may call them at
+/// once without a lock, and map() still maps. The bytes are not guarded: accesses from different
+/// threads to the same bytes must be ordered by the threads themselves, as with real host memory
+/// (ThreadSanitizer checks them, where a mutex would hide them). add_range, allocate, deallocate,
+/// copies and moves must not run concurrently with anything. A test whose host thread touches
+/// memory only while the controller's threads wait (in lockstep) uses this mode.
 
 #include <array>
 #include <bit>
@@ -59,19 +67,22 @@ class flat_memory {
 public:
     flat_memory() = default;
 
-    /// The same ranges, bytes and allocations, synchronized when `other` is (with a mutex of its
+    /// The same ranges, bytes and allocations, synchronized or shared when `other` is (with a mutex of its
     /// own). Copying a synchronized memory holds its mutex while the ranges are copied.
     flat_memory(const flat_memory& other)
         : ranges_{other.guarded([&other] { return other.ranges_; })},
-          mutex_{other.mutex_ != nullptr ? std::make_unique<std::mutex>() : nullptr}
+          mutex_{other.mutex_ != nullptr ? std::make_unique<std::mutex>() : nullptr},
+          shared_{other.shared_}
     {
     }
 
-    /// Takes over `other`'s ranges and mode; `other` is left with no ranges, unsynchronized.
+    /// Takes over `other`'s ranges and modes; `other` is left with no ranges, unsynchronized and
+    /// not shared.
     /// Not synchronized: no other thread may use either object meanwhile.
     flat_memory(flat_memory&& other) noexcept
-        : ranges_{std::move(other.ranges_)}, mutex_{std::move(other.mutex_)}
+        : ranges_{std::move(other.ranges_)}, mutex_{std::move(other.mutex_)}, shared_{other.shared_}
     {
+        other.shared_ = false;
         other.ranges_.clear();
         other.last_hit_ = {};
     }
@@ -89,6 +100,7 @@ public:
         if (this != &other) {
             ranges_ = std::move(other.ranges_);
             mutex_ = std::move(other.mutex_);
+            shared_ = std::exchange(other.shared_, false);
             last_hit_ = {};
             other.ranges_.clear();
             other.last_hit_ = {};
@@ -111,6 +123,17 @@ public:
 
     /// Whether accesses hold the internal mutex.
     [[nodiscard]] bool synchronized() const noexcept { return mutex_ != nullptr; }
+
+    /// Turns the shared mode on or off (off at construction; see the top of this header). Call it
+    /// only while no other thread uses the object.
+    void set_shared(bool on) noexcept
+    {
+        shared_ = on;
+        last_hit_ = {};
+    }
+
+    /// Whether accesses leave the object unchanged, for several threads at once.
+    [[nodiscard]] bool shared() const noexcept { return shared_; }
 
     /// Adds `size` zero-filled bytes at host address `base` and returns them. Throws
     /// std::invalid_argument when `size` is 0, when the range would wrap 2^64, or when it overlaps
@@ -412,8 +435,10 @@ private:
             return Result{nullptr, make_error_code(errc::dma_unmapped)};
         }
         auto& [base, memory] = *std::prev(next);
-        // The cache serves const and non-const lookups alike; a const lookup only reads through it.
-        self.last_hit_ = cached_range{base, const_cast<range*>(&memory)};
+        if (!self.shared_) {
+            // The cache serves const and non-const lookups alike; a const lookup only reads through it.
+            self.last_hit_ = cached_range{base, const_cast<range*>(&memory)};
+        }
         return Result{memory.storage.data() + (address - base), {}};
     }
 
@@ -448,6 +473,7 @@ private:
     /// The range of the last successful lookup (map nodes never move, and ranges are never
     /// removed). Updated by const lookups too, so it is guarded by the mutex like the bytes.
     mutable cached_range last_hit_{};
+    bool shared_ = false; ///< lookups leave last_hit_ alone (set_shared)
 };
 
 static_assert(MappingDmaProvider<flat_memory>);

@@ -9,13 +9,36 @@
 /// write stores nothing, a failed read leaves its destination untouched and a failed map returns
 /// an empty span. Every fault rule sees every access of its kinds, whether or not another rule
 /// already failed it, so each rule's pattern is independent of the others.
+///
+/// Threading: a controller whose poll groups run on threads of their own calls read, write and
+/// map from several threads at once while the test's host thread reads the recording and sets
+/// fault rules. Every member function except accesses(), inner() and the move constructor and
+/// assignment holds an internal mutex, always: an uncontended lock and unlock per access, and a
+/// single thread sees the same results as before there was one. An access holds the mutex from
+/// its fault rules through the wrapped provider's call to its record, so the accesses of all
+/// threads fall in one order: the order of the recording and the counters, the order every fault
+/// rule counts in (fail_nth(3) fails the third access recorded after it, whichever thread made
+/// it) and the order they reach the wrapped provider. A rule set, or a clear(), while accesses run
+/// applies to the accesses after it in that order.
+///
+/// The mutex guards the wrapper's state and serializes its calls into the wrapped provider; it
+/// does not make the provider safe against anything else that uses it, such as the host's own
+/// accesses to host memory: use a provider that is (flat_memory with set_synchronized(true)).
+/// Bytes behind a span map() returns are not guarded either; a synchronized flat_memory declines
+/// every map, which is recorded, as any empty span for a non-zero length, as errc::dma_unmapped
+/// (and counted in failures()), and a controller then copies through read and write. accesses()
+/// is a view that a concurrent access may reallocate: read it only while no other thread uses the
+/// object, and use snapshot() and counts() otherwise. The wrapped provider must not call back
+/// into the wrapper.
 
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <mutex>
 #include <span>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <nvmekit/config.hpp>
@@ -55,6 +78,15 @@ struct dma_access {
     friend bool operator==(const dma_access&, const dma_access&) = default;
 };
 
+/// The counters of a recording_dma, taken together.
+struct dma_counts {
+    std::size_t reads{};
+    std::size_t writes{};
+    std::size_t maps{};
+    std::size_t failures{};
+    friend bool operator==(const dma_counts&, const dma_counts&) = default;
+};
+
 namespace detail {
 /// The splitmix64 generator (Steele, Lea and Flood; Vigna's reference code): the same sequence on
 /// every platform and standard library.
@@ -90,7 +122,8 @@ inline void check_kinds(access_kind kinds)
 } // namespace detail
 
 /// Wraps a DmaProvider by reference, recording and optionally failing its accesses. Models
-/// MappingDmaProvider exactly when `Inner` does.
+/// MappingDmaProvider exactly when `Inner` does. Safe to share between threads (see Threading
+/// above).
 template <DmaProvider Inner>
 class recording_dma {
 public:
@@ -100,10 +133,49 @@ public:
     {
     }
 
+    /// Wraps the same provider with a copy of `other`'s records, counters and fault rules (taken
+    /// under `other`'s mutex) and a mutex of its own.
+    recording_dma(const recording_dma& other)
+        : inner_{other.inner_}, state_{other.locked_state()}
+    {
+    }
+
+    /// Wraps `other`'s provider with its records, counters and fault rules; `other` keeps its
+    /// provider with none of them, as after clear() and clear_faults(), recording on. Not
+    /// synchronized: no other thread may use either object meanwhile.
+    recording_dma(recording_dma&& other) noexcept
+        : inner_{other.inner_}, state_{std::exchange(other.state_, {})}
+    {
+    }
+
+    /// As the copy constructor, holding both mutexes.
+    recording_dma& operator=(const recording_dma& other)
+    {
+        if (this != &other) {
+            const std::scoped_lock lock{mutex_, other.mutex_};
+            inner_ = other.inner_;
+            state_ = other.state_;
+        }
+        return *this;
+    }
+
+    /// As the move constructor; not synchronized either.
+    recording_dma& operator=(recording_dma&& other) noexcept
+    {
+        if (this != &other) {
+            inner_ = other.inner_;
+            state_ = std::exchange(other.state_, {});
+        }
+        return *this;
+    }
+
+    ~recording_dma() = default;
+
     /// Forwards to `inner.read` unless a fault rule fails the access.
     std::error_code read(std::uint64_t address, std::span<std::byte> destination)
     {
-        ++reads_;
+        const std::lock_guard lock{mutex_};
+        ++state_.counts.reads;
         std::error_code result = inject(access_kind::read, address, destination.size());
         if (!result) {
             result = inner_->read(address, destination);
@@ -115,7 +187,8 @@ public:
     /// Forwards to `inner.write` unless a fault rule fails the access (then nothing is stored).
     std::error_code write(std::uint64_t address, std::span<const std::byte> source)
     {
-        ++writes_;
+        const std::lock_guard lock{mutex_};
+        ++state_.counts.writes;
         std::error_code result = inject(access_kind::write, address, source.size());
         if (!result) {
             result = inner_->write(address, source);
@@ -125,10 +198,12 @@ public:
     }
 
     /// Forwards to `inner.map` unless a fault rule fails the access (then the span is empty). An
-    /// empty span for a non-zero length is recorded as errc::dma_unmapped.
+    /// empty span for a non-zero length is recorded as errc::dma_unmapped. The mutex is released
+    /// on return: the bytes behind the span are not guarded by it.
     std::span<std::byte> map(std::uint64_t address, std::size_t length) requires MappingDmaProvider<Inner>
     {
-        ++maps_;
+        const std::lock_guard lock{mutex_};
+        ++state_.counts.maps;
         std::error_code result = inject(access_kind::map, address, length);
         std::span<std::byte> mapped;
         if (!result) {
@@ -145,17 +220,34 @@ public:
     [[nodiscard]] Inner& inner() const noexcept { return *inner_; }
 
     /// Turns recording of accesses on (the default) or off; the counters count either way.
-    void set_recording(bool enabled) noexcept { recording_ = enabled; }
-    [[nodiscard]] bool recording() const noexcept { return recording_; }
-
-    /// The recorded accesses, oldest first.
-    [[nodiscard]] std::span<const dma_access> accesses() const noexcept { return accesses_; }
-
-    /// Forgets the recorded accesses and zeroes the counters; fault rules stay.
-    void clear() noexcept
+    void set_recording(bool enabled)
     {
-        accesses_.clear();
-        reads_ = writes_ = maps_ = failures_ = 0;
+        const std::lock_guard lock{mutex_};
+        state_.recording = enabled;
+    }
+    [[nodiscard]] bool recording() const
+    {
+        const std::lock_guard lock{mutex_};
+        return state_.recording;
+    }
+
+    /// The recorded accesses, oldest first. A view into the recording, which any access may
+    /// reallocate: read it only while no other thread uses the object; use snapshot() otherwise.
+    [[nodiscard]] std::span<const dma_access> accesses() const noexcept { return state_.accesses; }
+
+    /// A copy of the recorded accesses, oldest first; safe while other threads make accesses.
+    [[nodiscard]] std::vector<dma_access> snapshot() const
+    {
+        const std::lock_guard lock{mutex_};
+        return state_.accesses;
+    }
+
+    /// Forgets the recorded accesses and zeroes the counters, together; fault rules stay.
+    void clear()
+    {
+        const std::lock_guard lock{mutex_};
+        state_.accesses.clear();
+        state_.counts = {};
     }
 
     /// Fails the `n`-th access (1-based, counted from this call) among those of `kinds`, once.
@@ -167,7 +259,8 @@ public:
             throw std::invalid_argument("recording_dma: fail_nth counts from 1");
         }
         detail::check_kinds(kinds);
-        nth_rules_.push_back({n, kinds});
+        const std::lock_guard lock{mutex_};
+        state_.nth_rules.push_back({n, kinds});
     }
 
     /// Fails every access of `kinds` that overlaps [address, address + length) (clamped at 2^64).
@@ -178,7 +271,8 @@ public:
             throw std::invalid_argument("recording_dma: fail_range needs a non-empty range");
         }
         detail::check_kinds(kinds);
-        range_rules_.push_back({address, last_address(address, length), kinds});
+        const std::lock_guard lock{mutex_};
+        state_.range_rules.push_back({address, last_address(address, length), kinds});
     }
 
     /// Fails every `period`-th access of `kinds`, counted from this call; replaces an earlier
@@ -189,38 +283,49 @@ public:
             throw std::invalid_argument("recording_dma: fail_every needs a period of at least 1");
         }
         detail::check_kinds(kinds);
-        every_ = {period, 0, kinds};
+        const std::lock_guard lock{mutex_};
+        state_.every = {period, 0, kinds};
     }
 
     /// Fails each access of `kinds` with `probability`, drawn from splitmix64 seeded with `seed`
-    /// (the same pattern on every platform); replaces an earlier fail_randomly. Throws
-    /// std::invalid_argument when `probability` is not in [0, 1] or `kinds` is empty.
+    /// (the same pattern on every platform, one draw per access of `kinds` in the order the
+    /// accesses are recorded); replaces an earlier fail_randomly. Throws std::invalid_argument
+    /// when `probability` is not in [0, 1] or `kinds` is empty.
     void fail_randomly(double probability, std::uint64_t seed, access_kind kinds = access_kind::any)
     {
         if (!(probability >= 0.0 && probability <= 1.0)) {
             throw std::invalid_argument("recording_dma: the probability must be in [0, 1]");
         }
         detail::check_kinds(kinds);
-        random_ = {true, probability, detail::splitmix64{seed}, kinds};
+        const std::lock_guard lock{mutex_};
+        state_.random = {true, probability, detail::splitmix64{seed}, kinds};
     }
 
     /// Removes every fault rule.
-    void clear_faults() noexcept
+    void clear_faults()
     {
-        nth_rules_.clear();
-        range_rules_.clear();
-        every_ = {};
-        random_ = {};
+        const std::lock_guard lock{mutex_};
+        state_.nth_rules.clear();
+        state_.range_rules.clear();
+        state_.every = {};
+        state_.random = {};
     }
 
     /// Read accesses since construction or clear(), failed ones included.
-    [[nodiscard]] std::size_t reads() const noexcept { return reads_; }
+    [[nodiscard]] std::size_t reads() const { return counts().reads; }
     /// Write accesses since construction or clear(), failed ones included.
-    [[nodiscard]] std::size_t writes() const noexcept { return writes_; }
+    [[nodiscard]] std::size_t writes() const { return counts().writes; }
     /// Map accesses since construction or clear(), failed ones included.
-    [[nodiscard]] std::size_t maps() const noexcept { return maps_; }
+    [[nodiscard]] std::size_t maps() const { return counts().maps; }
     /// Accesses that returned an error (injected or from the wrapped provider).
-    [[nodiscard]] std::size_t failures() const noexcept { return failures_; }
+    [[nodiscard]] std::size_t failures() const { return counts().failures; }
+
+    /// All four counters at one point of the access order (between two accesses).
+    [[nodiscard]] dma_counts counts() const
+    {
+        const std::lock_guard lock{mutex_};
+        return state_.counts;
+    }
 
 private:
     struct nth_rule {
@@ -243,6 +348,16 @@ private:
         detail::splitmix64 generator{0};
         access_kind kinds{};
     };
+    /// Everything the mutex guards, in one place so that copies and moves take all of it.
+    struct state {
+        bool recording{true};
+        std::vector<dma_access> accesses;
+        dma_counts counts{};
+        std::vector<nth_rule> nth_rules;
+        std::vector<range_rule> range_rules;
+        every_rule every{};
+        random_rule random{};
+    };
 
     static std::uint64_t last_address(std::uint64_t address, std::uint64_t length) noexcept
     {
@@ -250,55 +365,58 @@ private:
         return length - 1 > max_address - address ? max_address : address + (length - 1);
     }
 
-    /// Runs every fault rule over the access; errc::dma_fault when any of them fails it.
+    [[nodiscard]] state locked_state() const
+    {
+        const std::lock_guard lock{mutex_};
+        return state_;
+    }
+
+    /// Runs every fault rule over the access; errc::dma_fault when any of them fails it. Called
+    /// with the mutex held.
     std::error_code inject(access_kind kind, std::uint64_t address, std::uint64_t length)
     {
         bool failed = false;
-        for (auto rule = nth_rules_.begin(); rule != nth_rules_.end();) {
+        auto& nth_rules = state_.nth_rules;
+        for (auto rule = nth_rules.begin(); rule != nth_rules.end();) {
             if (includes(rule->kinds, kind) && --rule->remaining == 0) {
                 failed = true;
-                rule = nth_rules_.erase(rule);
+                rule = nth_rules.erase(rule);
             } else {
                 ++rule;
             }
         }
         if (length != 0) {
             const std::uint64_t last = last_address(address, length);
-            for (const auto& rule : range_rules_) {
+            for (const auto& rule : state_.range_rules) {
                 failed = failed || (includes(rule.kinds, kind) && address <= rule.last && rule.first <= last);
             }
         }
-        if (every_.period != 0 && includes(every_.kinds, kind) && ++every_.seen % every_.period == 0) {
+        auto& every = state_.every;
+        if (every.period != 0 && includes(every.kinds, kind) && ++every.seen % every.period == 0) {
             failed = true;
         }
-        if (random_.enabled && includes(random_.kinds, kind) &&
-            random_.generator.next_unit() < random_.probability) {
+        auto& random = state_.random;
+        if (random.enabled && includes(random.kinds, kind) &&
+            random.generator.next_unit() < random.probability) {
             failed = true;
         }
         return failed ? make_error_code(errc::dma_fault) : std::error_code{};
     }
 
+    /// Counts and records the outcome of an access; called with the mutex held.
     void note(access_kind kind, std::uint64_t address, std::uint64_t length, std::error_code result)
     {
         if (result) {
-            ++failures_;
+            ++state_.counts.failures;
         }
-        if (recording_) {
-            accesses_.push_back({kind, address, length, result});
+        if (state_.recording) {
+            state_.accesses.push_back({kind, address, length, result});
         }
     }
 
     Inner* inner_;
-    bool recording_{true};
-    std::vector<dma_access> accesses_;
-    std::size_t reads_{};
-    std::size_t writes_{};
-    std::size_t maps_{};
-    std::size_t failures_{};
-    std::vector<nth_rule> nth_rules_;
-    std::vector<range_rule> range_rules_;
-    every_rule every_{};
-    random_rule random_{};
+    mutable std::mutex mutex_; ///< guards state_, and serializes the calls into *inner_
+    state state_;
 };
 
 } // namespace testing

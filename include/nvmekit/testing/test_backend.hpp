@@ -29,12 +29,29 @@
 /// Configuration (set_delay_function, add_media_error, fail_nth) allocates; so does recording,
 /// which appends to a vector, so submit() can throw std::bad_alloc when memory runs out (the
 /// BlockBackend rule "submit never throws" holds otherwise). Nothing else allocates per request.
+///
+/// Threading: submit(), poll() and the other members may be called from several threads at once
+/// (poll groups submit on their own threads while one thread polls), except records(), storage(),
+/// moving and destruction, which need the backend to themselves. One mutex guards all state;
+/// poll() holds it only while it picks the next due request and runs it against the storage,
+/// never while it calls the request's `complete`, and submit() does not hold it when it completes
+/// an overflowing request inline. A completion callback may therefore submit, poll or read the
+/// counters again, and may run as long as it likes without holding up submitters. poll() takes
+/// only requests submitted before it started, whichever thread submitted them, so a request
+/// submitted by another thread while poll() runs is left for a later poll() like one submitted
+/// from a callback. Two polls at once complete each request exactly once, but the due-time order
+/// then holds only among the completions of one poll(). The delay function runs under the mutex:
+/// it must not call back into the backend. outstanding(), submitted() and overflows() are atomic
+/// and may be read from any thread at any time; each returns a value the counter held during the
+/// call.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <span>
@@ -111,70 +128,141 @@ public:
         slots_.resize(max_outstanding);
     }
 
+    test_backend(const test_backend&) = delete;
+    test_backend& operator=(const test_backend&) = delete;
+
+    /// Takes `other`'s storage, configuration, records and waiting requests (they complete in this
+    /// backend's poll()). No other thread may use either backend meanwhile.
+    test_backend(test_backend&& other) noexcept
+        : clock_{other.clock_}
+        , options_{other.options_}
+        , storage_{std::move(other.storage_)}
+        , generator_{other.generator_}
+        , delay_function_{std::move(other.delay_function_)}
+        , slots_{std::move(other.slots_)}
+        , outstanding_{other.outstanding_.load(std::memory_order_relaxed)}
+        , next_sequence_{other.next_sequence_}
+        , submitted_{other.submitted_.load(std::memory_order_relaxed)}
+        , overflows_{other.overflows_.load(std::memory_order_relaxed)}
+        , nth_rules_{std::move(other.nth_rules_)}
+        , media_errors_{std::move(other.media_errors_)}
+        , records_{std::move(other.records_)}
+    {
+    }
+
+    /// Takes `other`'s state as the move constructor does; requests still waiting in this backend
+    /// are forgotten without completing. No other thread may use either backend meanwhile.
+    test_backend& operator=(test_backend&& other) noexcept
+    {
+        if (this != &other) {
+            clock_ = other.clock_;
+            options_ = other.options_;
+            storage_ = std::move(other.storage_);
+            generator_ = other.generator_;
+            delay_function_ = std::move(other.delay_function_);
+            slots_ = std::move(other.slots_);
+            outstanding_.store(other.outstanding_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+            next_sequence_ = other.next_sequence_;
+            submitted_.store(other.submitted_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+            overflows_.store(other.overflows_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+            nth_rules_ = std::move(other.nth_rules_);
+            media_errors_ = std::move(other.media_errors_);
+            records_ = std::move(other.records_);
+        }
+        return *this;
+    }
+
+    ~test_backend() = default;
+
     /// The fixed size given at construction.
     [[nodiscard]] std::uint64_t capacity_bytes() const noexcept { return storage_.capacity_bytes(); }
 
     /// Records `request` and schedules it, or completes it with internal_error when
-    /// max_outstanding requests already wait.
+    /// max_outstanding requests already wait (after releasing the mutex). Any thread.
     void submit(block_request& request)
     {
-        records_.push_back({request.operation, request.offset, request.length, request.force_unit_access});
-        ++submitted_;
-        std::optional<block_status> injected;
-        const auto rule =
-            std::find_if(nth_rules_.begin(), nth_rules_.end(),
-                         [this](const nth_rule& candidate) { return candidate.ordinal == submitted_; });
-        if (rule != nth_rules_.end()) {
-            injected = rule->status;
-            nth_rules_.erase(rule);
+        {
+            const std::lock_guard lock{mutex_};
+            records_.push_back(
+                {request.operation, request.offset, request.length, request.force_unit_access});
+            const std::uint64_t ordinal = submitted_.load(std::memory_order_relaxed) + 1;
+            submitted_.store(ordinal, std::memory_order_relaxed);
+            std::optional<block_status> injected;
+            const auto rule =
+                std::find_if(nth_rules_.begin(), nth_rules_.end(),
+                             [ordinal](const nth_rule& candidate) { return candidate.ordinal == ordinal; });
+            if (rule != nth_rules_.end()) {
+                injected = rule->status;
+                nth_rules_.erase(rule);
+            }
+            const auto free_slot = std::find_if(slots_.begin(), slots_.end(), [](const slot& candidate) {
+                return candidate.request == nullptr;
+            });
+            if (free_slot != slots_.end()) {
+                *free_slot = slot{&request, due_time(request), next_sequence_++, injected};
+                outstanding_.fetch_add(1, std::memory_order_relaxed);
+                return;
+            }
+            overflows_.fetch_add(1, std::memory_order_relaxed);
         }
-        const auto free_slot = std::find_if(
-            slots_.begin(), slots_.end(), [](const slot& candidate) { return candidate.request == nullptr; });
-        if (free_slot == slots_.end()) {
-            ++overflows_;
-            nvmekit::detail::complete_request(request, block_status::internal_error);
-            return;
-        }
-        *free_slot = slot{&request, due_time(request), next_sequence_++, injected};
-        ++outstanding_;
+        nvmekit::detail::complete_request(request, block_status::internal_error);
     }
 
-    /// Completes every request due by now (see the top of this header); returns how many.
+    /// Completes every request due by now that was submitted before the call (see the top of
+    /// this header); returns how many. Calls each `complete` without holding the mutex.
     std::size_t poll()
     {
         const std::chrono::nanoseconds now = clock_->now();
-        const std::uint64_t submitted_before = next_sequence_;
+        std::uint64_t submitted_before = 0;
+        {
+            const std::lock_guard lock{mutex_};
+            submitted_before = next_sequence_;
+        }
         std::size_t completed = 0;
         for (;;) {
-            slot* next = nullptr;
-            for (slot& candidate : slots_) {
-                if (candidate.request != nullptr && candidate.sequence < submitted_before &&
-                    candidate.due <= now &&
-                    (next == nullptr || candidate.due < next->due ||
-                     (candidate.due == next->due && candidate.sequence < next->sequence))) {
-                    next = &candidate;
+            block_request* request = nullptr;
+            block_status status = block_status::internal_error;
+            {
+                const std::lock_guard lock{mutex_};
+                slot* next = nullptr;
+                for (slot& candidate : slots_) {
+                    if (candidate.request != nullptr && candidate.sequence < submitted_before &&
+                        candidate.due <= now &&
+                        (next == nullptr || candidate.due < next->due ||
+                         (candidate.due == next->due && candidate.sequence < next->sequence))) {
+                        next = &candidate;
+                    }
                 }
+                if (next == nullptr) {
+                    return completed;
+                }
+                request = std::exchange(next->request, nullptr);
+                status = next->injected ? *next->injected : execute(*request);
+                outstanding_.fetch_sub(1, std::memory_order_relaxed);
             }
-            if (next == nullptr) {
-                return completed;
-            }
-            block_request& request = *std::exchange(next->request, nullptr);
-            const std::optional<block_status> injected = next->injected;
-            --outstanding_;
             ++completed;
-            nvmekit::detail::complete_request(request, injected ? *injected : execute(request));
+            nvmekit::detail::complete_request(*request, status);
         }
     }
 
     /// options.volatile_cache.
     [[nodiscard]] bool has_volatile_cache() const noexcept { return options_.volatile_cache; }
 
-    /// Requests submitted and not yet completed.
-    [[nodiscard]] std::size_t outstanding() const noexcept { return outstanding_; }
+    /// Requests submitted and not yet taken by poll() (one whose callback is running no longer
+    /// counts). Any thread.
+    [[nodiscard]] std::size_t outstanding() const noexcept
+    {
+        return outstanding_.load(std::memory_order_relaxed);
+    }
 
     /// Uses `function` to choose each later request's delay; an empty function restores
-    /// options.delay and options.jitter.
-    void set_delay_function(delay_function function) { delay_function_ = std::move(function); }
+    /// options.delay and options.jitter. The function runs inside submit() with the mutex held, so
+    /// it must not call back into the backend.
+    void set_delay_function(delay_function function)
+    {
+        const std::lock_guard lock{mutex_};
+        delay_function_.swap(function); // `function` now holds the previous one, destroyed unlocked
+    }
 
     /// Makes reads overlapping [offset, offset + length) (clamped at 2^64) complete with
     /// unrecovered_read_error. Writes do not clear the range. Throws std::invalid_argument when
@@ -185,11 +273,16 @@ public:
             throw std::invalid_argument("test_backend: a media error range cannot be empty");
         }
         const std::uint64_t last = length - 1 > UINT64_MAX - offset ? UINT64_MAX : offset + (length - 1);
+        const std::lock_guard lock{mutex_};
         media_errors_.push_back({offset, last});
     }
 
     /// Removes every media error range.
-    void clear_media_errors() noexcept { media_errors_.clear(); }
+    void clear_media_errors() noexcept
+    {
+        const std::lock_guard lock{mutex_};
+        media_errors_.clear();
+    }
 
     /// Makes the `n`-th request submitted from now (1 = the next) complete with `status` without
     /// touching the storage. Rules add up. Throws std::invalid_argument when `n` is 0 or `status`
@@ -202,20 +295,42 @@ public:
         if (status == block_status::success) {
             throw std::invalid_argument("test_backend: fail_nth needs a failure status");
         }
-        nth_rules_.push_back({submitted_ + n, status});
+        const std::lock_guard lock{mutex_};
+        nth_rules_.push_back({submitted_.load(std::memory_order_relaxed) + n, status});
     }
 
-    /// Every request submitted since construction or clear_records(), in order.
+    /// Every request submitted since construction or clear_records(), in order. The reference is
+    /// read without the mutex: use it only while no other thread submits or clears the records
+    /// (records_snapshot() has no such limit).
     [[nodiscard]] const std::vector<block_request_record>& records() const noexcept { return records_; }
 
-    /// Forgets the records.
-    void clear_records() noexcept { records_.clear(); }
+    /// A copy of records(), taken under the mutex; any thread. Throws std::bad_alloc when memory
+    /// runs out.
+    [[nodiscard]] std::vector<block_request_record> records_snapshot() const
+    {
+        const std::lock_guard lock{mutex_};
+        return records_;
+    }
 
-    /// Requests submitted since construction.
-    [[nodiscard]] std::uint64_t submitted() const noexcept { return submitted_; }
+    /// Forgets the records.
+    void clear_records() noexcept
+    {
+        const std::lock_guard lock{mutex_};
+        records_.clear();
+    }
+
+    /// Requests submitted since construction. Any thread.
+    [[nodiscard]] std::uint64_t submitted() const noexcept
+    {
+        return submitted_.load(std::memory_order_relaxed);
+    }
 
     /// Requests completed with internal_error because max_outstanding requests were waiting.
-    [[nodiscard]] std::uint64_t overflows() const noexcept { return overflows_; }
+    /// Any thread.
+    [[nodiscard]] std::uint64_t overflows() const noexcept
+    {
+        return overflows_.load(std::memory_order_relaxed);
+    }
 
     /// Stores `data` at `offset` at once, bypassing delays, faults and records. Throws
     /// std::out_of_range past the capacity.
@@ -232,7 +347,8 @@ public:
         direct(block_operation::read, offset, io_segment{data.data(), data.size()});
     }
 
-    /// The RAM storage underneath.
+    /// The RAM storage underneath. Calls through this reference bypass the mutex: make them only
+    /// while no other thread uses the backend.
     [[nodiscard]] ram_backend& storage() noexcept { return storage_; }
 
 private:
@@ -322,21 +438,26 @@ private:
                                     .offset = offset,
                                     .length = segment.size,
                                     .segments = std::span{&segment, 1}};
+        const std::lock_guard lock{mutex_};
         if (run_on_storage(request) != block_status::success) {
             throw std::runtime_error("test_backend: the storage refused the access");
         }
     }
 
+    // mutex_ guards every member below but clock_ and options_, which change only when the backend
+    // moves. The counters are written only under it too; they are atomic so their getters need no
+    // lock.
+    mutable std::mutex mutex_;
     const ClockType* clock_;
     test_backend_options options_;
     ram_backend storage_;
     std::mt19937_64 generator_;
     delay_function delay_function_{};
     std::vector<slot> slots_;
-    std::size_t outstanding_ = 0;
+    std::atomic<std::size_t> outstanding_{0};
     std::uint64_t next_sequence_ = 0;
-    std::uint64_t submitted_ = 0;
-    std::uint64_t overflows_ = 0;
+    std::atomic<std::uint64_t> submitted_{0};
+    std::atomic<std::uint64_t> overflows_{0};
     std::vector<nth_rule> nth_rules_;
     std::vector<media_error_range> media_errors_;
     std::vector<block_request_record> records_;

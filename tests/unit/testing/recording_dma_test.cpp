@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -6,6 +8,8 @@
 #include <span>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -19,6 +23,7 @@
 using nvmekit::errc;
 using nvmekit::testing::access_kind;
 using nvmekit::testing::dma_access;
+using nvmekit::testing::dma_counts;
 using nvmekit::testing::flat_memory;
 using nvmekit::testing::recording_dma;
 
@@ -376,4 +381,465 @@ TEST(recording_dma, wraps_a_provider_without_map)
     const std::vector<dma_access> expected{{access_kind::read, 0x10, 4, ok},
                                            {access_kind::write, 0x20, 4, fault}};
     EXPECT_EQ(std::vector<dma_access>(dma.accesses().begin(), dma.accesses().end()), expected);
+}
+
+TEST(recording_dma, counts_and_snapshot_copy_the_counters_and_the_recording)
+{
+    fixture f;
+    EXPECT_EQ(f.dma.counts(), dma_counts{});
+    EXPECT_EQ(f.read(), ok);
+    EXPECT_EQ(f.write(0x10), unmapped);
+    EXPECT_TRUE(f.map());
+    EXPECT_EQ(f.read(), ok);
+    EXPECT_EQ(f.dma.counts(), (dma_counts{.reads = 2, .writes = 1, .maps = 1, .failures = 1}));
+    auto records = f.dma.snapshot();
+    EXPECT_EQ(records, std::vector<dma_access>(f.dma.accesses().begin(), f.dma.accesses().end()));
+    ASSERT_EQ(records.size(), 4U);
+    EXPECT_EQ(records[1], (dma_access{access_kind::write, 0x10, 8, unmapped}));
+    // A copy: later accesses do not change it.
+    EXPECT_EQ(f.write(), ok);
+    EXPECT_EQ(records.size(), 4U);
+    EXPECT_EQ(f.dma.snapshot().size(), 5U);
+    f.dma.clear();
+    EXPECT_EQ(f.dma.counts(), dma_counts{});
+    EXPECT_TRUE(f.dma.snapshot().empty());
+}
+
+TEST(recording_dma, a_copy_wraps_the_same_provider_with_the_same_records_counters_and_rules)
+{
+    fixture f;
+    EXPECT_EQ(f.write(), ok);
+    f.dma.fail_nth(2, access_kind::read);
+    f.dma.fail_range(base + 0x100, 8, access_kind::write);
+    EXPECT_EQ(f.read(), ok); // the first read of fail_nth(2)
+    recording_dma copy{f.dma};
+    EXPECT_EQ(&copy.inner(), &f.memory);
+    EXPECT_EQ(copy.snapshot(), f.dma.snapshot());
+    EXPECT_EQ(copy.counts(), f.dma.counts());
+    // Each counts its own rules from here: the next read fails in both.
+    EXPECT_EQ(copy.read(base, f.buffer), fault);
+    EXPECT_EQ(copy.read(base, f.buffer), ok);
+    EXPECT_EQ(f.read(), fault);
+    EXPECT_EQ(copy.write(base + 0x100, f.buffer), fault);
+    EXPECT_EQ(copy.counts(), (dma_counts{.reads = 3, .writes = 2, .maps = 0, .failures = 2}));
+    EXPECT_EQ(f.dma.counts(), (dma_counts{.reads = 2, .writes = 1, .maps = 0, .failures = 1}));
+
+    fixture other;
+    other.dma = copy;
+    EXPECT_EQ(&other.dma.inner(), &f.memory);
+    EXPECT_EQ(other.dma.snapshot(), copy.snapshot());
+    EXPECT_EQ(other.dma.write(base + 0x100, f.buffer), fault);
+    EXPECT_EQ(other.dma.counts().writes, 3U);
+    EXPECT_EQ(copy.counts().writes, 2U);
+}
+
+TEST(recording_dma, a_move_takes_the_records_counters_and_rules_and_leaves_the_source_clear)
+{
+    fixture f;
+    f.dma.fail_nth(2);
+    f.dma.fail_range(base + 0x100, 8);
+    f.dma.fail_every(5);
+    f.dma.fail_randomly(1.0, 9, access_kind::map);
+    f.dma.set_recording(false);
+    EXPECT_EQ(f.write(0x10), unmapped);
+    const dma_counts before = f.dma.counts();
+    recording_dma moved{std::move(f.dma)};
+    EXPECT_EQ(&moved.inner(), &f.memory);
+    EXPECT_EQ(moved.counts(), before);
+    EXPECT_FALSE(moved.recording());
+    EXPECT_EQ(moved.read(base, f.buffer), fault); // fail_nth(2) carried over
+    EXPECT_EQ(moved.read(base + 0x100, f.buffer), fault);
+    EXPECT_TRUE(moved.map(base, 8).empty());
+
+    // The source keeps its provider, with no records, counters or rules, recording on.
+    EXPECT_EQ(&f.dma.inner(), &f.memory); // NOLINT(bugprone-use-after-move)
+    EXPECT_EQ(f.dma.counts(), dma_counts{});
+    EXPECT_TRUE(f.dma.recording());
+    for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(f.read(base + 0x100), ok);
+    }
+    EXPECT_TRUE(f.map());
+    EXPECT_EQ(f.dma.snapshot().size(), 6U);
+
+    fixture target;
+    target.dma.fail_nth(1);
+    target.dma = std::move(moved);
+    EXPECT_EQ(&target.dma.inner(), &f.memory);
+    EXPECT_EQ(target.dma.counts().reads, 2U);
+    EXPECT_EQ(target.dma.read(base + 0x100, f.buffer), fault);
+    EXPECT_EQ(moved.counts(), dma_counts{}); // NOLINT(bugprone-use-after-move)
+    EXPECT_EQ(moved.read(base + 0x100, f.buffer), ok);
+}
+
+TEST(recording_dma, over_synchronized_memory_every_map_is_declined_and_read_and_write_still_work)
+{
+    fixture f;
+    f.memory.set_synchronized(true);
+    f.buffer.fill(std::byte{0x3c});
+    EXPECT_TRUE(f.dma.map(base, 8).empty());
+    EXPECT_TRUE(f.dma.map(base, 0).empty());
+    EXPECT_EQ(f.write(base + 8), ok);
+    f.buffer.fill(std::byte{0});
+    EXPECT_EQ(f.read(base + 8), ok);
+    EXPECT_EQ(f.buffer[7], std::byte{0x3c});
+    const std::vector<dma_access> expected{{access_kind::map, base, 8, unmapped},
+                                           {access_kind::map, base, 0, ok},
+                                           {access_kind::write, base + 8, 8, ok},
+                                           {access_kind::read, base + 8, 8, ok}};
+    EXPECT_EQ(f.dma.snapshot(), expected);
+    EXPECT_EQ(f.dma.counts(), (dma_counts{.reads = 1, .writes = 1, .maps = 2, .failures = 1}));
+}
+
+// ---- several threads through one recording_dma ----------------------------------------------------
+//
+// As a controller's poll groups do: each thread reads, writes and maps its own region of a
+// synchronized flat_memory through one recording_dma while the test thread sets fault rules and
+// reads the recording. Built under ThreadSanitizer, an access to the wrapper's state without the
+// mutex fails the run.
+
+namespace {
+
+constexpr std::size_t thread_count = 4;
+constexpr std::uint64_t region_bytes = 0x10000;
+constexpr std::size_t region_slots = region_bytes / 16; ///< 16-byte slots, 8 bytes used
+
+[[nodiscard]] constexpr std::uint64_t region_of(std::size_t thread) noexcept
+{
+    return base + thread * region_bytes;
+}
+
+/// The thread whose region holds `address`.
+[[nodiscard]] std::size_t owner_of(std::uint64_t address)
+{
+    return static_cast<std::size_t>((address - base) / region_bytes);
+}
+
+/// Synchronized host memory with one region per thread, and the recording_dma over it.
+struct shared_fixture {
+    shared_fixture()
+    {
+        memory.add_range(base, thread_count * region_bytes);
+        memory.set_synchronized(true); // before any thread starts
+    }
+    flat_memory memory;
+    recording_dma<flat_memory> dma{memory};
+};
+
+/// Starts `count` threads running `body(index)` and joins them, also when the test body fails.
+class thread_group {
+public:
+    template <typename Body>
+    thread_group(std::size_t count, Body body)
+    {
+        for (std::size_t index = 0; index < count; ++index) {
+            threads_.emplace_back(body, index);
+        }
+    }
+    thread_group(const thread_group&) = delete;
+    thread_group& operator=(const thread_group&) = delete;
+    ~thread_group() { join(); }
+    void join()
+    {
+        for (auto& thread : threads_) {
+            if (thread.joinable()) {
+                thread.join();
+            }
+        }
+    }
+
+private:
+    std::vector<std::thread> threads_;
+};
+
+/// One thread's accesses, as it saw them, and what it found wrong with the data.
+struct thread_log {
+    std::vector<dma_access> accesses;
+    std::size_t bad_reads = 0; ///< successful reads that did not return the last successful write
+};
+
+/// Worker `thread`: iteration i writes a value unique to (thread, i) to slot i % region_slots of
+/// its region and reads it back, and every fourth iteration also maps the slot. Reads of a slot
+/// must return the last value a successful write stored there. Runs at least
+/// `iterations` iterations, then on while `keep_going` is set.
+thread_log run_worker(recording_dma<flat_memory>& dma, std::size_t thread, std::size_t iterations,
+                      const std::atomic<bool>* keep_going = nullptr)
+{
+    thread_log log;
+    // What the region holds now (earlier runs may have written it); only this thread writes it.
+    std::vector<std::uint64_t> shadow(region_slots);
+    for (std::size_t slot = 0; slot < region_slots; ++slot) {
+        shadow[slot] = dma.inner().load<std::uint64_t>(region_of(thread) + slot * 16);
+    }
+    for (std::size_t i = 0; i < iterations || (keep_going != nullptr && keep_going->load()); ++i) {
+        const std::size_t slot = i % region_slots;
+        const std::uint64_t address = region_of(thread) + slot * 16;
+        const std::uint64_t value = (std::uint64_t{thread + 1} << 48) | (i + 1);
+        const auto written = dma.write(address, std::as_bytes(std::span{&value, 1}));
+        log.accesses.push_back({access_kind::write, address, 8, written});
+        if (!written) {
+            shadow[slot] = value;
+        }
+        std::uint64_t back = ~std::uint64_t{0};
+        const auto read = dma.read(address, std::as_writable_bytes(std::span{&back, 1}));
+        log.accesses.push_back({access_kind::read, address, 8, read});
+        // A failed read leaves the destination untouched.
+        if ((!read && back != shadow[slot]) || (read && back != ~std::uint64_t{0})) {
+            ++log.bad_reads;
+        }
+        if (i % 4 == 3) {
+            const auto mapped = dma.map(address, 8);
+            log.accesses.push_back({access_kind::map, address, 8, mapped.empty() ? unmapped : ok});
+        }
+    }
+    return log;
+}
+
+/// The records of `thread`'s region, in recorded order.
+std::vector<dma_access> records_of(const std::vector<dma_access>& records, std::size_t thread)
+{
+    std::vector<dma_access> mine;
+    std::copy_if(records.begin(), records.end(), std::back_inserter(mine),
+                 [thread](const dma_access& access) { return owner_of(access.address) == thread; });
+    return mine;
+}
+
+/// Whether `record` is the access `logged` as its thread saw it: the same kind, range and result,
+/// except that a thread sees only that a map failed (an empty span), not why.
+bool same_access(const dma_access& record, const dma_access& logged)
+{
+    const bool same_result = record.kind == access_kind::map
+                                 ? static_cast<bool>(record.result) == static_cast<bool>(logged.result)
+                                 : record.result == logged.result;
+    return record.kind == logged.kind && record.address == logged.address && record.length == logged.length &&
+           same_result;
+}
+
+/// Whether `records` are the accesses of `logged`, in the same order (see same_access).
+bool same_accesses(std::span<const dma_access> records, std::span<const dma_access> logged)
+{
+    return std::equal(records.begin(), records.end(), logged.begin(), logged.end(), same_access);
+}
+
+/// Clears `flag` on leaving its scope; declared after a thread_group, before the group joins, so
+/// that workers waiting on the flag stop also when an assertion returns early.
+struct clear_on_exit {
+    explicit clear_on_exit(std::atomic<bool>& cleared) noexcept
+        : flag{cleared}
+    {
+    }
+    clear_on_exit(const clear_on_exit&) = delete;
+    clear_on_exit& operator=(const clear_on_exit&) = delete;
+    ~clear_on_exit() { flag = false; }
+    std::atomic<bool>& flag;
+};
+
+/// The counters the records add up to.
+dma_counts tally(const std::vector<dma_access>& records)
+{
+    dma_counts counts;
+    for (const auto& access : records) {
+        counts.reads += access.kind == access_kind::read ? 1 : 0;
+        counts.writes += access.kind == access_kind::write ? 1 : 0;
+        counts.maps += access.kind == access_kind::map ? 1 : 0;
+        counts.failures += access.result ? 1 : 0;
+    }
+    return counts;
+}
+
+/// Checks that the recording holds every access of every thread exactly once, each thread's in
+/// its own order with the result it saw, and that the counters add up to the recording.
+void expect_recorded_once_each(const recording_dma<flat_memory>& dma, const std::vector<thread_log>& logs)
+{
+    const auto records = dma.snapshot();
+    std::size_t total = 0;
+    for (std::size_t thread = 0; thread < logs.size(); ++thread) {
+        EXPECT_EQ(logs[thread].bad_reads, 0U) << "thread " << thread;
+        EXPECT_TRUE(same_accesses(records_of(records, thread), logs[thread].accesses)) << "thread " << thread;
+        total += logs[thread].accesses.size();
+    }
+    EXPECT_EQ(records.size(), total);
+    EXPECT_EQ(dma.counts(), tally(records));
+}
+
+/// Spins until `done` holds, yielding.
+template <typename Predicate>
+void wait_until(Predicate done)
+{
+    while (!done()) {
+        std::this_thread::yield();
+    }
+}
+
+} // namespace
+
+TEST(recording_dma_threads, every_access_is_recorded_once_while_the_host_sets_fault_rules)
+{
+    shared_fixture f;
+    // Thread 1's writes to slots 100 and 101 fail every time; reads of them return 0.
+    f.dma.fail_range(region_of(1) + 100 * 16, 24, access_kind::write);
+    std::vector<thread_log> logs(thread_count);
+    std::atomic<bool> setting_rules{true};
+    {
+        thread_group threads{thread_count, [&](std::size_t thread) {
+                                 logs[thread] = run_worker(f.dma, thread, 300, &setting_rules);
+                             }};
+        const clear_on_exit stop{setting_rules};
+        // Three read faults, set while the threads run; each fails exactly one later read.
+        wait_until([&] { return f.dma.reads() >= 100; });
+        f.dma.fail_nth(5, access_kind::read);
+        wait_until([&] { return f.dma.reads() >= 400; });
+        f.dma.fail_nth(9, access_kind::read);
+        f.dma.fail_nth(2, access_kind::read);
+        // Reads counted from here come after all three rules: 9 of them fire the last one.
+        const std::size_t reads_after_rules = f.dma.reads();
+        wait_until([&] { return f.dma.reads() >= reads_after_rules + 9; });
+        setting_rules = false;
+        threads.join();
+    }
+    expect_recorded_once_each(f.dma, logs);
+    const auto records = f.dma.snapshot();
+    std::size_t failed_reads = 0;
+    std::size_t failed_writes = 0;
+    std::size_t range_writes = 0;
+    for (const auto& access : records) {
+        const bool in_range = owner_of(access.address) == 1 &&
+                              (access.address - region_of(1)) / 16 % region_slots / 2 == 50; // slots 100, 101
+        if (access.kind == access_kind::read) {
+            failed_reads += access.result == fault ? 1 : 0;
+            EXPECT_TRUE(access.result == ok || access.result == fault);
+        } else if (access.kind == access_kind::write) {
+            range_writes += in_range ? 1 : 0;
+            failed_writes += access.result ? 1 : 0;
+            EXPECT_EQ(access.result, in_range ? fault : ok);
+        } else {
+            EXPECT_EQ(access.result, unmapped); // synchronized memory declines every map
+        }
+    }
+    EXPECT_EQ(failed_reads, 3U);
+    EXPECT_GE(range_writes, 2U);
+    EXPECT_EQ(failed_writes, range_writes);
+    EXPECT_EQ(f.dma.failures(), 3U + range_writes + f.dma.maps());
+}
+
+TEST(recording_dma_threads, fail_nth_fails_exactly_the_nth_recorded_access_across_threads)
+{
+    shared_fixture f;
+    for (const std::size_t n : {1, 2, 77, 500, 1399}) {
+        f.dma.clear();
+        f.dma.fail_nth(n);
+        std::vector<thread_log> logs(thread_count);
+        {
+            // 4 threads x 160 iterations x (2 + 1/4) accesses: 1440 accesses.
+            thread_group threads{thread_count,
+                                 [&](std::size_t thread) { logs[thread] = run_worker(f.dma, thread, 160); }};
+        }
+        expect_recorded_once_each(f.dma, logs);
+        const auto records = f.dma.snapshot();
+        ASSERT_EQ(records.size(), 1440U);
+        std::size_t faults = 0;
+        for (std::size_t i = 0; i < records.size(); ++i) {
+            if (records[i].result == fault) {
+                ++faults;
+                EXPECT_EQ(i + 1, n);
+            }
+        }
+        EXPECT_EQ(faults, 1U) << "n = " << n;
+    }
+}
+
+TEST(recording_dma_threads, fail_every_and_fail_randomly_count_in_recorded_order)
+{
+    shared_fixture f;
+    f.dma.fail_every(3, access_kind::write);
+    f.dma.fail_randomly(0.25, 2024, access_kind::read);
+    std::vector<thread_log> logs(thread_count);
+    {
+        thread_group threads{thread_count,
+                             [&](std::size_t thread) { logs[thread] = run_worker(f.dma, thread, 400); }};
+    }
+    expect_recorded_once_each(f.dma, logs);
+    nvmekit::testing::detail::splitmix64 reference{2024};
+    std::size_t writes = 0;
+    std::size_t random_faults = 0;
+    std::size_t mismatches = 0;
+    for (const auto& access : f.dma.snapshot()) {
+        if (access.kind == access_kind::write) {
+            ++writes;
+            mismatches += (access.result == fault) != (writes % 3 == 0) ? 1 : 0;
+        } else if (access.kind == access_kind::read) {
+            const bool expected = reference.next_unit() < 0.25;
+            random_faults += expected ? 1 : 0;
+            mismatches += (access.result == fault) != expected ? 1 : 0;
+        }
+    }
+    EXPECT_EQ(mismatches, 0U);
+    EXPECT_EQ(writes, thread_count * 400);
+    EXPECT_GT(random_faults, 0U);
+}
+
+TEST(recording_dma_threads, counts_and_snapshots_taken_while_threads_run_are_consistent)
+{
+    shared_fixture f;
+    f.dma.fail_every(10);
+    std::vector<thread_log> logs(thread_count);
+    std::atomic<std::size_t> finished{0};
+    std::size_t samples = 0;
+    {
+        // A bounded amount of work, sampled until it is done.
+        thread_group threads{thread_count, [&](std::size_t thread) {
+                                 logs[thread] = run_worker(f.dma, thread, 1500);
+                                 ++finished;
+                             }};
+        dma_counts previous{};
+        for (; finished.load() < thread_count; ++samples) {
+            const dma_counts before = f.dma.counts();
+            const auto records = f.dma.snapshot();
+            const dma_counts after = f.dma.counts();
+            const std::size_t total_before = before.reads + before.writes + before.maps;
+            const std::size_t total_after = after.reads + after.writes + after.maps;
+            // Recording is on and nothing clears: the snapshot lies between the two counts.
+            ASSERT_LE(total_before, records.size());
+            ASSERT_LE(records.size(), total_after);
+            const dma_counts recorded = tally(records);
+            ASSERT_LE(before.failures, recorded.failures);
+            ASSERT_LE(recorded.failures, after.failures);
+            ASSERT_GE(before.reads, previous.reads);
+            ASSERT_GE(before.writes, previous.writes);
+            ASSERT_GE(before.maps, previous.maps);
+            previous = after;
+        }
+    }
+    expect_recorded_once_each(f.dma, logs);
+}
+
+TEST(recording_dma_threads, clear_while_threads_run_forgets_exactly_what_came_before_it)
+{
+    shared_fixture f;
+    f.dma.fail_every(7, access_kind::read);
+    std::vector<thread_log> logs(thread_count);
+    std::atomic<bool> clearing{true};
+    {
+        thread_group threads{thread_count, [&](std::size_t thread) {
+                                 logs[thread] = run_worker(f.dma, thread, 300, &clearing);
+                             }};
+        const clear_on_exit stop{clearing};
+        wait_until([&] { return f.dma.writes() >= 200; });
+        f.dma.clear();
+        wait_until([&] { return f.dma.writes() >= 50; }); // counted from the clear
+        clearing = false;
+    }
+    const auto records = f.dma.snapshot();
+    EXPECT_EQ(f.dma.counts(), tally(records));
+    std::size_t total = 0;
+    for (std::size_t thread = 0; thread < thread_count; ++thread) {
+        // What each thread did after the clear: a suffix of its accesses.
+        const auto mine = records_of(records, thread);
+        const auto& all = logs[thread].accesses;
+        ASSERT_LE(mine.size(), all.size());
+        EXPECT_TRUE(same_accesses(mine, std::span{all}.last(mine.size()))) << "thread " << thread;
+        EXPECT_EQ(logs[thread].bad_reads, 0U);
+        total += all.size();
+    }
+    EXPECT_GT(records.size(), 0U);
+    EXPECT_LT(records.size(), total);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <numeric>
 #include <span>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -66,6 +68,26 @@ struct tracked_request {
     journal* log;
     int id;
     block_request request{};
+};
+
+/// A request that may complete on another thread: it counts its completions and keeps the last
+/// status, published by the release increment of `completions`.
+struct shared_request {
+    shared_request()
+    {
+        request.complete = [](block_request& done, block_status result) {
+            auto* self = static_cast<shared_request*>(done.context);
+            self->status = result;
+            self->completions.fetch_add(1, std::memory_order_release);
+        };
+        request.context = this;
+    }
+    shared_request(const shared_request&) = delete;
+    shared_request& operator=(const shared_request&) = delete;
+
+    block_request request{};
+    block_status status = block_status::internal_error;
+    std::atomic<int> completions{0};
 };
 
 std::vector<std::byte> bytes_of(std::initializer_list<int> values)
@@ -445,4 +467,326 @@ TEST(test_backend, a_request_submitted_by_a_completion_waits_for_the_next_poll)
     EXPECT_EQ(backend.poll(), 1U);
     EXPECT_EQ(state.completions, 2);
     EXPECT_EQ(backend.records().size(), 3U);
+}
+
+TEST(test_backend, several_threads_submit_while_one_polls)
+{
+    // 4 threads each write 400 distinct 64-byte ranges, 8 at a time, and read every batch back
+    // once it completed; one thread advances the clock and polls meanwhile. Every request must
+    // complete exactly once, with success, and every read must return what its range was given.
+    constexpr int submitters = 4;
+    constexpr int rounds = 50;
+    constexpr int batch = 8;
+    constexpr int per_thread = rounds * batch;
+    constexpr std::size_t block = 64;
+    constexpr std::uint64_t capacity = std::uint64_t{submitters} * per_thread * block;
+    constexpr std::size_t max_outstanding = std::size_t{submitters} * batch;
+    const auto pattern = [](int range, std::size_t byte) {
+        return static_cast<std::byte>((static_cast<std::size_t>(range) * 131 + byte * 7 + 1) & 0xff);
+    };
+
+    manual_clock clock;
+    test_backend backend{clock, capacity, max_outstanding, {.delay = 3us, .jitter = 4us, .seed = 11}};
+    struct thread_state {
+        std::unique_ptr<shared_request[]> writes = std::make_unique<shared_request[]>(per_thread);
+        std::unique_ptr<shared_request[]> reads = std::make_unique<shared_request[]>(per_thread);
+        std::vector<std::byte> written = std::vector<std::byte>(per_thread * block);
+        std::vector<std::byte> read = std::vector<std::byte>(per_thread * block, std::byte{0xee});
+        std::vector<io_segment> write_segments = std::vector<io_segment>(per_thread);
+        std::vector<io_segment> read_segments = std::vector<io_segment>(per_thread);
+    };
+    std::array<thread_state, submitters> states;
+    std::atomic<int> finished{0};
+
+    const auto wait_for_batch = [](shared_request* first) {
+        for (int index = 0; index < batch; ++index) {
+            while (first[index].completions.load(std::memory_order_acquire) == 0) {
+                std::this_thread::yield();
+            }
+        }
+    };
+    std::vector<std::thread> threads;
+    for (int thread = 0; thread < submitters; ++thread) {
+        threads.emplace_back([&, thread] {
+            thread_state& state = states[static_cast<std::size_t>(thread)];
+            for (int round = 0; round < rounds; ++round) {
+                for (int index = round * batch; index < (round + 1) * batch; ++index) {
+                    const int range = thread * per_thread + index;
+                    const std::size_t at = static_cast<std::size_t>(index) * block;
+                    for (std::size_t byte = 0; byte < block; ++byte) {
+                        state.written[at + byte] = pattern(range, byte);
+                    }
+                    const auto offset = static_cast<std::uint64_t>(range) * block;
+                    state.write_segments[static_cast<std::size_t>(index)] =
+                        io_segment{&state.written[at], block};
+                    block_request& write = state.writes[index].request;
+                    write.operation = block_operation::write;
+                    write.offset = offset;
+                    write.length = block;
+                    write.segments = std::span{&state.write_segments[static_cast<std::size_t>(index)], 1};
+                    backend.submit(write);
+                }
+                wait_for_batch(&state.writes[round * batch]);
+                for (int index = round * batch; index < (round + 1) * batch; ++index) {
+                    const int range = thread * per_thread + index;
+                    const std::size_t at = static_cast<std::size_t>(index) * block;
+                    state.read_segments[static_cast<std::size_t>(index)] = io_segment{&state.read[at], block};
+                    block_request& read = state.reads[index].request;
+                    read.operation = block_operation::read;
+                    read.offset = static_cast<std::uint64_t>(range) * block;
+                    read.length = block;
+                    read.segments = std::span{&state.read_segments[static_cast<std::size_t>(index)], 1};
+                    backend.submit(read);
+                }
+                wait_for_batch(&state.reads[round * batch]);
+            }
+            finished.fetch_add(1, std::memory_order_release);
+        });
+    }
+
+    std::uint64_t last_submitted = 0;
+    std::uint64_t polls = 0;
+    std::size_t completed = 0;
+    while (finished.load(std::memory_order_acquire) < submitters) {
+        clock.advance(1us);
+        completed += backend.poll();
+        const std::uint64_t submitted = backend.submitted();
+        EXPECT_GE(submitted, last_submitted);
+        last_submitted = submitted;
+        EXPECT_LE(backend.outstanding(), max_outstanding);
+        if (++polls % 64 == 0) {
+            const std::size_t recorded = backend.records_snapshot().size();
+            EXPECT_LE(recorded, backend.submitted()) << "a record without its submission";
+            std::vector<std::byte> first(block);
+            backend.peek(0, first);
+        }
+    }
+    for (auto& thread : threads) {
+        thread.join();
+    }
+    clock.advance(1s);
+    EXPECT_EQ(backend.poll(), 0U) << "a request completed twice or came from nowhere";
+
+    constexpr std::size_t total = std::size_t{2} * submitters * per_thread;
+    EXPECT_EQ(completed, total);
+    EXPECT_EQ(backend.submitted(), total);
+    EXPECT_EQ(backend.records_snapshot().size(), total);
+    EXPECT_EQ(backend.outstanding(), 0U);
+    EXPECT_EQ(backend.overflows(), 0U);
+    int wrong_count = 0;
+    int failed = 0;
+    for (const thread_state& state : states) {
+        for (int index = 0; index < per_thread; ++index) {
+            for (const shared_request* done : {&state.writes[index], &state.reads[index]}) {
+                wrong_count += done->completions.load(std::memory_order_acquire) != 1 ? 1 : 0;
+                failed += done->status != block_status::success ? 1 : 0;
+            }
+        }
+        EXPECT_EQ(state.read, state.written) << "a read returned bytes of another range";
+    }
+    EXPECT_EQ(wrong_count, 0) << "requests not completed exactly once";
+    EXPECT_EQ(failed, 0);
+    std::vector<std::byte> stored(capacity);
+    backend.peek(0, stored);
+    std::vector<std::byte> expected;
+    for (const thread_state& state : states) {
+        expected.insert(expected.end(), state.written.begin(), state.written.end());
+    }
+    EXPECT_EQ(stored, expected);
+}
+
+TEST(test_backend, completion_callbacks_run_without_the_lock_so_other_threads_submit_meanwhile)
+{
+    // The first request's callback, on the polling thread, waits until another thread's submit()
+    // has returned. Were the backend's mutex held during callbacks, that submit would block until
+    // the wait gave up after 20 s and `saw_submit` would stay false. The request submitted during
+    // poll() is left for the next one.
+    manual_clock clock;
+    test_backend backend{clock, 4096, 4};
+    struct handshake {
+        std::atomic<bool> in_callback{false};
+        std::atomic<bool> submitted{false};
+        bool saw_submit = false;
+    } shake;
+    block_request waiting{.operation = block_operation::flush,
+                          .complete =
+                              [](block_request& done, block_status) {
+                                  auto* self = static_cast<handshake*>(done.context);
+                                  self->in_callback.store(true, std::memory_order_release);
+                                  const auto give_up = std::chrono::steady_clock::now() + 20s;
+                                  while (!self->submitted.load(std::memory_order_acquire) &&
+                                         std::chrono::steady_clock::now() < give_up) {
+                                      std::this_thread::yield();
+                                  }
+                                  self->saw_submit = self->submitted.load(std::memory_order_acquire);
+                              },
+                          .context = &shake};
+    shared_request late;
+    late.request.operation = block_operation::flush;
+    backend.submit(waiting);
+    std::thread other{[&] {
+        while (!shake.in_callback.load(std::memory_order_acquire)) {
+            std::this_thread::yield();
+        }
+        backend.submit(late.request);
+        shake.submitted.store(true, std::memory_order_release);
+    }};
+    EXPECT_EQ(backend.poll(), 1U);
+    other.join();
+    EXPECT_TRUE(shake.saw_submit) << "submit() blocked while a completion callback ran";
+    EXPECT_EQ(late.completions.load(), 0) << "a request submitted during poll() completed in it";
+    EXPECT_EQ(backend.outstanding(), 1U);
+    EXPECT_EQ(backend.poll(), 1U);
+    EXPECT_EQ(late.completions.load(), 1);
+    EXPECT_EQ(late.status, block_status::success);
+}
+
+TEST(test_backend, callbacks_that_resubmit_do_not_deadlock_while_other_threads_use_the_backend)
+{
+    // 4 threads each start a chain: a flush whose callback, on the polling thread, submits it
+    // again until it has completed 500 times, and reads the counters and records on the way.
+    // Meanwhile another thread reconfigures the backend. Every chain must end with exactly 500
+    // completions.
+    constexpr int chains = 4;
+    constexpr int links = 500;
+    manual_clock clock;
+    test_backend backend{clock, 4096, chains};
+    struct chain {
+        test_backend<>* backend = nullptr;
+        std::atomic<int> completions{0};
+        int failures = 0;
+        block_request request{};
+    };
+    std::array<chain, chains> states;
+    for (chain& state : states) {
+        state.backend = &backend;
+        state.request = block_request{.operation = block_operation::flush,
+                                      .complete =
+                                          [](block_request& done, block_status status) {
+                                              auto* self = static_cast<chain*>(done.context);
+                                              self->failures += status != block_status::success ? 1 : 0;
+                                              const int count =
+                                                  self->completions.load(std::memory_order_relaxed) + 1;
+                                              (void)self->backend->records_snapshot();
+                                              (void)self->backend->outstanding();
+                                              if (count < links) {
+                                                  self->backend->submit(done);
+                                              }
+                                              self->completions.store(count, std::memory_order_release);
+                                          },
+                                      .context = &state};
+    }
+    std::atomic<bool> stop{false};
+    std::thread configurator{[&] {
+        for (int turn = 0; !stop.load(std::memory_order_acquire); ++turn) {
+            if (turn % 2 == 0) {
+                backend.set_delay_function([](const block_request&) { return 1us; });
+                backend.add_media_error(0, 512);
+            } else {
+                backend.set_delay_function({});
+                backend.clear_media_errors();
+            }
+            std::this_thread::yield();
+        }
+    }};
+    std::vector<std::thread> starters;
+    for (chain& state : states) {
+        starters.emplace_back([&state] { state.backend->submit(state.request); });
+    }
+    const auto all_done = [&] {
+        return std::all_of(states.begin(), states.end(), [](const chain& state) {
+            return state.completions.load(std::memory_order_acquire) == links;
+        });
+    };
+    while (!all_done()) {
+        clock.advance(1us);
+        backend.poll();
+    }
+    for (auto& thread : starters) {
+        thread.join();
+    }
+    stop.store(true, std::memory_order_release);
+    configurator.join();
+    clock.advance(1s);
+    EXPECT_EQ(backend.poll(), 0U);
+    for (const chain& state : states) {
+        EXPECT_EQ(state.completions.load(), links);
+        EXPECT_EQ(state.failures, 0);
+    }
+    EXPECT_EQ(backend.submitted(), std::uint64_t{chains} * links);
+    EXPECT_EQ(backend.records_snapshot().size(), std::size_t{chains} * links);
+    EXPECT_EQ(backend.outstanding(), 0U);
+}
+
+TEST(test_backend, an_overflowing_request_completes_outside_the_lock)
+{
+    // The inline internal_error completion of an overflowing request may use the backend: here it
+    // reads the records and submits itself again, which overflows once more.
+    manual_clock clock;
+    test_backend backend{clock, 4096, 1};
+    journal log;
+    tracked_request filler{log, 1, block_operation::flush, 0, 0};
+    backend.submit(filler.request);
+    struct overflow_state {
+        test_backend<>* backend;
+        std::vector<block_status> statuses;
+        std::vector<std::size_t> records_seen;
+    } state{&backend, {}, {}};
+    block_request overflowing{.operation = block_operation::flush,
+                              .complete =
+                                  [](block_request& done, block_status status) {
+                                      auto* self = static_cast<overflow_state*>(done.context);
+                                      self->statuses.push_back(status);
+                                      self->records_seen.push_back(self->backend->records_snapshot().size());
+                                      if (self->statuses.size() == 1) {
+                                          self->backend->submit(done);
+                                      }
+                                  },
+                              .context = &state};
+    backend.submit(overflowing);
+    EXPECT_EQ(state.statuses, std::vector<block_status>(2, block_status::internal_error));
+    EXPECT_EQ(state.records_seen, (std::vector<std::size_t>{2, 3}));
+    EXPECT_EQ(backend.overflows(), 2U);
+    EXPECT_EQ(backend.outstanding(), 1U);
+    EXPECT_EQ(backend.poll(), 1U);
+    EXPECT_EQ(log.order, std::vector<int>{1});
+}
+
+TEST(test_backend, records_snapshot_is_a_copy_of_the_records)
+{
+    manual_clock clock;
+    test_backend backend{clock, 4096, 4};
+    journal log;
+    tracked_request flush{log, 1, block_operation::flush, 0, 0};
+    backend.submit(flush.request);
+    const std::vector<block_request_record> snapshot = backend.records_snapshot();
+    EXPECT_EQ(snapshot, backend.records());
+    EXPECT_EQ(snapshot.size(), 1U);
+    backend.clear_records();
+    EXPECT_EQ(snapshot.size(), 1U) << "the snapshot does not follow the backend";
+    EXPECT_TRUE(backend.records_snapshot().empty());
+}
+
+TEST(test_backend, moving_keeps_the_waiting_requests_and_the_configuration)
+{
+    manual_clock clock;
+    test_backend source{clock, 4096, 2, {.delay = 5ns}};
+    source.fail_nth(2, block_status::write_fault);
+    journal log;
+    tracked_request first{log, 1, block_operation::flush, 0, 0};
+    tracked_request second{log, 2, block_operation::flush, 0, 0};
+    source.submit(first.request);
+    test_backend moved{std::move(source)};
+    moved.submit(second.request);
+    EXPECT_EQ(moved.outstanding(), 2U);
+    EXPECT_EQ(moved.submitted(), 2U);
+    clock.advance(5ns);
+    EXPECT_EQ(moved.poll(), 2U);
+    EXPECT_EQ(log.order, (std::vector<int>{1, 2}));
+    EXPECT_EQ(log.statuses, (std::vector<block_status>{block_status::success, block_status::write_fault}));
+    test_backend assigned{clock, 512, 1};
+    assigned = std::move(moved);
+    EXPECT_EQ(assigned.capacity_bytes(), 4096U);
+    EXPECT_EQ(assigned.records().size(), 2U);
+    EXPECT_EQ(assigned.submitted(), 2U);
 }

@@ -1,10 +1,12 @@
 #include <nvmekit/testing/flat_memory.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
+#include <nvmekit/testing/recording_dma.hpp>
 #include <nvmekit/testing/recording_msix.hpp>
 
 /// The test providers shared between threads, as a controller whose poll groups run on threads of
-/// their own shares them with the test's host thread: synchronized flat_memory, recording_msix and
-/// manual_clock, then the in-process host driving a controller polled by another thread. Built
+/// their own shares them with the test's host thread: synchronized flat_memory, recording_msix,
+/// manual_clock and recording_dma, then the in-process host driving a controller polled by another
+/// thread. Built
 /// under ThreadSanitizer, any unsynchronized access among them fails the run.
 
 #include <array>
@@ -305,6 +307,94 @@ TEST(threaded_manual_clock, advances_from_several_threads_all_count)
                              }};
     }
     EXPECT_EQ(clock.now(), std::chrono::nanoseconds{per_thread * (1 + 2 + 3)});
+}
+
+// ---- recording_dma under poll-group threads -----------------------------------------------------
+
+/// The controller reaches synchronized host memory through a recording_dma; its I/O queues run on
+/// two poll-group threads.
+struct recorded_groups_traits : nvmekit_test::recording_dma_traits {
+    static constexpr nvmekit::limits limits{.io_queues = 4,
+                                            .queue_entries = 64,
+                                            .mdts = 3,
+                                            .msix_vectors = 5,
+                                            .commands_per_queue = 16,
+                                            .max_segments = 16,
+                                            .staging_buffers = 4};
+};
+
+TEST(threaded_recording_dma, poll_group_threads_record_every_access_and_a_failed_range_fails_only_its_command)
+{
+    using rig_type = nvmekit_test::basic_rig<recorded_groups_traits>;
+    using host_type = rig_type::host_type;
+    rig_type r{nvmekit::controller_config{.poll_groups = 2, .concurrent_poll_groups = true},
+               std::size_t{32} << 20};
+    r.memory.set_synchronized(true); // before the groups' threads start
+    r.subsystem.add_namespace(nvmekit::ram_backend{std::uint64_t{4} << 20, {.concurrent = true}},
+                              {.lba_format = 0});
+    r.host.bring_up({.io_queue_pairs = 4, .io_entries = 32, .interrupts = false, .max_polls = 50'000'000,
+                     .poll_step = std::chrono::nanoseconds{100}});
+    r.dma.clear();
+    r.ctrl.start_poll_groups({.name = "recorded"});
+    // Data the controller writes into `poisoned` (a read command's) fails; all else goes through.
+    const std::uint64_t poisoned = r.host.allocate(4096);
+    r.dma.fail_range(poisoned, 4096, nt::access_kind::write);
+    constexpr std::uint32_t blocks = 8;
+    constexpr std::size_t bytes = std::size_t{blocks} * 512;
+    for (std::uint16_t round = 0; round < 4; ++round) {
+        for (std::uint16_t qid = 1; qid <= 4; ++qid) {
+            const std::uint64_t slba = (std::uint64_t{qid} * 4 + round) * blocks;
+            std::vector<std::byte> data(bytes, std::byte{static_cast<unsigned char>(qid * 16 + round)});
+            const std::uint64_t source = r.host.allocate(bytes);
+            ASSERT_EQ(r.memory.write(source, data), std::error_code{});
+            auto write = host_type::lba_command<spec::write_view>(spec::nvm_opcode::write, 1, slba, blocks);
+            write.dptr = r.host.build_prps(source, bytes);
+            ASSERT_TRUE(r.host.io(qid, write).ok()) << "queue " << qid;
+            const std::uint64_t sink = r.host.allocate(bytes);
+            auto read = host_type::lba_command<spec::read_view>(spec::nvm_opcode::read, 1, slba, blocks);
+            read.dptr = r.host.build_prps(sink, bytes);
+            ASSERT_TRUE(r.host.io(qid, read).ok()) << "queue " << qid;
+            std::vector<std::byte> back(bytes);
+            ASSERT_EQ(r.memory.read(sink, back), std::error_code{});
+            EXPECT_EQ(back, data) << "queue " << qid << " round " << round;
+            r.memory.deallocate(source);
+            r.memory.deallocate(sink);
+        }
+    }
+    auto poisoned_read = host_type::lba_command<spec::read_view>(spec::nvm_opcode::read, 1, 0, blocks);
+    poisoned_read.dptr = r.host.build_prps(poisoned, bytes);
+    EXPECT_EQ(r.host.io(2, poisoned_read).status(),
+              spec::status{spec::generic_status::data_transfer_error}.with_dnr());
+    r.ctrl.stop_poll_groups();
+
+    const auto records = r.dma.snapshot();
+    nt::dma_counts tally;
+    std::size_t poisoned_writes = 0;
+    for (const auto& access : records) {
+        tally.reads += access.kind == nt::access_kind::read ? 1 : 0;
+        tally.writes += access.kind == nt::access_kind::write ? 1 : 0;
+        tally.maps += access.kind == nt::access_kind::map ? 1 : 0;
+        tally.failures += access.result ? 1 : 0;
+        const bool in_poisoned = access.length != 0 && access.address < poisoned + 4096 &&
+                                 poisoned < access.address + access.length;
+        if (access.kind == nt::access_kind::write && in_poisoned) {
+            ++poisoned_writes;
+            EXPECT_EQ(access.result, make_error_code(nvmekit::errc::dma_fault));
+        } else if (access.kind == nt::access_kind::map) {
+            // Synchronized memory declines every map, and the controller copies instead.
+            EXPECT_EQ(access.result, make_error_code(nvmekit::errc::dma_unmapped));
+        } else {
+            EXPECT_EQ(access.result, std::error_code{});
+        }
+    }
+    EXPECT_EQ(r.dma.counts(), tally);
+    EXPECT_GE(poisoned_writes, 1U);
+    EXPECT_GT(tally.maps, 0U); // the controller tried to map data buffers, then fell back
+    EXPECT_EQ(tally.failures, poisoned_writes + tally.maps);
+    // 32 commands' data, 16 KiB out and 16 KiB back per queue pair.
+    EXPECT_GE(tally.reads, 16U);
+    EXPECT_GE(tally.writes, 16U);
+    EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
 }
 
 // ---- the in-process host against a controller polled from another thread ----------------------------
