@@ -20,6 +20,8 @@
 #include <nvmekit/testing/flat_memory.hpp>
 #include <nvmekit/testing/recording_dma.hpp>
 
+#include "../thread_group.hpp"
+
 using nvmekit::errc;
 using nvmekit::testing::access_kind;
 using nvmekit::testing::dma_access;
@@ -525,31 +527,7 @@ struct shared_fixture {
     recording_dma<flat_memory> dma{memory};
 };
 
-/// Starts `count` threads running `body(index)` and joins them, also when the test body fails.
-class thread_group {
-public:
-    template <typename Body>
-    thread_group(std::size_t count, Body body)
-    {
-        for (std::size_t index = 0; index < count; ++index) {
-            threads_.emplace_back(body, index);
-        }
-    }
-    thread_group(const thread_group&) = delete;
-    thread_group& operator=(const thread_group&) = delete;
-    ~thread_group() { join(); }
-    void join()
-    {
-        for (auto& thread : threads_) {
-            if (thread.joinable()) {
-                thread.join();
-            }
-        }
-    }
-
-private:
-    std::vector<std::thread> threads_;
-};
+using nvmekit_test::thread_group;
 
 /// One thread's accesses, as it saw them, and what it found wrong with the data.
 struct thread_log {

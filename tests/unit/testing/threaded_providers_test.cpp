@@ -25,6 +25,7 @@
 #include <nvmekit/backends/ram_backend.hpp>
 
 #include "../controller_fixture.hpp"
+#include "../thread_group.hpp"
 
 namespace {
 
@@ -32,31 +33,7 @@ namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
 using namespace std::chrono_literals;
 
-/// Starts `count` threads running `body(index)` and joins them all, also when the test body fails.
-class thread_group {
-public:
-    template <typename Body>
-    thread_group(std::size_t count, Body body)
-    {
-        for (std::size_t index = 0; index < count; ++index) {
-            threads_.emplace_back(body, index);
-        }
-    }
-    thread_group(const thread_group&) = delete;
-    thread_group& operator=(const thread_group&) = delete;
-    ~thread_group() { join(); }
-    void join()
-    {
-        for (auto& thread : threads_) {
-            if (thread.joinable()) {
-                thread.join();
-            }
-        }
-    }
-
-private:
-    std::vector<std::thread> threads_;
-};
+using nvmekit_test::thread_group;
 
 // ---- flat_memory ---------------------------------------------------------------------------------
 
