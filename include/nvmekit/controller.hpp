@@ -1355,14 +1355,14 @@ private:
 
     /// True when the calling thread may act on `context`'s state: always on one thread; with
     /// concurrent groups, on the context's own thread, or on the admin context's while the groups
-    /// are paused or `context` is stopped (a stopped group touches nothing: the admin context
-    /// acts for it).
+    /// are paused or stopped by it (a stopped group touches nothing: the admin context acts for
+    /// it).
     [[nodiscard]] bool owns(const group_type& context) const noexcept
     {
         if (!concurrent() || current_context_ == &context) {
             return true;
         }
-        return current_context_ == &admin_group_ && (pause_depth_ > 0 || context.stopped);
+        return current_context_ == &admin_group_ && (pause_depth_ > 0 || groups_stopped_);
     }
 
     /// Hands a completion to `context`, which finishes it at its next poll (take_routed).
@@ -1424,6 +1424,7 @@ private:
             state_machine_.handle(controller_event::fatal_error);
         }
         const bool stopped = state_machine_.state() != controller_state::ready;
+        groups_stopped_ = stopped;
         admin_group_.stopped = stopped;
         for (auto& group : groups_) {
             group->stopped = stopped;
@@ -2257,7 +2258,7 @@ private:
                 intx_allowed_.store(allowed, std::memory_order_relaxed);
                 admin_intx_wanted_.store(completion_queues_[0] && cq_wants_intx(*completion_queues_[0]),
                                          std::memory_order_relaxed);
-                if (pause_depth_ > 0 || groups_.front()->stopped) {
+                if (pause_depth_ > 0 || groups_stopped_) {
                     for (auto& group : groups_) {
                         group->intx_wanted.store(group_wants_intx(*group), std::memory_order_relaxed);
                     }
@@ -2908,6 +2909,10 @@ private:
     /// Concurrent groups: a group's fatal DMA error, for the admin context.
     std::atomic<bool> fatal_pending_{false};
     int pause_depth_ = 0; ///< nested with_groups_paused() calls
+    /// The admin context stopped the groups (the controller is not ready); admin context only (a
+    /// group also stops itself on a fatal DMA error, in its own flag, until the admin context
+    /// takes the error).
+    bool groups_stopped_ = true;
 };
 
 
