@@ -1220,14 +1220,10 @@ private:
         flush.request.context = &flush;
         flush.request.complete = [](block_request& request, block_status status) {
             auto& done = *static_cast<shutdown_flush*>(request.context);
-            if (!done.owner->owns(done.owner->admin_group_)) {
-                done.routed.request = &request;
-                done.routed.status = status;
-                done.routed.finish = &finish_shutdown_flush;
-                done.owner->route(done.owner->admin_group_, done.routed);
-                return;
+            if (!done.owner->routed_elsewhere(done.owner->admin_group_, done.routed, request, status,
+                                              &finish_shutdown_flush)) {
+                finish_shutdown_flush(request, status);
             }
-            finish_shutdown_flush(request, status);
         };
         flush.submitted = shutdown_generation_;
         flush.in_backend = true;
@@ -1365,13 +1361,23 @@ private:
         return current_context_ == &admin_group_ && (pause_depth_ > 0 || groups_stopped_);
     }
 
-    /// Hands a completion to `context`, which finishes it at its next poll (take_routed).
-    void route(group_type& context, routed_completion& node) noexcept
+    /// A backend completion for `context`'s state: when the calling thread does not own
+    /// `context` (owns()), hands it over in `node`, to be finished by `finish` at the context's
+    /// next poll (take_routed), and returns true; else returns false: finish it here.
+    bool routed_elsewhere(group_type& context, routed_completion& node, block_request& request,
+                          block_status status, void (*finish)(block_request&, block_status)) noexcept
     {
+        if (owns(context)) {
+            return false;
+        }
+        node.request = &request;
+        node.status = status;
+        node.finish = finish;
         context.routed.push(node);
         if (&context != &admin_group_ && context.runner) {
             context.runner->notify();
         }
+        return true;
     }
 
     /// Finishes the completions routed to `context`; the caller owns it (see owns()).
@@ -1942,15 +1948,10 @@ private:
     static void on_block_complete(block_request& request, block_status status)
     {
         auto& cmd = *static_cast<command*>(request.context);
-        if (!cmd.owner->owns(*cmd.group)) {
-            auto& node = cmd.routed[static_cast<std::size_t>(&request - cmd.block.data())];
-            node.request = &request;
-            node.status = status;
-            node.finish = &finish_block;
-            cmd.owner->route(*cmd.group, node);
-            return;
+        auto& node = cmd.routed[static_cast<std::size_t>(&request - cmd.block.data())];
+        if (!cmd.owner->routed_elsewhere(*cmd.group, node, request, status, &finish_block)) {
+            finish_block(request, status);
         }
-        finish_block(request, status);
     }
 
     /// on_block_complete on the thread of the command's context.
@@ -2266,12 +2267,8 @@ private:
                 refresh_intx();
                 return;
             }
-            const bool level = allowed && std::any_of(completion_queues_.begin(), completion_queues_.end(),
-                                                      [](const auto& cq) { return cq && cq_wants_intx(*cq); });
-            if (level != intx_level_) {
-                intx_level_ = level;
-                interrupts_.set_intx(level);
-            }
+            set_intx_level(allowed && std::any_of(completion_queues_.begin(), completion_queues_.end(),
+                                                  [](const auto& cq) { return cq && cq_wants_intx(*cq); }));
         }
     }
 
@@ -2289,11 +2286,18 @@ private:
     {
         if constexpr (IntxInterruptProvider<interrupts_type>) {
             const std::lock_guard lock{intx_mutex_};
-            const bool level = intx_allowed_.load(std::memory_order_relaxed) &&
-                               (admin_intx_wanted_.load(std::memory_order_relaxed) ||
-                                std::any_of(groups_.begin(), groups_.end(), [](const auto& group) {
-                                    return group->intx_wanted.load(std::memory_order_relaxed);
-                                }));
+            set_intx_level(intx_allowed_.load(std::memory_order_relaxed) &&
+                           (admin_intx_wanted_.load(std::memory_order_relaxed) ||
+                            std::any_of(groups_.begin(), groups_.end(), [](const auto& group) {
+                                return group->intx_wanted.load(std::memory_order_relaxed);
+                            })));
+        }
+    }
+
+    /// Drives the INTx pin to `level` when it is not there already.
+    void set_intx_level(bool level)
+    {
+        if constexpr (IntxInterruptProvider<interrupts_type>) {
             if (level != intx_level_) {
                 intx_level_ = level;
                 interrupts_.set_intx(level);

@@ -74,6 +74,13 @@ struct host_memory : nvmekit::testing::flat_memory {
     return threaded != nullptr && std::strtol(threaded, nullptr, 10) == 1;
 }
 
+/// Whether a test's `config` leaves the poll groups to the environment: one group, on one thread
+/// (a test that configures groups itself keeps its own).
+[[nodiscard]] inline bool takes_test_poll_groups(const nvmekit::controller_config& config)
+{
+    return config.poll_groups == 1 && !config.concurrent_poll_groups;
+}
+
 /// `config`, with its I/O queues spread over the poll groups NVMEKIT_TEST_POLL_GROUPS names, and
 /// run concurrently when NVMEKIT_TEST_THREADED_GROUPS is 1 (when the environment sets them and
 /// the test asked for one group on one thread), so that the whole controller suite runs with 1,
@@ -82,7 +89,7 @@ struct host_memory : nvmekit::testing::flat_memory {
 template <typename Traits>
 [[nodiscard]] nvmekit::controller_config with_test_poll_groups(nvmekit::controller_config config)
 {
-    if (config.poll_groups == 1 && !config.concurrent_poll_groups) { // the test's own configuration
+    if (takes_test_poll_groups(config)) {
         if (const char* groups = std::getenv("NVMEKIT_TEST_POLL_GROUPS"); groups != nullptr) {
             const long wanted = std::strtol(groups, nullptr, 10);
             config.poll_groups = static_cast<std::uint16_t>(std::clamp<long>(wanted, 1, Traits::limits.io_queues));
@@ -219,7 +226,7 @@ struct basic_rig {
         : memory{shared_if_threaded(host_memory{size, base})}
         , subsystem{std::move(identity)}
         , ctrl{dma, msix, clock, subsystem, with_test_poll_groups<Traits>(config),
-               config.poll_groups == 1 && !config.concurrent_poll_groups}
+               takes_test_poll_groups(config)}
         , host{ctrl, memory, clock}
     {
     }

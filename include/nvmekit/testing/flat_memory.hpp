@@ -67,8 +67,9 @@ class flat_memory {
 public:
     flat_memory() = default;
 
-    /// The same ranges, bytes and allocations, synchronized or shared when `other` is (with a mutex of its
-    /// own). Copying a synchronized memory holds its mutex while the ranges are copied.
+    /// The same ranges, bytes and allocations, synchronized or shared when `other` is (with a
+    /// mutex of its own). Copying a synchronized memory holds its mutex while the ranges are
+    /// copied.
     flat_memory(const flat_memory& other)
         : ranges_{other.guarded([&other] { return other.ranges_; })},
           mutex_{other.mutex_ != nullptr ? std::make_unique<std::mutex>() : nullptr},
