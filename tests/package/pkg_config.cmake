@@ -1,18 +1,42 @@
-# Compiles and runs the consumer with only the flags the installed nvmekit.pc gives.
-set(ENV{PKG_CONFIG_PATH} "${PREFIX}/share/pkgconfig")
+# Compiles the consumer programs of consumers.cmake with only the flags `pkg-config --cflags --libs
+# nvmekit` gives, runs each, and checks what consumer prints.
+#   cmake -DPKG_CONFIG=pkg-config -DCXX=g++ -DOUTPUT_DIR=dir [-DPREFIX=install prefix] -P pkg_config.cmake
+# Without PREFIX, pkg-config searches its default path (the .deb check, after dpkg -i).
+if(NOT PKG_CONFIG)
+    message(FATAL_ERROR "pkg-config was not found when the tests were configured (Debian: apt-get install pkgconf)")
+endif()
+if(DEFINED PREFIX)
+    set(ENV{PKG_CONFIG_PATH} "${PREFIX}/share/pkgconfig")
+endif()
 execute_process(COMMAND "${PKG_CONFIG}" --cflags --libs nvmekit
     OUTPUT_VARIABLE flags OUTPUT_STRIP_TRAILING_WHITESPACE
     RESULT_VARIABLE result)
 if(NOT result EQUAL 0)
-    message(FATAL_ERROR "pkg-config could not find nvmekit in ${PREFIX}")
+    message(FATAL_ERROR "pkg-config could not find nvmekit (PKG_CONFIG_PATH=$ENV{PKG_CONFIG_PATH})")
 endif()
+message(STATUS "pkg-config --cflags --libs nvmekit: ${flags}")
 separate_arguments(flags UNIX_COMMAND "${flags}")
-execute_process(COMMAND "${CXX}" -std=c++20 "${SOURCE}" -o "${OUTPUT}" ${flags}
-    RESULT_VARIABLE result)
-if(NOT result EQUAL 0)
-    message(FATAL_ERROR "compiling with pkg-config flags failed: ${flags}")
-endif()
-execute_process(COMMAND "${OUTPUT}" RESULT_VARIABLE result)
-if(NOT result EQUAL 0)
-    message(FATAL_ERROR "the pkg-config consumer failed")
-endif()
+file(MAKE_DIRECTORY "${OUTPUT_DIR}")
+
+set(sources_dir "${CMAKE_CURRENT_LIST_DIR}")
+foreach(program_source IN ITEMS
+        "consumer=${sources_dir}/consumer.cpp"
+        "readme_example=${sources_dir}/../../examples/readme_example.cpp"
+        "transport_consumer=${sources_dir}/transport_consumer.cpp")
+    string(REPLACE "=" ";" program_source "${program_source}")
+    list(GET program_source 0 program)
+    list(GET program_source 1 source)
+    execute_process(COMMAND "${CXX}" -std=c++20 "${source}" -o "${OUTPUT_DIR}/${program}" ${flags}
+        RESULT_VARIABLE result)
+    if(NOT result EQUAL 0)
+        message(FATAL_ERROR "compiling ${program} with the pkg-config flags failed: ${flags}")
+    endif()
+    execute_process(COMMAND "${OUTPUT_DIR}/${program}" RESULT_VARIABLE result OUTPUT_VARIABLE output)
+    message(STATUS "${program}: ${output}")
+    if(NOT result EQUAL 0)
+        message(FATAL_ERROR "the pkg-config build of ${program} failed (${result})")
+    endif()
+    if(program STREQUAL "consumer" AND NOT output MATCHES "nvmekit 0\\.1\\.0: READ cid=5 nsid=1")
+        message(FATAL_ERROR "consumer printed something else than a formatted Read command")
+    endif()
+endforeach()

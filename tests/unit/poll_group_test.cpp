@@ -69,6 +69,40 @@ bool eventually_spinning(Condition condition)
     return true;
 }
 
+// Set when a thread that called watch() ends. A thread's thread_local objects are destroyed before
+// join() returns, so once stop() has returned the flag says for certain whether the group's thread
+// is gone: no waiting "to see that nothing happens". Calls from the thread that made the watch
+// (work run by poll_once) are ignored; that thread outlives the watch.
+class thread_exit_watch {
+public:
+    // Called on the watched thread.
+    void watch()
+    {
+        if (std::this_thread::get_id() == owner_) {
+            return;
+        }
+        thread_local marker mark;
+        mark.exited = &exited_;
+    }
+    [[nodiscard]] bool exited() const { return exited_.load(std::memory_order_acquire); }
+
+private:
+    struct marker {
+        std::atomic<bool>* exited = nullptr;
+        marker() = default;
+        marker(const marker&) = delete;
+        marker& operator=(const marker&) = delete;
+        ~marker()
+        {
+            if (exited != nullptr) {
+                exited->store(true, std::memory_order_release);
+            }
+        }
+    };
+    const std::thread::id owner_ = std::this_thread::get_id();
+    std::atomic<bool> exited_{false};
+};
+
 // Whether the eventfd is readable now (a notify is pending), without consuming it.
 bool readable(int fd)
 {
@@ -94,6 +128,7 @@ struct inbox_group {
 
     std::size_t work()
     {
+        thread_exit.watch();
         const std::size_t done = inbox.drain(
             [this](int&& value) {
                 last_value.store(value, std::memory_order_release);
@@ -106,6 +141,7 @@ struct inbox_group {
     }
 
     mailbox<int> inbox{64};
+    thread_exit_watch thread_exit; // set once a group thread that ran work() has ended
     std::atomic<int> last_value{-1};
     std::atomic<std::uint64_t> handled{0};
     poll_group_runner<> runner;
@@ -287,11 +323,13 @@ TEST(poll_group_runner, thread_mode_runs_the_work_until_stopped)
 {
     std::atomic<std::uint64_t> calls{0};
     std::atomic<bool> on_other_thread{true};
+    thread_exit_watch thread_exit;
     const auto controller = std::this_thread::get_id();
     poll_group_runner runner{[&] {
         if (std::this_thread::get_id() == controller) {
             on_other_thread.store(false);
         }
+        thread_exit.watch();
         calls.fetch_add(1, std::memory_order_relaxed);
         return std::size_t{1};
     }};
@@ -302,15 +340,15 @@ TEST(poll_group_runner, thread_mode_runs_the_work_until_stopped)
     EXPECT_FALSE(runner.running());
     EXPECT_TRUE(on_other_thread.load());
 
-    // Joined: the work no longer runs, and the counters are exact.
+    // Joined: the thread that ran the work has ended, so the work no longer runs, and the counters
+    // are exact.
+    EXPECT_TRUE(thread_exit.exited()) << "stop() returned before the group's thread ended";
     const std::uint64_t after_stop = calls.load();
     const poll_group_counters counters = runner.statistics().snapshot();
     EXPECT_EQ(counters.polls, after_stop);
     EXPECT_EQ(counters.busy_polls, after_stop);
     EXPECT_EQ(counters.idle_polls, 0U);
     EXPECT_EQ(counters.sleeps, 0U) << "a group that always has work never sleeps";
-    std::this_thread::sleep_for(5ms);
-    EXPECT_EQ(calls.load(), after_stop);
 }
 
 TEST(poll_group_runner, stop_joins_promptly_while_sleeping)
@@ -470,11 +508,14 @@ TEST(poll_group_runner, can_be_restarted_after_stop)
     group.runner.stop();
     group.runner.stop(); // a second stop is a no-op
     EXPECT_FALSE(group.runner.running());
+    EXPECT_TRUE(group.thread_exit.exited()) << "stop() returned before the group's thread ended";
 
-    // Sent while stopped: nobody handles it until the group runs again.
+    // Sent while stopped: no thread is left to handle it, so it waits in the inbox until the group
+    // runs again.
     group.send(2);
-    std::this_thread::sleep_for(5ms);
     EXPECT_EQ(group.handled.load(), 1U);
+    EXPECT_FALSE(group.inbox.empty_approx());
+    EXPECT_EQ(group.runner.statistics().snapshot().commands, 1U);
     group.runner.start();
     EXPECT_TRUE(eventually([&] { return group.handled.load() == 2; }));
     EXPECT_EQ(group.last_value.load(), 2);
@@ -483,20 +524,21 @@ TEST(poll_group_runner, can_be_restarted_after_stop)
 TEST(poll_group_runner, destructor_stops_the_thread)
 {
     std::atomic<std::uint64_t> calls{0};
+    thread_exit_watch thread_exit;
     {
         poll_group_runner runner{[&] {
+                                     thread_exit.watch();
                                      calls.fetch_add(1, std::memory_order_relaxed);
                                      return std::size_t{0};
                                  },
                                  sleepy(1)};
         runner.start();
         ASSERT_TRUE(eventually([&] { return calls.load() >= 2; }));
+        EXPECT_FALSE(thread_exit.exited());
         // Leaving the scope sleeping: the destructor must wake and join the thread (an unjoined
         // std::thread would terminate the program).
     }
-    const std::uint64_t after = calls.load();
-    std::this_thread::sleep_for(5ms);
-    EXPECT_EQ(calls.load(), after);
+    EXPECT_TRUE(thread_exit.exited()) << "the destructor returned before the group's thread ended";
 }
 
 TEST(poll_group_runner, names_its_thread)

@@ -199,10 +199,7 @@ TEST(any_backend, wraps_a_ram_backend)
 
 TEST(any_backend, wraps_a_file_backend)
 {
-    std::string path = "/tmp/nvmekit_any_backend_XXXXXX";
-    const int fd = ::mkstemp(path.data());
-    ASSERT_GE(fd, 0);
-    ::close(fd);
+    const std::string path = nvmekit_test::make_temporary_file("nvmekit_any_backend");
     {
         any_backend backend{nvmekit::file_backend{path, {.create_size = 8192}}};
         EXPECT_EQ(backend.capacity_bytes(), 8192U);

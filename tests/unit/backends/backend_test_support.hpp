@@ -1,20 +1,21 @@
 #pragma once
 /// What the backend tests share: one block request run on a backend (the shipped backends complete
 /// every request inside submit(), so the outcome is known when run() returns), page-aligned
-/// buffers for O_DIRECT, and temporary files.
+/// buffers for O_DIRECT, and temporary files (in scratch_directory.hpp's directory, where O_DIRECT works).
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <string>
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <nvmekit/block_backend.hpp>
+
+#include "scratch_directory.hpp"
 
 namespace nvmekit_test {
 
@@ -56,18 +57,6 @@ using aligned_bytes = std::unique_ptr<std::byte[], aligned_deleter>;
 inline aligned_bytes aligned_buffer(std::size_t size)
 {
     return aligned_bytes{static_cast<std::byte*>(std::aligned_alloc(4096, size))};
-}
-
-/// Creates an empty file /tmp/<prefix>_XXXXXX and returns its path; throws when it cannot.
-inline std::string make_temporary_file(const std::string& prefix)
-{
-    std::string name = "/tmp/" + prefix + "_XXXXXX";
-    const int fd = ::mkstemp(name.data());
-    if (fd < 0) {
-        throw std::runtime_error("cannot create a temporary file for " + prefix);
-    }
-    ::close(fd);
-    return name;
 }
 
 /// Whether the file system holding `path` supports FALLOC_FL_ZERO_RANGE (tmpfs does not). Zeroes

@@ -1,6 +1,7 @@
 #include <nvmekit/transport/vfio_user/server.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +40,25 @@ struct traits : nvmekit::default_traits {
 using controller_type = nvmekit::controller<traits>;
 
 constexpr std::uint64_t guest_bytes = 4U << 20;
+
+// The server runs on a thread of its own and does what a message asks within microseconds; the
+// tests wait for it at most `patience`, a bound that only keeps a broken server from hanging the
+// test, never a budget a slow or loaded machine could exceed.
+constexpr std::chrono::milliseconds patience{30'000};
+
+/// Checks `condition` until it holds or `patience` runs out; whether it held.
+template <typename Condition>
+bool eventually(Condition condition)
+{
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds{100});
+    }
+    return true;
+}
 constexpr std::uint64_t guest_base = 0x100000; // guest physical address of the shared memory
 
 /// The server side: controller, subsystem and vfio-user server on a thread of their own.
@@ -78,13 +98,11 @@ public:
         address.sun_family = AF_UNIX;
         std::memcpy(address.sun_path, path.c_str(), path.size());
         fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        for (int attempt = 0; attempt < 200; ++attempt) {
-            if (::connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
-                return;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds{5});
+        // The server listens from its construction (before the device's thread starts), so the
+        // connection is queued at once, even while the server still serves a previous client.
+        if (::connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+            ADD_FAILURE() << "cannot connect to " << path << ": " << std::strerror(errno);
         }
-        ADD_FAILURE() << "cannot connect to " << path;
     }
     ~client()
     {
@@ -195,7 +213,7 @@ private:
         std::size_t done = 0;
         while (done < out.size()) {
             pollfd wait{fd_, POLLIN, 0};
-            if (::poll(&wait, 1, 5000) <= 0) {
+            if (::poll(&wait, 1, static_cast<int>(patience.count())) <= 0) {
                 return false;
             }
             const ssize_t got = ::read(fd_, out.data() + done, out.size() - done);
@@ -354,11 +372,8 @@ TEST(vfio_user_server, a_guest_brings_the_controller_up_and_gets_an_interrupt)
                         .with(spec::cc_register::iosqes, 6)
                         .with(spec::cc_register::iocqes, 4);
     c.write_region(vu::region_index::bar0, 0x14, 4, cc.raw);
-    bool ready = false;
-    for (int i = 0; i < 500 && !ready; ++i) {
-        ready = (c.read_region(vu::region_index::bar0, 0x1c, 4) & 1U) != 0;
-    }
-    ASSERT_TRUE(ready);
+    ASSERT_TRUE(eventually([&] { return (c.read_region(vu::region_index::bar0, 0x1c, 4) & 1U) != 0; }))
+        << "CSTS.RDY never became 1";
 
     // Identify Controller through the admin queue; the completion raises vector 0's eventfd.
     spec::submission_queue_entry identify{};
@@ -369,7 +384,7 @@ TEST(vfio_user_server, a_guest_brings_the_controller_up_and_gets_an_interrupt)
     guest.store(asq, identify);
     c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, 1);
     pollfd wait{vector0, POLLIN, 0};
-    ASSERT_EQ(::poll(&wait, 1, 5000), 1) << "no MSI-X interrupt";
+    ASSERT_EQ(::poll(&wait, 1, static_cast<int>(patience.count())), 1) << "no MSI-X interrupt";
     const auto cqe = guest.load<spec::completion_queue_entry>(acq);
     EXPECT_EQ(cqe.cid, 0x42);
     EXPECT_TRUE(cqe.status().is_success());
@@ -384,13 +399,10 @@ TEST(vfio_user_server, a_guest_brings_the_controller_up_and_gets_an_interrupt)
     guest.store(asq + 64, identify);
     c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, 2);
     spec::completion_queue_entry second{};
-    for (int i = 0; i < 500; ++i) {
+    ASSERT_TRUE(eventually([&] {
         second = guest.load<spec::completion_queue_entry>(acq + 16);
-        if (second.phase()) {
-            break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds{2});
-    }
+        return second.phase();
+    })) << "no completion for CID 0x43";
     EXPECT_EQ(second.cid, 0x43);
     EXPECT_EQ(second.status(), spec::status{spec::generic_status::data_transfer_error}.with_dnr());
 
@@ -406,13 +418,10 @@ TEST(vfio_user_server, a_guest_brings_the_controller_up_and_gets_an_interrupt)
     guest.store(asq + 128, identify);
     c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, 3);
     spec::completion_queue_entry third{};
-    for (int i = 0; i < 500; ++i) {
+    ASSERT_TRUE(eventually([&] {
         third = guest.load<spec::completion_queue_entry>(acq + 32);
-        if (third.phase()) {
-            break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds{2});
-    }
+        return third.phase();
+    })) << "no completion for CID 0x44";
     EXPECT_EQ(third.cid, 0x44);
     EXPECT_EQ(third.status(), spec::status{spec::generic_status::data_transfer_error}.with_dnr());
     EXPECT_EQ(guest.load<std::uint64_t>(bar + 0x100), 0x1122334455667788U);
