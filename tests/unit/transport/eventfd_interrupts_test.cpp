@@ -12,6 +12,7 @@ namespace {
 using nvmekit::transport::eventfd_interrupts;
 
 static_assert(nvmekit::InterruptProvider<eventfd_interrupts>);
+static_assert(nvmekit::IntxInterruptProvider<eventfd_interrupts>);
 
 std::uint64_t drain(int fd)
 {
@@ -57,6 +58,52 @@ TEST(eventfd_interrupts, a_vector_out_of_range_is_refused_and_its_fd_closed)
     EXPECT_FALSE(interrupts.assign(2, fd));
     EXPECT_EQ(::fcntl(fd, F_GETFD), -1);
     EXPECT_EQ(interrupts.fd(7), -1);
+}
+
+TEST(eventfd_interrupts, intx_is_signalled_as_a_level_that_masks_itself_until_unmasked)
+{
+    eventfd_interrupts interrupts{1};
+    const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    const int watcher = ::dup(fd);
+    interrupts.set_intx(true); // asserted before the client gave an eventfd
+    EXPECT_EQ(interrupts.intx_signals(), 0U);
+    interrupts.assign_intx(fd); // an asserted pin is signalled at once
+    EXPECT_EQ(drain(watcher), 1U);
+    EXPECT_TRUE(interrupts.intx_masked());
+    // Masked after the signal: the level staying high signals nothing more.
+    interrupts.set_intx(true);
+    EXPECT_EQ(drain(watcher), 0U);
+    // The client unmasks after the guest's end of interrupt: still asserted, so signalled again.
+    interrupts.mask_intx(false);
+    EXPECT_EQ(drain(watcher), 1U);
+    // The guest consumed the completions: the level drops; unmasking then signals nothing.
+    interrupts.set_intx(false);
+    interrupts.mask_intx(false);
+    EXPECT_EQ(drain(watcher), 0U);
+    EXPECT_FALSE(interrupts.intx_masked());
+    // A new rising level is signalled.
+    interrupts.set_intx(true);
+    EXPECT_EQ(drain(watcher), 1U);
+    EXPECT_EQ(interrupts.intx_signals(), 3U);
+    // Interrupt Disable holds the pin off; clearing it with the level high signals.
+    interrupts.set_intx(false);
+    interrupts.mask_intx(false);
+    interrupts.set_intx_disabled(true);
+    interrupts.set_intx(true);
+    EXPECT_EQ(drain(watcher), 0U);
+    EXPECT_TRUE(interrupts.intx_level());
+    interrupts.set_intx_disabled(false);
+    EXPECT_EQ(drain(watcher), 1U);
+    // A client-requested mask holds it too.
+    interrupts.set_intx(false);
+    interrupts.mask_intx(true);
+    interrupts.set_intx(true);
+    EXPECT_EQ(drain(watcher), 0U);
+    interrupts.clear(); // closes the INTx eventfd
+    EXPECT_EQ(::fcntl(fd, F_GETFD), -1);
+    EXPECT_EQ(interrupts.intx_fd(), -1);
+    ::close(watcher);
 }
 
 } // namespace

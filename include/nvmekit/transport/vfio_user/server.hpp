@@ -156,6 +156,7 @@ private:
         config_.reset();
         controller_.set_bar0_address(config_.bar0_address());
         interrupts_.clear();
+        interrupts_.set_intx_disabled(false);
         unmap_all();
         log(server_log_level::info, "vfio-user client disconnected; waiting for the next one");
     }
@@ -232,6 +233,9 @@ private:
                 info.flags.set(irq_info_flags::eventfd, true);
                 if (request->index == static_cast<std::uint32_t>(irq_index::msix)) {
                     info.flags.set(irq_info_flags::noresize, true);
+                } else if (request->index == static_cast<std::uint32_t>(irq_index::intx)) {
+                    // Level triggered: masked when signalled, unmasked by the client.
+                    info.flags.set(irq_info_flags::maskable, true).set(irq_info_flags::automasked, true);
                 }
             }
             return send(encode_reply(header, info, reply_));
@@ -247,6 +251,7 @@ private:
             controller_.set_msix_control(false, false);
             config_.reset(pci::reset_kind::function_level_reset);
             controller_.set_bar0_address(config_.bar0_address());
+            interrupts_.set_intx_disabled(false);
             return send(encode_reply(header, std::span<const std::byte>{}, reply_));
         }
         default: return reply_error(std::errc::not_supported);
@@ -374,7 +379,16 @@ private:
                 }
             }
         }
-        // INTx: the function signals MSI-X only; an INTx eventfd is accepted and closed.
+        if (set.index == static_cast<std::uint32_t>(irq_index::intx)) {
+            if (request->disables_all()) {
+                interrupts_.assign_intx(-1);
+            } else if (request->data == irq_set_data::eventfd && request->action == irq_set_action::trigger) {
+                interrupts_.assign_intx(request->fd_count == 0 ? -1 : message_.fds[0].release());
+            } else if (request->action != irq_set_action::trigger &&
+                       (request->data != irq_set_data::boolean || request->bools[0] != std::byte{0})) {
+                interrupts_.mask_intx(request->action == irq_set_action::mask);
+            }
+        }
         return send(encode_reply(message_.header, std::span<const std::byte>{}, reply_));
     }
 
@@ -436,6 +450,7 @@ private:
     [[nodiscard]] std::uint64_t read_piece(std::uint32_t region, std::uint64_t at, unsigned width)
     {
         if (region == static_cast<std::uint32_t>(region_index::config)) {
+            config_.set_interrupt_status(interrupts_.intx_level());
             return config_.read(static_cast<std::uint32_t>(at), width);
         }
         return controller_.mmio_read(at, width);
@@ -457,6 +472,9 @@ private:
         }
         if (event.msix_changed || event.flr_requested) {
             controller_.set_msix_control(event.msix_enabled, event.msix_function_mask);
+        }
+        if (event.command_changed || event.flr_requested) {
+            interrupts_.set_intx_disabled(event.interrupt_disable);
         }
         if (event.bar0_changed || event.flr_requested) {
             // The controller refuses DMA into its own registers wherever the host put them.

@@ -488,4 +488,90 @@ TEST(vfio_user_server, a_client_that_disconnects_leaves_the_function_reset)
     EXPECT_EQ(next.read_region(vu::region_index::bar0, 0x1c, 4) & 1U, 0U);
 }
 
+TEST(vfio_user_server, a_guest_without_msix_gets_intx_on_its_eventfd)
+{
+    // A guest booted without MSI (Linux pci=nomsi, FreeBSD hw.nvme.force_intx=1): the client
+    // gives the INTx eventfd, unmasks the line after each end of interrupt, and never enables MSI-X.
+    const auto path = socket_path("intx");
+    device d{path};
+    client c{path};
+    guest_memory guest;
+    EXPECT_EQ(client::error_of(c.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
+    vu::dma_map map{};
+    map.argsz = sizeof map;
+    map.flags = vu::dma_map_flags{}.with(vu::dma_map_flags::read, true).with(vu::dma_map_flags::write, true);
+    map.address = guest_base;
+    map.size = guest_bytes;
+    const std::array fds{guest.fd};
+    ASSERT_EQ(client::error_of(c.call(vu::command::dma_map, map, fds)), 0U);
+
+    vu::irq_info info_request{};
+    info_request.argsz = sizeof info_request;
+    info_request.index = static_cast<std::uint32_t>(vu::irq_index::intx);
+    const auto info_reply = c.call(vu::command::device_get_irq_info, info_request);
+    ASSERT_EQ(info_reply.size(), vu::header_size + sizeof(vu::irq_info));
+    vu::irq_info info{};
+    std::memcpy(&info, info_reply.data() + vu::header_size, sizeof info);
+    EXPECT_EQ(info.count, 1U);
+    EXPECT_TRUE(info.flags.get(vu::irq_info_flags::eventfd));
+    EXPECT_TRUE(info.flags.get(vu::irq_info_flags::maskable));
+    EXPECT_TRUE(info.flags.get(vu::irq_info_flags::automasked));
+
+    const int intx = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    const int watcher = ::dup(intx);
+    vu::irq_set set{};
+    set.argsz = sizeof set;
+    set.flags = vu::irq_set_flags{}.with(vu::irq_set_flags::data_eventfd, true).with(vu::irq_set_flags::action_trigger, true);
+    set.index = static_cast<std::uint32_t>(vu::irq_index::intx);
+    set.start = 0;
+    set.count = 1;
+    const std::array irq_fds{intx};
+    ASSERT_EQ(client::error_of(c.call(vu::command::device_set_irqs, set, irq_fds)), 0U);
+    vu::irq_set unmask{};
+    unmask.argsz = sizeof unmask;
+    unmask.flags = vu::irq_set_flags{}.with(vu::irq_set_flags::data_none, true).with(vu::irq_set_flags::action_unmask, true);
+    unmask.index = static_cast<std::uint32_t>(vu::irq_index::intx);
+    unmask.start = 0;
+    unmask.count = 1;
+
+    c.write_region(vu::region_index::config, 4, 2, 0x0006); // memory space and bus master
+    const std::uint64_t asq = guest_base + 0x10000;
+    const std::uint64_t acq = guest_base + 0x20000;
+    const std::uint64_t buffer = guest_base + 0x30000;
+    c.write_region(vu::region_index::bar0, 0x24, 4, (15U << 16) | 15U);
+    c.write_region(vu::region_index::bar0, 0x28, 8, asq);
+    c.write_region(vu::region_index::bar0, 0x30, 8, acq);
+    c.write_region(vu::region_index::bar0, 0x14, 4,
+                   spec::cc_register{}.with(spec::cc_register::en, true).with(spec::cc_register::iosqes, 6).with(spec::cc_register::iocqes, 4).raw);
+    ASSERT_TRUE(eventually([&] { return (c.read_region(vu::region_index::bar0, 0x1c, 4) & 1U) != 0; }));
+
+    spec::submission_queue_entry identify{};
+    identify.cdw0.set(spec::command_dword0::opc, static_cast<std::uint8_t>(spec::admin_opcode::identify));
+    identify.cdw0.set(spec::command_dword0::cid, 0x61);
+    spec::identify_view{.cns = spec::cns::identify_controller}.encode(identify);
+    identify.dptr.prp1 = buffer;
+    guest.store(asq, identify);
+    c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, 1);
+    pollfd wait{watcher, POLLIN, 0};
+    ASSERT_EQ(::poll(&wait, 1, static_cast<int>(patience.count())), 1) << "no INTx signal";
+    std::uint64_t count = 0;
+    ASSERT_EQ(::read(watcher, &count, sizeof count), static_cast<ssize_t>(sizeof count));
+    EXPECT_EQ(count, 1U);
+    EXPECT_EQ(guest.load<spec::completion_queue_entry>(acq).cid, 0x61);
+    EXPECT_NE(c.read_region(vu::region_index::config, 6, 2) & 0x8U, 0U); // Status.Interrupt Status
+
+    // The line masked itself: while the guest has not consumed the entry, an unmask signals again.
+    ASSERT_EQ(client::error_of(c.call(vu::command::device_set_irqs, unmask)), 0U);
+    ASSERT_EQ(::poll(&wait, 1, static_cast<int>(patience.count())), 1) << "no INTx signal after the unmask";
+    ASSERT_EQ(::read(watcher, &count, sizeof count), static_cast<ssize_t>(sizeof count));
+    // The guest consumes it (CQ head doorbell), then the client unmasks: the pin is low, nothing
+    // more is signalled, and Interrupt Status reads 0.
+    c.write_region(vu::region_index::bar0, spec::cq_head_doorbell_offset(0, 0), 4, 1);
+    EXPECT_TRUE(eventually([&] { return (c.read_region(vu::region_index::config, 6, 2) & 0x8U) == 0; }));
+    ASSERT_EQ(client::error_of(c.call(vu::command::device_set_irqs, unmask)), 0U);
+    EXPECT_EQ(c.read_region(vu::region_index::bar0, 0x1c, 4) & 1U, 1U); // a round trip after the unmask
+    EXPECT_EQ(::poll(&wait, 1, 0), 0);
+    ::close(watcher);
+}
+
 } // namespace
