@@ -7,20 +7,21 @@
 #
 #   tests/e2e/run.sh NVMEKIT_SERVE_BINARY
 #
-# Needs what tests/e2e/provision.sh provides (it sources $NVMEKIT_E2E_DIR/env.sh). Exit status 0
-# on success, 1 on a failed check, 77 when the provisioned QEMU is missing (skipped).
+# Needs what tests/e2e/provision.sh provides (it sources $NVMEKIT_E2E_DIR/env.sh); cmake/test.sh
+# provisions before it runs this. Exit status 0 on success, 1 on a failed check or when the
+# provisioned files are missing.
 set -euo pipefail
 
 serve=${1:?usage: run.sh NVMEKIT_SERVE_BINARY}
 here=$(cd "$(dirname "$0")" && pwd)
 e2e_dir=${NVMEKIT_E2E_DIR:-/var/tmp/nvmekit-e2e}
-if [ ! -f "$e2e_dir/env.sh" ]; then
-    echo "e2e: no provisioned QEMU in $e2e_dir (run tests/e2e/provision.sh): skipped"
-    exit 77
-fi
+missing=$(bash "$here/provision.sh" check 2>&1) || {
+    echo "e2e: FAILED: not provisioned (run: bash tests/e2e/provision.sh, as root); missing:"
+    echo "$missing" | sed 's/^/  /'
+    exit 1
+}
 # shellcheck disable=SC1091
 source "$e2e_dir/env.sh"
-[ -x "$NVMEKIT_E2E_QEMU" ] || { echo "e2e: $NVMEKIT_E2E_QEMU missing: skipped"; exit 77; }
 
 work=$(mktemp -d /tmp/nvmekit-e2e.XXXXXX)
 serve_pid=
