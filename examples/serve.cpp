@@ -5,7 +5,7 @@
 //     nvmekit-serve --vfio-user /tmp/nvme.sock --ram 1G --file /var/tmp/disk.img --log debug
 //
 // Each --ram SIZE or --file PATH adds a namespace (NSID 1, 2, ... in order); with none, one 1 GiB
-// RAM namespace is served. --queues, --queue-depth and --mdts lower what the host is offered
+// RAM namespace is served. Identify Controller NN is the number of namespaces. --queues, --queue-depth and --mdts lower what the host is offered
 // below the build's limits; --groups spreads the I/O queues over poll groups (processed on the
 // server's thread for now). SIGINT or SIGTERM shut the server down cleanly (file backends are
 // synced). Nothing a client sends ends the program.
@@ -165,8 +165,11 @@ int main(int argc, char** argv)
     std::signal(SIGPIPE, SIG_IGN);
 
     try {
+        // The namespaces are fixed by the command line and nothing adds one later, so the highest
+        // valid NSID (Identify Controller NN) is their number.
         nvmekit::subsystem<nvmekit::any_backend> subsystem{
-            {.nqn = o.nqn, .serial_number = o.serial, .model_number = "nvmekit vfio-user controller"}};
+            {.nqn = o.nqn, .serial_number = o.serial, .model_number = "nvmekit vfio-user controller"},
+            {.max_namespaces = static_cast<std::uint32_t>(o.namespaces.size())}};
         for (const auto& ns : o.namespaces) {
             if (ns.file) {
                 nvmekit::file_backend backend{ns.path, {.direct = o.direct}};

@@ -9,6 +9,8 @@
 #   provision.sh pack OVERLAY OUT      initramfs = base guest tree + OVERLAY directory, to OUT
 #   provision.sh boot-test             boots the base initramfs once under TCG and checks /init ran
 #   provision.sh qemu-args             prints the common QEMU arguments, one a line
+#   provision.sh check                 prints what is missing or out of date, one a line; fails
+#                                      if anything is (changes nothing, needs no root)
 set -euo pipefail
 
 e2e_dir=${NVMEKIT_E2E_DIR:-/var/tmp/nvmekit-e2e}
@@ -44,13 +46,21 @@ guest_packages=(busybox-static nvme-cli fio cpio kmod)
 log() { echo "provision: $*"; }
 die() { echo "provision: error: $*" >&2; exit 1; }
 
+# timed NAME COMMAND...: runs the step in a subshell with errexit in force, so that its first
+# failing command ends it (with "COMMAND || status=$?" bash would ignore errexit inside it).
 timed() {
     local name=$1
     shift
     local start=$SECONDS
     log "== $name"
     local status=0
-    "$@" || status=$?
+    set +e
+    (
+        set -e
+        "$@"
+    )
+    status=$?
+    set -e
     [ "$status" -eq 0 ] || { log "== $name: failed ($status) after $((SECONDS - start)) s"; return "$status"; }
     log "== $name: $((SECONDS - start)) s"
 }
@@ -294,14 +304,24 @@ EOF
     chmod 0755 "$1/init"
 }
 
+# The kernel package linux-image-amd64 points at.
+kernel_package() {
+    apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/{print $2; exit}'
+}
+
+# What the guest tree is built from: the guest programs' versions, the kernel package and this
+# script (it writes /init).
+guest_stamp() {
+    echo "$(dpkg-query -W -f='${Version}' busybox-static nvme-cli fio 2>/dev/null | tr '\n' ' ')" \
+        "$1 $(sha256sum "$0" | cut -c1-16)"
+}
+
 step_guest() {
     mkdir -p "$guest_dir"
-    local stamp
-    stamp="$(dpkg-query -W -f='${Version}' busybox-static nvme-cli fio | tr '\n' ' ')"
-    local kernel_deb
-    kernel_deb=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/{print $2; exit}')
+    local kernel_deb stamp
+    kernel_deb=$(kernel_package)
     [ -n "$kernel_deb" ] || die "cannot resolve linux-image-amd64"
-    stamp="$stamp $kernel_deb $(sha256sum "$0" | cut -c1-16)"
+    stamp=$(guest_stamp "$kernel_deb")
     if [ -e "$guest_dir/initramfs.cpio.gz" ] && [ "$(cat "$guest_dir/.built" 2>/dev/null)" = "$stamp" ]; then
         log "guest already provisioned: $guest_dir"
         return 0
@@ -398,6 +418,29 @@ boot_test() {
     log "guest booted to init and powered off in $((SECONDS - start)) s (log: $out)"
 }
 
+# Prints, one a line, what provision_all would still have to make (nothing when everything is
+# there and current) and fails if anything is missing. Changes nothing and needs no root.
+check_all() {
+    local missing=() packages config kernel_deb
+    packages=$(missing_packages "${qemu_build_packages[@]}" "${firmware_packages[@]}" "${guest_packages[@]}")
+    [ -z "$packages" ] || missing+=("host packages: ${packages//$'\n'/ }")
+    meson_ok || missing+=("meson >= 1.5 (bookworm-backports)")
+    config="$qemu_package_version ${qemu_configure_args[*]}"
+    if [ ! -x "$qemu_bin" ] || [ "$(cat "$qemu_dir/.built" 2>/dev/null)" != "$config" ]; then
+        missing+=("QEMU $qemu_package_version with the vfio-user client: $qemu_bin")
+    fi
+    [ -e "$firmware_dir/bios-256k.bin" ] || missing+=("firmware for -L: $firmware_dir/bios-256k.bin")
+    kernel_deb=$(kernel_package)
+    if [ -z "$kernel_deb" ]; then
+        missing+=("the guest kernel package (apt-cache cannot resolve linux-image-amd64)")
+    elif [ ! -e "$guest_dir/initramfs.cpio.gz" ] || [ ! -e "$guest_dir/vmlinuz" ] \
+        || [ "$(cat "$guest_dir/.built" 2>/dev/null)" != "$(guest_stamp "$kernel_deb")" ]; then
+        missing+=("guest kernel and initramfs ($kernel_deb, nvme-cli, fio): $guest_dir")
+    fi
+    [ -e "$e2e_dir/env.sh" ] || missing+=("$e2e_dir/env.sh")
+    [ ${#missing[@]} -eq 0 ] || { printf '%s\n' "${missing[@]}"; return 1; }
+}
+
 provision_all() {
     local start=$SECONDS
     mkdir -p "$e2e_dir" "$log_dir"
@@ -423,6 +466,7 @@ case ${1:-all} in
         pack_initramfs "$3" "$2"
         ;;
     boot-test) timed "boot test" boot_test ;;
+    check) check_all ;;
     qemu-args) qemu_base_args ;;
-    *) die "unknown command: $1 (all, packages, qemu, firmware, guest, pack, boot-test, qemu-args)" ;;
+    *) die "unknown command: $1 (all, packages, qemu, firmware, guest, pack, boot-test, qemu-args, check)" ;;
 esac

@@ -1,26 +1,37 @@
 #!/usr/bin/env bash
 # End-to-end test: a Debian 6.1 guest (TCG) boots against nvmekit-serve over vfio-user and checks
-# from inside that the stock nvme driver binds and that nvme-cli and fio work: id-ctrl, id-ns,
-# smart-log, error-log, get-feature for every supported feature, a multi-job verified fio random
-# read/write on several queues, nvme reset, and a clean power-off (the server logs CC.SHN and
-# CSTS.SHST complete). Fails on any NVMe warning in the guest's kernel log.
+# from inside, with the stock nvme driver, nvme-cli and fio, the values and data the device
+# returns (tests/e2e/guest.sh): Identify fields against the namespaces the server was given, the
+# number of I/O queues, features read back after Set Features and after a reset, SMART counters
+# against what fio moved, data written before a controller reset read back after it. On the
+# host it then checks that the server stops cleanly on SIGINT, that the file namespace's backing
+# file holds what the guest wrote, that the guest shut the controller down (CC.SHN, CSTS.SHST),
+# and that the guest kernel logged no NVMe warning.
+#
+# It runs once per device configuration named in NVMEKIT_E2E_CONFIGS (default "512 4k"):
+#   512  a 256 MiB RAM namespace and a 64 MiB file namespace, 512-byte LBAs, 8 I/O queues offered
+#   4k   RAM namespaces of 256 MiB and 32 MiB and a 64 MiB file namespace, 4 KiB LBAs, 1 I/O queue
 #
 #   tests/e2e/run.sh NVMEKIT_SERVE_BINARY
 #
-# Needs what tests/e2e/provision.sh provides (it sources $NVMEKIT_E2E_DIR/env.sh). Exit status 0
-# on success, 1 on a failed check, 77 when the provisioned QEMU is missing (skipped).
+# Needs what tests/e2e/provision.sh provides (it sources $NVMEKIT_E2E_DIR/env.sh); cmake/test.sh
+# provisions before it runs this. Exit status 0 on success, 1 on a failed check or when the
+# provisioned files are missing.
 set -euo pipefail
 
 serve=${1:?usage: run.sh NVMEKIT_SERVE_BINARY}
 here=$(cd "$(dirname "$0")" && pwd)
 e2e_dir=${NVMEKIT_E2E_DIR:-/var/tmp/nvmekit-e2e}
-if [ ! -f "$e2e_dir/env.sh" ]; then
-    echo "e2e: no provisioned QEMU in $e2e_dir (run tests/e2e/provision.sh): skipped"
-    exit 77
-fi
+configs=${NVMEKIT_E2E_CONFIGS:-512 4k}
+
+missing=$(bash "$here/provision.sh" check 2>&1) || {
+    echo "e2e: FAILED: not provisioned (run: bash tests/e2e/provision.sh, as root); missing:"
+    echo "$missing" | sed 's/^/  /'
+    exit 1
+}
 # shellcheck disable=SC1091
 source "$e2e_dir/env.sh"
-[ -x "$NVMEKIT_E2E_QEMU" ] || { echo "e2e: $NVMEKIT_E2E_QEMU missing: skipped"; exit 77; }
+[ -x "$serve" ] || { echo "e2e: FAILED: no $serve"; exit 1; }
 
 work=$(mktemp -d /tmp/nvmekit-e2e.XXXXXX)
 serve_pid=
@@ -30,80 +41,118 @@ cleanup() {
 }
 trap cleanup EXIT
 start=$SECONDS
+failed_configs=()
 
-# The guest's test script, packed into the initramfs as /e2e/run.
-mkdir -p "$work/overlay/e2e"
-cat >"$work/overlay/e2e/run" <<'GUEST'
-#!/bin/sh
-fail=0
-check() { # check NAME COMMAND...: runs it, records a failure
-    name=$1; shift
-    if "$@" >/tmp/out 2>&1; then echo "E2E ok: $name"; else echo "E2E FAIL: $name"; cat /tmp/out; fail=1; fi
+# run_config NAME LBA_BYTES QUEUES NAMESPACES...: one guest boot against one server. Each
+# namespace is ram:SIZE or file:SIZE (SIZE in MiB); one file namespace at most.
+run_config() {
+    local name=$1 lba_bytes=$2 queues=$3
+    shift 3
+    local dir=$work/$name config_start=$SECONDS
+    mkdir -p "$dir/overlay/e2e"
+    local args=(--vfio-user "$dir/nvme.sock" --queues "$queues" --queue-depth 1024 --log info)
+    [ "$lba_bytes" -eq 4096 ] && args+=(--4k)
+    local ns_bytes=() file_nsid='' nsid=1 spec mib
+    for spec in "$@"; do
+        mib=${spec#*:}
+        ns_bytes+=($((mib << 20)))
+        case $spec in
+            ram:*) args+=(--ram "${mib}M") ;;
+            file:*)
+                truncate -s "${mib}M" "$dir/disk.img"
+                args+=(--file "$dir/disk.img")
+                file_nsid=$nsid
+                ;;
+        esac
+        nsid=$((nsid + 1))
+    done
+    local pattern_offset=$((40 << 20)) pattern_bytes=$((64 << 10))
+
+    # The guest's checks, what they expect, and a pattern only the host and the guest know.
+    cp "$here/guest.sh" "$dir/overlay/e2e/run"
+    head -c "$pattern_bytes" /dev/urandom >"$dir/overlay/e2e/pattern.bin"
+    cat >"$dir/overlay/e2e/expected" <<EOF
+NS_BYTES="${ns_bytes[*]}"
+LBA_BYTES=$lba_bytes
+SERVER_QUEUES=$queues
+FILE_NSID=$file_nsid
+PATTERN_OFFSET=$pattern_offset
+PATTERN_BYTES=$pattern_bytes
+EOF
+    bash "$here/provision.sh" pack "$dir/overlay" "$dir/initramfs.cpio.gz" >/dev/null
+
+    echo "=== e2e [$name]: nvmekit-serve ${args[*]}"
+    "$serve" "${args[@]}" >"$dir/serve.log" 2>&1 &
+    serve_pid=$!
+    for _ in $(seq 1 50); do [ -S "$dir/nvme.sock" ] && break; sleep 0.1; done
+
+    local qemu_status=0 serve_status=0
+    timeout 900 "$NVMEKIT_E2E_QEMU" "${NVMEKIT_E2E_QEMU_ARGS[@]}" -initrd "$dir/initramfs.cpio.gz" \
+        -append "console=ttyS0 loglevel=6" \
+        -device "{\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"$dir/nvme.sock\",\"type\":\"unix\"}}" \
+        >"$dir/guest.log" 2>&1 || qemu_status=$?
+    kill -INT "$serve_pid"
+    wait "$serve_pid" || serve_status=$?
+    serve_pid=
+
+    sed -n '/nvmekit-e2e: init reached/,$p' "$dir/guest.log"
+    echo "---- e2e [$name]: nvmekit-serve log"
+    cat "$dir/serve.log"
+    echo "---- e2e [$name]: host checks"
+    local failures=0
+    host_ok() { echo "E2E ok: $*"; }
+    host_fail() { echo "E2E FAIL: $*"; failures=$((failures + 1)); }
+    [ "$qemu_status" -eq 0 ] && host_ok "QEMU exited with 0" || host_fail "QEMU: expected exit status 0, got $qemu_status"
+    local guest_result
+    guest_result=$(sed -n 's/^E2E: result \([0-9]*\).*/\1/p' "$dir/guest.log" | tail -n 1)
+    [ "$guest_result" = 0 ] && host_ok "guest checks: 0 failed" \
+        || host_fail "guest checks: expected 0 failed, got ${guest_result:-no result line} ($(grep -c '^E2E FAIL' "$dir/guest.log") FAIL lines)"
+    # The guest kernel's NVMe messages (QEMU's own console warnings are not the guest's).
+    local warnings
+    warnings=$(grep -E "^\[ *[0-9.]+\] nvme" "$dir/guest.log" | grep -i -E "timeout|duplicate|missing|fail|error|warn|abort" || true)
+    [ -z "$warnings" ] && host_ok "no NVMe warnings in the guest kernel log" \
+        || host_fail "NVMe warnings in the guest kernel log: expected none, got: $warnings"
+    grep -q "CC.SHN = normal shutdown; CSTS.SHST = complete" "$dir/serve.log" \
+        && host_ok "clean shutdown (CC.SHN normal, CSTS.SHST complete) in the server log" \
+        || host_fail "no 'CC.SHN = normal shutdown; CSTS.SHST = complete' in the server log"
+    [ "$serve_status" -eq 0 ] && grep -q '\] stopped$' "$dir/serve.log" \
+        && host_ok "nvmekit-serve stopped on SIGINT with status 0" \
+        || host_fail "nvmekit-serve on SIGINT: expected exit status 0 and 'stopped', got status $serve_status"
+    # The file namespace, read on the host after the server stopped: the pattern the guest wrote
+    # at PATTERN_OFFSET, and nothing but zeroes right after it (the guest wrote nothing there).
+    if [ -n "$file_nsid" ]; then
+        local lba=$((pattern_offset / lba_bytes))
+        dd if="$dir/disk.img" of="$dir/back.bin" bs=4096 skip=$((pattern_offset / 4096)) \
+            count=$((pattern_bytes / 4096)) status=none
+        if cmp "$dir/overlay/e2e/pattern.bin" "$dir/back.bin" >"$dir/cmp" 2>&1; then
+            host_ok "disk.img (namespace $file_nsid) holds the guest's $pattern_bytes-byte pattern at LBA $lba (byte $pattern_offset)"
+        else
+            host_fail "disk.img (namespace $file_nsid) at LBA $lba (byte $pattern_offset): expected the guest's pattern, got: $(cat "$dir/cmp")"
+        fi
+        local after
+        after=$(dd if="$dir/disk.img" bs=4096 skip=$(((pattern_offset + pattern_bytes) / 4096)) count=16 status=none \
+            | tr -d '\0' | wc -c)
+        [ "$after" -eq 0 ] && host_ok "disk.img: the 64 KiB after the pattern are zero" \
+            || host_fail "disk.img: expected the 64 KiB after the pattern to be zero, got $after non-zero bytes"
+        local size
+        size=$(stat -c %s "$dir/disk.img")
+        [ "$size" -eq "${ns_bytes[$((file_nsid - 1))]}" ] && host_ok "disk.img size unchanged ($size)" \
+            || host_fail "disk.img size: expected ${ns_bytes[$((file_nsid - 1))]}, got $size"
+    fi
+    echo "=== e2e [$name]: $([ $failures -eq 0 ] && echo passed || echo "FAILED ($failures host checks)") in $((SECONDS - config_start)) s"
+    [ "$failures" -eq 0 ] || failed_configs+=("$name")
 }
-for i in $(seq 1 20); do [ -e /dev/nvme0n2 ] && break; sleep 1; done
-echo "E2E: nvme list"
-nvme list
-check id-ctrl nvme id-ctrl /dev/nvme0
-check id-ns-1 nvme id-ns /dev/nvme0n1
-check id-ns-2 nvme id-ns /dev/nvme0n2
-check ns-descs nvme ns-descs /dev/nvme0n1
-check smart-log nvme smart-log /dev/nvme0
-check error-log nvme error-log /dev/nvme0 -e 8
-check fw-log nvme fw-log /dev/nvme0
-check effects-log nvme effects-log /dev/nvme0
-for f in 1 2 4 5 6 7 8 10 11 14 15 22; do
-    for sel in 0 1 2 3; do check "get-feature $f sel $sel" nvme get-feature /dev/nvme0 -f $f -s $sel; done
+
+for config in $configs; do
+    case $config in
+        512) run_config 512 512 8 ram:256 file:64 ;;
+        4k) run_config 4k 4096 1 ram:256 ram:32 file:64 ;;
+        *) echo "e2e: unknown configuration $config (512, 4k)"; exit 1 ;;
+    esac
 done
-check "get-feature 9 (vector 1)" nvme get-feature /dev/nvme0 -f 9 --cdw11=1
-echo "E2E: I/O queues: $(grep -c nvme /proc/interrupts) interrupt lines"
-echo "E2E: fio"
-fio --name=verify --ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=16 --numjobs=2 \
-    --filename=/dev/nvme0n1 --size=32M --offset_increment=64M --verify=crc32c --verify_fatal=1 \
-    --cpus_allowed_policy=split --group_reporting >/tmp/fio.out 2>&1 && echo "E2E ok: fio ram" || { echo "E2E FAIL: fio ram"; fail=1; }
-cat /tmp/fio.out
-fio --name=file --ioengine=libaio --direct=1 --rw=randwrite --bs=16k --iodepth=8 --filename=/dev/nvme0n2 \
-    --size=16M --verify=md5 --verify_fatal=1 >/tmp/fio2.out 2>&1 && echo "E2E ok: fio file" || { echo "E2E FAIL: fio file"; cat /tmp/fio2.out; fail=1; }
-check reset nvme reset /dev/nvme0
-for i in $(seq 1 20); do [ -e /dev/nvme0n1 ] && break; sleep 1; done
-check "read after reset" dd if=/dev/nvme0n1 of=/dev/null bs=1M count=8 iflag=direct
-check "id-ctrl after reset" nvme id-ctrl /dev/nvme0
-echo "E2E: kernel log"
-dmesg | grep -i nvme
-echo "E2E: result $fail"
-exit $fail
-GUEST
-bash "$here/provision.sh" pack "$work/overlay" "$work/initramfs.cpio.gz" >/dev/null
-
-# The device: a RAM namespace and a file namespace.
-truncate -s 64M "$work/disk.img"
-"$serve" --vfio-user "$work/nvme.sock" --ram 256M --file "$work/disk.img" --queues 8 --queue-depth 1024 --log info >"$work/serve.log" 2>&1 &
-serve_pid=$!
-for _ in $(seq 1 50); do [ -S "$work/nvme.sock" ] && break; sleep 0.1; done
-
-set +e
-timeout 600 "$NVMEKIT_E2E_QEMU" "${NVMEKIT_E2E_QEMU_ARGS[@]}" -initrd "$work/initramfs.cpio.gz" \
-    -append "console=ttyS0 loglevel=6" \
-    -device "{\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"$work/nvme.sock\",\"type\":\"unix\"}}" \
-    >"$work/guest.log" 2>&1
-qemu_status=$?
-set -e
-kill -INT "$serve_pid"
-wait "$serve_pid" || true
-serve_pid=
-
-status=0
-cat "$work/guest.log" | sed -n '/nvmekit-e2e: init reached/,$p'
-echo "---- nvmekit-serve"
-cat "$work/serve.log"
-echo "----"
-[ "$qemu_status" -eq 0 ] || { echo "e2e: QEMU exited with $qemu_status"; status=1; }
-grep -q "E2E: result 0" "$work/guest.log" || { echo "e2e: a check failed in the guest"; status=1; }
-# The guest kernel's NVMe messages (QEMU's own console warnings are not the guest's).
-if grep -E "^\[ *[0-9.]+\] nvme" "$work/guest.log" | grep -i -E "timeout|duplicate|missing|fail|error|warn|abort"; then
-    echo "e2e: NVMe warnings in the guest kernel log"
-    status=1
+if [ ${#failed_configs[@]} -eq 0 ]; then
+    echo "e2e: passed ($configs) in $((SECONDS - start)) s"
+else
+    echo "e2e: FAILED (${failed_configs[*]}) in $((SECONDS - start)) s"
+    exit 1
 fi
-grep -q "CC.SHN = normal shutdown; CSTS.SHST = complete" "$work/serve.log" ||
-    { echo "e2e: no clean shutdown (CC.SHN normal, SHST complete) in the server log"; status=1; }
-echo "e2e: $([ $status -eq 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"
-exit $status
