@@ -10,6 +10,8 @@
 // machine's own ceiling, single-core memcpy bandwidth at the chosen block size, and reports the
 // data rate as a fraction of it.
 
+#include "command_line.hpp"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -65,14 +67,16 @@ struct options {
     bool threads = false;     ///< each group on a thread of its own (else all on this thread)
 };
 
+constexpr nvmekit_programs::program perf_program{
+    "nvmekit-perf",
+    "nvmekit-perf [--backend null|ram] [--rw randread|randwrite|randrw|read|write]\n"
+    "                    [--bs BYTES] [--qd N] [--queues N] [--size BYTES[K|M|G]] [--time SECONDS]\n"
+    "                    [--mix READ_PERCENT] [--count COMMANDS] [--groups N] [--threads] [--json]\n"
+    "                    [--help] [--version]\n"};
+
 [[noreturn]] void usage(const std::string& problem)
 {
-    fmt::print(stderr, "nvmekit-perf: {}\n", problem);
-    fmt::print(stderr,
-               "usage: nvmekit-perf [--backend null|ram] [--rw randread|randwrite|randrw|read|write]\n"
-               "                    [--bs BYTES] [--qd N] [--queues N] [--size BYTES[K|M|G]] [--time SECONDS]\n"
-               "                    [--mix READ_PERCENT] [--count COMMANDS] [--groups N] [--threads] [--json]\n");
-    std::exit(2);
+    nvmekit_programs::bad_usage(perf_program, problem);
 }
 
 std::uint64_t parse_size(std::string_view text)
@@ -152,7 +156,7 @@ options parse(int argc, char** argv)
             o.count = parse_size(value());
         } else if (arg == "--json") {
             o.json = true;
-        } else {
+        } else if (!nvmekit_programs::standard_option(perf_program, arg)) {
             usage(fmt::format("unknown option {}", arg));
         }
     }

@@ -4,6 +4,8 @@
 // queues whose reads are checked against a shadow of every write, the SMART log as `nvme
 // smart-log` prints it, and a clean shutdown. Exits non-zero when a command fails or a read
 // returns other data than was written.
+#include "command_line.hpp"
+
 #include <nvmekit/backends/ram_backend.hpp>
 #include <nvmekit/controller.hpp>
 #include <nvmekit/format.hpp>
@@ -420,8 +422,9 @@ int run()
 
 } // namespace
 
-int main()
+int main(int argc, char** argv)
 {
+    nvmekit_programs::no_options({"nvmekit-demo", "nvmekit-demo\n  brings up a controller with a 1 GiB RAM namespace, prints its identity, runs a verified\n  random read/write workload and prints the SMART log\n"}, argc, argv);
     spdlog::set_pattern("[%l] %v");
     try {
         return run();

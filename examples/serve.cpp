@@ -10,6 +10,8 @@
 // server's thread for now). SIGINT or SIGTERM shut the server down cleanly (file backends are
 // synced). Nothing a client sends ends the program.
 
+#include "command_line.hpp"
+
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -67,16 +69,17 @@ struct options {
     std::string log_level = "info";
 };
 
+constexpr nvmekit_programs::program serve_program{
+    "nvmekit-serve",
+    "nvmekit-serve --vfio-user SOCKET [--ram SIZE]... [--file PATH]... [--4k] [--direct]\n"
+    "                     [--queues 1-64] [--queue-depth 2-4096] [--mdts 1-5] [--groups 1-64]\n"
+    "                     [--nqn NQN] [--serial SN] [--device-id HEX] [--log trace|debug|info|warn]\n"
+    "                     [--help] [--version]\n"
+    "  SIZE takes K, M or G; with no namespace option one 1G RAM namespace is served.\n"};
+
 [[noreturn]] void usage(const std::string& problem)
 {
-    std::fprintf(stderr,
-                 "nvmekit-serve: %s\n"
-                 "usage: nvmekit-serve --vfio-user SOCKET [--ram SIZE]... [--file PATH]... [--4k] [--direct]\n"
-                 "                     [--queues 1-64] [--queue-depth 2-4096] [--mdts 1-5] [--groups 1-64]\n"
-                 "                     [--nqn NQN] [--serial SN] [--device-id HEX] [--log trace|debug|info|warn]\n"
-                 "  SIZE takes K, M or G; with no namespace option one 1G RAM namespace is served.\n",
-                 problem.c_str());
-    std::exit(2);
+    nvmekit_programs::bad_usage(serve_program, problem);
 }
 
 std::uint64_t parse_size(std::string_view text)
@@ -138,9 +141,7 @@ options parse(int argc, char** argv)
             o.device_id = static_cast<std::uint16_t>(std::stoul(value(), nullptr, 16));
         } else if (arg == "--log") {
             o.log_level = value();
-        } else if (arg == "--help" || arg == "-h") {
-            usage("help");
-        } else {
+        } else if (!nvmekit_programs::standard_option(serve_program, arg)) {
             usage("unknown option " + std::string{arg});
         }
     }

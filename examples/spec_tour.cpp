@@ -1,6 +1,8 @@
 // nvmekit-spec-tour: a tour of the NVMe spec layer. It builds the registers, commands, completions and
 // data structures of a Linux host bringing up an NVMe controller, and prints each one the way
 // nvmekit prints it in logs and test failures.
+#include "command_line.hpp"
+
 #include <nvmekit/format.hpp>
 #include <nvmekit/spec.hpp>
 
@@ -46,8 +48,9 @@ spec::completion_queue_entry make_completion(std::uint16_t sq_id, std::uint16_t 
 
 } // namespace
 
-int main()
+int main(int argc, char** argv)
 {
+    nvmekit_programs::no_options({"nvmekit-spec-tour", "nvmekit-spec-tour\n  prints the registers, commands and data structures of a Linux host's bring-up\n"}, argc, argv);
     fmt::print("nvmekit {}.{}.{}: the NVMe spec layer, following a Linux host's bring-up\n\n",
                NVMEKIT_VERSION_MAJOR, NVMEKIT_VERSION_MINOR, NVMEKIT_VERSION_PATCH);
 

@@ -3,6 +3,8 @@
 // with the counter page in CDW10, prints what comes back and the errors it gives for a bad
 // parameter, and reads the Commands Supported and Effects log, which lists C0h because the log
 // is derived from the same table.
+#include "command_line.hpp"
+
 #include <nvmekit/backends/ram_backend.hpp>
 #include <nvmekit/controller.hpp>
 #include <nvmekit/format.hpp>
@@ -224,8 +226,9 @@ int run()
 
 } // namespace
 
-int main()
+int main(int argc, char** argv)
 {
+    nvmekit_programs::no_options({"nvmekit-vendor-command", "nvmekit-vendor-command\n  sends the vendor admin command C0h through the in-process host and prints what it returns\n"}, argc, argv);
     spdlog::set_pattern("[%l] %v");
     try {
         return run();
