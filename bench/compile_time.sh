@@ -4,9 +4,10 @@
 # machine changes least), printed as a table.
 #   bash bench/compile_time.sh [runs]
 #   bash bench/compile_time.sh --check [runs]
-# With --check it is also the budget check the test suite runs: it fails when the core header
-# (nvmekit/controller.hpp, the controller with every component, both command sets, the subsystem
-# and the backends) takes more than NVMEKIT_COMPILE_BUDGET_MS (default 3000) of CPU time at its best.
+# With --check it is also the budget check the test suite runs: it fails when the umbrella header
+# (nvmekit/nvmekit.hpp: the controller, subsystem, backends and testing providers; another with
+# NVMEKIT_BUDGET_HEADER) takes more than NVMEKIT_COMPILE_BUDGET_MS (default 3000) of CPU time at
+# its best.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 check=0
@@ -16,7 +17,7 @@ if [ "${1:-}" = --check ]; then
 fi
 runs=${1:-3}
 cxx=${CXX:-g++}
-budget_header=nvmekit/controller.hpp
+budget_header=${NVMEKIT_BUDGET_HEADER:-nvmekit/nvmekit.hpp}
 budget_ms=${NVMEKIT_COMPILE_BUDGET_MS:-3000}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -24,7 +25,7 @@ trap 'rm -rf "$work"' EXIT
 if [ "$check" -eq 1 ]; then
     headers=("$budget_header")
 else
-    headers=(nvmekit/spec.hpp nvmekit/format.hpp "$budget_header" fmt/format.h spdlog/spdlog.h)
+    headers=(nvmekit/spec.hpp nvmekit/format.hpp nvmekit/controller.hpp "$budget_header" fmt/format.h spdlog/spdlog.h)
 fi
 printf '%-24s %12s %12s\n' header "best wall ms" "best CPU ms"
 status=0

@@ -69,7 +69,7 @@ cmake --preset ci-fuzz --fresh
 cmake --build --preset ci-fuzz
 bash tests/fuzz/run.sh build/ci-fuzz "${NVMEKIT_FUZZ_SECONDS:-60}"
 
-echo "=== nvmekit: compile-time budget of the core header (bench/compile_time.sh --check)"
+echo "=== nvmekit: compile-time budget of the umbrella header (bench/compile_time.sh --check)"
 bash bench/compile_time.sh --check 3
 
 echo "=== nvmekit: Debian package"

@@ -1,10 +1,7 @@
 // README.md's example ("Using nvmekit from another project"), line for line: the package tests
 // build and run it against every form of the installed library, and package.readme_example fails
 // when README's code block and this file differ (lines after these comments).
-#include <nvmekit/backends/ram_backend.hpp>
-#include <nvmekit/controller.hpp>
-#include <nvmekit/testing/host.hpp>
-#include <nvmekit/testing/recording_msix.hpp>
+#include <nvmekit/nvmekit.hpp>   // the controller, subsystem, backends and testing providers
 namespace nt = nvmekit::testing;
 struct traits : nvmekit::default_traits {
     using dma = nt::flat_memory; using interrupts = nt::recording_msix; using clock = nt::manual_clock;
