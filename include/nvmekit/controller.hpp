@@ -43,6 +43,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -584,10 +585,36 @@ public:
     /// that owns PCI configuration space calls this when the host programs BAR0.
     void set_bar0_address(std::uint64_t address) noexcept
     {
-        dma_.exclude(address, address == 0 ? 0 : bar0_size());
+        bar0_address_ = address;
+        if (bus_master_.load(std::memory_order_relaxed)) {
+            dma_.exclude(address, address == 0 ? 0 : bar0_size());
+        }
     }
     /// The BAR0 address set by set_bar0_address (0: none).
-    [[nodiscard]] std::uint64_t bar0_address() const noexcept { return dma_.excluded_base(); }
+    [[nodiscard]] std::uint64_t bar0_address() const noexcept { return bar0_address_; }
+
+    /// PCI Command.Bus Master Enable, set by the transport that owns PCI configuration space
+    /// (enabled until then, for embedders without one). While it is clear the function masters
+    /// nothing (PCIe Base 4.0 7.5.1.1.3): no command is fetched, no data moves, no completion is
+    /// posted and no MSI-X message is sent; doorbells and backend completions wait, register
+    /// events (CC.EN, CC.SHN, resets) still run, and setting it again resumes. Any DMA that
+    /// would still be attempted is refused (Data Transfer Error). Call it where set_bar0_address
+    /// is called.
+    void set_bus_master(bool enabled) noexcept
+    {
+        bus_master_.store(enabled, std::memory_order_release);
+        if (enabled) {
+            dma_.exclude(bar0_address_, bar0_address_ == 0 ? 0 : bar0_size());
+            for (auto& group : groups_) {
+                if (group->runner) {
+                    group->runner->notify(); // it may have slept through doorbells meanwhile
+                }
+            }
+        } else {
+            dma_.exclude(0, std::numeric_limits<std::uint64_t>::max()); // every address
+        }
+    }
+    [[nodiscard]] bool bus_master() const noexcept { return bus_master_.load(std::memory_order_relaxed); }
 
     /// An internal fatal error: CSTS.CFS reads 1 until the host resets the controller.
     void fatal_error() { handle_event(controller_event::fatal_error); }
@@ -620,6 +647,9 @@ public:
             });
             update_intx();
             return 0;
+        }
+        if (state == controller_state::ready && !bus_master_.load(std::memory_order_acquire)) {
+            return 0; // Bus Master Enable is clear: doorbells and backend completions wait
         }
         poll_backends();
         free_retired_queues();
@@ -685,7 +715,7 @@ public:
         NVMEKIT_ASSERT(index < groups_.size(), "poll_group: no such group");
         auto& group = *groups_[index];
         if (!concurrent()) {
-            if (state_machine_.state() != controller_state::ready) {
+            if (state_machine_.state() != controller_state::ready || !bus_master_.load(std::memory_order_relaxed)) {
                 return 0;
             }
             group.doorbells.drain([&](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
@@ -699,7 +729,7 @@ public:
         if (!enter_poll(group)) {
             return 0;
         }
-        if (group.stopped) {
+        if (group.stopped || !bus_master_.load(std::memory_order_acquire)) {
             leave_poll(group);
             return 0;
         }
@@ -2917,6 +2947,8 @@ private:
     std::vector<std::unique_ptr<detail::submission_queue<command>>> submission_queues_;
     std::vector<std::unique_ptr<detail::completion_queue<command>>> completion_queues_;
     std::optional<spec::number_of_queues> granted_queues_;
+    std::uint64_t bar0_address_ = 0;         ///< where the host decodes BAR0 (set_bar0_address)
+    std::atomic<bool> bus_master_{true};     ///< PCI Command.Bus Master Enable (set_bus_master)
     bool io_queue_created_ = false; ///< an I/O SQ or CQ was created since the last Controller Reset
     std::optional<shadow_doorbell_buffers> shadow_doorbells_;
     std::chrono::nanoseconds enable_started_{0};

@@ -70,6 +70,49 @@ TEST(controller_msix, admin_completions_raise_vector_0_and_io_cqs_their_vector)
     EXPECT_EQ(r.pba(), 0U);
 }
 
+TEST(controller_bus_master, a_clear_bus_master_enable_holds_every_dma_and_interrupt_until_set)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 1});
+    r.ctrl.poll(); // takes the Asynchronous Event Request bring_up posted
+    r.msix.clear();
+    const auto posted = r.ctrl.statistics().completions_posted;
+    r.ctrl.set_bus_master(false);
+    EXPECT_FALSE(r.ctrl.bus_master());
+    // The host submits on an I/O queue and the admin queue: nothing is fetched, executed, posted
+    // or signalled while Bus Master Enable is clear.
+    const auto io_cid = r.host.submit(1, read_command());
+    const std::uint64_t buffer = r.host.allocate(4096);
+    const auto admin_cid = r.host.submit(0, host_type::identify_command(spec::cns::identify_controller, 0, buffer));
+    for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(r.ctrl.poll(), 0U);
+    }
+    EXPECT_FALSE(r.cqe_at(1, 0).phase());
+    EXPECT_EQ(r.ctrl.statistics().completions_posted, posted);
+    EXPECT_EQ(r.msix.events().size(), 0U);
+    EXPECT_EQ(r.ctrl.statistics().dma_errors, 0U);
+    EXPECT_TRUE(r.csts().get(spec::csts_register::rdy));
+    // Setting it again resumes: both commands run, complete and raise their vectors.
+    r.ctrl.set_bus_master(true);
+    EXPECT_EQ(r.host.wait_for(1, io_cid).status(), dnr(spec::generic_status::invalid_namespace_or_format));
+    EXPECT_TRUE(r.host.wait_for(0, admin_cid).ok());
+    EXPECT_EQ(r.msix.count(1), 1U);
+    EXPECT_EQ(r.msix.count(0), 1U);
+}
+
+TEST(controller_bus_master, a_controller_reset_completes_while_bus_master_enable_is_clear)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 1});
+    r.ctrl.set_bus_master(false);
+    static_cast<void>(r.host.submit(1, read_command()));
+    r.host.disable(); // CC.EN = 0 and CSTS.RDY = 0: no DMA needed
+    EXPECT_FALSE(r.ctrl.submission_queue_exists(1));
+    r.ctrl.set_bus_master(true);
+    r.host.bring_up({.io_queue_pairs = 1});
+    EXPECT_EQ(r.host.io(1, read_command()).status(), dnr(spec::generic_status::invalid_namespace_or_format));
+}
+
 TEST(controller_msix, io_cq_on_a_chosen_vector)
 {
     rig r;

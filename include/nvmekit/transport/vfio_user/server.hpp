@@ -61,6 +61,7 @@ struct server_statistics {
     std::uint64_t error_replies = 0;
     std::uint64_t broken_streams = 0;
     std::uint64_t dma_maps = 0;
+    std::uint64_t undecoded_accesses = 0; ///< BAR0 accesses while Memory Space Enable was clear
 };
 
 template <typename Controller>
@@ -84,6 +85,7 @@ public:
         irq_counts_.fill(0);
         irq_counts_[static_cast<std::size_t>(irq_index::intx)] = 1;
         irq_counts_[static_cast<std::size_t>(irq_index::msix)] = interrupts_.vectors();
+        controller_.set_bus_master(config_.bus_master()); // clear until the host sets it
     }
     server(const server&) = delete;
     server& operator=(const server&) = delete;
@@ -155,6 +157,7 @@ private:
         controller_.set_msix_control(false, false);
         config_.reset();
         controller_.set_bar0_address(config_.bar0_address());
+        controller_.set_bus_master(config_.bus_master());
         interrupts_.clear();
         interrupts_.set_intx_disabled(false);
         unmap_all();
@@ -251,6 +254,7 @@ private:
             controller_.set_msix_control(false, false);
             config_.reset(pci::reset_kind::function_level_reset);
             controller_.set_bar0_address(config_.bar0_address());
+            controller_.set_bus_master(config_.bus_master());
             interrupts_.set_intx_disabled(false);
             return send(encode_reply(header, std::span<const std::byte>{}, reply_));
         }
@@ -453,12 +457,22 @@ private:
             config_.set_interrupt_status(interrupts_.intx_level());
             return config_.read(static_cast<std::uint32_t>(at), width);
         }
+        if (!config_.memory_enabled()) {
+            // Memory Space Enable is clear: BAR0 does not decode, and a read completes as an
+            // Unsupported Request would, with all ones.
+            ++statistics_.undecoded_accesses;
+            return width == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (width * 8U)) - 1U;
+        }
         return controller_.mmio_read(at, width);
     }
 
     void write_piece(std::uint32_t region, std::uint64_t at, unsigned width, std::uint64_t value)
     {
         if (region != static_cast<std::uint32_t>(region_index::config)) {
+            if (!config_.memory_enabled()) {
+                ++statistics_.undecoded_accesses; // Memory Space Enable is clear: dropped
+                return;
+            }
             controller_.mmio_write(at, width, value);
             if (at == cc_offset && width >= 4) {
                 log_cc(static_cast<std::uint32_t>(value));
@@ -475,6 +489,7 @@ private:
         }
         if (event.command_changed || event.flr_requested) {
             interrupts_.set_intx_disabled(event.interrupt_disable);
+            controller_.set_bus_master(event.bus_master);
         }
         if (event.bar0_changed || event.flr_requested) {
             // The controller refuses DMA into its own registers wherever the host put them.

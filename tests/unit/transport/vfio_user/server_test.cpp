@@ -332,6 +332,11 @@ TEST(vfio_user_server, presents_an_nvme_pci_function)
     EXPECT_EQ(c.read_region(vu::region_index::config, 0, 4), 0x0a0a1b36U);
     EXPECT_EQ(c.read_region(vu::region_index::config, 8, 4) >> 8, 0x010802U);
     EXPECT_NE(c.read_region(vu::region_index::config, 0x34, 1), 0U);
+    // BAR0 does not decode until Memory Space Enable is set: reads give all ones, writes are dropped.
+    EXPECT_EQ(c.read_region(vu::region_index::bar0, 8, 4), 0xffff'ffffU);
+    c.write_region(vu::region_index::bar0, 0x24, 4, 0x000f'000f);
+    c.write_region(vu::region_index::config, 4, 2, 0x0002); // Memory Space Enable
+    EXPECT_EQ(c.read_region(vu::region_index::bar0, 0x24, 4), 0U); // AQA kept its reset value
     // BAR0 registers: CAP and VS read through REGION_READ, 8 bytes at once.
     const spec::cap_register cap{c.read_region(vu::region_index::bar0, 0, 8)};
     EXPECT_EQ(cap.get(spec::cap_register::mqes), 255U);
@@ -475,6 +480,7 @@ TEST(vfio_user_server, a_client_that_disconnects_leaves_the_function_reset)
     {
         client c{path};
         const int vector0 = connect_and_map(c, guest);
+        c.write_region(vu::region_index::config, 4, 2, 0x0006); // memory space and bus master
         c.write_region(vu::region_index::bar0, 0x24, 4, (15U << 16) | 15U);
         c.write_region(vu::region_index::bar0, 0x28, 8, guest_base + 0x10000);
         c.write_region(vu::region_index::bar0, 0x30, 8, guest_base + 0x20000);
@@ -484,6 +490,8 @@ TEST(vfio_user_server, a_client_that_disconnects_leaves_the_function_reset)
     }
     client next{path};
     EXPECT_EQ(client::error_of(next.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
+    EXPECT_EQ(next.read_region(vu::region_index::config, 4, 2), 0U); // Command back to its reset value
+    next.write_region(vu::region_index::config, 4, 2, 0x0002);
     EXPECT_EQ(next.read_region(vu::region_index::bar0, 0x14, 4), 0U); // CC back to its reset value
     EXPECT_EQ(next.read_region(vu::region_index::bar0, 0x1c, 4) & 1U, 0U);
 }
@@ -572,6 +580,52 @@ TEST(vfio_user_server, a_guest_without_msix_gets_intx_on_its_eventfd)
     EXPECT_EQ(c.read_region(vu::region_index::bar0, 0x1c, 4) & 1U, 1U); // a round trip after the unmask
     EXPECT_EQ(::poll(&wait, 1, 0), 0);
     ::close(watcher);
+}
+
+TEST(vfio_user_server, nothing_is_fetched_posted_or_signalled_while_bus_master_enable_is_clear)
+{
+    const auto path = socket_path("busmaster");
+    device d{path};
+    client c{path};
+    guest_memory guest;
+    const int vector0 = connect_and_map(c, guest);
+    c.write_region(vu::region_index::config, 4, 2, 0x0002); // memory space only
+    c.write_region(vu::region_index::config, 0x50 + 2, 2, 0x8000); // MSI-X enabled
+    const std::uint64_t table = d.ctrl.msix_table_offset();
+    c.write_region(vu::region_index::bar0, table, 8, 0xfee00000);
+    c.write_region(vu::region_index::bar0, table + 8, 4, 0x41);
+    c.write_region(vu::region_index::bar0, table + 12, 4, 0);
+    const std::uint64_t asq = guest_base + 0x10000;
+    const std::uint64_t acq = guest_base + 0x20000;
+    c.write_region(vu::region_index::bar0, 0x24, 4, (15U << 16) | 15U);
+    c.write_region(vu::region_index::bar0, 0x28, 8, asq);
+    c.write_region(vu::region_index::bar0, 0x30, 8, acq);
+    c.write_region(vu::region_index::bar0, 0x14, 4,
+                   spec::cc_register{}.with(spec::cc_register::en, true).with(spec::cc_register::iosqes, 6).with(spec::cc_register::iocqes, 4).raw);
+    // CC.EN needs no bus mastering: the controller becomes ready.
+    ASSERT_TRUE(eventually([&] { return (c.read_region(vu::region_index::bar0, 0x1c, 4) & 1U) != 0; }));
+    spec::submission_queue_entry identify{};
+    identify.cdw0.set(spec::command_dword0::opc, static_cast<std::uint8_t>(spec::admin_opcode::identify));
+    identify.cdw0.set(spec::command_dword0::cid, 0x71);
+    spec::identify_view{.cns = spec::cns::identify_controller}.encode(identify);
+    identify.dptr.prp1 = guest_base + 0x30000;
+    guest.store(asq, identify);
+    c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, 1);
+    // Several round trips, each followed by a poll of the server: no completion, no interrupt.
+    for (int i = 0; i < 10; ++i) {
+        static_cast<void>(c.read_region(vu::region_index::bar0, 0x1c, 4));
+    }
+    pollfd wait{vector0, POLLIN, 0};
+    EXPECT_EQ(::poll(&wait, 1, 0), 0);
+    EXPECT_FALSE(guest.load<spec::completion_queue_entry>(acq).phase());
+    // Bus Master Enable: the command runs, completes and raises vector 0.
+    c.write_region(vu::region_index::config, 4, 2, 0x0006);
+    ASSERT_EQ(::poll(&wait, 1, static_cast<int>(patience.count())), 1) << "no MSI-X interrupt";
+    const auto cqe = guest.load<spec::completion_queue_entry>(acq);
+    EXPECT_TRUE(cqe.phase());
+    EXPECT_EQ(cqe.cid, 0x71);
+    EXPECT_TRUE(cqe.status().is_success());
+    ::close(vector0);
 }
 
 } // namespace
