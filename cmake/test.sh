@@ -38,6 +38,9 @@ cmake --preset ci-fuzz --fresh
 cmake --build --preset ci-fuzz
 bash tests/fuzz/run.sh build/ci-fuzz "${NVMEKIT_FUZZ_SECONDS:-60}"
 
+echo "=== nvmekit: compile-time budget of the core header (bench/compile_time.sh --check)"
+bash bench/compile_time.sh --check 3
+
 echo "=== nvmekit: Debian package"
 bash tests/package/deb.sh build/ci-gcc
 

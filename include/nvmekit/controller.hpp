@@ -211,6 +211,9 @@ struct submission_queue {
     request_pool<Command> pool;
     bool retired = false; ///< deleted while commands were still in a backend
     Command* deleting = nullptr; ///< the Delete I/O SQ command waiting for those commands
+    /// The host has written this queue's doorbell register since creating it; until then its
+    /// shadow doorbell slot may hold what an earlier queue with this QID left there.
+    bool shadow_armed = false;
     submission_queue(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries, std::uint32_t commands,
                      queue_memory memory)
         : ring{qid, cqid, entries, std::move(memory)}, pool{std::min(entries, commands)}
@@ -224,6 +227,7 @@ struct completion_queue {
     held_list<Command> held{};
     std::uint16_t bound_submission_queues = 0;
     std::uint32_t posted_since_signal = 0; ///< entries posted since interrupts were last considered
+    bool shadow_armed = false; ///< as submission_queue::shadow_armed
     completion_queue(std::uint16_t qid, std::uint32_t entries, queue_memory memory, std::uint16_t vector, bool ien)
         : ring{qid, entries, std::move(memory), vector, ien}
     {
@@ -1079,9 +1083,8 @@ private:
         if (cc.get(cc.ams) != spec::arbitration_mechanism::round_robin) {
             return false;
         }
-        if (cc.get(cc.iosqes) != 6 || cc.get(cc.iocqes) != 4) {
-            return false;
-        }
+        // CC.IOSQES and CC.IOCQES matter only once I/O queues are created (Base 2.0 3.1.4.5):
+        // Create I/O SQ/CQ check them, so a host that enables with them 0 still becomes ready.
         const std::uint32_t asq_entries = aqa.get(aqa.asqs) + 1U;
         const std::uint32_t acq_entries = aqa.get(aqa.acqs) + 1U;
         if (asq_entries < 2 || acq_entries < 2 || asq_entries > 4096 || acq_entries > 4096) {
@@ -1254,6 +1257,7 @@ private:
     void reset_features()
     {
         granted_queues_.reset();
+        io_queue_created_ = false;
         for_each_coalescer([](interrupt_coalescer& coalescer) { coalescer.reset(); });
         features_.controller_reset(clock_.now());
         last_keep_alive_.reset();
@@ -1296,11 +1300,18 @@ private:
     }
 
     /// A doorbell value for queue `qid`, which `group` owns (for a CQ) or runs (for an SQ).
+    /// A doorbell register write arms the queue's shadow slot (read_shadow_doorbells).
     void apply_doorbell(group_type& group, std::uint16_t qid, bool completion_queue, std::uint32_t value)
     {
         if (completion_queue) {
+            if (completion_queue_exists(qid)) {
+                completion_queues_[qid]->shadow_armed = true;
+            }
             apply_cq_head(group, qid, value);
         } else {
+            if (submission_queue_exists(qid)) {
+                submission_queues_[qid]->shadow_armed = true;
+            }
             apply_sq_tail(qid, value);
         }
     }
@@ -1620,7 +1631,11 @@ private:
         return doorbell_index(qid, completion_queue) * registers_.doorbell_stride_bytes();
     }
 
-    /// The shadow doorbells of one group's queues (the admin queue has none).
+    /// The shadow doorbells of one group's queues (the admin queue has none). A queue's slot is
+    /// taken as work only once the host has written the queue's doorbell register since creating
+    /// it: a host may re-create a queue without clearing its slots (SPDK's driver does), and the
+    /// old queue's tail must not run as new commands. Hosts write the register first, because a
+    /// new queue's EventIdx (0) asks them to.
     void read_shadow_doorbells(group_type& group)
     {
         if (!shadow_doorbells_) {
@@ -1637,6 +1652,9 @@ private:
     void read_shadow_cq_head(group_type& group, std::uint16_t qid)
     {
         std::uint32_t head = 0;
+        if (!completion_queues_[qid]->shadow_armed) {
+            return;
+        }
         if (read_shadow(group, qid, true, head) && head != completion_queues_[qid]->ring.head()) {
             apply_cq_head(group, qid, head);
         }
@@ -1645,6 +1663,9 @@ private:
     void read_shadow_sq_tail(group_type& group, std::uint16_t qid)
     {
         std::uint32_t tail = 0;
+        if (!submission_queues_[qid]->shadow_armed) {
+            return;
+        }
         if (read_shadow(group, qid, false, tail) && tail != submission_queues_[qid]->ring.tail()) {
             apply_sq_tail(qid, tail);
         }
@@ -2575,6 +2596,11 @@ private:
         if (view.queue_size < 2 || view.queue_size > registers_.cap().max_queue_entries()) {
             return error(spec::command_specific_status::invalid_queue_size);
         }
+        if (registers_.cc().get(spec::cc_register::iocqes) != 4) {
+            // The entries would not be the 16 bytes this controller posts (Identify CQES); the
+            // Base specification names no status of its own for this.
+            return error(spec::command_specific_status::invalid_queue_size);
+        }
         if (view.interrupt_vector >= limits.msix_vectors) {
             return error(spec::command_specific_status::invalid_interrupt_vector);
         }
@@ -2590,6 +2616,8 @@ private:
         cq_group_[view.queue_id].store(group, std::memory_order_relaxed);
         insert_queue(groups_[group]->completion_queues, view.queue_id);
         publish_doorbell_entries(view.queue_id, true, view.queue_size);
+        io_queue_created_ = true;
+        write_new_queue_event_index(view.queue_id, true);
         return spec::status::success();
     }
 
@@ -2603,6 +2631,9 @@ private:
         }
         if (view.queue_size < 2 || view.queue_size > registers_.cap().max_queue_entries()) {
             return error(spec::command_specific_status::invalid_queue_size);
+        }
+        if (registers_.cc().get(spec::cc_register::iosqes) != 6) {
+            return error(spec::command_specific_status::invalid_queue_size); // 64-byte entries only (SQES)
         }
         if (view.cq_id == 0 || !completion_queue_exists(view.cq_id)) {
             return error(spec::command_specific_status::completion_queue_invalid);
@@ -2619,7 +2650,19 @@ private:
         insert_queue(groups_[group]->submission_queues, view.queue_id);
         publish_doorbell_entries(view.queue_id, false, view.queue_size);
         ++completion_queues_[view.cq_id]->bound_submission_queues;
+        io_queue_created_ = true;
+        write_new_queue_event_index(view.queue_id, false);
         return spec::status::success();
+    }
+
+    /// A new queue's EventIdx is 0, its tail or head, before the host learns of the queue: whatever
+    /// an earlier queue left in the slot, the host's first doorbell then goes to the register,
+    /// which arms the shadow slot (read_shadow_doorbells).
+    void write_new_queue_event_index(std::uint16_t qid, bool completion_queue)
+    {
+        if (shadow_doorbells_) {
+            write_event_index(admin_group_, qid, completion_queue, 0);
+        }
     }
 
     /// Delete I/O Submission Queue, Base 2.0 5.7. Completions still waiting for CQ space are
@@ -2724,8 +2767,14 @@ private:
             if (requested.get(requested.nsqr) == 0xffff || requested.get(requested.ncqr) == 0xffff) {
                 return command_result::failure(error(spec::generic_status::invalid_field));
             }
-            if (granted_queues_) {
+            // Allowed until the first I/O queue is created after a Controller Reset; the allocation
+            // does not change between resets, so a repeated request gets the first answer
+            // (Base 2.0 5.27.1.7).
+            if (io_queue_created_) {
                 return command_result::failure(error(spec::generic_status::command_sequence_error));
+            }
+            if (granted_queues_) {
+                return command_result::success(granted_queues_->raw);
             }
             granted_queues_ = spec::number_of_queues::from_counts(
                 std::min<std::uint32_t>(requested.submission_queue_count(), config_.io_queues),
@@ -2868,6 +2917,7 @@ private:
     std::vector<std::unique_ptr<detail::submission_queue<command>>> submission_queues_;
     std::vector<std::unique_ptr<detail::completion_queue<command>>> completion_queues_;
     std::optional<spec::number_of_queues> granted_queues_;
+    bool io_queue_created_ = false; ///< an I/O SQ or CQ was created since the last Controller Reset
     std::optional<shadow_doorbell_buffers> shadow_doorbells_;
     std::chrono::nanoseconds enable_started_{0};
     controller_statistics statistics_{};

@@ -660,61 +660,83 @@ TEST(controller_doorbells, doorbell_stride_spaces_the_shadow_slots)
     r.ctrl.poll(); // takes the Asynchronous Event Request bring_up posted
     const std::uint64_t shadow = *r.host.shadow_doorbell_buffer();
     const std::uint64_t event_index = *r.host.event_index_buffer();
+    // The first command goes through the doorbell register, as the new queue's EventIdx asks.
+    ASSERT_EQ(r.host.io(2, read_command()).cqe.sq_head, 1U);
+    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 2 * 2 * 8), 1U); // SQ 2's EventIdx slot
     auto sqe = read_command();
     sqe.cdw0.set(spec::command_dword0::cid, 0x42);
-    r.memory.store(r.host.submission_entry_address(2, 0), sqe);
-    r.memory.store(shadow + 2 * 2 * 8, std::uint32_t{1}); // SQ 2's tail slot
+    r.memory.store(r.host.submission_entry_address(2, 1), sqe);
+    r.memory.store(shadow + 2 * 2 * 8, std::uint32_t{2}); // SQ 2's tail slot
     EXPECT_EQ(r.ctrl.poll(), 1U);
-    EXPECT_EQ(r.cqe_at(2, 0).cid, 0x42);
-    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 2 * 2 * 8), 1U);
+    EXPECT_EQ(r.cqe_at(2, 1).cid, 0x42);
+    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 2 * 2 * 8), 2U);
     EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 0U);
 }
 
 // ---- Shadow doorbells (Doorbell Buffer Config) --------------------------------------------------
 
-TEST(controller_shadow_doorbells, commands_complete_from_the_shadow_buffer_alone)
+/// The two ways hosts treat a new queue's shadow slots: Linux clears them, SPDK's driver leaves
+/// what the last queue with that QID wrote.
+class controller_shadow_doorbells : public ::testing::TestWithParam<bool> {
+protected:
+    [[nodiscard]] static nt::host_options options(std::uint16_t pairs, std::uint32_t entries = 256)
+    {
+        return {.io_queue_pairs = pairs, .io_entries = entries, .shadow_doorbells = true,
+                .clear_shadow_slots = GetParam()};
+    }
+};
+
+INSTANTIATE_TEST_SUITE_P(hosts, controller_shadow_doorbells, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "slots_cleared" : "slots_left_stale"; });
+
+TEST_P(controller_shadow_doorbells, commands_complete_from_the_shadow_buffer_alone)
 {
     rig r;
-    r.host.bring_up({.io_queue_pairs = 2, .shadow_doorbells = true});
+    r.host.bring_up(options(2));
     ASSERT_TRUE(r.host.shadow_doorbell_buffer().has_value());
     const std::uint64_t shadow = *r.host.shadow_doorbell_buffer();
     const std::uint64_t event_index = *r.host.event_index_buffer();
     r.ctrl.poll(); // takes the Asynchronous Event Request bring_up posted
+    // The host's first command and CQ head go through the registers (EventIdx 0 asks for it).
+    ASSERT_EQ(r.host.io(1, read_command()).cqe.sq_head, 1U);
+    r.ctrl.poll(); // takes the CQ head the host wrote after reaping
+    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 8), 1U);  // SQ 1's EventIdx: the processed tail
+    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 12), 1U); // CQ 1's EventIdx: its head
     // SQ 1's tail is slot 2 * 1, CQ 1's head slot 2 * 1 + 1 (4-byte stride).
-    for (std::uint32_t slot = 0; slot < 3; ++slot) {
-        auto sqe = slot == 1 ? reserved_io_command() : read_command();
+    for (std::uint32_t slot = 1; slot < 4; ++slot) {
+        auto sqe = slot == 2 ? reserved_io_command() : read_command();
         sqe.cdw0.set(spec::command_dword0::cid, static_cast<std::uint16_t>(0x700 + slot));
         r.memory.store(r.host.submission_entry_address(1, slot), sqe);
     }
-    r.memory.store(shadow + 8, std::uint32_t{3});
+    r.memory.store(shadow + 8, std::uint32_t{4});
     const auto executed = r.ctrl.poll();
     EXPECT_EQ(executed, 3U);
-    for (std::uint32_t slot = 0; slot < 3; ++slot) {
+    for (std::uint32_t slot = 1; slot < 4; ++slot) {
         const auto cqe = r.cqe_at(1, slot);
         EXPECT_TRUE(cqe.phase());
         EXPECT_EQ(cqe.cid, 0x700 + slot);
-        EXPECT_EQ(cqe.sq_head, 3);
-        EXPECT_EQ(cqe.status(), slot == 1 ? dnr(spec::generic_status::invalid_opcode)
+        EXPECT_EQ(cqe.sq_head, 4);
+        EXPECT_EQ(cqe.status(), slot == 2 ? dnr(spec::generic_status::invalid_opcode)
                                           : dnr(spec::generic_status::invalid_namespace_or_format));
     }
-    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 8), 3U);  // SQ 1 EventIdx: the processed tail
-    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 12), 0U); // CQ 1 EventIdx: its head
+    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 8), 4U);
+    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 12), 1U);
     // The CQ head goes through the shadow buffer too.
-    r.memory.store(shadow + 12, std::uint32_t{3});
+    r.memory.store(shadow + 12, std::uint32_t{4});
     r.ctrl.poll();
-    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 12), 3U);
+    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 12), 4U);
     EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 0U);
     // SQ 2 is untouched.
     EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 16), 0U);
-    // An invalid value in the shadow buffer is an invalid doorbell write like an MMIO one.
-    r.memory.store(shadow + 16, std::uint32_t{4096});
+    // An invalid value in an armed shadow slot is an invalid doorbell write like a register one.
+    r.memory.store(shadow + 8, std::uint32_t{4096});
     EXPECT_EQ(r.async_event(*r.host.async_event_request_cid()), invalid_doorbell_value_event);
 }
 
-TEST(controller_shadow_doorbells, the_host_driver_works_with_shadow_doorbells)
+TEST_P(controller_shadow_doorbells, the_host_driver_works_with_shadow_doorbells)
 {
     rig r;
-    r.host.bring_up({.io_queue_pairs = 2, .io_entries = 16, .shadow_doorbells = true});
+    r.host.bring_up(options(2, 16));
     const std::uint64_t event_index = *r.host.event_index_buffer();
     for (int i = 0; i < 40; ++i) {
         const auto completion = r.host.io(2, read_command());
@@ -725,7 +747,77 @@ TEST(controller_shadow_doorbells, the_host_driver_works_with_shadow_doorbells)
     EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 0U);
 }
 
-TEST(controller_shadow_doorbells, buffers_must_be_page_aligned)
+TEST_P(controller_shadow_doorbells, a_new_queue_takes_its_shadow_slot_only_after_its_doorbell_register)
+{
+    rig r;
+    r.host.bring_up(options(2));
+    const std::uint64_t shadow = *r.host.shadow_doorbell_buffer();
+    const std::uint64_t event_index = *r.host.event_index_buffer();
+    r.ctrl.poll();
+    ASSERT_TRUE(r.host.delete_io_sq(2).ok());
+    ASSERT_TRUE(r.host.delete_io_cq(2).ok());
+    // Whatever the slots of QID 2 hold, creating the queues makes their EventIdx 0.
+    r.memory.store(event_index + 16, std::uint32_t{9});
+    r.memory.store(event_index + 20, std::uint32_t{9});
+    ASSERT_TRUE(r.host.create_io_cq(2, 16, 2, true).ok());
+    ASSERT_TRUE(r.host.create_io_sq(2, 2, 16).ok());
+    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 16), 0U);
+    EXPECT_EQ(r.memory.load<std::uint32_t>(event_index + 20), 0U);
+    // A tail in the shadow slot before the doorbell register was written is not work.
+    auto sqe = read_command();
+    sqe.cdw0.set(spec::command_dword0::cid, 0x51);
+    r.memory.store(r.host.submission_entry_address(2, 0), sqe);
+    r.memory.store(shadow + 16, std::uint32_t{1});
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(r.ctrl.poll(), 0U);
+    }
+    EXPECT_FALSE(r.cqe_at(2, 0).phase());
+    EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 0U);
+    // The register write arms the slot: the command runs, and later tails come from the slot.
+    r.ctrl.mmio_write(spec::sq_tail_doorbell_offset(2, 0), 4, 1);
+    EXPECT_EQ(r.ctrl.poll(), 1U);
+    EXPECT_EQ(r.cqe_at(2, 0).cid, 0x51);
+    EXPECT_EQ(r.cqe_at(2, 0).sq_head, 1U);
+    sqe.cdw0.set(spec::command_dword0::cid, 0x52);
+    r.memory.store(r.host.submission_entry_address(2, 1), sqe);
+    r.memory.store(shadow + 16, std::uint32_t{2});
+    EXPECT_EQ(r.ctrl.poll(), 1U);
+    EXPECT_EQ(r.cqe_at(2, 1).cid, 0x52);
+}
+
+TEST_P(controller_shadow_doorbells, queues_recreated_without_a_reset_run_only_what_the_host_submits)
+{
+    // SPDK's driver deletes and re-creates an I/O queue pair without a Controller Reset and
+    // recomputes the slot addresses without clearing them: the old tail (5) must not run again.
+    rig r;
+    r.host.bring_up(options(1, 16));
+    const std::uint64_t shadow = *r.host.shadow_doorbell_buffer();
+    for (int i = 0; i < 5; ++i) {
+        ASSERT_EQ(r.host.io(1, read_command()).cqe.sq_head, i + 1);
+    }
+    ASSERT_EQ(r.memory.load<std::uint32_t>(shadow + 8), 5U);
+    ASSERT_TRUE(r.host.delete_io_sq(1).ok());
+    ASSERT_TRUE(r.host.delete_io_cq(1).ok());
+    ASSERT_TRUE(r.host.create_io_cq(1, 16, 1, true).ok());
+    ASSERT_TRUE(r.host.create_io_sq(1, 1, 16).ok());
+    EXPECT_EQ(r.memory.load<std::uint32_t>(shadow + 8), GetParam() ? 0U : 5U);
+    const auto executed_before = r.ctrl.statistics().commands;
+    for (int i = 0; i < 5; ++i) {
+        r.ctrl.poll();
+    }
+    EXPECT_EQ(r.ctrl.statistics().commands, executed_before);
+    EXPECT_FALSE(r.cqe_at(1, 0).phase());
+    // What the host submits now runs once each, with SQ heads counted from the new queue's 0
+    // (the host driver checks every CQE's command identifier and SQ head).
+    for (int i = 0; i < 20; ++i) {
+        const auto completion = r.host.io(1, read_command());
+        ASSERT_EQ(completion.status(), dnr(spec::generic_status::invalid_namespace_or_format));
+        ASSERT_EQ(completion.cqe.sq_head, (i + 1) % 16);
+    }
+    EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 0U);
+}
+
+TEST(controller_shadow_doorbells_config, buffers_must_be_page_aligned)
 {
     rig r;
     r.host.bring_up();
@@ -735,18 +827,19 @@ TEST(controller_shadow_doorbells, buffers_must_be_page_aligned)
               dnr(spec::generic_status::invalid_field));
     EXPECT_EQ(r.host.admin(host_type::doorbell_buffer_config_command(shadow, event_index + 0x800)).status(),
               dnr(spec::generic_status::invalid_field));
-    // Nothing was configured: a shadow tail alone does nothing.
-    r.memory.store(r.host.submission_entry_address(1, 0), read_command());
-    r.memory.store(shadow + 8, std::uint32_t{1});
+    // Nothing was configured: a shadow tail alone does nothing, even once SQ 1's register was written.
+    ASSERT_EQ(r.host.io(1, read_command()).cqe.sq_head, 1U);
+    r.memory.store(r.host.submission_entry_address(1, 1), read_command());
+    r.memory.store(shadow + 8, std::uint32_t{2});
     EXPECT_EQ(r.ctrl.poll(), 0U);
     EXPECT_EQ(r.host.admin(host_type::doorbell_buffer_config_command(shadow, event_index)).status(),
               spec::status::success());
     // Now the shadow tail is read: by the next poll (or, with poll groups on threads of their
     // own, already in the step that completed the command).
     r.ctrl.poll();
-    const auto cqe = r.cqe_at(1, 0);
+    const auto cqe = r.cqe_at(1, 1);
     EXPECT_EQ(cqe.sq_id, 1U);
-    EXPECT_EQ(cqe.sq_head, 1U);
+    EXPECT_EQ(cqe.sq_head, 2U);
 }
 
 } // namespace

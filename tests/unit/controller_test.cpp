@@ -194,10 +194,6 @@ TEST(controller_registers, invalid_enable_sets_cfs_and_recovers_after_en_0)
     const std::array cases{
         invalid_enable{"MPS above MPSMAX", good_aqa, 0, 0, good.with(spec::cc_register::mps, 5)},
         invalid_enable{"MPS 15", good_aqa, 0, 0, good.with(spec::cc_register::mps, 15)},
-        invalid_enable{"IOSQES 5", good_aqa, 0, 0, good.with(spec::cc_register::iosqes, 5)},
-        invalid_enable{"IOSQES 7", good_aqa, 0, 0, good.with(spec::cc_register::iosqes, 7)},
-        invalid_enable{"IOSQES 0", good_aqa, 0, 0, good.with(spec::cc_register::iosqes, 0)},
-        invalid_enable{"IOCQES 5", good_aqa, 0, 0, good.with(spec::cc_register::iocqes, 5)},
         invalid_enable{
             "CSS all I/O sets without CAP.CSS bit 43", good_aqa, 0, 0,
             good.with(spec::cc_register::css, spec::io_command_set_selected::all_supported_io_sets)},
@@ -237,6 +233,40 @@ TEST(controller_registers, invalid_enable_sets_cfs_and_recovers_after_en_0)
         r.host.bring_up();
         EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
     }
+}
+
+TEST(controller_registers, enable_with_queue_entry_sizes_zero_becomes_ready)
+{
+    // CC.IOSQES and CC.IOCQES are needed only once I/O queues are created (Base 2.0 3.1.4.5): a
+    // host may enable with them 0 and set them before creating its I/O queues.
+    rig r;
+    r.admin_only();
+    r.host.disable();
+    r.host.enable(0, 0);
+    EXPECT_EQ(r.csts().raw, ready_status().raw);
+    EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
+    const std::uint64_t buffer = r.host.allocate(4096);
+    EXPECT_TRUE(r.host.admin(host_type::identify_command(spec::cns::identify_controller, 0, buffer)).ok());
+    ASSERT_TRUE(r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(1, 1).raw)).ok());
+    // The I/O queues cannot be created with entries the controller does not use.
+    EXPECT_EQ(r.host.create_io_cq(1, 16, 0, false).status(),
+              dnr(spec::command_specific_status::invalid_queue_size));
+    EXPECT_FALSE(r.ctrl.completion_queue_exists(1));
+
+    // IOCQES = 4 alone: the CQ can be created, the SQ (IOSQES still 0) cannot.
+    r.write32(spec::register_offset::cc, linux_cc().with(spec::cc_register::iosqes, 0).raw);
+    EXPECT_EQ(r.csts().raw, ready_status().raw);
+    EXPECT_TRUE(r.host.create_io_cq(1, 16, 0, false).ok());
+    EXPECT_EQ(r.host.create_io_sq(1, 1, 16).status(), dnr(spec::command_specific_status::invalid_queue_size));
+    EXPECT_FALSE(r.ctrl.submission_queue_exists(1));
+    r.write32(spec::register_offset::cc, linux_cc().with(spec::cc_register::iosqes, 7).raw);
+    EXPECT_EQ(r.host.create_io_sq(1, 1, 16).status(), dnr(spec::command_specific_status::invalid_queue_size));
+
+    // With IOSQES = 6 the pair is complete and carries I/O.
+    r.write32(spec::register_offset::cc, linux_cc().raw);
+    ASSERT_TRUE(r.host.create_io_sq(1, 1, 16).ok());
+    EXPECT_EQ(r.host.io(1, read_command()).status(), dnr(spec::generic_status::invalid_namespace_or_format));
+    EXPECT_EQ(r.csts().raw, ready_status().raw);
 }
 
 TEST(controller_registers, larger_memory_pages_within_mpsmax_are_accepted)
@@ -376,19 +406,33 @@ TEST(controller_features, number_of_queues_grants_the_minimum_of_request_and_lim
     EXPECT_EQ(current.cqe.dw0, 0x0002'003fU);
 }
 
-TEST(controller_features, number_of_queues_is_set_once_after_reset)
+TEST(controller_features, number_of_queues_is_set_until_the_first_io_queue_after_reset)
 {
     rig r;
     r.admin_only();
     const auto first = r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(2, 2).raw));
     EXPECT_EQ(first.status(), spec::status::success());
     EXPECT_EQ(first.cqe.dw0, 0x0001'0001U);
+    // Before any I/O queue exists it may be set again (FreeBSD's nvme(4) does), and the answer is
+    // what was allocated: the allocation does not change between resets (Base 2.0 5.27.1.7).
     const auto second = r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(4, 4).raw));
-    EXPECT_EQ(second.status(), dnr(spec::generic_status::command_sequence_error));
-    EXPECT_EQ(second.cqe.dw0, 0U);
+    EXPECT_EQ(second.status(), spec::status::success());
+    EXPECT_EQ(second.cqe.dw0, 0x0001'0001U);
     const auto current =
         r.host.admin(get_features(spec::feature_id::number_of_queues, spec::feature_select::current));
     EXPECT_EQ(current.cqe.dw0, 0x0001'0001U);
+
+    // Once an I/O queue has been created it is a Command Sequence Error, even after the queue
+    // is deleted again, until the next Controller Reset.
+    ASSERT_TRUE(r.host.create_io_cq(1, 16, 0, false).ok());
+    const auto after_create = r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(1, 1).raw));
+    EXPECT_EQ(after_create.status(), dnr(spec::generic_status::command_sequence_error));
+    EXPECT_EQ(after_create.cqe.dw0, 0U);
+    ASSERT_TRUE(r.host.delete_io_cq(1).ok());
+    EXPECT_EQ(r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(1, 1).raw)).status(),
+              dnr(spec::generic_status::command_sequence_error));
+    EXPECT_EQ(r.host.admin(get_features(spec::feature_id::number_of_queues, spec::feature_select::current)).cqe.dw0,
+              0x0001'0001U);
 
     // A controller reset makes it settable again (Base 2.0 5.27.1.7).
     r.host.disable();

@@ -66,6 +66,9 @@ struct host_options {
     bool interrupts = true;             ///< I/O CQs with IEN = 1 (vector = qid); false: polled queues
     bool physically_contiguous = true;  ///< PC = 1; false: queues described by PRP lists
     bool shadow_doorbells = false;      ///< Doorbell Buffer Config when OACS bit 8 says it exists
+    /// With shadow doorbells: clear a new queue's shadow and EventIdx slots, as Linux does; false
+    /// leaves what an earlier queue with that QID wrote there, as SPDK's driver does.
+    bool clear_shadow_slots = true;
     bool reap_by_interrupt = true;      ///< with an MSI-X recorder: read a CQ only after its vector fires
     std::size_t max_polls = 10000;      ///< bound on every wait
     std::chrono::nanoseconds poll_step{std::chrono::milliseconds{1}}; ///< clock advance per wait step
@@ -223,8 +226,10 @@ public:
     }
 
     /// CC with IOSQES = 6, IOCQES = 4, MPS = 0 (4 KiB), CSS = NVM, AMS = round robin, EN = 1, then
-    /// wait for CSTS.RDY = 1 (CAP.TO bounds the wait in a real driver; here max_polls).
-    void enable()
+    /// wait for CSTS.RDY = 1 (CAP.TO bounds the wait in a real driver; here max_polls). Other
+    /// IOSQES/IOCQES values replay hosts that enable without them (they matter only once I/O
+    /// queues are created).
+    void enable(std::uint8_t iosqes = 6, std::uint8_t iocqes = 4)
     {
         // Every Phase Tag of the admin CQ reads 0 before CC.EN = 1 (Base 2.0 4.6, P), also
         // after a reset that left old entries behind.
@@ -232,7 +237,7 @@ public:
             zero(admin_cq_.base, std::size_t{admin_cq_.entries} * admin_cq_.entry_bytes);
         }
         spec::cc_register cc_value{};
-        cc_value.set(cc_value.iosqes, 6).set(cc_value.iocqes, 4).set(cc_value.en, true);
+        cc_value.set(cc_value.iosqes, iosqes).set(cc_value.iocqes, iocqes).set(cc_value.en, true);
         write32(spec::register_offset::cc, cc_value.raw);
         wait_until([this] {
             const auto status = csts();
@@ -685,6 +690,7 @@ private:
         std::uint64_t prp1 = 0;                ///< what Create I/O SQ/CQ carries
         std::uint32_t tail = 0;                ///< SQ: host's tail
         std::uint32_t head = 0;                ///< SQ: last head the controller reported; CQ: host's head
+        std::uint32_t rung = 0;                ///< the last value written to its doorbell (or shadow slot)
         bool phase = true;                     ///< CQ: the phase of new entries
         std::uint16_t vector = 0;
         bool interrupts = true;
@@ -813,7 +819,7 @@ private:
     /// too, whatever an earlier queue with this identifier left there (Linux clears the buffers).
     void clear_shadow_slot(std::uint16_t qid, bool completion_queue)
     {
-        if (!shadow_ || (completion_queue ? io_cqs_.contains(qid) : io_sqs_.contains(qid))) {
+        if (!shadow_ || !options_.clear_shadow_slots || (completion_queue ? io_cqs_.contains(qid) : io_sqs_.contains(qid))) {
             return; // a queue the host still uses keeps its slot (creating it again is an error)
         }
         const std::uint64_t offset = shadow_slot_offset(qid, completion_queue);
@@ -823,18 +829,33 @@ private:
 
     void ring_sq_doorbell(std::uint16_t qid, std::uint32_t tail)
     {
-        if (qid != 0 && shadow_) {
-            memory_.store(*shadow_ + shadow_slot_offset(qid, false), tail);
+        if (qid == 0 || update_shadow_slot(submission_queue(qid), false, tail)) {
+            controller_.mmio_write(spec::sq_tail_doorbell_offset(qid, cap_.get(cap_.dstrd)), 4, tail);
         }
-        controller_.mmio_write(spec::sq_tail_doorbell_offset(qid, cap_.get(cap_.dstrd)), 4, tail);
     }
 
     void ring_cq_doorbell(std::uint16_t qid, std::uint32_t head)
     {
-        if (qid != 0 && shadow_) {
-            memory_.store(*shadow_ + shadow_slot_offset(qid, true), head);
+        if (qid == 0 || update_shadow_slot(completion_queue(qid), true, head)) {
+            controller_.mmio_write(spec::cq_head_doorbell_offset(qid, cap_.get(cap_.dstrd)), 4, head);
         }
-        controller_.mmio_write(spec::cq_head_doorbell_offset(qid, cap_.get(cap_.dstrd)), 4, head);
+    }
+
+    /// Writes a new tail or head to the queue's shadow slot, when shadow doorbells are configured,
+    /// and tells whether the doorbell register must be written too: without shadow doorbells, or
+    /// when the new value passes the queue's EventIdx (the rule Linux and SPDK apply, Base 2.0
+    /// 5.8: the controller asks for a register write once the value moves past EventIdx).
+    bool update_shadow_slot(host_queue& queue, bool completion_queue, std::uint32_t value)
+    {
+        const std::uint32_t old = queue.rung;
+        queue.rung = value;
+        if (!shadow_) {
+            return true;
+        }
+        const std::uint64_t offset = shadow_slot_offset(queue.qid, completion_queue);
+        memory_.store(*shadow_ + offset, value);
+        const auto event_index = memory_.load<std::uint32_t>(*event_index_ + offset);
+        return static_cast<std::uint16_t>(value - event_index - 1U) < static_cast<std::uint16_t>(value - old);
     }
 
     /// What a careful driver checks in every CQE: it belongs to an outstanding command of an SQ
