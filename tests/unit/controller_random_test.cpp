@@ -1035,11 +1035,14 @@ private:
                                                   spec::number_of_queues::from_counts(sqs, cqs).raw, save);
             // Number of Queues may be set any number of times after an enable until the first I/O
             // queue is created; from then on until the next reset it is a Command Sequence Error,
-            // whether or not those queues were deleted since (Base 2.0 5.27.1.5).
+            // whether or not those queues were deleted since. The allocation does not change
+            // between resets: a repeated request is answered with the first (Base 2.0 5.27.1.5).
             if (sqs == 0x10000 || cqs == 0x10000) {
                 expected = dnr(spec::generic_status::invalid_field);
             } else if (io_queue_created_since_enable_) {
                 expected = dnr(spec::generic_status::command_sequence_error);
+            } else if (granted_) {
+                grant = granted_;
             } else {
                 grant = std::pair{static_cast<std::uint16_t>(std::min<std::uint32_t>(sqs, max_qid)),
                                   static_cast<std::uint16_t>(std::min<std::uint32_t>(cqs, max_qid))};
