@@ -29,9 +29,17 @@
 /// nothing crashes (run it under ASan+UBSan), no byte of any completion queue changes and no DMA
 /// write or interrupt happens while CSTS.RDY reads 0, every request is back in its pool whenever
 /// RDY reads 0 and whenever the host has reaped every completion, and a clean bring-up and
-/// Identify Controller work at the end. While the host has kept to the protocol and no fault was
-/// injected ("strict"), every status is also checked against the one the spec (and the
-/// controller's documented order of checks) gives, and a host_error is a failure.
+/// Identify Controller work at the end. The test keeps its own model of the controller: which I/O
+/// queues exist (created with success, deleted with success, all gone after a reset), the Number
+/// of Queues granted and whether it may still be set. While that model is exact (it is lost only
+/// by host actions it does not follow: random CC and register writes, an in-range admin SQ tail
+/// doorbell, a failed bring-up), the statuses of admin and I/O commands are checked against it,
+/// with or without DMA faults, as are Identify data no fault hit and every CQE's SQ Head Pointer,
+/// and the controller's queues are compared with the model after every step. While the host
+/// driver's view of the queues is also the controller's and no fault is being injected, invalid
+/// doorbell counts and every request back in its pool after a drain are checked too. While the
+/// host has kept to the protocol and no fault was injected since the last bring-up ("strict"), a
+/// host_error or CSTS.CFS is a failure.
 
 namespace {
 
@@ -55,6 +63,17 @@ constexpr std::uint64_t page = 4096;
 constexpr std::size_t campaign_memory_size = std::size_t{64} << 20;
 constexpr std::uint64_t unmapped_address = 0x7f00'0000'0000;
 constexpr std::size_t steps_per_seed = 12000;
+// Lower bounds, per seed, on how much of a campaign each check covers: about two thirds of the
+// least the three seeds reach with one poll group, with 2 and 4, and with 2 and 4 on threads of
+// their own (3665 steps started strict, 11161 with the model exact, 2835 statuses checked in
+// strict mode and 4762 outside it, 8267 SQ heads, 522 Identify data and 276 drains checked).
+constexpr std::uint64_t min_strict_steps = 2400;
+constexpr std::uint64_t min_model_exact_steps = 7400;
+constexpr std::uint64_t min_strict_statuses = 1850;
+constexpr std::uint64_t min_model_statuses = 3100;
+constexpr std::uint64_t min_sq_heads = 5500;
+constexpr std::uint64_t min_identify_data = 340;
+constexpr std::uint64_t min_drains = 180;
 
 enum class step_kind : std::uint8_t {
     identify,
@@ -206,7 +225,17 @@ private:
     struct io_sq {
         std::uint16_t cqid = 0;
         std::uint32_t entries = 0;
+        std::uint64_t life = 0;        ///< tells apart the SQs that had this QID in turn
+        std::uint32_t tail = 0;        ///< the host's tail: every submission goes through the test
+        bool tail_known = true;        ///< false once a raw in-range tail doorbell moved the controller's
     };
+    /// An I/O command: its expected status, and the SQ (which life of its QID) and slot it went to.
+    struct expected_io {
+        spec::status status;
+        std::uint64_t sq_life = 0;
+        std::uint32_t slot = 0;
+    };
+
 
     // ---- the loop ---------------------------------------------------------------------------
 
@@ -215,10 +244,13 @@ private:
         const step_weight& chosen = choose_step();
         current_ = chosen.name;
         ++step_counts_[std::string{chosen.name}];
-        note(strict() ? "strict" : "not strict");
+        note(strict() ? "strict" : model_exact() ? "not strict, model exact" : "not strict, model lost");
         const bool strict_before = strict();
         if (strict_before) {
             ++event_counts_["steps started in strict mode"];
+        }
+        if (model_exact()) {
+            ++event_counts_["steps started with the model exact"];
         }
         try {
             dispatch(chosen.kind);
@@ -234,6 +266,9 @@ private:
         }
         if (failures_ == 0) {
             end_of_step_checks();
+        }
+        if (failures_ == 0) {
+            compare_queues_with_model();
         }
     }
 
@@ -302,11 +337,61 @@ private:
         }
     }
 
-    // ---- the strict oracle ------------------------------------------------------------------
+    // ---- the model and its modes -------------------------------------------------------------
 
     /// The host has kept to the protocol and no DMA fault was injected since the last clean
-    /// bring-up: the controller's answers are fully determined.
-    [[nodiscard]] bool strict() const noexcept { return !dirty_ && !faulted_ && !faults_on_; }
+    /// bring-up: the controller's answers are fully determined, and a host_error or CSTS.CFS is a
+    /// failure.
+    [[nodiscard]] bool strict() const noexcept { return !dirty_ && !faulted_ && !faults_on_ && !model_lost_; }
+
+    /// The model of queues, Number of Queues and SQ tails follows every host action since the last
+    /// reset: statuses that depend on nothing else are checked, faults or not.
+    [[nodiscard]] bool model_exact() const noexcept { return !model_lost_; }
+
+    /// The model is exact, the host driver's view of every queue is the controller's (no raw
+    /// in-range doorbell, no queue it does not know) and no fault is being injected (a concurrent
+    /// poll group may hit one, and the controller fail, at any time): faults may have been
+    /// injected earlier in this controller life.
+    [[nodiscard]] bool host_view_exact() const noexcept { return model_exact() && !dirty_ && !faults_on_; }
+
+    void lose_model(std::string_view why)
+    {
+        if (!model_lost_) {
+            ++event_counts_["model lost: " + std::string{why}];
+        }
+        model_lost_ = true;
+    }
+
+    /// Every way the controller resets (CC.EN 1→0, NVM Subsystem Reset, Function Level Reset)
+    /// deletes every I/O queue and reverts Number of Queues to its default (Base 2.0 3.7.2): the
+    /// model is exact again.
+    void model_reset()
+    {
+        model_cqs_.clear();
+        model_sqs_.clear();
+        granted_.reset();
+        io_queue_created_since_enable_ = false;
+        model_lost_ = false;
+    }
+
+    /// The controller's I/O queues are the model's.
+    void compare_queues_with_model()
+    {
+        if (!model_exact()) {
+            return;
+        }
+        ++event_counts_["queues compared with the model"];
+        for (std::uint16_t qid = 1; qid <= max_qid; ++qid) {
+            const bool cq = rig_.ctrl.completion_queue_exists(qid);
+            const bool sq = rig_.ctrl.submission_queue_exists(qid);
+            if (cq != model_cqs_.contains(qid) || sq != model_sqs_.contains(qid)) {
+                fail("I/O queue " + std::to_string(qid) + ": the controller has " + (cq ? "a" : "no") + " CQ and " +
+                     (sq ? "an" : "no") + " SQ, the model " + (model_cqs_.contains(qid) ? "a" : "no") + " CQ and " +
+                     (model_sqs_.contains(qid) ? "an" : "no") + " SQ");
+                return;
+            }
+        }
+    }
 
     void fail(const std::string& what)
     {
@@ -334,16 +419,88 @@ private:
         ++status_counts_[text.empty() ? "status 0x" + std::to_string(status.raw) : std::string{text}];
     }
 
-    void expect_status(const nt::completion& completion, spec::status expected, std::string_view what)
+    /// Checks a status the model determines, whenever the model is exact. A command that moves
+    /// data may instead end in Data Transfer Error when a DMA access failed while it ran
+    /// (`dma_failed`).
+    void expect_status(const nt::completion& completion, spec::status expected, std::string_view what,
+                       bool dma_failed = false)
     {
         count_status(completion.status());
-        if (strict()) {
-            ++event_counts_["statuses checked exactly (strict mode)"];
+        if (!model_exact()) {
+            return;
         }
-        if (strict() && completion.status().raw != expected.raw) {
-            fail(std::string{what} + ": status " + std::string{spec::name(completion.status())} + " (0x" +
-                 std::to_string(completion.status().raw) + "), expected " +
-                 std::string{spec::name(expected)} + " (0x" + std::to_string(expected.raw) + ")");
+        ++event_counts_[strict() ? "statuses checked exactly (strict mode)"
+                                 : "statuses checked exactly (model exact, not strict)"];
+        if (completion.status().raw == expected.raw) {
+            return;
+        }
+        if (dma_failed && completion.status().raw == dnr(spec::generic_status::data_transfer_error).raw) {
+            ++event_counts_["Data Transfer Error after an injected DMA fault"];
+            return;
+        }
+        fail(std::string{what} + ": status " + std::string{spec::name(completion.status())} + " (0x" +
+             std::to_string(completion.status().raw) + "), expected " + std::string{spec::name(expected)} + " (0x" +
+             std::to_string(expected.raw) + ")");
+    }
+
+    /// The SQ Head Pointer of a CQE (Base 2.0 4.6: the SQ's head when the entry was created) for the
+    /// command in `slot` of an SQ of `entries` whose host tail is `tail`: the command was fetched,
+    /// so the head lies past its slot and no further than the tail.
+    [[nodiscard]] static bool sq_head_possible(std::uint32_t head, std::uint32_t slot, std::uint32_t tail,
+                                               std::uint32_t entries) noexcept
+    {
+        const std::uint32_t first = (slot + 1) % entries;
+        return head < entries && (head + entries - first) % entries <= (tail + entries - first) % entries;
+    }
+
+    void expect_sq_head(const nt::completion& completion, std::uint32_t slot, std::uint32_t tail,
+                        std::uint32_t entries, std::string_view what)
+    {
+        ++event_counts_["CQE SQ heads checked"];
+        if (!sq_head_possible(completion.cqe.sq_head, slot, tail, entries)) {
+            fail(std::string{what} + ": CQE of command " + std::to_string(completion.cqe.cid) + " on SQ " +
+                 std::to_string(completion.cqe.sq_id) + " has SQ head " + std::to_string(completion.cqe.sq_head) +
+                 "; the command was in slot " + std::to_string(slot) + " of " + std::to_string(entries) +
+                 " and the host's tail is " + std::to_string(tail));
+        }
+    }
+
+    /// The admin SQ slot holding command `cid`, when exactly one does.
+    [[nodiscard]] std::optional<std::uint32_t> admin_slot(std::uint16_t cid) const
+    {
+        std::optional<std::uint32_t> found;
+        for (std::uint32_t i = 0; i < admin_entries_; ++i) {
+            const auto cdw0 = rig_.memory.load<std::uint32_t>(asq_ + std::uint64_t{i} * 64U);
+            if ((cdw0 >> 16) == cid) {
+                if (found) {
+                    return std::nullopt;
+                }
+                found = i;
+            }
+        }
+        return found;
+    }
+
+    /// An admin command the host waited for was the last one it submitted: the controller's head
+    /// when it completed is the slot after it.
+    void expect_admin_sq_head(const nt::completion& completion, std::string_view what)
+    {
+        if (!model_exact() || admin_entries_ == 0) {
+            return;
+        }
+        if (const auto slot = admin_slot(completion.cqe.cid)) {
+            expect_sq_head(completion, *slot, (*slot + 1) % admin_entries_, admin_entries_, what);
+        }
+    }
+
+    /// An I/O completion: its status and SQ head.
+    void expect_io(const nt::completion& completion, const expected_io& expected, std::string_view what)
+    {
+        expect_status(completion, expected.status, what);
+        const auto it = sqs_.find(completion.cqe.sq_id);
+        if (failures_ == 0 && model_exact() && it != sqs_.end() && it->second.life == expected.sq_life &&
+            it->second.tail_known) {
+            expect_sq_head(completion, expected.slot, it->second.tail, it->second.entries, what);
         }
     }
 
@@ -353,7 +510,7 @@ private:
     {
         const std::uint32_t key = (std::uint32_t{completion.cqe.sq_id} << 16) | completion.cqe.cid;
         if (const auto it = expected_io_.find(key); it != expected_io_.end()) {
-            expect_status(completion, it->second, "I/O command");
+            expect_io(completion, it->second, "I/O command");
             expected_io_.erase(it);
             return;
         }
@@ -375,8 +532,10 @@ private:
     nt::completion admin(const spec::submission_queue_entry& sqe, spec::status expected,
                          std::string_view what)
     {
+        const std::size_t dma_failures = rig_.dma.failures();
         const auto completion = rig_.host.admin(sqe);
-        expect_status(completion, expected, what);
+        expect_status(completion, expected, what, rig_.dma.failures() != dma_failures);
+        expect_admin_sq_head(completion, what);
         take_unclaimed();
         return completion;
     }
@@ -458,6 +617,7 @@ private:
             fail(std::string{what} + " left CSTS.RDY = 1");
             return;
         }
+        model_reset();
         check_quiet_while_not_ready(24, true);
         if (rig_.ctrl.requests_in_use() != 0) {
             fail(std::string{what} + ": requests_in_use() = " + std::to_string(rig_.ctrl.requests_in_use()) +
@@ -581,20 +741,29 @@ private:
         options.interrupts = rng_.percent(70);
         options.physically_contiguous = true;
         options.shadow_doorbells = rng_.percent(25);
+        // Linux clears a new queue's shadow slots; SPDK's driver leaves what the queue that had the
+        // QID before wrote there, and the controller must not take it as new work.
+        options.clear_shadow_slots = rng_.percent(50);
+        clear_shadow_slots_ = options.clear_shadow_slots;
         options.max_polls = 256;
         options.poll_step = 1ms;
         forget_model();
+        model_reset();
         release_dead_memory(false);
         ++event_counts_["bring-ups"];
         note("bring-up: admin " + std::to_string(options.admin_entries) + ", pairs " +
              std::to_string(options.io_queue_pairs) + " of " + std::to_string(options.io_entries) +
-             (options.shadow_doorbells ? ", shadow doorbells" : ""));
+             (options.shadow_doorbells ? ", shadow doorbells" : "") +
+             (options.shadow_doorbells && !options.clear_shadow_slots ? " (slots not cleared)" : ""));
+        cc_iosqes_ = 6; // what in_process_host::bring_up enables with
+        cc_iocqes_ = 4;
         nt::bring_up_result result{};
         try {
             result = rig_.host.bring_up(options);
         } catch (const nt::host_error&) {
             ++event_counts_["bring-ups that failed"];
             learn_admin_queues(options.admin_entries);
+            lose_model("failed bring-up");
             return false;
         }
         learn_admin_queues(options.admin_entries);
@@ -610,7 +779,10 @@ private:
             learn_queue_memory(*create_cq, true);
             learn_queue_memory(*create_sq, false);
             cqs_[qid] = io_cq{options.io_entries};
-            sqs_[qid] = io_sq{qid, options.io_entries};
+            sqs_[qid] = io_sq{qid, options.io_entries, ++sq_lives_};
+            model_cqs_[qid] = options.io_entries;
+            model_sqs_[qid] = qid;
+            io_queue_created_since_enable_ = true;
         }
         if (const auto identify =
                 find_admin_command(static_cast<std::uint8_t>(spec::admin_opcode::identify), {}, {})) {
@@ -622,6 +794,9 @@ private:
             dead_allocations_.insert(dbbuf->dptr.prp2);
             shadow_doorbells_ = dbbuf->dptr.prp1;
             ++event_counts_["bring-ups with shadow doorbells"];
+            if (!clear_shadow_slots_) {
+                ++event_counts_["bring-ups with shadow doorbells, new queues' slots not cleared"];
+            }
         }
         granted_ = std::pair{result.submission_queues_granted, result.completion_queues_granted};
         dirty_ = false;
@@ -649,12 +824,28 @@ private:
         forget_model();
         release_dead_memory(true);
         rig_.host.disable();
+        model_reset(); // Number of Queues not set: every queue up to the limit may be created
+        // Some hosts enable with CC.IOSQES/IOCQES other than 6/4 (0 until they set up I/O queues):
+        // the controller becomes ready, and Create I/O SQ/CQ refuse the sizes it cannot use.
+        cc_iosqes_ = 6;
+        cc_iocqes_ = 4;
+        if (rng_.percent(20)) {
+            cc_iosqes_ = static_cast<std::uint8_t>(rng_.pick(std::to_array<std::uint64_t>({0, 0, 6, 5, 7})));
+            cc_iocqes_ = static_cast<std::uint8_t>(rng_.pick(std::to_array<std::uint64_t>({0, 0, 4, 3, 5})));
+        }
+        if (cc_iosqes_ != 6 || cc_iocqes_ != 4) {
+            ++event_counts_["re-enables with CC.IOSQES/IOCQES other than 6/4"];
+        }
         try {
-            rig_.host.enable();
-        } catch (const nt::host_error&) {
+            rig_.host.enable(cc_iosqes_, cc_iocqes_);
+        } catch (const nt::host_error& error) {
+            if (!faults_on_) {
+                fail("enable with CC.IOSQES " + std::to_string(cc_iosqes_) + ", IOCQES " +
+                     std::to_string(cc_iocqes_) + " and no fault injected: " + error.what());
+            }
+            lose_model("failed enable");
             return false;
         }
-        granted_.reset(); // Number of Queues not set: every queue up to the limit may be created
         dirty_ = false;
         faulted_ = faults_on_;
         admin(host_type::identify_command(spec::cns::identify_controller, 0, buffer_a_),
@@ -773,10 +964,13 @@ private:
             expected = dnr(namespace_structure ? spec::generic_status::invalid_namespace_or_format
                                                : spec::generic_status::invalid_field);
         }
+        const std::size_t dma_failures = rig_.dma.failures();
         const auto completion = admin(sqe, expected, "Identify");
-        if (!strict() || !completion.ok() || variant >= 70) {
+        // The data is exact unless an injected fault hit the transfer.
+        if (!model_exact() || rig_.dma.failures() != dma_failures || !completion.ok() || variant >= 70) {
             return;
         }
+        ++event_counts_["Identify data checked"];
         std::array<std::byte, page> data{};
         if (cns == spec::cns::identify_controller) {
             const auto identify = rig_.ctrl.identify_controller_data();
@@ -835,7 +1029,7 @@ private:
             expected = dnr(spec::generic_status::invalid_field);
         }
         const auto completion = admin(sqe, expected, "Get Features");
-        if (!strict() || !completion.ok() || fid != spec::feature_id::number_of_queues) {
+        if (!model_exact() || !completion.ok() || fid != spec::feature_id::number_of_queues) {
             return;
         }
         const auto maximum = spec::number_of_queues::from_counts(max_qid, max_qid).raw;
@@ -864,10 +1058,16 @@ private:
             const std::uint32_t cqs = rng_.percent(90) ? rng_.between(1, 12) : 0x10000;
             sqe = host_type::set_features_command(spec::feature_id::number_of_queues,
                                                   spec::number_of_queues::from_counts(sqs, cqs).raw, save);
+            // Number of Queues may be set any number of times after an enable until the first I/O
+            // queue is created; from then on until the next reset it is a Command Sequence Error,
+            // whether or not those queues were deleted since. The allocation does not change
+            // between resets: a repeated request is answered with the first (Base 2.0 5.27.1.5).
             if (sqs == 0x10000 || cqs == 0x10000) {
                 expected = dnr(spec::generic_status::invalid_field);
-            } else if (granted_) {
+            } else if (io_queue_created_since_enable_) {
                 expected = dnr(spec::generic_status::command_sequence_error);
+            } else if (granted_) {
+                grant = granted_;
             } else {
                 grant = std::pair{static_cast<std::uint16_t>(std::min<std::uint32_t>(sqs, max_qid)),
                                   static_cast<std::uint16_t>(std::min<std::uint32_t>(cqs, max_qid))};
@@ -903,7 +1103,7 @@ private:
         if (grant && completion.ok()) {
             granted_ = grant;
             const auto expected_dw0 = spec::number_of_queues::from_counts(grant->first, grant->second).raw;
-            if (strict() && completion.cqe.dw0 != expected_dw0) {
+            if (model_exact() && completion.cqe.dw0 != expected_dw0) {
                 fail("Set Features Number of Queues: dw0 0x" + hex(completion.cqe.dw0) + ", expected 0x" +
                      hex(expected_dw0));
             }
@@ -997,10 +1197,12 @@ private:
     {
         const std::uint32_t submitted = std::min(count, room_in(sqid));
         note("submit " + std::to_string(submitted) + " on SQ " + std::to_string(sqid));
+        auto& sq = sqs_.at(sqid);
         for (std::uint32_t i = 0; i < submitted; ++i) {
             const auto [sqe, expected] = random_io_command();
             const std::uint16_t cid = rig_.host.submit(sqid, sqe);
-            expected_io_[(std::uint32_t{sqid} << 16) | cid] = expected;
+            expected_io_[(std::uint32_t{sqid} << 16) | cid] = expected_io{expected, sq.life, sq.tail};
+            sq.tail = (sq.tail + 1) % sq.entries;
         }
         event_counts_["I/O commands submitted"] += submitted;
         return submitted;
@@ -1027,18 +1229,22 @@ private:
             return;
         }
         const auto [sqe, expected] = random_io_command();
-        const auto completion = rig_.host.io(*sqid, sqe);
-        expect_status(completion, expected, "I/O command (waited)");
+        auto& sq = sqs_.at(*sqid);
+        const std::uint32_t slot = sq.tail;
+        const std::uint16_t cid = rig_.host.submit(*sqid, sqe);
+        sq.tail = (sq.tail + 1) % sq.entries;
+        const auto completion = rig_.host.wait_for(*sqid, cid);
+        expect_io(completion, expected_io{expected, sq.life, slot}, "I/O command (waited)");
         ++event_counts_["I/O commands submitted"];
         take_unclaimed();
     }
 
     /// Reaps every completion queue the host knows until its I/O SQs have nothing outstanding,
-    /// then, in strict mode, checks that every request is back in its pool.
+    /// then, while the host's view is exact, checks that every request is back in its pool.
     void step_drain()
     {
         drain_all();
-        if (!strict() || rig_.ctrl.state() != nvmekit::controller_state::ready) {
+        if (!host_view_exact() || rig_.ctrl.state() != nvmekit::controller_state::ready) {
             return;
         }
         for (const auto& [sqid, sq] : sqs_) {
@@ -1106,16 +1312,27 @@ private:
     // ---- queue creation and deletion --------------------------------------------------------
 
     /// A new queue starts with tail and head 0, but its shadow doorbells still hold what the host
-    /// last wrote for the queue that had the identifier before, and the controller reads them at
-    /// every poll. in_process_host does not clear them, so the test does it before creating the
-    /// queue, as a careful host would (Linux zeroes the whole buffer before Doorbell Buffer Config).
+    /// last wrote for the queue that had the identifier before. in_process_host clears them for the
+    /// queues it creates when it behaves as Linux does; the test then does it for the raw Create
+    /// commands it builds too. Behaving as SPDK's driver does, neither clears them.
     void clear_shadow_doorbell(std::uint16_t qid, bool completion_queue)
     {
-        if (!shadow_doorbells_ || qid == 0 || qid > max_qid) {
+        if (!shadow_doorbells_ || !clear_shadow_slots_ || qid == 0 || qid > max_qid) {
             return;
         }
         const std::uint64_t slot = 2U * std::uint64_t{qid} + (completion_queue ? 1U : 0U);
         rig_.memory.store<std::uint32_t>(*shadow_doorbells_ + slot * (std::uint64_t{4} << dstrd_), 0);
+    }
+
+    /// Whether I/O queue `qid` exists, for choosing a command's fields only: the model's answer
+    /// while it is exact; once it is lost, the controller's (no status is checked then, and the
+    /// host driver still must not be handed a queue it does not know).
+    [[nodiscard]] bool exists_for_choice(std::uint16_t qid, bool completion_queue) const
+    {
+        if (!model_exact()) {
+            return completion_queue ? rig_.ctrl.completion_queue_exists(qid) : rig_.ctrl.submission_queue_exists(qid);
+        }
+        return completion_queue ? model_cqs_.contains(qid) : model_sqs_.contains(qid);
     }
 
     [[nodiscard]] std::uint16_t random_new_qid(bool completion_queue)
@@ -1125,9 +1342,7 @@ private:
         if (rng_.percent(75)) {
             std::vector<std::uint16_t> free;
             for (std::uint16_t qid = 1; qid <= allowed; ++qid) {
-                const bool exists = completion_queue ? rig_.ctrl.completion_queue_exists(qid)
-                                                     : rig_.ctrl.submission_queue_exists(qid);
-                if (!exists) {
+                if (!exists_for_choice(qid, completion_queue)) {
                     free.push_back(qid);
                 }
             }
@@ -1147,34 +1362,28 @@ private:
         return rng_.percent(30) ? 1U : static_cast<std::uint32_t>(rng_.between(max_entries + 1, 100));
     }
 
-    /// What existed before a Create I/O CQ/SQ was sent.
-    struct create_facts {
-        bool queue_exists = false;
-        bool completion_queue_exists = false; ///< SQ: its CQ
-    };
-
-    [[nodiscard]] create_facts facts_before(std::uint16_t qid, std::uint16_t cqid,
-                                            bool completion_queue) const
-    {
-        return {completion_queue ? rig_.ctrl.completion_queue_exists(qid)
-                                 : rig_.ctrl.submission_queue_exists(qid),
-                rig_.ctrl.completion_queue_exists(cqid)};
-    }
-
-    /// The status of a Create I/O CQ/SQ, in the controller's order of checks: identifier, size,
-    /// vector or CQ, then the queue memory (Base 2.0 5.4, 5.5).
+    /// The status of a Create I/O CQ/SQ from the model, in the controller's order of checks:
+    /// identifier (0, above the Number of Queues granted, or in use: Invalid Queue Identifier),
+    /// size, entry size, vector or CQ (missing: Completion Queue Invalid), then the queue memory
+    /// (Base 2.0 5.4, 5.5).
     [[nodiscard]] spec::status expected_create_status(const spec::submission_queue_entry& sqe,
-                                                      bool completion_queue, create_facts before) const
+                                                      bool completion_queue) const
     {
         const auto cdw10 = spec::create_io_queue_cdw10{sqe.cdw10};
         const std::uint16_t qid = cdw10.get(cdw10.qid);
         const std::uint32_t entries = cdw10.entries();
         const std::uint16_t allowed =
             completion_queue ? allowed_completion_queues() : allowed_submission_queues();
-        if (qid == 0 || qid > allowed || before.queue_exists) {
+        const bool in_use = completion_queue ? model_cqs_.contains(qid) : model_sqs_.contains(qid);
+        if (qid == 0 || qid > allowed || in_use) {
             return dnr(spec::command_specific_status::invalid_queue_identifier);
         }
         if (entries < 2 || entries > max_entries) {
+            return dnr(spec::command_specific_status::invalid_queue_size);
+        }
+        // The entry sizes of CC.IOCQES (bits 23:20) and CC.IOSQES (bits 19:16), checked at creation
+        // rather than at CC.EN = 1: only 16-byte CQ and 64-byte SQ entries are supported.
+        if (completion_queue ? cc_iocqes_ != 4 : cc_iosqes_ != 6) {
             return dnr(spec::command_specific_status::invalid_queue_size);
         }
         bool contiguous = false;
@@ -1187,7 +1396,7 @@ private:
         } else {
             const auto cdw11 = spec::create_io_sq_cdw11{sqe.cdw11};
             const std::uint16_t cqid = cdw11.get(cdw11.cqid);
-            if (cqid == 0 || !before.completion_queue_exists) {
+            if (cqid == 0 || !model_cqs_.contains(cqid)) {
                 return dnr(spec::command_specific_status::completion_queue_invalid);
             }
             contiguous = cdw11.get(cdw11.pc);
@@ -1218,6 +1427,44 @@ private:
         return spec::status::success();
     }
 
+    /// A Create I/O CQ/SQ completed: a queue created with success is in the model, and Number of
+    /// Queues can no longer be set until the next reset.
+    void model_add_queue(const spec::submission_queue_entry& sqe, bool completion_queue)
+    {
+        const auto cdw10 = spec::create_io_queue_cdw10{sqe.cdw10};
+        const std::uint16_t qid = cdw10.get(cdw10.qid);
+        if (completion_queue) {
+            model_cqs_[qid] = cdw10.entries();
+        } else {
+            model_sqs_[qid] = spec::create_io_sq_cdw11{sqe.cdw11}.get(spec::create_io_sq_cdw11::cqid);
+        }
+        io_queue_created_since_enable_ = true;
+    }
+
+    /// The expected status of a Delete I/O SQ/CQ from the model: a missing queue is an Invalid
+    /// Queue Identifier, a CQ with an SQ still bound to it an Invalid Queue Deletion (Base 2.0
+    /// 5.6, 5.7).
+    [[nodiscard]] spec::status expected_delete_status(std::uint16_t qid, bool completion_queue) const
+    {
+        if (qid == 0 || !(completion_queue ? model_cqs_.contains(qid) : model_sqs_.contains(qid))) {
+            return dnr(spec::command_specific_status::invalid_queue_identifier);
+        }
+        if (completion_queue &&
+            std::any_of(model_sqs_.begin(), model_sqs_.end(), [qid](const auto& sq) { return sq.second == qid; })) {
+            return dnr(spec::command_specific_status::invalid_queue_deletion);
+        }
+        return spec::status::success();
+    }
+
+    void model_remove_queue(std::uint16_t qid, bool completion_queue)
+    {
+        if (completion_queue) {
+            model_cqs_.erase(qid);
+        } else {
+            model_sqs_.erase(qid);
+        }
+    }
+
     void step_create_cq()
     {
         const std::uint16_t qid = random_new_qid(true);
@@ -1229,12 +1476,12 @@ private:
         if (!has_admin_room()) {
             return;
         }
-        const auto before = facts_before(qid, 0, true);
-        if (!before.queue_exists) {
+        if (!exists_for_choice(qid, true)) {
             clear_shadow_doorbell(qid, true);
         }
         note("create CQ " + std::to_string(qid) + " entries " + std::to_string(entries) + " vector " +
              std::to_string(vector) + (contiguous ? "" : " PRP list"));
+        const std::size_t dma_failures = rig_.dma.failures();
         const auto completion = rig_.host.create_io_cq(qid, entries, vector, interrupts, contiguous);
         take_unclaimed();
         const auto sqe = find_admin_command(static_cast<std::uint8_t>(spec::admin_opcode::create_io_cq),
@@ -1246,12 +1493,14 @@ private:
             return;
         }
         // The expected status needs the PRP1 the host chose, read back from the admin SQ.
+        const char* what = contiguous ? "Create I/O CQ" : "Create I/O CQ (PRP list)";
+        expect_status(completion, expected_create_status(*sqe, true), what, rig_.dma.failures() != dma_failures);
+        expect_admin_sq_head(completion, what);
         const bool created = completion.ok();
         if (created) {
             cqs_[qid] = io_cq{entries};
+            model_add_queue(*sqe, true);
         }
-        expect_status(completion, expected_create_status(*sqe, true, before),
-                      contiguous ? "Create I/O CQ" : "Create I/O CQ (PRP list)");
         learn_queue_memory(*sqe, true);
         ++event_counts_[created ? "CQs created" : "CQ creations refused"];
     }
@@ -1267,7 +1516,7 @@ private:
             cqid = it->first;
         } else {
             cqid = static_cast<std::uint16_t>(rng_.below(max_qid + 2U));
-            if (rig_.ctrl.completion_queue_exists(cqid) && !cqs_.contains(cqid)) {
+            if (exists_for_choice(cqid, true) && !cqs_.contains(cqid)) {
                 cqid = 0; // a CQ the host does not know (after a raw create) would break its checks
             }
         }
@@ -1275,12 +1524,12 @@ private:
         if (!has_admin_room()) {
             return;
         }
-        const auto before = facts_before(qid, cqid, false);
-        if (!before.queue_exists) {
+        if (!exists_for_choice(qid, false)) {
             clear_shadow_doorbell(qid, false);
         }
         note("create SQ " + std::to_string(qid) + " on CQ " + std::to_string(cqid) + " entries " +
              std::to_string(entries) + (contiguous ? "" : " PRP list"));
+        const std::size_t dma_failures = rig_.dma.failures();
         const auto completion = rig_.host.create_io_sq(qid, cqid, entries, contiguous);
         take_unclaimed();
         const auto sqe = find_admin_command(static_cast<std::uint8_t>(spec::admin_opcode::create_io_sq),
@@ -1291,12 +1540,14 @@ private:
             }
             return;
         }
+        const char* what = contiguous ? "Create I/O SQ" : "Create I/O SQ (PRP list)";
+        expect_status(completion, expected_create_status(*sqe, false), what, rig_.dma.failures() != dma_failures);
+        expect_admin_sq_head(completion, what);
         const bool created = completion.ok();
         if (created) {
-            sqs_[qid] = io_sq{cqid, entries};
+            sqs_[qid] = io_sq{cqid, entries, ++sq_lives_};
+            model_add_queue(*sqe, false);
         }
-        expect_status(completion, expected_create_status(*sqe, false, before),
-                      contiguous ? "Create I/O SQ" : "Create I/O SQ (PRP list)");
         learn_queue_memory(*sqe, false);
         ++event_counts_[created ? "SQs created" : "SQ creations refused"];
     }
@@ -1309,11 +1560,11 @@ private:
         } else {
             qid = static_cast<std::uint16_t>(
                 rng_.pick(std::to_array<std::uint64_t>({0, 0xffff, rng_.below(max_qid + 3U)})));
-            if (rig_.ctrl.submission_queue_exists(qid) && !sqs_.contains(qid)) {
+            if (exists_for_choice(qid, false) && !sqs_.contains(qid)) {
                 qid = 0;
             }
         }
-        const bool exists = qid != 0 && rig_.ctrl.submission_queue_exists(qid);
+        const spec::status expected = expected_delete_status(qid, false);
         if (sqs_.contains(qid) && rig_.host.outstanding(qid) != 0) {
             if (rng_.percent(15)) {
                 // Completions already posted name an SQ the host will no longer know, and held
@@ -1330,12 +1581,11 @@ private:
              std::to_string(rig_.ctrl.requests_in_use()));
         const auto completion = rig_.host.delete_io_sq(qid);
         take_unclaimed();
-        expect_status(completion,
-                      exists ? spec::status::success()
-                             : dnr(spec::command_specific_status::invalid_queue_identifier),
-                      "Delete I/O SQ");
+        expect_status(completion, expected, "Delete I/O SQ");
+        expect_admin_sq_head(completion, "Delete I/O SQ");
         if (completion.ok()) {
             sqs_.erase(qid);
+            model_remove_queue(qid, false);
             ++event_counts_["SQs deleted"];
         }
     }
@@ -1360,26 +1610,19 @@ private:
         } else {
             qid = static_cast<std::uint16_t>(
                 rng_.pick(std::to_array<std::uint64_t>({0, 0xffff, rng_.below(max_qid + 3U)})));
-            if (rig_.ctrl.completion_queue_exists(qid) && !cqs_.contains(qid)) {
+            if (exists_for_choice(qid, true) && !cqs_.contains(qid)) {
                 qid = 0;
             }
         }
-        bool bound = false;
-        for (const auto& [sqid, sq] : sqs_) {
-            bound = bound || sq.cqid == qid;
-        }
-        spec::status expected = spec::status::success();
-        if (qid == 0 || !rig_.ctrl.completion_queue_exists(qid)) {
-            expected = dnr(spec::command_specific_status::invalid_queue_identifier);
-        } else if (bound) {
-            expected = dnr(spec::command_specific_status::invalid_queue_deletion);
-        }
+        const spec::status expected = expected_delete_status(qid, true);
         note("delete CQ " + std::to_string(qid));
         const auto completion = rig_.host.delete_io_cq(qid);
         take_unclaimed();
         expect_status(completion, expected, "Delete I/O CQ");
+        expect_admin_sq_head(completion, "Delete I/O CQ");
         if (completion.ok()) {
             cqs_.erase(qid);
+            model_remove_queue(qid, true);
             ++event_counts_["CQs deleted"];
         }
     }
@@ -1434,7 +1677,7 @@ private:
         default: vector = static_cast<std::uint16_t>(rng_.between(msix_vectors, 0xffff)); break;
         }
         if (variant != 7) {
-            if (!facts_before(qid, cqid, completion_queue).queue_exists) {
+            if (!exists_for_choice(qid, completion_queue)) {
                 clear_shadow_doorbell(qid, completion_queue);
             }
             sqe = completion_queue ? create_cq_command(qid, entries, prp1, contiguous, vector)
@@ -1449,13 +1692,18 @@ private:
         } else if (variant == 7) {
             expected = dnr(spec::command_specific_status::invalid_queue_identifier);
         } else {
-            expected =
-                expected_create_status(sqe, completion_queue, facts_before(qid, cqid, completion_queue));
+            expected = expected_create_status(sqe, completion_queue);
         }
         const auto completion = admin(sqe, expected, "raw queue command");
         ++event_counts_["raw queue commands"];
         if (!completion.ok()) {
             return;
+        }
+        if (variant == 7) {
+            model_remove_queue(static_cast<std::uint16_t>(sqe.cdw10 & 0xffffU),
+                               sqe.opcode() == static_cast<std::uint8_t>(spec::admin_opcode::delete_io_cq));
+        } else {
+            model_add_queue(sqe, completion_queue);
         }
         // The controller now has a queue the host driver does not know.
         dirty_ = true;
@@ -1473,15 +1721,14 @@ private:
         std::uint16_t sqid = qid;
         if (completion_queue) {
             sqid = random_new_qid(false);
-            if (!rig_.ctrl.submission_queue_exists(sqid)) {
+            if (!exists_for_choice(sqid, false)) {
                 clear_shadow_doorbell(sqid, false);
             }
             const auto sqe = create_sq_command(sqid, qid, 2, buffer_b_);
-            if (!admin(sqe, expected_create_status(sqe, false, facts_before(sqid, qid, false)),
-                       "SQ on an unmapped CQ")
-                     .ok()) {
+            if (!admin(sqe, expected_create_status(sqe, false), "SQ on an unmapped CQ").ok()) {
                 return;
             }
+            model_add_queue(sqe, false);
             entries = 2;
             rig_.memory.store(buffer_b_, spec::submission_queue_entry{});
         }
@@ -1551,8 +1798,7 @@ private:
                 offset += rng_.between(1, 3);
             }
         }
-        const bool exists = completion_queue ? rig_.ctrl.completion_queue_exists(qid)
-                                             : rig_.ctrl.submission_queue_exists(qid);
+        const bool exists = qid == 0 || exists_for_choice(qid, completion_queue);
         // A doorbell of a missing queue, above the limit or not, is a write to an invalid doorbell
         // register (Base 2.0 5.2); a bad width or offset never reaches the doorbells.
         const bool decodable = !bad_access;
@@ -1564,9 +1810,15 @@ private:
                 invalid = true;
             } else {
                 // A value inside the queue moves the controller's tail or head where the host
-                // did not put it: the session leaves strict mode.
+                // did not put it: the session leaves strict mode. The controller may run stale
+                // commands of an SQ whose tail moved: admin ones may create or delete queues.
                 dirty_ = true;
                 ++event_counts_["doorbell writes with an in-range value"];
+                if (!completion_queue && qid == 0) {
+                    lose_model("in-range admin SQ tail doorbell");
+                } else if (!completion_queue && sqs_.contains(qid)) {
+                    sqs_.at(qid).tail_known = false;
+                }
             }
         }
         note(std::string{"doorbell "} + (completion_queue ? "CQ " : "SQ ") + std::to_string(qid) + " value " +
@@ -1585,7 +1837,10 @@ private:
         rig_.ctrl.poll();
         const std::uint64_t counted = rig_.ctrl.statistics().invalid_doorbells - invalid_before;
         event_counts_["invalid doorbell writes"] += invalid ? 1 : 0;
-        if (strict() && counted != (invalid ? 1U : 0U)) {
+        // An in-range value is invalid or not depending on what the controller has posted (a CQ
+        // head may not pass the last entry posted): only the other writes are checked.
+        const bool in_range = decodable && !invalid;
+        if (host_view_exact() && !in_range && counted != (invalid ? 1U : 0U)) {
             fail("doorbell write qid " + std::to_string(qid) + (completion_queue ? " CQ" : " SQ") +
                  " value " + std::to_string(value) + " counted " + std::to_string(counted) +
                  " invalid doorbells, expected " + (invalid ? "1" : "0"));
@@ -1685,18 +1940,21 @@ private:
         if (variant < 20) {
             rig_.host.write32(spec::register_offset::cc, rng_.word());
             dirty_ = true;
+            lose_model("CC written");
             ++event_counts_["CC written with a random value"];
         } else if (variant < 35) {
             auto cc = rig_.host.cc();
             cc.set(cc.en, !cc.get(cc.en));
             rig_.host.write32(spec::register_offset::cc, cc.raw);
             dirty_ = true;
+            lose_model("CC written");
             ++event_counts_["CC.EN toggled"];
         } else if (variant < 45) {
             auto cc = rig_.host.cc();
             cc.set(cc.shn, static_cast<spec::shutdown_notification>(rng_.below(4)));
             rig_.host.write32(spec::register_offset::cc, cc.raw);
             dirty_ = true;
+            lose_model("CC written");
             ++event_counts_["CC.SHN written"];
         } else if (variant < 60) {
             rig_.host.write32(spec::register_offset::aqa,
@@ -1713,6 +1971,7 @@ private:
             rig_.ctrl.mmio_write(offset, width, rng_.next());
             if (offset + width > 0x14 && offset < 0x38) {
                 dirty_ = true;
+                lose_model("CC written");
                 aqa_changed_ = true;
             }
             ++event_counts_["random BAR0 register writes"];
@@ -1818,7 +2077,19 @@ private:
     std::uint32_t admin_entries_ = 0;
     std::map<std::uint16_t, io_cq> cqs_{};
     std::map<std::uint16_t, io_sq> sqs_{};
-    std::map<std::uint32_t, spec::status> expected_io_{};
+    std::map<std::uint32_t, expected_io> expected_io_{};
+    /// A completion posted before its SQ was deleted may be reaped once another SQ has the QID.
+    std::uint64_t sq_lives_ = 0;
+
+    // The model of the controller's I/O queues (the host driver's cqs_/sqs_ above are the ones it
+    // knows and uses; a raw Create adds a queue to the model only).
+    std::map<std::uint16_t, std::uint32_t> model_cqs_{};   ///< CQ → entries
+    std::map<std::uint16_t, std::uint16_t> model_sqs_{};   ///< SQ → its CQ
+    bool io_queue_created_since_enable_ = false;           ///< Number of Queues can no longer be set
+    std::uint8_t cc_iosqes_ = 6;                           ///< CC.IOSQES of the last enable
+    std::uint8_t cc_iocqes_ = 4;
+    bool clear_shadow_slots_ = true; ///< the host clears a new queue's shadow slots (Linux) or not (SPDK)
+    bool model_lost_ = false;
     std::vector<memory_range> watched_{};
     std::set<std::uint64_t> dead_allocations_{};
     std::uint64_t buffer_a_ = 0;
@@ -1879,6 +2150,18 @@ TEST_P(controller_random, survives_interleaved_host_actions_with_dma_faults)
 
     EXPECT_EQ(run.failures(), 0U);
     EXPECT_GE(steps, 10000U);
+    // The checks must not silently stop happening.
+    const auto count = [&](const char* name) {
+        const auto it = run.event_counts().find(name);
+        return it == run.event_counts().end() ? std::uint64_t{0} : it->second;
+    };
+    EXPECT_GE(count("steps started in strict mode"), min_strict_steps);
+    EXPECT_GE(count("steps started with the model exact"), min_model_exact_steps);
+    EXPECT_GE(count("statuses checked exactly (strict mode)"), min_strict_statuses);
+    EXPECT_GE(count("statuses checked exactly (model exact, not strict)"), min_model_statuses);
+    EXPECT_GE(count("CQE SQ heads checked"), min_sq_heads);
+    EXPECT_GE(count("Identify data checked"), min_identify_data);
+    EXPECT_GE(count("drains checked: every request back in its pool"), min_drains);
 }
 
 nvmekit::controller_config config_with(unsigned dstrd, std::chrono::nanoseconds ready_delay)
