@@ -1113,7 +1113,7 @@ private:
         if (cc.get(cc.ams) != spec::arbitration_mechanism::round_robin) {
             return false;
         }
-        // CC.IOSQES and CC.IOCQES matter only once I/O queues are created (Base 2.0 3.1.4.5):
+        // CC.IOSQES and CC.IOCQES matter only once I/O queues are created (Base 2.0 Figure 41, CC):
         // Create I/O SQ/CQ check them, so a host that enables with them 0 still becomes ready.
         const std::uint32_t asq_entries = aqa.get(aqa.asqs) + 1U;
         const std::uint32_t acq_entries = aqa.get(aqa.acqs) + 1U;
@@ -2799,7 +2799,7 @@ private:
             }
             // Allowed until the first I/O queue is created after a Controller Reset; the allocation
             // does not change between resets, so a repeated request gets the first answer
-            // (Base 2.0 5.27.1.7).
+            // (Base 2.0 5.27.1.5).
             if (io_queue_created_) {
                 return command_result::failure(error(spec::generic_status::command_sequence_error));
             }

@@ -237,7 +237,7 @@ TEST(controller_registers, invalid_enable_sets_cfs_and_recovers_after_en_0)
 
 TEST(controller_registers, enable_with_queue_entry_sizes_zero_becomes_ready)
 {
-    // CC.IOSQES and CC.IOCQES are needed only once I/O queues are created (Base 2.0 3.1.4.5): a
+    // CC.IOSQES and CC.IOCQES are needed only once I/O queues are created (Base 2.0 Figure 41, CC): a
     // host may enable with them 0 and set them before creating its I/O queues.
     rig r;
     r.admin_only();
@@ -414,7 +414,7 @@ TEST(controller_features, number_of_queues_is_set_until_the_first_io_queue_after
     EXPECT_EQ(first.status(), spec::status::success());
     EXPECT_EQ(first.cqe.dw0, 0x0001'0001U);
     // Before any I/O queue exists it may be set again (FreeBSD's nvme(4) does), and the answer is
-    // what was allocated: the allocation does not change between resets (Base 2.0 5.27.1.7).
+    // what was allocated: the allocation does not change between resets (Base 2.0 5.27.1.5).
     const auto second = r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(4, 4).raw));
     EXPECT_EQ(second.status(), spec::status::success());
     EXPECT_EQ(second.cqe.dw0, 0x0001'0001U);
@@ -434,7 +434,7 @@ TEST(controller_features, number_of_queues_is_set_until_the_first_io_queue_after
     EXPECT_EQ(r.host.admin(get_features(spec::feature_id::number_of_queues, spec::feature_select::current)).cqe.dw0,
               0x0001'0001U);
 
-    // A controller reset makes it settable again (Base 2.0 5.27.1.7).
+    // A controller reset makes it settable again (Base 2.0 5.27.1.5).
     r.host.disable();
     r.host.enable();
     const auto after_reset =
