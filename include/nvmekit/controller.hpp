@@ -1284,19 +1284,40 @@ private:
         });
     }
 
-    /// Invalid doorbell writes counted on the host-facing side (and by concurrent groups): counted
-    /// and reported as asynchronous events.
+    /// Invalid doorbell writes counted on the host-facing side (and by concurrent groups): counted,
+    /// logged and reported as asynchronous events.
     void take_doorbell_errors()
     {
         if (const auto writes = invalid_doorbell_registers_.exchange(0, std::memory_order_relaxed);
             writes != 0) {
-            statistics_.invalid_doorbells += writes;
-            events_.post(spec::async_event_completion{spec::error_event::invalid_doorbell_register});
+            record_invalid_doorbells(spec::error_event::invalid_doorbell_register, writes);
         }
         if (const auto writes = invalid_doorbell_values_.exchange(0, std::memory_order_relaxed); writes != 0) {
-            statistics_.invalid_doorbells += writes;
-            events_.post(spec::async_event_completion{spec::error_event::invalid_doorbell_value});
+            record_invalid_doorbells(spec::error_event::invalid_doorbell_value, writes);
         }
+    }
+
+    /// Admin context: `writes` invalid doorbell writes of one kind. Each is an error with its own
+    /// Error Information entry, the log page the asynchronous event names (Base 2.0 5.2.2); one
+    /// event reports them all.
+    void record_invalid_doorbells(spec::error_event event, std::uint64_t writes)
+    {
+        statistics_.invalid_doorbells += writes;
+        // Not tied to a command (Base 2.0 5.16.1.2): SQID, CID and Parameter Error Location are
+        // FFFFh, and the status is the most applicable one: a doorbell of a queue that does not
+        // exist names an invalid queue, a value beyond the queue is an invalid field.
+        error_record record{};
+        record.status = event == spec::error_event::invalid_doorbell_register
+                            ? spec::status{spec::command_specific_status::invalid_queue_identifier}
+                            : spec::status{spec::generic_status::invalid_field};
+        // Entries that newer ones of the same burst would replace at once only advance the count.
+        const std::uint64_t kept = std::min<std::uint64_t>(writes, error_log_.capacity());
+        error_log_.skip(writes - kept);
+        health_.counters().error_log_entries += writes - kept;
+        for (std::uint64_t i = 0; i < kept; ++i) {
+            record_error(record);
+        }
+        events_.post(spec::async_event_completion{event});
     }
 
     /// A doorbell value for queue `qid`, which `group` owns (for a CQ) or runs (for an SQ).
@@ -1614,8 +1635,7 @@ private:
             count.fetch_add(1, std::memory_order_relaxed);
             return;
         }
-        ++statistics_.invalid_doorbells;
-        events_.post(spec::async_event_completion{event});
+        record_invalid_doorbells(event, 1);
     }
 
     /// Shadow doorbells (Doorbell Buffer Config, Base 2.0 5.8): the host writes new tails and
