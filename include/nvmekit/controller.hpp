@@ -973,7 +973,11 @@ private:
             .set(cap.nssrs, config.subsystem_reset_supported)
             .set(cap.css_nvm, true)
             .set(cap.mpsmin, 0)
-            .set(cap.mpsmax, 4);
+            .set(cap.mpsmax, 4)
+            // Ready with media only (CC.CRIME = 0), as a 2.0 controller reports it: CRMS.CRWMS = 1
+            // and CRIMS = 0 (Base 2.0 3.1.4.1), so CRTO reads CRWMT = CAP.TO, CRIMT = 0 and
+            // CC.CRIME is read-only 0.
+            .set(cap.crwms, true);
         return register_file_config{.cap = cap};
     }
 
