@@ -956,11 +956,19 @@ private:
         return config;
     }
 
-    /// The feature table matching what Identify Controller reports. A volatile write cache is
-    /// always reported: with WCE cleared every write is durable before it completes (as FUA).
+    /// Temperature Sensors 1-8 the SMART / Health log reports: none, only the Composite
+    /// Temperature (set_temperature), so Temperature Threshold accepts no TMPSEL naming one
+    /// (Base 2.0 5.27.1.3).
+    static constexpr std::uint8_t reported_temperature_sensors = 0;
+
+    /// The feature table matching what Identify Controller and the SMART / Health log report. A
+    /// volatile write cache is always reported: with WCE cleared every write is durable before it
+    /// completes (as FUA).
     [[nodiscard]] static feature_table_config make_feature_config()
     {
-        return feature_table_config{.volatile_write_cache_present = true, .supported_async_events = 0x0000'010fU};
+        return feature_table_config{.temperature_sensors = reported_temperature_sensors,
+                                    .volatile_write_cache_present = true,
+                                    .supported_async_events = 0x0000'010fU};
     }
 
     [[nodiscard]] static register_file_config make_register_config(const controller_config& config)
