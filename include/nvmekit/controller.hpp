@@ -986,11 +986,19 @@ private:
         return config;
     }
 
-    /// The feature table matching what Identify Controller reports. A volatile write cache is
-    /// always reported: with WCE cleared every write is durable before it completes (as FUA).
+    /// Temperature Sensors 1-8 the SMART / Health log reports: none, only the Composite
+    /// Temperature (set_temperature), so Temperature Threshold accepts no TMPSEL naming one
+    /// (Base 2.0 5.27.1.3).
+    static constexpr std::uint8_t reported_temperature_sensors = 0;
+
+    /// The feature table matching what Identify Controller and the SMART / Health log report. A
+    /// volatile write cache is always reported: with WCE cleared every write is durable before it
+    /// completes (as FUA).
     [[nodiscard]] static feature_table_config make_feature_config()
     {
-        return feature_table_config{.volatile_write_cache_present = true, .supported_async_events = 0x0000'010fU};
+        return feature_table_config{.temperature_sensors = reported_temperature_sensors,
+                                    .volatile_write_cache_present = true,
+                                    .supported_async_events = 0x0000'010fU};
     }
 
     [[nodiscard]] static register_file_config make_register_config(const controller_config& config)
@@ -1003,7 +1011,11 @@ private:
             .set(cap.nssrs, config.subsystem_reset_supported)
             .set(cap.css_nvm, true)
             .set(cap.mpsmin, 0)
-            .set(cap.mpsmax, 4);
+            .set(cap.mpsmax, 4)
+            // Ready with media only (CC.CRIME = 0), as a 2.0 controller reports it: CRMS.CRWMS = 1
+            // and CRIMS = 0 (Base 2.0 3.1.4.1), so CRTO reads CRWMT = CAP.TO, CRIMT = 0 and
+            // CC.CRIME is read-only 0.
+            .set(cap.crwms, true);
         return register_file_config{.cap = cap};
     }
 
@@ -1314,19 +1326,40 @@ private:
         });
     }
 
-    /// Invalid doorbell writes counted on the host-facing side (and by concurrent groups): counted
-    /// and reported as asynchronous events.
+    /// Invalid doorbell writes counted on the host-facing side (and by concurrent groups): counted,
+    /// logged and reported as asynchronous events.
     void take_doorbell_errors()
     {
         if (const auto writes = invalid_doorbell_registers_.exchange(0, std::memory_order_relaxed);
             writes != 0) {
-            statistics_.invalid_doorbells += writes;
-            events_.post(spec::async_event_completion{spec::error_event::invalid_doorbell_register});
+            record_invalid_doorbells(spec::error_event::invalid_doorbell_register, writes);
         }
         if (const auto writes = invalid_doorbell_values_.exchange(0, std::memory_order_relaxed); writes != 0) {
-            statistics_.invalid_doorbells += writes;
-            events_.post(spec::async_event_completion{spec::error_event::invalid_doorbell_value});
+            record_invalid_doorbells(spec::error_event::invalid_doorbell_value, writes);
         }
+    }
+
+    /// Admin context: `writes` invalid doorbell writes of one kind. Each is an error with its own
+    /// Error Information entry, the log page the asynchronous event names (Base 2.0 5.2.2); one
+    /// event reports them all.
+    void record_invalid_doorbells(spec::error_event event, std::uint64_t writes)
+    {
+        statistics_.invalid_doorbells += writes;
+        // Not tied to a command (Base 2.0 5.16.1.2): SQID, CID and Parameter Error Location are
+        // FFFFh, and the status is the most applicable one: a doorbell of a queue that does not
+        // exist names an invalid queue, a value beyond the queue is an invalid field.
+        error_record record{};
+        record.status = event == spec::error_event::invalid_doorbell_register
+                            ? spec::status{spec::command_specific_status::invalid_queue_identifier}
+                            : spec::status{spec::generic_status::invalid_field};
+        // Entries that newer ones of the same burst would replace at once only advance the count.
+        const std::uint64_t kept = std::min<std::uint64_t>(writes, error_log_.capacity());
+        error_log_.skip(writes - kept);
+        health_.counters().error_log_entries += writes - kept;
+        for (std::uint64_t i = 0; i < kept; ++i) {
+            record_error(record);
+        }
+        events_.post(spec::async_event_completion{event});
     }
 
     /// A doorbell value for queue `qid`, which `group` owns (for a CQ) or runs (for an SQ).
@@ -1644,8 +1677,7 @@ private:
             count.fetch_add(1, std::memory_order_relaxed);
             return;
         }
-        ++statistics_.invalid_doorbells;
-        events_.post(spec::async_event_completion{event});
+        record_invalid_doorbells(event, 1);
     }
 
     /// Shadow doorbells (Doorbell Buffer Config, Base 2.0 5.8): the host writes new tails and

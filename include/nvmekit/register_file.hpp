@@ -33,8 +33,9 @@ struct register_file_config {
     spec::cap_register cap;
     /// Reported in VS; MJR must be at least 1.
     spec::vs_register vs = spec::version_2_0_0;
-    /// CRTO; when zero it is derived from CAP (CRWMT = CRIMT = CAP.TO). When CAP.CRMS.CRWMS is
-    /// set, CRWMT must not be below CAP.TO.
+    /// CRTO; when zero it is derived from CAP: CRWMT = CAP.TO, and CRIMT = CAP.TO when
+    /// CAP.CRMS.CRIMS is set, else 0 (no ready-independent-of-media mode to time). When
+    /// CAP.CRMS.CRWMS is set, CRWMT must not be below CAP.TO.
     spec::crto_register crto{};
 };
 
@@ -250,7 +251,7 @@ inline constexpr auto register_slot_by_dword = [] {
     throw std::invalid_argument(std::string{"nvmekit::register_file: "} + what);
 }
 
-/// `config` checked, with CRTO derived from CAP.TO when zero; throws std::invalid_argument
+/// `config` checked, with CRTO derived from CAP when zero; throws std::invalid_argument
 /// naming the offending field.
 [[nodiscard]] inline register_file_config validated(register_file_config config)
 {
@@ -291,7 +292,8 @@ inline constexpr auto register_slot_by_dword = [] {
         invalid_register_config("VS.MJR must be at least 1");
     }
     if (config.crto.raw == 0) {
-        config.crto.set(config.crto.crwmt, cap.get(cap.to)).set(config.crto.crimt, cap.get(cap.to));
+        config.crto.set(config.crto.crwmt, cap.get(cap.to))
+            .set(config.crto.crimt, cap.get(cap.crims) ? cap.get(cap.to) : std::uint8_t{0});
     } else if (cap.get(cap.crwms) && config.crto.get(config.crto.crwmt) < cap.get(cap.to)) {
         invalid_register_config("CRTO.CRWMT is below CAP.TO");
     }

@@ -1,6 +1,8 @@
 #include <nvmekit/controller.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -504,6 +506,94 @@ TEST(controller_doorbells, doorbells_of_missing_queues_complete_an_async_event_r
     EXPECT_EQ(r.async_event(cid), invalid_doorbell_register_event);
     EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 3U);
     EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
+}
+
+/// Entry `index` (0 = newest) of the Error Information log, read as a host would, with RAE set so
+/// that the read does not unmask error events.
+[[nodiscard]] spec::error_information_entry error_log_entry(rig& r, std::size_t index)
+{
+    std::vector<std::byte> log;
+    EXPECT_EQ(r.host.get_log_page(spec::log_page_id::error_information, 64 * (index + 1), log, true).status(),
+              spec::status::success());
+    spec::error_information_entry entry{};
+    std::memcpy(&entry, log.data() + 64 * index, sizeof entry);
+    return entry;
+}
+
+[[nodiscard]] std::uint64_t smart_error_log_entries(rig& r)
+{
+    std::vector<std::byte> log;
+    EXPECT_EQ(r.host.get_log_page(spec::log_page_id::smart_health, 512, log, true).status(),
+              spec::status::success());
+    spec::smart_health_log smart{};
+    std::memcpy(&smart, log.data(), sizeof smart);
+    return smart.error_log_entries.low();
+}
+
+TEST(controller_doorbells, an_invalid_doorbell_event_has_an_error_information_entry)
+{
+    // FreeBSD's nvme(4) reads the log page an error event names (Error Information) to report it.
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 1, .io_entries = 256});
+    ASSERT_EQ(r.ctrl.errors().size(), 0U);
+    auto cid = *r.host.async_event_request_cid();
+    r.ring_sq_tail(1, 256); // SQ tail = size
+    ASSERT_EQ(r.async_event(cid), invalid_doorbell_value_event);
+    // Not tied to a command (Base 2.0 5.16.1.2): SQID, CID and Parameter Error Location FFFFh.
+    const auto value = error_log_entry(r, 0);
+    EXPECT_EQ(value.error_count, 1U);
+    EXPECT_EQ(value.sqid, 0xffffU);
+    EXPECT_EQ(value.cid, 0xffffU);
+    EXPECT_EQ(value.status(), spec::status{spec::generic_status::invalid_field});
+    EXPECT_FALSE(value.phase());
+    EXPECT_EQ(value.error_location.raw, 0xffffU);
+    EXPECT_EQ(value.lba, 0U);
+    EXPECT_EQ(value.nsid, 0U);
+    EXPECT_EQ(smart_error_log_entries(r), 1U);
+
+    r.acknowledge_errors();
+    cid = r.post_async_event_request();
+    r.ring_cq_head(9, 0); // CQ 9 was never created
+    ASSERT_EQ(r.async_event(cid), invalid_doorbell_register_event);
+    const auto missing = error_log_entry(r, 0);
+    EXPECT_EQ(missing.error_count, 2U);
+    EXPECT_EQ(missing.sqid, 0xffffU);
+    EXPECT_EQ(missing.cid, 0xffffU);
+    EXPECT_EQ(missing.status(), spec::status{spec::command_specific_status::invalid_queue_identifier});
+    EXPECT_EQ(missing.error_location.raw, 0xffffU);
+    EXPECT_EQ(error_log_entry(r, 1), value);
+    EXPECT_EQ(smart_error_log_entries(r), 2U);
+
+    // A CQ head past the posted entries is found where the queue is polled (a concurrent group,
+    // when groups run on threads of their own); the admin context writes its entry all the same.
+    r.acknowledge_errors();
+    cid = r.post_async_event_request();
+    r.ring_cq_head(1, 1);
+    ASSERT_EQ(r.async_event(cid), invalid_doorbell_value_event);
+    const auto head = error_log_entry(r, 0);
+    EXPECT_EQ(head.error_count, 3U);
+    EXPECT_EQ(head.sqid, 0xffffU);
+    EXPECT_EQ(head.status(), spec::status{spec::generic_status::invalid_field});
+    EXPECT_EQ(smart_error_log_entries(r), 3U);
+    EXPECT_EQ(r.ctrl.errors().size(), 3U);
+}
+
+TEST(controller_doorbells, every_invalid_doorbell_write_has_its_entry)
+{
+    rig r;
+    r.host.bring_up({.io_queue_pairs = 1, .io_entries = 256});
+    const auto cid = *r.host.async_event_request_cid();
+    // Three bad writes before the controller polls: one event, three errors.
+    r.ring_sq_tail(1, 300);
+    r.ring_sq_tail(1, 301);
+    r.ring_sq_tail(1, 302);
+    ASSERT_EQ(r.async_event(cid), invalid_doorbell_value_event);
+    EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 3U);
+    EXPECT_EQ(r.ctrl.errors().size(), 3U);
+    EXPECT_EQ(error_log_entry(r, 0).error_count, 3U);
+    EXPECT_EQ(error_log_entry(r, 2).error_count, 1U);
+    EXPECT_EQ(error_log_entry(r, 3).error_count, 0U); // unused
+    EXPECT_EQ(smart_error_log_entries(r), 3U);
 }
 
 TEST(controller_doorbells, an_event_waits_for_a_request)

@@ -76,6 +76,32 @@ TEST(controller_registers, cap_reflects_the_configuration)
     EXPECT_FALSE(cap.get(cap.nssrs));
 }
 
+TEST(controller_registers, ready_modes_and_timeouts_are_those_of_a_2_0_controller)
+{
+    // Ready with media only (Base 2.0 3.1.4.1): CAP.CRMS.CRWMS = 1, CRIMS = 0; CRTO (3.1.4.22)
+    // then gives the ready-with-media timeout, CAP.TO, and no ready-independent-of-media one.
+    rig r;
+    const spec::cap_register cap{r.ctrl.mmio_read(0x00, 8)};
+    EXPECT_EQ(cap.get(cap.crms), 0b01);
+    EXPECT_EQ(r.read32(static_cast<spec::register_offset>(0x04)) >> 27, 0b01U); // bits 60:59
+    EXPECT_EQ(r.read32(spec::register_offset::crto), 20U); // CRWMT = CAP.TO = 20, CRIMT = 0
+    const spec::crto_register crto{r.read32(spec::register_offset::crto)};
+    EXPECT_EQ(crto.get(crto.crwmt), cap.get(cap.to));
+    EXPECT_EQ(crto.get(crto.crimt), 0);
+
+    rig other{{.ready_timeout_500ms = 7}};
+    EXPECT_EQ(other.read32(spec::register_offset::crto), 7U);
+
+    // CC.CRIME is read-only 0 without CRIMS: a host that sets it gets ready with media.
+    r.program_admin_queues((31U << 16) | 31U, r.host.allocate(4096), r.host.allocate(4096));
+    const auto errors = r.ctrl.registers().host_error_count();
+    r.write_cc(linux_cc().with(spec::cc_register::crime, true));
+    EXPECT_FALSE(r.host.cc().get(spec::cc_register::crime));
+    EXPECT_EQ(r.ctrl.registers().host_error_count() - errors, 1U);
+    r.poll(5);
+    EXPECT_TRUE(r.csts().get(spec::csts_register::rdy));
+}
+
 TEST(controller_registers, admin_queue_registers_take_32_bit_halves)
 {
     rig r;

@@ -174,7 +174,19 @@ TEST(register_file, crto_derived_from_cap_to_without_crms)
     auto cap = typical_cap();
     cap.set(cap.crms, 0).set(cap.to, 0x7f);
     register_file registers{config_with(cap)};
-    EXPECT_EQ(registers.read(crto_offset, 4), 0x007f007fU);
+    EXPECT_EQ(registers.read(crto_offset, 4), 0x0000007fU); // no CRIMS: CRIMT 0
+}
+
+TEST(register_file, crto_derived_for_ready_with_media_only)
+{
+    // CRWMS without CRIMS: CRWMT = CAP.TO, CRIMT 0, and CC.CRIME read-only 0.
+    auto cap = typical_cap();
+    cap.set(cap.crims, false).set(cap.to, 0x14);
+    register_file registers{config_with(cap)};
+    EXPECT_EQ(registers.read(crto_offset, 4), 0x00000014U);
+    registers.write(cc_offset, 4, spec::cc_register::crime.mask);
+    EXPECT_EQ(registers.read(cc_offset, 4), 0U);
+    EXPECT_EQ(registers.last_host_error(), register_host_error::read_only_bits_write);
 }
 
 TEST(register_file, configuration_is_validated_naming_the_field)

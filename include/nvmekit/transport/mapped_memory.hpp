@@ -1,8 +1,11 @@
 #pragma once
 /// Guest memory a transport has mapped into this process (vfio-user DMA_MAP regions, a
-/// simulator's RAM), as a MappingDmaProvider: reads, writes and zero-copy maps of host addresses
-/// that fall inside one mapped region. Anything else is an error code (the controller turns it
-/// into Data Transfer Error), never an access outside the mappings.
+/// simulator's RAM), as a MappingDmaProvider: reads and writes of host addresses inside the
+/// mapped regions, split across adjacent regions where an access runs from one into the next (a
+/// client may map guest RAM in several pieces), and zero-copy maps of ranges inside one region
+/// (a range across two mappings is not one span: map() refuses it and the controller copies
+/// through read and write). Anything else is an error code (the controller turns it into Data
+/// Transfer Error), never an access outside the mappings.
 ///
 ///     nvmekit::transport::mapped_memory memory;
 ///     memory.add(0x0, base_pointer, 1 << 30, true);   // guest physical 0..1 GiB, writable
@@ -20,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <span>
 #include <system_error>
@@ -87,31 +91,39 @@ public:
 
     // ---- DmaProvider --------------------------------------------------------------------------
 
+    /// Copies [address, address + destination.size()) out of the regions that hold it: one, or
+    /// several adjacent ones. Nothing is copied unless every byte is mapped.
     std::error_code read(std::uint64_t address, std::span<std::byte> destination) const
     {
-        const region* r = find(address, destination.size());
-        if (r == nullptr) {
-            return make_error_code(errc::dma_unmapped);
+        if (const region* r = find(address, destination.size()); r != nullptr) {
+            if (!destination.empty()) {
+                std::memcpy(destination.data(), r->data + (address - r->address), destination.size());
+            }
+            return {};
         }
-        if (!destination.empty()) {
-            std::memcpy(destination.data(), r->data + (address - r->address), destination.size());
-        }
-        return {};
+        return across_regions(address, destination.size(), false,
+                              [&](const region& r, std::uint64_t into, std::size_t done, std::size_t length) {
+                                  std::memcpy(destination.data() + done, r.data + into, length);
+                              });
     }
 
+    /// Copies `source` to [address, address + source.size()) in the regions that hold it: one, or
+    /// several adjacent ones. Nothing is written unless every byte is mapped and writable.
     std::error_code write(std::uint64_t address, std::span<const std::byte> source)
     {
-        const region* r = find(address, source.size());
-        if (r == nullptr) {
-            return make_error_code(errc::dma_unmapped);
+        if (const region* r = find(address, source.size()); r != nullptr) {
+            if (!r->writable) {
+                return make_error_code(errc::dma_fault);
+            }
+            if (!source.empty()) {
+                std::memcpy(r->data + (address - r->address), source.data(), source.size());
+            }
+            return {};
         }
-        if (!r->writable) {
-            return make_error_code(errc::dma_fault);
-        }
-        if (!source.empty()) {
-            std::memcpy(r->data + (address - r->address), source.data(), source.size());
-        }
-        return {};
+        return across_regions(address, source.size(), true,
+                              [&](const region& r, std::uint64_t into, std::size_t done, std::size_t length) {
+                                  std::memcpy(r.data + into, source.data() + done, length);
+                              });
     }
 
     /// Zero-copy view of [address, address + length) when it lies in one region (writable, since
@@ -126,6 +138,47 @@ public:
     }
 
 private:
+    /// An access that no single region holds: `copy(region, offset into it, bytes done, bytes)`
+    /// for each piece, in address order, once the whole range is known to lie in regions that
+    /// follow one another without a gap (dma_unmapped otherwise) and, when `writing`, that are
+    /// all writable (dma_fault otherwise).
+    template <typename Copy>
+    std::error_code across_regions(std::uint64_t address, std::size_t length, bool writing, Copy&& copy) const
+    {
+        if (length == 0 || length - 1 > std::numeric_limits<std::uint64_t>::max() - address) {
+            return make_error_code(errc::dma_unmapped);
+        }
+        const auto next = std::upper_bound(regions_.begin(), regions_.end(), address,
+                                           [](std::uint64_t a, const region& r) { return a < r.address; });
+        if (next == regions_.begin() || address - std::prev(next)->address >= std::prev(next)->size) {
+            return make_error_code(errc::dma_unmapped);
+        }
+        const auto first = std::prev(next);
+        // The regions the range runs through: [first, last].
+        auto last = first;
+        std::uint64_t end_of_last = first->address + (first->size - 1);
+        const std::uint64_t end = address + (length - 1);
+        while (end_of_last < end) {
+            const auto following = std::next(last);
+            if (following == regions_.end() || following->address != end_of_last + 1) {
+                return make_error_code(errc::dma_unmapped);
+            }
+            last = following;
+            end_of_last = last->address + (last->size - 1);
+        }
+        if (writing && std::any_of(first, std::next(last), [](const region& r) { return !r.writable; })) {
+            return make_error_code(errc::dma_fault);
+        }
+        std::size_t done = 0;
+        for (auto r = first; done < length; ++r) {
+            const std::uint64_t into = address + done - r->address;
+            const auto piece = static_cast<std::size_t>(std::min<std::uint64_t>(r->size - into, length - done));
+            copy(*r, into, done, piece);
+            done += piece;
+        }
+        return {};
+    }
+
     /// The region holding all of [address, address + length), or null.
     [[nodiscard]] const region* find(std::uint64_t address, std::uint64_t length) const noexcept
     {

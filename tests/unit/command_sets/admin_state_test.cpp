@@ -226,32 +226,63 @@ TEST(admin_features, a_failed_set_with_save_changes_neither_value)
     EXPECT_EQ(read_feature(r, fid::error_recovery), (feature_values{0, 0, 0, saveable_per_namespace}));
 }
 
+/// Temperature Threshold's Dword 11: `kelvin` for sensor `sensor` (0 the composite), of `type`.
+[[nodiscard]] std::uint32_t threshold(unsigned sensor, spec::threshold_type type, std::uint16_t kelvin)
+{
+    return spec::temperature_threshold{}
+        .with(spec::temperature_threshold::tmpth, kelvin)
+        .with(spec::temperature_threshold::tmpsel, static_cast<spec::temperature_select>(sensor))
+        .with(spec::temperature_threshold::thsel, type)
+        .raw;
+}
+
 TEST(admin_features, every_temperature_threshold_is_saved_on_its_own)
 {
     rig r;
     r.host.bring_up();
-    const auto threshold = [](unsigned sensor, spec::threshold_type type, std::uint16_t kelvin) {
-        return spec::temperature_threshold{}
-            .with(spec::temperature_threshold::tmpth, kelvin)
-            .with(spec::temperature_threshold::tmpsel, static_cast<spec::temperature_select>(sensor))
-            .with(spec::temperature_threshold::thsel, type)
-            .raw;
-    };
     const auto over = spec::threshold_type::over;
     const auto under = spec::threshold_type::under;
-    ASSERT_TRUE(set_feature(r, fid::temperature_threshold, threshold(1, over, 360), true).ok());
+    ASSERT_TRUE(set_feature(r, fid::temperature_threshold, threshold(0, over, 360), true).ok());
     ASSERT_TRUE(set_feature(r, fid::temperature_threshold, threshold(0, under, 270), true).ok());
-    ASSERT_TRUE(set_feature(r, fid::temperature_threshold, threshold(1, under, 250)).ok());
+    ASSERT_TRUE(set_feature(r, fid::temperature_threshold, threshold(0, under, 250)).ok());
     controller_reset(r);
     EXPECT_EQ(read_feature(r, fid::temperature_threshold, threshold(0, over, 0)),
-              (feature_values{threshold(0, over, 343), threshold(0, over, 343), threshold(0, over, 343), saveable}));
-    EXPECT_EQ(read_feature(r, fid::temperature_threshold, threshold(1, over, 0)),
-              (feature_values{threshold(1, over, 360), threshold(1, over, 0xffff), threshold(1, over, 360), saveable}));
+              (feature_values{threshold(0, over, 360), threshold(0, over, 343), threshold(0, over, 360), saveable}));
+    // The under threshold was set again without SV: it reverted to its saved value.
     EXPECT_EQ(read_feature(r, fid::temperature_threshold, threshold(0, under, 0)),
               (feature_values{threshold(0, under, 270), threshold(0, under, 0), threshold(0, under, 270), saveable}));
-    // Sensor 1's under threshold was set without SV: it reverted to its default.
-    EXPECT_EQ(read_feature(r, fid::temperature_threshold, threshold(1, under, 0)),
-              (feature_values{threshold(1, under, 0), threshold(1, under, 0), threshold(1, under, 0), saveable}));
+}
+
+TEST(admin_features, thresholds_exist_only_for_the_sensors_the_smart_log_reports)
+{
+    rig r;
+    r.host.bring_up();
+    // The SMART / Health log reports the Composite Temperature and no Temperature Sensor 1-8.
+    std::vector<std::byte> log;
+    ASSERT_EQ(r.host.get_log_page(spec::log_page_id::smart_health, 512, log).status(), spec::status::success());
+    spec::smart_health_log smart{};
+    std::memcpy(&smart, log.data(), sizeof smart);
+    EXPECT_EQ(smart.temperature_sensors, (std::array<std::uint16_t, 8>{}));
+
+    // A TMPSEL naming a sensor that does not exist: Invalid Field in Command (Base 2.0 5.27.1.3).
+    const auto invalid_field = dnr(spec::generic_status::invalid_field);
+    const auto over = spec::threshold_type::over;
+    const auto under = spec::threshold_type::under;
+    for (unsigned sensor = 1; sensor <= 8; ++sensor) {
+        EXPECT_EQ(set_feature(r, fid::temperature_threshold, threshold(sensor, over, 360)).status(), invalid_field)
+            << sensor;
+        EXPECT_EQ(set_feature(r, fid::temperature_threshold, threshold(sensor, under, 250), true).status(),
+                  invalid_field)
+            << sensor;
+        EXPECT_EQ(get_feature(r, fid::temperature_threshold, select::current, threshold(sensor, over, 0)).status(),
+                  invalid_field)
+            << sensor;
+    }
+    // The composite's thresholds are there, and "every sensor" (TMPSEL 1111b) sets them alone.
+    EXPECT_EQ(set_feature(r, fid::temperature_threshold, threshold(0, over, 355)).status(), spec::status::success());
+    EXPECT_EQ(set_feature(r, fid::temperature_threshold, threshold(0xf, over, 351)).status(), spec::status::success());
+    EXPECT_EQ(get_feature(r, fid::temperature_threshold, select::current, threshold(0, over, 0)).cqe.dw0,
+              threshold(0, over, 351));
 }
 
 TEST(admin_features, save_on_a_feature_that_is_not_saveable_is_refused)

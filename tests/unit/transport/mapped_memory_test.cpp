@@ -1,5 +1,6 @@
 #include <nvmekit/transport/mapped_memory.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -7,7 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <nvmekit/backends/ram_backend.hpp>
 #include <nvmekit/dma.hpp>
+
+#include "controller_fixture.hpp"
 
 namespace {
 
@@ -87,6 +91,126 @@ TEST_F(two_regions, a_removed_region_is_unmapped_at_once)
     EXPECT_EQ(memory.read(0x1000, buffer), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
     memory.clear();
     EXPECT_EQ(memory.read(0x10000, buffer), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
+}
+
+TEST(adjacent_regions, reads_and_writes_are_split_across_them)
+{
+    // Two DMA_MAP regions back to back in guest memory, mapped at unrelated places here (a
+    // client sends guest RAM in several pieces).
+    std::vector<std::byte> first(0x1000, std::byte{0x11});
+    std::vector<std::byte> second(0x1000, std::byte{0x22});
+    std::vector<std::byte> third(0x1000, std::byte{0x33});
+    mapped_memory memory;
+    ASSERT_TRUE(memory.add(0x2000, second.data(), second.size(), true));
+    ASSERT_TRUE(memory.add(0x1000, first.data(), first.size(), true));
+    ASSERT_TRUE(memory.add(0x3000, third.data(), third.size(), true));
+
+    std::vector<std::byte> buffer(0x1010);
+    ASSERT_FALSE(memory.read(0x1ff8, buffer)); // 8 bytes of the first, all of the second, 8 of the third
+    EXPECT_TRUE(std::all_of(buffer.begin(), buffer.begin() + 8, [](std::byte b) { return b == std::byte{0x11}; }));
+    EXPECT_TRUE(std::all_of(buffer.begin() + 8, buffer.begin() + 0x1008, [](std::byte b) { return b == std::byte{0x22}; }));
+    EXPECT_TRUE(std::all_of(buffer.begin() + 0x1008, buffer.end(), [](std::byte b) { return b == std::byte{0x33}; }));
+
+    for (std::size_t i = 0; i < buffer.size(); ++i) {
+        buffer[i] = static_cast<std::byte>(i);
+    }
+    ASSERT_FALSE(memory.write(0x1ff8, buffer));
+    EXPECT_EQ(first[0xff7], std::byte{0x11});
+    EXPECT_EQ(first[0xff8], std::byte{0x00});
+    EXPECT_EQ(first[0xfff], std::byte{0x07});
+    EXPECT_EQ(second[0x000], std::byte{0x08});
+    EXPECT_EQ(second[0xfff], static_cast<std::byte>(0x1007));
+    EXPECT_EQ(third[0x000], static_cast<std::byte>(0x1008));
+    EXPECT_EQ(third[0x007], static_cast<std::byte>(0x100f));
+    EXPECT_EQ(third[0x008], std::byte{0x33});
+
+    // A zero-copy view cannot be one span across two mappings: map() refuses, so the caller
+    // falls back to read and write.
+    EXPECT_TRUE(memory.map(0x1ff8, 16).empty());
+    EXPECT_EQ(memory.map(0x1ff8, 8).size(), 8U);
+}
+
+TEST(adjacent_regions, a_gap_or_a_read_only_piece_fails_the_whole_access)
+{
+    std::vector<std::byte> low(0x1000, std::byte{0x11});
+    std::vector<std::byte> high(0x1000, std::byte{0x22});
+    std::vector<std::byte> read_only(0x1000, std::byte{0x44});
+    mapped_memory memory;
+    ASSERT_TRUE(memory.add(0x1000, low.data(), low.size(), true));
+    ASSERT_TRUE(memory.add(0x3000, high.data(), high.size(), true)); // a hole at 0x2000
+    ASSERT_TRUE(memory.add(0x4000, read_only.data(), read_only.size(), false));
+
+    std::vector<std::byte> buffer(0x20, std::byte{0x77});
+    EXPECT_EQ(memory.read(0x1ff0, buffer), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
+    EXPECT_EQ(memory.write(0x1ff0, buffer), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
+    EXPECT_EQ(low[0xff0], std::byte{0x11}); // nothing written before the hole was found
+    EXPECT_EQ(memory.write(0x3ff0, buffer), nvmekit::make_error_code(nvmekit::errc::dma_fault));
+    EXPECT_EQ(high[0xff0], std::byte{0x22});
+    EXPECT_FALSE(memory.read(0x3ff0, buffer)); // reading a read-only piece is fine
+    EXPECT_EQ(buffer[0x0f], std::byte{0x22});
+    EXPECT_EQ(buffer[0x10], std::byte{0x44});
+    // Past the end of the address space.
+    EXPECT_EQ(memory.read(~std::uint64_t{0} - 4, buffer), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
+}
+
+// ---- The controller over mapped memory ------------------------------------------------------------
+
+/// The rig's host memory presented as DMA regions, the way a vfio-user client maps guest RAM:
+/// one region, or two adjacent ones split at a chosen address.
+class split_memory : public mapped_memory {
+public:
+    explicit split_memory(nvmekit::testing::flat_memory& memory)
+        : memory_{&memory}
+    {
+        add(nvmekit_test::memory_base, memory.bytes(nvmekit_test::memory_base, nvmekit_test::memory_size).data(),
+            nvmekit_test::memory_size, true);
+    }
+    /// Two regions from now on: below `address` and from it on.
+    void split_at(std::uint64_t address)
+    {
+        const auto all = memory_->bytes(nvmekit_test::memory_base, nvmekit_test::memory_size);
+        const std::uint64_t low = address - nvmekit_test::memory_base;
+        clear();
+        ASSERT_TRUE(add(nvmekit_test::memory_base, all.data(), low, true));
+        ASSERT_TRUE(add(address, all.data() + low, nvmekit_test::memory_size - low, true));
+    }
+
+private:
+    nvmekit::testing::flat_memory* memory_;
+};
+
+struct split_memory_traits : nvmekit_test::test_traits {
+    using dma = split_memory;
+};
+
+TEST(controller_over_adjacent_regions, a_buffer_across_two_regions_is_staged)
+{
+    namespace spec = nvmekit::spec;
+    nvmekit_test::basic_rig<split_memory_traits> r;
+    r.subsystem.add_namespace(nvmekit::ram_backend{1 << 20});
+    r.host.bring_up();
+    constexpr std::size_t bytes = 8192; // PRP1 and PRP2
+    const std::uint64_t buffer = r.host.allocate(bytes);
+    // Not on a page boundary: PRP1's page lies in both regions, so it cannot be mapped at once.
+    r.dma.split_at(buffer + 0x800);
+    ASSERT_EQ(r.dma.regions().size(), 2U);
+    ASSERT_TRUE(r.dma.map(buffer, 4096).empty());
+
+    std::vector<std::byte> data(bytes);
+    for (std::size_t i = 0; i < data.size(); ++i) {
+        data[i] = static_cast<std::byte>(i * 7 + 1);
+    }
+    std::copy(data.begin(), data.end(), r.memory.bytes(buffer, bytes).begin());
+    auto write = nvmekit_test::host_type::lba_command<spec::write_view>(spec::nvm_opcode::write, 1, 5, 16);
+    write.dptr = r.host.build_prps(buffer, bytes);
+    EXPECT_EQ(r.host.io(1, write).status(), spec::status::success());
+
+    const auto destination = r.memory.bytes(buffer, bytes);
+    std::fill(destination.begin(), destination.end(), std::byte{0xa5});
+    auto read = nvmekit_test::host_type::lba_command<spec::read_view>(spec::nvm_opcode::read, 1, 5, 16);
+    read.dptr = r.host.build_prps(buffer, bytes);
+    EXPECT_EQ(r.host.io(1, read).status(), spec::status::success());
+    EXPECT_EQ(r.snapshot(buffer, bytes), data);
 }
 
 } // namespace

@@ -167,7 +167,9 @@ private:
     void unmap_all()
     {
         for (const auto& mapping : mappings_) {
-            ::munmap(mapping.base, mapping.length);
+            if (mapping.base != nullptr) {
+                ::munmap(mapping.base, mapping.length);
+            }
         }
         mappings_.clear();
         memory_.clear();
@@ -302,14 +304,19 @@ private:
         if (!request) {
             return reply_error(request.error());
         }
-        if (fds == 0) {
-            // A region the client cannot share: DMA to it would need DMA_READ/DMA_WRITE messages,
-            // which this server does not use. Its addresses stay unmapped (Data Transfer Error).
-            log(server_log_level::debug, "vfio-user: DMA region without a file descriptor; not mapped");
-            return send(encode_reply(message_.header, std::span<const std::byte>{}, reply_));
-        }
         if (mappings_.size() >= options_.limits.max_dma_maps) {
             return reply_error(std::errc::no_space_on_device);
+        }
+        if (overlaps_a_mapping(request->address, request->size)) {
+            return reply_error(std::errc::file_exists);
+        }
+        if (fds == 0) {
+            // A region the client cannot share: DMA to it would need DMA_READ/DMA_WRITE messages,
+            // which this server does not use. Its addresses stay unmapped (Data Transfer Error),
+            // but the region is recorded, so that the client's DMA_UNMAP of it finds it.
+            log(server_log_level::debug, "vfio-user: DMA region without a file descriptor; not mapped");
+            mappings_.push_back(mapping{request->address, request->size, nullptr});
+            return send(encode_reply(message_.header, std::span<const std::byte>{}, reply_));
         }
         const bool writable = request->flags.get(dma_map_flags::write);
         const int protection = PROT_READ | (writable ? PROT_WRITE : 0);
@@ -340,14 +347,27 @@ private:
                 return m.address == request->address && m.length == request->size;
             });
             if (it == mappings_.end()) {
-                // Regions mapped without a descriptor are not in the table: nothing to undo.
-                return send(encode_reply(message_.header, *request, reply_));
+                // Only a whole region the client mapped can be unmapped (as in libvfio-user, which
+                // answers ENOENT): every mapping stays as it is.
+                log(server_log_level::warning, "vfio-user: DMA_UNMAP of a range that is not a mapped region");
+                return reply_error(std::errc::no_such_file_or_directory);
             }
-            memory_.remove(it->address, it->length);
-            ::munmap(it->base, it->length);
+            if (it->base != nullptr) {
+                memory_.remove(it->address, it->length);
+                ::munmap(it->base, it->length);
+            }
             mappings_.erase(it);
         }
         return send(encode_reply(message_.header, *request, reply_));
+    }
+
+    /// Whether [address, address + size) shares an address with a recorded DMA region.
+    [[nodiscard]] bool overlaps_a_mapping(std::uint64_t address, std::uint64_t size) const noexcept
+    {
+        const std::uint64_t last = address + (size - 1); // decode_dma_map refused a wrap
+        return std::any_of(mappings_.begin(), mappings_.end(), [&](const mapping& m) {
+            return m.address <= last && address <= m.address + (m.length - 1);
+        });
     }
 
     bool handle_set_irqs(std::span<const std::byte> payload, std::size_t fds)
@@ -515,6 +535,7 @@ private:
         }
     }
 
+    /// A DMA region the client mapped; `base` is null for one without a file descriptor.
     struct mapping {
         std::uint64_t address;
         std::uint64_t length;

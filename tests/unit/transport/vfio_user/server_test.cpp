@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -494,6 +495,70 @@ TEST(vfio_user_server, a_client_that_disconnects_leaves_the_function_reset)
     next.write_region(vu::region_index::config, 4, 2, 0x0002);
     EXPECT_EQ(next.read_region(vu::region_index::bar0, 0x14, 4), 0U); // CC back to its reset value
     EXPECT_EQ(next.read_region(vu::region_index::bar0, 0x1c, 4) & 1U, 0U);
+}
+
+/// A DMA_UNMAP request of [address, address + size).
+vu::dma_unmap unmap_request(std::uint64_t address, std::uint64_t size)
+{
+    vu::dma_unmap unmap{};
+    unmap.argsz = sizeof unmap;
+    unmap.address = address;
+    unmap.size = size;
+    return unmap;
+}
+
+TEST(vfio_user_server, an_unmap_that_matches_no_mapping_is_refused_and_unmaps_nothing)
+{
+    const auto path = socket_path("unmap");
+    device d{path};
+    client c{path};
+    guest_memory guest;
+    const int vector0 = connect_and_map(c, guest);
+    ASSERT_EQ(d.memory.regions().size(), 1U);
+    const auto enoent = static_cast<std::uint32_t>(ENOENT); // as libvfio-user answers it
+    // Part of the mapping, more than it, a range beside it: no mapping is exactly that range.
+    EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(guest_base, 0x1000))), enoent);
+    EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(guest_base + 0x1000, guest_bytes - 0x1000))),
+              enoent);
+    EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(guest_base, 2 * guest_bytes))), enoent);
+    EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(guest_base + guest_bytes, 0x1000))),
+              enoent);
+    EXPECT_EQ(d.server.statistics().error_replies, 4U);
+    // Every mapping is kept: the controller still reaches guest memory.
+    ASSERT_EQ(d.memory.regions().size(), 1U);
+    EXPECT_EQ(d.memory.regions()[0].address, guest_base);
+    EXPECT_EQ(d.memory.regions()[0].size, guest_bytes);
+    guest.store<std::uint64_t>(guest_base + 0x3000, 0x0123456789abcdefU);
+    std::uint64_t seen = 0;
+    EXPECT_FALSE(d.memory.read(guest_base + 0x3000, std::as_writable_bytes(std::span{&seen, 1})));
+    EXPECT_EQ(seen, 0x0123456789abcdefU);
+
+    // The exact range unmaps it, once.
+    EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(guest_base, guest_bytes))), 0U);
+    EXPECT_TRUE(d.memory.regions().empty());
+    EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(guest_base, guest_bytes))), enoent);
+    ::close(vector0);
+}
+
+TEST(vfio_user_server, a_region_mapped_without_a_descriptor_unmaps_like_any_other)
+{
+    // QEMU maps guest memory it cannot share (no file descriptor) too, and unmaps it later.
+    const auto path = socket_path("unmap-nofd");
+    device d{path};
+    client c{path};
+    EXPECT_EQ(client::error_of(c.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
+    vu::dma_map map{};
+    map.argsz = sizeof map;
+    map.flags = vu::dma_map_flags{}.with(vu::dma_map_flags::read, true).with(vu::dma_map_flags::write, true);
+    map.address = 0x40000000;
+    map.size = 0x10000;
+    ASSERT_EQ(client::error_of(c.call(vu::command::dma_map, map)), 0U);
+    EXPECT_TRUE(d.memory.regions().empty()); // not reachable: the server has nothing to map
+    EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(0x40000000, 0x1000))),
+              static_cast<std::uint32_t>(ENOENT));
+    EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(0x40000000, 0x10000))), 0U);
+    EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(0x40000000, 0x10000))),
+              static_cast<std::uint32_t>(ENOENT));
 }
 
 TEST(vfio_user_server, a_guest_without_msix_gets_intx_on_its_eventfd)
