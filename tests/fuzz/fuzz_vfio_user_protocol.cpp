@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <span>
 
+#include "fuzz_input.hpp"
+
 #include <nvmekit/transport/vfio_user/protocol.hpp>
 
 namespace vu = nvmekit::transport::vfio_user;
