@@ -15,7 +15,8 @@
 // - Every completion is written at the tail slot of a completion queue the host created, with
 //   that queue's phase tag; it names a submission queue bound to that CQ, a CID the controller
 //   fetched from that SQ and has not completed yet, and an SQ head within the ring that has not
-//   moved past the tail the host wrote (Base 2.0 3.3.1, 4.6).
+//   moved past the tail the host wrote, is past the command's own entry and not past what the
+//   controller has fetched (Base 2.0 3.3.1, 4.6).
 // - After a reset every request is back in its pool and no backend I/O is outstanding.
 // The model follows the queues through the controller's own DMA: a read at an SQ's head slot is
 // a fetch, a 16-byte write at a CQ's tail slot a completion, cross-checked against the number of
@@ -85,14 +86,22 @@ struct shadow_queue {
     }
 };
 
+/// A command the controller fetched, with the count of entries fetched from its SQ up to and
+/// including it: the SQ head of its completion can be no earlier than that.
+struct fetched_command {
+    spec::submission_queue_entry sqe;
+    std::uint64_t fetched_through;
+};
+
 struct shadow_sq : shadow_queue {
     std::uint16_t cqid = 0;
     std::uint32_t fetch_head = 0;  ///< slot the controller's next fetch reads
+    std::uint64_t fetched = 0;     ///< entries fetched since the queue was created
     std::uint32_t sq_head = 0;     ///< SQHD of the last completion
     std::uint32_t tail = 0;        ///< last valid tail the host wrote
     bool tail_known = true;        ///< false once the tail was written in a way not modelled
     bool tail_went_back = false;   ///< the host moved the tail behind the head
-    std::vector<spec::submission_queue_entry> in_flight; ///< fetched, not yet completed
+    std::vector<fetched_command> in_flight; ///< fetched, not yet completed
 };
 
 struct shadow_cq : shadow_queue {
@@ -142,10 +151,12 @@ public:
                 lose(); // whole entries away from the head: data or a fetch, no way to tell
                 return;
             }
+            // The controller's head moves past the whole read (or further, when it fetched more).
+            sq.fetched += bytes.size() / 64;
             for (std::size_t at = 0; at < bytes.size(); at += 64) {
-                spec::submission_queue_entry entry;
-                std::memcpy(&entry, bytes.data() + at, sizeof entry);
-                sq.in_flight.push_back(entry);
+                fetched_command command{{}, sq.fetched};
+                std::memcpy(&command.sqe, bytes.data() + at, sizeof command.sqe);
+                sq.in_flight.push_back(command);
             }
             sq.fetch_head = (sq.fetch_head + static_cast<std::uint32_t>(bytes.size() / 64)) % sq.entries;
             if (sq.in_flight.size() > max_tracked_commands) {
@@ -238,8 +249,8 @@ public:
         step_completions_.clear();
         // An admin command that changes the queues and has not completed yet may already have
         // changed them; the model learns of it only from the completion.
-        for (const auto& sqe : sqs_[0].in_flight) {
-            if (changes_queues(sqe.opcode())) {
+        for (const auto& command : sqs_[0].in_flight) {
+            if (changes_queues(command.sqe.opcode())) {
                 lose();
                 return;
             }
@@ -317,12 +328,21 @@ private:
             finding("completion with an SQ head past the tail the host wrote", e.sq_head, sq.tail);
         }
         sq.sq_head = e.sq_head;
+        // The earliest fetched command with this CID: the completion's own command was fetched no
+        // earlier, so the SQ head it reports has moved at least past that entry, and no further
+        // than the controller has fetched.
         const auto fetched = std::find_if(sq.in_flight.begin(), sq.in_flight.end(),
-                                          [&](const spec::submission_queue_entry& s) { return s.command_id() == e.cid; });
+                                          [&](const fetched_command& c) { return c.sqe.command_id() == e.cid; });
         if (fetched == sq.in_flight.end()) {
             finding("completion for a CID not fetched from its SQ, or completed already", e.cid, e.sq_id);
         }
-        const spec::submission_queue_entry sqe = *fetched;
+        const std::uint64_t since = sq.fetched - fetched->fetched_through;
+        const auto head_then = static_cast<std::uint32_t>(fetched->fetched_through % sq.entries);
+        if (since < sq.entries && forward(head_then, e.sq_head, sq.entries) > since) {
+            finding("completion with an SQ head before its command or past the controller's fetches", e.sq_head,
+                    head_then);
+        }
+        const spec::submission_queue_entry sqe = fetched->sqe;
         sq.in_flight.erase(fetched);
         if (e.sq_id == 0 && e.status().is_success()) {
             apply_admin_success(sqe);
