@@ -10,6 +10,12 @@
 
 #include <nvmekit/interrupts.hpp>
 
+// A fuzz target without NVMEKIT_ASSERT would let a hostile host break an internal invariant
+// unnoticed; tests/fuzz/CMakeLists.txt undefines NDEBUG for every target.
+#ifdef NDEBUG
+#error "nvmekit fuzz targets must build with NVMEKIT_ASSERT enabled (without NDEBUG)"
+#endif
+
 namespace nvmekit_fuzz {
 
 /// Counts MSI-X messages; the targets check state, not interrupts.

@@ -9,7 +9,10 @@
 // CAP, VS and CRTO never change; reserved registers and reserved bits read 0; reads have no side
 // effects and a narrow or 8-byte read either is refused (reads 0) or agrees with the 4-byte reads
 // of the same bytes; CSTS.RDY becomes 1 only after CC.EN 0 -> 1 with a configuration a controller
-// can run and once the ready delay has passed, and reads 0 as soon as CC.EN = 0 is written;
+// can run and once the ready delay has passed, and reads 0 as soon as CC.EN = 0 is written; an
+// enable that every rule a controller may apply accepts (runnable, IOSQES = 6, IOCQES = 4, no
+// shutdown notification) reads RDY = 1 at the first poll after its ready delay, with CFS = 0
+// unless a doorbell was rung since;
 // CSTS.SHST only moves 00b -> 01b -> 10b (or 00b -> 10b) and back to 00b only through a reset;
 // AQA, ASQ and ACQ survive a Controller Reset; an FLR or NSSR returns registers to power-on values.
 
@@ -163,6 +166,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // registers then held a runnable configuration.
     bool enabled_since_reset = false;
     bool enable_runnable = false;
+    // An enable that must bring the controller up, not yet checked; and whether a doorbell was
+    // rung since (a command fetched from an admin queue outside host memory may set CFS).
+    bool enable_must_succeed = false;
+    bool doorbell_since_enable = false;
     std::chrono::nanoseconds enable_time{0};
     std::size_t sweep = 0;
 
@@ -185,6 +192,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             const std::uint64_t offset = in.take<std::uint16_t>() % bar0;
             const auto value = in.take<std::uint64_t>();
             ctrl.mmio_write(offset, width, value);
+            if (offset + width > nvmekit::spec::doorbell_base_offset && offset < msix_table) {
+                doorbell_since_enable = true;
+            }
             const std::uint64_t written = width == 8 ? value : value & 0xffff'ffffU;
             if (width == 4 && offset == cc_off) {
                 cc_write = written;
@@ -257,6 +267,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             ctrl.poll();
             may_change_registers = true;
             shst_may_advance = true;
+            if (enable_must_succeed && clock.now() - enable_time >= config.ready_delay) {
+                // A valid enable completes at the first poll after its ready delay (Base 2.0
+                // 3.5.1): RDY = 1, and no fatal status from the configuration.
+                enable_must_succeed = false;
+                const auto csts_now = static_cast<std::uint32_t>(r32(csts_off));
+                check((csts_now & csts_rdy) != 0);
+                check(doorbell_since_enable || (csts_now & csts_cfs) == 0);
+            }
             break;
         case 6: clock.advance(std::chrono::microseconds{in.take<std::uint16_t>()} * 16); break;
         case 7: {
@@ -308,6 +326,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             check(after == before); // reads, ignored writes, doorbells, MSI-X and clock changes
         }
         if (cc_write != ~std::uint64_t{0}) {
+            enable_must_succeed = false; // a later CC write (a reset or a shutdown) ends the check
             // A CC write never touches the admin queue registers (Base 2.0 3.7.2).
             check(after.at(aqa_off) == before.at(aqa_off));
             check(after.at64(asq_off) == before.at64(asq_off) && after.at64(acq_off) == before.at64(acq_off));
@@ -316,10 +335,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 enable_time = clock.now();
                 enable_runnable = runnable(cap, static_cast<std::uint32_t>(cc_write), before.at(aqa_off),
                                            before.at64(asq_off), before.at64(acq_off));
+                // IOSQES = 6 and IOCQES = 4: valid whether or not 0 is also accepted at enable.
+                const bool entry_sizes = ((cc_write >> 16) & 0xfU) == 6 && ((cc_write >> 20) & 0xfU) == 4;
+                const bool no_shutdown = ((cc_write >> 14) & 3U) == 0;
+                enable_must_succeed = enable_runnable && entry_sizes && no_shutdown &&
+                                      (before.at(csts_off) & csts_cfs) == 0;
+                doorbell_since_enable = false;
             }
         }
         if (reset) {
             enabled_since_reset = false;
+            enable_must_succeed = false;
             // RDY, CFS and SHST read 0 once the reset has been requested (Base 2.0 3.7).
             check((csts & (csts_rdy | csts_cfs)) == 0 && shst(csts) == 0);
         }
