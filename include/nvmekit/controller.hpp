@@ -908,7 +908,11 @@ public:
         data.cntrltype = spec::controller_type::io;
         data.oacs.set(spec::admin_command_support::format_nvm, true)
             .set(spec::admin_command_support::firmware, true)
-            .set(spec::admin_command_support::doorbell_buffer_config, true);
+            .set(spec::admin_command_support::namespace_management, true)
+            .set(spec::admin_command_support::doorbell_buffer_config, true)
+            .set(spec::admin_command_support::get_lba_status, true);
+        data.tnvmcap.set(subsystem_->total_capacity());
+        data.unvmcap.set(subsystem_->unallocated_capacity());
         data.acl = 3;
         data.aerl = limits.aerl;
         data.frmw = firmware_.attributes();

@@ -68,6 +68,15 @@ namespace effects {
         .with(spec::command_effects::nic, true)
         .with(spec::command_effects::cse, spec::command_submission_execution::any_namespace_exclusive);
 }
+/// Namespace capability and inventory change without a change of logical block content, run
+/// exclusively for every namespace (Namespace Management, Namespace Attachment).
+[[nodiscard]] constexpr spec::command_effects changes_inventory() noexcept
+{
+    return spec::command_effects{}
+        .with(spec::command_effects::ncc, true)
+        .with(spec::command_effects::nic, true)
+        .with(spec::command_effects::cse, spec::command_submission_execution::any_namespace_exclusive);
+}
 /// Controller capability change (Firmware Commit).
 [[nodiscard]] constexpr spec::command_effects changes_controller() noexcept
 {

@@ -55,6 +55,9 @@ struct namespace_options {
     /// Most uncorrectable ranges one namespace tracks: Write Uncorrectable beyond it fails with
     /// Internal Error, so a host cannot make the controller allocate without bound.
     std::size_t max_uncorrectable_ranges = 4096;
+    /// NMIC bit 0: the namespace may be attached to more than one controller at once. A private
+    /// namespace (false) is attached to one controller at most (Namespace Is Private).
+    bool shared = true;
 };
 
 template <typename Backend>
@@ -122,7 +125,10 @@ public:
         unit_bytes_ = block_bytes_ + (extended_ ? metadata_bytes_ : 0U);
         separate_metadata_bytes_ = extended_ ? 0U : metadata_bytes_;
         blocks_ = backend_.capacity_bytes() / (std::uint64_t{format.data_bytes} + format.metadata_bytes);
-        uncorrectable_.clear();
+        if (!uncorrectable_.empty()) {
+            uncorrectable_.clear();
+            ++uncorrectable_generation_;
+        }
     }
 
     // ---- Write Uncorrectable (NVM Command Set 1.0 3.3.7) -------------------------------------
@@ -145,9 +151,11 @@ public:
             it = uncorrectable_.erase(it);
         }
         if (uncorrectable_.size() >= options_.max_uncorrectable_ranges) {
+            ++uncorrectable_generation_; // merged ranges were taken out above
             return false;
         }
         uncorrectable_.emplace(first, last);
+        ++uncorrectable_generation_;
         return true;
     }
 
@@ -173,6 +181,7 @@ public:
                 return false;
             }
             it = uncorrectable_.erase(it);
+            ++uncorrectable_generation_;
             if (start < slba) {
                 uncorrectable_.emplace(start, slba);
             }
@@ -201,26 +210,45 @@ public:
     }
     [[nodiscard]] std::size_t uncorrectable_ranges() const noexcept { return uncorrectable_.size(); }
 
+    /// Calls `visit(first, end)` (end exclusive) for each uncorrectable range within
+    /// [slba, end), clipped to it, in increasing LBA order.
+    template <typename Visitor>
+    void for_each_uncorrectable(std::uint64_t slba, std::uint64_t end, Visitor&& visit) const
+    {
+        auto it = uncorrectable_.upper_bound(slba);
+        if (it != uncorrectable_.begin() && std::prev(it)->second > slba) {
+            --it;
+        }
+        for (; it != uncorrectable_.end() && it->first < end; ++it) {
+            visit(std::max(it->first, slba), std::min(it->second, end));
+        }
+    }
+    /// Blocks marked uncorrectable now.
+    [[nodiscard]] std::uint64_t uncorrectable_blocks() const noexcept
+    {
+        std::uint64_t blocks = 0;
+        for (const auto& [start, end] : uncorrectable_) {
+            blocks += end - start;
+        }
+        return blocks;
+    }
+    /// Counts changes of the uncorrectable ranges (Write Uncorrectable, writes over them, Format
+    /// NVM), so the LBA Status Information log can tell its readers that it changed.
+    [[nodiscard]] std::uint64_t uncorrectable_generation() const noexcept { return uncorrectable_generation_; }
+
     // ---- Identify ------------------------------------------------------------------------------
 
-    /// Identify Namespace (CNS 00h), NVM Command Set 1.0 4.1.5.1.
-    [[nodiscard]] spec::identify_namespace identify() const
+    /// What every namespace of the subsystem supports: Identify Namespace for NSID FFFFFFFFh
+    /// (Base 2.0 5.17.2.1), the LBA formats a host picks from when it creates a namespace. Size,
+    /// capacity, format in use and identifiers are zero.
+    [[nodiscard]] static spec::identify_namespace common_capabilities()
     {
         spec::identify_namespace data{};
-        data.nsze = blocks_;
-        data.ncap = blocks_;
-        data.nuse = blocks_;
-        // NSFEAT stays 0: not thin provisioned (NUSE equals NSZE).
-                data.nlbaf = static_cast<std::uint8_t>(supported_lba_formats.size() - 1U);
-        data.flbas.set_format_index(format_).set(spec::formatted_lba_size::extended_metadata, extended_);
+        data.nlbaf = static_cast<std::uint8_t>(supported_lba_formats.size() - 1U);
         data.mc.set(spec::metadata_capabilities::extended_lba, true).set(spec::metadata_capabilities::separate_buffer, true);
         data.dlfeat.set(spec::deallocate_features::read_behavior, spec::deallocated_read_value::zeroes)
             .set(spec::deallocate_features::write_zeroes_deallocate, true);
         data.nmic.set(spec::namespace_multipath_caps::shared, true);
-        // MSSRL, MCL and MSRC are the controller's Copy limits (command_sets/nvm.hpp): it fills them.
-        data.nvmcap.set(backend_.capacity_bytes());
-        data.nguid = identifiers_.nguid;
-        data.eui64 = identifiers_.eui64;
         for (std::size_t i = 0; i < supported_lba_formats.size(); ++i) {
             data.lbaf[i] = spec::lba_format{}
                                .with(spec::lba_format::ms, supported_lba_formats[i].metadata_bytes)
@@ -229,6 +257,26 @@ public:
         }
         return data;
     }
+
+    /// Identify Namespace (CNS 00h), NVM Command Set 1.0 4.1.5.1.
+    [[nodiscard]] spec::identify_namespace identify() const
+    {
+        auto data = common_capabilities();
+        data.nsze = blocks_;
+        data.ncap = blocks_;
+        data.nuse = blocks_;
+        // NSFEAT stays 0: not thin provisioned (NUSE equals NSZE).
+        data.flbas.set_format_index(format_).set(spec::formatted_lba_size::extended_metadata, extended_);
+        data.nmic.set(spec::namespace_multipath_caps::shared, options_.shared);
+        // MSSRL, MCL and MSRC are the controller's Copy limits (command_sets/nvm.hpp): it fills them.
+        data.nvmcap.set(backend_.capacity_bytes());
+        data.nguid = identifiers_.nguid;
+        data.eui64 = identifiers_.eui64;
+        return data;
+    }
+
+    /// NMIC bit 0: whether the namespace may be attached to several controllers at once.
+    [[nodiscard]] bool shared() const noexcept { return options_.shared; }
 
     /// Namespace Identification Descriptor list (CNS 03h), Base 2.0 5.17.2.3.
     [[nodiscard]] spec::namespace_id_descriptor_list id_descriptors() const
@@ -263,7 +311,7 @@ public:
     [[nodiscard]] spec::independent_identify_namespace independent_identify() const
     {
         spec::independent_identify_namespace data{};
-        data.nmic.set(spec::namespace_multipath_caps::shared, true);
+        data.nmic.set(spec::namespace_multipath_caps::shared, options_.shared);
         data.nstat.set(spec::namespace_status::ready, true);
         return data;
     }
@@ -309,6 +357,7 @@ private:
     std::uint32_t separate_metadata_bytes_ = 0; ///< metadata buffer bytes per block
     std::uint64_t blocks_ = 0;
     std::map<std::uint64_t, std::uint64_t> uncorrectable_; ///< start -> end (exclusive), disjoint, not touching
+    std::uint64_t uncorrectable_generation_ = 0;
     std::vector<std::uint16_t> attached_;
 };
 

@@ -222,9 +222,10 @@ struct basic_rig {
     host_type host;
 
     explicit basic_rig(nvmekit::controller_config config = {}, std::size_t size = memory_size,
-                       std::uint64_t base = memory_base, nvmekit::subsystem_identity identity = {})
+                       std::uint64_t base = memory_base, nvmekit::subsystem_identity identity = {},
+                       nvmekit::subsystem_options subsystem_options = {})
         : memory{shared_if_threaded(host_memory{size, base})}
-        , subsystem{std::move(identity)}
+        , subsystem{std::move(identity), subsystem_options}
         , ctrl{dma, msix, clock, subsystem, with_test_poll_groups<Traits>(config),
                takes_test_poll_groups(config)}
         , host{ctrl, memory, clock}

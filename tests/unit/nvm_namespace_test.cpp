@@ -1,6 +1,8 @@
 #include <nvmekit/nvm_namespace.hpp>
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -143,6 +145,36 @@ TEST(nvm_namespace, attachment_is_recorded_once_per_controller)
     EXPECT_TRUE(ns.detach(1));
     EXPECT_FALSE(ns.detach(1));
     EXPECT_EQ(ns.attached_controllers().size(), 1U);
+}
+
+TEST(nvm_namespace, uncorrectable_ranges_are_visited_clipped_and_counted)
+{
+    ns_type ns{1, nvmekit::null_backend{1 << 20}, ids()};
+    EXPECT_EQ(ns.uncorrectable_generation(), 0U);
+    ASSERT_TRUE(ns.mark_uncorrectable(10, 10));
+    ASSERT_TRUE(ns.mark_uncorrectable(40, 5));
+    EXPECT_EQ(ns.uncorrectable_generation(), 2U);
+    EXPECT_EQ(ns.uncorrectable_blocks(), 15U);
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> seen;
+    ns.for_each_uncorrectable(15, 42, [&](std::uint64_t first, std::uint64_t end) { seen.emplace_back(first, end); });
+    EXPECT_EQ(seen, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{15, 20}, {40, 42}}));
+    ASSERT_TRUE(ns.clear_uncorrectable(12, 2));
+    EXPECT_EQ(ns.uncorrectable_generation(), 3U);
+    ns.set_format(0, false);
+    EXPECT_EQ(ns.uncorrectable_ranges(), 0U);
+    EXPECT_EQ(ns.uncorrectable_generation(), 4U);
+}
+
+TEST(nvm_namespace, a_private_namespace_reports_nmic_0_and_common_capabilities_have_no_size)
+{
+    ns_type ns{1, nvmekit::null_backend{1 << 20}, ids(), {.shared = false}};
+    EXPECT_FALSE(ns.shared());
+    EXPECT_FALSE(ns.identify().nmic.get(spec::namespace_multipath_caps::shared));
+    EXPECT_FALSE(ns.independent_identify().nmic.get(spec::namespace_multipath_caps::shared));
+    const auto common = ns_type::common_capabilities();
+    EXPECT_EQ(common.nsze, 0U);
+    EXPECT_EQ(common.nlbaf, 3U);
+    EXPECT_EQ(common.lbaf[0].data_size(), 512U);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 #include <nvmekit/subsystem.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -98,3 +99,67 @@ TEST(subsystem, removing_a_namespace_detaches_it_first)
 }
 
 } // namespace
+
+TEST(subsystem, capacity_pool_grows_with_added_namespaces_when_not_configured)
+{
+    subsystem_type s;
+    s.add_namespace(nvmekit::null_backend{1 << 20});
+    s.add_namespace(nvmekit::null_backend{1 << 21});
+    EXPECT_EQ(s.total_capacity(), 3U << 20);
+    EXPECT_EQ(s.allocated_capacity(), 3U << 20);
+    EXPECT_EQ(s.unallocated_capacity(), 0U);
+    s.remove_namespace(1);
+    EXPECT_EQ(s.total_capacity(), 3U << 20);
+    EXPECT_EQ(s.unallocated_capacity(), 1U << 20);
+}
+
+TEST(subsystem, configured_pool_bounds_added_namespaces)
+{
+    subsystem_type s{{}, {.nvm_capacity_bytes = 3U << 20}};
+    EXPECT_EQ(s.total_capacity(), 3U << 20);
+    EXPECT_EQ(s.unallocated_capacity(), 3U << 20);
+    s.add_namespace(nvmekit::null_backend{2U << 20});
+    EXPECT_EQ(s.unallocated_capacity(), 1U << 20);
+    EXPECT_THROW(s.add_namespace(nvmekit::null_backend{2U << 20}), std::invalid_argument);
+}
+
+TEST(subsystem, created_namespaces_use_the_factory_and_are_not_attached)
+{
+    subsystem_type s{{}, {.max_namespaces = 2, .nvm_capacity_bytes = 1U << 20}};
+    recorder r;
+    const auto controller = s.register_controller(r.listener());
+    // Without a factory a null_backend subsystem cannot make backends.
+    EXPECT_EQ(s.create_namespace({.blocks = 8}).error, nvmekit::namespace_creation_error::no_backend);
+    std::vector<std::uint64_t> made;
+    s.set_backend_factory([&](std::uint64_t bytes) {
+        made.push_back(bytes);
+        return std::optional<nvmekit::null_backend>{std::in_place, bytes};
+    });
+    const auto first = s.create_namespace({.blocks = 1024, .options = {.lba_format = 0}});
+    ASSERT_EQ(first.error, nvmekit::namespace_creation_error::none);
+    EXPECT_EQ(first.nsid, 1U);
+    EXPECT_EQ(made, std::vector<std::uint64_t>{512U * 1024U});
+    EXPECT_EQ(s.unallocated_capacity(), (1U << 20) - 512U * 1024U);
+    EXPECT_FALSE(s.find(1)->attached_to(controller));
+    EXPECT_TRUE(r.changed.empty());
+    // 4096 + 64 bytes a block: 128 blocks do not fit in the 512 KiB left.
+    EXPECT_EQ(s.create_namespace({.blocks = 128, .options = {.lba_format = 3}}).error,
+              nvmekit::namespace_creation_error::insufficient_capacity);
+    EXPECT_EQ(s.create_namespace({.blocks = 8}).nsid, 2U);
+    EXPECT_EQ(s.create_namespace({.blocks = 8}).error, nvmekit::namespace_creation_error::identifier_unavailable);
+}
+
+TEST(subsystem, a_recreated_nsid_gets_new_identifiers)
+{
+    subsystem_type s{{}, {.nvm_capacity_bytes = 1U << 20}};
+    s.set_backend_factory([](std::uint64_t bytes) { return std::optional<nvmekit::null_backend>{std::in_place, bytes}; });
+    ASSERT_EQ(s.create_namespace({.blocks = 8}).nsid, 1U);
+    const auto before = s.find(1)->identifiers();
+    s.remove_namespace(1);
+    EXPECT_EQ(s.unallocated_capacity(), 1U << 20);
+    ASSERT_EQ(s.create_namespace({.blocks = 8}).nsid, 1U);
+    const auto after = s.find(1)->identifiers();
+    EXPECT_NE(before.nguid, after.nguid);
+    EXPECT_NE(before.eui64, after.eui64);
+    EXPECT_NE(before.uuid, after.uuid);
+}

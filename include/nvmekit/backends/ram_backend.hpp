@@ -172,6 +172,9 @@ public:
     /// Bytes per chunk.
     [[nodiscard]] std::size_t chunk_size() const noexcept { return options_.chunk_size; }
 
+    /// The options given at construction.
+    [[nodiscard]] const ram_backend_options& options() const noexcept { return options_; }
+
 private:
     /// A leaf table entry: the chunk's bytes, or nullptr while the chunk is all zeros.
     using chunk_slot = std::atomic<std::byte*>;

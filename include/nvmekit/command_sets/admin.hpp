@@ -1,8 +1,8 @@
 #pragma once
 /// The admin command set (Base 2.0 section 5) as handlers of the controller's admin dispatch
 /// table: queue management, Identify, Get Log Page, Get/Set Features, Asynchronous Event Request,
-/// Abort, Keep Alive, Namespace Attachment, Format NVM, Firmware Image Download and Commit,
-/// Doorbell Buffer Config.
+/// Abort, Keep Alive, Namespace Management, Namespace Attachment, Format NVM, Firmware Image
+/// Download and Commit, Doorbell Buffer Config, Get LBA Status.
 
 #include <algorithm>
 #include <array>
@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <vector>
 
 #include <nvmekit/config.hpp>
 #include <nvmekit/dispatcher.hpp>
@@ -21,6 +22,7 @@
 #include <nvmekit/spec/log_pages.hpp>
 #include <nvmekit/spec/opcodes.hpp>
 #include <nvmekit/spec/status.hpp>
+#include <nvmekit/subsystem.hpp>
 #include <nvmekit/telemetry_log.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
@@ -49,10 +51,12 @@ struct admin_command_set {
             .with(op(admin_opcode::async_event_request), &async_event_request)
             .with(op(admin_opcode::firmware_commit), &firmware_commit, effects::changes_controller())
             .with(op(admin_opcode::firmware_image_download), &firmware_image_download)
-            .with(op(admin_opcode::namespace_attachment), &namespace_attachment, effects::changes_namespaces())
+            .with(op(admin_opcode::namespace_management), &namespace_management, effects::changes_inventory())
+            .with(op(admin_opcode::namespace_attachment), &namespace_attachment, effects::changes_inventory())
             .with(op(admin_opcode::keep_alive), &keep_alive)
             .with(op(admin_opcode::doorbell_buffer_config), &doorbell_buffer_config)
-            .with(op(admin_opcode::format_nvm), &format_nvm, effects::changes_namespaces());
+            .with(op(admin_opcode::format_nvm), &format_nvm, effects::changes_namespaces())
+            .with(op(admin_opcode::get_lba_status), &get_lba_status);
     }
 
     static constexpr std::uint32_t broadcast_nsid = 0xffffffffU;
@@ -103,6 +107,10 @@ private:
             if (view.cns == spec::cns::io_command_set_namespace && !nvm_set) {
                 return fail(spec::generic_status::invalid_field);
             }
+            if (view.cns == spec::cns::identify_namespace && nsid == broadcast_nsid) {
+                // What every namespace supports, for a host about to create one (Base 2.0 5.17.2.1).
+                return send(c, cmd, namespace_type::common_capabilities());
+            }
             if (!valid_nsid(c, nsid)) {
                 return fail(spec::generic_status::invalid_namespace_or_format);
             }
@@ -150,6 +158,65 @@ private:
             }
             auto* ns = c.attached_namespace(nsid);
             return send(c, cmd, ns != nullptr ? ns->independent_identify() : spec::independent_identify_namespace{});
+        }
+        case spec::cns::allocated_namespace_list:
+        case spec::cns::io_command_set_allocated_namespace_list: {
+            if (view.cns == spec::cns::io_command_set_allocated_namespace_list && !nvm_set) {
+                return fail(spec::generic_status::invalid_field);
+            }
+            if (nsid >= 0xfffffffeU) {
+                return fail(spec::generic_status::invalid_namespace_or_format);
+            }
+            spec::namespace_id_list list{};
+            std::size_t count = 0;
+            c.subsystem_->for_each_namespace([&](namespace_type& ns) {
+                if (ns.nsid() > nsid && count < list.nsids.size()) {
+                    list.nsids[count++] = ns.nsid();
+                }
+            });
+            return send(c, cmd, list);
+        }
+        case spec::cns::allocated_namespace:
+        case spec::cns::io_command_set_allocated_namespace: {
+            if (view.cns == spec::cns::io_command_set_allocated_namespace && !nvm_set) {
+                return fail(spec::generic_status::invalid_field);
+            }
+            if (!valid_nsid(c, nsid)) {
+                return fail(spec::generic_status::invalid_namespace_or_format);
+            }
+            const auto* ns = c.subsystem_->find(nsid);
+            if (view.cns == spec::cns::io_command_set_allocated_namespace) {
+                return send(c, cmd, spec::nvm_identify_namespace{});
+            }
+            // An unallocated NSID returns a zero-filled structure (Base 2.0 5.17.2.11).
+            return send(c, cmd, ns != nullptr ? c.identify_namespace_data(*ns) : spec::identify_namespace{});
+        }
+        case spec::cns::namespace_controller_list: {
+            if (!valid_nsid(c, nsid)) {
+                return fail(spec::generic_status::invalid_namespace_or_format);
+            }
+            // The controllers attached to the NSID with an identifier of CNTID or above.
+            spec::controller_list list{};
+            if (const auto* ns = c.subsystem_->find(nsid)) {
+                std::vector<std::uint16_t> ids(ns->attached_controllers().begin(), ns->attached_controllers().end());
+                std::sort(ids.begin(), ids.end());
+                for (const std::uint16_t id : ids) {
+                    if (id >= view.controller_id) {
+                        list.push_back(id);
+                    }
+                }
+            }
+            return send(c, cmd, list);
+        }
+        case spec::cns::controller_list: {
+            // Every controller of the subsystem with an identifier of CNTID or above.
+            spec::controller_list list{};
+            c.subsystem_->for_each_controller([&](std::uint16_t id) {
+                if (id >= view.controller_id) {
+                    list.push_back(id);
+                }
+            });
+            return send(c, cmd, list);
         }
         case spec::cns::io_command_set: {
             // One I/O Command Set combination: the NVM Command Set (bit 0), Base 2.0 5.17.2.18.
@@ -206,6 +273,9 @@ private:
             acknowledges = true;
             break;
         }
+        case spec::log_page_id::lba_status_information:
+            log_size = lba_status_log(c, log);
+            break;
         case spec::log_page_id::commands_supported_and_effects: {
             if (view.command_set_id != spec::command_set_identifier::nvm) {
                 return fail(spec::generic_status::invalid_field);
@@ -338,6 +408,10 @@ private:
                 return fail(spec::command_specific_status::namespace_not_attached);
             }
         }
+        if (view.select == spec::namespace_attachment_select::attach && !ns->shared() &&
+            ns->attached_controllers().size() + ids.size() > 1U) {
+            return fail(spec::command_specific_status::namespace_is_private);
+        }
         for (const std::uint16_t id : ids) {
             if (view.select == spec::namespace_attachment_select::attach) {
                 c.subsystem_->attach(nsid, id);
@@ -346,6 +420,200 @@ private:
             }
         }
         return command_result::success();
+    }
+
+    // ---- Namespace Management (Base 2.0, Namespace Management command) -------------------------
+
+    static command_result namespace_management(Controller& c, command& cmd)
+    {
+        const auto view = spec::namespace_management_view::decode(cmd.sqe);
+        switch (view.select) {
+        case spec::namespace_management_select::create: return create_namespace(c, cmd, view);
+        case spec::namespace_management_select::remove: return delete_namespace(c, cmd.sqe.nsid);
+        }
+        return fail(spec::generic_status::invalid_field);
+    }
+
+    /// Create: the host's Identify Namespace structure names NSZE, NCAP, FLBAS, DPS and NMIC (and
+    /// ANAGRPID, NVMSETID, ENDGID, which this subsystem does not have); CQE DW0 returns the NSID.
+    static command_result create_namespace(Controller& c, command& cmd, const spec::namespace_management_view& view)
+    {
+        if (view.command_set_id != spec::command_set_identifier::nvm) {
+            return fail(spec::command_specific_status::io_command_set_not_supported);
+        }
+        spec::identify_namespace requested{};
+        if (auto status = c.transfer_from_host(cmd, std::as_writable_bytes(std::span{&requested, 1}));
+            !status.is_success()) {
+            return command_result::failure(status);
+        }
+        if (requested.nsze == 0 || requested.ncap > requested.nsze) {
+            return fail(spec::generic_status::invalid_field);
+        }
+        if (requested.ncap < requested.nsze) {
+            return fail(spec::command_specific_status::thin_provisioning_not_supported);
+        }
+        const std::uint8_t format = requested.flbas.format_index();
+        if (format >= supported_lba_formats.size() ||
+            requested.dps.get(spec::protection_settings::type) != spec::protection_information_type::none ||
+            requested.dps.get(spec::protection_settings::first_bytes)) {
+            return fail(spec::command_specific_status::invalid_format); // no protection information
+        }
+        if (requested.anagrpid != 0) {
+            return fail(spec::command_specific_status::ana_group_identifier_invalid);
+        }
+        if (requested.nvmsetid != 0 || requested.endgid != 0) {
+            return fail(spec::generic_status::invalid_field);
+        }
+        const auto created = c.subsystem_->create_namespace(namespace_request{
+            .blocks = requested.nsze,
+            .options = namespace_options{
+                .lba_format = format,
+                .extended_metadata = requested.flbas.get(spec::formatted_lba_size::extended_metadata),
+                .shared = requested.nmic.get(spec::namespace_multipath_caps::shared),
+            }});
+        switch (created.error) {
+        case namespace_creation_error::none: return command_result::success(created.nsid);
+        case namespace_creation_error::identifier_unavailable:
+            return fail(spec::command_specific_status::namespace_identifier_unavailable);
+        case namespace_creation_error::insufficient_capacity:
+        case namespace_creation_error::no_backend: break;
+        }
+        return fail(spec::command_specific_status::namespace_insufficient_capacity);
+    }
+
+    /// Delete: the namespace is detached from every controller (each raises Namespace Attribute
+    /// Changed) and its capacity returns to the pool; NSID FFFFFFFFh deletes every namespace.
+    static command_result delete_namespace(Controller& c, std::uint32_t nsid)
+    {
+        std::vector<std::uint32_t> doomed;
+        if (nsid == broadcast_nsid) {
+            c.subsystem_->for_each_namespace([&](namespace_type& ns) { doomed.push_back(ns.nsid()); });
+        } else if (!valid_nsid(c, nsid)) {
+            return fail(spec::generic_status::invalid_namespace_or_format);
+        } else if (c.subsystem_->find(nsid) == nullptr) {
+            return fail(spec::generic_status::invalid_field); // not an allocated NSID
+        } else {
+            doomed.push_back(nsid);
+        }
+        for (const std::uint32_t victim : doomed) {
+            if (!c.subsystem_->removable(victim) || waits_for_staging(c, c.subsystem_->find(victim))) {
+                // Its I/O is still in a backend: the host may retry once it completes.
+                return command_result::failure(spec::status{spec::generic_status::command_interrupted});
+            }
+        }
+        for (const std::uint32_t victim : doomed) {
+            c.subsystem_->remove_namespace(victim);
+        }
+        return command_result::success();
+    }
+
+    /// Whether a command of this controller that waits for a staging buffer names `ns`.
+    [[nodiscard]] static bool waits_for_staging(Controller& c, const namespace_type* ns)
+    {
+        for (auto& group : c.groups_) {
+            for (auto& waiting : group->waiting_for_staging) {
+                if (waiting.ns == ns) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    // ---- Get LBA Status (Base 2.0, Get LBA Status command) -----------------------------------
+
+    /// Reports the Potentially Unrecoverable LBAs of [SLBA, SLBA + RL) (RL 0: to the end of the
+    /// namespace). The tracked ones are the ranges Write Uncorrectable marked; the emulated media
+    /// has no other failures, so a scan (ATYPE 10h) finds nothing more and reports the same.
+    static command_result get_lba_status(Controller& c, command& cmd)
+    {
+        const auto view = spec::get_lba_status_view::decode(cmd.sqe);
+        const std::uint32_t nsid = cmd.sqe.nsid;
+        auto* ns = nsid == broadcast_nsid ? nullptr : c.attached_namespace(nsid);
+        if (ns == nullptr) {
+            return fail(spec::generic_status::invalid_namespace_or_format);
+        }
+        if (view.action != spec::lba_status_action::scan_untracked && view.action != spec::lba_status_action::tracked) {
+            return fail(spec::generic_status::invalid_field);
+        }
+        if (view.byte_count() > c.max_transfer_bytes()) {
+            return fail(spec::generic_status::invalid_field);
+        }
+        if (view.starting_lba >= ns->block_count()) {
+            return fail(spec::generic_status::lba_out_of_range);
+        }
+        const std::uint64_t end = view.range_length == 0
+                                      ? ns->block_count()
+                                      : std::min(ns->block_count(), view.starting_lba + view.range_length);
+        const auto out = std::span{c.log_window_}.first(static_cast<std::size_t>(view.byte_count()));
+        std::fill(out.begin(), out.end(), std::byte{0});
+        constexpr std::size_t header_bytes = sizeof(spec::lba_status_list_header);
+        constexpr std::size_t descriptor_bytes = sizeof(spec::lba_status_descriptor);
+        const std::size_t room = out.size() < header_bytes ? 0 : (out.size() - header_bytes) / descriptor_bytes;
+        spec::lba_status_list_header header{};
+        header.cmpc = spec::lba_status_completion::complete;
+        ns->for_each_uncorrectable(view.starting_lba, end, [&](std::uint64_t first, std::uint64_t last) {
+            while (first < last) {
+                if (header.nlsd == room) {
+                    header.cmpc = spec::lba_status_completion::incomplete;
+                    return;
+                }
+                const auto blocks = static_cast<std::uint32_t>(std::min<std::uint64_t>(last - first, 0xffffffffU));
+                spec::lba_status_descriptor descriptor{};
+                descriptor.dslba = first;
+                descriptor.nlb = blocks;
+                descriptor.status = spec::lba_range_status::unrecoverable;
+                std::memcpy(out.data() + header_bytes + header.nlsd * descriptor_bytes, &descriptor, descriptor_bytes);
+                ++header.nlsd;
+                first += blocks;
+            }
+        });
+        std::memcpy(out.data(), &header, std::min(out.size(), header_bytes));
+        return result_of(c.transfer_to_host(cmd, out));
+    }
+
+    /// Builds the LBA Status Information log (0Eh) in `log` and returns its size: one namespace
+    /// element per attached namespace with tracked Potentially Unrecoverable LBAs, listing them.
+    /// The generation counter changes whenever what the log reports changes.
+    [[nodiscard]] static std::size_t lba_status_log(Controller& c, std::span<std::byte> log)
+    {
+        constexpr std::size_t header_bytes = sizeof(spec::lba_status_log_header);
+        constexpr std::size_t element_bytes = sizeof(spec::lba_status_namespace_element);
+        constexpr std::size_t range_bytes = sizeof(spec::lba_range_descriptor);
+        spec::lba_status_log_header header{};
+        std::uint64_t unrecoverable = 0;
+        std::size_t at = header_bytes;
+        c.subsystem_->for_each_namespace([&](namespace_type& ns) {
+            if (!ns.attached_to(c.controller_id_) || ns.uncorrectable_ranges() == 0 ||
+                log.size() - at < element_bytes + range_bytes) {
+                return;
+            }
+            unrecoverable += ns.uncorrectable_blocks();
+            spec::lba_status_namespace_element element{};
+            element.neid = ns.nsid();
+            element.ratype = spec::lba_status_action::tracked;
+            const std::size_t element_at = at;
+            at += element_bytes;
+            ns.for_each_uncorrectable(0, ns.block_count(), [&](std::uint64_t first, std::uint64_t last) {
+                while (first < last && log.size() - at >= range_bytes) {
+                    const auto blocks = static_cast<std::uint32_t>(std::min<std::uint64_t>(last - first, 0xffffffffU));
+                    spec::lba_range_descriptor range{};
+                    range.rslba = first;
+                    range.rnlb = blocks;
+                    std::memcpy(log.data() + at, &range, range_bytes);
+                    at += range_bytes;
+                    ++element.nlrd;
+                    first += blocks;
+                }
+            });
+            std::memcpy(log.data() + element_at, &element, element_bytes);
+            ++header.nlslne;
+        });
+        header.lslplen = static_cast<std::uint32_t>(at);
+        header.estulb = static_cast<std::uint32_t>(std::min<std::uint64_t>(unrecoverable, 0xffffffffU));
+        header.lsgc = static_cast<std::uint16_t>(c.subsystem_->lba_status_generation());
+        std::memcpy(log.data(), &header, header_bytes);
+        return at;
     }
 
     // ---- Format NVM (5.14) -------------------------------------------------------------------

@@ -236,6 +236,27 @@ Out fields(Out out, const spec::namespace_attachment_view& cmd)
 }
 
 template <typename Out>
+Out fields(Out out, const spec::get_lba_status_view& cmd)
+{
+    return fmt::format_to(out, "slba={:#x} mndw={} rl={} atype=0x{:02x}", cmd.starting_lba, cmd.dword_count,
+                          cmd.range_length, static_cast<unsigned>(cmd.action));
+}
+
+/// `nlsd=2 cmpc=complete`.
+template <typename Out>
+Out fields(Out out, const spec::lba_status_list_header& header)
+{
+    return fmt::format_to(out, "nlsd={} cmpc={}", header.nlsd, header.cmpc);
+}
+
+/// `dslba=0x10 nlb=8 status=unrecoverable`.
+template <typename Out>
+Out fields(Out out, const spec::lba_status_descriptor& descriptor)
+{
+    return fmt::format_to(out, "dslba={:#x} nlb={} status={}", descriptor.dslba, descriptor.nlb, descriptor.status);
+}
+
+template <typename Out>
 Out fields(Out out, const spec::keep_alive_view& /*cmd*/)
 {
     return out;
@@ -475,6 +496,12 @@ Out fields(Out out, spec::namespace_management_cdw11 cdw)
 }
 
 template <typename Out>
+Out fields(Out out, spec::get_lba_status_cdw13 cdw)
+{
+    return fmt::format_to(out, "rl={} atype={}", cdw.get(cdw.rl), static_cast<unsigned>(cdw.get(cdw.atype)));
+}
+
+template <typename Out>
 Out fields(Out out, spec::firmware_commit_cdw10 cdw)
 {
     return fmt::format_to(out, "fs={} ca={} bpid={}", cdw.get(cdw.fs), static_cast<unsigned>(cdw.get(cdw.ca)),
@@ -614,6 +641,36 @@ struct fmt::formatter<nvmekit::spec::firmware_commit_action>
 template <>
 struct fmt::formatter<nvmekit::spec::namespace_attachment_select>
     : nvmekit::detail::command_enum_formatter<nvmekit::spec::namespace_attachment_select> {};
+
+/// `not indicated`, `incomplete`, `complete`, or `reserved (0x03)`.
+template <>
+struct fmt::formatter<nvmekit::spec::lba_status_completion>
+    : nvmekit::detail::command_enum_formatter<nvmekit::spec::lba_status_completion> {};
+
+/// `may be unrecoverable`, `unrecoverable`, or `reserved (0x02)`.
+template <>
+struct fmt::formatter<nvmekit::spec::lba_range_status>
+    : nvmekit::detail::command_enum_formatter<nvmekit::spec::lba_range_status> {};
+
+/// `rl=16 atype=17`.
+template <>
+struct fmt::formatter<nvmekit::spec::get_lba_status_cdw13>
+    : nvmekit::detail::command_fields_formatter<nvmekit::spec::get_lba_status_cdw13> {};
+
+/// `slba=0x0 mndw=64 rl=0 atype=0x11` (MNDW printed 1-based, in dwords).
+template <>
+struct fmt::formatter<nvmekit::spec::get_lba_status_view>
+    : nvmekit::detail::command_fields_formatter<nvmekit::spec::get_lba_status_view> {};
+
+/// `nlsd=2 cmpc=complete`.
+template <>
+struct fmt::formatter<nvmekit::spec::lba_status_list_header>
+    : nvmekit::detail::command_fields_formatter<nvmekit::spec::lba_status_list_header> {};
+
+/// `dslba=0x10 nlb=8 status=unrecoverable`.
+template <>
+struct fmt::formatter<nvmekit::spec::lba_status_descriptor>
+    : nvmekit::detail::command_fields_formatter<nvmekit::spec::lba_status_descriptor> {};
 
 /// `none`, `type1`, `type2`, `type3`, or `reserved (0x04)`.
 template <>
@@ -954,6 +1011,7 @@ Out admin(Out out, const spec::submission_queue_entry& entry)
     case doorbell_buffer_config:
         return command<spec::doorbell_buffer_config_view>(out, entry, name, false, false);
     case format_nvm: return command<spec::format_nvm_view>(out, entry, name, true, data);
+    case get_lba_status: return command<spec::get_lba_status_view>(out, entry, name, true, data);
     default: return raw_command(out, entry, name, "ADMIN");
     }
 }

@@ -746,6 +746,17 @@ struct fmt::formatter<nvmekit::spec::active_namespace_id_list> : nvmekit::detail
     }
 };
 
+/// `cntlids=[1, 2]`.
+template <>
+struct fmt::formatter<nvmekit::spec::controller_list> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::controller_list& value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        const auto ids = value.identifiers();
+        return fmt::format_to(ctx.out(), "cntlids=[{}]", fmt::join(ids.begin(), ids.end(), ", "));
+    }
+};
+
 /// `nidt=EUI64 nidl=8`.
 template <>
 struct fmt::formatter<nvmekit::spec::namespace_id_descriptor_header> : nvmekit::detail::plain_formatter {

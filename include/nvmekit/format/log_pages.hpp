@@ -306,3 +306,40 @@ struct fmt::formatter<nvmekit::spec::async_event_completion> : nvmekit::detail::
         return fmt::format_to(ctx.out(), "{}/{} (0x{:02x}) log={}", name(type), event_name, information, log);
     }
 };
+
+/// `scan untracked`, `tracked`, or `reserved (0x12)`.
+template <>
+struct fmt::formatter<nvmekit::spec::lba_status_action>
+    : nvmekit::detail::name_or_reserved_formatter<nvmekit::spec::lba_status_action> {};
+
+/// `lslplen=48 nlslne=1 estulb=8 lsgc=2`.
+template <>
+struct fmt::formatter<nvmekit::spec::lba_status_log_header> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::lba_status_log_header& value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        return fmt::format_to(ctx.out(), "lslplen={} nlslne={} estulb={} lsgc={}", value.lslplen, value.nlslne,
+                              value.estulb, value.lsgc);
+    }
+};
+
+/// `neid=1 nlrd=2 ratype=tracked`.
+template <>
+struct fmt::formatter<nvmekit::spec::lba_status_namespace_element> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::lba_status_namespace_element& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
+    {
+        return fmt::format_to(ctx.out(), "neid={} nlrd={} ratype={}", value.neid, value.nlrd, value.ratype);
+    }
+};
+
+/// `rslba=0x10 rnlb=8`.
+template <>
+struct fmt::formatter<nvmekit::spec::lba_range_descriptor> : nvmekit::detail::plain_formatter {
+    template <typename FormatContext>
+    auto format(const nvmekit::spec::lba_range_descriptor& value, FormatContext& ctx) const -> decltype(ctx.out())
+    {
+        return fmt::format_to(ctx.out(), "rslba={:#x} rnlb={}", value.rslba, value.rnlb);
+    }
+};

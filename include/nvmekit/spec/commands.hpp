@@ -790,6 +790,116 @@ struct format_nvm_view {
     friend constexpr bool operator==(const format_nvm_view&, const format_nvm_view&) noexcept = default;
 };
 
+/// Get LBA Status (86h) CDW13.
+struct get_lba_status_cdw13 : word<get_lba_status_cdw13, std::uint32_t> {
+    using word::word;
+    static constexpr field<0, 16, std::uint16_t> rl{};            // RL Range Length: bits 15:00 (LBAs)
+    static constexpr field<24, 8, lba_status_action> atype{};     // ATYPE Action Type: bits 31:24
+};
+
+/// Get LBA Status (86h), Base 2.0: which Potentially Unrecoverable LBAs of [SLBA, SLBA + RL) the
+/// controller reports. CDW10-11 are SLBA, CDW12 is MNDW (0-based dwords of the data buffer).
+struct get_lba_status_view {
+    std::uint64_t starting_lba{};  ///< SLBA
+    std::uint64_t dword_count{};   ///< MNDW + 1, 1 to 2^32: the data buffer holds this many dwords
+    std::uint16_t range_length{};  ///< RL, in logical blocks
+    lba_status_action action{};    ///< ATYPE
+
+    [[nodiscard]] constexpr std::uint64_t byte_count() const noexcept { return dword_count * 4; }
+
+    [[nodiscard]] static constexpr get_lba_status_view decode(const submission_queue_entry& entry) noexcept
+    {
+        const get_lba_status_cdw13 cdw13{entry.cdw13};
+        return {
+            .starting_lba = (std::uint64_t{entry.cdw11} << 32) | entry.cdw10,
+            .dword_count = std::uint64_t{entry.cdw12} + 1,
+            .range_length = cdw13.get(cdw13.rl),
+            .action = cdw13.get(cdw13.atype),
+        };
+    }
+    constexpr void encode(submission_queue_entry& entry) const noexcept
+    {
+        detail::clear_command_dwords(entry);
+        entry.cdw10 = static_cast<std::uint32_t>(starting_lba);
+        entry.cdw11 = static_cast<std::uint32_t>(starting_lba >> 32);
+        entry.cdw12 = static_cast<std::uint32_t>(dword_count - 1);
+        entry.cdw13 = get_lba_status_cdw13{}
+                          .with(get_lba_status_cdw13::rl, range_length)
+                          .with(get_lba_status_cdw13::atype, action)
+                          .raw;
+    }
+    friend constexpr bool operator==(const get_lba_status_view&, const get_lba_status_view&) noexcept = default;
+};
+
+/// Completion Condition (CMPC) of the LBA Status Descriptor list.
+enum class lba_status_completion : std::uint8_t {
+    not_indicated = 0x0,
+    /// More descriptors were available than MNDW let the controller return.
+    incomplete = 0x1,
+    /// The action covered the whole range and every descriptor was returned.
+    complete = 0x2,
+};
+
+/// "not indicated", "incomplete", "complete"; empty for a reserved value.
+[[nodiscard]] constexpr std::string_view name(lba_status_completion value) noexcept
+{
+    switch (value) {
+    case lba_status_completion::not_indicated: return "not indicated";
+    case lba_status_completion::incomplete: return "incomplete";
+    case lba_status_completion::complete: return "complete";
+    }
+    return {};
+}
+
+/// Status of an LBA Status Descriptor (byte 13).
+enum class lba_range_status : std::uint8_t {
+    /// Each logical block of the range may report Unrecovered Read Error, or may be read.
+    may_be_unrecoverable = 0x0,
+    /// Each logical block of the range reports Unrecovered Read Error when read (it was last
+    /// written by Write Uncorrectable, or its media failed).
+    unrecoverable = 0x1,
+};
+
+/// "may be unrecoverable", "unrecoverable"; empty for a reserved value.
+[[nodiscard]] constexpr std::string_view name(lba_range_status value) noexcept
+{
+    switch (value) {
+    case lba_range_status::may_be_unrecoverable: return "may be unrecoverable";
+    case lba_range_status::unrecoverable: return "unrecoverable";
+    }
+    return {};
+}
+
+/// The header of the LBA Status Descriptor list Get LBA Status returns (8 bytes); NLSD
+/// `lba_status_descriptor`s follow it.
+struct lba_status_list_header {
+    std::uint32_t nlsd;                 // bytes 03:00 NLSD Number of LBA Status Descriptors
+    lba_status_completion cmpc;         // byte 04 CMPC Completion Condition
+    std::array<std::uint8_t, 3> rsvd5;  // bytes 07:05
+
+    friend constexpr bool operator==(const lba_status_list_header&, const lba_status_list_header&) noexcept = default;
+};
+static_assert(sizeof(lba_status_list_header) == 8);
+static_assert(offsetof(lba_status_list_header, nlsd) == 0);
+static_assert(offsetof(lba_status_list_header, cmpc) == 4);
+static_assert(is_wire_type_v<lba_status_list_header>);
+
+/// LBA Status Descriptor (16 bytes).
+struct lba_status_descriptor {
+    std::uint64_t dslba;                // bytes 07:00 DSLBA Descriptor Starting LBA
+    std::uint32_t nlb;                  // bytes 11:08 NLB Number of Logical Blocks (1-based)
+    std::uint8_t rsvd12;                // byte 12
+    lba_range_status status;            // byte 13 Status
+    std::array<std::uint8_t, 2> rsvd14; // bytes 15:14
+
+    friend constexpr bool operator==(const lba_status_descriptor&, const lba_status_descriptor&) noexcept = default;
+};
+static_assert(sizeof(lba_status_descriptor) == 16);
+static_assert(offsetof(lba_status_descriptor, dslba) == 0);
+static_assert(offsetof(lba_status_descriptor, nlb) == 8);
+static_assert(offsetof(lba_status_descriptor, status) == 13);
+static_assert(is_wire_type_v<lba_status_descriptor>);
+
 // NVM I/O commands, NVM Command Set 1.0 section 3.
 
 /// Protection Information field (PRINFO) of the NVM I/O commands: action and checks.

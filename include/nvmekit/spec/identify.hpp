@@ -882,6 +882,34 @@ static_assert(is_wire_type_v<active_namespace_id_list>);
 
 using namespace_id_list = active_namespace_id_list;
 
+/// Controller List (Base 2.0, Controller List data structure): the data of Identify CNS 12h and
+/// 13h and of Namespace Attachment. A count, then that many controller identifiers in increasing
+/// order; the unused entries zero.
+struct controller_list {
+    static constexpr std::size_t capacity = 2047;
+    std::uint16_t count;                          // bytes 01:00 Number of Identifiers
+    std::array<std::uint16_t, capacity> ids;      // bytes 4095:02, identifier n at bytes 2n+3:2n+2
+
+    /// The identifiers the count covers (at most `capacity`).
+    [[nodiscard]] constexpr std::span<const std::uint16_t> identifiers() const noexcept
+    {
+        return std::span<const std::uint16_t>{ids}.first(count < capacity ? count : capacity);
+    }
+    /// Appends `id`; false when the list is full.
+    constexpr bool push_back(std::uint16_t id) noexcept
+    {
+        if (count >= capacity) {
+            return false;
+        }
+        ids[count++] = id;
+        return true;
+    }
+};
+static_assert(sizeof(controller_list) == identify_data_size);
+static_assert(offsetof(controller_list, count) == 0);
+static_assert(offsetof(controller_list, ids) == 2);
+static_assert(is_wire_type_v<controller_list>);
+
 /// NIDT Namespace Identifier Type, Base 2.0 5.17 (CNS 03h).
 enum class namespace_id_type : std::uint8_t {
     eui64 = 0x1,

@@ -367,6 +367,63 @@ static_assert(offsetof(commands_supported_and_effects, admin_commands) == 0);
 static_assert(offsetof(commands_supported_and_effects, io_commands) == 1024);
 static_assert(offsetof(commands_supported_and_effects, rsvd2048) == 2048);
 
+/// Action Type of Get LBA Status (CDW13.ATYPE) and Recommended Action Type of the LBA Status
+/// Information log, Base 2.0 (Get LBA Status command).
+enum class lba_status_action : std::uint8_t {
+    scan_untracked = 0x10, ///< scan, then report untracked and tracked Potentially Unrecoverable LBAs
+    tracked = 0x11,        ///< report the tracked Potentially Unrecoverable LBAs
+};
+
+/// "scan untracked", "tracked"; empty for a reserved value.
+[[nodiscard]] constexpr std::string_view name(lba_status_action value) noexcept
+{
+    switch (value) {
+    case lba_status_action::scan_untracked: return "scan untracked";
+    case lba_status_action::tracked: return "tracked";
+    }
+    return {};
+}
+
+/// LBA Status Information log (0Eh) header, Base 2.0 (LBA Status Information log page). Namespace
+/// elements follow it, each a `lba_status_namespace_element` and its LBA range descriptors.
+struct lba_status_log_header {
+    std::uint32_t lslplen;           // bytes 03:00 LSLPLEN LBA Status Log Page Length (bytes)
+    std::uint32_t nlslne;            // bytes 07:04 NLSLNE Number of LBA Status Log Namespace Elements
+    std::uint32_t estulb;            // bytes 11:08 ESTULB Estimate of Unrecoverable Logical Blocks
+    std::array<std::uint8_t, 2> rsvd12; // bytes 13:12
+    std::uint16_t lsgc;              // bytes 15:14 LSGC LBA Status Generation Counter
+};
+static_assert(sizeof(lba_status_log_header) == 16);
+static_assert(offsetof(lba_status_log_header, lslplen) == 0);
+static_assert(offsetof(lba_status_log_header, nlslne) == 4);
+static_assert(offsetof(lba_status_log_header, estulb) == 8);
+static_assert(offsetof(lba_status_log_header, lsgc) == 14);
+static_assert(is_wire_type_v<lba_status_log_header>);
+
+/// LBA Status Log Namespace Element header (16 bytes): NLRD LBA range descriptors follow it.
+struct lba_status_namespace_element {
+    std::uint32_t neid;               // bytes 03:00 NEID Namespace Element Identifier (the NSID)
+    std::uint32_t nlrd;               // bytes 07:04 NLRD Number of LBA Range Descriptors
+    lba_status_action ratype;         // byte 08 RATYPE Recommended Action Type
+    std::array<std::uint8_t, 7> rsvd9; // bytes 15:09
+};
+static_assert(sizeof(lba_status_namespace_element) == 16);
+static_assert(offsetof(lba_status_namespace_element, neid) == 0);
+static_assert(offsetof(lba_status_namespace_element, nlrd) == 4);
+static_assert(offsetof(lba_status_namespace_element, ratype) == 8);
+static_assert(is_wire_type_v<lba_status_namespace_element>);
+
+/// LBA Range Descriptor of a namespace element (16 bytes).
+struct lba_range_descriptor {
+    std::uint64_t rslba;               // bytes 07:00 RSLBA Range Starting LBA
+    std::uint32_t rnlb;                // bytes 11:08 RNLB Range Number of Logical Blocks
+    std::array<std::uint8_t, 4> rsvd12; // bytes 15:12
+};
+static_assert(sizeof(lba_range_descriptor) == 16);
+static_assert(offsetof(lba_range_descriptor, rslba) == 0);
+static_assert(offsetof(lba_range_descriptor, rnlb) == 8);
+static_assert(is_wire_type_v<lba_range_descriptor>);
+
 /// Header (first 512-byte block) of the Telemetry Host-Initiated log (07h) and the Telemetry
 /// Controller-Initiated log (08h), Base 2.0 5.16.1.8 and 5.16.1.9. Data areas follow in
 /// 512-byte blocks numbered from 1.

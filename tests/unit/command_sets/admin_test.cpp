@@ -159,7 +159,8 @@ TEST(admin_identify, namespace_zero_or_above_nn_is_invalid)
     rig r;
     r.subsystem.add_namespace(nvmekit::ram_backend{1 << 20});
     r.host.bring_up();
-    for (const std::uint32_t nsid : {0U, 257U, 0xfffffffeU, 0xffffffffU}) {
+    // FFFFFFFFh is valid for CNS 00h: the capabilities common to every namespace (admin_namespaces_test).
+    for (const std::uint32_t nsid : {0U, 257U, 0xfffffffeU}) {
         std::vector<std::byte> data;
         EXPECT_EQ(identify(r.host, spec::cns::identify_namespace, nsid, data).status(),
                   dnr(spec::generic_status::invalid_namespace_or_format))
@@ -190,17 +191,20 @@ TEST(admin_identify, controller_capabilities_name_what_is_implemented)
     std::vector<std::byte> data;
     ASSERT_EQ(identify(r.host, spec::cns::identify_controller, 0, data).status(), spec::status::success());
     const auto id = load<spec::identify_controller>(data);
-    // OACS: Format NVM (bit 1), Firmware Commit / Image Download (bit 2), Doorbell Buffer Config (bit 8).
-    EXPECT_EQ(id.oacs.raw, 0x0106U);
+    // OACS: Format NVM (bit 1), Firmware Commit / Image Download (bit 2), Namespace Management and
+    // Attachment (bit 3), Doorbell Buffer Config (bit 8), Get LBA Status (bit 9).
+    EXPECT_EQ(id.oacs.raw, 0x030eU);
     const auto& admin = rig::controller_type::admin_table();
     const auto admin_op = [](spec::admin_opcode op) { return static_cast<std::uint8_t>(op); };
     EXPECT_TRUE(admin.supported(admin_op(spec::admin_opcode::format_nvm)));
     EXPECT_TRUE(admin.supported(admin_op(spec::admin_opcode::firmware_commit)));
     EXPECT_TRUE(admin.supported(admin_op(spec::admin_opcode::firmware_image_download)));
     EXPECT_TRUE(admin.supported(admin_op(spec::admin_opcode::doorbell_buffer_config)));
+    EXPECT_TRUE(admin.supported(admin_op(spec::admin_opcode::namespace_management)));
+    EXPECT_TRUE(admin.supported(admin_op(spec::admin_opcode::namespace_attachment)));
+    EXPECT_TRUE(admin.supported(admin_op(spec::admin_opcode::get_lba_status)));
     EXPECT_FALSE(admin.supported(0x81)); // Security Send (OACS bit 0 clear)
     EXPECT_FALSE(admin.supported(0x82)); // Security Receive
-    EXPECT_FALSE(admin.supported(0x0d)); // Namespace Management (OACS bit 3 clear)
     EXPECT_FALSE(admin.supported(0x14)); // Device Self-test (bit 4)
     EXPECT_FALSE(admin.supported(0x19)); // Directive Send (bit 5)
     EXPECT_FALSE(admin.supported(0x1a)); // Directive Receive
@@ -481,7 +485,7 @@ TEST(admin_identify, unsupported_cns_is_invalid_field)
 {
     rig r;
     r.host.bring_up();
-    for (const std::uint8_t cns : {0x04, 0x10, 0x11, 0x12, 0x13, 0x17, 0x1b, 0x1d, 0xff}) {
+    for (const std::uint8_t cns : {0x04, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1d, 0xff}) {
         std::vector<std::byte> data;
         EXPECT_EQ(identify(r.host, static_cast<spec::cns>(cns), 0, data).status(),
                   dnr(spec::generic_status::invalid_field))
@@ -909,8 +913,8 @@ TEST(admin_log_page, effects_log_lists_exactly_the_dispatch_tables)
     EXPECT_EQ(supported(log.admin_commands), opcodes_of(admin));
     EXPECT_EQ(supported(log.io_commands), opcodes_of(io));
     EXPECT_EQ(supported(log.admin_commands),
-              (std::vector<std::uint8_t>{0x00, 0x01, 0x02, 0x04, 0x05, 0x06, 0x08, 0x09, 0x0a, 0x0c, 0x10,
-                                         0x11, 0x15, 0x18, 0x7c, 0x80}));
+              (std::vector<std::uint8_t>{0x00, 0x01, 0x02, 0x04, 0x05, 0x06, 0x08, 0x09, 0x0a, 0x0c, 0x0d,
+                                         0x10, 0x11, 0x15, 0x18, 0x7c, 0x80, 0x86}));
     EXPECT_EQ(supported(log.io_commands),
               (std::vector<std::uint8_t>{0x00, 0x01, 0x02, 0x04, 0x05, 0x08, 0x09, 0x0c, 0x19}));
     for (unsigned op = 0; op < 256; ++op) {
@@ -923,6 +927,10 @@ TEST(admin_log_page, effects_log_lists_exactly_the_dispatch_tables)
     // Format NVM: LBCC, NCC, NIC, CSE 010b (no command to any namespace). Firmware Commit: CCC.
     EXPECT_EQ(log.admin_commands[0x80].raw, 0x0002'000fU);
     EXPECT_EQ(log.admin_commands[0x10].raw, 0x0000'0011U);
+    // Namespace Management and Attachment: NCC, NIC, CSE 010b. Get LBA Status: CSUPP only.
+    EXPECT_EQ(log.admin_commands[0x0d].raw, 0x0002'000dU);
+    EXPECT_EQ(log.admin_commands[0x15].raw, 0x0002'000dU);
+    EXPECT_EQ(log.admin_commands[0x86].raw, 0x0000'0001U);
     EXPECT_TRUE(all_equal(std::span{data}.subspan(2048), std::byte{0}));
 }
 

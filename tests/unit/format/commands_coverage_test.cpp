@@ -81,6 +81,12 @@ static_assert(fmt::is_formattable<spec::dataset_management_range>::value);
 static_assert(fmt::is_formattable<spec::copy_cdw12>::value);
 static_assert(fmt::is_formattable<spec::copy_view>::value);
 static_assert(fmt::is_formattable<spec::copy_source_range>::value);
+static_assert(fmt::is_formattable<spec::get_lba_status_cdw13>::value);
+static_assert(fmt::is_formattable<spec::get_lba_status_view>::value);
+static_assert(fmt::is_formattable<spec::lba_status_completion>::value);
+static_assert(fmt::is_formattable<spec::lba_range_status>::value);
+static_assert(fmt::is_formattable<spec::lba_status_list_header>::value);
+static_assert(fmt::is_formattable<spec::lba_status_descriptor>::value);
 
 /// The text a default (all-zero) value prints.
 template <typename T>
@@ -109,4 +115,7 @@ TEST(format_commands_coverage, only_the_views_without_fields_print_nothing)
     EXPECT_EQ(zero<spec::queue_priority>(), "urgent");
     EXPECT_EQ(zero<spec::dataset_management_range>(), "slba=0x0 nlb=0 cattr=0x0");
     EXPECT_EQ(zero<spec::copy_source_range>(), "slba=0x0 nlb=1");
+    EXPECT_EQ(zero<spec::get_lba_status_view>(), "slba=0x0 mndw=0 rl=0 atype=0x00");
+    EXPECT_EQ(zero<spec::lba_status_list_header>(), "nlsd=0 cmpc=not indicated");
+    EXPECT_EQ(zero<spec::lba_status_descriptor>(), "dslba=0x0 nlb=0 status=may be unrecoverable");
 }

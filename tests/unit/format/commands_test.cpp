@@ -193,6 +193,28 @@ TEST(format_commands, features_abort_and_events)
     EXPECT_EQ(admin(entry(0x18, 14)), "KEEP_ALIVE cid=14");
 }
 
+TEST(format_commands, get_lba_status_prints_its_range_and_action)
+{
+    EXPECT_EQ(admin(entry(0x86, 20, 1, 0x8000,
+                          spec::get_lba_status_view{.starting_lba = 0x10,
+                                                    .dword_count = 6,
+                                                    .range_length = 64,
+                                                    .action = spec::lba_status_action::tracked})),
+              "GET_LBA_STATUS cid=20 nsid=1 slba=0x10 mndw=6 rl=64 atype=0x11 prp1=0x8000 prp2=0x0");
+    EXPECT_EQ(fmt::format("{}", spec::get_lba_status_cdw13{0x1000'0008}), "rl=8 atype=16");
+    EXPECT_EQ(fmt::format("{}", spec::lba_status_list_header{.nlsd = 2,
+                                                              .cmpc = spec::lba_status_completion::complete,
+                                                              .rsvd5 = {}}),
+              "nlsd=2 cmpc=complete");
+    EXPECT_EQ(fmt::format("{}", spec::lba_status_descriptor{.dslba = 0x20,
+                                                            .nlb = 8,
+                                                            .rsvd12 = 0,
+                                                            .status = spec::lba_range_status::unrecoverable,
+                                                            .rsvd14 = {}}),
+              "dslba=0x20 nlb=8 status=unrecoverable");
+    EXPECT_EQ(fmt::format("{}", static_cast<spec::lba_range_status>(2)), "reserved (0x02)");
+}
+
 TEST(format_commands, namespace_and_firmware_commands)
 {
     EXPECT_EQ(admin(entry(0x0d, 15, 0, 0x5000, spec::namespace_management_view{})),

@@ -55,12 +55,15 @@ using spec_types = type_list<
     spec::independent_identify_namespace, spec::active_namespace_id_list, spec::namespace_id_type,
     spec::namespace_id_descriptor_header, spec::namespace_id_descriptor_list,
     spec::namespace_id_descriptor_list::descriptor, spec::io_command_set_vector, spec::identify_io_command_set,
+    spec::controller_list,
     // spec/log_pages.hpp
     spec::log_page_id, spec::parameter_error_location, spec::error_information_entry, spec::smart_critical_warning,
     spec::endurance_group_critical_warning, spec::smart_health_log, spec::active_firmware_info,
     spec::firmware_slot_log, spec::changed_namespace_list, spec::command_submission_execution, spec::command_effects,
     spec::commands_supported_and_effects, spec::telemetry_log_header, spec::async_event_type, spec::error_event,
     spec::smart_health_event, spec::notice_event, spec::immediate_event, spec::async_event_completion,
+    spec::lba_status_action, spec::lba_status_log_header, spec::lba_status_namespace_element,
+    spec::lba_range_descriptor,
     // spec/opcodes.hpp
     spec::admin_opcode, spec::nvm_opcode, spec::fabrics_command_type, spec::data_transfer,
     // spec/queue_entries.hpp

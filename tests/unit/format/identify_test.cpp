@@ -373,3 +373,12 @@ TEST(format_identify, prints_io_command_set_vectors)
     sets.vectors[511] = vector{0x10};
     EXPECT_EQ(fmt::format("{}", sets), "0:[nvm] 1:[nvm zoned] 511:0x10");
 }
+
+TEST(format_identify, controller_list_prints_the_counted_identifiers)
+{
+    spec::controller_list list{};
+    EXPECT_EQ(fmt::format("{}", list), "cntlids=[]");
+    list.push_back(1);
+    list.push_back(3);
+    EXPECT_EQ(fmt::format("{}", list), "cntlids=[1, 3]");
+}

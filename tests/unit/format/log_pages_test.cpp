@@ -203,3 +203,16 @@ TEST(format_log_pages, event_information_enums_print_names)
     EXPECT_EQ(fmt::format("{}", spec::immediate_event::normal_subsystem_shutdown), "Normal NVM Subsystem Shutdown");
     EXPECT_EQ(fmt::format("{}", static_cast<spec::error_event>(0x07)), "Reserved (0x07)");
 }
+
+TEST(format_log_pages, lba_status_information_prints_header_elements_and_ranges)
+{
+    EXPECT_EQ(fmt::format("{}", spec::lba_status_log_header{.lslplen = 48, .nlslne = 1, .estulb = 8, .rsvd12 = {}, .lsgc = 2}),
+              "lslplen=48 nlslne=1 estulb=8 lsgc=2");
+    EXPECT_EQ(fmt::format("{}", spec::lba_status_namespace_element{.neid = 1,
+                                                                   .nlrd = 2,
+                                                                   .ratype = spec::lba_status_action::tracked,
+                                                                   .rsvd9 = {}}),
+              "neid=1 nlrd=2 ratype=tracked");
+    EXPECT_EQ(fmt::format("{}", spec::lba_range_descriptor{.rslba = 0x10, .rnlb = 8, .rsvd12 = {}}), "rslba=0x10 rnlb=8");
+    EXPECT_EQ(fmt::format("{}", static_cast<spec::lba_status_action>(0x12)), "Reserved (0x12)");
+}

@@ -249,6 +249,16 @@ TEST(commands, namespace_attachment_detach_is_sel_1)
                       {1, 0, 0, 0, 0, 0});
 }
 
+TEST(commands, get_lba_status_splits_slba_and_keeps_mndw_0_based)
+{
+    expect_round_trip(spec::get_lba_status_view{.starting_lba = 0x1'2345'6789,
+                                                .dword_count = 6,
+                                                .range_length = 0x42,
+                                                .action = spec::lba_status_action::tracked},
+                      {0x2345'6789, 0x1, 5, 0x1100'0042, 0, 0});
+    EXPECT_EQ((spec::get_lba_status_view{.dword_count = 6}.byte_count()), 24U);
+}
+
 TEST(commands, doorbell_buffer_config_reads_and_writes_dptr)
 {
     spec::submission_queue_entry entry = stale_entry();
