@@ -561,6 +561,33 @@ TEST(vfio_user_server, a_region_mapped_without_a_descriptor_unmaps_like_any_othe
               static_cast<std::uint32_t>(ENOENT));
 }
 
+/// Where the tests' admin queues and Identify data live in guest memory.
+constexpr std::uint64_t admin_sq = guest_base + 0x10000;
+constexpr std::uint64_t admin_cq = guest_base + 0x20000;
+constexpr std::uint64_t identify_buffer = guest_base + 0x30000;
+
+/// AQA (16 entries each), ASQ and ACQ, then CC.EN = 1 as Linux writes it; true once CSTS.RDY reads 1.
+bool enable_controller(client& c)
+{
+    c.write_region(vu::region_index::bar0, 0x24, 4, (15U << 16) | 15U);
+    c.write_region(vu::region_index::bar0, 0x28, 8, admin_sq);
+    c.write_region(vu::region_index::bar0, 0x30, 8, admin_cq);
+    c.write_region(vu::region_index::bar0, 0x14, 4,
+                   spec::cc_register{}.with(spec::cc_register::en, true).with(spec::cc_register::iosqes, 6).with(spec::cc_register::iocqes, 4).raw);
+    return eventually([&] { return (c.read_region(vu::region_index::bar0, 0x1c, 4) & 1U) != 0; });
+}
+
+/// Identify Controller with command identifier `cid`, its data to `buffer`.
+spec::submission_queue_entry identify_controller_command(std::uint16_t cid, std::uint64_t buffer)
+{
+    spec::submission_queue_entry identify{};
+    identify.cdw0.set(spec::command_dword0::opc, static_cast<std::uint8_t>(spec::admin_opcode::identify));
+    identify.cdw0.set(spec::command_dword0::cid, cid);
+    spec::identify_view{.cns = spec::cns::identify_controller}.encode(identify);
+    identify.dptr.prp1 = buffer;
+    return identify;
+}
+
 TEST(vfio_user_server, a_guest_without_msix_gets_intx_on_its_eventfd)
 {
     // A guest booted without MSI (Linux pci=nomsi, FreeBSD hw.nvme.force_intx=1): the client
@@ -608,29 +635,15 @@ TEST(vfio_user_server, a_guest_without_msix_gets_intx_on_its_eventfd)
     unmask.count = 1;
 
     c.write_region(vu::region_index::config, 4, 2, 0x0006); // memory space and bus master
-    const std::uint64_t asq = guest_base + 0x10000;
-    const std::uint64_t acq = guest_base + 0x20000;
-    const std::uint64_t buffer = guest_base + 0x30000;
-    c.write_region(vu::region_index::bar0, 0x24, 4, (15U << 16) | 15U);
-    c.write_region(vu::region_index::bar0, 0x28, 8, asq);
-    c.write_region(vu::region_index::bar0, 0x30, 8, acq);
-    c.write_region(vu::region_index::bar0, 0x14, 4,
-                   spec::cc_register{}.with(spec::cc_register::en, true).with(spec::cc_register::iosqes, 6).with(spec::cc_register::iocqes, 4).raw);
-    ASSERT_TRUE(eventually([&] { return (c.read_region(vu::region_index::bar0, 0x1c, 4) & 1U) != 0; }));
-
-    spec::submission_queue_entry identify{};
-    identify.cdw0.set(spec::command_dword0::opc, static_cast<std::uint8_t>(spec::admin_opcode::identify));
-    identify.cdw0.set(spec::command_dword0::cid, 0x61);
-    spec::identify_view{.cns = spec::cns::identify_controller}.encode(identify);
-    identify.dptr.prp1 = buffer;
-    guest.store(asq, identify);
+    ASSERT_TRUE(enable_controller(c));
+    guest.store(admin_sq, identify_controller_command(0x61, identify_buffer));
     c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, 1);
     pollfd wait{watcher, POLLIN, 0};
     ASSERT_EQ(::poll(&wait, 1, static_cast<int>(patience.count())), 1) << "no INTx signal";
     std::uint64_t count = 0;
     ASSERT_EQ(::read(watcher, &count, sizeof count), static_cast<ssize_t>(sizeof count));
     EXPECT_EQ(count, 1U);
-    EXPECT_EQ(guest.load<spec::completion_queue_entry>(acq).cid, 0x61);
+    EXPECT_EQ(guest.load<spec::completion_queue_entry>(admin_cq).cid, 0x61);
     EXPECT_NE(c.read_region(vu::region_index::config, 6, 2) & 0x8U, 0U); // Status.Interrupt Status
 
     // The line masked itself: while the guest has not consumed the entry, an unmask signals again.
@@ -660,21 +673,8 @@ TEST(vfio_user_server, nothing_is_fetched_posted_or_signalled_while_bus_master_e
     c.write_region(vu::region_index::bar0, table, 8, 0xfee00000);
     c.write_region(vu::region_index::bar0, table + 8, 4, 0x41);
     c.write_region(vu::region_index::bar0, table + 12, 4, 0);
-    const std::uint64_t asq = guest_base + 0x10000;
-    const std::uint64_t acq = guest_base + 0x20000;
-    c.write_region(vu::region_index::bar0, 0x24, 4, (15U << 16) | 15U);
-    c.write_region(vu::region_index::bar0, 0x28, 8, asq);
-    c.write_region(vu::region_index::bar0, 0x30, 8, acq);
-    c.write_region(vu::region_index::bar0, 0x14, 4,
-                   spec::cc_register{}.with(spec::cc_register::en, true).with(spec::cc_register::iosqes, 6).with(spec::cc_register::iocqes, 4).raw);
-    // CC.EN needs no bus mastering: the controller becomes ready.
-    ASSERT_TRUE(eventually([&] { return (c.read_region(vu::region_index::bar0, 0x1c, 4) & 1U) != 0; }));
-    spec::submission_queue_entry identify{};
-    identify.cdw0.set(spec::command_dword0::opc, static_cast<std::uint8_t>(spec::admin_opcode::identify));
-    identify.cdw0.set(spec::command_dword0::cid, 0x71);
-    spec::identify_view{.cns = spec::cns::identify_controller}.encode(identify);
-    identify.dptr.prp1 = guest_base + 0x30000;
-    guest.store(asq, identify);
+    ASSERT_TRUE(enable_controller(c)); // CC.EN needs no bus mastering: the controller becomes ready
+    guest.store(admin_sq, identify_controller_command(0x71, identify_buffer));
     c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, 1);
     // Several round trips, each followed by a poll of the server: no completion, no interrupt.
     for (int i = 0; i < 10; ++i) {
@@ -682,11 +682,11 @@ TEST(vfio_user_server, nothing_is_fetched_posted_or_signalled_while_bus_master_e
     }
     pollfd wait{vector0, POLLIN, 0};
     EXPECT_EQ(::poll(&wait, 1, 0), 0);
-    EXPECT_FALSE(guest.load<spec::completion_queue_entry>(acq).phase());
+    EXPECT_FALSE(guest.load<spec::completion_queue_entry>(admin_cq).phase());
     // Bus Master Enable: the command runs, completes and raises vector 0.
     c.write_region(vu::region_index::config, 4, 2, 0x0006);
     ASSERT_EQ(::poll(&wait, 1, static_cast<int>(patience.count())), 1) << "no MSI-X interrupt";
-    const auto cqe = guest.load<spec::completion_queue_entry>(acq);
+    const auto cqe = guest.load<spec::completion_queue_entry>(admin_cq);
     EXPECT_TRUE(cqe.phase());
     EXPECT_EQ(cqe.cid, 0x71);
     EXPECT_TRUE(cqe.status().is_success());
