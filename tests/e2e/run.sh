@@ -8,10 +8,13 @@
 # file holds what the guest wrote, that the guest shut the controller down (CC.SHN, CSTS.SHST),
 # and that the guest kernel logged no NVMe warning.
 #
-# It runs once per configuration named in NVMEKIT_E2E_CONFIGS (default "512 4k intx"):
+# It runs once per configuration named in NVMEKIT_E2E_CONFIGS (default "512 4k intx pair"):
 #   512   a 256 MiB RAM namespace and a 64 MiB file namespace, 512-byte LBAs, 8 I/O queues offered
 #   4k    RAM namespaces of 256 MiB and 32 MiB and a 64 MiB file namespace, 4 KiB LBAs, 1 I/O queue
 #   intx  as 512, the guest booted with pci=nomsi: INTx through the IO-APIC, one I/O queue
+#   pair  two nvmekit-serve instances with default identities attached to one guest
+#         (tests/e2e/guest-pair.sh): both controllers and namespaces present, with the identities
+#         their servers derived; a server restarted on the same socket keeps its identity
 #
 #   tests/e2e/run.sh NVMEKIT_SERVE_BINARY
 #
@@ -23,7 +26,7 @@ set -euo pipefail
 serve=${1:?usage: run.sh NVMEKIT_SERVE_BINARY}
 here=$(cd "$(dirname "$0")" && pwd)
 e2e_dir=${NVMEKIT_E2E_DIR:-/var/tmp/nvmekit-e2e}
-configs=${NVMEKIT_E2E_CONFIGS:-512 4k intx}
+configs=${NVMEKIT_E2E_CONFIGS:-512 4k intx pair}
 
 missing=$(bash "$here/provision.sh" check 2>&1) || {
     echo "e2e: FAILED: not provisioned (run: bash tests/e2e/provision.sh, as root); missing:"
@@ -36,13 +39,40 @@ source "$e2e_dir/env.sh"
 
 work=$(mktemp -d /tmp/nvmekit-e2e.XXXXXX)
 serve_pid=
+serve_pids=()
 cleanup() {
-    if [ -n "$serve_pid" ]; then kill "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; fi
+    local pid
+    for pid in $serve_pid "${serve_pids[@]}"; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
     rm -rf "$work"
 }
 trap cleanup EXIT
 start=$SECONDS
 failed_configs=()
+failures=0
+host_ok() { echo "E2E ok: $*"; }
+host_fail() { echo "E2E FAIL: $*"; failures=$((failures + 1)); }
+# wait_for_socket PATH: up to 5 s for a server's socket
+wait_for_socket() {
+    for _ in $(seq 1 50); do [ -S "$1" ] && return 0; sleep 0.1; done
+    return 1
+}
+# stop_server PID LOG NAME: SIGINT, then the server must exit with 0 after logging "stopped"
+stop_server() {
+    local status=0
+    kill -INT "$1"
+    wait "$1" || status=$?
+    [ "$status" -eq 0 ] && grep -q '\] stopped$' "$2" \
+        && host_ok "$3 stopped on SIGINT with status 0" \
+        || host_fail "$3 on SIGINT: expected exit status 0 and 'stopped', got status $status"
+}
+# server_identity LOG: "NQN SERIAL CNTLID" as the server logged them
+server_identity() {
+    echo "$(sed -n 's/.*\] serving \([^ ]*\) on .*/\1/p' "$1" | head -n 1)" \
+        "$(sed -n 's/.*\] identity: serial \([^,]*\), CNTLID \([0-9]*\),.*/\1 \2/p' "$1" | head -n 1)"
+}
 
 # run_config NAME LBA_BYTES QUEUES NAMESPACES...: one guest boot against one server. Each
 # namespace is ram:SIZE or file:SIZE (SIZE in MiB); one file namespace at most.
@@ -101,9 +131,7 @@ EOF
     echo "---- e2e [$name]: nvmekit-serve log"
     cat "$dir/serve.log"
     echo "---- e2e [$name]: host checks"
-    local failures=0
-    host_ok() { echo "E2E ok: $*"; }
-    host_fail() { echo "E2E FAIL: $*"; failures=$((failures + 1)); }
+    failures=0
     [ "$qemu_status" -eq 0 ] && host_ok "QEMU exited with 0" || host_fail "QEMU: expected exit status 0, got $qemu_status"
     local guest_result
     guest_result=$(sed -n 's/^E2E: result \([0-9]*\).*/\1/p' "$dir/guest.log" | tail -n 1)
@@ -150,12 +178,87 @@ EOF
     [ "$failures" -eq 0 ] || failed_configs+=("$name")
 }
 
+# run_pair: two servers with default identities (a 64 MiB and a 32 MiB RAM namespace) attached to
+# one guest, which finds both (guest-pair.sh); then server A restarted on its socket must derive
+# the same identity again.
+run_pair() {
+    local dir=$work/pair config_start=$SECONDS
+    mkdir -p "$dir/overlay/e2e"
+    failures=0
+    echo "=== e2e [pair]: nvmekit-serve --vfio-user $dir/a.sock --ram 64M and --vfio-user $dir/b.sock --ram 32M"
+    "$serve" --vfio-user "$dir/a.sock" --ram 64M --queues 2 --log info >"$dir/serve-a.log" 2>&1 &
+    serve_pids=($!)
+    "$serve" --vfio-user "$dir/b.sock" --ram 32M --queues 2 --log info >"$dir/serve-b.log" 2>&1 &
+    serve_pids+=($!)
+    wait_for_socket "$dir/a.sock" && wait_for_socket "$dir/b.sock" || host_fail "the servers' sockets did not appear"
+    local a b
+    read -r -a a <<<"$(server_identity "$dir/serve-a.log")"
+    read -r -a b <<<"$(server_identity "$dir/serve-b.log")"
+    echo "e2e [pair]: server A: NQN ${a[0]:-?}, serial ${a[1]:-?}, CNTLID ${a[2]:-?}"
+    echo "e2e [pair]: server B: NQN ${b[0]:-?}, serial ${b[1]:-?}, CNTLID ${b[2]:-?}"
+    cp "$here/guest-pair.sh" "$dir/overlay/e2e/run"
+    cat >"$dir/overlay/e2e/expected" <<EOF
+A_BYTES=$((64 << 20))
+B_BYTES=$((32 << 20))
+A_NQN=${a[0]:-}
+A_SERIAL=${a[1]:-}
+A_CNTLID=${a[2]:-}
+B_NQN=${b[0]:-}
+B_SERIAL=${b[1]:-}
+B_CNTLID=${b[2]:-}
+EOF
+    bash "$here/provision.sh" pack "$dir/overlay" "$dir/initramfs.cpio.gz" >/dev/null
+    local qemu_status=0
+    timeout 600 "$NVMEKIT_E2E_QEMU" "${NVMEKIT_E2E_QEMU_ARGS[@]}" -initrd "$dir/initramfs.cpio.gz" \
+        -append "console=ttyS0 loglevel=6" \
+        -device "{\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"$dir/a.sock\",\"type\":\"unix\"}}" \
+        -device "{\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"$dir/b.sock\",\"type\":\"unix\"}}" \
+        >"$dir/guest.log" 2>&1 || qemu_status=$?
+    sed -n '/nvmekit-e2e: init reached/,$p' "$dir/guest.log"
+    echo "---- e2e [pair]: host checks"
+    stop_server "${serve_pids[0]}" "$dir/serve-a.log" "nvmekit-serve A"
+    stop_server "${serve_pids[1]}" "$dir/serve-b.log" "nvmekit-serve B"
+    serve_pids=()
+    [ "$qemu_status" -eq 0 ] && host_ok "QEMU exited with 0" || host_fail "QEMU: expected exit status 0, got $qemu_status"
+    local guest_result
+    guest_result=$(sed -n 's/^E2E: result \([0-9]*\).*/\1/p' "$dir/guest.log" | tail -n 1)
+    [ "$guest_result" = 0 ] && host_ok "guest checks: 0 failed" \
+        || host_fail "guest checks: expected 0 failed, got ${guest_result:-no result line} ($(grep -c '^E2E FAIL' "$dir/guest.log") FAIL lines)"
+    local warnings
+    warnings=$(grep -E "^\[ *[0-9.]+\] nvme" "$dir/guest.log" | grep -i -E "timeout|duplicate|missing|fail|error|warn|abort" || true)
+    [ -z "$warnings" ] && host_ok "no NVMe warnings in the guest kernel log" \
+        || host_fail "NVMe warnings in the guest kernel log: expected none, got: $warnings"
+    local log
+    for log in serve-a serve-b; do
+        grep -q "CC.SHN = normal shutdown; CSTS.SHST = complete" "$dir/$log.log" \
+            && host_ok "clean shutdown (CC.SHN normal, CSTS.SHST complete) in the $log log" \
+            || host_fail "no 'CC.SHN = normal shutdown; CSTS.SHST = complete' in the $log log"
+    done
+    [ "${#a[@]}" -eq 3 ] && [ "${#b[@]}" -eq 3 ] && [ "${a[0]}" != "${b[0]}" ] && [ "${a[1]}" != "${b[1]}" ] \
+        && [ "${a[2]}" != "${b[2]}" ] \
+        && host_ok "servers A and B derived different NQNs, serials and CNTLIDs" \
+        || host_fail "servers A and B: expected different NQNs, serials and CNTLIDs, got A: ${a[*]}; B: ${b[*]}"
+    # Server A again on the same socket: the same identity.
+    "$serve" --vfio-user "$dir/a.sock" --ram 64M --log info >"$dir/serve-a2.log" 2>&1 &
+    serve_pids=($!)
+    wait_for_socket "$dir/a.sock" || true
+    local again
+    again=$(server_identity "$dir/serve-a2.log")
+    stop_server "${serve_pids[0]}" "$dir/serve-a2.log" "nvmekit-serve A (restarted)"
+    serve_pids=()
+    [ "$again" = "${a[*]}" ] && host_ok "server A restarted on its socket: the same identity ($again)" \
+        || host_fail "server A restarted on its socket: expected the identity ${a[*]}, got $again"
+    echo "=== e2e [pair]: $([ $failures -eq 0 ] && echo passed || echo "FAILED ($failures host checks)") in $((SECONDS - config_start)) s"
+    [ "$failures" -eq 0 ] || failed_configs+=(pair)
+}
+
 for config in $configs; do
     case $config in
         512) run_config 512 512 8 ram:256 file:64 ;;
         4k) run_config 4k 4096 1 ram:256 ram:32 file:64 ;;
         intx) interrupts=intx kernel_args=pci=nomsi run_config intx 512 8 ram:256 file:64 ;;
-        *) echo "e2e: unknown configuration $config (512, 4k, intx)"; exit 1 ;;
+        pair) run_pair ;;
+        *) echo "e2e: unknown configuration $config (512, 4k, intx, pair)"; exit 1 ;;
     esac
 done
 if [ ${#failed_configs[@]} -eq 0 ]; then

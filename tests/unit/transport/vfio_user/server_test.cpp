@@ -343,7 +343,7 @@ TEST(vfio_user_server, presents_an_nvme_pci_function)
     EXPECT_GE(bar0.size, 16384U);
 
     // Config space: vendor/device, class code 01:08:02, the capability list.
-    EXPECT_EQ(c.read_region(vu::region_index::config, 0, 4), 0x0a0a1b36U);
+    EXPECT_EQ(c.read_region(vu::region_index::config, 0, 4), 0x0a0af0e5U);
     EXPECT_EQ(c.read_region(vu::region_index::config, 8, 4) >> 8, 0x010802U);
     EXPECT_NE(c.read_region(vu::region_index::config, 0x34, 1), 0U);
     // BAR0 registers: CAP and VS read through REGION_READ, 8 bytes at once.
@@ -405,7 +405,7 @@ TEST(vfio_user_server, a_guest_brings_the_controller_up_and_gets_an_interrupt)
     EXPECT_TRUE(cqe.phase());
     const auto id = guest.load<spec::identify_controller>(buffer);
     EXPECT_EQ(id.subsystem_nqn(), "nqn.2026-11.io.nvmekit:vfio-user-test");
-    EXPECT_EQ(id.vid, 0x1b36);
+    EXPECT_EQ(id.vid, 0xf0e5);
 
     // A command whose data pointer is outside the mapped memory: Data Transfer Error.
     identify.cdw0.set(spec::command_dword0::cid, 0x43);
@@ -476,7 +476,7 @@ TEST(vfio_user_server, malformed_messages_get_errors_and_the_server_survives)
     // The next client is served.
     client next{path};
     EXPECT_EQ(client::error_of(next.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
-    EXPECT_EQ(next.read_region(vu::region_index::config, 0, 2), 0x1b36U);
+    EXPECT_EQ(next.read_region(vu::region_index::config, 0, 2), 0xf0e5U);
     EXPECT_GE(d.server.statistics().clients, 2U);
     EXPECT_EQ(d.server.statistics().broken_streams, 1U);
 }
