@@ -8,13 +8,16 @@
 # file holds what the guest wrote, that the guest shut the controller down (CC.SHN, CSTS.SHST),
 # and that the guest kernel logged no NVMe warning.
 #
-# It runs once per configuration named in NVMEKIT_E2E_CONFIGS (default "512 4k intx pair"):
+# It runs once per configuration named in NVMEKIT_E2E_CONFIGS (default "512 4k intx pair ovmf"):
 #   512   a 256 MiB RAM namespace and a 64 MiB file namespace, 512-byte LBAs, 8 I/O queues offered
 #   4k    RAM namespaces of 256 MiB and 32 MiB and a 64 MiB file namespace, 4 KiB LBAs, 1 I/O queue
 #   intx  as 512, the guest booted with pci=nomsi: INTx through the IO-APIC, one I/O queue
 #   pair  two nvmekit-serve instances with default identities attached to one guest
 #         (tests/e2e/guest-pair.sh): both controllers and namespaces present, with the identities
 #         their servers derived; a server restarted on the same socket keeps its identity
+#   ovmf  no kernel: OVMF (UEFI) boots with the vfio-user drive holding a GPT disk with a FAT EFI
+#         system partition; its NVMe driver finds the namespace and the UEFI shell runs
+#         startup.nsh from it, which prints a marker on the serial console and powers off
 #
 #   tests/e2e/run.sh NVMEKIT_SERVE_BINARY
 #
@@ -26,7 +29,7 @@ set -euo pipefail
 serve=${1:?usage: run.sh NVMEKIT_SERVE_BINARY}
 here=$(cd "$(dirname "$0")" && pwd)
 e2e_dir=${NVMEKIT_E2E_DIR:-/var/tmp/nvmekit-e2e}
-configs=${NVMEKIT_E2E_CONFIGS:-512 4k intx pair}
+configs=${NVMEKIT_E2E_CONFIGS:-512 4k intx pair ovmf}
 
 missing=$(bash "$here/provision.sh" check 2>&1) || {
     echo "e2e: FAILED: not provisioned (run: bash tests/e2e/provision.sh, as root); missing:"
@@ -72,6 +75,15 @@ stop_server() {
 server_identity() {
     echo "$(sed -n 's/.*\] serving \([^ ]*\) on .*/\1/p' "$1" | head -n 1)" \
         "$(sed -n 's/.*\] identity: serial \([^,]*\), CNTLID \([0-9]*\),.*/\1 \2/p' "$1" | head -n 1)"
+}
+# QEMU's common arguments without the kernel (for a firmware boot), one a line
+qemu_args_without_kernel() {
+    local skip=0 arg
+    for arg in "${NVMEKIT_E2E_QEMU_ARGS[@]}"; do
+        if [ "$skip" -eq 1 ]; then skip=0; continue; fi
+        if [ "$arg" = -kernel ]; then skip=1; continue; fi
+        printf '%s\n' "$arg"
+    done
 }
 
 # run_config NAME LBA_BYTES QUEUES NAMESPACES...: one guest boot against one server. Each
@@ -252,13 +264,73 @@ EOF
     [ "$failures" -eq 0 ] || failed_configs+=(pair)
 }
 
+# run_ovmf: a UEFI boot. The drive is a file namespace holding a GPT disk whose one partition is
+# a FAT EFI system partition (built with sfdisk and mtools, no mount) with startup.nsh; OVMF's
+# NVMe driver finds the namespace, the UEFI shell runs startup.nsh, which prints a marker with a
+# token of this run and powers off (reset -s).
+run_ovmf() {
+    local dir=$work/ovmf config_start=$SECONDS
+    mkdir -p "$dir"
+    failures=0
+    local token
+    token=$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    local marker="nvmekit-ovmf-marker $token"
+    truncate -s 64M "$dir/esp.img"
+    printf 'label: gpt\nstart=2048, type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, name="EFI system partition"\n' \
+        | sfdisk -q "$dir/esp.img"
+    local start sectors
+    read -r start sectors <<<"$(sfdisk -d "$dir/esp.img" | sed -n 's/.*start= *\([0-9]*\), *size= *\([0-9]*\).*/\1 \2/p')"
+    # The shell echoes script lines unless told not to: with echo off, the marker line appears
+    # only as the script's output.
+    printf '@echo -off\r\necho %s\r\nreset -s\r\n' "$marker" >"$dir/startup.nsh"
+    mformat -i "$dir/esp.img@@$((start * 512))" -T "$sectors" -h 64 -s 32 -v NVMEKIT ::
+    mcopy -i "$dir/esp.img@@$((start * 512))" "$dir/startup.nsh" ::/startup.nsh
+    cp "$NVMEKIT_E2E_OVMF_VARS" "$dir/vars.fd"
+    echo "=== e2e [ovmf]: nvmekit-serve --vfio-user $dir/nvme.sock --file $dir/esp.img (GPT, FAT ESP at LBA $start, $sectors sectors)"
+    "$serve" --vfio-user "$dir/nvme.sock" --file "$dir/esp.img" --log info >"$dir/serve.log" 2>&1 &
+    serve_pid=$!
+    wait_for_socket "$dir/nvme.sock" || true
+    local qemu_args=() qemu_status=0
+    mapfile -t qemu_args < <(qemu_args_without_kernel)
+    timeout 300 "$NVMEKIT_E2E_QEMU" "${qemu_args[@]}" \
+        -drive "if=pflash,format=raw,unit=0,readonly=on,file=$NVMEKIT_E2E_OVMF_CODE" \
+        -drive "if=pflash,format=raw,unit=1,file=$dir/vars.fd" \
+        -device "{\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"$dir/nvme.sock\",\"type\":\"unix\"}}" \
+        </dev/null >"$dir/guest.log" 2>&1 || qemu_status=$?
+    # The console without the terminal's escape sequences and carriage returns.
+    sed -e 's/\x1b\[[0-9;]*[A-Za-z]//g' -e 's/\r$//' -e 's/\r/\n/g' "$dir/guest.log" >"$dir/console.txt"
+    grep -a -E "NVMe|FS0:|BLK|Shell|marker|Reset" "$dir/console.txt" | grep -v "Press ESC" | head -n 20
+    echo "---- e2e [ovmf]: nvmekit-serve log"
+    cat "$dir/serve.log"
+    echo "---- e2e [ovmf]: host checks"
+    stop_server "$serve_pid" "$dir/serve.log" "nvmekit-serve"
+    serve_pid=
+    [ "$qemu_status" -eq 0 ] && host_ok "QEMU exited with 0 (the UEFI shell's reset -s)" \
+        || host_fail "QEMU: expected exit status 0, got $qemu_status"
+    local mapping
+    mapping=$(grep -a -A1 -E '^ *FS0:' "$dir/console.txt" | grep -a -o 'PciRoot[^ ]*' | head -n 1)
+    case $mapping in
+        */NVMe\(0x1,*/HD\(1,GPT,*) host_ok "the UEFI shell mapped FS0 to partition 1 of NVMe namespace 1: $mapping" ;;
+        *) host_fail "UEFI shell mapping of FS0: expected .../NVMe(0x1,...)/HD(1,GPT,...), got '${mapping:-no FS0}'" ;;
+    esac
+    grep -a -qx "$marker" "$dir/console.txt" \
+        && host_ok "startup.nsh ran from the NVMe namespace: '$marker' on the serial console" \
+        || host_fail "serial console: expected a line '$marker', got: $(grep -a marker "$dir/console.txt" | head -n 3 || echo none)"
+    grep -q "CC.SHN = normal shutdown; CSTS.SHST = complete" "$dir/serve.log" \
+        && host_ok "OVMF shut the controller down at reset (CC.SHN normal, CSTS.SHST complete)" \
+        || host_fail "no 'CC.SHN = normal shutdown; CSTS.SHST = complete' in the server log"
+    echo "=== e2e [ovmf]: $([ $failures -eq 0 ] && echo passed || echo "FAILED ($failures host checks)") in $((SECONDS - config_start)) s"
+    [ "$failures" -eq 0 ] || failed_configs+=(ovmf)
+}
+
 for config in $configs; do
     case $config in
         512) run_config 512 512 8 ram:256 file:64 ;;
         4k) run_config 4k 4096 1 ram:256 ram:32 file:64 ;;
         intx) interrupts=intx kernel_args=pci=nomsi run_config intx 512 8 ram:256 file:64 ;;
         pair) run_pair ;;
-        *) echo "e2e: unknown configuration $config (512, 4k, intx, pair)"; exit 1 ;;
+        ovmf) run_ovmf ;;
+        *) echo "e2e: unknown configuration $config (512, 4k, intx, pair, ovmf)"; exit 1 ;;
     esac
 done
 if [ ${#failed_configs[@]} -eq 0 ]; then
