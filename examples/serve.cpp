@@ -9,6 +9,14 @@
 // below the build's limits; --groups spreads the I/O queues over poll groups (processed on the
 // server's thread for now). SIGINT or SIGTERM shut the server down cleanly (file backends are
 // synced). Nothing a client sends ends the program.
+//
+// Identity: unless --nqn, --serial or --cntlid give them, the subsystem NQN, the serial number and
+// the controller ID are derived from the socket path (made absolute) and /etc/machine-id, so two
+// servers on one machine differ (a host given both keeps them and their namespaces apart) and a
+// server restarted on the same socket is the same device again; the namespaces' NGUID and EUI-64
+// follow the NQN. The PCI IDs default to vendor F0E5h, which no vendor holds
+// (pci::unassigned_vendor_id), device 0A0Ah; --vendor-id, --device-id, --subsystem-vendor-id and
+// --subsystem-id set them (hexadecimal).
 
 #include "command_line.hpp"
 
@@ -19,6 +27,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +40,8 @@
 #include <nvmekit/backends/ram_backend.hpp>
 #include <nvmekit/clock.hpp>
 #include <nvmekit/controller.hpp>
+#include <nvmekit/instance_identity.hpp>
+#include <nvmekit/pci/config_space.hpp>
 #include <nvmekit/transport/eventfd_interrupts.hpp>
 #include <nvmekit/transport/mapped_memory.hpp>
 #include <nvmekit/transport/vfio_user/server.hpp>
@@ -57,9 +70,13 @@ struct namespace_spec {
 struct options {
     std::string socket;
     std::vector<namespace_spec> namespaces;
-    std::string nqn = "nqn.2026-11.io.nvmekit:serve";
-    std::string serial = "NVMEKIT-SERVE-01";
+    std::optional<std::string> nqn;              ///< empty: derived (derive_instance_identity)
+    std::optional<std::string> serial;           ///< empty: derived
+    std::optional<std::uint16_t> controller_id;  ///< empty: derived
+    std::uint16_t vendor_id = nvmekit::pci::unassigned_vendor_id;
     std::uint16_t device_id = 0x0a0a;
+    std::uint16_t subsystem_vendor_id = nvmekit::pci::unassigned_vendor_id;
+    std::uint16_t subsystem_id = 0x0000;
     std::uint8_t lba_format = 0;
     bool direct = false;
     std::uint16_t queues = 0;      ///< I/O queue pairs offered (0: the build's limit, 64)
@@ -73,13 +90,46 @@ constexpr nvmekit_programs::program serve_program{
     "nvmekit-serve",
     "nvmekit-serve --vfio-user SOCKET [--ram SIZE]... [--file PATH]... [--4k] [--direct]\n"
     "                     [--queues 1-64] [--queue-depth 2-4096] [--mdts 1-5] [--groups 1-64]\n"
-    "                     [--nqn NQN] [--serial SN] [--device-id HEX] [--log trace|debug|info|warn]\n"
-    "                     [--help] [--version]\n"
-    "  SIZE takes K, M or G; with no namespace option one 1G RAM namespace is served.\n"};
+    "                     [--nqn NQN] [--serial SN] [--cntlid 1-65519] [--vendor-id HEX]\n"
+    "                     [--device-id HEX] [--subsystem-vendor-id HEX] [--subsystem-id HEX]\n"
+    "                     [--log trace|debug|info|warn] [--help] [--version]\n"
+    "  SIZE takes K, M or G; with no namespace option one 1G RAM namespace is served.\n"
+    "  The NQN, serial number and CNTLID default to values derived from the socket path and\n"
+    "  /etc/machine-id: unique per socket, the same after a restart. PCI IDs default to vendor\n"
+    "  F0E5 (held by no vendor), device 0A0A, subsystem F0E5:0000.\n"};
 
 [[noreturn]] void usage(const std::string& problem)
 {
     nvmekit_programs::bad_usage(serve_program, problem);
+}
+
+/// A 16-bit hexadecimal value ("1b36", "0x1b36"), `low` to `high`.
+std::uint16_t parse_hex16(std::string_view option, std::string_view text, unsigned low = 0, unsigned high = 0xffff)
+{
+    if (text.starts_with("0x") || text.starts_with("0X")) {
+        text.remove_prefix(2);
+    }
+    unsigned value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
+    if (error != std::errc{} || end != text.data() + text.size() || text.empty() || value < low || value > high) {
+        char range[32];
+        std::snprintf(range, sizeof range, "%04X to %04X", low, high);
+        usage(std::string{option} + ": not a hexadecimal value from " + range + ": " + std::string{text});
+    }
+    return static_cast<std::uint16_t>(value);
+}
+
+/// The machine's ID (/etc/machine-id, else D-Bus's copy), or empty when there is none.
+std::string machine_id()
+{
+    for (const char* path : {"/etc/machine-id", "/var/lib/dbus/machine-id"}) {
+        std::ifstream file{path};
+        std::string id;
+        if (file && std::getline(file, id) && !id.empty()) {
+            return id;
+        }
+    }
+    return {};
 }
 
 std::uint64_t parse_size(std::string_view text)
@@ -137,8 +187,23 @@ options parse(int argc, char** argv)
             o.nqn = value();
         } else if (arg == "--serial") {
             o.serial = value();
+        } else if (arg == "--cntlid") {
+            const std::string text = value();
+            unsigned id = 0;
+            const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), id);
+            if (error != std::errc{} || end != text.data() + text.size() || id < 1 || id > 0xffef) {
+                usage("--cntlid: not a controller ID from 1 to 65519: " + text);
+            }
+            o.controller_id = static_cast<std::uint16_t>(id);
+        } else if (arg == "--vendor-id") {
+            // 0000h and FFFFh read as "no function" (PCI Local Bus 3.0 6.2.1).
+            o.vendor_id = parse_hex16(arg, value(), 0x0001, 0xfffe);
         } else if (arg == "--device-id") {
-            o.device_id = static_cast<std::uint16_t>(std::stoul(value(), nullptr, 16));
+            o.device_id = parse_hex16(arg, value());
+        } else if (arg == "--subsystem-vendor-id") {
+            o.subsystem_vendor_id = parse_hex16(arg, value());
+        } else if (arg == "--subsystem-id") {
+            o.subsystem_id = parse_hex16(arg, value());
         } else if (arg == "--log") {
             o.log_level = value();
         } else if (!nvmekit_programs::standard_option(serve_program, arg)) {
@@ -159,6 +224,18 @@ options parse(int argc, char** argv)
 int main(int argc, char** argv)
 {
     const options o = parse(argc, argv);
+    // The socket path names the instance: absolute, with the symbolic links of its existing
+    // directories resolved, so that the same socket named differently is the same instance.
+    std::error_code path_error;
+    auto instance = std::filesystem::weakly_canonical(std::filesystem::absolute(o.socket), path_error);
+    if (path_error) {
+        instance = std::filesystem::absolute(o.socket).lexically_normal();
+    }
+    const nvmekit::instance_identity derived =
+        nvmekit::derive_instance_identity(instance.string(), machine_id(), "nqn.2026-11.io.nvmekit:serve-", "NVMEKIT-");
+    const std::string nqn = o.nqn.value_or(derived.nqn);
+    const std::string serial = o.serial.value_or(derived.serial_number);
+    const std::uint16_t controller_id = o.controller_id.value_or(derived.controller_id);
     spdlog::set_level(spdlog::level::from_str(o.log_level));
     spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
     std::signal(SIGINT, on_signal);
@@ -169,7 +246,7 @@ int main(int argc, char** argv)
         // The namespaces are fixed by the command line and nothing adds one later, so the highest
         // valid NSID (Identify Controller NN) is their number.
         nvmekit::subsystem<nvmekit::any_backend> subsystem{
-            {.nqn = o.nqn, .serial_number = o.serial, .model_number = "nvmekit vfio-user controller"},
+            {.nqn = nqn, .serial_number = serial, .model_number = "nvmekit vfio-user controller"},
             {.max_namespaces = static_cast<std::uint32_t>(o.namespaces.size())}};
         for (const auto& ns : o.namespaces) {
             if (ns.file) {
@@ -187,7 +264,10 @@ int main(int argc, char** argv)
         nvmekit::transport::eventfd_interrupts interrupts{serve_traits::limits.msix_vectors};
         nvmekit::steady_clock clock;
         controller_type ctrl{memory, interrupts, clock, subsystem,
-                             {.io_queues = o.queues, .queue_entries = o.queue_depth, .mdts = o.mdts,
+                             {.identity = {.vendor_id = o.vendor_id,
+                                           .subsystem_vendor_id = o.subsystem_vendor_id,
+                                           .controller_id = controller_id},
+                              .io_queues = o.queues, .queue_entries = o.queue_depth, .mdts = o.mdts,
                               .poll_groups = o.groups}};
         const auto logger = [](nvmekit::transport::vfio_user::server_log_level level, std::string_view text) {
             using nvmekit::transport::vfio_user::server_log_level;
@@ -198,9 +278,19 @@ int main(int argc, char** argv)
             }
         };
         nvmekit::transport::vfio_user::server<controller_type> server{
-            ctrl, memory, interrupts, {.socket_path = o.socket, .function = {.device_id = o.device_id}}, logger};
-        spdlog::info("serving {} on {} (BAR0 {} KiB, {} MSI-X vectors)", o.nqn, o.socket, ctrl.bar0_size() >> 10,
+            ctrl,
+            memory,
+            interrupts,
+            {.socket_path = o.socket,
+             .function = {.vendor_id = o.vendor_id,
+                          .device_id = o.device_id,
+                          .subsystem_vendor_id = o.subsystem_vendor_id,
+                          .subsystem_id = o.subsystem_id}},
+            logger};
+        spdlog::info("serving {} on {} (BAR0 {} KiB, {} MSI-X vectors)", nqn, o.socket, ctrl.bar0_size() >> 10,
                      serve_traits::limits.msix_vectors);
+        spdlog::info("identity: serial {}, CNTLID {}, PCI {:04x}:{:04x} subsystem {:04x}:{:04x}", serial,
+                     ctrl.controller_id(), o.vendor_id, o.device_id, o.subsystem_vendor_id, o.subsystem_id);
         spdlog::info("attach QEMU 10.1+ with: -object memory-backend-memfd,id=mem,size=<RAM>,share=on "
                      "-machine q35,memory-backend=mem -device '{{\"driver\":\"vfio-user-pci\",\"socket\":"
                      "{{\"path\":\"{}\",\"type\":\"unix\"}}}}'",

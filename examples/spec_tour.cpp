@@ -100,8 +100,8 @@ int main(int argc, char** argv)
 
     fmt::print("\nWhat Identify Controller returns (4096 bytes):\n");
     auto controller = std::make_unique<spec::identify_controller>();
-    controller->vid = 0x1b36;
-    controller->ssvid = 0x1af4;
+    controller->vid = 0xf0e5;
+    controller->ssvid = 0xf0e5;
     controller->set_serial_number("NVMEKIT-0001");
     controller->set_model_number("nvmekit emulated controller");
     controller->set_firmware_revision("0.1.0");

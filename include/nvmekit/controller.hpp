@@ -147,8 +147,10 @@ struct default_traits {
 
 /// What the controller reports about itself beyond the subsystem's identity.
 struct controller_identity {
-    std::uint16_t vendor_id = 0x1b36;           ///< PCI VID
-    std::uint16_t subsystem_vendor_id = 0x1af4; ///< PCI SSVID
+    /// PCI VID and SSVID: by default pci::unassigned_vendor_id (F0E5h), which no vendor holds;
+    /// an embedder gives the same values as its PCI function.
+    std::uint16_t vendor_id = 0xf0e5;           ///< PCI VID
+    std::uint16_t subsystem_vendor_id = 0xf0e5; ///< PCI SSVID
     std::uint16_t controller_id = 0;            ///< CNTLID; 0: the subsystem assigns one
 };
 

@@ -41,6 +41,12 @@ qemu_build_packages=(
     libglib2.0-dev libpixman-1-dev zlib1g-dev libslirp-dev libfdt-dev xz-utils curl
 )
 firmware_packages=(seabios qemu-system-data ipxe-qemu)
+# The UEFI boot: Debian's OVMF (its firmware has NvmExpressDxe and the UEFI shell), and what
+# builds the EFI system partition image on the host without mounting it (sfdisk, mtools).
+uefi_packages=(ovmf fdisk mtools)
+# The OVMF build the UEFI boot uses: code (read-only) and the variable store template it copies.
+ovmf_code=/usr/share/OVMF/OVMF_CODE_4M.fd
+ovmf_vars=/usr/share/OVMF/OVMF_VARS_4M.fd
 guest_packages=(busybox-static nvme-cli fio cpio kmod)
 
 log() { echo "provision: $*"; }
@@ -114,7 +120,7 @@ step_packages() {
     [ "$(id -u)" -eq 0 ] || die "run as root (apt-get, and the guest tree keeps root ownership)"
     local missing
     missing=$(missing_packages "${qemu_build_packages[@]}" "${firmware_packages[@]}" \
-        "${guest_packages[@]}")
+        "${uefi_packages[@]}" "${guest_packages[@]}")
     if [ -z "$missing" ] && meson_ok; then
         log "host packages already installed"
         return 0
@@ -385,6 +391,8 @@ NVMEKIT_E2E_FIRMWARE=$firmware_dir
 NVMEKIT_E2E_KERNEL=$guest_dir/vmlinuz
 NVMEKIT_E2E_INITRAMFS=$guest_dir/initramfs.cpio.gz
 NVMEKIT_E2E_ROOTFS=$guest_dir/rootfs
+NVMEKIT_E2E_OVMF_CODE=$ovmf_code
+NVMEKIT_E2E_OVMF_VARS=$ovmf_vars
 EOF
     local args=()
     mapfile -t args < <(qemu_base_args)
@@ -422,7 +430,8 @@ boot_test() {
 # there and current) and fails if anything is missing. Changes nothing and needs no root.
 check_all() {
     local missing=() packages config kernel_deb
-    packages=$(missing_packages "${qemu_build_packages[@]}" "${firmware_packages[@]}" "${guest_packages[@]}")
+    packages=$(missing_packages "${qemu_build_packages[@]}" "${firmware_packages[@]}" "${uefi_packages[@]}" \
+        "${guest_packages[@]}")
     [ -z "$packages" ] || missing+=("host packages: ${packages//$'\n'/ }")
     meson_ok || missing+=("meson >= 1.5 (bookworm-backports)")
     config="$qemu_package_version ${qemu_configure_args[*]}"
@@ -430,6 +439,7 @@ check_all() {
         missing+=("QEMU $qemu_package_version with the vfio-user client: $qemu_bin")
     fi
     [ -e "$firmware_dir/bios-256k.bin" ] || missing+=("firmware for -L: $firmware_dir/bios-256k.bin")
+    [ -e "$ovmf_code" ] && [ -e "$ovmf_vars" ] || missing+=("OVMF (package ovmf): $ovmf_code, $ovmf_vars")
     kernel_deb=$(kernel_package)
     if [ -z "$kernel_deb" ]; then
         missing+=("the guest kernel package (apt-cache cannot resolve linux-image-amd64)")
@@ -438,6 +448,7 @@ check_all() {
         missing+=("guest kernel and initramfs ($kernel_deb, nvme-cli, fio): $guest_dir")
     fi
     [ -e "$e2e_dir/env.sh" ] || missing+=("$e2e_dir/env.sh")
+    grep -q '^NVMEKIT_E2E_OVMF_CODE=' "$e2e_dir/env.sh" 2>/dev/null || missing+=("$e2e_dir/env.sh with OVMF")
     [ ${#missing[@]} -eq 0 ] || { printf '%s\n' "${missing[@]}"; return 1; }
 }
 

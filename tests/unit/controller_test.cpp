@@ -322,8 +322,8 @@ TEST(controller_identify, identify_controller_reports_what_linux_checks)
     rig r;
     const auto result = r.host.bring_up();
     const spec::identify_controller& id = result.identify;
-    EXPECT_EQ(id.vid, 0x1b36);
-    EXPECT_EQ(id.ssvid, 0x1af4);
+    EXPECT_EQ(id.vid, 0xf0e5);
+    EXPECT_EQ(id.ssvid, 0xf0e5);
     EXPECT_EQ(id.serial_number(), "NVMEKIT0001");
     EXPECT_EQ(id.model_number(), "nvmekit emulated controller");
     EXPECT_EQ(id.firmware_revision(), "0.1.0");

@@ -182,7 +182,7 @@ struct fmt::formatter<nvmekit::spec::power_state_descriptor> : nvmekit::detail::
 
 /// Four lines (no trailing newline):
 ///
-///     vid 0x1b36 ssvid 0x1af4 sn "NVMEKIT0001" mn "nvmekit controller" fr "0.1.0"
+///     vid 0xf0e5 ssvid 0xf0e5 sn "NVMEKIT0001" mn "nvmekit controller" fr "0.1.0"
 ///     cntlid 1 ver 2.0.0 cntrltype io mdts 5 nn 32 oaes 0x00000100 ctratt 0x00000000
 ///     oacs 0x0106 oncs 0x015f frmw 0x03 lpa 0x07 vwc 0x07 sqes 0x66 cqes 0x44 sgls 0x00000001
 ///     subnqn "nqn.2023-01.io.nvmekit:subsystem0"

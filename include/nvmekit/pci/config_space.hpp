@@ -257,11 +257,18 @@ struct link_control_2 : spec::word<link_control_2, std::uint16_t> {
     static constexpr field<0, 4, std::uint8_t> target_link_speed{}; // bits 03:00
 };
 
+/// The Vendor ID (and Subsystem Vendor ID) a function has unless the embedder gives one: F0E5h,
+/// which no vendor holds as far as the PCI ID Repository (pci.ids) records, far above the range
+/// the PCI-SIG assigns from, so that hosts recognise no product in it and apply no product's
+/// quirks (the Linux nvme driver binds any vendor's function by its class code 01:08:02). A
+/// product built on nvmekit sets its own PCI-SIG-assigned IDs.
+inline constexpr std::uint16_t unassigned_vendor_id = 0xf0e5;
+
 /// What the embedder chooses about the function. Validated by `config_space`'s constructor.
 struct nvme_function_config {
-    std::uint16_t vendor_id = 0x1b36; ///< must not be 0000h or FFFFh (no function)
+    std::uint16_t vendor_id = unassigned_vendor_id; ///< must not be 0000h or FFFFh (no function)
     std::uint16_t device_id = 0x0000;
-    std::uint16_t subsystem_vendor_id = 0x1af4;
+    std::uint16_t subsystem_vendor_id = unassigned_vendor_id;
     std::uint16_t subsystem_id = 0x0000;
     std::uint8_t revision_id = 0x00;
     /// BAR0 size in bytes: a power of two, at least 16 KiB (NVMe over PCIe 1.0 3.8.1).

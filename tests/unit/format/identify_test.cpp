@@ -15,8 +15,8 @@ namespace {
 spec::identify_controller example_controller()
 {
     spec::identify_controller ctrl{};
-    ctrl.vid = 0x1b36;
-    ctrl.ssvid = 0x1af4;
+    ctrl.vid = 0xf0e5;
+    ctrl.ssvid = 0x5a5a;
     ctrl.set_serial_number("NVMEKIT0001");
     ctrl.set_model_number("nvmekit controller");
     ctrl.set_firmware_revision("0.1.0");
@@ -103,7 +103,7 @@ TEST(format_identify, prints_power_states_in_watts)
 TEST(format_identify, prints_a_controller_summary)
 {
     EXPECT_EQ(fmt::format("{}", example_controller()),
-              "vid 0x1b36 ssvid 0x1af4 sn \"NVMEKIT0001\" mn \"nvmekit controller\" fr \"0.1.0\"\n"
+              "vid 0xf0e5 ssvid 0x5a5a sn \"NVMEKIT0001\" mn \"nvmekit controller\" fr \"0.1.0\"\n"
               "cntlid 1 ver 2.0.0 cntrltype io mdts 5 nn 32 oaes 0x00000100 ctratt 0x00000000\n"
               "oacs 0x0106 oncs 0x015f frmw 0x03 lpa 0x07 vwc 0x07 sqes 0x66 cqes 0x44 sgls 0x00000001\n"
               "subnqn \"nqn.2023-01.io.nvmekit:subsystem0\"");

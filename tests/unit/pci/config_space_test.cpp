@@ -20,9 +20,9 @@ using nvmekit::pci::reset_kind;
 /// A function with distinct identity values and a 16 KiB BAR0 holding 65 MSI-X vectors.
 nvme_function_config test_config()
 {
-    return {.vendor_id = 0x1b36,
+    return {.vendor_id = 0xf0e5,
             .device_id = 0x1234,
-            .subsystem_vendor_id = 0x1af4,
+            .subsystem_vendor_id = 0x5a5a,
             .subsystem_id = 0x5678,
             .revision_id = 0x02,
             .bar0_size = 0x4000,
@@ -38,11 +38,11 @@ nvme_function_config test_config()
 const std::map<std::uint32_t, std::uint32_t>& reset_dwords()
 {
     static const std::map<std::uint32_t, std::uint32_t> dwords{
-        {0x00, 0x1234'1b36}, // Device ID, Vendor ID
+        {0x00, 0x1234'f0e5}, // Device ID, Vendor ID
         {0x04, 0x0010'0000}, // Status: Capabilities List; Command 0
         {0x08, 0x0108'0202}, // class 01:08:02, revision 02
         {0x10, 0x0000'0004}, // BAR0: 64-bit memory
-        {0x2c, 0x5678'1af4}, // Subsystem ID, Subsystem Vendor ID
+        {0x2c, 0x5678'5a5a}, // Subsystem ID, Subsystem Vendor ID
         {0x34, 0x0000'0040}, // Capabilities Pointer
         {0x3c, 0x0000'0100}, // Interrupt Pin INTA#
         {0x40, 0x0003'5001}, // PM: PMC version 3, next 50h
@@ -84,8 +84,8 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> capability_chain(config_spa
 TEST(pci_config_space, the_default_configuration_is_valid)
 {
     config_space space{nvme_function_config{}};
-    EXPECT_EQ(space.read(0x00, 4), 0x0000'1b36U);
-    EXPECT_EQ(space.read(0x2c, 4), 0x0000'1af4U);
+    EXPECT_EQ(space.read(0x00, 4), 0x0000'f0e5U);
+    EXPECT_EQ(space.read(0x2c, 4), 0x0000'f0e5U);
     EXPECT_EQ(space.read(0x50, 4), 0x0000'6011U);
     EXPECT_EQ(space.read(0x54, 4), 0x2000U);
     EXPECT_EQ(space.read(0x58, 4), 0x3000U);

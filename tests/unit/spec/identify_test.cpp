@@ -219,8 +219,8 @@ TEST(identify_controller, bit_fields_build_the_spec_values)
 TEST(identify_controller, fields_land_on_their_spec_offsets)
 {
     spec::identify_controller ctrl{};
-    ctrl.vid = 0x1b36;
-    ctrl.ssvid = 0x1af4;
+    ctrl.vid = 0xf0e5;
+    ctrl.ssvid = 0x5a5a;
     EXPECT_TRUE(ctrl.set_serial_number("NVMEKIT0001"));
     EXPECT_TRUE(ctrl.set_model_number("nvmekit controller"));
     EXPECT_TRUE(ctrl.set_firmware_revision("0.1.0"));
@@ -252,8 +252,8 @@ TEST(identify_controller, fields_land_on_their_spec_offsets)
     ctrl.vs[0] = 0xab;
 
     const page bytes = bytes_of(ctrl);
-    EXPECT_EQ(le_at<std::uint16_t>(bytes, 0), 0x1b36);
-    EXPECT_EQ(le_at<std::uint16_t>(bytes, 2), 0x1af4);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 0), 0xf0e5);
+    EXPECT_EQ(le_at<std::uint16_t>(bytes, 2), 0x5a5a);
     EXPECT_EQ(chars_at(bytes, 4, 20), "NVMEKIT0001         ");
     EXPECT_EQ(chars_at(bytes, 24, 40), "nvmekit controller                      ");
     EXPECT_EQ(chars_at(bytes, 64, 8), "0.1.0   ");

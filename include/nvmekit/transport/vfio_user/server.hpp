@@ -410,7 +410,17 @@ private:
                 interrupts_.assign_intx(request->fd_count == 0 ? -1 : message_.fds[0].release());
             } else if (request->action != irq_set_action::trigger &&
                        (request->data != irq_set_data::boolean || request->bools[0] != std::byte{0})) {
-                interrupts_.mask_intx(request->action == irq_set_action::mask);
+                const bool mask = request->action == irq_set_action::mask;
+                if (!mask) {
+                    // QEMU unmasks on the guest's first BAR access after an interrupt, typically the
+                    // CQ head doorbell write of the guest's handler, posted just before this
+                    // message in the same batch. The pin's level is brought up to date with that
+                    // doorbell first: unmasked on a stale level, the line would signal entries
+                    // the guest has already consumed, and QEMU would hold the guest's line
+                    // asserted with nothing to handle until its next BAR access.
+                    controller_.poll();
+                }
+                interrupts_.mask_intx(mask);
             }
         }
         return send(encode_reply(message_.header, std::span<const std::byte>{}, reply_));

@@ -121,6 +121,19 @@ public:
     /// Sends a command and returns the reply (header + payload).
     std::vector<std::byte> call(vu::command code, std::span<const std::byte> payload, std::span<const int> fds = {})
     {
+        send_raw(message(code, payload), fds);
+        return receive();
+    }
+    template <typename T>
+    std::vector<std::byte> call(vu::command code, const T& payload, std::span<const int> fds = {})
+    {
+        return call(code, std::as_bytes(std::span{&payload, 1}), fds);
+    }
+
+    /// The bytes of a command message, for send_raw (several can go in one write, as a client
+    /// that posts its writes sends them).
+    std::vector<std::byte> message(vu::command code, std::span<const std::byte> payload)
+    {
         std::vector<std::byte> bytes(vu::header_size + payload.size());
         vu::message_header header{};
         header.message_id = ++id_;
@@ -131,13 +144,17 @@ public:
         if (!payload.empty()) {
             std::memcpy(bytes.data() + vu::header_size, payload.data(), payload.size());
         }
-        send_raw(bytes, fds);
-        return receive();
+        return bytes;
     }
-    template <typename T>
-    std::vector<std::byte> call(vu::command code, const T& payload, std::span<const int> fds = {})
+    /// The payload of a REGION_WRITE of `count` bytes of `value`.
+    static std::vector<std::byte> region_write_payload(vu::region_index region, std::uint64_t offset,
+                                                       std::uint32_t count, std::uint64_t value)
     {
-        return call(code, std::as_bytes(std::span{&payload, 1}), fds);
+        std::vector<std::byte> payload(sizeof(vu::region_access) + count);
+        const vu::region_access access{offset, static_cast<std::uint32_t>(region), count};
+        std::memcpy(payload.data(), &access, sizeof access);
+        std::memcpy(payload.data() + sizeof access, &value, count);
+        return payload;
     }
 
     void send_raw(std::span<const std::byte> bytes, std::span<const int> fds = {})
@@ -191,10 +208,7 @@ public:
     }
     void write_region(vu::region_index region, std::uint64_t offset, std::uint32_t count, std::uint64_t value)
     {
-        std::vector<std::byte> payload(sizeof(vu::region_access) + count);
-        const vu::region_access access{offset, static_cast<std::uint32_t>(region), count};
-        std::memcpy(payload.data(), &access, sizeof access);
-        std::memcpy(payload.data() + sizeof access, &value, count);
+        const auto payload = region_write_payload(region, offset, count, value);
         EXPECT_EQ(error_of(call(vu::command::region_write, std::span<const std::byte>{payload})), 0U);
     }
 
@@ -330,7 +344,7 @@ TEST(vfio_user_server, presents_an_nvme_pci_function)
     EXPECT_GE(bar0.size, 16384U);
 
     // Config space: vendor/device, class code 01:08:02, the capability list.
-    EXPECT_EQ(c.read_region(vu::region_index::config, 0, 4), 0x0a0a1b36U);
+    EXPECT_EQ(c.read_region(vu::region_index::config, 0, 4), 0x0a0af0e5U);
     EXPECT_EQ(c.read_region(vu::region_index::config, 8, 4) >> 8, 0x010802U);
     EXPECT_NE(c.read_region(vu::region_index::config, 0x34, 1), 0U);
     // BAR0 does not decode until Memory Space Enable is set: reads give all ones, writes are dropped.
@@ -397,7 +411,7 @@ TEST(vfio_user_server, a_guest_brings_the_controller_up_and_gets_an_interrupt)
     EXPECT_TRUE(cqe.phase());
     const auto id = guest.load<spec::identify_controller>(buffer);
     EXPECT_EQ(id.subsystem_nqn(), "nqn.2026-11.io.nvmekit:vfio-user-test");
-    EXPECT_EQ(id.vid, 0x1b36);
+    EXPECT_EQ(id.vid, 0xf0e5);
 
     // A command whose data pointer is outside the mapped memory: Data Transfer Error.
     identify.cdw0.set(spec::command_dword0::cid, 0x43);
@@ -468,7 +482,7 @@ TEST(vfio_user_server, malformed_messages_get_errors_and_the_server_survives)
     // The next client is served.
     client next{path};
     EXPECT_EQ(client::error_of(next.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
-    EXPECT_EQ(next.read_region(vu::region_index::config, 0, 2), 0x1b36U);
+    EXPECT_EQ(next.read_region(vu::region_index::config, 0, 2), 0xf0e5U);
     EXPECT_GE(d.server.statistics().clients, 2U);
     EXPECT_EQ(d.server.statistics().broken_streams, 1U);
 }
@@ -691,6 +705,75 @@ TEST(vfio_user_server, nothing_is_fetched_posted_or_signalled_while_bus_master_e
     EXPECT_EQ(cqe.cid, 0x71);
     EXPECT_TRUE(cqe.status().is_success());
     ::close(vector0);
+}
+
+TEST(vfio_user_server, an_unmask_right_after_the_cq_head_doorbell_signals_nothing)
+{
+    // QEMU's vfio-user client ends a guest's INTx with its next BAR access: the guest's interrupt
+    // handler writes the CQ head doorbell (a posted write) and the client sends the INTx unmask
+    // right behind it, so both arrive in one batch. The doorbell has consumed the entry: the pin
+    // is low by the time of the unmask, and a signal then would be spurious (QEMU asserts the line
+    // until the next BAR access, the guest's handler finds nothing, and Linux ends up disabling
+    // the interrupt as one nobody handles).
+    const auto path = socket_path("intx-eoi");
+    device d{path};
+    client c{path};
+    guest_memory guest;
+    EXPECT_EQ(client::error_of(c.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
+    vu::dma_map map{};
+    map.argsz = sizeof map;
+    map.flags = vu::dma_map_flags{}.with(vu::dma_map_flags::read, true).with(vu::dma_map_flags::write, true);
+    map.address = guest_base;
+    map.size = guest_bytes;
+    const std::array fds{guest.fd};
+    ASSERT_EQ(client::error_of(c.call(vu::command::dma_map, map, fds)), 0U);
+    const int intx = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    const int watcher = ::dup(intx);
+    vu::irq_set set{};
+    set.argsz = sizeof set;
+    set.flags = vu::irq_set_flags{}.with(vu::irq_set_flags::data_eventfd, true).with(vu::irq_set_flags::action_trigger, true);
+    set.index = static_cast<std::uint32_t>(vu::irq_index::intx);
+    set.start = 0;
+    set.count = 1;
+    const std::array irq_fds{intx};
+    ASSERT_EQ(client::error_of(c.call(vu::command::device_set_irqs, set, irq_fds)), 0U);
+    vu::irq_set unmask{};
+    unmask.argsz = sizeof unmask;
+    unmask.flags = vu::irq_set_flags{}.with(vu::irq_set_flags::data_none, true).with(vu::irq_set_flags::action_unmask, true);
+    unmask.index = static_cast<std::uint32_t>(vu::irq_index::intx);
+    unmask.start = 0;
+    unmask.count = 1;
+
+    c.write_region(vu::region_index::config, 4, 2, 0x0006); // memory space and bus master
+    ASSERT_TRUE(enable_controller(c));
+
+    pollfd wait{watcher, POLLIN, 0};
+    std::uint64_t count = 0;
+    for (std::uint16_t command = 0; command < 4; ++command) {
+        guest.store(admin_sq + command * 64U,
+                    identify_controller_command(static_cast<std::uint16_t>(0x70 + command), identify_buffer));
+        c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, command + 1U);
+        ASSERT_EQ(::poll(&wait, 1, static_cast<int>(patience.count())), 1) << "no INTx signal for command " << command;
+        ASSERT_EQ(::read(watcher, &count, sizeof count), static_cast<ssize_t>(sizeof count));
+        EXPECT_EQ(count, 1U);
+        EXPECT_EQ(guest.load<spec::completion_queue_entry>(admin_cq + command * 16U).cid, 0x70 + command);
+
+        // The guest's handler: it consumed the entry, writes the CQ head doorbell; the client
+        // unmasks right behind the write, without waiting for its reply.
+        auto batch = c.message(vu::command::region_write,
+                               client::region_write_payload(vu::region_index::bar0, spec::cq_head_doorbell_offset(0, 0), 4,
+                                                            command + 1U));
+        const auto unmask_bytes = c.message(vu::command::device_set_irqs, std::as_bytes(std::span{&unmask, 1}));
+        batch.insert(batch.end(), unmask_bytes.begin(), unmask_bytes.end());
+        c.send_raw(batch);
+        EXPECT_EQ(client::error_of(c.receive()), 0U) << "the doorbell write";
+        EXPECT_EQ(client::error_of(c.receive()), 0U) << "the unmask";
+        EXPECT_EQ(c.read_region(vu::region_index::bar0, 0x1c, 4) & 1U, 1U); // a round trip after both
+        EXPECT_EQ(::poll(&wait, 1, 0), 0) << "a spurious INTx signal after command " << command
+                                          << "'s entry was consumed";
+        EXPECT_EQ(c.read_region(vu::region_index::config, 6, 2) & 0x8U, 0U) << "Status.Interrupt Status";
+    }
+    ::close(watcher);
 }
 
 } // namespace
