@@ -157,7 +157,7 @@ constexpr auto known_nvm_opcodes = std::to_array<spec::nvm_opcode>(
 
 /// Admin opcodes the controller does not implement (Invalid Command Opcode).
 constexpr auto unsupported_admin_opcodes =
-    std::to_array<std::uint8_t>({0x03, 0x07, 0x0b, 0x0d, 0x14, 0x1c, 0x7f, 0x81, 0x84, 0xc0, 0xc3, 0xff});
+    std::to_array<std::uint8_t>({0x03, 0x07, 0x0b, 0x0e, 0x14, 0x1c, 0x7f, 0x81, 0x84, 0xc0, 0xc3, 0xff});
 
 struct seed_setup {
     std::uint64_t seed;
@@ -925,7 +925,7 @@ private:
             cns = spec::cns::active_namespace_list;
         } else if (cns_choice >= 85) {
             cns = static_cast<spec::cns>(
-                rng_.pick(std::to_array<std::uint8_t>({0x00, 0x03, 0x04, 0x05, 0x10, 0x1f, 0xff})));
+                rng_.pick(std::to_array<std::uint8_t>({0x00, 0x03, 0x04, 0x05, 0x14, 0x1f, 0xff})));
             cns_valid = false;
         }
         auto sqe = host_type::identify_command(cns, 0, buffer_a_);

@@ -337,7 +337,10 @@ TEST(controller_identify, identify_controller_reports_what_linux_checks)
     EXPECT_TRUE(id.oacs.get(spec::admin_command_support::doorbell_buffer_config));
     EXPECT_TRUE(id.oacs.get(spec::admin_command_support::format_nvm));
     EXPECT_TRUE(id.oacs.get(spec::admin_command_support::firmware));
-    EXPECT_EQ(id.oacs.raw, 0x0106);
+    EXPECT_TRUE(id.oacs.get(spec::admin_command_support::namespace_management));
+    // Format NVM, Firmware, Namespace Management, Doorbell Buffer Config and Get LBA Status
+    // (bits 1, 2, 3, 8 and 9).
+    EXPECT_EQ(id.oacs.raw, 0x030e);
     EXPECT_EQ(id.aerl, 3);
     EXPECT_EQ(id.sqes.raw, 0x66);
     EXPECT_EQ(id.cqes.raw, 0x44);
