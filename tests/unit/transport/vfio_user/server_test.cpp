@@ -602,6 +602,38 @@ spec::submission_queue_entry identify_controller_command(std::uint16_t cid, std:
     return identify;
 }
 
+/// Gives the function's INTx an eventfd (SET_IRQS, trigger); returns the client's own descriptor
+/// of it to watch, or -1 when the server refused.
+int give_intx_eventfd(client& c)
+{
+    const int intx = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    const int watcher = ::dup(intx);
+    vu::irq_set set{};
+    set.argsz = sizeof set;
+    set.flags = vu::irq_set_flags{}.with(vu::irq_set_flags::data_eventfd, true).with(vu::irq_set_flags::action_trigger, true);
+    set.index = static_cast<std::uint32_t>(vu::irq_index::intx);
+    set.start = 0;
+    set.count = 1;
+    const std::array irq_fds{intx};
+    if (client::error_of(c.call(vu::command::device_set_irqs, set, irq_fds)) != 0U) {
+        ::close(watcher);
+        return -1;
+    }
+    return watcher;
+}
+
+/// SET_IRQS unmasking INTx, as the client sends it after the guest's end of interrupt.
+vu::irq_set intx_unmask_request()
+{
+    vu::irq_set unmask{};
+    unmask.argsz = sizeof unmask;
+    unmask.flags = vu::irq_set_flags{}.with(vu::irq_set_flags::data_none, true).with(vu::irq_set_flags::action_unmask, true);
+    unmask.index = static_cast<std::uint32_t>(vu::irq_index::intx);
+    unmask.start = 0;
+    unmask.count = 1;
+    return unmask;
+}
+
 TEST(vfio_user_server, a_guest_without_msix_gets_intx_on_its_eventfd)
 {
     // A guest booted without MSI (Linux pci=nomsi, FreeBSD hw.nvme.force_intx=1): the client
@@ -631,22 +663,9 @@ TEST(vfio_user_server, a_guest_without_msix_gets_intx_on_its_eventfd)
     EXPECT_TRUE(info.flags.get(vu::irq_info_flags::maskable));
     EXPECT_TRUE(info.flags.get(vu::irq_info_flags::automasked));
 
-    const int intx = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    const int watcher = ::dup(intx);
-    vu::irq_set set{};
-    set.argsz = sizeof set;
-    set.flags = vu::irq_set_flags{}.with(vu::irq_set_flags::data_eventfd, true).with(vu::irq_set_flags::action_trigger, true);
-    set.index = static_cast<std::uint32_t>(vu::irq_index::intx);
-    set.start = 0;
-    set.count = 1;
-    const std::array irq_fds{intx};
-    ASSERT_EQ(client::error_of(c.call(vu::command::device_set_irqs, set, irq_fds)), 0U);
-    vu::irq_set unmask{};
-    unmask.argsz = sizeof unmask;
-    unmask.flags = vu::irq_set_flags{}.with(vu::irq_set_flags::data_none, true).with(vu::irq_set_flags::action_unmask, true);
-    unmask.index = static_cast<std::uint32_t>(vu::irq_index::intx);
-    unmask.start = 0;
-    unmask.count = 1;
+    const int watcher = give_intx_eventfd(c);
+    ASSERT_GE(watcher, 0);
+    const vu::irq_set unmask = intx_unmask_request();
 
     c.write_region(vu::region_index::config, 4, 2, 0x0006); // memory space and bus master
     ASSERT_TRUE(enable_controller(c));
@@ -727,22 +746,9 @@ TEST(vfio_user_server, an_unmask_right_after_the_cq_head_doorbell_signals_nothin
     map.size = guest_bytes;
     const std::array fds{guest.fd};
     ASSERT_EQ(client::error_of(c.call(vu::command::dma_map, map, fds)), 0U);
-    const int intx = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    const int watcher = ::dup(intx);
-    vu::irq_set set{};
-    set.argsz = sizeof set;
-    set.flags = vu::irq_set_flags{}.with(vu::irq_set_flags::data_eventfd, true).with(vu::irq_set_flags::action_trigger, true);
-    set.index = static_cast<std::uint32_t>(vu::irq_index::intx);
-    set.start = 0;
-    set.count = 1;
-    const std::array irq_fds{intx};
-    ASSERT_EQ(client::error_of(c.call(vu::command::device_set_irqs, set, irq_fds)), 0U);
-    vu::irq_set unmask{};
-    unmask.argsz = sizeof unmask;
-    unmask.flags = vu::irq_set_flags{}.with(vu::irq_set_flags::data_none, true).with(vu::irq_set_flags::action_unmask, true);
-    unmask.index = static_cast<std::uint32_t>(vu::irq_index::intx);
-    unmask.start = 0;
-    unmask.count = 1;
+    const int watcher = give_intx_eventfd(c);
+    ASSERT_GE(watcher, 0);
+    const vu::irq_set unmask = intx_unmask_request();
 
     c.write_region(vu::region_index::config, 4, 2, 0x0006); // memory space and bus master
     ASSERT_TRUE(enable_controller(c));
