@@ -1373,15 +1373,9 @@ private:
     void apply_doorbell(group_type& group, std::uint16_t qid, bool completion_queue, std::uint32_t value)
     {
         if (completion_queue) {
-            if (completion_queue_exists(qid)) {
-                completion_queues_[qid]->shadow_armed = true;
-            }
-            apply_cq_head(group, qid, value);
+            apply_cq_head(group, qid, value, true);
         } else {
-            if (submission_queue_exists(qid)) {
-                submission_queues_[qid]->shadow_armed = true;
-            }
-            apply_sq_tail(qid, value);
+            apply_sq_tail(qid, value, true);
         }
     }
 
@@ -1650,24 +1644,28 @@ private:
         std::erase(queues, qid);
     }
 
-    void apply_sq_tail(std::uint16_t qid, std::uint32_t value)
+    /// `from_register`: written to the doorbell register (not read from a shadow slot).
+    void apply_sq_tail(std::uint16_t qid, std::uint32_t value, bool from_register = false)
     {
         if (!submission_queue_exists(qid)) {
             report_invalid_doorbell(spec::error_event::invalid_doorbell_register);
             return;
         }
-        if (!submission_queues_[qid]->ring.set_tail(value)) {
+        auto& sq = *submission_queues_[qid];
+        sq.shadow_armed = sq.shadow_armed || from_register;
+        if (!sq.ring.set_tail(value)) {
             report_invalid_doorbell(spec::error_event::invalid_doorbell_value);
         }
     }
 
-    void apply_cq_head(group_type& group, std::uint16_t qid, std::uint32_t value)
+    void apply_cq_head(group_type& group, std::uint16_t qid, std::uint32_t value, bool from_register = false)
     {
         if (!completion_queue_exists(qid)) {
             report_invalid_doorbell(spec::error_event::invalid_doorbell_register);
             return;
         }
         auto& cq = *completion_queues_[qid];
+        cq.shadow_armed = cq.shadow_armed || from_register;
         if (!cq.ring.set_head(value)) {
             report_invalid_doorbell(spec::error_event::invalid_doorbell_value);
             return;
