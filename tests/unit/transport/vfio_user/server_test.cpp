@@ -289,11 +289,10 @@ std::vector<std::byte> version_request()
     return payload;
 }
 
-/// Negotiates, maps the guest memory and gives MSI-X vector 0 an eventfd.
-int connect_and_map(client& c, guest_memory& guest)
+/// Negotiates and maps the guest memory; false when the server refused either.
+bool connect_and_map_memory(client& c, guest_memory& guest)
 {
     const auto version = c.call(vu::command::version, std::span<const std::byte>{version_request()});
-    EXPECT_EQ(client::error_of(version), 0U);
     vu::dma_map map{};
     map.argsz = sizeof map;
     map.flags = vu::dma_map_flags{}.with(vu::dma_map_flags::read, true).with(vu::dma_map_flags::write, true);
@@ -301,7 +300,13 @@ int connect_and_map(client& c, guest_memory& guest)
     map.address = guest_base;
     map.size = guest_bytes;
     const std::array fds{guest.fd};
-    EXPECT_EQ(client::error_of(c.call(vu::command::dma_map, map, fds)), 0U);
+    return client::error_of(version) == 0U && client::error_of(c.call(vu::command::dma_map, map, fds)) == 0U;
+}
+
+/// Negotiates, maps the guest memory and gives MSI-X vector 0 an eventfd.
+int connect_and_map(client& c, guest_memory& guest)
+{
+    EXPECT_TRUE(connect_and_map_memory(c, guest));
     const int vector0 = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     vu::irq_set set{};
     set.argsz = sizeof set;
@@ -642,14 +647,7 @@ TEST(vfio_user_server, a_guest_without_msix_gets_intx_on_its_eventfd)
     device d{path};
     client c{path};
     guest_memory guest;
-    EXPECT_EQ(client::error_of(c.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
-    vu::dma_map map{};
-    map.argsz = sizeof map;
-    map.flags = vu::dma_map_flags{}.with(vu::dma_map_flags::read, true).with(vu::dma_map_flags::write, true);
-    map.address = guest_base;
-    map.size = guest_bytes;
-    const std::array fds{guest.fd};
-    ASSERT_EQ(client::error_of(c.call(vu::command::dma_map, map, fds)), 0U);
+    ASSERT_TRUE(connect_and_map_memory(c, guest));
 
     vu::irq_info info_request{};
     info_request.argsz = sizeof info_request;
@@ -738,14 +736,7 @@ TEST(vfio_user_server, an_unmask_right_after_the_cq_head_doorbell_signals_nothin
     device d{path};
     client c{path};
     guest_memory guest;
-    EXPECT_EQ(client::error_of(c.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
-    vu::dma_map map{};
-    map.argsz = sizeof map;
-    map.flags = vu::dma_map_flags{}.with(vu::dma_map_flags::read, true).with(vu::dma_map_flags::write, true);
-    map.address = guest_base;
-    map.size = guest_bytes;
-    const std::array fds{guest.fd};
-    ASSERT_EQ(client::error_of(c.call(vu::command::dma_map, map, fds)), 0U);
+    ASSERT_TRUE(connect_and_map_memory(c, guest));
     const int watcher = give_intx_eventfd(c);
     ASSERT_GE(watcher, 0);
     const vu::irq_set unmask = intx_unmask_request();
