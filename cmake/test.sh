@@ -69,7 +69,7 @@ cmake --preset ci-fuzz --fresh
 cmake --build --preset ci-fuzz
 bash tests/fuzz/run.sh build/ci-fuzz "${NVMEKIT_FUZZ_SECONDS:-60}"
 
-echo "=== nvmekit: compile-time budget of the umbrella header (bench/compile_time.sh --check)"
+echo "=== nvmekit: the umbrella header keeps heavy headers out (bench/compile_time.sh --check)"
 bash bench/compile_time.sh --check 3
 
 echo "=== nvmekit: Debian package"

@@ -28,7 +28,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <future>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -267,10 +266,10 @@ public:
     {
         NVMEKIT_ASSERT(!thread_.joinable(), "poll_group_runner started twice");
         stop_requested_.store(false, std::memory_order_relaxed);
-        std::promise<int> configured;
-        std::future<int> configuration = configured.get_future();
-        thread_ = std::thread{[this, promise = std::move(configured)]() mutable { run(std::move(promise)); }};
-        const int error = configuration.get();
+        setup_result_.store(not_configured, std::memory_order_relaxed);
+        thread_ = std::thread{[this] { run(); }};
+        setup_result_.wait(not_configured, std::memory_order_acquire);
+        const int error = setup_result_.load(std::memory_order_acquire);
         if (error != 0) {
             thread_.join();
             throw std::system_error{error, std::generic_category(), "nvmekit::poll_group_runner: thread setup"};
@@ -319,6 +318,7 @@ public:
 
 private:
     static constexpr std::size_t max_thread_name = 15;
+    static constexpr int not_configured = -1;
 
     std::size_t poll()
     {
@@ -327,10 +327,11 @@ private:
         return done;
     }
 
-    void run(std::promise<int> configured)
+    void run()
     {
         const int error = configure_this_thread();
-        configured.set_value(error);
+        setup_result_.store(error, std::memory_order_release);
+        setup_result_.notify_one();
         if (error != 0) {
             return;
         }
@@ -376,6 +377,8 @@ private:
     poll_group_statistics statistics_;
     std::atomic<bool> stop_requested_{false};
     std::atomic<bool> running_{false};
+    /// The thread's setup result for start(): 0 or an errno value, not_configured until known.
+    std::atomic<int> setup_result_{not_configured};
     std::thread thread_;
 };
 

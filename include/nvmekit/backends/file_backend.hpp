@@ -43,12 +43,11 @@
 #include <cstdint>
 #include <cstring>
 #include <fcntl.h>
-#include <filesystem>
+#include <string>
 #include <initializer_list>
 #include <linux/falloc.h>
 #include <linux/fs.h>
 #include <optional>
-#include <string>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <system_error>
@@ -84,10 +83,10 @@ inline constexpr std::array<std::byte, 65536> file_backend_zeros{};
 /// The most bytes one pread/pwrite call is asked for (Linux moves at most 0x7ffff000 anyway).
 inline constexpr std::size_t file_backend_max_transfer = std::size_t{1} << 30;
 
-[[noreturn]] inline void throw_file_error(int error, const std::filesystem::path& path, const char* what)
+[[noreturn]] inline void throw_file_error(int error, const std::string& path, const char* what)
 {
     throw std::system_error(error, std::system_category(),
-                            "file_backend: " + std::string{what} + " '" + path.string() + "'");
+                            "file_backend: " + std::string{what} + " '" + path + "'");
 }
 } // namespace detail
 
@@ -98,7 +97,7 @@ public:
     /// cannot be opened, created, sized or measured, is neither a regular file nor a block
     /// device, or the options contradict each other (create_size with read_only or with a block
     /// device, a bad direct_alignment).
-    explicit file_backend(const std::filesystem::path& path, file_backend_options options = {})
+    explicit file_backend(const std::string& path, file_backend_options options = {})
         : options_{options}
     {
         const std::size_t alignment = options.direct_alignment;
@@ -243,7 +242,7 @@ private:
         target.store(source.load(std::memory_order_relaxed), std::memory_order_relaxed);
     }
 
-    void measure(const std::filesystem::path& path)
+    void measure(const std::string& path)
     {
         struct stat status {};
         if (::fstat(fd_, &status) != 0) {
