@@ -5,7 +5,11 @@
 //     nvmekit-serve --vfio-user /tmp/nvme.sock --ram 1G --file /var/tmp/disk.img --log debug
 //
 // Each --ram SIZE or --file PATH adds a namespace (NSID 1, 2, ... in order); with none, one 1 GiB
-// RAM namespace is served. Identify Controller NN is the number of namespaces. --queues, --queue-depth and --mdts lower what the host is offered
+// RAM namespace is served. Identify Controller NN is the number of namespaces. --capacity SIZE
+// gives the subsystem that much NVM capacity (Identify Controller TNVMCAP): the namespaces above
+// take theirs from it, and the host creates sparse RAM namespaces from the rest with Namespace
+// Management (nvme create-ns, attach-ns, detach-ns, delete-ns), up to --max-namespaces NSIDs
+// (default 16 with --capacity). --queues, --queue-depth and --mdts lower what the host is offered
 // below the build's limits; --groups spreads the I/O queues over poll groups (processed on the
 // server's thread for now). SIGINT or SIGTERM shut the server down cleanly (file backends are
 // synced). Nothing a client sends ends the program.
@@ -20,6 +24,7 @@
 
 #include "command_line.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -83,17 +88,22 @@ struct options {
     std::uint32_t queue_depth = 0; ///< entries per queue (0: the build's limit, 4096)
     std::uint8_t mdts = 0;         ///< MDTS (0: the build's limit, 5 = 128 KiB)
     std::uint16_t groups = 1;      ///< poll groups the I/O queues are spread over
+    std::uint64_t capacity = 0;    ///< NVM capacity for Namespace Management (0: none beyond the namespaces)
+    std::uint32_t max_namespaces = 0; ///< NSIDs (Identify Controller NN; 0: the namespaces' number, 16 with --capacity)
     std::string log_level = "info";
 };
 
 constexpr nvmekit_programs::program serve_program{
     "nvmekit-serve",
     "nvmekit-serve --vfio-user SOCKET [--ram SIZE]... [--file PATH]... [--4k] [--direct]\n"
+    "                     [--capacity SIZE] [--max-namespaces 1-1024]\n"
     "                     [--queues 1-64] [--queue-depth 2-4096] [--mdts 1-5] [--groups 1-64]\n"
     "                     [--nqn NQN] [--serial SN] [--cntlid 1-65519] [--vendor-id HEX]\n"
     "                     [--device-id HEX] [--subsystem-vendor-id HEX] [--subsystem-id HEX]\n"
     "                     [--log trace|debug|info|warn] [--help] [--version]\n"
     "  SIZE takes K, M or G; with no namespace option one 1G RAM namespace is served.\n"
+    "  --capacity gives the subsystem NVM capacity from which the host creates RAM namespaces\n"
+    "  (nvme create-ns); the namespaces given take theirs from it too.\n"
     "  The NQN, serial number and CNTLID default to values derived from the socket path and\n"
     "  /etc/machine-id: unique per socket, the same after a restart. PCI IDs default to vendor\n"
     "  F0E5 (held by no vendor), device 0A0A, subsystem F0E5:0000.\n"};
@@ -171,6 +181,16 @@ options parse(int argc, char** argv)
             o.namespaces.push_back({false, parse_size(value()), {}});
         } else if (arg == "--file") {
             o.namespaces.push_back({true, 0, value()});
+        } else if (arg == "--capacity") {
+            o.capacity = parse_size(value());
+        } else if (arg == "--max-namespaces") {
+            const std::string text = value();
+            unsigned count = 0;
+            const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+            if (error != std::errc{} || end != text.data() + text.size() || count < 1 || count > 1024) {
+                usage("--max-namespaces: not a number from 1 to 1024: " + text);
+            }
+            o.max_namespaces = count;
         } else if (arg == "--4k") {
             o.lba_format = 2;
         } else if (arg == "--direct") {
@@ -216,6 +236,14 @@ options parse(int argc, char** argv)
     if (o.namespaces.empty()) {
         o.namespaces.push_back({false, std::uint64_t{1} << 30, {}});
     }
+    if (o.max_namespaces == 0) {
+        o.max_namespaces = o.capacity != 0 ? std::max<std::uint32_t>(16, static_cast<std::uint32_t>(o.namespaces.size()))
+                                           : static_cast<std::uint32_t>(o.namespaces.size());
+    }
+    if (o.max_namespaces < o.namespaces.size()) {
+        usage("--max-namespaces " + std::to_string(o.max_namespaces) + " is below the " +
+              std::to_string(o.namespaces.size()) + " namespaces given");
+    }
     return o;
 }
 
@@ -243,11 +271,17 @@ int main(int argc, char** argv)
     std::signal(SIGPIPE, SIG_IGN);
 
     try {
-        // The namespaces are fixed by the command line and nothing adds one later, so the highest
-        // valid NSID (Identify Controller NN) is their number.
+        // Without --capacity the namespaces are fixed by the command line, so the highest valid
+        // NSID (Identify Controller NN) is their number; with it the host may create more.
         nvmekit::subsystem<nvmekit::any_backend> subsystem{
             {.nqn = nqn, .serial_number = serial, .model_number = "nvmekit vfio-user controller"},
-            {.max_namespaces = static_cast<std::uint32_t>(o.namespaces.size())}};
+            {.max_namespaces = o.max_namespaces, .nvm_capacity_bytes = o.capacity}};
+        if (o.capacity != 0) {
+            subsystem.set_backend_factory([](std::uint64_t bytes) -> std::optional<nvmekit::any_backend> {
+                spdlog::info("namespace management: a sparse RAM backend of {} MiB", bytes >> 20);
+                return nvmekit::any_backend{nvmekit::ram_backend{bytes}};
+            });
+        }
         for (const auto& ns : o.namespaces) {
             if (ns.file) {
                 nvmekit::file_backend backend{ns.path, {.direct = o.direct}};

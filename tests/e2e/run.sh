@@ -9,7 +9,9 @@
 # and that the guest kernel logged no NVMe warning.
 #
 # It runs once per configuration named in NVMEKIT_E2E_CONFIGS (default "512 4k intx pair ovmf"):
-#   512   a 256 MiB RAM namespace and a 64 MiB file namespace, 512-byte LBAs, 8 I/O queues offered
+#   512   a 256 MiB RAM namespace and a 64 MiB file namespace, 512-byte LBAs, 8 I/O queues offered,
+#         1 GiB of NVM capacity (--capacity): nvme create-ns, attach-ns, list-ctrl, list-ns --all,
+#         format, detach-ns, delete-ns, write-uncor, Get LBA Status and lba-status-log
 #   4k    RAM namespaces of 256 MiB and 32 MiB and a 64 MiB file namespace, 4 KiB LBAs, 1 I/O queue
 #   intx  as 512, the guest booted with pci=nomsi: INTx through the IO-APIC, one I/O queue
 #   pair  two nvmekit-serve instances with default identities attached to one guest
@@ -94,7 +96,14 @@ run_config() {
     local dir=$work/$name config_start=$SECONDS
     mkdir -p "$dir/overlay/e2e"
     local args=(--vfio-user "$dir/nvme.sock" --queues "$queues" --queue-depth 1024 --log info)
-    [ "$lba_bytes" -eq 4096 ] && args+=(--4k)
+    local lba_format=0 max_namespaces=$# nvm_capacity=''
+    [ "$lba_bytes" -eq 4096 ] && args+=(--4k) && lba_format=2
+    if [ -n "${capacity_mib:-}" ]; then
+        # Namespace Management: the server's default of 16 NSIDs with --capacity
+        args+=(--capacity "${capacity_mib}M")
+        nvm_capacity=$((capacity_mib << 20))
+        max_namespaces=16
+    fi
     local ns_bytes=() file_nsid='' nsid=1 spec mib
     for spec in "$@"; do
         mib=${spec#*:}
@@ -122,6 +131,9 @@ FILE_NSID=$file_nsid
 PATTERN_OFFSET=$pattern_offset
 PATTERN_BYTES=$pattern_bytes
 INTERRUPTS=${interrupts:-msix}
+LBA_FORMAT=$lba_format
+MAX_NAMESPACES=$max_namespaces
+NVM_CAPACITY=$nvm_capacity
 EOF
     bash "$here/provision.sh" pack "$dir/overlay" "$dir/initramfs.cpio.gz" >/dev/null
 
@@ -325,7 +337,7 @@ run_ovmf() {
 
 for config in $configs; do
     case $config in
-        512) run_config 512 512 8 ram:256 file:64 ;;
+        512) capacity_mib=1024 run_config 512 512 8 ram:256 file:64 ;;
         4k) run_config 4k 4096 1 ram:256 ram:32 file:64 ;;
         intx) interrupts=intx kernel_args=pci=nomsi run_config intx 512 8 ram:256 file:64 ;;
         pair) run_pair ;;

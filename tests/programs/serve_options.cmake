@@ -1,0 +1,22 @@
+# Checks nvmekit-serve's Namespace Management options: cmake -DPROGRAM=path -DWORK=dir -P serve_options.cmake
+# A bad --max-namespaces is a usage error (exit 2, named on stderr); namespaces larger than
+# --capacity are a configuration error (exit 1, said on stdout, where the server logs), found
+# before the server listens.
+function(expect_failure status_expected pattern)
+    execute_process(COMMAND "${PROGRAM}" ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err
+                    TIMEOUT 20)
+    if(NOT status EQUAL ${status_expected} OR NOT "${out}${err}" MATCHES "${pattern}")
+        message(FATAL_ERROR "nvmekit-serve ${ARGN}: expected exit ${status_expected} and '${pattern}', "
+                            "got exit ${status}, stdout '${out}', stderr '${err}'")
+    endif()
+endfunction()
+file(MAKE_DIRECTORY "${WORK}")
+set(socket "${WORK}/serve-options.sock")
+expect_failure(2 "--max-namespaces: not a number from 1 to 1024: 0" --vfio-user "${socket}" --max-namespaces 0)
+expect_failure(2 "--max-namespaces: not a number from 1 to 1024: 1025" --vfio-user "${socket}" --max-namespaces 1025)
+expect_failure(2 "--max-namespaces 1 is below the 2 namespaces given"
+               --vfio-user "${socket}" --ram 16M --ram 16M --max-namespaces 1)
+expect_failure(1 "larger than the unallocated NVM capacity" --vfio-user "${socket}" --ram 64M --capacity 32M)
+if(EXISTS "${socket}")
+    message(FATAL_ERROR "nvmekit-serve listened although its configuration was refused: ${socket}")
+endif()
