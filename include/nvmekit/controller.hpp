@@ -169,7 +169,7 @@ struct controller_config {
     std::uint16_t io_queues = 0;     ///< I/O queue pairs granted at most, 1 to limits.io_queues
     std::uint32_t queue_entries = 0; ///< entries per queue at most (CAP.MQES + 1), 2 to limits.queue_entries
     std::uint8_t mdts = 0;           ///< MDTS, 1 to limits.mdts
-    /// Poll groups the I/O queues are spread over, 1 to limits.io_queues (DESIGN.md, Threading).
+    /// Poll groups the I/O queues are spread over, 1 to limits.io_queues (threading model: poll_group.hpp).
     /// An I/O CQ and every SQ bound to it belong to one group: the group's doorbells, commands,
     /// completions and interrupts are processed together by poll_group(), and poll() runs the
     /// admin queue and every group. 1: every I/O queue in one group.
@@ -182,7 +182,7 @@ struct controller_config {
     /// groups run concurrently with the admin context and with each other: poll() runs only the
     /// admin context, and group i runs when poll_group(i) is called, from any thread (one call at
     /// a time per group): by the threads start_poll_groups() starts, or by the embedder's own
-    /// loops (DESIGN.md, Threading, has the rules and what backends must guarantee).
+    /// loops (poll_group.hpp states the threading model and what backends must guarantee).
     bool concurrent_poll_groups = false;
 };
 

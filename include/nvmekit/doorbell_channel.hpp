@@ -1,6 +1,7 @@
 #pragma once
 /// The boundary between the context that receives doorbell writes (BAR0 MMIO, PCIe Transport 1.0
-/// 3.1.2) and the context that processes the queues (DESIGN.md, "Life of a command" step 1).
+/// 3.1.2) and the context that processes the queues: the first step of a command's life, the
+/// host's doorbell write reaching the queue's owner.
 ///
 /// The channel holds the latest value written to each SQ Tail and CQ Head doorbell of queues 0 to
 /// max_qid, and which of them were written since the processing side last looked. Writes are not

@@ -1,6 +1,6 @@
 #pragma once
 /// A bounded multi-producer single-consumer queue of messages: how poll groups and the admin
-/// context talk (DESIGN.md, "Threading"). "Delete this SQ", "reset your queues", "this command
+/// context talk (threading model: poll_group.hpp). "Delete this SQ", "reset your queues", "this command
 /// completed on the backend" are sent as messages to the group that owns the queue.
 ///
 ///     nvmekit::mailbox<group_message> inbox{256};          // capacity 256 (a power of two)

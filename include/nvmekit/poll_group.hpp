@@ -1,6 +1,19 @@
 #pragma once
-/// The runtime of a poll group (DESIGN.md, "Threading"): a context that owns whole queue pairs and
-/// processes them by polling, as SPDK's and DOCA's poll groups do. Three pieces:
+/// The runtime of a poll group: a context that owns whole queue pairs and processes them by
+/// polling, as SPDK's and DOCA's poll groups do.
+///
+/// Threading model. With one context (the default) nothing runs unless the embedder calls the
+/// controller's poll(), and a run is deterministic: the mode for simulators and unit tests. With
+/// concurrent poll groups, each group owns whole queue pairs (a CQ and every SQ bound to it) and
+/// runs on its own thread or in the embedder's loop; admin commands and register events run on the
+/// admin context. Contexts talk by messages over lock-free queues (mailbox.hpp, completion_inbox.hpp)
+/// and the I/O path takes no lock. What changes state a group owns (deleting a queue, a reset, a
+/// namespace or feature change) runs on the admin context with every group paused, which costs a
+/// group at most one poll of waiting. Backends used with concurrent groups complete from their own
+/// poll() (run by the admin context) or from any thread; the completion travels to the command's
+/// group as a message.
+///
+/// Three pieces:
 ///
 /// - `wakeup`: lets an idle group sleep on an eventfd and lets producers (doorbell writers,
 ///   mailbox senders) wake it, paying a system call only when the group actually sleeps.

@@ -145,7 +145,7 @@ public:
 
     // ---- controller life cycle ----------------------------------------------------------------
 
-    /// The Linux nvme-pci bring-up (NVME-NOTES.md): disable, program the admin queue, enable and
+    /// The bring-up Linux's nvme-pci driver performs: disable, program the admin queue, enable and
     /// wait for RDY, Identify Controller, Set Features Number of Queues, create the I/O CQs then
     /// SQs, optionally configure shadow doorbells, and post an Asynchronous Event Request.
     bring_up_result bring_up(const host_options& options = {})
