@@ -113,6 +113,18 @@ constexpr nvmekit_programs::program serve_program{
     nvmekit_programs::bad_usage(serve_program, problem);
 }
 
+/// A decimal value from `low` to `high`; anything else is a usage error naming the option.
+std::uint32_t parse_decimal(std::string_view option, std::string_view text, std::uint32_t low, std::uint32_t high)
+{
+    std::uint32_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc{} || end != text.data() + text.size() || text.empty() || value < low || value > high) {
+        usage(std::string{option} + ": not a number from " + std::to_string(low) + " to " + std::to_string(high) +
+              ": " + std::string{text});
+    }
+    return value;
+}
+
 /// A 16-bit hexadecimal value ("1b36", "0x1b36"), `low` to `high`.
 std::uint16_t parse_hex16(std::string_view option, std::string_view text, unsigned low = 0, unsigned high = 0xffff)
 {
@@ -184,37 +196,26 @@ options parse(int argc, char** argv)
         } else if (arg == "--capacity") {
             o.capacity = parse_size(value());
         } else if (arg == "--max-namespaces") {
-            const std::string text = value();
-            unsigned count = 0;
-            const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
-            if (error != std::errc{} || end != text.data() + text.size() || count < 1 || count > 1024) {
-                usage("--max-namespaces: not a number from 1 to 1024: " + text);
-            }
-            o.max_namespaces = count;
+            o.max_namespaces = parse_decimal(arg, value(), 1, 1024);
         } else if (arg == "--4k") {
             o.lba_format = 2;
         } else if (arg == "--direct") {
             o.direct = true;
         } else if (arg == "--queues") {
-            o.queues = static_cast<std::uint16_t>(std::stoul(value()));
+            o.queues = static_cast<std::uint16_t>(parse_decimal(arg, value(), 1, 64));
         } else if (arg == "--queue-depth") {
-            o.queue_depth = static_cast<std::uint32_t>(std::stoul(value()));
+            o.queue_depth = parse_decimal(arg, value(), 2, 4096);
         } else if (arg == "--mdts") {
-            o.mdts = static_cast<std::uint8_t>(std::stoul(value()));
+            o.mdts = static_cast<std::uint8_t>(parse_decimal(arg, value(), 1, 5));
         } else if (arg == "--groups") {
-            o.groups = static_cast<std::uint16_t>(std::stoul(value()));
+            o.groups = static_cast<std::uint16_t>(parse_decimal(arg, value(), 1, 64));
         } else if (arg == "--nqn") {
             o.nqn = value();
         } else if (arg == "--serial") {
             o.serial = value();
         } else if (arg == "--cntlid") {
-            const std::string text = value();
-            unsigned id = 0;
-            const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), id);
-            if (error != std::errc{} || end != text.data() + text.size() || id < 1 || id > 0xffef) {
-                usage("--cntlid: not a controller ID from 1 to 65519: " + text);
-            }
-            o.controller_id = static_cast<std::uint16_t>(id);
+            // FFF0h-FFFFh are reserved controller IDs.
+            o.controller_id = static_cast<std::uint16_t>(parse_decimal(arg, value(), 1, 0xffef));
         } else if (arg == "--vendor-id") {
             // 0000h and FFFFh read as "no function" (PCI Local Bus 3.0 6.2.1).
             o.vendor_id = parse_hex16(arg, value(), 0x0001, 0xfffe);

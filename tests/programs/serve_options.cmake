@@ -1,7 +1,8 @@
-# Checks nvmekit-serve's Namespace Management options: cmake -DPROGRAM=path -DWORK=dir -P serve_options.cmake
-# A bad --max-namespaces is a usage error (exit 2, named on stderr); namespaces larger than
-# --capacity are a configuration error (exit 1, said on stdout, where the server logs), found
-# before the server listens.
+# Checks how nvmekit-serve refuses bad numbers and a Namespace Management pool too small:
+#   cmake -DPROGRAM=path -DWORK=dir -P serve_options.cmake
+# A number out of its range (or not a number) is a usage error (exit 2, named on stderr);
+# namespaces larger than --capacity are a configuration error (exit 1, said on stdout, where the
+# server logs), found before the server listens.
 function(expect_failure status_expected pattern)
     execute_process(COMMAND "${PROGRAM}" ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err
                     TIMEOUT 20)
@@ -14,6 +15,9 @@ file(MAKE_DIRECTORY "${WORK}")
 set(socket "${WORK}/serve-options.sock")
 expect_failure(2 "--max-namespaces: not a number from 1 to 1024: 0" --vfio-user "${socket}" --max-namespaces 0)
 expect_failure(2 "--max-namespaces: not a number from 1 to 1024: 1025" --vfio-user "${socket}" --max-namespaces 1025)
+expect_failure(2 "--queues: not a number from 1 to 64: abc" --vfio-user "${socket}" --queues abc)
+expect_failure(2 "--mdts: not a number from 1 to 5: 6" --vfio-user "${socket}" --mdts 6)
+expect_failure(2 "--cntlid: not a number from 1 to 65519: 65520" --vfio-user "${socket}" --cntlid 65520)
 expect_failure(2 "--max-namespaces 1 is below the 2 namespaces given"
                --vfio-user "${socket}" --ram 16M --ram 16M --max-namespaces 1)
 expect_failure(1 "larger than the unallocated NVM capacity" --vfio-user "${socket}" --ram 64M --capacity 32M)
