@@ -97,6 +97,7 @@
 #include <nvmekit/spec/status.hpp>
 #include <nvmekit/subsystem.hpp>
 #include <nvmekit/telemetry_log.hpp>
+#include <nvmekit/tracer.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 
@@ -130,6 +131,8 @@ struct default_traits {
     using threading = single_threaded;
     /// The namespaces' block backend: type-erased, so RAM, file and user backends can mix.
     using backend = any_backend;
+    /// Receives a named event for every host mistake and each step of a command (tracer.hpp).
+    using tracer = null_tracer;
     static constexpr nvmekit::limits limits{};
     /// Customises the admin command table: add vendor commands (C0h-FFh) or replace handlers.
     template <typename Table>
@@ -357,6 +360,7 @@ public:
     using interrupts_type = typename Traits::interrupts;
     using clock_type = typename Traits::clock;
     using backend_type = typename Traits::backend;
+    using tracer_type = typename Traits::tracer;
     using subsystem_type = subsystem<backend_type>;
     using namespace_type = nvm_namespace<backend_type>;
     static constexpr nvmekit::limits limits = Traits::limits;
@@ -365,6 +369,7 @@ public:
     static_assert(check_interrupt_provider<interrupts_type>());
     static_assert(check_clock<clock_type>());
     static_assert(check_block_backend<backend_type>());
+    static_assert(check_tracer<tracer_type>());
     static_assert(limits.io_queues >= 1, "limits: at least one I/O queue pair");
     static_assert(limits.queue_entries >= 2 && limits.queue_entries <= 65536, "limits: queue_entries 2..65536");
     static_assert(limits.msix_vectors >= 1 && limits.msix_vectors <= 2048, "limits: msix_vectors 1..2048");
@@ -517,7 +522,10 @@ public:
             const context_scope scope{admin_group_};
             take_fatal_error();
         }
-        return registers_.read(offset, width);
+        const std::uint64_t host_errors = registers_.host_error_count();
+        const std::uint64_t value = registers_.read(offset, width);
+        trace_register_error(host_errors, offset);
+        return value;
     }
 
     /// A host write to BAR0. Register changes take effect at once; doorbells are handed to the
@@ -532,7 +540,9 @@ public:
             msix_.write_table(offset - msix_table_offset(), width, value);
             return;
         }
+        const std::uint64_t host_errors = registers_.host_error_count();
         const register_event event = registers_.write(offset, width, value);
+        trace_register_error(host_errors, offset);
         switch (event.kind) {
         case register_event_kind::none:
         case register_event_kind::admin_queue_attributes_written: break;
@@ -560,8 +570,14 @@ public:
             if (entries == 0) {
                 // No such queue: a write to an invalid doorbell register (Base 2.0 5.2).
                 invalid_doorbell_registers_.fetch_add(1, std::memory_order_relaxed);
+                trace_doorbell_error(event.completion_queue ? trace_event::err_doorbell_invalid_cq
+                                                            : trace_event::err_doorbell_invalid_sq,
+                                     event.queue_id, value);
             } else if (value >= entries) {
                 invalid_doorbell_values_.fetch_add(1, std::memory_order_relaxed);
+                trace_doorbell_error(event.completion_queue ? trace_event::err_doorbell_invalid_cq_head
+                                                            : trace_event::err_doorbell_invalid_sq_tail,
+                                     event.queue_id, value);
             } else {
                 ring_doorbell(event.queue_id, event.completion_queue, value);
             }
@@ -645,6 +661,7 @@ public:
                     apply_cq_head(cq_owner(qid), qid, value);
                 } else {
                     ++statistics_.host_protocol_errors;
+                    trace_doorbell_error(trace_event::err_doorbell_not_ready, qid, value);
                 }
             });
             update_intx();
@@ -662,7 +679,10 @@ public:
         if (state != controller_state::ready) {
             statistics_.host_protocol_errors +=
                 invalid_doorbell_registers_.exchange(0, std::memory_order_relaxed);
-            drain_every_doorbell([this](std::uint16_t, bool, std::uint32_t) { ++statistics_.host_protocol_errors; });
+            drain_every_doorbell([this](std::uint16_t qid, bool, std::uint32_t value) {
+                ++statistics_.host_protocol_errors;
+                trace_doorbell_error(trace_event::err_doorbell_not_ready, qid, value);
+            });
             return 0;
         }
         drain_doorbells();
@@ -1082,7 +1102,13 @@ private:
             self->for_each_coalescer([](interrupt_coalescer& coalescer) { coalescer.reset(); });
         }
         void set_fatal() { self->set_csts_bit(spec::csts_register::cfs, true); }
-        void host_protocol_error(controller_state, controller_event) { ++self->statistics_.host_protocol_errors; }
+        void host_protocol_error(controller_state state, controller_event event)
+        {
+            ++self->statistics_.host_protocol_errors;
+            self->tracer_.trace(trace_record{
+                .event = trace_event::err_invalid_state_transition,
+                .value = std::uint64_t{static_cast<std::uint8_t>(state)} << 8U | static_cast<std::uint8_t>(event)});
+        }
     };
 
     void set_csts_bit(const auto& field, bool value)
@@ -1116,30 +1142,43 @@ private:
     }
 
     /// CC, AQA, ASQ and ACQ against CAP (Base 2.0 3.5.1): the values a controller can run with.
-    [[nodiscard]] bool enable_configuration_valid() const
+    [[nodiscard]] bool enable_configuration_valid()
     {
         const auto cap = registers_.cap();
         const auto cc = registers_.cc();
         const auto aqa = registers_.aqa();
+        const auto refuse = [this](trace_event event, std::uint64_t value) {
+            tracer_.trace(trace_record{.event = event, .value = value});
+            return false;
+        };
         const unsigned mps = cc.get(cc.mps);
         if (mps < cap.get(cap.mpsmin) || mps > cap.get(cap.mpsmax)) {
-            return false;
+            return refuse(trace_event::err_startfail_page_size, cc.raw);
         }
         if (cc.get(cc.css) != spec::io_command_set_selected::nvm) {
-            return false;
+            return refuse(trace_event::err_startfail_css, cc.raw);
         }
         if (cc.get(cc.ams) != spec::arbitration_mechanism::round_robin) {
-            return false;
+            return refuse(trace_event::err_startfail_ams, cc.raw);
         }
         // CC.IOSQES and CC.IOCQES matter only once I/O queues are created (Base 2.0 Figure 41, CC):
         // Create I/O SQ/CQ check them, so a host that enables with them 0 still becomes ready.
         const std::uint32_t asq_entries = aqa.get(aqa.asqs) + 1U;
         const std::uint32_t acq_entries = aqa.get(aqa.acqs) + 1U;
-        if (asq_entries < 2 || acq_entries < 2 || asq_entries > 4096 || acq_entries > 4096) {
-            return false;
+        if (asq_entries < 2 || asq_entries > 4096) {
+            return refuse(trace_event::err_startfail_asq_size, aqa.raw);
+        }
+        if (acq_entries < 2 || acq_entries > 4096) {
+            return refuse(trace_event::err_startfail_acq_size, aqa.raw);
         }
         const std::uint64_t page_mask = (std::uint64_t{4096} << mps) - 1U;
-        return (registers_.asq().raw & page_mask) == 0 && (registers_.acq().raw & page_mask) == 0;
+        if ((registers_.asq().raw & page_mask) != 0) {
+            return refuse(trace_event::err_startfail_asq_misaligned, registers_.asq().raw);
+        }
+        if ((registers_.acq().raw & page_mask) != 0) {
+            return refuse(trace_event::err_startfail_acq_misaligned, registers_.acq().raw);
+        }
+        return true;
     }
 
     void start_enable()
@@ -1149,6 +1188,7 @@ private:
             ready_clear_deferred_ = false;
             set_csts_bit(spec::csts_register::rdy, false);
             ++statistics_.host_protocol_errors;
+            tracer_.trace(trace_record{.event = trace_event::err_enable_before_ready_clear});
         }
         enable_started_ = clock_.now();
         memory_page_bytes_ = std::uint64_t{4096} << registers_.cc().get(spec::cc_register::mps);
@@ -1648,12 +1688,14 @@ private:
     void apply_sq_tail(std::uint16_t qid, std::uint32_t value, bool from_register = false)
     {
         if (!submission_queue_exists(qid)) {
+            trace_doorbell_error(trace_event::err_doorbell_invalid_sq, qid, value);
             report_invalid_doorbell(spec::error_event::invalid_doorbell_register);
             return;
         }
         auto& sq = *submission_queues_[qid];
         sq.shadow_armed = sq.shadow_armed || from_register;
         if (!sq.ring.set_tail(value)) {
+            trace_doorbell_error(trace_event::err_doorbell_invalid_sq_tail, qid, value);
             report_invalid_doorbell(spec::error_event::invalid_doorbell_value);
         }
     }
@@ -1661,12 +1703,14 @@ private:
     void apply_cq_head(group_type& group, std::uint16_t qid, std::uint32_t value, bool from_register = false)
     {
         if (!completion_queue_exists(qid)) {
+            trace_doorbell_error(trace_event::err_doorbell_invalid_cq, qid, value);
             report_invalid_doorbell(spec::error_event::invalid_doorbell_register);
             return;
         }
         auto& cq = *completion_queues_[qid];
         cq.shadow_armed = cq.shadow_armed || from_register;
         if (!cq.ring.set_head(value)) {
+            trace_doorbell_error(trace_event::err_doorbell_invalid_cq_head, qid, value);
             report_invalid_doorbell(spec::error_event::invalid_doorbell_value);
             return;
         }
@@ -1741,6 +1785,7 @@ private:
     {
         if (dma_read_object(dma_, shadow_doorbells_->shadow + shadow_slot_offset(qid, completion_queue), value)) {
             ++group.dma_errors;
+            tracer_.trace(trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
             return false;
         }
         return true;
@@ -1765,6 +1810,7 @@ private:
         if (dma_write_object(dma_, shadow_doorbells_->event_index + shadow_slot_offset(qid, completion_queue),
                              value)) {
             ++group.dma_errors;
+            tracer_.trace(trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
         }
     }
 
@@ -1783,6 +1829,7 @@ private:
             if (sq.ring.fetch(dma_, std::span{group.fetch_buffer}.first(room), fetched)) {
                 // The SQ cannot be read: a controller fatal status is what the spec offers
                 // (Base 2.0 9.5); the host recovers by resetting the controller.
+                tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = sq.ring.qid()});
                 raise_fatal_error(group);
                 break;
             }
@@ -1795,6 +1842,7 @@ private:
                 cmd.sq = &sq;
                 cmd.request_index = request->index();
                 cmd.owner = this;
+                trace_command(trace_event::sqe_fetched, cmd);
                 execute(cmd);
                 ++executed;
             }
@@ -1813,6 +1861,7 @@ private:
         cmd.data_segment_count = 0;
         const std::uint8_t opcode = cmd.sqe.opcode();
         command_result result;
+        trace_command(trace_event::command_dispatched, cmd);
         if (cmd.sqe.cdw0.get(spec::command_dword0::fuse) != spec::fused_operation::normal) {
             result = command_result::failure(error(spec::generic_status::invalid_field));
         } else if (cmd.sq->ring.qid() == 0) {
@@ -1863,7 +1912,11 @@ public:
             !status.is_success()) {
             return status;
         }
-        return dma_status(cmd, copy_to_host(dma_, ranges, data));
+        const auto status = dma_status(cmd, copy_to_host(dma_, ranges, data));
+        if (status.is_success()) {
+            trace_command(trace_event::data_prepared, cmd, data.size());
+        }
+        return status;
     }
 
     /// Copies the host buffer of the command's data pointer into `data`.
@@ -1874,7 +1927,11 @@ public:
             !status.is_success()) {
             return status;
         }
-        return dma_status(cmd, copy_from_host(dma_, ranges, data));
+        const auto status = dma_status(cmd, copy_from_host(dma_, ranges, data));
+        if (status.is_success()) {
+            trace_command(trace_event::data_prepared, cmd, data.size());
+        }
+        return status;
     }
 
     /// The namespace `nsid` when it exists and is attached to this controller.
@@ -1887,6 +1944,8 @@ public:
     [[nodiscard]] std::uint16_t controller_id() const noexcept { return controller_id_; }
     [[nodiscard]] dma_type& dma() noexcept { return dma_.inner(); }
     [[nodiscard]] clock_type& clock() noexcept { return clock_; }
+    /// The tracer that receives this controller's events (Traits::tracer).
+    [[nodiscard]] tracer_type& tracer() noexcept { return tracer_; }
 
     /// Backend requests this controller's commands are waiting for.
     [[nodiscard]] std::size_t io_outstanding() const noexcept
@@ -1927,6 +1986,7 @@ private:
         }
         if (status == spec::status{spec::generic_status::data_transfer_error}) {
             ++cmd.group->dma_errors;
+            cmd.owner->trace_command(trace_event::err_dma, cmd, 0, status);
         }
         return status.with_dnr();
     }
@@ -2023,6 +2083,7 @@ private:
         for (std::uint8_t i = 0; i < count; ++i) {
             cmd.block[i].complete = &on_block_complete;
             cmd.block[i].context = &cmd;
+            trace_command(trace_event::backend_submitted, cmd, cmd.block[i].offset);
         }
         auto* ns = cmd.ns;
         // A backend may complete inline, and the last completion may finish the command: read
@@ -2046,6 +2107,7 @@ private:
     {
         auto& cmd = *static_cast<command*>(request.context);
         auto& self = *cmd.owner;
+        self.trace_command(trace_event::backend_completed, cmd, static_cast<std::uint64_t>(status));
         --cmd.group->io_outstanding;
         if (status != block_status::success && cmd.block_result == block_status::success) {
             cmd.block_result = status;
@@ -2160,10 +2222,11 @@ private:
         auto& cq = *completion_queues_[sq.ring.cqid()];
         if (!cq.held.empty() || cq.ring.full()) {
             ++cmd.group->completions_held;
+            trace_command(trace_event::err_cq_full, cmd, cq.ring.qid(), status);
             cq.held.push_back(cmd);
             return;
         }
-        if (post(cq, cqe, *cmd.group)) {
+        if (post(cq, cmd)) {
             sq.pool.mark_posted(request);
             sq.pool.release(request);
         } else {
@@ -2172,12 +2235,15 @@ private:
     }
 
     /// Writes one CQE; false when the DMA failed (the controller is then in a fatal state).
-    bool post(detail::completion_queue<command>& cq, const spec::completion_queue_entry& cqe, group_type& group)
+    bool post(detail::completion_queue<command>& cq, const command& cmd)
     {
-        if (cq.ring.post(dma_, cqe)) {
+        auto& group = *cmd.group;
+        if (cq.ring.post(dma_, cmd.cqe)) {
+            tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = cq.ring.qid()});
             raise_fatal_error(group);
             return false;
         }
+        trace_command(trace_event::cqe_posted, cmd, cq.ring.qid(), cmd.cqe.status());
         ++group.completions_posted;
         ++cq.posted_since_signal;
         return true;
@@ -2187,7 +2253,7 @@ private:
     {
         while (!cq.held.empty() && !cq.ring.full() && !group.stopped) {
             auto& cmd = cq.held.front();
-            if (!post(cq, cmd.cqe, *cmd.group)) {
+            if (!post(cq, cmd)) {
                 return;
             }
             cq.held.pop_front();
@@ -2305,6 +2371,7 @@ private:
         state.coalescer.expire(now, [&](std::uint16_t vector) { mark_vector_due(state, vector); });
         for (const std::uint16_t vector : state.due_vectors) {
             state.vector_due[vector] = false;
+            tracer_.trace(trace_record{.event = trace_event::interrupt_raised, .value = vector});
             msix_.signal(vector);
         }
         state.due_vectors.clear();
@@ -2457,6 +2524,7 @@ private:
     /// Records a failed command in the Error Information log.
     void on_command_error(const command& cmd, spec::status status)
     {
+        trace_command(command_error_event(status), cmd, 0, status);
         error_record record{};
         record.sq_id = cmd.sq->ring.qid();
         record.command_id = cmd.sqe.command_id();
@@ -2479,6 +2547,84 @@ private:
             return;
         }
         record_error(record);
+    }
+
+    /// The trace event of a failed command: the host mistake its status names, else command_failed.
+    [[nodiscard]] static constexpr trace_event command_error_event(spec::status status) noexcept
+    {
+        using spec::command_specific_status;
+        using spec::generic_status;
+        constexpr std::pair<spec::status, trace_event> host_mistakes[]{
+            {generic_status::invalid_opcode, trace_event::err_invalid_opcode},
+            {generic_status::invalid_field, trace_event::err_invalid_field},
+            {generic_status::invalid_namespace_or_format, trace_event::err_invalid_namespace},
+            {generic_status::lba_out_of_range, trace_event::err_lba_out_of_range},
+            {generic_status::prp_offset_invalid, trace_event::err_invalid_prp_offset},
+            {generic_status::invalid_sgl_segment_descriptor, trace_event::err_invalid_sgl},
+            {generic_status::sgl_descriptor_type_invalid, trace_event::err_invalid_sgl},
+            {generic_status::sgl_offset_invalid, trace_event::err_invalid_sgl},
+            {generic_status::invalid_sgl_descriptor_count, trace_event::err_invalid_sgl_count},
+            {generic_status::data_sgl_length_invalid, trace_event::err_invalid_sgl_length},
+            {generic_status::metadata_sgl_length_invalid, trace_event::err_invalid_sgl_length},
+            {command_specific_status::completion_queue_invalid, trace_event::err_invalid_create_cqid},
+            {command_specific_status::invalid_queue_identifier, trace_event::err_invalid_qid},
+            {command_specific_status::invalid_queue_size, trace_event::err_invalid_queue_size},
+            {command_specific_status::invalid_queue_deletion, trace_event::err_invalid_queue_deletion},
+            {command_specific_status::invalid_interrupt_vector, trace_event::err_invalid_vector},
+            {command_specific_status::invalid_log_page, trace_event::err_invalid_log_page},
+            {command_specific_status::invalid_format, trace_event::err_invalid_format},
+        };
+        for (const auto& [mistake, event] : host_mistakes) {
+            if (status.same_code(mistake)) {
+                return event;
+            }
+        }
+        return trace_event::command_failed;
+    }
+
+    /// Traces `event` with the fields of `cmd`.
+    void trace_command(trace_event event, const command& cmd, std::uint64_t value = 0,
+                       spec::status status = spec::status::success()) noexcept
+    {
+        tracer_.trace(trace_record{.event = event,
+                                   .opcode = cmd.sqe.opcode(),
+                                   .qid = cmd.sq->ring.qid(),
+                                   .cid = cmd.sqe.command_id(),
+                                   .status = status,
+                                   .nsid = cmd.sqe.nsid,
+                                   .value = value});
+    }
+
+    void trace_doorbell_error(trace_event event, std::uint16_t qid, std::uint32_t value) noexcept
+    {
+        tracer_.trace(trace_record{.event = event, .qid = qid, .value = value});
+    }
+
+    /// The register file's host error of the access at `offset`, if it counted one since
+    /// `host_errors_before`.
+    void trace_register_error(std::uint64_t host_errors_before, std::uint64_t offset) noexcept
+    {
+        if (registers_.host_error_count() == host_errors_before) {
+            return;
+        }
+        trace_event event = trace_event::err_mmio_unsupported_width;
+        switch (registers_.last_host_error()) {
+        case register_host_error::none:
+        case register_host_error::unsupported_width: event = trace_event::err_mmio_unsupported_width; break;
+        case register_host_error::misaligned: event = trace_event::err_mmio_misaligned; break;
+        case register_host_error::width_mismatch: event = trace_event::err_mmio_width_mismatch; break;
+        case register_host_error::reserved_space_write: event = trace_event::err_mmio_reserved_write; break;
+        case register_host_error::read_only_register_write:
+            event = trace_event::err_mmio_read_only_register_write;
+            break;
+        case register_host_error::read_only_bits_write: event = trace_event::err_mmio_read_only_bits_write; break;
+        case register_host_error::not_a_doorbell: event = trace_event::err_mmio_not_a_doorbell; break;
+        case register_host_error::doorbell_beyond_max_queue:
+            event = trace_event::err_mmio_doorbell_beyond_max_queue;
+            break;
+        case register_host_error::nssr_not_supported: event = trace_event::err_mmio_nssr_unsupported; break;
+        }
+        tracer_.trace(trace_record{.event = event, .value = offset});
     }
 
     void record_error(const error_record& record)
@@ -2989,6 +3135,8 @@ private:
     std::optional<shadow_doorbell_buffers> shadow_doorbells_;
     std::chrono::nanoseconds enable_started_{0};
     controller_statistics statistics_{};
+    /// Called from every context that detects an event.
+    [[no_unique_address]] tracer_type tracer_{};
     bool intx_level_ = false; ///< with concurrent groups, guarded by intx_mutex_
     std::mutex intx_mutex_;
     std::atomic<bool> intx_allowed_{false};     ///< concurrent groups: MSI-X off and INTMS bit 0 clear

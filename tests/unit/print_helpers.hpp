@@ -1,6 +1,7 @@
 #pragma once
 /// GoogleTest printers shared by the tests: statuses print the way nvme-cli does
-/// (`Generic/Invalid Field (0x02) [DNR]`) and host ranges as `{address, length}`. A test-only
+/// (`Generic/Invalid Field (0x02) [DNR]`), host ranges as `{address, length}` and trace records
+/// with their event's name. A test-only
 /// header: include it after the header under test.
 
 #include <ostream>
@@ -10,11 +11,17 @@
 #include <nvmekit/config.hpp>
 #include <nvmekit/format/status.hpp>
 #include <nvmekit/host_ranges.hpp>
+#include <nvmekit/tracer.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 inline void PrintTo(const host_range& range, std::ostream* out)
 {
     *out << fmt::format("{{{:#x}, {:#x}{}}}", range.address, range.length, range.bit_bucket ? ", bit bucket" : "");
+}
+inline void PrintTo(const trace_record& record, std::ostream* out)
+{
+    *out << fmt::format("{{{} qid={} cid={} opcode={:#04x} nsid={} status={} value={:#x}}}", name(record.event),
+                        record.qid, record.cid, record.opcode, record.nsid, record.status, record.value);
 }
 namespace spec {
 inline void PrintTo(const status& value, std::ostream* out)

@@ -22,6 +22,7 @@
 #include <nvmekit/spec/commands.hpp>
 #include <nvmekit/spec/opcodes.hpp>
 #include <nvmekit/spec/status.hpp>
+#include <nvmekit/tracer.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 
@@ -164,9 +165,14 @@ private:
                                                   spec::status& status)
     {
         if (map_simple_prps(c, cmd, data_bytes, metadata_bytes)) {
+            c.trace_command(trace_event::data_prepared, cmd, data_bytes);
             return prepared::ready;
         }
-        return walk_and_prepare_buffers(c, cmd, data_bytes, metadata_bytes, direction, status);
+        const prepared result = walk_and_prepare_buffers(c, cmd, data_bytes, metadata_bytes, direction, status);
+        if (result == prepared::ready) {
+            c.trace_command(trace_event::data_prepared, cmd, data_bytes);
+        }
+        return result;
     }
 
     /// prepare_buffers past the common case: the full PRP/SGL walk, mapping or staging.
