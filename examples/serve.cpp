@@ -21,6 +21,11 @@
 // follow the NQN. The PCI IDs default to vendor F0E5h, which no vendor holds
 // (pci::unassigned_vendor_id), device 0A0Ah; --vendor-id, --device-id, --subsystem-vendor-id and
 // --subsystem-id set them (hexadecimal).
+//
+// --trace prints the controller's trace events (nvmekit/tracer.hpp) through spdlog: every host
+// mistake at debug level, each step of every command at trace level; the log level becomes trace
+// unless --log says otherwise (--trace --log debug: the host mistakes alone). Without --trace the
+// controller is built with the null tracer, so tracing costs nothing.
 
 #include "command_line.hpp"
 
@@ -47,6 +52,7 @@
 #include <nvmekit/controller.hpp>
 #include <nvmekit/instance_identity.hpp>
 #include <nvmekit/pci/config_space.hpp>
+#include <nvmekit/spdlog_tracer.hpp>
 #include <nvmekit/transport/eventfd_interrupts.hpp>
 #include <nvmekit/transport/mapped_memory.hpp>
 #include <nvmekit/transport/vfio_user/server.hpp>
@@ -60,7 +66,10 @@ struct serve_traits : nvmekit::default_traits {
     static constexpr nvmekit::limits limits{
         .io_queues = 64, .queue_entries = 4096, .mdts = 5, .msix_vectors = 65, .aerl = 3};
 };
-using controller_type = nvmekit::controller<serve_traits>;
+/// serve_traits with every trace event printed (--trace).
+struct traced_serve_traits : serve_traits {
+    using tracer = nvmekit::spdlog_tracer;
+};
 
 std::atomic<bool> stop_requested{false};
 
@@ -90,7 +99,8 @@ struct options {
     std::uint16_t groups = 1;      ///< poll groups the I/O queues are spread over
     std::uint64_t capacity = 0;    ///< NVM capacity for Namespace Management (0: none beyond the namespaces)
     std::uint32_t max_namespaces = 0; ///< NSIDs (Identify Controller NN; 0: the namespaces' number, 16 with --capacity)
-    std::string log_level = "info";
+    std::optional<std::string> log_level; ///< empty: info, or trace with --trace
+    bool trace = false;
 };
 
 constexpr nvmekit_programs::program serve_program{
@@ -100,13 +110,15 @@ constexpr nvmekit_programs::program serve_program{
     "                     [--queues 1-64] [--queue-depth 2-4096] [--mdts 1-5] [--groups 1-64]\n"
     "                     [--nqn NQN] [--serial SN] [--cntlid 1-65519] [--vendor-id HEX]\n"
     "                     [--device-id HEX] [--subsystem-vendor-id HEX] [--subsystem-id HEX]\n"
-    "                     [--log trace|debug|info|warn] [--help] [--version]\n"
+    "                     [--log trace|debug|info|warn] [--trace] [--help] [--version]\n"
     "  SIZE takes K, M or G; with no namespace option one 1G RAM namespace is served.\n"
     "  --capacity gives the subsystem NVM capacity from which the host creates RAM namespaces\n"
     "  (nvme create-ns); the namespaces given take theirs from it too.\n"
     "  The NQN, serial number and CNTLID default to values derived from the socket path and\n"
     "  /etc/machine-id: unique per socket, the same after a restart. PCI IDs default to vendor\n"
-    "  F0E5 (held by no vendor), device 0A0A, subsystem F0E5:0000.\n"};
+    "  F0E5 (held by no vendor), device 0A0A, subsystem F0E5:0000.\n"
+    "  --trace prints the controller's trace events: host mistakes (err_*) at debug level, each\n"
+    "  step of every command at trace level; it sets --log trace unless --log is given.\n"};
 
 [[noreturn]] void usage(const std::string& problem)
 {
@@ -227,6 +239,8 @@ options parse(int argc, char** argv)
             o.subsystem_id = parse_hex16(arg, value());
         } else if (arg == "--log") {
             o.log_level = value();
+        } else if (arg == "--trace") {
+            o.trace = true;
         } else if (!nvmekit_programs::standard_option(serve_program, arg)) {
             usage("unknown option " + std::string{arg});
         }
@@ -248,6 +262,57 @@ options parse(int argc, char** argv)
     return o;
 }
 
+/// Serves `subsystem` until SIGINT or SIGTERM with a controller of `Traits`.
+template <typename Traits>
+void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem, const std::string& nqn,
+           const std::string& serial, std::uint16_t controller_id)
+{
+    using controller_type = nvmekit::controller<Traits>;
+    nvmekit::transport::mapped_memory memory;
+    nvmekit::transport::eventfd_interrupts interrupts{Traits::limits.msix_vectors};
+    nvmekit::steady_clock clock;
+    controller_type ctrl{memory, interrupts, clock, subsystem,
+                         {.identity = {.vendor_id = o.vendor_id,
+                                       .subsystem_vendor_id = o.subsystem_vendor_id,
+                                       .controller_id = controller_id},
+                          .io_queues = o.queues, .queue_entries = o.queue_depth, .mdts = o.mdts,
+                          .poll_groups = o.groups}};
+    const auto logger = [](nvmekit::transport::vfio_user::server_log_level level, std::string_view text) {
+        using nvmekit::transport::vfio_user::server_log_level;
+        switch (level) {
+        case server_log_level::debug: spdlog::debug("{}", text); break;
+        case server_log_level::info: spdlog::info("{}", text); break;
+        case server_log_level::warning: spdlog::warn("{}", text); break;
+        }
+    };
+    nvmekit::transport::vfio_user::server<controller_type> server{
+        ctrl,
+        memory,
+        interrupts,
+        {.socket_path = o.socket,
+         .function = {.vendor_id = o.vendor_id,
+                      .device_id = o.device_id,
+                      .subsystem_vendor_id = o.subsystem_vendor_id,
+                      .subsystem_id = o.subsystem_id}},
+        logger};
+    spdlog::info("serving {} on {} (BAR0 {} KiB, {} MSI-X vectors)", nqn, o.socket, ctrl.bar0_size() >> 10,
+                 Traits::limits.msix_vectors);
+    spdlog::info("identity: serial {}, CNTLID {}, PCI {:04x}:{:04x} subsystem {:04x}:{:04x}", serial,
+                 ctrl.controller_id(), o.vendor_id, o.device_id, o.subsystem_vendor_id, o.subsystem_id);
+    spdlog::info("attach QEMU 10.1+ with: -object memory-backend-memfd,id=mem,size=<RAM>,share=on "
+                 "-machine q35,memory-backend=mem -device '{{\"driver\":\"vfio-user-pci\",\"socket\":"
+                 "{{\"path\":\"{}\",\"type\":\"unix\"}}}}'",
+                 o.socket);
+    while (!stop_requested.load()) {
+        server.run_once(std::chrono::milliseconds{server.connected() ? 1 : 100});
+    }
+    spdlog::info("shutting down: {} client(s), {} messages, {} error replies", server.statistics().clients,
+                 server.statistics().messages, server.statistics().error_replies);
+    for (int i = 0; i < 1000 && ctrl.io_outstanding() != 0; ++i) {
+        ctrl.poll();
+    }
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -265,7 +330,7 @@ int main(int argc, char** argv)
     const std::string nqn = o.nqn.value_or(derived.nqn);
     const std::string serial = o.serial.value_or(derived.serial_number);
     const std::uint16_t controller_id = o.controller_id.value_or(derived.controller_id);
-    spdlog::set_level(spdlog::level::from_str(o.log_level));
+    spdlog::set_level(spdlog::level::from_str(o.log_level.value_or(o.trace ? "trace" : "info")));
     spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
@@ -295,48 +360,10 @@ int main(int argc, char** argv)
                 spdlog::info("namespace {}: sparse RAM, {} MiB", added.nsid(), ns.bytes >> 20);
             }
         }
-        nvmekit::transport::mapped_memory memory;
-        nvmekit::transport::eventfd_interrupts interrupts{serve_traits::limits.msix_vectors};
-        nvmekit::steady_clock clock;
-        controller_type ctrl{memory, interrupts, clock, subsystem,
-                             {.identity = {.vendor_id = o.vendor_id,
-                                           .subsystem_vendor_id = o.subsystem_vendor_id,
-                                           .controller_id = controller_id},
-                              .io_queues = o.queues, .queue_entries = o.queue_depth, .mdts = o.mdts,
-                              .poll_groups = o.groups}};
-        const auto logger = [](nvmekit::transport::vfio_user::server_log_level level, std::string_view text) {
-            using nvmekit::transport::vfio_user::server_log_level;
-            switch (level) {
-            case server_log_level::debug: spdlog::debug("{}", text); break;
-            case server_log_level::info: spdlog::info("{}", text); break;
-            case server_log_level::warning: spdlog::warn("{}", text); break;
-            }
-        };
-        nvmekit::transport::vfio_user::server<controller_type> server{
-            ctrl,
-            memory,
-            interrupts,
-            {.socket_path = o.socket,
-             .function = {.vendor_id = o.vendor_id,
-                          .device_id = o.device_id,
-                          .subsystem_vendor_id = o.subsystem_vendor_id,
-                          .subsystem_id = o.subsystem_id}},
-            logger};
-        spdlog::info("serving {} on {} (BAR0 {} KiB, {} MSI-X vectors)", nqn, o.socket, ctrl.bar0_size() >> 10,
-                     serve_traits::limits.msix_vectors);
-        spdlog::info("identity: serial {}, CNTLID {}, PCI {:04x}:{:04x} subsystem {:04x}:{:04x}", serial,
-                     ctrl.controller_id(), o.vendor_id, o.device_id, o.subsystem_vendor_id, o.subsystem_id);
-        spdlog::info("attach QEMU 10.1+ with: -object memory-backend-memfd,id=mem,size=<RAM>,share=on "
-                     "-machine q35,memory-backend=mem -device '{{\"driver\":\"vfio-user-pci\",\"socket\":"
-                     "{{\"path\":\"{}\",\"type\":\"unix\"}}}}'",
-                     o.socket);
-        while (!stop_requested.load()) {
-            server.run_once(std::chrono::milliseconds{server.connected() ? 1 : 100});
-        }
-        spdlog::info("shutting down: {} client(s), {} messages, {} error replies", server.statistics().clients,
-                     server.statistics().messages, server.statistics().error_replies);
-        for (int i = 0; i < 1000 && ctrl.io_outstanding() != 0; ++i) {
-            ctrl.poll();
+        if (o.trace) {
+            serve<traced_serve_traits>(o, subsystem, nqn, serial, controller_id);
+        } else {
+            serve<serve_traits>(o, subsystem, nqn, serial, controller_id);
         }
     } catch (const std::exception& e) {
         spdlog::error("{}", e.what());
