@@ -2720,6 +2720,7 @@ private:
         }
         if (clock_.now() - *last_keep_alive_ > std::chrono::milliseconds{kato}) {
             last_keep_alive_.reset();
+            tracer_.trace(trace_record{.event = trace_event::err_keep_alive_expired, .value = kato});
             error_record record{};
             record.status = spec::status{spec::generic_status::keep_alive_timer_expired};
             error_log_.record(record);

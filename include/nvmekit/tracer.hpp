@@ -43,6 +43,7 @@ enum class trace_event : std::uint8_t {
     err_startfail_asq_misaligned, ///< ASQ not aligned to the memory page size (value: ASQ)
     err_startfail_acq_misaligned, ///< ACQ not aligned to the memory page size (value: ACQ)
     err_enable_before_ready_clear, ///< CC.EN = 1 written before CSTS.RDY read 0 after a reset
+    err_keep_alive_expired,       ///< no command within the Keep Alive Timeout: the controller fails (value: KATO ms)
     err_invalid_state_transition, ///< a register event the controller state does not accept (value: state << 8 | event)
     // ---- doorbells (qid; value: the value written) ----
     err_doorbell_invalid_sq,      ///< SQ Tail doorbell of a queue that does not exist
@@ -104,6 +105,7 @@ inline constexpr std::array<std::string_view, trace_event_count> trace_event_nam
     "err_startfail_asq_misaligned",
     "err_startfail_acq_misaligned",
     "err_enable_before_ready_clear",
+    "err_keep_alive_expired",
     "err_invalid_state_transition",
     "err_doorbell_invalid_sq",
     "err_doorbell_invalid_cq",

@@ -1,5 +1,6 @@
 #include <nvmekit/controller.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -74,6 +75,20 @@ TEST(controller_tracing, enable_with_a_one_entry_admin_submission_queue)
     ASSERT_FALSE(errors.empty());
     EXPECT_EQ(errors.front(), (trace_record{.event = trace_event::err_startfail_asq_size, .value = 0x000f'0000}));
     EXPECT_FALSE(r.csts().get(spec::csts_register::rdy));
+}
+
+TEST(controller_tracing, no_keep_alive_within_the_timeout)
+{
+    traced_rig r;
+    r.host.bring_up();
+    ASSERT_TRUE(r.host.admin(host_type::set_features_command(spec::feature_id::keep_alive_timer, 1000)).ok());
+    auto& tracer = r.ctrl.tracer();
+    tracer.clear();
+    r.clock.advance(std::chrono::milliseconds{1001});
+    r.ctrl.poll();
+    ASSERT_TRUE(r.csts().get(spec::csts_register::cfs));
+    const std::vector<trace_record> expected{{.event = trace_event::err_keep_alive_expired, .value = 1000}};
+    EXPECT_EQ(tracer.host_errors(), expected);
 }
 
 // ---- doorbells --------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <nvmekit/config.hpp>
 #include <nvmekit/dma.hpp>
 #include <nvmekit/interrupts.hpp>
+#include <nvmekit/tracer.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace testing {
@@ -46,6 +47,11 @@ struct clock_archetype {
     std::chrono::nanoseconds now() const { return {}; }
 };
 
+/// Models Tracer; it drops every event.
+struct tracer_archetype {
+    void trace(const trace_record&) {}
+};
+
 static_assert(DmaProvider<dma_archetype> && !MappingDmaProvider<dma_archetype>);
 static_assert(check_dma_provider<dma_archetype>());
 static_assert(MappingDmaProvider<mapping_dma_archetype>);
@@ -56,6 +62,8 @@ static_assert(IntxInterruptProvider<intx_interrupt_archetype>);
 static_assert(check_interrupt_provider<intx_interrupt_archetype>());
 static_assert(Clock<clock_archetype>);
 static_assert(check_clock<clock_archetype>());
+static_assert(Tracer<tracer_archetype>);
+static_assert(check_tracer<tracer_archetype>());
 
 } // namespace testing
 NVMEKIT_END_NAMESPACE

@@ -10,6 +10,7 @@
 #include <nvmekit/clock.hpp>
 #include <nvmekit/dma.hpp>
 #include <nvmekit/interrupts.hpp>
+#include <nvmekit/tracer.hpp>
 #include <nvmekit/testing/archetypes.hpp>
 
 using nvmekit::testing::clock_archetype;
@@ -17,6 +18,7 @@ using nvmekit::testing::dma_archetype;
 using nvmekit::testing::interrupt_archetype;
 using nvmekit::testing::intx_interrupt_archetype;
 using nvmekit::testing::mapping_dma_archetype;
+using nvmekit::testing::tracer_archetype;
 
 namespace {
 
@@ -91,4 +93,14 @@ TEST(archetypes, a_component_written_against_the_concepts_accepts_every_archetyp
     const clock_archetype clock;
     EXPECT_EQ(copy_and_signal(dma, interrupts, clock), std::error_code{});
     EXPECT_EQ(copy_and_signal(mapping, intx, clock), std::error_code{});
+}
+
+TEST(archetypes, the_tracer_archetype_takes_every_event)
+{
+    static_assert(nvmekit::check_tracer<tracer_archetype>());
+    tracer_archetype tracer;
+    for (std::size_t i = 0; i < nvmekit::trace_event_count; ++i) {
+        tracer.trace({.event = static_cast<nvmekit::trace_event>(i)});
+    }
+    SUCCEED();
 }
