@@ -1986,7 +1986,7 @@ private:
         }
         if (status == spec::status{spec::generic_status::data_transfer_error}) {
             ++cmd.group->dma_errors;
-            cmd.owner->trace_command(trace_event::err_dma, cmd, 0, status);
+            cmd.owner->trace_command(trace_event::err_dma, cmd, 0, status.with_dnr());
         }
         return status.with_dnr();
     }

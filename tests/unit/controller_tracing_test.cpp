@@ -180,6 +180,47 @@ TEST(controller_tracing, reserved_io_opcode_and_missing_namespace)
     EXPECT_EQ(tracer.host_errors(), expected);
 }
 
+TEST(controller_tracing, data_pointer_mistakes)
+{
+    traced_rig r;
+    r.subsystem.add_namespace(nvmekit::ram_backend{1 << 20});
+    r.host.bring_up({.io_queue_pairs = 1});
+    auto& tracer = r.ctrl.tracer();
+    tracer.clear();
+    const std::uint64_t buffer = r.host.allocate(8192);
+    // Two pages: PRP2 is the second page's address and must have offset 0.
+    auto misaligned = host_type::lba_command(spec::nvm_opcode::read, 1, 0, 16);
+    misaligned.dptr.prp1 = buffer;
+    misaligned.dptr.prp2 = buffer + 4096 + 8;
+    const auto misaligned_cid = r.host.submit(1, misaligned);
+    EXPECT_EQ(r.host.wait_for(1, misaligned_cid).status(), dnr(spec::generic_status::prp_offset_invalid));
+    // One page outside host memory.
+    auto unreachable = host_type::lba_command(spec::nvm_opcode::write, 1, 0, 8);
+    unreachable.dptr.prp1 = memory_base + memory_size + 0x10'0000;
+    const auto unreachable_cid = r.host.submit(1, unreachable);
+    EXPECT_EQ(r.host.wait_for(1, unreachable_cid).status(), dnr(spec::generic_status::data_transfer_error));
+
+    const auto read = static_cast<std::uint8_t>(spec::nvm_opcode::read);
+    const auto write = static_cast<std::uint8_t>(spec::nvm_opcode::write);
+    const std::vector<trace_record> expected{
+        {.event = trace_event::err_invalid_prp_offset,
+         .opcode = read,
+         .qid = 1,
+         .cid = misaligned_cid,
+         .status = dnr(spec::generic_status::prp_offset_invalid),
+         .nsid = 1},
+        {.event = trace_event::err_dma,
+         .opcode = write,
+         .qid = 1,
+         .cid = unreachable_cid,
+         .status = dnr(spec::generic_status::data_transfer_error),
+         .nsid = 1},
+    };
+    EXPECT_EQ(tracer.host_errors(), expected);
+    // A failed transfer is a host mistake (err_dma); the command then fails with it.
+    EXPECT_EQ(tracer.count(trace_event::command_failed), 1U);
+}
+
 TEST(controller_tracing, a_completion_for_a_full_completion_queue)
 {
     traced_rig r;
