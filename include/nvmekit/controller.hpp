@@ -13,8 +13,8 @@
 ///
 /// Threading: by default nothing runs unless the embedder calls a member function, and the same
 /// sequence of calls always gives the same results; poll() runs the admin queue and every poll
-/// group on the caller's thread. With controller_config::concurrent_poll_groups the I/O queues'
-/// poll groups run concurrently, each on one thread at a time (start_poll_groups() starts one per
+/// group on the caller's thread. With the multi_threaded policy (Traits::threading, threading.hpp)
+/// and controller_config::concurrent_poll_groups the I/O queues' poll groups run concurrently, each on one thread at a time (start_poll_groups() starts one per
 /// group, or the embedder calls poll_group(i) from its own loops):
 ///
 /// - The admin context is the thread that calls poll(), mmio_write() for registers,
@@ -97,6 +97,7 @@
 #include <nvmekit/spec/status.hpp>
 #include <nvmekit/subsystem.hpp>
 #include <nvmekit/telemetry_log.hpp>
+#include <nvmekit/threading.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 
@@ -122,11 +123,9 @@ struct limits {
     [[nodiscard]] constexpr std::uint64_t max_transfer_bytes() const noexcept { return std::uint64_t{4096} << mdts; }
 };
 
-/// Threading policy: nothing runs unless the embedder calls poll().
-struct single_threaded {};
-
 /// Base of the traits users derive from; it names the defaults a user does not override.
 struct default_traits {
+    /// ThreadingPolicy (threading.hpp): multi_threaded to allow concurrent_poll_groups.
     using threading = single_threaded;
     /// The namespaces' block backend: type-erased, so RAM, file and user backends can mix.
     using backend = any_backend;
@@ -183,6 +182,8 @@ struct controller_config {
     /// admin context, and group i runs when poll_group(i) is called, from any thread (one call at
     /// a time per group): by the threads start_poll_groups() starts, or by the embedder's own
     /// loops (poll_group.hpp states the threading model and what backends must guarantee).
+    /// true needs Traits::threading = multi_threaded: with single_threaded the controller's
+    /// constructor throws std::invalid_argument.
     bool concurrent_poll_groups = false;
 };
 
@@ -357,6 +358,7 @@ public:
     using interrupts_type = typename Traits::interrupts;
     using clock_type = typename Traits::clock;
     using backend_type = typename Traits::backend;
+    using threading_type = typename Traits::threading;
     using subsystem_type = subsystem<backend_type>;
     using namespace_type = nvm_namespace<backend_type>;
     static constexpr nvmekit::limits limits = Traits::limits;
@@ -365,6 +367,7 @@ public:
     static_assert(check_interrupt_provider<interrupts_type>());
     static_assert(check_clock<clock_type>());
     static_assert(check_block_backend<backend_type>());
+    static_assert(check_threading_policy<threading_type>());
     static_assert(limits.io_queues >= 1, "limits: at least one I/O queue pair");
     static_assert(limits.queue_entries >= 2 && limits.queue_entries <= 65536, "limits: queue_entries 2..65536");
     static_assert(limits.msix_vectors >= 1 && limits.msix_vectors <= 2048, "limits: msix_vectors 1..2048");
@@ -750,10 +753,13 @@ public:
     }
 
     /// Starts one thread per poll group (a poll_group_runner calling poll_group(i), sleeping on
-    /// an eventfd when idle and woken by doorbell writes). Needs concurrent_poll_groups. `options`
-    /// applies to every group; its name gets the group index appended, and `cpus`, when not
-    /// empty, pins group i to cpus[i % cpus.size()]. Call from the admin context.
+    /// an eventfd when idle and woken by doorbell writes). Needs concurrent_poll_groups (else
+    /// throws std::logic_error), and so the multi_threaded policy: with single_threaded it does
+    /// not compile. `options` applies to every group; its name gets the group index appended,
+    /// and `cpus`, when not empty, pins group i to cpus[i % cpus.size()]. Call from the admin
+    /// context.
     void start_poll_groups(poll_group_options options = {}, std::vector<unsigned> cpus = {})
+        requires(threading_type::concurrent_groups)
     {
         if (!concurrent()) {
             throw std::logic_error("controller::start_poll_groups needs controller_config::concurrent_poll_groups");
@@ -984,6 +990,11 @@ private:
         config.io_queues = resolve(config.io_queues, limits.io_queues, std::uint16_t{1}, "io_queues");
         config.queue_entries = resolve(config.queue_entries, limits.queue_entries, std::uint32_t{2}, "queue_entries");
         config.mdts = resolve(config.mdts, limits.mdts, std::uint8_t{1}, "mdts");
+        if (!threading_type::concurrent_groups && config.concurrent_poll_groups) {
+            throw std::invalid_argument("controller_config: concurrent_poll_groups needs the multi_threaded policy "
+                                        "(Traits::threading = nvmekit::multi_threaded); these traits are "
+                                        "single_threaded");
+        }
         if (config.poll_groups == 0 || config.poll_groups > limits.io_queues) {
             throw std::invalid_argument("controller_config: poll_groups is " + std::to_string(config.poll_groups) +
                                         "; it must be 1 to " + std::to_string(limits.io_queues) +
@@ -1403,24 +1414,40 @@ private:
         return qid == 0 ? admin_group_ : *groups_[cq_group_[qid].load(std::memory_order_relaxed)];
     }
 
-    /// True when poll groups run concurrently with the admin context (poll_group()).
-    [[nodiscard]] bool concurrent() const noexcept { return config_.concurrent_poll_groups; }
+    /// True when poll groups run concurrently with the admin context (poll_group()); a constant
+    /// false with single_threaded, so that what only concurrent groups need is compiled out.
+    [[nodiscard]] bool concurrent() const noexcept
+    {
+        if constexpr (threading_type::concurrent_groups) {
+            return config_.concurrent_poll_groups;
+        } else {
+            return false;
+        }
+    }
 
     /// The processing context the calling thread runs (admin_group_ or a group) while inside
     /// poll(), poll_group() or a register event; null elsewhere. Backend completions use it to
     /// tell whether they run on their command's thread.
     static inline thread_local const void* current_context_ = nullptr;
 
-    /// Sets current_context_ for a scope.
+    /// Sets current_context_ for a scope; nothing with single_threaded, where owns() needs no
+    /// context.
     struct context_scope {
-        explicit context_scope(const group_type& context) noexcept
-            : previous{std::exchange(current_context_, &context)}
+        explicit context_scope([[maybe_unused]] const group_type& context) noexcept
         {
+            if constexpr (threading_type::concurrent_groups) {
+                previous = std::exchange(current_context_, &context);
+            }
         }
         context_scope(const context_scope&) = delete;
         context_scope& operator=(const context_scope&) = delete;
-        ~context_scope() { current_context_ = previous; }
-        const void* previous;
+        ~context_scope()
+        {
+            if constexpr (threading_type::concurrent_groups) {
+                current_context_ = previous;
+            }
+        }
+        const void* previous = nullptr;
     };
 
     /// True when the calling thread may act on `context`'s state: always on one thread; with
