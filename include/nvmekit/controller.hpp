@@ -14,8 +14,9 @@
 /// Threading: by default nothing runs unless the embedder calls a member function, and the same
 /// sequence of calls always gives the same results; poll() runs the admin queue and every poll
 /// group on the caller's thread. With the multi_threaded policy (Traits::threading, threading.hpp)
-/// and controller_config::concurrent_poll_groups the I/O queues' poll groups run concurrently, each on one thread at a time (start_poll_groups() starts one per
-/// group, or the embedder calls poll_group(i) from its own loops):
+/// and controller_config::concurrent_poll_groups the I/O queues' poll groups run concurrently,
+/// each on one thread at a time (start_poll_groups() starts one per group, or the embedder calls
+/// poll_group(i) from its own loops):
 ///
 /// - The admin context is the thread that calls poll(), mmio_write() for registers,
 ///   function_level_reset(), set_temperature() and the subsystem's namespace changes: one thread
@@ -50,6 +51,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -268,6 +270,33 @@ private:
     std::atomic<std::uint64_t> value_{0};
 };
 
+/// owned_counter of a single_threaded controller, whose counters no other thread reads: a plain
+/// integer the optimiser may keep in a register.
+class plain_counter {
+public:
+    void add(std::uint64_t n) noexcept { value_ += n; }
+    void subtract(std::uint64_t n) noexcept { value_ -= n; }
+    plain_counter& operator++() noexcept
+    {
+        ++value_;
+        return *this;
+    }
+    plain_counter& operator--() noexcept
+    {
+        --value_;
+        return *this;
+    }
+    plain_counter& operator+=(std::uint64_t n) noexcept
+    {
+        value_ += n;
+        return *this;
+    }
+    [[nodiscard]] std::uint64_t load() const noexcept { return value_; }
+
+private:
+    std::uint64_t value_ = 0;
+};
+
 /// Interrupt state of one processing context: coalescing per vector and the vectors to signal at
 /// the end of its poll.
 struct interrupt_state {
@@ -294,9 +323,11 @@ struct staging_buffer {
 /// Everything a command touches while it runs lives here (or in its queues), so that contexts
 /// share nothing on the I/O path: the queues it owns (QIDs in ascending order) and the doorbell
 /// channel their doorbell writes reach, its fetch buffer and walk scratch, its staging buffers
-/// and the commands waiting for one, its backend requests in flight and its counters.
-template <typename Command>
+/// and the commands waiting for one, its backend requests in flight and its counters (atomic
+/// only when `Concurrent`: then other threads read them).
+template <typename Command, bool Concurrent>
 struct poll_group_state {
+    using counter = std::conditional_t<Concurrent, owned_counter, plain_counter>;
     poll_group_state(std::uint16_t max_qid, std::size_t fetch_batch, std::size_t max_segments, std::uint16_t vectors)
         : doorbells{max_qid}
         , fetch_buffer(fetch_batch)
@@ -315,26 +346,26 @@ struct poll_group_state {
     std::vector<std::unique_ptr<staging_buffer>> staging;
     staging_buffer* free_staging = nullptr;
     waiting_list<Command> waiting_for_staging;
-    owned_counter io_outstanding; ///< backend requests of its commands
+    counter io_outstanding; ///< backend requests of its commands
     /// Concurrent groups: backend completions of its commands that ran on another thread (the
     /// admin context polls the backends), finished by the context at its next poll.
     completion_inbox routed;
     // Hot counters, summed into controller_statistics and the SMART log.
-    owned_counter commands;
-    owned_counter completions_posted;
-    owned_counter completions_held;
-    owned_counter staging_waits;
-    owned_counter dma_errors;
-    owned_counter read_commands;
-    owned_counter read_512_units;
-    owned_counter write_commands;
-    owned_counter written_512_units;
-    owned_counter media_errors;
+    counter commands;
+    counter completions_posted;
+    counter completions_held;
+    counter staging_waits;
+    counter dma_errors;
+    counter read_commands;
+    counter read_512_units;
+    counter write_commands;
+    counter written_512_units;
+    counter media_errors;
     poll_group_statistics statistics;
     /// Concurrent groups: failed commands' Error Information entries, for the admin context, and
     /// how many did not fit (they still count in the Error Count).
     mailbox<error_record> errors{256};
-    owned_counter errors_lost;
+    counter errors_lost;
     std::uint64_t errors_lost_taken = 0; ///< of errors_lost, those the admin context has counted
     interrupt_state interrupts;
     std::atomic<bool> intx_wanted{false}; ///< a CQ of the group holds entries (pin-based interrupts)
@@ -388,7 +419,8 @@ public:
         detail::list_hook held_hook; ///< waiting for CQ space
         detail::list_hook wait_hook; ///< waiting for a staging buffer
         controller* owner = nullptr;
-        detail::poll_group_state<command>* group = nullptr; ///< the context that runs it
+        /// The context that runs it.
+        detail::poll_group_state<command, threading_type::concurrent_groups>* group = nullptr;
         // Backend I/O state.
         namespace_type* ns = nullptr;
         std::array<block_request, 2> block{};
@@ -406,7 +438,7 @@ public:
     };
 
     using table_type = dispatch_table<controller, command>;
-    using group_type = detail::poll_group_state<command>;
+    using group_type = detail::poll_group_state<command, threading_type::concurrent_groups>;
 
     /// A controller of `subsystem`, which must outlive it. The controller registers with the
     /// subsystem (which assigns CNTLID unless the config names one).
@@ -991,9 +1023,9 @@ private:
         config.queue_entries = resolve(config.queue_entries, limits.queue_entries, std::uint32_t{2}, "queue_entries");
         config.mdts = resolve(config.mdts, limits.mdts, std::uint8_t{1}, "mdts");
         if (!threading_type::concurrent_groups && config.concurrent_poll_groups) {
-            throw std::invalid_argument("controller_config: concurrent_poll_groups needs the multi_threaded policy "
-                                        "(Traits::threading = nvmekit::multi_threaded); these traits are "
-                                        "single_threaded");
+            throw std::invalid_argument(
+                "controller_config: concurrent_poll_groups needs the multi_threaded policy "
+                "(Traits::threading = nvmekit::multi_threaded); these traits are single_threaded");
         }
         if (config.poll_groups == 0 || config.poll_groups > limits.io_queues) {
             throw std::invalid_argument("controller_config: poll_groups is " + std::to_string(config.poll_groups) +

@@ -4,7 +4,11 @@
 ///
 /// | expression             | type                   | semantics |
 /// |------------------------|------------------------|-----------|
-/// | `T::concurrent_groups` | `const bool`, constant | true: the configuration may run the poll groups on threads of their own; false: every group runs on the admin context's thread, and the code that only concurrent groups need (pause handshakes, completions routed between threads, the INTx lock, thread-local context lookups) is compiled out |
+/// | `T::concurrent_groups` | `const bool`, constant | poll groups may run on threads of their own |
+///
+/// With `concurrent_groups` false every group runs on the admin context's thread, and what only
+/// concurrent groups need (the pause handshake, completions routed between threads, the INTx
+/// lock, the thread-local context, atomic group counters) is compiled out.
 
 #include <concepts>
 #include <type_traits>
