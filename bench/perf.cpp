@@ -28,6 +28,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -65,6 +66,7 @@ struct options {
     bool json = false;
     std::uint16_t groups = 1; ///< poll groups the queues are spread over
     bool threads = false;     ///< each group on a thread of its own (else all on this thread)
+    bool multi_threaded = false; ///< the controller built with the multi_threaded policy (--threads needs it)
 };
 
 constexpr nvmekit_programs::program perf_program{
@@ -72,7 +74,7 @@ constexpr nvmekit_programs::program perf_program{
     "nvmekit-perf [--backend null|ram] [--rw randread|randwrite|randrw|read|write]\n"
     "                    [--bs BYTES] [--qd N] [--queues N] [--size BYTES[K|M|G]] [--time SECONDS]\n"
     "                    [--mix READ_PERCENT] [--count COMMANDS] [--groups N] [--threads] [--json]\n"
-    "                    [--help] [--version]\n"};
+    "                    [--multi-threaded] [--help] [--version]\n"};
 
 [[noreturn]] void usage(const std::string& problem)
 {
@@ -147,6 +149,9 @@ options parse(int argc, char** argv)
             o.read_percent = static_cast<unsigned>(std::stoul(std::string{value()}));
         } else if (arg == "--threads") {
             o.threads = true;
+            o.multi_threaded = true;
+        } else if (arg == "--multi-threaded") {
+            o.multi_threaded = true;
         } else if (arg == "--groups") {
             o.groups = static_cast<std::uint16_t>(parse_size(value()));
             if (o.groups == 0 || o.groups > 16) {
@@ -183,8 +188,10 @@ struct null_interrupts {
     void raise_msix(std::uint16_t, nvmekit::msix_message) noexcept { ++raised; }
 };
 
-template <typename Backend>
+/// single_threaded unless --multi-threaded or --threads asks for concurrent groups.
+template <typename Backend, typename Threading>
 struct perf_traits : nvmekit::default_traits {
+    using threading = Threading;
     using dma = nvmekit::transport::mapped_memory;
     using interrupts = null_interrupts;
     using clock = nvmekit::steady_clock;
@@ -316,10 +323,10 @@ struct queue_state {
     std::uint64_t sequential_lba = 0;
 };
 
-template <typename Backend>
-results run(const options& o, Backend backend, std::uint32_t lba_bytes)
+template <typename Threading, typename Backend>
+results run_with(const options& o, Backend backend, std::uint32_t lba_bytes)
 {
-    using controller_type = nvmekit::controller<perf_traits<Backend>>;
+    using controller_type = nvmekit::controller<perf_traits<Backend, Threading>>;
     // The host allocates its queues and buffers in one range of memory; the controller reaches
     // all of it through one mapping, as a vfio-user client's DMA_MAP of guest RAM gives it.
     nvmekit::testing::flat_memory memory;
@@ -339,8 +346,10 @@ results run(const options& o, Backend backend, std::uint32_t lba_bytes)
     nvmekit::testing::in_process_host host{ctrl, memory, host_clock};
     const std::uint32_t entries = std::min<std::uint32_t>(1024, std::bit_ceil(o.queue_depth + 1));
     host.bring_up({.io_queue_pairs = o.queues, .io_entries = entries, .interrupts = false});
-    if (o.threads) {
-        ctrl.start_poll_groups({.name = "perf-group", .busy_poll = true});
+    if constexpr (Threading::concurrent_groups) {
+        if (o.threads) {
+            ctrl.start_poll_groups({.name = "perf-group", .busy_poll = true});
+        }
     }
 
     const std::uint64_t blocks = ctrl.attached_namespace(1)->block_count();
@@ -490,6 +499,16 @@ results run(const options& o, Backend backend, std::uint32_t lba_bytes)
     }
     ctrl.stop_poll_groups();
     return r;
+}
+
+/// The run, with the controller's threading policy chosen by the options.
+template <typename Backend>
+results run(const options& o, Backend backend, std::uint32_t lba_bytes)
+{
+    if (o.multi_threaded) {
+        return run_with<nvmekit::multi_threaded>(o, std::move(backend), lba_bytes);
+    }
+    return run_with<nvmekit::single_threaded>(o, std::move(backend), lba_bytes);
 }
 
 std::string_view name(workload w)

@@ -13,9 +13,10 @@
 ///
 /// Threading: by default nothing runs unless the embedder calls a member function, and the same
 /// sequence of calls always gives the same results; poll() runs the admin queue and every poll
-/// group on the caller's thread. With controller_config::concurrent_poll_groups the I/O queues'
-/// poll groups run concurrently, each on one thread at a time (start_poll_groups() starts one per
-/// group, or the embedder calls poll_group(i) from its own loops):
+/// group on the caller's thread. With the multi_threaded policy (Traits::threading, threading.hpp)
+/// and controller_config::concurrent_poll_groups the I/O queues' poll groups run concurrently,
+/// each on one thread at a time (start_poll_groups() starts one per group, or the embedder calls
+/// poll_group(i) from its own loops):
 ///
 /// - The admin context is the thread that calls poll(), mmio_write() for registers,
 ///   function_level_reset(), set_temperature() and the subsystem's namespace changes: one thread
@@ -50,6 +51,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -98,6 +100,7 @@
 #include <nvmekit/subsystem.hpp>
 #include <nvmekit/telemetry_log.hpp>
 #include <nvmekit/tracer.hpp>
+#include <nvmekit/threading.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 
@@ -123,11 +126,9 @@ struct limits {
     [[nodiscard]] constexpr std::uint64_t max_transfer_bytes() const noexcept { return std::uint64_t{4096} << mdts; }
 };
 
-/// Threading policy: nothing runs unless the embedder calls poll().
-struct single_threaded {};
-
 /// Base of the traits users derive from; it names the defaults a user does not override.
 struct default_traits {
+    /// ThreadingPolicy (threading.hpp): multi_threaded to allow concurrent_poll_groups.
     using threading = single_threaded;
     /// The namespaces' block backend: type-erased, so RAM, file and user backends can mix.
     using backend = any_backend;
@@ -186,6 +187,8 @@ struct controller_config {
     /// admin context, and group i runs when poll_group(i) is called, from any thread (one call at
     /// a time per group): by the threads start_poll_groups() starts, or by the embedder's own
     /// loops (poll_group.hpp states the threading model and what backends must guarantee).
+    /// true needs Traits::threading = multi_threaded: with single_threaded the controller's
+    /// constructor throws std::invalid_argument.
     bool concurrent_poll_groups = false;
 };
 
@@ -270,6 +273,33 @@ private:
     std::atomic<std::uint64_t> value_{0};
 };
 
+/// owned_counter of a single_threaded controller, whose counters no other thread reads: a plain
+/// integer the optimiser may keep in a register.
+class plain_counter {
+public:
+    void add(std::uint64_t n) noexcept { value_ += n; }
+    void subtract(std::uint64_t n) noexcept { value_ -= n; }
+    plain_counter& operator++() noexcept
+    {
+        ++value_;
+        return *this;
+    }
+    plain_counter& operator--() noexcept
+    {
+        --value_;
+        return *this;
+    }
+    plain_counter& operator+=(std::uint64_t n) noexcept
+    {
+        value_ += n;
+        return *this;
+    }
+    [[nodiscard]] std::uint64_t load() const noexcept { return value_; }
+
+private:
+    std::uint64_t value_ = 0;
+};
+
 /// Interrupt state of one processing context: coalescing per vector and the vectors to signal at
 /// the end of its poll.
 struct interrupt_state {
@@ -296,9 +326,11 @@ struct staging_buffer {
 /// Everything a command touches while it runs lives here (or in its queues), so that contexts
 /// share nothing on the I/O path: the queues it owns (QIDs in ascending order) and the doorbell
 /// channel their doorbell writes reach, its fetch buffer and walk scratch, its staging buffers
-/// and the commands waiting for one, its backend requests in flight and its counters.
-template <typename Command>
+/// and the commands waiting for one, its backend requests in flight and its counters (atomic
+/// only when `Concurrent`: then other threads read them).
+template <typename Command, bool Concurrent>
 struct poll_group_state {
+    using counter = std::conditional_t<Concurrent, owned_counter, plain_counter>;
     poll_group_state(std::uint16_t max_qid, std::size_t fetch_batch, std::size_t max_segments, std::uint16_t vectors)
         : doorbells{max_qid}
         , fetch_buffer(fetch_batch)
@@ -317,26 +349,26 @@ struct poll_group_state {
     std::vector<std::unique_ptr<staging_buffer>> staging;
     staging_buffer* free_staging = nullptr;
     waiting_list<Command> waiting_for_staging;
-    owned_counter io_outstanding; ///< backend requests of its commands
+    counter io_outstanding; ///< backend requests of its commands
     /// Concurrent groups: backend completions of its commands that ran on another thread (the
     /// admin context polls the backends), finished by the context at its next poll.
     completion_inbox routed;
     // Hot counters, summed into controller_statistics and the SMART log.
-    owned_counter commands;
-    owned_counter completions_posted;
-    owned_counter completions_held;
-    owned_counter staging_waits;
-    owned_counter dma_errors;
-    owned_counter read_commands;
-    owned_counter read_512_units;
-    owned_counter write_commands;
-    owned_counter written_512_units;
-    owned_counter media_errors;
+    counter commands;
+    counter completions_posted;
+    counter completions_held;
+    counter staging_waits;
+    counter dma_errors;
+    counter read_commands;
+    counter read_512_units;
+    counter write_commands;
+    counter written_512_units;
+    counter media_errors;
     poll_group_statistics statistics;
     /// Concurrent groups: failed commands' Error Information entries, for the admin context, and
     /// how many did not fit (they still count in the Error Count).
     mailbox<error_record> errors{256};
-    owned_counter errors_lost;
+    counter errors_lost;
     std::uint64_t errors_lost_taken = 0; ///< of errors_lost, those the admin context has counted
     interrupt_state interrupts;
     std::atomic<bool> intx_wanted{false}; ///< a CQ of the group holds entries (pin-based interrupts)
@@ -361,6 +393,7 @@ public:
     using clock_type = typename Traits::clock;
     using backend_type = typename Traits::backend;
     using tracer_type = typename Traits::tracer;
+    using threading_type = typename Traits::threading;
     using subsystem_type = subsystem<backend_type>;
     using namespace_type = nvm_namespace<backend_type>;
     static constexpr nvmekit::limits limits = Traits::limits;
@@ -370,6 +403,7 @@ public:
     static_assert(check_clock<clock_type>());
     static_assert(check_block_backend<backend_type>());
     static_assert(check_tracer<tracer_type>());
+    static_assert(check_threading_policy<threading_type>());
     static_assert(limits.io_queues >= 1, "limits: at least one I/O queue pair");
     static_assert(limits.queue_entries >= 2 && limits.queue_entries <= 65536, "limits: queue_entries 2..65536");
     static_assert(limits.msix_vectors >= 1 && limits.msix_vectors <= 2048, "limits: msix_vectors 1..2048");
@@ -390,7 +424,8 @@ public:
         detail::list_hook held_hook; ///< waiting for CQ space
         detail::list_hook wait_hook; ///< waiting for a staging buffer
         controller* owner = nullptr;
-        detail::poll_group_state<command>* group = nullptr; ///< the context that runs it
+        /// The context that runs it.
+        detail::poll_group_state<command, threading_type::concurrent_groups>* group = nullptr;
         // Backend I/O state.
         namespace_type* ns = nullptr;
         std::array<block_request, 2> block{};
@@ -408,7 +443,7 @@ public:
     };
 
     using table_type = dispatch_table<controller, command>;
-    using group_type = detail::poll_group_state<command>;
+    using group_type = detail::poll_group_state<command, threading_type::concurrent_groups>;
 
     /// A controller of `subsystem`, which must outlive it. The controller registers with the
     /// subsystem (which assigns CNTLID unless the config names one).
@@ -770,10 +805,13 @@ public:
     }
 
     /// Starts one thread per poll group (a poll_group_runner calling poll_group(i), sleeping on
-    /// an eventfd when idle and woken by doorbell writes). Needs concurrent_poll_groups. `options`
-    /// applies to every group; its name gets the group index appended, and `cpus`, when not
-    /// empty, pins group i to cpus[i % cpus.size()]. Call from the admin context.
+    /// an eventfd when idle and woken by doorbell writes). Needs concurrent_poll_groups (else
+    /// throws std::logic_error), and so the multi_threaded policy: with single_threaded it does
+    /// not compile. `options` applies to every group; its name gets the group index appended,
+    /// and `cpus`, when not empty, pins group i to cpus[i % cpus.size()]. Call from the admin
+    /// context.
     void start_poll_groups(poll_group_options options = {}, std::vector<unsigned> cpus = {})
+        requires(threading_type::concurrent_groups)
     {
         if (!concurrent()) {
             throw std::logic_error("controller::start_poll_groups needs controller_config::concurrent_poll_groups");
@@ -1004,6 +1042,11 @@ private:
         config.io_queues = resolve(config.io_queues, limits.io_queues, std::uint16_t{1}, "io_queues");
         config.queue_entries = resolve(config.queue_entries, limits.queue_entries, std::uint32_t{2}, "queue_entries");
         config.mdts = resolve(config.mdts, limits.mdts, std::uint8_t{1}, "mdts");
+        if (!threading_type::concurrent_groups && config.concurrent_poll_groups) {
+            throw std::invalid_argument(
+                "controller_config: concurrent_poll_groups needs the multi_threaded policy "
+                "(Traits::threading = nvmekit::multi_threaded); these traits are single_threaded");
+        }
         if (config.poll_groups == 0 || config.poll_groups > limits.io_queues) {
             throw std::invalid_argument("controller_config: poll_groups is " + std::to_string(config.poll_groups) +
                                         "; it must be 1 to " + std::to_string(limits.io_queues) +
@@ -1443,24 +1486,40 @@ private:
         return qid == 0 ? admin_group_ : *groups_[cq_group_[qid].load(std::memory_order_relaxed)];
     }
 
-    /// True when poll groups run concurrently with the admin context (poll_group()).
-    [[nodiscard]] bool concurrent() const noexcept { return config_.concurrent_poll_groups; }
+    /// True when poll groups run concurrently with the admin context (poll_group()); a constant
+    /// false with single_threaded, so that what only concurrent groups need is compiled out.
+    [[nodiscard]] bool concurrent() const noexcept
+    {
+        if constexpr (threading_type::concurrent_groups) {
+            return config_.concurrent_poll_groups;
+        } else {
+            return false;
+        }
+    }
 
     /// The processing context the calling thread runs (admin_group_ or a group) while inside
     /// poll(), poll_group() or a register event; null elsewhere. Backend completions use it to
     /// tell whether they run on their command's thread.
     static inline thread_local const void* current_context_ = nullptr;
 
-    /// Sets current_context_ for a scope.
+    /// Sets current_context_ for a scope; nothing with single_threaded, where owns() needs no
+    /// context.
     struct context_scope {
-        explicit context_scope(const group_type& context) noexcept
-            : previous{std::exchange(current_context_, &context)}
+        explicit context_scope([[maybe_unused]] const group_type& context) noexcept
         {
+            if constexpr (threading_type::concurrent_groups) {
+                previous = std::exchange(current_context_, &context);
+            }
         }
         context_scope(const context_scope&) = delete;
         context_scope& operator=(const context_scope&) = delete;
-        ~context_scope() { current_context_ = previous; }
-        const void* previous;
+        ~context_scope()
+        {
+            if constexpr (threading_type::concurrent_groups) {
+                current_context_ = previous;
+            }
+        }
+        const void* previous = nullptr;
     };
 
     /// True when the calling thread may act on `context`'s state: always on one thread; with

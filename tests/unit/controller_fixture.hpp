@@ -43,6 +43,8 @@ namespace nvmekit_test {
 
 /// The providers of the controller tests, with the default limits.
 struct test_traits : nvmekit::default_traits {
+    /// NVMEKIT_TEST_THREADED_GROUPS runs the controller tests with concurrent poll groups.
+    using threading = nvmekit::multi_threaded;
     using dma = nvmekit::testing::flat_memory;
     using interrupts = nvmekit::testing::recording_msix;
     using clock = nvmekit::testing::manual_clock;
@@ -94,7 +96,8 @@ template <typename Traits>
             const long wanted = std::strtol(groups, nullptr, 10);
             config.poll_groups = static_cast<std::uint16_t>(std::clamp<long>(wanted, 1, Traits::limits.io_queues));
         }
-        config.concurrent_poll_groups = threaded_groups_requested();
+        // Only a multi_threaded controller may run its groups concurrently.
+        config.concurrent_poll_groups = Traits::threading::concurrent_groups && threaded_groups_requested();
     }
     return config;
 }
