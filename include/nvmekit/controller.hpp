@@ -99,8 +99,8 @@
 #include <nvmekit/spec/status.hpp>
 #include <nvmekit/subsystem.hpp>
 #include <nvmekit/telemetry_log.hpp>
-#include <nvmekit/tracer.hpp>
 #include <nvmekit/threading.hpp>
+#include <nvmekit/tracer.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 
