@@ -160,6 +160,15 @@ for bytes in $NS_BYTES; do
     nsid=$((nsid + 1))
 done
 run ns-descs nvme ns-descs /dev/nvme0n1
+# A host mistake on purpose: admin opcode C8h (vendor specific, none defined) is Invalid Command
+# Opcode; with --trace the server logs it as err_invalid_opcode (run.sh checks).
+if nvme admin-passthru /dev/nvme0 --opcode=0xc8 >/tmp/out 2>&1; then
+    fail "admin opcode C8h: expected Invalid Command Opcode, got success"
+elif grep -q -i "opcode" /tmp/out; then
+    ok "admin opcode C8h: $(grep -i -m1 opcode /tmp/out)"
+else
+    fail "admin opcode C8h: expected Invalid Command Opcode, got: $(cat /tmp/out)"
+fi
 run smart-log nvme smart-log /dev/nvme0
 run error-log nvme error-log /dev/nvme0 -e 8
 run fw-log nvme fw-log /dev/nvme0

@@ -12,7 +12,8 @@
 #   512   a 256 MiB RAM namespace and a 64 MiB file namespace, 512-byte LBAs, 8 I/O queues offered,
 #         1 GiB of NVM capacity (--capacity): nvme create-ns, attach-ns, list-ctrl, list-ns --all,
 #         format, detach-ns, delete-ns, write-uncor, Get LBA Status and lba-status-log
-#   4k    RAM namespaces of 256 MiB and 32 MiB and a 64 MiB file namespace, 4 KiB LBAs, 1 I/O queue
+#   4k    RAM namespaces of 256 MiB and 32 MiB and a 64 MiB file namespace, 4 KiB LBAs, 1 I/O queue,
+#         the server built with its tracer (--trace --log debug: host mistakes printed, if any)
 #   intx  as 512, the guest booted with pci=nomsi: INTx through the IO-APIC, one I/O queue
 #   pair  two nvmekit-serve instances with default identities attached to one guest
 #         (tests/e2e/guest-pair.sh): both controllers and namespaces present, with the identities
@@ -95,7 +96,8 @@ run_config() {
     shift 3
     local dir=$work/$name config_start=$SECONDS
     mkdir -p "$dir/overlay/e2e"
-    local args=(--vfio-user "$dir/nvme.sock" --queues "$queues" --queue-depth 1024 --log info)
+    local args=(--vfio-user "$dir/nvme.sock" --queues "$queues" --queue-depth 1024 --log "${log_level:-info}")
+    [ -n "${trace:-}" ] && args+=(--trace)
     local lba_format=0 max_namespaces=$# nvm_capacity=''
     [ "$lba_bytes" -eq 4096 ] && args+=(--4k) && lba_format=2
     if [ -n "${capacity_mib:-}" ]; then
@@ -166,6 +168,12 @@ EOF
     warnings=$(grep -E "^\[ *[0-9.]+\] nvme" "$dir/guest.log" | grep -i -E "timeout|duplicate|missing|fail|error|warn|abort" || true)
     [ -z "$warnings" ] && host_ok "no NVMe warnings in the guest kernel log" \
         || host_fail "NVMe warnings in the guest kernel log: expected none, got: $warnings"
+    if [ -n "${trace:-}" ]; then
+        # The guest's deliberate Invalid Command Opcode, as the tracer printed it
+        grep -q "err_invalid_opcode qid=0 .*opcode=0xc8" "$dir/serve.log" \
+            && host_ok "nvmekit-serve --trace logged err_invalid_opcode for admin opcode C8h" \
+            || host_fail "nvmekit-serve --trace: expected an err_invalid_opcode line for opcode 0xc8 in serve.log"
+    fi
     # An interrupt the kernel gave up on (spurious interrupts: a level left asserted)
     local irq_problems
     irq_problems=$(grep -E "^\[ *[0-9.]+\] .*(nobody cared|Disabling IRQ)" "$dir/guest.log" || true)
@@ -338,7 +346,7 @@ run_ovmf() {
 for config in $configs; do
     case $config in
         512) capacity_mib=1024 run_config 512 512 8 ram:256 file:64 ;;
-        4k) run_config 4k 4096 1 ram:256 ram:32 file:64 ;;
+        4k) trace=1 log_level=debug run_config 4k 4096 1 ram:256 ram:32 file:64 ;;
         intx) interrupts=intx kernel_args=pci=nomsi run_config intx 512 8 ram:256 file:64 ;;
         pair) run_pair ;;
         ovmf) run_ovmf ;;
