@@ -303,19 +303,32 @@ bool connect_and_map_memory(client& c, guest_memory& guest)
     return client::error_of(version) == 0U && client::error_of(c.call(vu::command::dma_map, map, fds)) == 0U;
 }
 
+/// A SET_IRQS request for the first interrupt of `index`, with its data and action `flags`.
+vu::irq_set first_irq_set(vu::irq_index index, vu::irq_set_flags flags)
+{
+    vu::irq_set set{};
+    set.argsz = sizeof set;
+    set.flags = flags;
+    set.index = static_cast<std::uint32_t>(index);
+    set.start = 0;
+    set.count = 1;
+    return set;
+}
+
+/// The flags of a SET_IRQS request giving an interrupt its eventfd.
+vu::irq_set_flags eventfd_trigger()
+{
+    return vu::irq_set_flags{}
+        .with(vu::irq_set_flags::data_eventfd, true)
+        .with(vu::irq_set_flags::action_trigger, true);
+}
+
 /// Negotiates, maps the guest memory and gives MSI-X vector 0 an eventfd.
 int connect_and_map(client& c, guest_memory& guest)
 {
     EXPECT_TRUE(connect_and_map_memory(c, guest));
     const int vector0 = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    vu::irq_set set{};
-    set.argsz = sizeof set;
-    set.flags = vu::irq_set_flags{}
-                    .with(vu::irq_set_flags::data_eventfd, true)
-                    .with(vu::irq_set_flags::action_trigger, true);
-    set.index = static_cast<std::uint32_t>(vu::irq_index::msix);
-    set.start = 0;
-    set.count = 1;
+    const auto set = first_irq_set(vu::irq_index::msix, eventfd_trigger());
     const std::array irq_fds{vector0};
     EXPECT_EQ(client::error_of(c.call(vu::command::device_set_irqs, set, irq_fds)), 0U);
     return vector0;
@@ -613,12 +626,7 @@ int give_intx_eventfd(client& c)
 {
     const int intx = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     const int watcher = ::dup(intx);
-    vu::irq_set set{};
-    set.argsz = sizeof set;
-    set.flags = vu::irq_set_flags{}.with(vu::irq_set_flags::data_eventfd, true).with(vu::irq_set_flags::action_trigger, true);
-    set.index = static_cast<std::uint32_t>(vu::irq_index::intx);
-    set.start = 0;
-    set.count = 1;
+    const auto set = first_irq_set(vu::irq_index::intx, eventfd_trigger());
     const std::array irq_fds{intx};
     if (client::error_of(c.call(vu::command::device_set_irqs, set, irq_fds)) != 0U) {
         ::close(watcher);
@@ -630,13 +638,9 @@ int give_intx_eventfd(client& c)
 /// SET_IRQS unmasking INTx, as the client sends it after the guest's end of interrupt.
 vu::irq_set intx_unmask_request()
 {
-    vu::irq_set unmask{};
-    unmask.argsz = sizeof unmask;
-    unmask.flags = vu::irq_set_flags{}.with(vu::irq_set_flags::data_none, true).with(vu::irq_set_flags::action_unmask, true);
-    unmask.index = static_cast<std::uint32_t>(vu::irq_index::intx);
-    unmask.start = 0;
-    unmask.count = 1;
-    return unmask;
+    return first_irq_set(vu::irq_index::intx, vu::irq_set_flags{}
+                                                  .with(vu::irq_set_flags::data_none, true)
+                                                  .with(vu::irq_set_flags::action_unmask, true));
 }
 
 TEST(vfio_user_server, a_guest_without_msix_gets_intx_on_its_eventfd)
