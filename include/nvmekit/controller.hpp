@@ -71,6 +71,7 @@
 #include <nvmekit/dispatcher.hpp>
 #include <nvmekit/doorbell_channel.hpp>
 #include <nvmekit/error_log.hpp>
+#include <nvmekit/handler_context.hpp>
 #include <nvmekit/feature_table.hpp>
 #include <nvmekit/firmware_slots.hpp>
 #include <nvmekit/health_log.hpp>
@@ -2000,6 +2001,7 @@ public:
     }
 
     [[nodiscard]] subsystem_type& nvm_subsystem() noexcept { return *subsystem_; }
+    [[nodiscard]] const subsystem_type& nvm_subsystem() const noexcept { return *subsystem_; }
     [[nodiscard]] std::uint16_t controller_id() const noexcept { return controller_id_; }
     [[nodiscard]] dma_type& dma() noexcept { return dma_.inner(); }
     [[nodiscard]] clock_type& clock() noexcept { return clock_; }
@@ -2022,22 +2024,120 @@ public:
     /// The admin command table this controller uses: the built-in one as Traits customised it.
     [[nodiscard]] static const table_type& admin_table() noexcept
     {
+        static_assert(AdminHandlerContext<controller>, "the admin command set's context");
         static constexpr table_type table = Traits::admin_commands(admin_command_set<controller>::table());
         return table;
     }
     /// The I/O command table (NVM command set) this controller uses.
     [[nodiscard]] static const table_type& io_table() noexcept
     {
+        static_assert(HandlerContext<controller>, "the I/O command set's context");
         static constexpr table_type table = Traits::io_commands(nvm_command_set<controller>::table());
         return table;
     }
 
-private:
-    template <typename Controller>
-    friend struct admin_command_set;
-    template <typename Controller>
-    friend struct nvm_command_set;
+    // The rest of the handlers' interface (HandlerContext and AdminHandlerContext in
+    // handler_context.hpp) follows; functions of it that live beside their state are public there.
 
+    using staging_type = detail::staging_buffer;
+
+    /// An empty range list in the command's processing context, valid until its handler returns.
+    [[nodiscard]] host_range_list scratch_ranges(const command& cmd) noexcept
+    {
+        return host_range_list{cmd.group->scratch_ranges};
+    }
+    /// The same for metadata ranges (up to 16).
+    [[nodiscard]] host_range_list scratch_metadata_ranges(const command& cmd) noexcept
+    {
+        return host_range_list{cmd.group->scratch_metadata_ranges};
+    }
+
+    /// A zero-copy view of `length` bytes of host memory at `address`, or an empty span when the
+    /// DMA provider does not map (or not this range).
+    [[nodiscard]] std::span<std::byte> map_host(std::uint64_t address, std::size_t length)
+    {
+        if constexpr (MappingDmaProvider<dma_type>) {
+            return dma_.map(address, length);
+        } else {
+            return {};
+        }
+    }
+
+    /// Copies the host bytes `ranges` describe (from byte `offset` of them on) into `data`.
+    [[nodiscard]] spec::status read_host(const command& cmd, const host_range_list& ranges, std::span<std::byte> data)
+    {
+        return dma_status(cmd, copy_from_host(dma_, ranges, data));
+    }
+    [[nodiscard]] spec::status read_host(const command& cmd, const host_range_list& ranges, std::uint64_t offset,
+                                         std::span<std::byte> data)
+    {
+        return dma_status(cmd, copy_from_host(dma_, ranges, offset, data));
+    }
+    /// Copies `data` to the host bytes `ranges` describe.
+    [[nodiscard]] spec::status write_host(const command& cmd, const host_range_list& ranges,
+                                          std::span<const std::byte> data)
+    {
+        return dma_status(cmd, copy_to_host(dma_, ranges, data));
+    }
+
+    /// The Volatile Write Cache feature: writes reach stable media before completing unless on.
+    [[nodiscard]] bool volatile_write_cache_enabled() const noexcept
+    {
+        return features_.volatile_write_cache_enabled();
+    }
+
+    // ---- the admin command set's context (AdminHandlerContext) ----------------------------------
+
+    [[nodiscard]] error_log& error_information_log() noexcept { return error_log_; }
+    [[nodiscard]] firmware_slots& firmware() noexcept { return firmware_; }
+    [[nodiscard]] telemetry_host_log& telemetry() noexcept { return telemetry_; }
+    [[nodiscard]] async_event_queue& async_events() noexcept { return events_; }
+    /// The Changed Namespace List log as it stands.
+    [[nodiscard]] const spec::changed_namespace_list& changed_namespaces() const noexcept { return changed_namespaces_; }
+    /// Empties the Changed Namespace List (read without RAE).
+    void clear_changed_namespaces() noexcept
+    {
+        changed_namespaces_ = {};
+        changed_namespace_count_ = 0;
+    }
+    /// A buffer of MDTS bytes for building log page data.
+    [[nodiscard]] std::span<std::byte> log_buffer() noexcept { return log_window_; }
+    /// A 16 KiB buffer for building identify and other admin data.
+    [[nodiscard]] std::span<std::byte> admin_buffer() noexcept { return admin_data_; }
+    /// Keep Alive received: the timer restarts.
+    void keep_alive_received() { last_keep_alive_ = clock_.now(); }
+
+    /// Aborts command `command_id` of SQ `sq_id` if it waits for a staging buffer (it completes
+    /// with Command Abort Requested); true when it did.
+    bool abort_waiting(std::uint16_t sq_id, std::uint16_t command_id)
+    {
+        for (auto& group : groups_) {
+            auto& waiting_list = group->waiting_for_staging;
+            for (auto& waiting : waiting_list) {
+                if (waiting.sq->ring.qid() == sq_id && waiting.sqe.command_id() == command_id) {
+                    waiting_list.erase(waiting_list.iterator_to(waiting));
+                    finish(waiting, command_result::failure(spec::status{spec::generic_status::abort_requested}));
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    /// Whether a command of this controller that waits for a staging buffer names `ns`.
+    [[nodiscard]] bool waits_for_staging(const namespace_type* ns) const noexcept
+    {
+        for (const auto& group : groups_) {
+            for (const auto& waiting : group->waiting_for_staging) {
+                if (waiting.ns == ns) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+private:
     [[nodiscard]] static spec::status dma_status(const command& cmd, spec::status status) noexcept
     {
         if (status.is_success()) {
@@ -2050,6 +2150,7 @@ private:
         return status.with_dnr();
     }
 
+public:
     [[nodiscard]] spec::status walk_data(const command& cmd, std::uint64_t length, transfer_direction direction,
                                          host_range_list& ranges)
     {
@@ -2077,9 +2178,11 @@ private:
                                        .max_descriptors = 16};
         return dma_status(cmd, walk_metadata_pointer(dma_, cmd.sqe, length, options, ranges));
     }
+private:
 
     // ---- staging buffers --------------------------------------------------------------------
 
+public:
     /// A free staging buffer for `cmd`, or null: the command is then parked and dispatched again
     /// when a buffer is released (its handler must not have changed any state yet).
     [[nodiscard]] detail::staging_buffer* acquire_staging(command& cmd)
@@ -2109,6 +2212,7 @@ private:
         cmd.staging = buffer;
         return buffer;
     }
+private:
 
     void release_staging(command& cmd) noexcept
     {
@@ -2132,6 +2236,7 @@ private:
 
     // ---- backend requests -------------------------------------------------------------------
 
+public:
     /// Submits `cmd.block[0..count)`; the continuation runs when all have completed.
     void submit_blocks(command& cmd, std::uint8_t count)
     {
@@ -2151,6 +2256,7 @@ private:
             ns->backend().submit(cmd.block[i]);
         }
     }
+private:
 
     static void on_block_complete(block_request& request, block_status status)
     {
@@ -2323,6 +2429,7 @@ private:
         }
     }
 
+public:
     /// Ends a command without a completion now (Asynchronous Event Request: its completion is
     /// built from the command identifier when an event arrives).
     void release_without_completion(command& cmd)
@@ -2333,6 +2440,7 @@ private:
         sq.pool.mark_posted(request);
         sq.pool.release(request);
     }
+private:
 
     void report_async_events()
     {
@@ -2520,6 +2628,7 @@ private:
 
     // ---- namespaces, logs, features and events ---------------------------------------------------
 
+public:
     /// Identify Namespace as this controller reports it: the namespace's data with the copy
     /// limits of this controller.
     [[nodiscard]] spec::identify_namespace identify_namespace_data(const namespace_type& ns) const
@@ -2541,6 +2650,7 @@ private:
         data.dmrl = static_cast<std::uint8_t>(nvm_command_set<controller>::max_dsm_ranges - 1U);
         return data;
     }
+private:
 
     /// A namespace was attached to or detached from this controller: the Changed Namespace List
     /// log records it and, when the host enabled the notice, an event reports it.
@@ -2574,11 +2684,13 @@ private:
         }
     }
 
+public:
     /// The host read the log page of an event type without RAE: that type is reported again.
     void acknowledge_event_type(spec::async_event_type type) noexcept
     {
         masked_event_types_ = static_cast<std::uint8_t>(masked_event_types_ & ~event_type_bit(type));
     }
+private:
 
     /// Records a failed command in the Error Information log.
     void on_command_error(const command& cmd, spec::status status)
@@ -2641,6 +2753,7 @@ private:
         return trace_event::command_failed;
     }
 
+public:
     /// Traces `event` with the fields of `cmd`.
     void trace_command(trace_event event, const command& cmd, std::uint64_t value = 0,
                        spec::status status = spec::status::success()) noexcept
@@ -2653,6 +2766,7 @@ private:
                                    .nsid = cmd.sqe.nsid,
                                    .value = value});
     }
+private:
 
     void trace_doorbell_error(trace_event event, std::uint16_t qid, std::uint32_t value) noexcept
     {
@@ -2692,6 +2806,7 @@ private:
         health_.record_error_log_entry();
     }
 
+public:
     /// A read of an uncorrectable or failing block: counted as a media error, at `lba`.
     void record_media_error(command& cmd, std::uint64_t lba) noexcept
     {
@@ -2721,6 +2836,7 @@ private:
         group.read_512_units += units_512(bytes);
         group.statistics.add_bytes(bytes);
     }
+
     void count_write(const command& cmd, std::uint64_t bytes) noexcept
     {
         auto& group = *cmd.group;
@@ -2728,12 +2844,14 @@ private:
         group.written_512_units += units_512(bytes);
         group.statistics.add_bytes(bytes);
     }
+private:
     /// The context that runs an SQ: its CQ's.
     [[nodiscard]] group_type& group_of(const detail::submission_queue<command>& sq) noexcept
     {
         return cq_owner(sq.ring.cqid());
     }
 
+public:
     /// SMART / Health Information (Base 2.0 5.16.1.3), controller-wide.
     [[nodiscard]] spec::smart_health_log smart_health_data() const
     {
@@ -2753,6 +2871,7 @@ private:
         return health.build(clock_.now() - powered_on_at_, features_.over_temperature_threshold(0),
                              features_.under_temperature_threshold(0));
     }
+private:
 
     /// Posts the SMART temperature event when the composite temperature crosses a threshold
     /// (once per crossing) and the host enabled that critical warning (Base 2.0 5.27.1.4).
@@ -2788,6 +2907,7 @@ private:
         }
     }
 
+public:
     /// Telemetry Host-Initiated Create: a snapshot of the controller's counters.
     void capture_telemetry()
     {
@@ -2812,6 +2932,7 @@ private:
             outcome.status == spec::status{command_specific_status::firmware_activation_requires_controller_reset};
         return command_result::failure(committed ? outcome.status : outcome.status.with_dnr());
     }
+private:
 
     // ---- admin commands of the controller core ---------------------------------------------------
 
@@ -2858,6 +2979,7 @@ private:
         return spec::status::success();
     }
 
+public:
     /// Create I/O Completion Queue, Base 2.0 5.4.
     spec::status create_io_cq(const spec::submission_queue_entry& sqe)
     {
@@ -2926,6 +3048,7 @@ private:
         write_new_queue_event_index(view.queue_id, false);
         return spec::status::success();
     }
+private:
 
     /// A new queue's EventIdx is 0, its tail or head, before the host learns of the queue: whatever
     /// an earlier queue left in the slot, the host's first doorbell then goes to the register,
@@ -2937,6 +3060,7 @@ private:
         }
     }
 
+public:
     /// Delete I/O Submission Queue, Base 2.0 5.7. Completions still waiting for CQ space are
     /// dropped, as the host asked to delete the queue they belong to; commands still in a backend
     /// end without a completion when the backend is done with them.
@@ -2986,7 +3110,6 @@ private:
         completion_queues_[view.queue_id].reset();
         return spec::status::success();
     }
-
 
     /// Set Features (Base 2.0 5.27): Number of Queues (07h), Interrupt Coalescing (08h) and
     /// Interrupt Vector Configuration (09h) here; the others in the feature table.
@@ -3124,6 +3247,7 @@ private:
         default: return command_result::failure(error(spec::generic_status::invalid_field));
         }
     }
+private:
 
     /// A changeable, not saveable, controller-wide feature's value for each SEL (Base 2.0 5.15):
     /// saved reads as the default when the feature cannot be saved.
@@ -3141,6 +3265,7 @@ private:
         return command_result::failure(error(spec::generic_status::invalid_field));
     }
 
+public:
     /// Doorbell Buffer Config (Base 2.0 5.8): PRP1 the shadow doorbell buffer, PRP2 the EventIdx
     /// buffer, each one memory page.
     spec::status doorbell_buffer_config(const spec::submission_queue_entry& sqe)
@@ -3154,6 +3279,7 @@ private:
         shadow_doorbells_ = shadow_doorbell_buffers{view.shadow_doorbell_address, view.eventidx_address};
         return spec::status::success();
     }
+private:
 
     dma_guard<dma_type> dma_; ///< the embedder's provider, refusing the controller's own BAR0
     clock_type& clock_;

@@ -14,6 +14,7 @@
 
 #include <nvmekit/config.hpp>
 #include <nvmekit/dispatcher.hpp>
+#include <nvmekit/handler_context.hpp>
 #include <nvmekit/log_page.hpp>
 #include <nvmekit/nvm_namespace.hpp>
 #include <nvmekit/spec/commands.hpp>
@@ -93,7 +94,7 @@ private:
     /// An NSID that may name a namespace of this subsystem (active or not).
     [[nodiscard]] static bool valid_nsid(const Controller& c, std::uint32_t nsid) noexcept
     {
-        return nsid != 0 && nsid <= c.subsystem_->options().max_namespaces;
+        return nsid != 0 && nsid <= c.nvm_subsystem().options().max_namespaces;
     }
 
     static command_result identify(Controller& c, command& cmd)
@@ -138,8 +139,8 @@ private:
             }
             spec::active_namespace_id_list list{};
             std::size_t count = 0;
-            c.subsystem_->for_each_namespace([&](namespace_type& ns) {
-                if (ns.nsid() > nsid && ns.attached_to(c.controller_id_) && count < list.nsids.size()) {
+            c.nvm_subsystem().for_each_namespace([&](namespace_type& ns) {
+                if (ns.nsid() > nsid && ns.attached_to(c.controller_id()) && count < list.nsids.size()) {
                     list.nsids[count++] = ns.nsid();
                 }
             });
@@ -169,7 +170,7 @@ private:
             }
             spec::namespace_id_list list{};
             std::size_t count = 0;
-            c.subsystem_->for_each_namespace([&](namespace_type& ns) {
+            c.nvm_subsystem().for_each_namespace([&](namespace_type& ns) {
                 if (ns.nsid() > nsid && count < list.nsids.size()) {
                     list.nsids[count++] = ns.nsid();
                 }
@@ -184,7 +185,7 @@ private:
             if (!valid_nsid(c, nsid)) {
                 return fail(spec::generic_status::invalid_namespace_or_format);
             }
-            const auto* ns = c.subsystem_->find(nsid);
+            const auto* ns = c.nvm_subsystem().find(nsid);
             if (view.cns == spec::cns::io_command_set_allocated_namespace) {
                 return send(c, cmd, spec::nvm_identify_namespace{});
             }
@@ -197,7 +198,7 @@ private:
             }
             // The controllers attached to the NSID with an identifier of CNTID or above.
             spec::controller_list list{};
-            if (const auto* ns = c.subsystem_->find(nsid)) {
+            if (const auto* ns = c.nvm_subsystem().find(nsid)) {
                 std::vector<std::uint16_t> ids(ns->attached_controllers().begin(), ns->attached_controllers().end());
                 std::sort(ids.begin(), ids.end());
                 for (const std::uint16_t id : ids) {
@@ -211,7 +212,7 @@ private:
         case spec::cns::controller_list: {
             // Every controller of the subsystem with an identifier of CNTID or above.
             spec::controller_list list{};
-            c.subsystem_->for_each_controller([&](std::uint16_t id) {
+            c.nvm_subsystem().for_each_controller([&](std::uint16_t id) {
                 if (id >= view.controller_id) {
                     list.push_back(id);
                 }
@@ -238,14 +239,14 @@ private:
             return fail(spec::generic_status::invalid_field);
         }
         const std::uint32_t nsid = cmd.sqe.nsid;
-        std::span<std::byte> log{c.admin_data_};
+        std::span<std::byte> log{c.admin_buffer()};
         std::size_t log_size = 0;
         spec::async_event_type acknowledged = spec::async_event_type::vendor_specific;
         bool acknowledges = false;
         switch (view.log_page_id) {
         case spec::log_page_id::error_information:
-            log_size = static_cast<std::size_t>(c.error_log_.log_size());
-            c.error_log_.copy(log.first(log_size));
+            log_size = static_cast<std::size_t>(c.error_information_log().log_size());
+            c.error_information_log().copy(log.first(log_size));
             acknowledged = spec::async_event_type::error;
             acknowledges = true;
             break;
@@ -261,14 +262,14 @@ private:
             break;
         }
         case spec::log_page_id::firmware_slot: {
-            const auto data = c.firmware_.log();
+            const auto data = c.firmware().log();
             log_size = sizeof(data);
             std::memcpy(log.data(), &data, sizeof(data));
             break;
         }
         case spec::log_page_id::changed_namespace_list: {
-            log_size = sizeof(c.changed_namespaces_);
-            std::memcpy(log.data(), &c.changed_namespaces_, log_size);
+            log_size = sizeof(spec::changed_namespace_list);
+            std::memcpy(log.data(), &c.changed_namespaces(), log_size);
             acknowledged = spec::async_event_type::notice;
             acknowledges = true;
             break;
@@ -289,21 +290,21 @@ private:
         }
         case spec::log_page_id::telemetry_host_initiated: {
             // A command refused for its offset must not capture: check before the Create.
-            if (const auto checked = log_page_transfer_of(view, c.telemetry_.bytes().size(), telemetry_offset_alignment);
+            if (const auto checked = log_page_transfer_of(view, c.telemetry().bytes().size(), telemetry_offset_alignment);
                 !checked.ok()) {
                 return command_result::failure(checked.status.with_dnr());
             }
             if (telemetry_create_requested(view)) {
                 c.capture_telemetry();
             }
-            const auto bytes = c.telemetry_.bytes();
+            const auto bytes = c.telemetry().bytes();
             log_size = std::min(bytes.size(), log.size());
             std::memcpy(log.data(), bytes.data(), log_size);
             break;
         }
         case spec::log_page_id::telemetry_controller_initiated: {
             // LPA bit 3 announces both telemetry logs; this controller initiates none (Base 2.0 5.16.1.9).
-            const auto header = empty_telemetry_controller_log(c.subsystem_->identity().ieee_oui);
+            const auto header = empty_telemetry_controller_log(c.nvm_subsystem().identity().ieee_oui);
             log_size = sizeof(header);
             std::memcpy(log.data(), &header, sizeof(header));
             break;
@@ -320,15 +321,14 @@ private:
             return command_result::failure(transfer.status.with_dnr());
         }
         // The window [offset, offset + length) of the log; bytes past its end read as zero.
-        auto& out = c.log_window_;
-        copy_log_window(log.first(log_size), transfer.offset, std::span{out}.first(length));
-        if (const auto status = c.transfer_to_host(cmd, std::span{out}.first(length)); !status.is_success()) {
+        const auto out = c.log_buffer().first(length);
+        copy_log_window(log.first(log_size), transfer.offset, out);
+        if (const auto status = c.transfer_to_host(cmd, out); !status.is_success()) {
             return command_result::failure(status);
         }
         if (acknowledges && !view.retain_async_event) {
             if (view.log_page_id == spec::log_page_id::changed_namespace_list) {
-                c.changed_namespaces_ = {};
-                c.changed_namespace_count_ = 0;
+                c.clear_changed_namespaces();
             }
             c.acknowledge_event_type(acknowledged);
         }
@@ -339,7 +339,7 @@ private:
 
     static command_result async_event_request(Controller& c, command& cmd)
     {
-        if (!c.events_.add_request(cmd.sqe.command_id())) {
+        if (!c.async_events().add_request(cmd.sqe.command_id())) {
             return fail(spec::command_specific_status::async_event_request_limit_exceeded);
         }
         // Held by the asynchronous event queue: the request slot is returned now and the
@@ -353,22 +353,12 @@ private:
     static command_result abort(Controller& c, command& cmd)
     {
         const auto view = spec::abort_view::decode(cmd.sqe);
-        for (auto& group : c.groups_) {
-            auto& waiting_list = group->waiting_for_staging;
-            for (auto& waiting : waiting_list) {
-                if (waiting.sq->ring.qid() == view.sq_id && waiting.sqe.command_id() == view.command_id) {
-                    waiting_list.erase(waiting_list.iterator_to(waiting));
-                    c.finish(waiting, command_result::failure(spec::status{spec::generic_status::abort_requested}));
-                    return command_result::success(0);
-                }
-            }
-        }
-        return command_result::success(1);
+        return command_result::success(c.abort_waiting(view.sq_id, view.command_id) ? 0U : 1U);
     }
 
     static command_result keep_alive(Controller& c, command& /*cmd*/)
     {
-        c.last_keep_alive_ = c.clock_.now();
+        c.keep_alive_received();
         return command_result::success();
     }
 
@@ -382,7 +372,7 @@ private:
             view.select != spec::namespace_attachment_select::detach) {
             return fail(spec::generic_status::invalid_field);
         }
-        auto* ns = nsid == broadcast_nsid ? nullptr : c.subsystem_->find(nsid);
+        auto* ns = nsid == broadcast_nsid ? nullptr : c.nvm_subsystem().find(nsid);
         if (ns == nullptr) {
             return fail(spec::generic_status::invalid_field);
         }
@@ -397,7 +387,7 @@ private:
         }
         const auto ids = std::span{list}.subspan(1, count);
         for (std::size_t i = 0; i < ids.size(); ++i) {
-            if (!c.subsystem_->has_controller(ids[i]) || std::find(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(i), ids[i]) != ids.begin() + static_cast<std::ptrdiff_t>(i)) {
+            if (!c.nvm_subsystem().has_controller(ids[i]) || std::find(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(i), ids[i]) != ids.begin() + static_cast<std::ptrdiff_t>(i)) {
                 return fail(spec::command_specific_status::controller_list_invalid);
             }
             const bool attached = ns->attached_to(ids[i]);
@@ -414,9 +404,9 @@ private:
         }
         for (const std::uint16_t id : ids) {
             if (view.select == spec::namespace_attachment_select::attach) {
-                c.subsystem_->attach(nsid, id);
+                c.nvm_subsystem().attach(nsid, id);
             } else {
-                c.subsystem_->detach(nsid, id);
+                c.nvm_subsystem().detach(nsid, id);
             }
         }
         return command_result::success();
@@ -464,7 +454,7 @@ private:
         if (requested.nvmsetid != 0 || requested.endgid != 0) {
             return fail(spec::generic_status::invalid_field);
         }
-        const auto created = c.subsystem_->create_namespace(namespace_request{
+        const auto created = c.nvm_subsystem().create_namespace(namespace_request{
             .blocks = requested.nsze,
             .options = namespace_options{
                 .lba_format = format,
@@ -487,37 +477,24 @@ private:
     {
         std::vector<std::uint32_t> doomed;
         if (nsid == broadcast_nsid) {
-            c.subsystem_->for_each_namespace([&](namespace_type& ns) { doomed.push_back(ns.nsid()); });
+            c.nvm_subsystem().for_each_namespace([&](namespace_type& ns) { doomed.push_back(ns.nsid()); });
         } else if (!valid_nsid(c, nsid)) {
             return fail(spec::generic_status::invalid_namespace_or_format);
-        } else if (c.subsystem_->find(nsid) == nullptr) {
+        } else if (c.nvm_subsystem().find(nsid) == nullptr) {
             return fail(spec::generic_status::invalid_field); // not an allocated NSID
         } else {
             doomed.push_back(nsid);
         }
         for (const std::uint32_t victim : doomed) {
-            if (!c.subsystem_->removable(victim) || waits_for_staging(c, c.subsystem_->find(victim))) {
+            if (!c.nvm_subsystem().removable(victim) || c.waits_for_staging(c.nvm_subsystem().find(victim))) {
                 // Its I/O is still in a backend: the host may retry once it completes.
                 return command_result::failure(spec::status{spec::generic_status::command_interrupted});
             }
         }
         for (const std::uint32_t victim : doomed) {
-            c.subsystem_->remove_namespace(victim);
+            c.nvm_subsystem().remove_namespace(victim);
         }
         return command_result::success();
-    }
-
-    /// Whether a command of this controller that waits for a staging buffer names `ns`.
-    [[nodiscard]] static bool waits_for_staging(Controller& c, const namespace_type* ns)
-    {
-        for (auto& group : c.groups_) {
-            for (auto& waiting : group->waiting_for_staging) {
-                if (waiting.ns == ns) {
-                    return true;
-                }
-            }
-        }
-        return false;
     }
 
     // ---- Get LBA Status (Base 2.0, Get LBA Status command) -----------------------------------
@@ -545,7 +522,7 @@ private:
         const std::uint64_t end = view.range_length == 0
                                       ? ns->block_count()
                                       : std::min(ns->block_count(), view.starting_lba + view.range_length);
-        const auto out = std::span{c.log_window_}.first(static_cast<std::size_t>(view.byte_count()));
+        const auto out = c.log_buffer().first(static_cast<std::size_t>(view.byte_count()));
         std::fill(out.begin(), out.end(), std::byte{0});
         constexpr std::size_t header_bytes = sizeof(spec::lba_status_list_header);
         constexpr std::size_t descriptor_bytes = sizeof(spec::lba_status_descriptor);
@@ -583,8 +560,8 @@ private:
         spec::lba_status_log_header header{};
         std::uint64_t unrecoverable = 0;
         std::size_t at = header_bytes;
-        c.subsystem_->for_each_namespace([&](namespace_type& ns) {
-            if (!ns.attached_to(c.controller_id_) || ns.uncorrectable_ranges() == 0 ||
+        c.nvm_subsystem().for_each_namespace([&](namespace_type& ns) {
+            if (!ns.attached_to(c.controller_id()) || ns.uncorrectable_ranges() == 0 ||
                 log.size() - at < element_bytes + range_bytes) {
                 return;
             }
@@ -611,7 +588,7 @@ private:
         });
         header.lslplen = static_cast<std::uint32_t>(at);
         header.estulb = static_cast<std::uint32_t>(std::min<std::uint64_t>(unrecoverable, 0xffffffffU));
-        header.lsgc = static_cast<std::uint16_t>(c.subsystem_->lba_status_generation());
+        header.lsgc = static_cast<std::uint16_t>(c.nvm_subsystem().lba_status_generation());
         std::memcpy(log.data(), &header, header_bytes);
         return at;
     }
@@ -647,7 +624,7 @@ private:
         }
         const auto view = spec::format_nvm_view::decode(cmd.sqe);
         const bool all = cmd.sqe.nsid == broadcast_nsid;
-        const std::uint32_t last = all ? c.subsystem_->options().max_namespaces : cmd.sqe.nsid;
+        const std::uint32_t last = all ? c.nvm_subsystem().options().max_namespaces : cmd.sqe.nsid;
         for (auto nsid = static_cast<std::uint32_t>(cmd.step) + 1U; nsid <= last; ++nsid) {
             auto* ns = c.attached_namespace(nsid);
             if (ns == nullptr) {
@@ -675,11 +652,11 @@ private:
             return fail(spec::generic_status::invalid_field);
         }
         // A piece may be MDTS bytes, more than admin_data_ holds: the log window has MDTS bytes.
-        const auto data = std::span{c.log_window_}.first(view.dword_count * 4U);
+        const auto data = c.log_buffer().first(view.dword_count * 4U);
         if (auto status = c.transfer_from_host(cmd, data); !status.is_success()) {
             return command_result::failure(status);
         }
-        const auto status = c.firmware_.download(view, data);
+        const auto status = c.firmware().download(view, data);
         return result_of(status.is_success() ? status : status.with_dnr());
     }
 

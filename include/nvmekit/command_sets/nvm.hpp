@@ -17,6 +17,7 @@
 #include <nvmekit/block_backend.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/dispatcher.hpp>
+#include <nvmekit/handler_context.hpp>
 #include <nvmekit/dma.hpp>
 #include <nvmekit/host_ranges.hpp>
 #include <nvmekit/spec/commands.hpp>
@@ -94,7 +95,7 @@ private:
                     segments[count++] = io_segment{nullptr, range.length};
                     continue;
                 }
-                const std::span<std::byte> mapped = c.dma_.map(range.address, range.length);
+                const std::span<std::byte> mapped = c.map_host(range.address, range.length);
                 if (mapped.size() != range.length) {
                     return false;
                 }
@@ -129,7 +130,7 @@ private:
             if (rest > page) {
                 return false; // PRP2 is a list pointer
             }
-            const std::span<std::byte> one = c.dma_.map(prp1, first);
+            const std::span<std::byte> one = c.map_host(prp1, first);
             if (one.size() != first) {
                 return false;
             }
@@ -139,7 +140,7 @@ private:
                 if ((prp2 & (page - 1U)) != 0) {
                     return false;
                 }
-                const std::span<std::byte> two = c.dma_.map(prp2, rest);
+                const std::span<std::byte> two = c.map_host(prp2, rest);
                 if (two.size() != rest) {
                     return false;
                 }
@@ -180,12 +181,12 @@ private:
                                                            std::uint64_t metadata_bytes, transfer_direction direction,
                                                            spec::status& status)
     {
-        host_range_list ranges{cmd.group->scratch_ranges};
+        host_range_list ranges = c.scratch_ranges(cmd);
         status = c.walk_data(cmd, data_bytes, direction, ranges);
         if (!status.is_success()) {
             return prepared::failed;
         }
-        host_range_list metadata_ranges{cmd.group->scratch_metadata_ranges};
+        host_range_list metadata_ranges = c.scratch_metadata_ranges(cmd);
         if (metadata_bytes != 0) {
             status = c.walk_metadata(cmd, metadata_bytes, direction, metadata_ranges);
             if (!status.is_success()) {
@@ -215,9 +216,9 @@ private:
         const auto data = std::span{staging->bytes}.first(data_bytes);
         const auto metadata = std::span{staging->bytes}.subspan(Controller::limits.max_transfer_bytes(), metadata_bytes);
         if (direction == transfer_direction::host_to_controller) {
-            status = c.dma_status(cmd, copy_from_host(c.dma_, staging->ranges, data));
+            status = c.read_host(cmd, staging->ranges, data);
             if (status.is_success() && metadata_bytes != 0) {
-                status = c.dma_status(cmd, copy_from_host(c.dma_, staging->metadata_ranges, metadata));
+                status = c.read_host(cmd, staging->metadata_ranges, metadata);
             }
             if (!status.is_success()) {
                 return prepared::failed;
@@ -347,12 +348,11 @@ private:
             const std::uint64_t data_bytes = cmd.ns->data_transfer_bytes(view.block_count);
             const std::uint64_t metadata_bytes = cmd.ns->metadata_transfer_bytes(view.block_count);
             auto& staging = *cmd.staging;
-            auto status =
-                c.dma_status(cmd, copy_to_host(c.dma_, staging.ranges, std::span{staging.bytes}.first(data_bytes)));
+            auto status = c.write_host(cmd, staging.ranges, std::span{staging.bytes}.first(data_bytes));
             if (status.is_success() && metadata_bytes != 0) {
-                status = c.dma_status(cmd, copy_to_host(
-                    c.dma_, staging.metadata_ranges,
-                    std::span{staging.bytes}.subspan(Controller::limits.max_transfer_bytes(), metadata_bytes)));
+                status = c.write_host(cmd, staging.metadata_ranges,
+                                      std::span{staging.bytes}.subspan(Controller::limits.max_transfer_bytes(),
+                                                                       metadata_bytes));
             }
             if (!status.is_success()) {
                 return command_result::failure(status);
@@ -378,7 +378,7 @@ private:
         case prepared::ready: break;
         }
         // With the volatile write cache disabled (Feature 06h) every write is durable on completion.
-        const bool durable = view.force_unit_access || !c.features_.volatile_write_cache_enabled();
+        const bool durable = view.force_unit_access || !c.volatile_write_cache_enabled();
         return submit_data(c, cmd, block_operation::write, durable, view.starting_lba, data_bytes,
                            metadata_bytes, &write_done);
     }
@@ -470,7 +470,7 @@ private:
         }
         // Walk the host buffers first (statuses for bad pointers), then stage the media data.
         {
-            host_range_list ranges{cmd.group->scratch_ranges};
+            host_range_list ranges = c.scratch_ranges(cmd);
             if (auto status = c.walk_data(cmd, data_bytes, transfer_direction::host_to_controller, ranges);
                 !status.is_success()) {
                 return command_result::failure(status);
@@ -509,7 +509,7 @@ private:
         for (std::uint64_t offset = 0; offset < media.size(); offset += host.size()) {
             const auto piece = std::min<std::uint64_t>(host.size(), media.size() - offset);
             const auto window = std::span{host}.first(piece);
-            if (auto status = c.dma_status(cmd, copy_from_host(c.dma_, ranges, offset, window)); !status.is_success()) {
+            if (auto status = c.read_host(cmd, ranges, offset, window); !status.is_success()) {
                 return status;
             }
             if (std::memcmp(window.data(), media.data() + offset, piece) != 0) {
@@ -569,7 +569,7 @@ private:
         // Deallocated blocks read as zeroes (DLFEAT), so DEAC deallocates instead of writing.
         const auto operation = view.deallocate ? block_operation::deallocate : block_operation::write_zeroes;
         // FUA (CDW12 bit 30), implied when the volatile write cache is disabled, as for Write.
-        const bool durable = view.force_unit_access || !c.features_.volatile_write_cache_enabled();
+        const bool durable = view.force_unit_access || !c.volatile_write_cache_enabled();
         cmd.block[0] = block_request{.operation = operation,
                                      .force_unit_access = durable,
                                      .offset = ns->data_offset(view.starting_lba),
@@ -776,7 +776,7 @@ private:
         auto& ns = *cmd.ns;
         const auto view = spec::copy_view::decode(cmd.sqe);
         const bool fua = operation == block_operation::write &&
-                         (view.force_unit_access || !c.features_.volatile_write_cache_enabled());
+                         (view.force_unit_access || !c.volatile_write_cache_enabled());
         cmd.block[0] = block_request{.operation = operation,
                                      .force_unit_access = fua,
                                      .offset = ns.data_offset(slba),
