@@ -71,9 +71,9 @@
 #include <nvmekit/dispatcher.hpp>
 #include <nvmekit/doorbell_channel.hpp>
 #include <nvmekit/error_log.hpp>
-#include <nvmekit/handler_context.hpp>
 #include <nvmekit/feature_table.hpp>
 #include <nvmekit/firmware_slots.hpp>
+#include <nvmekit/handler_context.hpp>
 #include <nvmekit/health_log.hpp>
 #include <nvmekit/host_ranges.hpp>
 #include <nvmekit/interrupt_coalescing.hpp>
@@ -82,9 +82,11 @@
 #include <nvmekit/nvm_namespace.hpp>
 #include <nvmekit/mailbox.hpp>
 #include <nvmekit/poll_group.hpp>
+#include <nvmekit/poll_group_state.hpp>
 #include <nvmekit/poll_group_statistics.hpp>
 #include <nvmekit/prp_walker.hpp>
 #include <nvmekit/queue_memory.hpp>
+#include <nvmekit/queue_pair.hpp>
 #include <nvmekit/register_file.hpp>
 #include <nvmekit/request_pool.hpp>
 #include <nvmekit/reset_state_machine.hpp>
@@ -204,188 +206,6 @@ struct controller_statistics {
     std::uint64_t staging_waits = 0;     ///< times a command waited for a staging buffer
 };
 
-namespace detail {
-
-using list_hook = boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>>;
-
-template <typename Command>
-using held_list = boost::intrusive::list<Command, boost::intrusive::member_hook<Command, list_hook, &Command::held_hook>>;
-
-template <typename Command>
-using waiting_list =
-    boost::intrusive::list<Command, boost::intrusive::member_hook<Command, list_hook, &Command::wait_hook>>;
-
-template <typename Command>
-struct submission_queue {
-    sq_ring ring;
-    request_pool<Command> pool;
-    bool retired = false; ///< deleted while commands were still in a backend
-    Command* deleting = nullptr; ///< the Delete I/O SQ command waiting for those commands
-    /// The host has written this queue's doorbell register since creating it; until then its
-    /// shadow doorbell slot may hold what an earlier queue with this QID left there.
-    bool shadow_armed = false;
-    submission_queue(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries, std::uint32_t commands,
-                     queue_memory memory)
-        : ring{qid, cqid, entries, std::move(memory)}, pool{std::min(entries, commands)}
-    {
-    }
-};
-
-template <typename Command>
-struct completion_queue {
-    cq_ring ring;
-    held_list<Command> held{};
-    std::uint16_t bound_submission_queues = 0;
-    std::uint32_t posted_since_signal = 0; ///< entries posted since interrupts were last considered
-    bool shadow_armed = false; ///< as submission_queue::shadow_armed
-    completion_queue(std::uint16_t qid, std::uint32_t entries, queue_memory memory, std::uint16_t vector, bool ien)
-        : ring{qid, entries, std::move(memory), vector, ien}
-    {
-    }
-};
-
-/// A counter one thread writes and any thread reads: a relaxed load and store, no atomic
-/// read-modify-write, so counting costs what a plain increment does.
-class owned_counter {
-public:
-    void add(std::uint64_t n) noexcept { value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
-    void subtract(std::uint64_t n) noexcept
-    {
-        value_.store(value_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
-    }
-    owned_counter& operator++() noexcept
-    {
-        add(1);
-        return *this;
-    }
-    owned_counter& operator--() noexcept
-    {
-        subtract(1);
-        return *this;
-    }
-    owned_counter& operator+=(std::uint64_t n) noexcept
-    {
-        add(n);
-        return *this;
-    }
-    [[nodiscard]] std::uint64_t load() const noexcept { return value_.load(std::memory_order_relaxed); }
-
-private:
-    std::atomic<std::uint64_t> value_{0};
-};
-
-/// owned_counter of a single_threaded controller, whose counters no other thread reads: a plain
-/// integer the optimiser may keep in a register.
-class plain_counter {
-public:
-    void add(std::uint64_t n) noexcept { value_ += n; }
-    void subtract(std::uint64_t n) noexcept { value_ -= n; }
-    plain_counter& operator++() noexcept
-    {
-        ++value_;
-        return *this;
-    }
-    plain_counter& operator--() noexcept
-    {
-        --value_;
-        return *this;
-    }
-    plain_counter& operator+=(std::uint64_t n) noexcept
-    {
-        value_ += n;
-        return *this;
-    }
-    [[nodiscard]] std::uint64_t load() const noexcept { return value_; }
-
-private:
-    std::uint64_t value_ = 0;
-};
-
-/// Interrupt state of one processing context: coalescing per vector and the vectors to signal at
-/// the end of its poll.
-struct interrupt_state {
-    explicit interrupt_state(std::uint16_t vectors) : coalescer{vectors}, vector_due(vectors)
-    {
-        due_vectors.reserve(vectors);
-    }
-    interrupt_coalescer coalescer;
-    std::vector<bool> vector_due;           ///< per MSI-X vector: signalled at the end of this poll
-    std::vector<std::uint16_t> due_vectors; ///< those vectors, in the order they became due
-};
-
-/// A controller-wide buffer for data staged between host memory and a backend.
-struct staging_buffer {
-    std::vector<std::byte> bytes;
-    std::vector<host_range> range_storage;
-    host_range_list ranges{std::span<host_range>{}};
-    std::vector<host_range> metadata_range_storage;
-    host_range_list metadata_ranges{std::span<host_range>{}};
-    staging_buffer* next_free = nullptr;
-};
-
-/// The I/O state of one processing context: a poll group, or the admin context (the admin queue).
-/// Everything a command touches while it runs lives here (or in its queues), so that contexts
-/// share nothing on the I/O path: the queues it owns (QIDs in ascending order) and the doorbell
-/// channel their doorbell writes reach, its fetch buffer and walk scratch, its staging buffers
-/// and the commands waiting for one, its backend requests in flight and its counters (atomic
-/// only when `Concurrent`: then other threads read them).
-template <typename Command, bool Concurrent>
-struct poll_group_state {
-    using counter = std::conditional_t<Concurrent, owned_counter, plain_counter>;
-    poll_group_state(std::uint16_t max_qid, std::size_t fetch_batch, std::size_t max_segments, std::uint16_t vectors)
-        : doorbells{max_qid}
-        , fetch_buffer(fetch_batch)
-        , scratch_ranges(max_segments)
-        , interrupts{vectors}
-    {
-        completion_queues.reserve(max_qid);
-        submission_queues.reserve(max_qid);
-    }
-    doorbell_channel doorbells;
-    std::vector<std::uint16_t> completion_queues;
-    std::vector<std::uint16_t> submission_queues;
-    std::vector<spec::submission_queue_entry> fetch_buffer;
-    std::vector<host_range> scratch_ranges;
-    std::vector<host_range> scratch_metadata_ranges = std::vector<host_range>(16);
-    std::vector<std::unique_ptr<staging_buffer>> staging;
-    staging_buffer* free_staging = nullptr;
-    waiting_list<Command> waiting_for_staging;
-    counter io_outstanding; ///< backend requests of its commands
-    /// Concurrent groups: backend completions of its commands that ran on another thread (the
-    /// admin context polls the backends), finished by the context at its next poll.
-    completion_inbox routed;
-    // Hot counters, summed into controller_statistics and the SMART log.
-    counter commands;
-    counter completions_posted;
-    counter completions_held;
-    counter staging_waits;
-    counter dma_errors;
-    counter read_commands;
-    counter read_512_units;
-    counter write_commands;
-    counter written_512_units;
-    counter media_errors;
-    poll_group_statistics statistics;
-    /// Concurrent groups: failed commands' Error Information entries, for the admin context, and
-    /// how many did not fit (they still count in the Error Count).
-    mailbox<error_record> errors{256};
-    counter errors_lost;
-    std::uint64_t errors_lost_taken = 0; ///< of errors_lost, those the admin context has counted
-    interrupt_state interrupts;
-    std::atomic<bool> intx_wanted{false}; ///< a CQ of the group holds entries (pin-based interrupts)
-    /// False while the controller is not ready (or this group hit a fatal DMA error): the group
-    /// then runs no command. Written by the admin context while the group is paused, and by the
-    /// group itself when it fails.
-    bool stopped = true;
-    // The pause handshake between the admin context and a concurrent group (controller::enter_poll
-    // and pause_groups).
-    std::atomic<bool> in_poll{false};
-    std::atomic<bool> pause_requested{false};
-    std::unique_ptr<poll_group_runner<>> runner; ///< the group's thread, after start_poll_groups()
-};
-
-} // namespace detail
-
 template <typename Traits>
 class controller {
 public:
@@ -436,7 +256,7 @@ public:
         /// Runs when every block request has completed; returns the command's result.
         command_result (*continuation)(controller&, command&) = nullptr;
         detail::staging_buffer* staging = nullptr;
-        std::uint64_t step = 0; ///< progress of multi-step commands
+        command_progress progress{}; ///< what a multi-step command has done so far
         std::uint64_t error_lba = 0; ///< the first LBA of a media error, for its Error Information entry
         std::uint32_t data_segment_count = 0;
         std::array<io_segment, limits.max_segments> data_segments{};
@@ -1276,11 +1096,7 @@ private:
         shutdown_flushes_pending_ = 0;
         for (auto& cq : completion_queues_) {
             if (cq) {
-                cq->held.clear_and_dispose([](command* cmd) {
-                    auto& request = cmd->sq->pool.at(cmd->request_index);
-                    cmd->sq->pool.mark_posted(request);
-                    cmd->sq->pool.release(request);
-                });
+                cq->held.clear_and_dispose([](command* cmd) { drop_completion(*cmd); });
             }
         }
         for (std::uint16_t qid = 0; qid <= limits.io_queues; ++qid) {
@@ -1894,14 +1710,7 @@ private:
                 break;
             }
             for (std::uint32_t i = 0; i < fetched; ++i) {
-                auto* request = sq.pool.acquire();
-                NVMEKIT_ASSERT(request != nullptr, "fetched more commands than the pool holds");
-                auto& cmd = request->payload;
-                cmd.sqe = group.fetch_buffer[i];
-                cmd.group = &group;
-                cmd.sq = &sq;
-                cmd.request_index = request->index();
-                cmd.owner = this;
+                auto& cmd = acquire_request(sq, group, group.fetch_buffer[i]);
                 trace_command(trace_event::sqe_fetched, cmd);
                 execute(cmd);
                 ++executed;
@@ -1917,7 +1726,7 @@ private:
         cmd.blocks_pending = 0;
         cmd.block_result = block_status::success;
         cmd.continuation = nullptr;
-        cmd.step = 0;
+        cmd.progress = {};
         cmd.data_segment_count = 0;
         const std::uint8_t opcode = cmd.sqe.opcode();
         command_result result;
@@ -1946,10 +1755,7 @@ public:
         if (sq.retired || !completion_queue_exists(sq.ring.cqid())) {
             // The queue was deleted or the controller reset while the command was in a backend:
             // the command ends without a completion.
-            auto& request = sq.pool.at(cmd.request_index);
-            sq.pool.mark_completed(request);
-            sq.pool.mark_posted(request);
-            sq.pool.release(request);
+            release_without_completion(cmd);
             return;
         }
         if (!result.status.is_success()) {
@@ -2178,8 +1984,8 @@ public:
                                        .max_descriptors = 16};
         return dma_status(cmd, walk_metadata_pointer(dma_, cmd.sqe, length, options, ranges));
     }
-private:
 
+private:
     // ---- staging buffers --------------------------------------------------------------------
 
 public:
@@ -2212,8 +2018,8 @@ public:
         cmd.staging = buffer;
         return buffer;
     }
-private:
 
+private:
     void release_staging(command& cmd) noexcept
     {
         if (cmd.staging != nullptr) {
@@ -2256,8 +2062,8 @@ public:
             ns->backend().submit(cmd.block[i]);
         }
     }
-private:
 
+private:
     static void on_block_complete(block_request& request, block_status status)
     {
         auto& cmd = *static_cast<command*>(request.context);
@@ -2356,10 +2162,7 @@ private:
             if (cmd.sq != sq.get()) {
                 return false;
             }
-            auto& request = sq->pool.at(cmd.request_index);
-            sq->pool.mark_completed(request);
-            sq->pool.mark_posted(request);
-            sq->pool.release(request);
+            release_without_completion(cmd);
             return true;
         });
         detail::submission_queue<command>* retired = nullptr;
@@ -2382,8 +2185,7 @@ private:
         cqe.sq_head = static_cast<std::uint16_t>(sq.ring.head());
         cqe.cid = cmd.sqe.command_id();
         cqe.set_status(status, false);
-        auto& request = sq.pool.at(cmd.request_index);
-        sq.pool.mark_completed(request);
+        sq.pool.mark_completed(sq.pool.at(cmd.request_index));
         auto& cq = *completion_queues_[sq.ring.cqid()];
         if (!cq.held.empty() || cq.ring.full()) {
             ++cmd.group->completions_held;
@@ -2392,8 +2194,7 @@ private:
             return;
         }
         if (post(cq, cmd)) {
-            sq.pool.mark_posted(request);
-            sq.pool.release(request);
+            completion_posted(cmd);
         } else {
             cq.held.push_back(cmd);
         }
@@ -2422,24 +2223,56 @@ private:
                 return;
             }
             cq.held.pop_front();
-            auto& sq = *cmd.sq;
-            auto& request = sq.pool.at(cmd.request_index);
-            sq.pool.mark_posted(request);
-            sq.pool.release(request);
+            completion_posted(cmd);
         }
     }
 
-public:
-    /// Ends a command without a completion now (Asynchronous Event Request: its completion is
-    /// built from the command identifier when an event arrives).
-    void release_without_completion(command& cmd)
+    // ---- a command's request: its life in the SQ's pool -----------------------------------------
+    // acquire_request (fetched) -> complete (completed; held while the CQ is full) ->
+    // completion_posted (free); or drop_completion (a held completion discarded: reset, queue
+    // deletion); or release_without_completion (ended without one).
+
+    /// Takes a request of `sq` for `sqe`, run by `group`. The pool has one: a fetch never takes
+    /// more entries than the pool has free.
+    command& acquire_request(detail::submission_queue<command>& sq, group_type& group,
+                             const spec::submission_queue_entry& sqe) noexcept
     {
-        auto& sq = *cmd.sq;
-        auto& request = sq.pool.at(cmd.request_index);
-        sq.pool.mark_completed(request);
-        sq.pool.mark_posted(request);
-        sq.pool.release(request);
+        auto* request = sq.pool.acquire();
+        NVMEKIT_ASSERT(request != nullptr, "a request was taken beyond the pool");
+        auto& cmd = request->payload;
+        cmd.sqe = sqe;
+        cmd.group = &group;
+        cmd.sq = &sq;
+        cmd.request_index = request->index();
+        cmd.owner = this;
+        return cmd;
     }
+
+    /// The command's completion entry was written: its request returns to the pool.
+    static void completion_posted(const command& cmd) noexcept
+    {
+        auto& request = cmd.sq->pool.at(cmd.request_index);
+        cmd.sq->pool.mark_posted(request);
+        cmd.sq->pool.release(request);
+    }
+
+    /// A completion held for CQ space will never be posted.
+    static void drop_completion(const command& cmd) noexcept
+    {
+        cmd.sq->pool.release(cmd.sq->pool.at(cmd.request_index));
+    }
+
+public:
+    /// Ends a command without a completion now: after a reset or the deletion of its queue, or an
+    /// Asynchronous Event Request (whose completion is built from the command identifier when an
+    /// event arrives).
+    static void release_without_completion(const command& cmd) noexcept
+    {
+        auto& request = cmd.sq->pool.at(cmd.request_index);
+        cmd.sq->pool.mark_completed(request);
+        cmd.sq->pool.release(request);
+    }
+
 private:
 
     void report_async_events()
@@ -2456,15 +2289,9 @@ private:
             }
             // The event type stays masked until the host reads its log page (Base 2.0 5.2.2).
             masked_event_types_ |= event_type_bit(report->event.get(spec::async_event_completion::event_type));
-            auto* request = admin_sq.pool.acquire();
-            NVMEKIT_ASSERT(request != nullptr, "an available request could not be acquired");
-            auto& cmd = request->payload;
-            cmd.sqe = {};
-            cmd.sqe.cdw0.set(spec::command_dword0::cid, report->command_id);
-            cmd.sq = &admin_sq;
-            cmd.request_index = request->index();
-            cmd.owner = this;
-            cmd.group = &admin_group_;
+            spec::submission_queue_entry request{};
+            request.cdw0.set(spec::command_dword0::cid, report->command_id);
+            auto& cmd = acquire_request(admin_sq, admin_group_, request);
             complete(admin_sq, cmd, spec::status::success(), report->event.raw);
         }
     }
@@ -2650,8 +2477,8 @@ public:
         data.dmrl = static_cast<std::uint8_t>(nvm_command_set<controller>::max_dsm_ranges - 1U);
         return data;
     }
-private:
 
+private:
     /// A namespace was attached to or detached from this controller: the Changed Namespace List
     /// log records it and, when the host enabled the notice, an event reports it.
     void on_namespace_changed(std::uint32_t nsid)
@@ -2690,8 +2517,8 @@ public:
     {
         masked_event_types_ = static_cast<std::uint8_t>(masked_event_types_ & ~event_type_bit(type));
     }
-private:
 
+private:
     /// Records a failed command in the Error Information log.
     void on_command_error(const command& cmd, spec::status status)
     {
@@ -2766,8 +2593,8 @@ public:
                                    .nsid = cmd.sqe.nsid,
                                    .value = value});
     }
-private:
 
+private:
     void trace_doorbell_error(trace_event event, std::uint16_t qid, std::uint32_t value) noexcept
     {
         tracer_.trace(trace_record{.event = event, .qid = qid, .value = value});
@@ -2871,8 +2698,8 @@ public:
         return health.build(clock_.now() - powered_on_at_, features_.over_temperature_threshold(0),
                              features_.under_temperature_threshold(0));
     }
-private:
 
+private:
     /// Posts the SMART temperature event when the composite temperature crosses a threshold
     /// (once per crossing) and the host enabled that critical warning (Base 2.0 5.27.1.4).
     void check_temperature()
@@ -2932,8 +2759,8 @@ public:
             outcome.status == spec::status{command_specific_status::firmware_activation_requires_controller_reset};
         return command_result::failure(committed ? outcome.status : outcome.status.with_dnr());
     }
-private:
 
+private:
     // ---- admin commands of the controller core ---------------------------------------------------
 
     [[nodiscard]] static spec::status error(auto code) noexcept { return spec::status{code}.with_dnr(); }
@@ -3048,8 +2875,8 @@ public:
         write_new_queue_event_index(view.queue_id, false);
         return spec::status::success();
     }
-private:
 
+private:
     /// A new queue's EventIdx is 0, its tail or head, before the host learns of the queue: whatever
     /// an earlier queue left in the slot, the host's first doorbell then goes to the register,
     /// which arms the shadow slot (read_shadow_doorbells).
@@ -3076,11 +2903,7 @@ public:
         auto& sq = *submission_queues_[view.queue_id];
         auto& cq = *completion_queues_[sq.ring.cqid()];
         cq.held.remove_and_dispose_if([&](const command& cmd) { return cmd.sq == &sq; },
-                                      [&](command* cmd) {
-                                          auto& request = sq.pool.at(cmd->request_index);
-                                          sq.pool.mark_posted(request);
-                                          sq.pool.release(request);
-                                      });
+                                      [](command* cmd) { drop_completion(*cmd); });
         --cq.bound_submission_queues;
         publish_doorbell_entries(view.queue_id, false, 0);
         // A tail written before the deletion and not yet taken by a concurrent group dies with the
@@ -3247,8 +3070,8 @@ public:
         default: return command_result::failure(error(spec::generic_status::invalid_field));
         }
     }
-private:
 
+private:
     /// A changeable, not saveable, controller-wide feature's value for each SEL (Base 2.0 5.15):
     /// saved reads as the default when the feature cannot be saved.
     [[nodiscard]] static command_result feature_value(spec::feature_select select, std::uint32_t current,
@@ -3279,8 +3102,8 @@ public:
         shadow_doorbells_ = shadow_doorbell_buffers{view.shadow_doorbell_address, view.eventidx_address};
         return spec::status::success();
     }
-private:
 
+private:
     dma_guard<dma_type> dma_; ///< the embedder's provider, refusing the controller's own BAR0
     clock_type& clock_;
     controller_config config_;

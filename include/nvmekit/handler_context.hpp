@@ -10,7 +10,7 @@
 ///
 /// | expression                                   | type                     | semantics |
 /// |----------------------------------------------|--------------------------|-----------|
-/// | `C::command`                                 | type                     | one command from fetch to completion; `cmd.sqe` is the entry the host submitted, `cmd.ns` its resolved namespace, `cmd.block[0..1]` its backend requests, `cmd.continuation` what runs when they complete, `cmd.staging` its staging buffer, `cmd.step` the handler's own progress |
+/// | `C::command`                                 | type                     | one command from fetch to completion; `cmd.sqe` is the entry the host submitted, `cmd.ns` its resolved namespace, `cmd.block[0..1]` its backend requests, `cmd.continuation` what runs when they complete, `cmd.staging` its staging buffer, `cmd.progress` its progress (command_progress) |
 /// | `C::namespace_type`                          | type                     | the namespaces of the controller's subsystem |
 /// | `c.attached_namespace(nsid)`                 | `C::namespace_type*`     | the namespace `nsid` when it exists and is attached to this controller, else null |
 /// | `c.max_transfer_bytes()`                     | `std::uint64_t`          | MDTS in bytes |
@@ -58,6 +58,18 @@
 
 NVMEKIT_BEGIN_NAMESPACE
 
+/// What a command that runs in several steps (it submits to a backend, continues, submits again)
+/// has done so far. Each member belongs to the commands its comment names; all are zero when a
+/// command's handler first runs, and again when a command that waited for a staging buffer is
+/// dispatched once more.
+struct command_progress {
+    std::uint32_t metadata_segments = 0; ///< Read, Write, Compare: separate metadata segments prepared
+    std::uint32_t last_nsid = 0;         ///< Flush and Format NVM of every namespace: the last one done
+    std::uint64_t blocks_done = 0;       ///< Copy: blocks read so far
+    std::uint16_t next_range = 0;        ///< Dataset Management and Copy: the next range
+    std::uint64_t vendor = 0;            ///< free for a vendor command's handler
+};
+
 /// The context of an I/O command handler (see the table above).
 template <typename C>
 concept HandlerContext =
@@ -92,7 +104,7 @@ concept HandlerContext =
         cmd.block;
         cmd.continuation;
         cmd.staging;
-        cmd.step;
+        { cmd.progress } -> std::convertible_to<command_progress>;
     };
 
 /// The context of the admin command set: a HandlerContext with the controller's own state.

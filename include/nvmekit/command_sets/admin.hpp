@@ -610,7 +610,7 @@ private:
             view.secure_erase != spec::format_secure_erase::user_data_erase) {
             return fail(spec::generic_status::invalid_field); // no cryptographic erase (FNA bit 2)
         }
-        cmd.step = nsid == broadcast_nsid ? 0U : nsid - 1U; // the last NSID formatted
+        cmd.progress.last_nsid = nsid == broadcast_nsid ? 0U : nsid - 1U;
         cmd.block_result = block_status::success;
         return format_next(c, cmd);
     }
@@ -625,12 +625,12 @@ private:
         const auto view = spec::format_nvm_view::decode(cmd.sqe);
         const bool all = cmd.sqe.nsid == broadcast_nsid;
         const std::uint32_t last = all ? c.nvm_subsystem().options().max_namespaces : cmd.sqe.nsid;
-        for (auto nsid = static_cast<std::uint32_t>(cmd.step) + 1U; nsid <= last; ++nsid) {
+        for (auto nsid = cmd.progress.last_nsid + 1U; nsid <= last; ++nsid) {
             auto* ns = c.attached_namespace(nsid);
             if (ns == nullptr) {
                 continue;
             }
-            cmd.step = nsid;
+            cmd.progress.last_nsid = nsid;
             cmd.ns = ns;
             ns->set_format(view.format_index, view.metadata_in_extended_lba);
             cmd.block[0] = block_request{.operation = block_operation::deallocate,

@@ -147,7 +147,7 @@ private:
                 cmd.data_segments[1] = io_segment{two.data(), rest};
             }
             cmd.data_segment_count = rest != 0 ? 2U : 1U;
-            cmd.step = 0; // no metadata segment
+            cmd.progress.metadata_segments = 0;
             return true;
         } else {
             static_cast<void>(c);
@@ -196,7 +196,7 @@ private:
         std::uint32_t metadata_count = 0;
         if (map_ranges(c, ranges, cmd.data_segments, cmd.data_segment_count) &&
             (metadata_bytes == 0 || map_ranges(c, metadata_ranges, cmd.metadata_segments, metadata_count))) {
-            cmd.step = metadata_count; // number of metadata segments, read by submit_data
+            cmd.progress.metadata_segments = metadata_count; // read by submit_data
             return prepared::ready;
         }
         auto* staging = c.acquire_staging(cmd);
@@ -227,7 +227,7 @@ private:
         cmd.data_segments[0] = io_segment{data.data(), data.size()};
         cmd.data_segment_count = 1;
         cmd.metadata_segments[0] = io_segment{metadata.data(), metadata.size()};
-        cmd.step = metadata_bytes != 0 ? 1U : 0U;
+        cmd.progress.metadata_segments = metadata_bytes != 0 ? 1U : 0U;
         return prepared::ready;
     }
 
@@ -248,7 +248,7 @@ private:
                                          .force_unit_access = fua,
                                          .offset = ns.metadata_offset(slba),
                                          .length = metadata_bytes,
-                                         .segments = std::span<const io_segment>{cmd.metadata_segments}.first(cmd.step)};
+                                         .segments = std::span<const io_segment>{cmd.metadata_segments}.first(cmd.progress.metadata_segments)};
             count = 2;
         }
         cmd.continuation = continuation;
@@ -400,7 +400,7 @@ private:
     static command_result flush(Controller& c, command& cmd)
     {
         if (cmd.sqe.nsid == broadcast_nsid) {
-            cmd.step = 0; // the last NSID flushed
+            cmd.progress.last_nsid = 0;
             return flush_next(c, cmd);
         }
         auto* ns = resolve(c, cmd);
@@ -428,10 +428,10 @@ private:
             return backend_failed(c, cmd);
         }
         const std::uint32_t limit = c.nvm_subsystem().options().max_namespaces;
-        for (auto nsid = static_cast<std::uint32_t>(cmd.step) + 1U; nsid <= limit; ++nsid) {
+        for (auto nsid = cmd.progress.last_nsid + 1U; nsid <= limit; ++nsid) {
             auto* ns = c.attached_namespace(nsid);
             if (ns != nullptr && ns->backend().has_volatile_cache()) {
-                cmd.step = nsid;
+                cmd.progress.last_nsid = nsid;
                 cmd.ns = ns;
                 return submit_plain(c, cmd, block_operation::flush, 0, 0, &flush_next);
             }
@@ -495,7 +495,7 @@ private:
         cmd.data_segment_count = 1;
         cmd.metadata_segments[0] =
             io_segment{staging->bytes.data() + Controller::limits.max_transfer_bytes(), metadata_bytes};
-        cmd.step = metadata_bytes != 0 ? 1U : 0U;
+        cmd.progress.metadata_segments = metadata_bytes != 0 ? 1U : 0U;
         return submit_data(c, cmd, block_operation::read, false, view.starting_lba, data_bytes, metadata_bytes,
                            &compare_done);
     }
@@ -623,7 +623,7 @@ private:
                 return fail(spec::generic_status::lba_out_of_range);
             }
         }
-        cmd.step = 0; // next range to deallocate
+        cmd.progress.next_range = 0;
         cmd.block_result = block_status::success;
         return dsm_next(c, cmd);
     }
@@ -641,8 +641,8 @@ private:
             return backend_failed(c, cmd);
         }
         const auto view = spec::dataset_management_view::decode(cmd.sqe);
-        while (cmd.step < view.range_count) {
-            const auto range = dsm_range(cmd, cmd.step++);
+        while (cmd.progress.next_range < view.range_count) {
+            const auto range = dsm_range(cmd, cmd.progress.next_range++);
             if (range.block_count == 0) {
                 continue;
             }
@@ -727,7 +727,8 @@ private:
                 return fail(spec::media_status::unrecovered_read_error);
             }
         }
-        cmd.step = 0; // bits 15:0 next range, bits 63:16 blocks read so far
+        cmd.progress.next_range = 0;
+        cmd.progress.blocks_done = 0;
         cmd.block_result = block_status::success;
         return copy_next(c, cmd);
     }
@@ -739,15 +740,16 @@ private:
         }
         auto& ns = *cmd.ns;
         const auto view = spec::copy_view::decode(cmd.sqe);
-        const auto index = static_cast<std::uint16_t>(cmd.step & 0xffffU);
-        const std::uint64_t done = cmd.step >> 16U;
+        const std::uint16_t index = cmd.progress.next_range;
+        const std::uint64_t done = cmd.progress.blocks_done;
         auto* bytes = cmd.staging->bytes.data();
         const std::uint64_t metadata_base = Controller::limits.max_transfer_bytes();
         const auto data_unit = ns.data_transfer_bytes(1);
         const auto metadata_unit = ns.metadata_transfer_bytes(1);
         if (index < view.range_count) {
             const auto range = copy_range(cmd, index);
-            cmd.step = (index + 1U) | ((done + range.block_count()) << 16U);
+            cmd.progress.next_range = static_cast<std::uint16_t>(index + 1U);
+            cmd.progress.blocks_done = done + range.block_count();
             cmd.data_segments[0] = io_segment{bytes + done * data_unit, range.block_count() * data_unit};
             cmd.data_segment_count = 1;
             cmd.metadata_segments[0] =
@@ -757,7 +759,7 @@ private:
                                metadata_bytes, &copy_next);
         }
         if (index == view.range_count) {
-            cmd.step = (index + 1U) | (done << 16U);
+            cmd.progress.next_range = static_cast<std::uint16_t>(index + 1U);
             cmd.data_segments[0] = io_segment{bytes, done * data_unit};
             cmd.data_segment_count = 1;
             cmd.metadata_segments[0] = io_segment{bytes + metadata_base, done * metadata_unit};
