@@ -80,6 +80,8 @@
 #include <nvmekit/interrupts.hpp>
 #include <nvmekit/msix.hpp>
 #include <nvmekit/nvm_namespace.hpp>
+#include <nvmekit/pci/interrupt_signalling.hpp>
+#include <nvmekit/pci/shadow_doorbells.hpp>
 #include <nvmekit/mailbox.hpp>
 #include <nvmekit/poll_group.hpp>
 #include <nvmekit/poll_group_state.hpp>
@@ -276,7 +278,7 @@ public:
         , subsystem_{&subsystem}
         , registers_{make_register_config(config_)}
         , msix_{interrupts, limits.msix_vectors}
-        , interrupts_{interrupts}
+        , intx_{interrupts}
         , interrupts_state_{limits.msix_vectors}
         , doorbells_{limits.io_queues}
         , events_{std::size_t{limits.aerl} + 1U}
@@ -1115,7 +1117,7 @@ private:
         invalid_doorbell_registers_.store(0, std::memory_order_relaxed);
         events_.clear();
         masked_event_types_ = 0;
-        shadow_doorbells_.reset();
+        shadow_doorbells_.disable();
         update_intx(); // no CQ holds an entry any more
     }
 
@@ -1604,27 +1606,14 @@ private:
         record_invalid_doorbells(event, 1);
     }
 
-    /// Shadow doorbells (Doorbell Buffer Config, Base 2.0 5.8): the host writes new tails and
-    /// heads to a buffer in its memory; the controller reads them here, at every poll.
-    struct shadow_doorbell_buffers {
-        std::uint64_t shadow = 0;
-        std::uint64_t event_index = 0;
-    };
-
-    [[nodiscard]] std::uint64_t shadow_slot_offset(std::uint16_t qid, bool completion_queue) const noexcept
-    {
-        // The shadow buffers mirror the doorbell registers' layout (Base 2.0 5.8).
-        return doorbell_index(qid, completion_queue) * registers_.doorbell_stride_bytes();
-    }
-
-    /// The shadow doorbells of one group's queues (the admin queue has none). A queue's slot is
+    /// The shadow doorbells (pci/shadow_doorbells.hpp) of one group's queues (the admin queue has none). A queue's slot is
     /// taken as work only once the host has written the queue's doorbell register since creating
     /// it: a host may re-create a queue without clearing its slots (SPDK's driver does), and the
     /// old queue's tail must not run as new commands. Hosts write the register first, because a
     /// new queue's EventIdx (0) asks them to.
     void read_shadow_doorbells(group_type& group)
     {
-        if (!shadow_doorbells_) {
+        if (!shadow_doorbells_.enabled()) {
             return;
         }
         for (const std::uint16_t qid : group.completion_queues) {
@@ -1659,7 +1648,7 @@ private:
 
     bool read_shadow(group_type& group, std::uint16_t qid, bool completion_queue, std::uint32_t& value)
     {
-        if (dma_read_object(dma_, shadow_doorbells_->shadow + shadow_slot_offset(qid, completion_queue), value)) {
+        if (shadow_doorbells_.read(dma_, qid, completion_queue, value)) {
             ++group.dma_errors;
             tracer_.trace(trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
             return false;
@@ -1670,7 +1659,7 @@ private:
     /// The EventIdx of one group's queues.
     void write_event_indexes(group_type& group)
     {
-        if (!shadow_doorbells_) {
+        if (!shadow_doorbells_.enabled()) {
             return;
         }
         for (const std::uint16_t qid : group.submission_queues) {
@@ -1683,8 +1672,7 @@ private:
 
     void write_event_index(group_type& group, std::uint16_t qid, bool completion_queue, std::uint32_t value)
     {
-        if (dma_write_object(dma_, shadow_doorbells_->event_index + shadow_slot_offset(qid, completion_queue),
-                             value)) {
+        if (shadow_doorbells_.write_event_index(dma_, qid, completion_queue, value)) {
             ++group.dma_errors;
             tracer_.trace(trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
         }
@@ -2340,52 +2328,33 @@ private:
     }
 
     /// Entries posted on `cq` since the last poll: due for its vector unless coalesced.
-    void consider_interrupt(detail::completion_queue<command>& cq, detail::interrupt_state& state,
-                            std::chrono::nanoseconds now)
+    static void consider_interrupt(detail::completion_queue<command>& cq, pci::vector_signalling& signalling,
+                                   std::chrono::nanoseconds now)
     {
         if (cq.posted_since_signal == 0) {
             return;
         }
         const std::uint32_t posted = std::exchange(cq.posted_since_signal, 0U);
-        const std::uint16_t vector = cq.ring.interrupt_vector();
-        if (!cq.ring.interrupts_enabled() || state.vector_due[vector]) {
-            return;
-        }
-        const bool coalesce = cq.ring.qid() != 0;
-        for (std::uint32_t entry = 0; entry < posted; ++entry) {
-            if (state.coalescer.on_completion(vector, coalesce, now)) {
-                mark_vector_due(state, vector);
-                break;
-            }
+        if (cq.ring.interrupts_enabled()) {
+            signalling.on_completions(cq.ring.interrupt_vector(), cq.ring.qid() != 0, posted, now);
         }
     }
 
-    void signal_due_vectors(detail::interrupt_state& state, std::chrono::nanoseconds now)
+    void signal_due_vectors(pci::vector_signalling& signalling, std::chrono::nanoseconds now)
     {
-        state.coalescer.expire(now, [&](std::uint16_t vector) { mark_vector_due(state, vector); });
-        for (const std::uint16_t vector : state.due_vectors) {
-            state.vector_due[vector] = false;
+        signalling.raise_due(now, [this](std::uint16_t vector) {
             tracer_.trace(trace_record{.event = trace_event::interrupt_raised, .value = vector});
             msix_.signal(vector);
-        }
-        state.due_vectors.clear();
-    }
-
-    static void mark_vector_due(detail::interrupt_state& state, std::uint16_t vector)
-    {
-        if (!state.vector_due[vector]) {
-            state.vector_due[vector] = true;
-            state.due_vectors.push_back(vector); // within the capacity reserved at construction
-        }
+        });
     }
 
     /// The coalescers of every context, configured alike (Set Features 08h and 09h, resets).
     template <typename F>
     void for_each_coalescer(F&& f)
     {
-        f(interrupts_state_.coalescer);
+        f(interrupts_state_.coalescer());
         for (auto& group : groups_) {
-            f(group->interrupts.coalescer);
+            f(group->interrupts.coalescer());
         }
     }
 
@@ -2404,9 +2373,7 @@ private:
         if constexpr (IntxInterruptProvider<interrupts_type>) {
             const bool allowed = !msix_.enabled() && (registers_.interrupt_mask() & 1U) == 0;
             if (concurrent()) {
-                intx_allowed_.store(allowed, std::memory_order_relaxed);
-                admin_intx_wanted_.store(completion_queues_[0] && cq_wants_intx(*completion_queues_[0]),
-                                         std::memory_order_relaxed);
+                intx_.report_admin(allowed, completion_queues_[0] && cq_wants_intx(*completion_queues_[0]));
                 if (pause_depth_ > 0 || groups_stopped_) {
                     for (auto& group : groups_) {
                         group->intx_wanted.store(group_wants_intx(*group), std::memory_order_relaxed);
@@ -2415,8 +2382,8 @@ private:
                 refresh_intx();
                 return;
             }
-            set_intx_level(allowed && std::any_of(completion_queues_.begin(), completion_queues_.end(),
-                                                  [](const auto& cq) { return cq && cq_wants_intx(*cq); }));
+            intx_.set_level(allowed && std::any_of(completion_queues_.begin(), completion_queues_.end(),
+                                                   [](const auto& cq) { return cq && cq_wants_intx(*cq); }));
         }
     }
 
@@ -2427,29 +2394,16 @@ private:
                            [this](std::uint16_t qid) { return cq_wants_intx(*completion_queues_[qid]); });
     }
 
-    /// Concurrent groups: sets the pin from what the admin context and the groups last reported.
-    /// Any thread; whoever changes a report calls it after, so the last call sees every change
-    /// (INTx is the slow legacy path: a mutex orders the calls).
+    /// Concurrent groups: sets the pin from what the admin context and the groups last reported
+    /// (pci::intx_pin). Any thread.
     void refresh_intx()
     {
         if constexpr (IntxInterruptProvider<interrupts_type>) {
-            const std::lock_guard lock{intx_mutex_};
-            set_intx_level(intx_allowed_.load(std::memory_order_relaxed) &&
-                           (admin_intx_wanted_.load(std::memory_order_relaxed) ||
-                            std::any_of(groups_.begin(), groups_.end(), [](const auto& group) {
-                                return group->intx_wanted.load(std::memory_order_relaxed);
-                            })));
-        }
-    }
-
-    /// Drives the INTx pin to `level` when it is not there already.
-    void set_intx_level(bool level)
-    {
-        if constexpr (IntxInterruptProvider<interrupts_type>) {
-            if (level != intx_level_) {
-                intx_level_ = level;
-                interrupts_.set_intx(level);
-            }
+            intx_.refresh([this] {
+                return std::any_of(groups_.begin(), groups_.end(), [](const auto& group) {
+                    return group->intx_wanted.load(std::memory_order_relaxed);
+                });
+            });
         }
     }
 
@@ -2882,7 +2836,7 @@ private:
     /// which arms the shadow slot (read_shadow_doorbells).
     void write_new_queue_event_index(std::uint16_t qid, bool completion_queue)
     {
-        if (shadow_doorbells_) {
+        if (shadow_doorbells_.enabled()) {
             write_event_index(admin_group_, qid, completion_queue, 0);
         }
     }
@@ -3052,7 +3006,7 @@ public:
             return feature_value(view.select, granted_queues_.value_or(maximum).raw, maximum.raw);
         }
         case spec::feature_id::interrupt_coalescing:
-            return feature_value(view.select, interrupts_state_.coalescer.configuration().raw, 0);
+            return feature_value(view.select, interrupts_state_.coalescer().configuration().raw, 0);
         case spec::feature_id::interrupt_vector_configuration: {
             const spec::interrupt_vector_configuration requested{cmd.sqe.cdw11};
             const std::uint16_t vector = requested.get(requested.iv);
@@ -3062,7 +3016,7 @@ public:
             const auto current = spec::interrupt_vector_configuration{}
                                      .with(spec::interrupt_vector_configuration::iv, vector)
                                      .with(spec::interrupt_vector_configuration::cd,
-                                           interrupts_state_.coalescer.coalescing_disabled(vector));
+                                           interrupts_state_.coalescer().coalescing_disabled(vector));
             const auto default_value = spec::interrupt_vector_configuration{}.with(
                 spec::interrupt_vector_configuration::iv, vector);
             return feature_value(view.select, current.raw, default_value.raw);
@@ -3099,7 +3053,8 @@ public:
             (view.eventidx_address & page_mask) != 0) {
             return error(spec::generic_status::invalid_field);
         }
-        shadow_doorbells_ = shadow_doorbell_buffers{view.shadow_doorbell_address, view.eventidx_address};
+        shadow_doorbells_.configure(view.shadow_doorbell_address, view.eventidx_address,
+                                    registers_.doorbell_stride_bytes());
         return spec::status::success();
     }
 
@@ -3110,10 +3065,10 @@ private:
     subsystem_type* subsystem_;
     register_file registers_;
     msix_type msix_;
-    interrupts_type& interrupts_;
+    pci::intx_pin<interrupts_type> intx_;
     /// Coalescing and due vectors of the admin context; of every CQ unless groups are concurrent,
     /// when each group has its own (configured alike).
-    detail::interrupt_state interrupts_state_;
+    pci::vector_signalling interrupts_state_;
     doorbell_channel doorbells_; ///< the admin queue's; the I/O queues' are in their poll groups
     std::vector<std::unique_ptr<group_type>> groups_;
     group_type admin_group_{0, fetch_batch, limits.max_segments, 1}; ///< runs the admin queue
@@ -3141,15 +3096,11 @@ private:
     std::uint64_t bar0_address_ = 0;         ///< where the host decodes BAR0 (set_bar0_address)
     std::atomic<bool> bus_master_{true};     ///< PCI Command.Bus Master Enable (set_bus_master)
     bool io_queue_created_ = false; ///< an I/O SQ or CQ was created since the last Controller Reset
-    std::optional<shadow_doorbell_buffers> shadow_doorbells_;
+    pci::shadow_doorbells shadow_doorbells_;
     std::chrono::nanoseconds enable_started_{0};
     controller_statistics statistics_{};
     /// Called from every context that detects an event.
     [[no_unique_address]] tracer_type tracer_{};
-    bool intx_level_ = false; ///< with concurrent groups, guarded by intx_mutex_
-    std::mutex intx_mutex_;
-    std::atomic<bool> intx_allowed_{false};     ///< concurrent groups: MSI-X off and INTMS bit 0 clear
-    std::atomic<bool> admin_intx_wanted_{false}; ///< concurrent groups: the admin CQ holds entries
     /// A Controller Reset waits for its aborted commands' backend requests before RDY reads 0.
     bool ready_clear_deferred_ = false;
 

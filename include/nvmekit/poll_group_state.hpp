@@ -16,8 +16,8 @@
 #include <nvmekit/doorbell_channel.hpp>
 #include <nvmekit/error_log.hpp>
 #include <nvmekit/host_ranges.hpp>
-#include <nvmekit/interrupt_coalescing.hpp>
 #include <nvmekit/mailbox.hpp>
+#include <nvmekit/pci/interrupt_signalling.hpp>
 #include <nvmekit/poll_group.hpp>
 #include <nvmekit/poll_group_statistics.hpp>
 #include <nvmekit/queue_pair.hpp>
@@ -83,18 +83,6 @@ private:
     std::uint64_t value_ = 0;
 };
 
-/// Interrupt state of one processing context: coalescing per vector and the vectors to signal at
-/// the end of its poll.
-struct interrupt_state {
-    explicit interrupt_state(std::uint16_t vectors) : coalescer{vectors}, vector_due(vectors)
-    {
-        due_vectors.reserve(vectors);
-    }
-    interrupt_coalescer coalescer;
-    std::vector<bool> vector_due;           ///< per MSI-X vector: signalled at the end of this poll
-    std::vector<std::uint16_t> due_vectors; ///< those vectors, in the order they became due
-};
-
 /// A controller-wide buffer for data staged between host memory and a backend.
 struct staging_buffer {
     std::vector<std::byte> bytes;
@@ -153,7 +141,7 @@ struct poll_group_state {
     mailbox<error_record> errors{256};
     counter errors_lost;
     std::uint64_t errors_lost_taken = 0; ///< of errors_lost, those the admin context has counted
-    interrupt_state interrupts;
+    pci::vector_signalling interrupts;
     std::atomic<bool> intx_wanted{false}; ///< a CQ of the group holds entries (pin-based interrupts)
     /// False while the controller is not ready (or this group hit a fatal DMA error): the group
     /// then runs no command. Written by the admin context while the group is paused, and by the

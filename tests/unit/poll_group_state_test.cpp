@@ -48,8 +48,8 @@ TEST(poll_group_state, a_new_group_is_stopped_with_room_for_every_queue)
     EXPECT_EQ(group.fetch_buffer.size(), 8U);
     EXPECT_EQ(group.scratch_ranges.size(), 32U);
     EXPECT_EQ(group.scratch_metadata_ranges.size(), 16U);
-    EXPECT_EQ(group.interrupts.vector_due.size(), 4U);
-    EXPECT_TRUE(group.interrupts.due_vectors.empty());
+    EXPECT_EQ(group.interrupts.coalescer().vectors(), 4U);
+    EXPECT_FALSE(group.interrupts.due(3));
     EXPECT_EQ(group.free_staging, nullptr);
     EXPECT_TRUE(group.waiting_for_staging.empty());
     EXPECT_EQ(group.io_outstanding.load(), 0U);
