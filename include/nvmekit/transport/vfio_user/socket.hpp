@@ -2,7 +2,7 @@
 /// The vfio-user byte stream: a listening UNIX socket, and whole messages received with the file
 /// descriptors that travel with them (SCM_RIGHTS) or sent. Plain POSIX, no threads.
 ///
-/// A receive reads the 16-byte header first, checks it (protocol.hpp parse_header) and then reads
+/// A receive reads the 16-byte header first, checks it (parse_header, protocol/decode.hpp) and then reads
 /// exactly the rest of the message, so a client can never make the server read more than the
 /// limits allow; descriptors beyond max_msg_fds are closed at once.
 
