@@ -65,6 +65,7 @@
 #include <nvmekit/command_sets/admin.hpp>
 #include <nvmekit/command_sets/nvm.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/controller_logs.hpp>
 #include <nvmekit/cq_ring.hpp>
 #include <nvmekit/dma.hpp>
 #include <nvmekit/dma_guard.hpp>
@@ -281,7 +282,6 @@ public:
         , intx_{interrupts}
         , interrupts_state_{limits.msix_vectors}
         , doorbells_{limits.io_queues}
-        , events_{std::size_t{limits.aerl} + 1U}
         , state_machine_{reset_ops_}
     {
         submission_queues_.resize(std::size_t{limits.io_queues} + 1U);
@@ -296,7 +296,7 @@ public:
             cq_group_[qid].store(0, std::memory_order_relaxed);
         }
         admin_data_.resize(admin_data_bytes);
-        health_.record_power_on(false);
+        logs_.health().record_power_on(false);
         controller_id_ = subsystem_->register_controller(
             namespace_listener{this, [](void* self, std::uint32_t nsid) {
                                    static_cast<controller*>(self)->on_namespace_changed(nsid);
@@ -780,7 +780,7 @@ public:
         data.ssvid = config_.identity.subsystem_vendor_id;
         spec::assign_space_padded(data.sn, identity.serial_number);
         spec::assign_space_padded(data.mn, identity.model_number);
-        spec::assign_space_padded(data.fr, firmware_.active_revision());
+        spec::assign_space_padded(data.fr, logs_.firmware().active_revision());
         spec::assign_null_padded(data.subnqn, identity.nqn);
         data.ieee = identity.ieee_oui;
         data.cmic.set(spec::controller_multipath_caps::multiple_controllers, true);
@@ -798,15 +798,15 @@ public:
         data.unvmcap.set(subsystem_->unallocated_capacity());
         data.acl = 3;
         data.aerl = limits.aerl;
-        data.frmw = firmware_.attributes();
+        data.frmw = logs_.firmware().attributes();
         data.lpa.set(spec::log_page_attributes::commands_effects, true)
             .set(spec::log_page_attributes::extended_data, true)
             .set(spec::log_page_attributes::telemetry, true);
-        data.elpe = error_log_.elpe();
+        data.elpe = logs_.errors().elpe();
         data.npss = 0;
         data.wctemp = features_.config().warning_composite_temperature;
         data.cctemp = 373;
-        data.fwug = firmware_.fwug();
+        data.fwug = logs_.firmware().fwug();
         data.kas = static_cast<std::uint16_t>(features_.config().keep_alive_granularity_ms / 100U);
         data.sqes.set(spec::queue_entry_sizes::required, 6).set(spec::queue_entry_sizes::maximum, 6);
         data.cqes.set(spec::queue_entry_sizes::required, 4).set(spec::queue_entry_sizes::maximum, 4);
@@ -828,14 +828,14 @@ public:
     }
 
     /// The composite temperature the controller reports, in Kelvin.
-    [[nodiscard]] std::uint16_t temperature() const noexcept { return health_.composite_temperature(); }
+    [[nodiscard]] std::uint16_t temperature() const noexcept { return logs_.health().composite_temperature(); }
     /// Sets the composite temperature the controller reports, in Kelvin (the embedder's sensor).
     void set_temperature(std::uint16_t kelvin)
     {
-        health_.set_composite_temperature(kelvin);
+        logs_.health().set_composite_temperature(kelvin);
         check_temperature();
     }
-    [[nodiscard]] const error_log& errors() const noexcept { return error_log_; }
+    [[nodiscard]] const error_log& errors() const noexcept { return logs_.errors(); }
 
 private:
     using msix_type = msix_table<interrupts_type>;
@@ -956,7 +956,7 @@ private:
             self->ready_clear_deferred_ = false; // CSTS returns to its power-on value at once
             self->registers_.reset_power_on();
             self->reset_features();
-            static_cast<void>(self->firmware_.on_subsystem_reset());
+            static_cast<void>(self->logs_.firmware().on_subsystem_reset());
             self->set_csts_bit(spec::csts_register::nssro, true);
         }
         void function_reset()
@@ -1115,8 +1115,7 @@ private:
         }
         next_group_ = 0;
         invalid_doorbell_registers_.store(0, std::memory_order_relaxed);
-        events_.clear();
-        masked_event_types_ = 0;
+        logs_.clear_events();
         shadow_doorbells_.disable();
         update_intx(); // no CQ holds an entry any more
     }
@@ -1211,7 +1210,7 @@ private:
         for_each_coalescer([](interrupt_coalescer& coalescer) { coalescer.reset(); });
         features_.controller_reset(clock_.now());
         last_keep_alive_.reset();
-        static_cast<void>(firmware_.on_controller_reset());
+        static_cast<void>(logs_.firmware().on_controller_reset());
         // The Error Information log is kept across controller resets, so that a host can read
         // why the controller failed (a Keep Alive expiry, say) after the reset that recovers it.
     }
@@ -1261,13 +1260,12 @@ private:
                             ? spec::status{spec::command_specific_status::invalid_queue_identifier}
                             : spec::status{spec::generic_status::invalid_field};
         // Entries that newer ones of the same burst would replace at once only advance the count.
-        const std::uint64_t kept = std::min<std::uint64_t>(writes, error_log_.capacity());
-        error_log_.skip(writes - kept);
-        health_.counters().error_log_entries += writes - kept;
+        const std::uint64_t kept = std::min<std::uint64_t>(writes, logs_.errors().capacity());
+        logs_.skip_errors(writes - kept);
         for (std::uint64_t i = 0; i < kept; ++i) {
             record_error(record);
         }
-        events_.post(spec::async_event_completion{event});
+        logs_.events().post(spec::async_event_completion{event});
     }
 
     /// A doorbell value for queue `qid`, which `group` owns (for a CQ) or runs (for an SQ).
@@ -1487,8 +1485,7 @@ private:
             group->errors.drain([this](error_record&& record) { record_error(record); }, std::size_t{1} << 20);
             if (const auto lost = group->errors_lost.load() - group->errors_lost_taken; lost != 0) {
                 group->errors_lost_taken += lost;
-                error_log_.skip(lost);
-                health_.counters().error_log_entries += lost;
+                logs_.skip_errors(lost);
             }
         }
     }
@@ -1882,18 +1879,17 @@ public:
 
     // ---- the admin command set's context (AdminHandlerContext) ----------------------------------
 
-    [[nodiscard]] error_log& error_information_log() noexcept { return error_log_; }
-    [[nodiscard]] firmware_slots& firmware() noexcept { return firmware_; }
-    [[nodiscard]] telemetry_host_log& telemetry() noexcept { return telemetry_; }
-    [[nodiscard]] async_event_queue& async_events() noexcept { return events_; }
+    [[nodiscard]] error_log& error_information_log() noexcept { return logs_.errors(); }
+    [[nodiscard]] firmware_slots& firmware() noexcept { return logs_.firmware(); }
+    [[nodiscard]] telemetry_host_log& telemetry() noexcept { return logs_.telemetry(); }
+    [[nodiscard]] async_event_queue& async_events() noexcept { return logs_.events(); }
     /// The Changed Namespace List log as it stands.
-    [[nodiscard]] const spec::changed_namespace_list& changed_namespaces() const noexcept { return changed_namespaces_; }
-    /// Empties the Changed Namespace List (read without RAE).
-    void clear_changed_namespaces() noexcept
+    [[nodiscard]] const spec::changed_namespace_list& changed_namespaces() const noexcept
     {
-        changed_namespaces_ = {};
-        changed_namespace_count_ = 0;
+        return logs_.changed_namespaces();
     }
+    /// Empties the Changed Namespace List (read without RAE).
+    void clear_changed_namespaces() noexcept { logs_.clear_changed_namespaces(); }
     /// A buffer of MDTS bytes for building log page data.
     [[nodiscard]] std::span<std::byte> log_buffer() noexcept { return log_window_; }
     /// A 16 KiB buffer for building identify and other admin data.
@@ -2271,22 +2267,15 @@ private:
         auto& admin_sq = *submission_queues_[0];
         // While the admin queue's requests all wait for CQ space the event stays queued.
         while (admin_sq.pool.available() != 0) {
-            const auto report = events_.next_report(masked_event_types_);
+            const auto report = logs_.next_event_report(); // its type is masked until acknowledged
             if (!report) {
                 return;
             }
-            // The event type stays masked until the host reads its log page (Base 2.0 5.2.2).
-            masked_event_types_ |= event_type_bit(report->event.get(spec::async_event_completion::event_type));
             spec::submission_queue_entry request{};
             request.cdw0.set(spec::command_dword0::cid, report->command_id);
             auto& cmd = acquire_request(admin_sq, admin_group_, request);
             complete(admin_sq, cmd, spec::status::success(), report->event.raw);
         }
-    }
-
-    [[nodiscard]] static constexpr std::uint8_t event_type_bit(spec::async_event_type type) noexcept
-    {
-        return static_cast<std::uint8_t>(1U << (static_cast<unsigned>(type) & 7U));
     }
 
     /// The admin context's interrupts: every CQ's, unless groups are concurrent (then the admin
@@ -2442,24 +2431,9 @@ private:
             attached_namespaces_[nsid].store(subsystem_->attached_namespace(nsid, controller_id_),
                                              std::memory_order_release);
         }
-        if (!changed_namespaces_.overflowed()) {
-            // A Namespace List: each NSID once, in increasing order (Base 2.0 5.16.1.5).
-            auto& list = changed_namespaces_.nsids;
-            const auto end = list.begin() + static_cast<std::ptrdiff_t>(changed_namespace_count_);
-            const auto at = std::lower_bound(list.begin(), end, nsid);
-            if (at == end || *at != nsid) {
-                if (changed_namespace_count_ < list.size()) {
-                    std::copy_backward(at, end, end + 1);
-                    *at = nsid;
-                    ++changed_namespace_count_;
-                } else {
-                    list = {};
-                    list[0] = spec::changed_namespace_list::overflow_marker; // more than 1024 changes
-                }
-            }
-        }
+        logs_.note_changed_namespace(nsid);
         if (features_.async_event_configuration().get(spec::async_event_configuration::namespace_attribute_notices)) {
-            events_.post(spec::async_event_completion{spec::async_event_type::notice,
+            logs_.events().post(spec::async_event_completion{spec::async_event_type::notice,
                                                       static_cast<std::uint8_t>(spec::notice_event::namespace_attribute_changed),
                                                       spec::log_page_id::changed_namespace_list});
         }
@@ -2469,7 +2443,7 @@ public:
     /// The host read the log page of an event type without RAE: that type is reported again.
     void acknowledge_event_type(spec::async_event_type type) noexcept
     {
-        masked_event_types_ = static_cast<std::uint8_t>(masked_event_types_ & ~event_type_bit(type));
+        logs_.acknowledge_event_type(type);
     }
 
 private:
@@ -2583,8 +2557,7 @@ private:
 
     void record_error(const error_record& record)
     {
-        error_log_.record(record);
-        health_.record_error_log_entry();
+        logs_.record_error(record);
     }
 
 public:
@@ -2636,7 +2609,7 @@ public:
     /// SMART / Health Information (Base 2.0 5.16.1.3), controller-wide.
     [[nodiscard]] spec::smart_health_log smart_health_data() const
     {
-        health_log health = health_; // plus what the contexts counted
+        health_log health = logs_.health(); // plus what the contexts counted
         auto& counters = health.counters();
         const auto add = [&](const group_type& group) {
             counters.host_read_commands += group.read_commands.load();
@@ -2658,12 +2631,12 @@ private:
     /// (once per crossing) and the host enabled that critical warning (Base 2.0 5.27.1.4).
     void check_temperature()
     {
-        const auto event = health_.evaluate_temperature(features_.over_temperature_threshold(0),
+        const auto event = logs_.health().evaluate_temperature(features_.over_temperature_threshold(0),
                                                         features_.under_temperature_threshold(0));
         const auto enabled =
             features_.async_event_configuration().get(spec::async_event_configuration::smart_critical_warnings);
         if (event && (enabled & 0x02U) != 0) { // bit 1: temperature
-            events_.post(spec::async_event_completion{spec::async_event_type::smart_health,
+            logs_.events().post(spec::async_event_completion{spec::async_event_type::smart_health,
                                                       static_cast<std::uint8_t>(*event),
                                                       spec::log_page_id::smart_health});
         }
@@ -2682,8 +2655,7 @@ private:
             tracer_.trace(trace_record{.event = trace_event::err_keep_alive_expired, .value = kato});
             error_record record{};
             record.status = spec::status{spec::generic_status::keep_alive_timer_expired};
-            error_log_.record(record);
-            health_.record_error_log_entry();
+            logs_.record_error(record);
             handle_event(controller_event::fatal_error);
         }
     }
@@ -2693,14 +2665,14 @@ public:
     void capture_telemetry()
     {
         const auto data = smart_health_data();
-        telemetry_.capture(std::as_bytes(std::span{&data, 1}));
+        logs_.telemetry().capture(std::as_bytes(std::span{&data, 1}));
     }
 
     /// Firmware Commit (Base 2.0 5.12) on the emulated slots; the new revision becomes active at
     /// the reset the commit action asks for.
     command_result firmware_commit(const spec::firmware_commit_view& view)
     {
-        const auto outcome = firmware_.commit(view);
+        const auto outcome = logs_.firmware().commit(view);
         if (outcome.status.is_success()) {
             return command_result::success();
         }
@@ -3087,7 +3059,6 @@ private:
     /// Per doorbell (SQ tail 2*qid, CQ head 2*qid+1): the queue's entries, 0 when it does not exist.
     std::unique_ptr<std::atomic<std::uint32_t>[]> doorbell_entries_ =
         std::make_unique<std::atomic<std::uint32_t>[]>(doorbell_slots);
-    async_event_queue events_;
     reset_operations reset_ops_{this};
     reset_state_machine<reset_operations> state_machine_;
     std::vector<std::unique_ptr<detail::submission_queue<command>>> submission_queues_;
@@ -3117,21 +3088,18 @@ private:
     /// data; 1/16 is reserved) and up to 4 KiB of command parameters (Copy source ranges).
     static constexpr std::size_t staging_bytes = limits.max_transfer_bytes() + limits.max_transfer_bytes() / 16U + 4096U;
     std::vector<std::unique_ptr<detail::submission_queue<command>>> retired_queues_;
-    std::uint8_t masked_event_types_ = 0; ///< bit per async_event_type reported and not yet acknowledged
     std::vector<std::unique_ptr<shutdown_flush>> shutdown_flushes_;
     /// Counts normal shutdowns and resets: a flush counts only for the shutdown it was sent for.
     std::uint64_t shutdown_generation_ = 0;
     std::size_t shutdown_flushes_pending_ = 0; ///< of the current generation
     std::size_t shutdown_flushes_in_backend_ = 0;
-    error_log error_log_;
     std::optional<std::chrono::nanoseconds> last_keep_alive_;
     feature_table features_{make_feature_config(), clock_.now()};
-    firmware_slots firmware_{firmware_slots_config{.initial_revision = subsystem_->identity().firmware_revision}};
-    telemetry_host_log telemetry_{telemetry_config{.ieee_oui = subsystem_->identity().ieee_oui}};
+    /// Error Information, SMART / Health, Firmware Slot, Telemetry, Changed Namespace List, events.
+    controller_logs logs_{controller_logs_config{.firmware_revision = subsystem_->identity().firmware_revision,
+                                                 .ieee_oui = subsystem_->identity().ieee_oui,
+                                                 .async_event_requests = std::size_t{limits.aerl} + 1U}};
     std::vector<std::byte> log_window_ = std::vector<std::byte>(limits.max_transfer_bytes());
-    spec::changed_namespace_list changed_namespaces_{};
-    std::size_t changed_namespace_count_ = 0;
-    health_log health_{};
     std::chrono::nanoseconds powered_on_at_ = clock_.now();
     /// The page size CC.MPS set when the controller was enabled (a CC write while enabled does not
     /// change it; groups read it without synchronisation).
