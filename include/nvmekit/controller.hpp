@@ -63,6 +63,7 @@
 #include <nvmekit/completion_inbox.hpp>
 #include <nvmekit/clock.hpp>
 #include <nvmekit/command_sets/admin.hpp>
+#include <nvmekit/command_sets/features.hpp>
 #include <nvmekit/command_sets/nvm.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/controller_logs.hpp>
@@ -2337,6 +2338,7 @@ private:
         });
     }
 
+public:
     /// The coalescers of every context, configured alike (Set Features 08h and 09h, resets).
     template <typename F>
     void for_each_coalescer(F&& f)
@@ -2347,6 +2349,7 @@ private:
         }
     }
 
+private:
     [[nodiscard]] static bool cq_wants_intx(const detail::completion_queue<command>& cq) noexcept
     {
         return cq.ring.interrupts_enabled() && cq.ring.outstanding() != 0;
@@ -2626,13 +2629,12 @@ public:
                              features_.under_temperature_threshold(0));
     }
 
-private:
     /// Posts the SMART temperature event when the composite temperature crosses a threshold
     /// (once per crossing) and the host enabled that critical warning (Base 2.0 5.27.1.4).
     void check_temperature()
     {
         const auto event = logs_.health().evaluate_temperature(features_.over_temperature_threshold(0),
-                                                        features_.under_temperature_threshold(0));
+                                                               features_.under_temperature_threshold(0));
         const auto enabled =
             features_.async_event_configuration().get(spec::async_event_configuration::smart_critical_warnings);
         if (event && (enabled & 0x02U) != 0) { // bit 1: temperature
@@ -2642,6 +2644,7 @@ private:
         }
     }
 
+private:
     /// Keep Alive (Base 2.0 3.9): when KATO is set and no Keep Alive arrives in time the controller
     /// records the error and fails (CSTS.CFS) until the host resets it.
     void check_keep_alive()
@@ -2860,161 +2863,20 @@ public:
         return spec::status::success();
     }
 
-    /// Set Features (Base 2.0 5.27): Number of Queues (07h), Interrupt Coalescing (08h) and
-    /// Interrupt Vector Configuration (09h) here; the others in the feature table.
-    command_result set_features(command& cmd)
-    {
-        const auto& sqe = cmd.sqe;
-        const auto view = spec::set_features_view::decode(sqe);
-        if (feature_table::handles(view.feature_id)) {
-            feature_result result;
-            if (view.feature_id == spec::feature_id::timestamp) {
-                spec::timestamp_data data{};
-                if (auto status = transfer_from_host(cmd, std::as_writable_bytes(std::span{&data, 1}));
-                    !status.is_success()) {
-                    return command_result::failure(status);
-                }
-                result = features_.set_timestamp(data, clock_.now(), view.save);
-            } else if (view.feature_id == spec::feature_id::host_behavior_support) {
-                spec::host_behavior_support data{};
-                if (auto status = transfer_from_host(cmd, std::as_writable_bytes(std::span{&data, 1}));
-                    !status.is_success()) {
-                    return command_result::failure(status);
-                }
-                result = features_.set_host_behavior(data, view.save);
-            } else {
-                result = features_.set(view.feature_id, view.cdw11, view.save);
-            }
-            if (!result.status.is_success()) {
-                return command_result::failure(result.status, result.dw0);
-            }
-            if (view.feature_id == spec::feature_id::keep_alive_timer) {
-                last_keep_alive_ = clock_.now(); // the timer starts (or stops, with KATO 0)
-            }
-            if (view.feature_id == spec::feature_id::temperature_threshold) {
-                check_temperature();
-            }
-            return command_result::success(result.dw0);
-        }
-        const bool controller_feature = view.feature_id == spec::feature_id::number_of_queues ||
-                                        view.feature_id == spec::feature_id::interrupt_coalescing ||
-                                        view.feature_id == spec::feature_id::interrupt_vector_configuration;
-        if (!controller_feature) {
-            return command_result::failure(error(spec::generic_status::invalid_field));
-        }
-        if (view.save) {
-            return command_result::failure(error(spec::command_specific_status::feature_not_saveable));
-        }
-        switch (view.feature_id) {
-        case spec::feature_id::number_of_queues: {
-            const spec::number_of_queues requested{view.cdw11};
-            if (requested.get(requested.nsqr) == 0xffff || requested.get(requested.ncqr) == 0xffff) {
-                return command_result::failure(error(spec::generic_status::invalid_field));
-            }
-            // Allowed until the first I/O queue is created after a Controller Reset; the allocation
-            // does not change between resets, so a repeated request gets the first answer
-            // (Base 2.0 5.27.1.5).
-            if (io_queue_created_) {
-                return command_result::failure(error(spec::generic_status::command_sequence_error));
-            }
-            if (granted_queues_) {
-                return command_result::success(granted_queues_->raw);
-            }
-            granted_queues_ = spec::number_of_queues::from_counts(
-                std::min<std::uint32_t>(requested.submission_queue_count(), config_.io_queues),
-                std::min<std::uint32_t>(requested.completion_queue_count(), config_.io_queues));
-            return command_result::success(granted_queues_->raw);
-        }
-        case spec::feature_id::interrupt_coalescing:
-            for_each_coalescer([&](interrupt_coalescer& coalescer) {
-                coalescer.configure(spec::interrupt_coalescing{view.cdw11});
-            });
-            return command_result::success();
-        case spec::feature_id::interrupt_vector_configuration: {
-            const spec::interrupt_vector_configuration value{view.cdw11};
-            if (value.get(value.iv) >= limits.msix_vectors) {
-                return command_result::failure(error(spec::generic_status::invalid_field));
-            }
-            for_each_coalescer([&](interrupt_coalescer& coalescer) {
-                static_cast<void>(coalescer.set_coalescing_disabled(value.get(value.iv), value.get(value.cd)));
-            });
-            return command_result::success();
-        }
-        default: return command_result::failure(error(spec::generic_status::invalid_field));
-        }
-    }
+    // ---- controller features (command_sets/features.hpp decides Set/Get Features) -------------
 
-    /// Get Features (Base 2.0 5.15): the features Set Features takes.
-    command_result get_features(command& cmd)
-    {
-        const auto view = spec::get_features_view::decode(cmd.sqe);
-        if (feature_table::handles(view.feature_id)) {
-            feature_result result;
-            if (view.feature_id == spec::feature_id::timestamp) {
-                spec::timestamp_data data{};
-                result = features_.get_timestamp(view.select, clock_.now(), data);
-                if (result.status.is_success() && view.select != spec::feature_select::supported_capabilities) {
-                    if (auto status = transfer_to_host(cmd, std::as_bytes(std::span{&data, 1})); !status.is_success()) {
-                        return command_result::failure(status);
-                    }
-                }
-            } else if (view.feature_id == spec::feature_id::host_behavior_support) {
-                spec::host_behavior_support data{};
-                result = features_.get_host_behavior(view.select, data);
-                if (result.status.is_success() && view.select != spec::feature_select::supported_capabilities) {
-                    if (auto status = transfer_to_host(cmd, std::as_bytes(std::span{&data, 1})); !status.is_success()) {
-                        return command_result::failure(status);
-                    }
-                }
-            } else {
-                result = features_.get(view.feature_id, view.select, cmd.sqe.cdw11);
-            }
-            return result.status.is_success() ? command_result::success(result.dw0)
-                                              : command_result::failure(result.status, result.dw0);
-        }
-        switch (view.feature_id) {
-        case spec::feature_id::number_of_queues: {
-            const auto maximum = spec::number_of_queues::from_counts(config_.io_queues, config_.io_queues);
-            return feature_value(view.select, granted_queues_.value_or(maximum).raw, maximum.raw);
-        }
-        case spec::feature_id::interrupt_coalescing:
-            return feature_value(view.select, interrupts_state_.coalescer().configuration().raw, 0);
-        case spec::feature_id::interrupt_vector_configuration: {
-            const spec::interrupt_vector_configuration requested{cmd.sqe.cdw11};
-            const std::uint16_t vector = requested.get(requested.iv);
-            if (vector >= limits.msix_vectors) {
-                return command_result::failure(error(spec::generic_status::invalid_field));
-            }
-            const auto current = spec::interrupt_vector_configuration{}
-                                     .with(spec::interrupt_vector_configuration::iv, vector)
-                                     .with(spec::interrupt_vector_configuration::cd,
-                                           interrupts_state_.coalescer().coalescing_disabled(vector));
-            const auto default_value = spec::interrupt_vector_configuration{}.with(
-                spec::interrupt_vector_configuration::iv, vector);
-            return feature_value(view.select, current.raw, default_value.raw);
-        }
-        default: return command_result::failure(error(spec::generic_status::invalid_field));
-        }
-    }
+    /// The feature table (feature_table.hpp).
+    [[nodiscard]] feature_table& features() noexcept { return features_; }
+    /// An I/O queue was created since the last Controller Reset (Number of Queues is then fixed).
+    [[nodiscard]] bool io_queue_created() const noexcept { return io_queue_created_; }
+    /// The I/O queues Set Features Number of Queues granted since the last Controller Reset.
+    [[nodiscard]] std::optional<spec::number_of_queues> granted_queues() const noexcept { return granted_queues_; }
+    void grant_queues(spec::number_of_queues granted) noexcept { granted_queues_ = granted; }
+    /// I/O queue pairs this controller offers at most (controller_config::io_queues).
+    [[nodiscard]] std::uint16_t max_io_queues() const noexcept { return config_.io_queues; }
+    /// The admin context's interrupt coalescing; every context's is configured alike.
+    [[nodiscard]] const interrupt_coalescer& admin_coalescer() const noexcept { return interrupts_state_.coalescer(); }
 
-private:
-    /// A changeable, not saveable, controller-wide feature's value for each SEL (Base 2.0 5.15):
-    /// saved reads as the default when the feature cannot be saved.
-    [[nodiscard]] static command_result feature_value(spec::feature_select select, std::uint32_t current,
-                                                      std::uint32_t default_value)
-    {
-        switch (select) {
-        case spec::feature_select::current: return command_result::success(current);
-        case spec::feature_select::default_value:
-        case spec::feature_select::saved: return command_result::success(default_value);
-        case spec::feature_select::supported_capabilities:
-            return command_result::success(
-                spec::feature_capabilities{}.with(spec::feature_capabilities::changeable, true).raw);
-        }
-        return command_result::failure(error(spec::generic_status::invalid_field));
-    }
-
-public:
     /// Doorbell Buffer Config (Base 2.0 5.8): PRP1 the shadow doorbell buffer, PRP2 the EventIdx
     /// buffer, each one memory page.
     spec::status doorbell_buffer_config(const spec::submission_queue_entry& sqe)

@@ -51,6 +51,8 @@
 #include <nvmekit/config.hpp>
 #include <nvmekit/dispatcher.hpp>
 #include <nvmekit/host_ranges.hpp>
+#include <nvmekit/interrupt_coalescing.hpp>
+#include <nvmekit/spec/features.hpp>
 #include <nvmekit/spec/log_pages.hpp>
 #include <nvmekit/spec/queue_entries.hpp>
 #include <nvmekit/spec/status.hpp>
@@ -119,7 +121,8 @@ concept HandlerContext =
 /// | `c.log_buffer()`, `c.admin_buffer()`         | controller-owned buffers of MDTS and 16 KiB for building log and identify data |
 /// | `c.keep_alive_received()`                    | restarts the Keep Alive timer |
 /// | `c.create_io_cq(sqe)`, `c.create_io_sq(sqe)`, `c.delete_io_cq(sqe)`, `c.delete_io_sq(cmd)`, `c.doorbell_buffer_config(sqe)` | queue management (Base 2.0 5.4, 5.5, 5.6, 5.7, 5.8) |
-/// | `c.set_features(cmd)`, `c.get_features(cmd)`, `c.firmware_commit(view)` | Set/Get Features and Firmware Commit |
+/// | `c.features()`, `c.io_queue_created()`, `c.granted_queues()`, `c.grant_queues(value)`, `c.max_io_queues()`, `c.for_each_coalescer(f)`, `c.admin_coalescer()`, `c.check_temperature()` | Set/Get Features (command_sets/features.hpp): the feature table, Number of Queues, interrupt coalescing, a Temperature Threshold change |
+/// | `c.firmware_commit(view)`                    | Firmware Commit on the emulated slots |
 /// | `c.abort_waiting(sqid, cid)`                 | aborts the command `cid` of SQ `sqid` if it still waits for a staging buffer; true when it did |
 /// | `c.waits_for_staging(ns)`                    | whether a command naming `ns` waits for a staging buffer |
 template <typename C>
@@ -149,8 +152,14 @@ concept AdminHandlerContext =
         { c.delete_io_cq(sqe) } -> std::same_as<spec::status>;
         { c.delete_io_sq(cmd) } -> std::same_as<command_result>;
         { c.doorbell_buffer_config(sqe) } -> std::same_as<spec::status>;
-        { c.set_features(cmd) } -> std::same_as<command_result>;
-        { c.get_features(cmd) } -> std::same_as<command_result>;
+        c.features();
+        { cc.io_queue_created() } -> std::same_as<bool>;
+        cc.granted_queues();
+        c.grant_queues(spec::number_of_queues{});
+        { cc.max_io_queues() } -> std::same_as<std::uint16_t>;
+        c.for_each_coalescer([](interrupt_coalescer&) {});
+        cc.admin_coalescer();
+        c.check_temperature();
         { c.abort_waiting(std::uint16_t{}, std::uint16_t{}) } -> std::same_as<bool>;
         { c.waits_for_staging(&ns) } -> std::same_as<bool>;
     };

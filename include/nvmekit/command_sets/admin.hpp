@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include <nvmekit/command_sets/features.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/dispatcher.hpp>
 #include <nvmekit/handler_context.hpp>
@@ -47,8 +48,8 @@ struct admin_command_set {
             .with(op(admin_opcode::create_io_cq), &create_io_cq)
             .with(op(admin_opcode::identify), &identify)
             .with(op(admin_opcode::abort), &abort)
-            .with(op(admin_opcode::set_features), &set_features)
-            .with(op(admin_opcode::get_features), &get_features)
+            .with(op(admin_opcode::set_features), &feature_commands<Controller>::set_features)
+            .with(op(admin_opcode::get_features), &feature_commands<Controller>::get_features)
             .with(op(admin_opcode::async_event_request), &async_event_request)
             .with(op(admin_opcode::firmware_commit), &firmware_commit, effects::changes_controller())
             .with(op(admin_opcode::firmware_image_download), &firmware_image_download)
@@ -86,8 +87,6 @@ private:
     {
         return result_of(c.doorbell_buffer_config(cmd.sqe));
     }
-    static command_result set_features(Controller& c, command& cmd) { return c.set_features(cmd); }
-    static command_result get_features(Controller& c, command& cmd) { return c.get_features(cmd); }
 
     // ---- Identify (Base 2.0 5.17) ---------------------------------------------------------------
 

@@ -1,0 +1,37 @@
+#pragma once
+// Set/Get Features and a Controller Level Reset through the in-process host, for the admin
+// command set's tests.
+
+#include <cstdint>
+
+#include <nvmekit/spec/features.hpp>
+#include <nvmekit/testing/host.hpp>
+
+namespace nvmekit_test {
+
+template <typename Rig>
+nvmekit::testing::completion get_feature(Rig& r, nvmekit::spec::feature_id feature, nvmekit::spec::feature_select sel,
+                                         std::uint32_t cdw11 = 0)
+{
+    auto sqe = Rig::host_type::get_features_command(feature, sel);
+    sqe.cdw11 = cdw11;
+    return r.host.admin(sqe);
+}
+
+template <typename Rig>
+nvmekit::testing::completion set_feature(Rig& r, nvmekit::spec::feature_id feature, std::uint32_t cdw11,
+                                         bool save = false)
+{
+    return r.host.admin(Rig::host_type::set_features_command(feature, cdw11, save));
+}
+
+/// A Controller Level Reset the way Linux does it: CC.EN = 0, wait for RDY = 0, CC.EN = 1, wait
+/// for RDY = 1. Only the admin queue exists afterwards.
+template <typename Rig>
+void controller_reset(Rig& r)
+{
+    r.host.disable();
+    r.host.enable();
+}
+
+} // namespace nvmekit_test
