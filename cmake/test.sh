@@ -45,7 +45,7 @@ else
 fi
 
 # The tests that drive a whole controller through the test fixture (tests/unit/controller_fixture.hpp).
-controller_tests='^(controller_[a-z_]*test|command_sets_[a-z_]*test|fault_injection_test|dma_guard_test)\.'
+controller_tests='^(controller_[a-z_]*test|command_sets_[a-z_]*test|fault_injection_test|dma_guard_test|handler_context_test)\.'
 for preset in ci-gcc ci-clang ci-tsan; do
     echo "=== nvmekit: ${preset}"
     cmake --workflow --preset "$preset" --fresh

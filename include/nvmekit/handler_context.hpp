@@ -10,7 +10,7 @@
 ///
 /// | expression                                   | type                     | semantics |
 /// |----------------------------------------------|--------------------------|-----------|
-/// | `C::command`                                 | type                     | one command from fetch to completion; `cmd.sqe` is the entry the host submitted, `cmd.ns` its resolved namespace, `cmd.block[0..1]` its backend requests, `cmd.continuation` what runs when they complete, `cmd.staging` its staging buffer, `cmd.progress` its progress (command_progress) |
+/// | `C::command`                                 | type                     | one command from fetch to completion; `cmd.sqe` is the entry the host submitted, `cmd.ns` its resolved namespace, `cmd.block[0..1]` its backend requests, `cmd.block_result` their outcome (the first failure, else success) when the continuation runs, `cmd.data_segments` / `cmd.data_segment_count` and `cmd.metadata_segments` storage for the `io_segment`s those requests point at (it lives as long as the command), `cmd.continuation` what runs when they complete, `cmd.staging` its staging buffer, `cmd.progress` its progress (command_progress) |
 /// | `C::namespace_type`                          | type                     | the namespaces of the controller's subsystem |
 /// | `c.attached_namespace(nsid)`                 | `C::namespace_type*`     | the namespace `nsid` when it exists and is attached to this controller, else null |
 /// | `c.max_transfer_bytes()`                     | `std::uint64_t`          | MDTS in bytes |
@@ -104,6 +104,10 @@ concept HandlerContext =
         cmd.sqe;
         cmd.ns;
         cmd.block;
+        { cmd.block_result } -> std::convertible_to<block_status>;
+        { cmd.data_segments[0] } -> std::same_as<io_segment&>;
+        { cmd.data_segment_count } -> std::convertible_to<std::uint32_t>;
+        { cmd.metadata_segments[0] } -> std::same_as<io_segment&>;
         cmd.continuation;
         cmd.staging;
         { cmd.progress } -> std::convertible_to<command_progress>;
