@@ -55,7 +55,10 @@ struct tracer_archetype {
 
 /// Models timing::TimingModel; every request completes when it is submitted.
 struct timing_model_archetype {
-    std::chrono::nanoseconds complete_at(const timing::timing_request&, std::chrono::nanoseconds now) { return now; }
+    std::chrono::nanoseconds complete_at(const timing::timing_request&, std::chrono::nanoseconds now)
+    {
+        return now;
+    }
 };
 
 static_assert(DmaProvider<dma_archetype> && !MappingDmaProvider<dma_archetype>);

@@ -54,8 +54,8 @@ public:
         if (parameters.parallelism == 0) {
             throw std::invalid_argument("simple_model: parallelism must be at least 1");
         }
-        for (const auto latency : {parameters.read_latency, parameters.write_latency, parameters.flush_latency,
-                                   parameters.other_latency}) {
+        for (const auto latency : {parameters.read_latency, parameters.write_latency,
+                                   parameters.flush_latency, parameters.other_latency}) {
             if (latency < std::chrono::nanoseconds::zero()) {
                 throw std::invalid_argument("simple_model: latencies cannot be negative");
             }
@@ -64,7 +64,8 @@ public:
     }
 
     /// Books `request` on the server that frees first and returns when it completes.
-    [[nodiscard]] std::chrono::nanoseconds complete_at(const timing_request& request, std::chrono::nanoseconds now)
+    [[nodiscard]] std::chrono::nanoseconds complete_at(const timing_request& request,
+                                                       std::chrono::nanoseconds now)
     {
         latest_now_ = std::max(latest_now_, now);
         const auto server = std::min_element(server_free_at_.begin(), server_free_at_.end());
@@ -78,7 +79,8 @@ public:
     {
         switch (request.operation) {
         case block_operation::read:
-            return parameters_.read_latency + transfer_time(request.length, parameters_.transfer_bytes_per_second);
+            return parameters_.read_latency +
+                   transfer_time(request.length, parameters_.transfer_bytes_per_second);
         case block_operation::write:
             return parameters_.write_latency +
                    transfer_time(request.length, parameters_.transfer_bytes_per_second);

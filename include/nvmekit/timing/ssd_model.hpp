@@ -15,13 +15,13 @@
 ///   channels x LUNs x planes: channel `u mod channels`, LUN `(u / channels) mod luns_per_channel`,
 ///   plane `u / (channels x luns_per_channel)`; consecutive pages go to consecutive channels first,
 ///   then LUNs, then planes. A request is cut into page pieces and each piece is booked in order.
-/// - Timelines. Each channel, each LUN and each direction of the host link has a busy-until time; a
-///   step starts when everything it needs is free and moves their busy-until to its end. Steps are
-///   booked in the order of the calls and of the pages within a request, so a step never takes an
-///   idle gap a resource had before a step booked earlier (FIFO resources). A link whose rate is 0
-///   costs no time and orders nothing. A LUN runs
-///   one array operation at a time (planes spread the mapping but no multi-plane command is
-///   modelled), and stays busy until its page register is emptied (read) or programmed (write).
+/// - Timelines. Each channel, each LUN and each direction of the host link has a busy-until
+///   time; a step starts when everything it needs is free and moves their busy-until to its end.
+///   Steps are booked in the order of the calls and of the pages within a request, so a step
+///   never takes an idle gap a resource had before a step booked earlier (FIFO resources). A link
+///   whose rate is 0 costs no time and orders nothing. A LUN runs one array operation at a time
+///   (planes spread the mapping but no multi-plane command is modelled), and stays busy until its
+///   page register is emptied (read) or programmed (write).
 /// - Read of a piece: LUN page read (page_read, from max(now, LUN free)), then the piece's bytes
 ///   over the channel (from max(read end, channel free)), then over the host link device-to-host.
 ///   The request completes when its last piece has crossed the host link. Reads always go to NAND:
@@ -38,9 +38,10 @@
 ///   programs end, and a flush completes at once.
 /// - Erase. Each plane writes its blocks in order, a page at a time (a log-structured write
 ///   point), and wraps to block 0 after blocks_per_plane blocks. A block written before is erased
-///   (block_erase, on its LUN, from max(now, LUN free)) before its first page is programmed again. Nothing else: there is
-///   no garbage collection, no valid-page copy and no over-provisioning, so erases only ever add
-///   their own latency, as for an ideal FTL whose old data is all stale.
+///   (block_erase, on its LUN, from max(now, LUN free)) before its first page is programmed
+///   again. Nothing else: there is no garbage collection, no valid-page copy and no
+///   over-provisioning, so erases only ever add their own latency, as for an ideal FTL whose old
+///   data is all stale.
 /// - Write Zeroes and Deallocate complete at once (mapping updates only).
 /// - Host link: one timeline per direction (PCIe is full duplex).
 ///
@@ -152,7 +153,8 @@ public:
     }
 
     /// Books `request`, submitted at `now`, and returns when it completes.
-    [[nodiscard]] std::chrono::nanoseconds complete_at(const timing_request& request, std::chrono::nanoseconds now)
+    [[nodiscard]] std::chrono::nanoseconds complete_at(const timing_request& request,
+                                                       std::chrono::nanoseconds now)
     {
         latest_now_ = std::max(latest_now_, now);
         switch (request.operation) {
@@ -229,8 +231,10 @@ private:
         for_each_piece(request, [&](piece p) {
             auto& lun = lun_free_[lun_of(p.unit)];
             const auto sensed = std::max(latest_now_, lun) + parameters_.page_read;
-            lun = occupy(channel_free_[channel_of(p.unit)], sensed, p.bytes, parameters_.channel_bytes_per_second);
-            done = std::max(done, occupy(device_to_host_free_, lun, p.bytes, parameters_.host_bytes_per_second));
+            lun = occupy(channel_free_[channel_of(p.unit)], sensed, p.bytes,
+                         parameters_.channel_bytes_per_second);
+            done =
+                std::max(done, occupy(device_to_host_free_, lun, p.bytes, parameters_.host_bytes_per_second));
             ++statistics_.pages_read;
         });
         return done;
@@ -263,8 +267,9 @@ private:
 
     /// Books `bytes` on a link whose busy-until is `link_free` from `ready` on and returns when
     /// they have crossed it. A link of rate 0 costs no time and is never busy.
-    static std::chrono::nanoseconds occupy(std::chrono::nanoseconds& link_free, std::chrono::nanoseconds ready,
-                                           std::uint64_t bytes, std::uint64_t bytes_per_second) noexcept
+    static std::chrono::nanoseconds occupy(std::chrono::nanoseconds& link_free,
+                                           std::chrono::nanoseconds ready, std::uint64_t bytes,
+                                           std::uint64_t bytes_per_second) noexcept
     {
         if (bytes_per_second == 0) {
             return ready;

@@ -3,7 +3,8 @@
 ///
 /// | expression               | type                       | semantics |
 /// |--------------------------|----------------------------|-----------|
-/// | `m.complete_at(r, now)`  | `std::chrono::nanoseconds` | books request `r`, submitted at `now`, on the model's resources and returns the time it completes, never before `now` |
+/// | `m.complete_at(r, now)`  | `std::chrono::nanoseconds` | books request `r`, submitted at `now`, on the
+/// model's resources and returns the time it completes, never before `now` |
 ///
 /// `m` is an lvalue of the model type, `r` a `const timing_request&` and `now` a
 /// `std::chrono::nanoseconds`. A model is called once per request, in submission order; the `now`
@@ -40,8 +41,11 @@ struct timing_request {
 
 /// Times requests (see the table above).
 template <typename T>
-concept TimingModel = requires(T& model, const timing_request& request, std::chrono::nanoseconds now) {
-    { model.complete_at(request, now) } -> std::same_as<std::chrono::nanoseconds>;
+concept TimingModel = requires(T& model, const timing_request& request, std::chrono::nanoseconds now)
+{
+    {
+        model.complete_at(request, now)
+        } -> std::same_as<std::chrono::nanoseconds>;
 };
 
 /// Checks `T` models TimingModel with a readable diagnostic. Use it where a model enters the

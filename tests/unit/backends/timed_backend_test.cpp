@@ -1,5 +1,3 @@
-#include <nvmekit/backends/timed_backend.hpp>
-
 #include <array>
 #include <chrono>
 #include <cstddef>
@@ -15,6 +13,7 @@
 
 #include <nvmekit/backends/any_backend.hpp>
 #include <nvmekit/backends/ram_backend.hpp>
+#include <nvmekit/backends/timed_backend.hpp>
 #include <nvmekit/clock.hpp>
 #include <nvmekit/controller.hpp>
 #include <nvmekit/nvm_namespace.hpp>
@@ -45,9 +44,10 @@ using ram_simple = timed_backend<ram_backend, simple_model, manual_clock>;
 static_assert(nvmekit::check_block_backend<ram_ssd>());
 static_assert(nvmekit::check_block_backend<ram_simple>());
 static_assert(nvmekit::check_block_backend<
-              timed_backend<nvmekit::testing::block_backend_archetype, nvmekit::testing::timing_model_archetype,
-                            nvmekit::testing::clock_archetype>>());
-static_assert(nvmekit::check_block_backend<timed_backend<ram_backend, simple_model, nvmekit::steady_clock>>());
+              timed_backend<nvmekit::testing::block_backend_archetype,
+                            nvmekit::testing::timing_model_archetype, nvmekit::testing::clock_archetype>>());
+static_assert(
+    nvmekit::check_block_backend<timed_backend<ram_backend, simple_model, nvmekit::steady_clock>>());
 static_assert(std::is_nothrow_move_constructible_v<ram_ssd> && !std::is_copy_constructible_v<ram_ssd>);
 static_assert(std::is_convertible_v<ram_ssd, nvmekit::any_backend>);
 
@@ -62,7 +62,8 @@ struct tracked {
     int calls = 0;
     block_status status = block_status::internal_error;
 
-    tracked(block_operation operation, std::uint64_t offset, std::size_t length, std::byte fill = std::byte{0})
+    tracked(block_operation operation, std::uint64_t offset, std::size_t length,
+            std::byte fill = std::byte{0})
         : data(operation == block_operation::read || operation == block_operation::write ? length : 0, fill)
     {
         segment = io_segment{data.data(), data.size()};
@@ -86,7 +87,8 @@ struct tracked {
     [[nodiscard]] bool done() const noexcept { return calls != 0; }
 };
 
-simple_model fixed(std::chrono::nanoseconds read, std::chrono::nanoseconds write = 0ns, std::size_t parallelism = 1)
+simple_model fixed(std::chrono::nanoseconds read, std::chrono::nanoseconds write = 0ns,
+                   std::size_t parallelism = 1)
 {
     return simple_model{{.read_latency = read, .write_latency = write, .parallelism = parallelism}};
 }
@@ -279,8 +281,8 @@ TEST(timed_backend, the_same_submissions_complete_at_the_same_times)
 TEST(timed_backend, with_a_steady_clock_a_request_completes_once_wall_clock_time_has_passed)
 {
     const nvmekit::steady_clock clock;
-    timed_backend<ram_backend, simple_model, nvmekit::steady_clock> backend{ram_backend{capacity}, fixed(200us),
-                                                                          clock, 2};
+    timed_backend<ram_backend, simple_model, nvmekit::steady_clock> backend{ram_backend{capacity},
+                                                                            fixed(200us), clock, 2};
     tracked read{block_operation::read, 0, 512};
     const auto start = clock.now();
     backend.submit(read.request);

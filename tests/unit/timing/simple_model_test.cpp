@@ -1,5 +1,3 @@
-#include <nvmekit/timing/simple_model.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <stdexcept>
@@ -8,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <nvmekit/block_backend.hpp>
+#include <nvmekit/timing/simple_model.hpp>
 #include <nvmekit/timing/timing_model.hpp>
 
 #include "splitmix64.hpp"
@@ -67,7 +66,8 @@ TEST(simple_model, n_servers_serve_n_requests_at_once_and_the_next_waits_for_the
     for (int i = 0; i < 9; ++i) {
         done.push_back(model.complete_at(read(0, 512), 0ns));
     }
-    EXPECT_EQ(done, (std::vector<std::chrono::nanoseconds>{10us, 10us, 10us, 10us, 20us, 20us, 20us, 20us, 30us}));
+    EXPECT_EQ(done,
+              (std::vector<std::chrono::nanoseconds>{10us, 10us, 10us, 10us, 20us, 20us, 20us, 20us, 30us}));
     // At 25 us three servers are free (since 20 us): a request starts at once.
     EXPECT_EQ(model.complete_at(read(0, 512), 25us), 35us);
 }
@@ -103,7 +103,8 @@ TEST(simple_model, the_same_requests_give_the_same_times)
         for (int i = 0; i < 1000; ++i) {
             now += std::chrono::nanoseconds{random.below(5000)};
             const auto operation = static_cast<block_operation>(random.below(5));
-            times.push_back(model.complete_at({operation, random.below(1 << 30), random.between(1, 65536), false}, now));
+            times.push_back(
+                model.complete_at({operation, random.below(1 << 30), random.between(1, 65536), false}, now));
         }
         return times;
     };

@@ -1,5 +1,3 @@
-#include <nvmekit/timing/ssd_model.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -9,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <nvmekit/block_backend.hpp>
+#include <nvmekit/timing/ssd_model.hpp>
 #include <nvmekit/timing/timing_model.hpp>
 
 #include "splitmix64.hpp"

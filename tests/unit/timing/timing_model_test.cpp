@@ -1,5 +1,3 @@
-#include <nvmekit/timing/timing_model.hpp>
-
 #include <chrono>
 #include <cstdint>
 
@@ -7,6 +5,7 @@
 
 #include <nvmekit/block_backend.hpp>
 #include <nvmekit/testing/archetypes.hpp>
+#include <nvmekit/timing/timing_model.hpp>
 
 namespace {
 
