@@ -106,9 +106,14 @@ struct timed_backend_state {
 } // namespace detail
 
 /// A BlockBackend timed by a TimingModel (see the top of this header). `Clock` is read in
-/// submit() and poll(); the clock must outlive the backend.
-template <BlockBackend Backend, timing::TimingModel Model, Clock ClockType>
+/// submit() and poll(); the clock must outlive the backend. Each parameter is checked with its
+/// concept's readable diagnostic.
+template <typename Backend, typename Model, typename ClockType>
 class timed_backend {
+    static_assert(check_block_backend<Backend>());
+    static_assert(timing::check_timing_model<Model>());
+    static_assert(check_clock<ClockType>());
+
     using state_type = detail::timed_backend_state<Model>;
     using slot_state = typename state_type::slot_state;
 

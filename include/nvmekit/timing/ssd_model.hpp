@@ -104,12 +104,12 @@ struct ssd_parameters {
     std::uint64_t write_buffer_bytes = 0;
 };
 
-/// FEMU's blackbox SSD: 8 channels x 8 LUNs x 1 plane x 256 blocks x 256 pages of 4 KiB (16 GiB
-/// raw; FEMU exposes 12 GiB of it and keeps the rest for its garbage collection, which this
-/// model does not have), 40 us page read, 200 us page program, 2 ms block erase. FEMU's channel
-/// transfer latency (ch_xfer_lat) defaults to 0 and is ignored, it has no host link model and no
-/// write buffer, so those are 0 here too: a user who wants them sets channel_bytes_per_second,
-/// host_bytes_per_second and write_buffer_bytes.
+/// FEMU's blackbox SSD: 8 channels x 8 LUNs x 1 plane x 256 blocks x 256 pages of 4 KiB
+/// (16 GiB raw; FEMU exposes 12 GiB and keeps the rest as over-provisioning for its garbage
+/// collection, which this model does not have), 40 us page read, 200 us page program, 2 ms block
+/// erase. FEMU's channel transfer latency (ch_xfer_lat) defaults to 0 and is ignored, and it has
+/// no host link model and no write buffer, so those are 0 here too: a user who wants them sets
+/// channel_bytes_per_second, host_bytes_per_second and write_buffer_bytes.
 [[nodiscard]] constexpr ssd_parameters femu_defaults() noexcept
 {
     return ssd_parameters{};
