@@ -1,4 +1,5 @@
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +25,7 @@
 #include <nvmekit/timing/ssd_model.hpp>
 
 #include "controller_fixture.hpp"
+#include "thread_group.hpp"
 
 namespace {
 
@@ -304,6 +306,44 @@ TEST(timed_backend, moves_with_its_waiting_requests)
     clock.advance(10us);
     EXPECT_EQ(moved.poll(), 1U);
     EXPECT_EQ(read.status, block_status::success);
+}
+
+TEST(timed_backend, threads_submit_while_one_thread_polls_and_every_request_completes_once)
+{
+    manual_clock clock;
+    using backend_type = timed_backend<ram_backend, simple_model, manual_clock>;
+    backend_type backend{ram_backend{capacity, {.concurrent = true}}, fixed(5us, 5us, 4), clock, 64};
+    constexpr std::size_t submitters = 4;
+    constexpr std::size_t per_thread = 200;
+    std::vector<std::unique_ptr<tracked>> requests;
+    for (std::size_t i = 0; i < submitters * per_thread; ++i) {
+        const auto operation = i % 2 == 0 ? block_operation::write : block_operation::read;
+        requests.push_back(std::make_unique<tracked>(operation, (i % 256) * page, page, std::byte{1}));
+    }
+    std::atomic<std::size_t> finished{0};
+    {
+        nvmekit_test::thread_group threads{submitters, [&](std::size_t index) {
+                                               for (std::size_t i = 0; i < per_thread; ++i) {
+                                                   tracked& request = *requests[index * per_thread + i];
+                                                   backend.submit(request.request);
+                                               }
+                                               finished.fetch_add(1);
+                                           }};
+        while (finished.load() != submitters || backend.outstanding() != 0) {
+            clock.advance(1us);
+            backend.poll();
+        }
+    }
+    std::size_t overflowed = 0;
+    for (const auto& request : requests) {
+        ASSERT_EQ(request->calls, 1);
+        if (request->status == block_status::internal_error) {
+            ++overflowed;
+        } else {
+            EXPECT_EQ(request->status, block_status::success);
+        }
+    }
+    EXPECT_EQ(overflowed, backend.overflows());
 }
 
 /// A whole controller over a timed RAM namespace: a Read completes only once the clock has
