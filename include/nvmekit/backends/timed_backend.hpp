@@ -22,7 +22,7 @@
 /// before it even when the write has not completed yet, which NVMe allows (commands in flight
 /// are unordered).
 ///
-/// Two requests complete inside submit(): one that validate_block_request refuses (with its
+/// Two kinds of request complete inside submit(): one that validate_block_request refuses (with its
 /// status; the model does not see it and the inner backend is not called), and one submitted
 /// while `max_outstanding` requests are waiting (with internal_error, as test_backend does).
 ///
