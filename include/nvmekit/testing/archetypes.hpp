@@ -12,6 +12,7 @@
 #include <nvmekit/config.hpp>
 #include <nvmekit/dma.hpp>
 #include <nvmekit/interrupts.hpp>
+#include <nvmekit/timing/timing_model.hpp>
 #include <nvmekit/tracer.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
@@ -52,6 +53,14 @@ struct tracer_archetype {
     void trace(const trace_record&) {}
 };
 
+/// Models timing::TimingModel; every request completes when it is submitted.
+struct timing_model_archetype {
+    std::chrono::nanoseconds complete_at(const timing::timing_request&, std::chrono::nanoseconds now)
+    {
+        return now;
+    }
+};
+
 static_assert(DmaProvider<dma_archetype> && !MappingDmaProvider<dma_archetype>);
 static_assert(check_dma_provider<dma_archetype>());
 static_assert(MappingDmaProvider<mapping_dma_archetype>);
@@ -64,6 +73,8 @@ static_assert(Clock<clock_archetype>);
 static_assert(check_clock<clock_archetype>());
 static_assert(Tracer<tracer_archetype>);
 static_assert(check_tracer<tracer_archetype>());
+static_assert(timing::TimingModel<timing_model_archetype>);
+static_assert(timing::check_timing_model<timing_model_archetype>());
 
 } // namespace testing
 NVMEKIT_END_NAMESPACE
