@@ -1712,7 +1712,7 @@ private:
         cmd.blocks_pending = 0;
         cmd.block_result = block_status::success;
         cmd.continuation = nullptr;
-        cmd.progress = {};
+        cmd.progress.vendor = 0; // the others are set by the commands that use them
         cmd.data_segment_count = 0;
         const std::uint8_t opcode = cmd.sqe.opcode();
         command_result result;
@@ -1738,7 +1738,10 @@ public:
         NVMEKIT_ASSERT(!result.is_pending(), "finish() with a pending result");
         auto& sq = *cmd.sq;
         release_staging(cmd);
-        if (sq.retired || !completion_queue_exists(sq.ring.cqid())) {
+        // An SQ's CQID was checked when the SQ was created; the CQ outlives the SQ unless a reset
+        // deleted both.
+        auto* cq = sq.retired ? nullptr : completion_queues_[sq.ring.cqid()].get();
+        if (cq == nullptr) {
             // The queue was deleted or the controller reset while the command was in a backend:
             // the command ends without a completion.
             release_without_completion(cmd);
@@ -1747,7 +1750,7 @@ public:
         if (!result.status.is_success()) {
             on_command_error(cmd, result.status);
         }
-        complete(sq, cmd, result.status, result.dw0);
+        complete(sq, *cq, cmd, result.status, result.dw0);
     }
 
     /// MDTS in bytes, as this controller reports it (controller_config::mdts).
@@ -2161,7 +2164,10 @@ private:
     }
 
 
-    void complete(detail::submission_queue<command>& sq, command& cmd, spec::status status, std::uint32_t dw0)
+    /// Builds `cmd`'s completion entry and posts it on `cq`, its SQ's CQ, or holds it while `cq` is
+    /// full.
+    void complete(detail::submission_queue<command>& sq, detail::completion_queue<command>& cq, command& cmd,
+                  spec::status status, std::uint32_t dw0)
     {
         auto& cqe = cmd.cqe;
         cqe = {};
@@ -2171,7 +2177,6 @@ private:
         cqe.cid = cmd.sqe.command_id();
         cqe.set_status(status, false);
         sq.pool.mark_completed(sq.pool.at(cmd.request_index));
-        auto& cq = *completion_queues_[sq.ring.cqid()];
         if (!cq.held.empty() || cq.ring.full()) {
             ++cmd.group->completions_held;
             trace_command(trace_event::err_cq_full, cmd, cq.ring.qid(), status);
@@ -2275,7 +2280,7 @@ private:
             spec::submission_queue_entry request{};
             request.cdw0.set(spec::command_dword0::cid, report->command_id);
             auto& cmd = acquire_request(admin_sq, admin_group_, request);
-            complete(admin_sq, cmd, spec::status::success(), report->event.raw);
+            complete(admin_sq, *completion_queues_[0], cmd, spec::status::success(), report->event.raw);
         }
     }
 
