@@ -61,9 +61,10 @@
 NVMEKIT_BEGIN_NAMESPACE
 
 /// What a command that runs in several steps (it submits to a backend, continues, submits again)
-/// has done so far. Each member belongs to the commands its comment names; all are zero when a
-/// command's handler first runs, and again when a command that waited for a staging buffer is
-/// dispatched once more.
+/// has done so far. Each member belongs to the commands its comment names, which set it before
+/// they read it; `vendor` is zero when a command's handler first runs, and again when a command
+/// that waited for a staging buffer is dispatched once more (the others are not cleared: that
+/// would cost every command four stores).
 struct command_progress {
     std::uint32_t metadata_segments = 0; ///< Read, Write, Compare: separate metadata segments prepared
     std::uint32_t last_nsid = 0;         ///< Flush and Format NVM of every namespace: the last one done
