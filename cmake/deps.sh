@@ -30,5 +30,6 @@ nvmekit_install_missing() {
 # What building the library and its examples needs.
 nvmekit_build_packages=(cmake ninja-build g++ libfmt-dev libspdlog-dev libboost-dev)
 # What the tests, benchmarks and packaging checks add.
+# nlohmann-json3-dev: the JSON-RPC headers (nvmekit::rpc) and their tests.
 # dpkg-dev: dpkg-shlibdeps computes the nvmekit-serve package's dependencies.
-nvmekit_test_packages=(clang libclang-rt-14-dev libgtest-dev libbenchmark-dev pkgconf dpkg-dev)
+nvmekit_test_packages=(clang libclang-rt-14-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev pkgconf dpkg-dev)
