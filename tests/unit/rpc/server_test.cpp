@@ -1,0 +1,529 @@
+#include <nvmekit/rpc/server.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace {
+
+namespace rpc = nvmekit::rpc;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+bool path_exists(const std::string& path)
+{
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
+/// Polls `condition` for up to 5 seconds.
+template <typename Condition>
+bool eventually(Condition condition)
+{
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            return false;
+        }
+        std::this_thread::sleep_for(1ms);
+    }
+    return true;
+}
+
+/// A blocking client socket with a line reader (responses are one line each).
+class test_client {
+public:
+    explicit test_client(const std::string& path) : fd_{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)}
+    {
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+        if (fd_ < 0 || ::connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+            throw std::runtime_error(std::string{"connect: "} + std::strerror(errno));
+        }
+    }
+    test_client(const test_client&) = delete;
+    test_client& operator=(const test_client&) = delete;
+    ~test_client() { close(); }
+
+    void close()
+    {
+        if (fd_ >= 0) {
+            ::close(fd_);
+            fd_ = -1;
+        }
+    }
+
+    void shutdown_write() const { ::shutdown(fd_, SHUT_WR); }
+
+    /// Sends everything; false when the server closed the connection.
+    bool send(const std::string& bytes) const
+    {
+        std::size_t done = 0;
+        while (done < bytes.size()) {
+            const ssize_t sent = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+            if (sent < 0) {
+                if (errno == EINTR) {
+                    continue;
+                }
+                return false;
+            }
+            done += static_cast<std::size_t>(sent);
+        }
+        return true;
+    }
+
+    /// The next response line, parsed; nothing on end of stream, error or 5 s without one.
+    std::optional<json> read_response()
+    {
+        for (;;) {
+            if (const auto newline = buffer_.find('\n'); newline != std::string::npos) {
+                const std::string line = buffer_.substr(0, newline);
+                buffer_.erase(0, newline + 1);
+                return json::parse(line);
+            }
+            if (!fill(5000)) {
+                return std::nullopt;
+            }
+        }
+    }
+
+    /// Reads until the server closes the connection (end of stream or reset); false after 5 s.
+    bool wait_closed()
+    {
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (!fill(100)) {
+                if (closed_) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    /// Whether nothing arrives within `ms`.
+    bool quiet_for(int ms)
+    {
+        const std::size_t before = buffer_.size();
+        fill(ms);
+        return buffer_.size() == before && !closed_;
+    }
+
+    [[nodiscard]] std::size_t received() const { return received_; }
+
+private:
+    bool fill(int timeout_ms)
+    {
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, timeout_ms) <= 0) {
+            return false;
+        }
+        char chunk[65536];
+        const ssize_t got = ::recv(fd_, chunk, sizeof chunk, 0);
+        if (got <= 0) {
+            closed_ = true;
+            return false;
+        }
+        received_ += static_cast<std::size_t>(got);
+        buffer_.append(chunk, static_cast<std::size_t>(got));
+        return true;
+    }
+
+    int fd_;
+    std::string buffer_;
+    std::size_t received_ = 0;
+    bool closed_ = false;
+};
+
+std::string request(const std::string& method, const json& id, const json& params = nullptr)
+{
+    json r = {{"jsonrpc", "2.0"}, {"method", method}, {"id", id}};
+    if (!params.is_null()) {
+        r["params"] = params;
+    }
+    return r.dump(2); // as rpc.py sends it
+}
+
+struct server_fixture : ::testing::Test {
+    std::string directory;
+    std::string path;
+    rpc::registry methods;
+    std::atomic<int> echo_calls{0};
+
+    void SetUp() override
+    {
+        std::string pattern = "/tmp/nvmekit-rpc-XXXXXX";
+        ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+        directory = pattern;
+        path = directory + "/rpc.sock";
+        methods.add("echo", [this](const json& params) -> rpc::outcome {
+            ++echo_calls;
+            return params;
+        });
+        methods.add("big", [](const json& params) -> rpc::outcome {
+            auto [bytes] = rpc::params{params}.read(rpc::required<std::size_t>("bytes"));
+            return std::string(bytes, 'b');
+        });
+    }
+    void TearDown() override
+    {
+        ::unlink(path.c_str());
+        ::unlink((directory + "/file").c_str());
+        ::rmdir(directory.c_str());
+    }
+
+    rpc::server_options options() const
+    {
+        rpc::server_options o;
+        o.socket_path = path;
+        return o;
+    }
+};
+
+TEST_F(server_fixture, default_socket_path)
+{
+    EXPECT_EQ(rpc::server_options{}.socket_path, "/var/tmp/nvmekit.sock");
+}
+
+TEST_F(server_fixture, answers_and_removes_its_socket_when_stopped)
+{
+    rpc::server server{methods, options()};
+    server.start();
+    EXPECT_TRUE(path_exists(path));
+    ASSERT_TRUE(eventually([&] { return server.running(); }));
+    test_client client{path};
+    ASSERT_TRUE(client.send(request("rpc_get_methods", 1)));
+    const auto response = client.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ(*response, json::parse(R"({"jsonrpc": "2.0", "id": 1, "result": ["rpc_get_methods", "echo", "big"]})"));
+    server.stop();
+    EXPECT_FALSE(server.running());
+    EXPECT_FALSE(path_exists(path));
+    EXPECT_TRUE(client.wait_closed());
+}
+
+TEST_F(server_fixture, two_clients_at_once)
+{
+    rpc::server server{methods, options()};
+    server.start();
+    test_client a{path};
+    test_client b{path};
+    const std::string from_a = request("echo", "a-1", {{"who", "a"}});
+    ASSERT_TRUE(a.send(from_a.substr(0, 20)));
+    // b is answered while a's request is incomplete, several requests in one write, in order.
+    ASSERT_TRUE(b.send(request("echo", 1, {{"n", 1}}) + "\n" + request("echo", 2, {{"n", 2}})));
+    auto response = b.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["id"], 1);
+    response = b.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["id"], 2);
+    EXPECT_EQ((*response)["result"]["n"], 2);
+    EXPECT_TRUE(a.quiet_for(20));
+    ASSERT_TRUE(a.send(from_a.substr(20)));
+    response = a.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["id"], "a-1");
+    EXPECT_EQ((*response)["result"]["who"], "a");
+    EXPECT_EQ(server.statistics().clients_connected, 2U);
+}
+
+TEST_F(server_fixture, client_disconnecting_mid_request_harms_nobody)
+{
+    rpc::server server{methods, options()};
+    server.start();
+    test_client b{path};
+    {
+        test_client a{path};
+        ASSERT_TRUE(a.send(request("echo", 1).substr(0, 25)));
+        ASSERT_TRUE(eventually([&] { return server.statistics().clients_connected == 2; }));
+    }
+    ASSERT_TRUE(eventually([&] { return server.statistics().clients_lost == 1; }));
+    EXPECT_EQ(echo_calls.load(), 0);
+    ASSERT_TRUE(b.send(request("echo", 7, {{"x", 1}})));
+    const auto response = b.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["id"], 7);
+    EXPECT_EQ(server.statistics().clients_connected, 1U);
+}
+
+TEST_F(server_fixture, complete_requests_before_the_client_closes_its_side_are_answered)
+{
+    rpc::server server{methods, options()};
+    server.start();
+    test_client a{path};
+    ASSERT_TRUE(a.send(request("echo", 1) + request("echo", 2)));
+    a.shutdown_write(); // no more requests, responses still wanted
+    const auto first = a.read_response();
+    const auto second = a.read_response();
+    ASSERT_TRUE(first && second);
+    EXPECT_EQ((*first)["id"], 1);
+    EXPECT_EQ((*second)["id"], 2);
+    EXPECT_TRUE(a.wait_closed());
+}
+
+TEST_F(server_fixture, notification_gets_no_response)
+{
+    rpc::server server{methods, options()};
+    server.start();
+    test_client a{path};
+    json notification = json::parse(request("echo", 0));
+    notification.erase("id");
+    ASSERT_TRUE(a.send(notification.dump() + request("echo", 2)));
+    const auto response = a.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["id"], 2);
+    EXPECT_EQ(echo_calls.load(), 2);
+}
+
+TEST_F(server_fixture, garbage_gets_a_parse_error_and_the_connection_is_closed)
+{
+    rpc::server server{methods, options()};
+    server.start();
+    test_client a{path};
+    test_client b{path};
+    ASSERT_TRUE(a.send(request("echo", 1) + "\n}{"));
+    auto response = a.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["id"], 1);
+    response = a.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["id"], nullptr);
+    EXPECT_EQ((*response)["error"]["code"], -32700);
+    EXPECT_TRUE(a.wait_closed());
+    ASSERT_TRUE(b.send(request("echo", 3)));
+    response = b.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["id"], 3);
+    EXPECT_EQ(server.statistics().parse_errors, 1U);
+}
+
+TEST_F(server_fixture, huge_request_is_refused_and_the_connection_closed)
+{
+    auto o = options();
+    o.limits.max_request_bytes = 1 << 20;
+    rpc::server server{methods, o};
+    server.start();
+    test_client a{path};
+    test_client b{path};
+    std::thread sender{[&] {
+        // Fails part way once the server has closed the connection.
+        (void)a.send(R"({"jsonrpc": "2.0", "id": 1, "method": "echo", "params": {"data": ")" +
+                     std::string(std::size_t{8} << 20, 'x') + "\"}}");
+    }};
+    const auto response = a.read_response();
+    sender.join();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["id"], nullptr);
+    EXPECT_EQ((*response)["error"]["code"], -32700);
+    EXPECT_EQ((*response)["error"]["message"], "request is longer than 1048576 bytes");
+    EXPECT_TRUE(a.wait_closed());
+    EXPECT_EQ(echo_calls.load(), 0);
+    ASSERT_TRUE(b.send(request("echo", 2)));
+    ASSERT_TRUE(b.read_response());
+}
+
+TEST_F(server_fixture, client_that_never_reads_is_dropped_past_the_output_bound)
+{
+    auto o = options();
+    o.max_output_bytes = 1 << 20;
+    rpc::server server{methods, o};
+    server.start();
+    test_client slow{path};
+    test_client other{path};
+    constexpr std::size_t response_bytes = 256 * 1024;
+    constexpr int requests = 64; // 16 MiB of responses asked for
+    std::string burst;
+    for (int i = 0; i < requests; ++i) {
+        burst += request("big", i, {{"bytes", response_bytes}});
+    }
+    ASSERT_TRUE(slow.send(burst));
+    ASSERT_TRUE(eventually([&] { return server.statistics().slow_clients_dropped == 1; }));
+    // The other client is served meanwhile and after.
+    ASSERT_TRUE(other.send(request("echo", 1)));
+    ASSERT_TRUE(other.read_response());
+    // What reached the slow client is what the socket held plus at most the bound, then the end.
+    EXPECT_TRUE(slow.wait_closed());
+    EXPECT_LT(slow.received(), (std::size_t{1} << 20) + (std::size_t{4} << 20));
+    EXPECT_LT(server.statistics().responses, static_cast<std::uint64_t>(requests));
+}
+
+TEST_F(server_fixture, slow_reader_within_the_bound_gets_everything)
+{
+    auto o = options();
+    o.max_output_bytes = 4 << 20;
+    rpc::server server{methods, o};
+    server.start();
+    test_client client{path};
+    std::string burst;
+    for (int i = 0; i < 8; ++i) {
+        burst += request("big", i, {{"bytes", 256 * 1024}});
+    }
+    ASSERT_TRUE(client.send(burst));
+    std::this_thread::sleep_for(50ms); // let the responses pile up
+    for (int i = 0; i < 8; ++i) {
+        const auto response = client.read_response();
+        ASSERT_TRUE(response) << i;
+        EXPECT_EQ((*response)["id"], i);
+        EXPECT_EQ((*response)["result"].get<std::string>().size(), 256U * 1024U);
+    }
+    EXPECT_EQ(server.statistics().slow_clients_dropped, 0U);
+}
+
+TEST_F(server_fixture, stop_while_clients_are_connected)
+{
+    rpc::server server{methods, options()};
+    server.start();
+    test_client idle{path};
+    test_client partial{path};
+    test_client not_reading{path};
+    ASSERT_TRUE(partial.send(request("echo", 1).substr(0, 10)));
+    std::string burst;
+    for (int i = 0; i < 16; ++i) {
+        burst += request("big", i, {{"bytes", 256 * 1024}});
+    }
+    ASSERT_TRUE(not_reading.send(burst));
+    ASSERT_TRUE(eventually([&] { return server.statistics().clients_connected == 3; }));
+    ASSERT_TRUE(eventually([&] { return server.statistics().responses > 0; }));
+    const auto before = std::chrono::steady_clock::now();
+    server.stop();
+    EXPECT_LT(std::chrono::steady_clock::now() - before, 2s);
+    EXPECT_FALSE(server.running());
+    EXPECT_FALSE(path_exists(path));
+    EXPECT_EQ(server.statistics().clients_connected, 0U);
+    EXPECT_TRUE(idle.wait_closed());
+    EXPECT_TRUE(partial.wait_closed());
+    EXPECT_TRUE(not_reading.wait_closed());
+    // And it starts again.
+    server.start();
+    test_client again{path};
+    ASSERT_TRUE(again.send(request("echo", 5)));
+    ASSERT_TRUE(again.read_response());
+}
+
+TEST_F(server_fixture, stop_from_a_handler_still_answers_it)
+{
+    rpc::server* self = nullptr;
+    methods.add("shutdown", [&self](const json&) -> rpc::outcome {
+        self->stop();
+        return true;
+    });
+    rpc::server server{methods, options()};
+    self = &server;
+    server.start();
+    test_client client{path};
+    ASSERT_TRUE(client.send(request("shutdown", 1)));
+    const auto response = client.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["result"], true);
+    EXPECT_TRUE(client.wait_closed());
+    EXPECT_TRUE(eventually([&] { return !server.running(); }));
+    EXPECT_TRUE(eventually([&] { return !path_exists(path); }));
+}
+
+TEST_F(server_fixture, run_on_the_callers_thread_and_stop_from_another)
+{
+    rpc::server server{methods, options()};
+    std::thread runner{[&] { server.run(); }};
+    ASSERT_TRUE(eventually([&] { return server.running(); }));
+    {
+        test_client client{path};
+        ASSERT_TRUE(client.send(request("echo", 1)));
+        ASSERT_TRUE(client.read_response());
+    }
+    server.stop();
+    runner.join();
+    EXPECT_FALSE(server.running());
+    EXPECT_FALSE(path_exists(path));
+}
+
+TEST_F(server_fixture, refuses_to_start_where_a_server_answers)
+{
+    rpc::server first{methods, options()};
+    first.start();
+    rpc::server second{methods, options()};
+    try {
+        second.start();
+        FAIL() << "started over a live server";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string{e.what()}.find("already answers"), std::string::npos) << e.what();
+    }
+    test_client client{path};
+    ASSERT_TRUE(client.send(request("echo", 1)));
+    ASSERT_TRUE(client.read_response());
+    first.stop();
+    second.start();
+    test_client again{path};
+    ASSERT_TRUE(again.send(request("echo", 2)));
+    ASSERT_TRUE(again.read_response());
+}
+
+TEST_F(server_fixture, removes_a_stale_socket_file)
+{
+    {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+        ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+        ASSERT_EQ(::listen(fd, 1), 0);
+        ::close(fd); // as a server that died leaves it
+    }
+    ASSERT_TRUE(path_exists(path));
+    rpc::server server{methods, options()};
+    server.start();
+    test_client client{path};
+    ASSERT_TRUE(client.send(request("echo", 1)));
+    ASSERT_TRUE(client.read_response());
+}
+
+TEST_F(server_fixture, refuses_a_path_that_is_not_a_socket)
+{
+    auto o = options();
+    o.socket_path = directory + "/file";
+    std::ofstream{o.socket_path} << "keep me";
+    rpc::server server{methods, o};
+    EXPECT_THROW(server.start(), std::runtime_error);
+    std::string content;
+    std::getline(std::ifstream{o.socket_path}, content);
+    EXPECT_EQ(content, "keep me");
+
+    o.socket_path = directory + "/" + std::string(200, 'x');
+    rpc::server too_long{methods, o};
+    EXPECT_THROW(too_long.start(), std::invalid_argument);
+}
+
+TEST_F(server_fixture, connections_beyond_max_clients_are_closed)
+{
+    auto o = options();
+    o.max_clients = 2;
+    rpc::server server{methods, o};
+    server.start();
+    test_client a{path};
+    test_client b{path};
+    ASSERT_TRUE(eventually([&] { return server.statistics().clients_connected == 2; }));
+    test_client c{path};
+    EXPECT_TRUE(c.wait_closed());
+    EXPECT_EQ(server.statistics().clients_refused, 1U);
+    ASSERT_TRUE(b.send(request("echo", 1)));
+    ASSERT_TRUE(b.read_response());
+}
+
+} // namespace
