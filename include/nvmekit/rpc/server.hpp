@@ -393,8 +393,8 @@ private:
                 return;
             }
             if (clients_.size() >= options_.max_clients) {
-                ::close(fd);
                 count(counters_.clients_refused);
+                ::close(fd);
                 log("connection refused: " + std::to_string(options_.max_clients) + " clients already");
                 continue;
             }
