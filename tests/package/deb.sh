@@ -22,7 +22,9 @@ fi
 contents=$(dpkg-deb --contents "$deb")
 for expected in ./usr/share/cmake/nvmekit/nvmekitConfig.cmake ./usr/share/cmake/nvmekit/nvmekitConfigVersion.cmake \
     ./usr/share/pkgconfig/nvmekit.pc ./usr/include/nvmekit/spec.hpp ./usr/include/nvmekit/controller.hpp \
-    ./usr/include/nvmekit/testing/host.hpp ./usr/include/nvmekit/transport/vfio_user/server.hpp; do
+    ./usr/include/nvmekit/testing/host.hpp ./usr/include/nvmekit/transport/vfio_user/server.hpp \
+    $([ -f "$build_dir/nvmekit-rpc.pc" ] && echo ./usr/include/nvmekit/rpc/server.hpp \
+        ./usr/share/pkgconfig/nvmekit-rpc.pc ./usr/share/cmake/nvmekit/nvmekitRpcTargets.cmake); do
     if ! grep -qF "$expected" <<<"$contents"; then
         echo "deb package: $expected is missing" >&2
         exit 1
