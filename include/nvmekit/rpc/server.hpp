@@ -406,9 +406,9 @@ private:
 
     void receive(client& c)
     {
-        std::string chunk(read_chunk, '\0');
+        chunk_.resize(read_chunk);
         for (std::size_t round = 0; round < reads_per_round && c.reading && !c.closed && !stop_requested_.load(); ++round) {
-            const ssize_t got = ::recv(c.socket.get(), chunk.data(), chunk.size(), 0);
+            const ssize_t got = ::recv(c.socket.get(), chunk_.data(), chunk_.size(), 0);
             if (got < 0) {
                 if (errno == EINTR) {
                     continue;
@@ -427,7 +427,7 @@ private:
                 }
                 return;
             }
-            c.decoder.feed(std::string_view{chunk.data(), static_cast<std::size_t>(got)});
+            c.decoder.feed(std::string_view{chunk_.data(), static_cast<std::size_t>(got)});
             process(c);
         }
     }
@@ -513,6 +513,7 @@ private:
     dev_t socket_device_ = 0;
     ino_t socket_inode_ = 0;
     std::vector<std::unique_ptr<client>> clients_;
+    std::string chunk_; ///< what one recv() reads into
     std::mutex control_;
     std::thread thread_;
     std::atomic<bool> stop_requested_{false};
