@@ -41,8 +41,10 @@ int main()
             std::perror("connect");
             return 1;
         }
-        const std::string request = R"({"jsonrpc": "2.0", "method": "hello", "params": {"name": "nvmekit"}, "id": 1})";
-        if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
+        const std::string request =
+            R"({"jsonrpc": "2.0", "method": "hello", "params": {"name": "nvmekit"}, "id": 1})";
+        if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+            static_cast<ssize_t>(request.size())) {
             std::perror("send");
             return 1;
         }

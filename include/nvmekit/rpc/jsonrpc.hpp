@@ -4,17 +4,22 @@
 /// registry with typed parameter checking, and the response encoder. No I/O here (server.hpp
 /// serves a registry on a Unix socket).
 ///
-///     nvmekit::rpc::registry methods;
-///     methods.add("bdev_null_create", [](const nlohmann::json& params) -> nvmekit::rpc::outcome {
-///         auto [name, blocks, block_size] = nvmekit::rpc::params{params}.read(
-///             nvmekit::rpc::required<std::string>("name"), nvmekit::rpc::required<std::uint64_t>("num_blocks"),
-///             nvmekit::rpc::optional<std::uint32_t>("block_size", 512));
+///     namespace rpc = nvmekit::rpc;
+///     rpc::registry methods;
+///     methods.add("bdev_null_create", [](const nlohmann::json& params) -> rpc::outcome {
+///         auto [name, blocks, block_size] = rpc::params{params}.read(
+///             rpc::required<std::string>("name"), rpc::required<std::uint64_t>("num_blocks"),
+///             rpc::optional<std::uint32_t>("block_size", 512));
 ///         return name;
 ///     });
-///     nvmekit::rpc::stream_decoder decoder;
+///     rpc::stream_decoder decoder;
 ///     decoder.feed(bytes_received);
-///     for (auto item = decoder.next(); item.status != nvmekit::rpc::decode_status::need_more; item = decoder.next()) {
-///         if (item.status == nvmekit::rpc::decode_status::failed) { send(item.error_response()); close(); break; }
+///     for (auto item = decoder.next(); item.status != rpc::decode_status::need_more;
+///          item = decoder.next()) {
+///         if (item.status == rpc::decode_status::failed) {
+///             send(item.error_response()); // then close the connection
+///             break;
+///         }
 ///         if (auto response = methods.dispatch(item.value)) send(*response);
 ///     }
 ///
@@ -100,10 +105,10 @@ public:
     outcome() : value_{std::in_place_index<0>, nullptr} {}
     outcome(rpc::error error) : value_{std::in_place_index<1>, std::move(error)} {}
     template <typename T>
-        requires(!std::is_same_v<std::remove_cvref_t<T>, outcome> && !std::is_same_v<std::remove_cvref_t<T>, rpc::error> &&
-                 std::is_constructible_v<nlohmann::json, T &&>)
-    outcome(T&& result) : value_{std::in_place_index<0>, std::forward<T>(result)}
-    {}
+        requires(!std::is_same_v<std::remove_cvref_t<T>, outcome> &&
+                 !std::is_same_v<std::remove_cvref_t<T>, rpc::error> &&
+                 std::is_constructible_v<nlohmann::json, T&&>)
+    outcome(T&& result) : value_{std::in_place_index<0>, std::forward<T>(result)} {}
 
     [[nodiscard]] bool ok() const noexcept { return value_.index() == 0; }
     [[nodiscard]] const nlohmann::json& result() const { return std::get<0>(value_); }
@@ -137,8 +142,9 @@ inline std::string dump(const nlohmann::json& value)
 /// {"jsonrpc":"2.0","id":<id>,"error":{"code":<code>,"message":<message>}} and a newline.
 [[nodiscard]] inline std::string encode_error(const nlohmann::json& id, const error& failure)
 {
-    return R"({"jsonrpc":"2.0","id":)" + detail::dump(id) + R"(,"error":{"code":)" + std::to_string(failure.code) +
-           R"(,"message":)" + detail::dump(nlohmann::json(failure.message)) + "}}\n";
+    return R"({"jsonrpc":"2.0","id":)" + detail::dump(id) + R"(,"error":{"code":)" +
+           std::to_string(failure.code) + R"(,"message":)" + detail::dump(nlohmann::json(failure.message)) +
+           "}}\n";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -242,8 +248,8 @@ public:
                 in_string_ = true;
             } else if (c == '{' || c == '[') {
                 if (++depth_ > limits_.max_depth) {
-                    return fail("request nests objects and arrays deeper than " + std::to_string(limits_.max_depth) +
-                                " levels");
+                    return fail("request nests objects and arrays deeper than " +
+                                std::to_string(limits_.max_depth) + " levels");
                 }
             } else if (c == '}' || c == ']') {
                 if (--depth_ == 0) {
@@ -270,19 +276,13 @@ private:
     {
         switch (c) {
         case '{':
-        case '[':
-            depth_ = 1;
-            return true;
-        case '"':
-            in_string_ = true;
-            return true;
+        case '[': depth_ = 1; return true;
+        case '"': in_string_ = true; return true;
         case '-':
         case 't':
         case 'f':
-        case 'n':
-            return true;
-        default:
-            return c >= '0' && c <= '9';
+        case 'n': return true;
+        default: return c >= '0' && c <= '9';
         }
     }
 
@@ -341,10 +341,10 @@ private:
 
     decoder_limits limits_;
     std::string buffer_;
-    std::size_t consumed_ = 0;   ///< bytes of buffer_ no longer needed
-    std::size_t scan_ = 0;       ///< next byte to scan
-    std::size_t start_ = npos;   ///< first byte of the value being scanned
-    std::size_t depth_ = 0;      ///< open objects and arrays
+    std::size_t consumed_ = 0; ///< bytes of buffer_ no longer needed
+    std::size_t scan_ = 0;     ///< next byte to scan
+    std::size_t start_ = npos; ///< first byte of the value being scanned
+    std::size_t depth_ = 0;    ///< open objects and arrays
     bool in_string_ = false;
     bool escape_ = false;
     bool failed_ = false;
@@ -383,7 +383,8 @@ std::string expected_type()
     }
 }
 
-[[noreturn]] inline void wrong_type(std::string_view name, const std::string& expected, const nlohmann::json& value)
+[[noreturn]] inline void wrong_type(std::string_view name, const std::string& expected,
+                                    const nlohmann::json& value)
 {
     std::string message = "parameter '";
     message.append(name);
@@ -438,7 +439,8 @@ T decode(std::string_view name, const nlohmann::json& value)
         T out;
         out.reserve(value.size());
         for (std::size_t i = 0; i < value.size(); ++i) {
-            out.push_back(decode<typename T::value_type>(std::string{name} + "[" + std::to_string(i) + "]", value[i]));
+            out.push_back(
+                decode<typename T::value_type>(std::string{name} + "[" + std::to_string(i) + "]", value[i]));
         }
         return out;
     }
@@ -512,8 +514,8 @@ public:
     {
         const nlohmann::json* v = find(p.name);
         if (v == nullptr) {
-            throw exception{error_code::invalid_params,
-                            "missing parameter '" + std::string{p.name} + "' (" + detail::expected_type<T>() + ")"};
+            throw exception{error_code::invalid_params, "missing parameter '" + std::string{p.name} + "' (" +
+                                                            detail::expected_type<T>() + ")"};
         }
         return detail::decode<T>(p.name, *v);
     }
@@ -653,7 +655,8 @@ public:
     [[nodiscard]] bool contains(std::string_view name) const { return index_.find(name) != index_.end(); }
 
     /// The names in the order they were added; with `current`, only those callable now.
-    [[nodiscard]] std::vector<std::string> method_names(bool current = false, bool include_aliases = false) const
+    [[nodiscard]] std::vector<std::string> method_names(bool current = false,
+                                                        bool include_aliases = false) const
     {
         std::vector<std::string> names;
         for (const auto& entry : entries_) {
@@ -676,9 +679,9 @@ public:
     [[nodiscard]] std::optional<std::string> dispatch(const nlohmann::json& request) const
     {
         if (!request.is_object()) {
-            return encode_error(nullptr, {error_code::invalid_request, request.is_array()
-                                                                           ? "batch requests are not supported"
-                                                                           : "a request must be a JSON object"});
+            return encode_error(nullptr, {error_code::invalid_request,
+                                          request.is_array() ? "batch requests are not supported"
+                                                             : "a request must be a JSON object"});
         }
         const auto id = request.find("id");
         const bool notification = id == request.end();
@@ -697,7 +700,8 @@ public:
             }
         }
         const auto version = request.find("jsonrpc");
-        if (version == request.end() || !version->is_string() || version->get_ref<const std::string&>() != "2.0") {
+        if (version == request.end() || !version->is_string() ||
+            version->get_ref<const std::string&>() != "2.0") {
             return refuse(error_code::invalid_request, R"(the request must have "jsonrpc": "2.0")");
         }
         const auto method = request.find("method");
@@ -719,7 +723,8 @@ public:
         }
         const entry& target = resolve(entries_[found->second]);
         if (!callable(target)) {
-            return refuse(error_code::invalid_state, "Method " + name + " is not callable in the current state");
+            return refuse(error_code::invalid_state,
+                          "Method " + name + " is not callable in the current state");
         }
 
         outcome result;
@@ -757,7 +762,10 @@ private:
             throw std::invalid_argument("rpc: method " + name + " is already registered");
         }
     }
-    [[nodiscard]] const entry& resolve(const entry& e) const { return e.alias_of ? entries_[*e.alias_of] : e; }
+    [[nodiscard]] const entry& resolve(const entry& e) const
+    {
+        return e.alias_of ? entries_[*e.alias_of] : e;
+    }
     [[nodiscard]] bool callable(const entry& e) const { return (e.options.allowed_states & state()) != 0; }
 
     registry_options options_;

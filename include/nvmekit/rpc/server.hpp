@@ -69,13 +69,13 @@ using server_logger = std::function<void(std::string_view)>;
 /// Counters, readable from any thread while the server runs.
 struct server_statistics {
     std::uint64_t clients_accepted = 0;
-    std::uint64_t clients_refused = 0;     ///< over max_clients
-    std::uint64_t requests = 0;            ///< decoded values dispatched
-    std::uint64_t responses = 0;           ///< responses queued
-    std::uint64_t parse_errors = 0;        ///< streams failed (garbage, too long, too deep)
+    std::uint64_t clients_refused = 0;      ///< over max_clients
+    std::uint64_t requests = 0;             ///< decoded values dispatched
+    std::uint64_t responses = 0;            ///< responses queued
+    std::uint64_t parse_errors = 0;         ///< streams failed (garbage, too long, too deep)
     std::uint64_t slow_clients_dropped = 0; ///< over max_output_bytes
-    std::uint64_t clients_lost = 0;        ///< connection errors, closes mid-request
-    std::uint64_t clients_connected = 0;   ///< now
+    std::uint64_t clients_lost = 0;         ///< connection errors, closes mid-request
+    std::uint64_t clients_connected = 0;    ///< now
 };
 
 namespace detail {
@@ -267,7 +267,10 @@ private:
         std::atomic<std::uint64_t> clients_connected{0};
     };
 
-    static void count(std::atomic<std::uint64_t>& counter) { counter.fetch_add(1, std::memory_order_relaxed); }
+    static void count(std::atomic<std::uint64_t>& counter)
+    {
+        counter.fetch_add(1, std::memory_order_relaxed);
+    }
 
     void log(const std::string& text) const
     {
@@ -332,7 +335,8 @@ private:
             fds.push_back({wake_.get(), POLLIN, 0});
             fds.push_back({listener_.get(), POLLIN, 0});
             for (const auto& c : clients_) {
-                const short events = static_cast<short>((c->reading ? POLLIN : 0) | (c->pending() > 0 ? POLLOUT : 0));
+                const short events =
+                    static_cast<short>((c->reading ? POLLIN : 0) | (c->pending() > 0 ? POLLOUT : 0));
                 fds.push_back({c->socket.get(), events, 0});
             }
             if (::poll(fds.data(), fds.size(), -1) < 0) {
@@ -407,7 +411,8 @@ private:
     void receive(client& c)
     {
         chunk_.resize(read_chunk);
-        for (std::size_t round = 0; round < reads_per_round && c.reading && !c.closed && !stop_requested_.load(); ++round) {
+        for (std::size_t round = 0;
+             round < reads_per_round && c.reading && !c.closed && !stop_requested_.load(); ++round) {
             const ssize_t got = ::recv(c.socket.get(), chunk_.data(), chunk_.size(), 0);
             if (got < 0) {
                 if (errno == EINTR) {
@@ -471,8 +476,8 @@ private:
     void transmit(client& c)
     {
         while (c.pending() > 0) {
-            const ssize_t sent =
-                ::send(c.socket.get(), c.output.data() + c.output_sent, c.pending(), MSG_NOSIGNAL | MSG_DONTWAIT);
+            const ssize_t sent = ::send(c.socket.get(), c.output.data() + c.output_sent, c.pending(),
+                                        MSG_NOSIGNAL | MSG_DONTWAIT);
             if (sent < 0) {
                 if (errno == EINTR) {
                     continue;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <gtest/gtest.h>
 
 namespace {
 
@@ -30,7 +30,8 @@ decoded decode_chunks(const std::vector<std::string>& chunks, rpc::decoder_limit
     decoded out;
     for (const auto& chunk : chunks) {
         decoder.feed(chunk);
-        for (auto item = decoder.next(); item.status != rpc::decode_status::need_more; item = decoder.next()) {
+        for (auto item = decoder.next(); item.status != rpc::decode_status::need_more;
+             item = decoder.next()) {
             if (item.status == rpc::decode_status::failed) {
                 out.failure = item.error_message;
                 return out;
@@ -41,7 +42,8 @@ decoded decode_chunks(const std::vector<std::string>& chunks, rpc::decoder_limit
     return out;
 }
 
-const std::string request_text = R"({"jsonrpc": "2.0", "method": "bdev_get_bdevs", "params": {"name": "a{b}[c]\"d\\"}, "id": 7})";
+const std::string request_text =
+    R"({"jsonrpc": "2.0", "method": "bdev_get_bdevs", "params": {"name": "a{b}[c]\"d\\"}, "id": 7})";
 
 TEST(stream_decoder, one_request_in_one_read)
 {
@@ -78,7 +80,8 @@ TEST(stream_decoder, several_requests_in_one_read_with_whitespace_between)
 {
     // As rpc.py sends them: pretty-printed, joined by newlines; and with no space at all.
     const std::string pretty = json::parse(request_text).dump(2);
-    const auto out = decode_chunks({"\n  " + pretty + "\n" + pretty + request_text + request_text + " \r\n\t"});
+    const auto out =
+        decode_chunks({"\n  " + pretty + "\n" + pretty + request_text + request_text + " \r\n\t"});
     ASSERT_FALSE(out.failure);
     ASSERT_EQ(out.values.size(), 4U);
     for (const auto& value : out.values) {
@@ -89,7 +92,8 @@ TEST(stream_decoder, several_requests_in_one_read_with_whitespace_between)
 TEST(stream_decoder, merged_and_split_at_once)
 {
     const std::string two = request_text + "\n" + request_text;
-    const auto out = decode_chunks({two.substr(0, 40), two.substr(40, request_text.size()), two.substr(40 + request_text.size())});
+    const auto out = decode_chunks(
+        {two.substr(0, 40), two.substr(40, request_text.size()), two.substr(40 + request_text.size())});
     ASSERT_FALSE(out.failure);
     EXPECT_EQ(out.values.size(), 2U);
 }
@@ -139,8 +143,10 @@ TEST(stream_decoder, garbage_is_a_parse_error)
 
 TEST(stream_decoder, malformed_json_inside_a_value_is_a_parse_error)
 {
-    for (const std::string bad : {R"({"a": })", R"({"a" 1})", R"({"a": 1,})", R"([1, 2)" "}", R"({"a": tru})",
-                                  "{\"a\": \"\xc3\x28\"}", R"({'a': 1})", "nul ", "-x "}) {
+    for (const std::string bad : {R"({"a": })", R"({"a" 1})", R"({"a": 1,})",
+                                  R"([1, 2)"
+                                  "}",
+                                  R"({"a": tru})", "{\"a\": \"\xc3\x28\"}", R"({'a': 1})", "nul ", "-x "}) {
         const auto out = decode_chunks({bad});
         ASSERT_TRUE(out.failure) << bad;
         EXPECT_NE(out.failure->find("malformed JSON"), std::string::npos) << *out.failure;
@@ -162,8 +168,9 @@ TEST(stream_decoder, requests_before_garbage_are_delivered_then_it_fails_for_goo
     EXPECT_EQ(decoder.buffered(), 0U);
 
     const json response = json::parse(item.error_response());
-    EXPECT_EQ(response, json::parse(R"({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": )" +
-                                    json(item.error_message).dump() + "}}"));
+    EXPECT_EQ(response,
+              json::parse(R"({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": )" +
+                          json(item.error_message).dump() + "}}"));
 }
 
 TEST(stream_decoder, request_over_the_size_limit_fails_while_incomplete)
@@ -224,10 +231,12 @@ TEST(stream_decoder, escapes_at_a_split)
 TEST(encode, result_and_error_as_spdk_writes_them)
 {
     EXPECT_EQ(rpc::encode_result(1, true), "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":true}\n");
-    EXPECT_EQ(rpc::encode_error("x", {-32601, "Method not found"}),
-              "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"error\":{\"code\":-32601,\"message\":\"Method not found\"}}\n");
+    EXPECT_EQ(
+        rpc::encode_error("x", {-32601, "Method not found"}),
+        "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"error\":{\"code\":-32601,\"message\":\"Method not found\"}}\n");
     // One line: newlines inside values are escaped.
-    EXPECT_EQ(rpc::encode_result(nullptr, "a\nb"), "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":\"a\\nb\"}\n");
+    EXPECT_EQ(rpc::encode_result(nullptr, "a\nb"),
+              "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":\"a\\nb\"}\n");
 }
 
 TEST(encode, bytes_that_are_not_utf8_do_not_fail_the_response)
@@ -277,8 +286,11 @@ struct dispatch : ::testing::Test {
     {
         methods.add("echo", [](const json& params) -> rpc::outcome { return params; });
         methods.add("fail", [](const json&) -> rpc::outcome { return rpc::error{-19, "No such device"}; });
-        methods.add("throw_rpc", [](const json&) -> rpc::outcome { throw rpc::exception{-17, "File exists"}; });
-        methods.add("throw_std", [](const json&) -> rpc::outcome { throw std::runtime_error{"disk on fire"}; });
+        methods.add("throw_rpc", [](const json&) -> rpc::outcome {
+            throw rpc::exception{-17, "File exists"};
+        });
+        methods.add("throw_std",
+                    [](const json&) -> rpc::outcome { throw std::runtime_error{"disk on fire"}; });
         methods.add("throw_other", [](const json&) -> rpc::outcome { throw 42; });
         methods.add("startup_only", [](const json&) -> rpc::outcome { return true; },
                     {.allowed_states = rpc::states::startup});
@@ -311,7 +323,9 @@ TEST_F(dispatch, id_is_echoed_exactly)
     };
     for (const auto& [sent, echoed] : ids) {
         const std::string text = R"({"jsonrpc":"2.0","method":"echo","params":[true],"id":)" + sent + "}";
-        EXPECT_EQ(*methods.dispatch(json::parse(text)), R"({"jsonrpc":"2.0","id":)" + echoed + R"(,"result":[true]})" "\n")
+        EXPECT_EQ(*methods.dispatch(json::parse(text)), R"({"jsonrpc":"2.0","id":)" + echoed +
+                                                            R"(,"result":[true]})"
+                                                            "\n")
             << sent;
     }
 }
@@ -380,7 +394,8 @@ TEST_F(dispatch, invalid_request)
 
 TEST_F(dispatch, method_not_found)
 {
-    expect_error(call(methods, request("bdev_nope")), rpc::error_code::method_not_found, "Method not found: bdev_nope");
+    expect_error(call(methods, request("bdev_nope")), rpc::error_code::method_not_found,
+                 "Method not found: bdev_nope");
 }
 
 TEST_F(dispatch, invalid_state)
@@ -402,7 +417,8 @@ TEST_F(dispatch, handler_errors)
 TEST_F(dispatch, registration_refuses_duplicates_and_dangling_aliases)
 {
     EXPECT_THROW(methods.add("echo", [](const json&) -> rpc::outcome { return 1; }), std::invalid_argument);
-    EXPECT_THROW(methods.add("rpc_get_methods", [](const json&) -> rpc::outcome { return 1; }), std::invalid_argument);
+    EXPECT_THROW(methods.add("rpc_get_methods", [](const json&) -> rpc::outcome { return 1; }),
+                 std::invalid_argument);
     EXPECT_THROW(methods.add_alias("x", "missing"), std::invalid_argument);
     methods.add_alias("get_echo", "echo");
     EXPECT_THROW(methods.add_alias("get_echo", "echo"), std::invalid_argument);
@@ -415,14 +431,16 @@ TEST_F(dispatch, alias_calls_its_method)
     methods.add_alias("get_echo", "echo");
     EXPECT_EQ(call(methods, request("get_echo", {{"b", 2}}))["result"]["b"], 2);
     methods.add_alias("old_startup_only", "startup_only");
-    expect_error(call(methods, request("old_startup_only")), rpc::error_code::invalid_state, "old_startup_only");
+    expect_error(call(methods, request("old_startup_only")), rpc::error_code::invalid_state,
+                 "old_startup_only");
 }
 
 TEST_F(dispatch, rpc_get_methods)
 {
     methods.add_alias("get_echo", "echo");
     methods.add_alias("get_rpc_methods", "rpc_get_methods");
-    const json all = {"rpc_get_methods", "echo", "fail", "throw_rpc", "throw_std", "throw_other", "startup_only"};
+    const json all = {"rpc_get_methods", "echo",        "fail",        "throw_rpc",
+                      "throw_std",       "throw_other", "startup_only"};
     EXPECT_EQ(call(methods, request("rpc_get_methods"))["result"], all);
     EXPECT_EQ(call(methods, request("rpc_get_methods", json::object()))["result"], all);
 
@@ -434,15 +452,16 @@ TEST_F(dispatch, rpc_get_methods)
     with_aliases.push_back("get_echo");
     with_aliases.push_back("get_rpc_methods");
     EXPECT_EQ(call(methods, request("rpc_get_methods", {{"include_aliases", true}}))["result"], with_aliases);
-    EXPECT_EQ(call(methods, request("get_rpc_methods", {{"include_aliases", true}, {"current", false}}))["result"],
-              with_aliases);
+    EXPECT_EQ(
+        call(methods, request("get_rpc_methods", {{"include_aliases", true}, {"current", false}}))["result"],
+        with_aliases);
 
     expect_error(call(methods, request("rpc_get_methods", {{"current", 1}})), rpc::error_code::invalid_params,
                  "parameter 'current' must be a boolean, not the number 1");
-    expect_error(call(methods, request("rpc_get_methods", {{"verbose", true}})), rpc::error_code::invalid_params,
-                 "unknown parameter 'verbose'");
-    expect_error(call(methods, request("rpc_get_methods", json::array({true}))), rpc::error_code::invalid_params,
-                 "params must be an object, not array");
+    expect_error(call(methods, request("rpc_get_methods", {{"verbose", true}})),
+                 rpc::error_code::invalid_params, "unknown parameter 'verbose'");
+    expect_error(call(methods, request("rpc_get_methods", json::array({true}))),
+                 rpc::error_code::invalid_params, "params must be an object, not array");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -468,7 +487,8 @@ TEST(params, reads_declared_parameters_with_defaults)
     auto [name, blocks, block_size, tags, ratio, uuid, md] = rpc::params{p}.read(
         rpc::required<std::string>("name"), rpc::required<std::uint64_t>("num_blocks"),
         rpc::optional<std::uint32_t>("block_size", 512), rpc::optional<std::vector<std::string>>("tags", {}),
-        rpc::required<double>("ratio"), rpc::maybe<std::string>("uuid"), rpc::accepted_when_default("md_size", 0));
+        rpc::required<double>("ratio"), rpc::maybe<std::string>("uuid"),
+        rpc::accepted_when_default("md_size", 0));
     EXPECT_EQ(name, "Malloc0");
     EXPECT_EQ(blocks, 131072U);
     EXPECT_EQ(block_size, 512U);
@@ -495,7 +515,8 @@ TEST(params, missing_parameter_is_named)
 {
     EXPECT_EQ(params_error({{"name", "x"}},
                            [](rpc::params& p) {
-                               (void)p.read(rpc::required<std::string>("name"), rpc::required<std::uint64_t>("num_blocks"));
+                               (void)p.read(rpc::required<std::string>("name"),
+                                            rpc::required<std::uint64_t>("num_blocks"));
                            }),
               "missing parameter 'num_blocks' (an integer from 0 to 18446744073709551615)");
 }
@@ -517,13 +538,15 @@ TEST(params, wrong_types_are_named)
               "parameter 'p' must be an integer from -128 to 127, not the number 128");
     EXPECT_EQ(one(-129, rpc::required<std::int8_t>("p")),
               "parameter 'p' must be an integer from -128 to 127, not the number -129");
-    EXPECT_EQ(one(18446744073709551615ULL, rpc::required<std::int64_t>("p")),
-              "parameter 'p' must be an integer from -9223372036854775808 to 9223372036854775807, not the number "
-              "18446744073709551615");
+    EXPECT_EQ(
+        one(18446744073709551615ULL, rpc::required<std::int64_t>("p")),
+        "parameter 'p' must be an integer from -9223372036854775808 to 9223372036854775807, not the number "
+        "18446744073709551615");
     EXPECT_EQ(one(1, rpc::required<bool>("p")), "parameter 'p' must be a boolean, not the number 1");
     EXPECT_EQ(one(nullptr, rpc::optional<std::string>("p", "x")), "parameter 'p' must be a string, not null");
     EXPECT_EQ(one(true, rpc::required<double>("p")), "parameter 'p' must be a number, not boolean");
-    EXPECT_EQ(one(json::object(), rpc::maybe<std::string>("p")), "parameter 'p' must be a string, not object");
+    EXPECT_EQ(one(json::object(), rpc::maybe<std::string>("p")),
+              "parameter 'p' must be a string, not object");
     EXPECT_EQ(one(json::array({"a", 2}), rpc::required<std::vector<std::string>>("p")),
               "parameter 'p[1]' must be a string, not the number 2");
     EXPECT_EQ(one("a", rpc::required<std::vector<std::string>>("p")),
@@ -557,7 +580,8 @@ TEST(params, accepted_when_default)
 {
     const auto with = [](const json& params_value) {
         return params_error(params_value, [](rpc::params& p) {
-            (void)p.read(rpc::required<std::string>("name"), rpc::accepted_when_default("optimal_io_boundary", 0U),
+            (void)p.read(rpc::required<std::string>("name"),
+                         rpc::accepted_when_default("optimal_io_boundary", 0U),
                          rpc::accepted_when_default<std::string>("mode", "none"));
         });
     };
@@ -574,17 +598,18 @@ TEST(params, errors_reach_the_client_as_invalid_params)
 {
     rpc::registry methods;
     methods.add("bdev_malloc_create", [](const json& p) -> rpc::outcome {
-        auto [name, blocks, block_size] = rpc::params{p}.read(rpc::required<std::string>("name"),
-                                                              rpc::required<std::uint64_t>("num_blocks"),
-                                                              rpc::optional<std::uint32_t>("block_size", 512));
+        auto [name, blocks, block_size] = rpc::params{p}.read(
+            rpc::required<std::string>("name"), rpc::required<std::uint64_t>("num_blocks"),
+            rpc::optional<std::uint32_t>("block_size", 512));
         return json{{"name", name}, {"bytes", blocks * block_size}};
     });
     EXPECT_EQ(call(methods, request("bdev_malloc_create", {{"name", "M0"}, {"num_blocks", 8}}))["result"],
               json::parse(R"({"name": "M0", "bytes": 4096})"));
-    expect_error(call(methods, request("bdev_malloc_create", {{"num_blocks", 8}})), rpc::error_code::invalid_params,
-                 "missing parameter 'name'");
-    expect_error(call(methods, request("bdev_malloc_create", {{"name", "M0"}, {"num_blocks", 8}, {"uuid", "u"}})),
-                 rpc::error_code::invalid_params, "unknown parameter 'uuid'");
+    expect_error(call(methods, request("bdev_malloc_create", {{"num_blocks", 8}})),
+                 rpc::error_code::invalid_params, "missing parameter 'name'");
+    expect_error(
+        call(methods, request("bdev_malloc_create", {{"name", "M0"}, {"num_blocks", 8}, {"uuid", "u"}})),
+        rpc::error_code::invalid_params, "unknown parameter 'uuid'");
 }
 
 } // namespace

@@ -12,13 +12,13 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <gtest/gtest.h>
 
 namespace {
 
@@ -212,7 +212,8 @@ TEST_F(server_fixture, answers_and_removes_its_socket_when_stopped)
     ASSERT_TRUE(client.send(request("rpc_get_methods", 1)));
     const auto response = client.read_response();
     ASSERT_TRUE(response);
-    EXPECT_EQ(*response, json::parse(R"({"jsonrpc": "2.0", "id": 1, "result": ["rpc_get_methods", "echo", "big"]})"));
+    EXPECT_EQ(*response,
+              json::parse(R"({"jsonrpc": "2.0", "id": 1, "result": ["rpc_get_methods", "echo", "big"]})"));
     server.stop();
     EXPECT_FALSE(server.running());
     EXPECT_FALSE(path_exists(path));
