@@ -178,9 +178,22 @@ public:
         log("listening on " + options_.socket_path);
     }
 
-    /// listen(), then serves on a thread of the server's until stop().
+    /// listen(), then serves on a thread of the server's until stop(). Not from a handler.
     void start()
     {
+        std::thread previous;
+        {
+            const std::lock_guard lock{control_};
+            if (thread_.joinable()) {
+                if (!stop_requested_.load()) {
+                    return; // serving already
+                }
+                previous = std::move(thread_); // stopped from a handler: ending by itself
+            }
+        }
+        if (previous.joinable()) {
+            previous.join();
+        }
         listen();
         const std::lock_guard lock{control_};
         if (thread_.joinable()) {
@@ -190,7 +203,7 @@ public:
         thread_ = std::thread{[this] { loop(); }};
     }
 
-    /// listen(), then serves on the calling thread until stop().
+    /// listen(), then serves on the calling thread until stop(). The server must outlive run().
     void run()
     {
         listen();

@@ -437,6 +437,11 @@ TEST_F(server_fixture, stop_from_a_handler_still_answers_it)
     EXPECT_TRUE(client.wait_closed());
     EXPECT_TRUE(eventually([&] { return !server.running(); }));
     EXPECT_TRUE(eventually([&] { return !path_exists(path); }));
+    // And it starts again.
+    server.start();
+    test_client again{path};
+    ASSERT_TRUE(again.send(request("echo", 2)));
+    ASSERT_TRUE(again.read_response());
 }
 
 TEST_F(server_fixture, run_on_the_callers_thread_and_stop_from_another)
