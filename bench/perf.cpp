@@ -40,9 +40,9 @@
 #include <nvmekit/clock.hpp>
 #include <nvmekit/controller.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
-#include <nvmekit/transport/mapped_memory.hpp>
 #include <nvmekit/testing/host.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
+#include <nvmekit/transport/mapped_memory.hpp>
 
 namespace {
 
@@ -64,8 +64,8 @@ struct options {
     unsigned read_percent = 50;
     std::uint64_t count = 0; ///< stop after this many commands (0: run for `seconds`)
     bool json = false;
-    std::uint16_t groups = 1; ///< poll groups the queues are spread over
-    bool threads = false;     ///< each group on a thread of its own (else all on this thread)
+    std::uint16_t groups = 1;    ///< poll groups the queues are spread over
+    bool threads = false;        ///< each group on a thread of its own (else all on this thread)
     bool multi_threaded = false; ///< the controller built with the multi_threaded policy (--threads needs it)
 };
 
@@ -76,10 +76,7 @@ constexpr nvmekit_programs::program perf_program{
     "                    [--mix READ_PERCENT] [--count COMMANDS] [--groups N] [--threads] [--json]\n"
     "                    [--multi-threaded] [--help] [--version]\n"};
 
-[[noreturn]] void usage(const std::string& problem)
-{
-    nvmekit_programs::bad_usage(perf_program, problem);
-}
+[[noreturn]] void usage(const std::string& problem) { nvmekit_programs::bad_usage(perf_program, problem); }
 
 std::uint64_t parse_size(std::string_view text)
 {
@@ -196,7 +193,8 @@ struct perf_traits : nvmekit::default_traits {
     using interrupts = null_interrupts;
     using clock = nvmekit::steady_clock;
     using backend = Backend;
-    static constexpr nvmekit::limits limits{.io_queues = 16, .queue_entries = 1024, .mdts = 5, .msix_vectors = 17};
+    static constexpr nvmekit::limits limits{
+        .io_queues = 16, .queue_entries = 1024, .mdts = 5, .msix_vectors = 17};
 };
 
 // ---- latency histogram --------------------------------------------------------------------------
@@ -211,7 +209,10 @@ public:
         sum_ += value;
     }
     [[nodiscard]] std::uint64_t total() const noexcept { return total_; }
-    [[nodiscard]] double mean() const noexcept { return total_ == 0 ? 0.0 : static_cast<double>(sum_) / total_; }
+    [[nodiscard]] double mean() const noexcept
+    {
+        return total_ == 0 ? 0.0 : static_cast<double>(sum_) / total_;
+    }
     [[nodiscard]] std::uint64_t percentile(double p) const noexcept
     {
         const auto rank = static_cast<std::uint64_t>(p / 100.0 * static_cast<double>(total_));
@@ -256,7 +257,8 @@ private:
 /// a `region`-byte buffer (the namespace's size, as the backend sees it) and a small ring of host
 /// buffers, in the direction of the workload: reads copy out of the region, writes into it, and
 /// a mix does both in the workload's proportion. Measured for about `seconds`.
-double memcpy_ceiling_gib_per_s(std::uint64_t region, std::uint32_t block, unsigned read_percent, double seconds)
+double memcpy_ceiling_gib_per_s(std::uint64_t region, std::uint32_t block, unsigned read_percent,
+                                double seconds)
 {
     region = std::max<std::uint64_t>(std::min<std::uint64_t>(region, std::uint64_t{1} << 30), block);
     std::vector<std::byte> backing(region, std::byte{0x5a});
@@ -340,9 +342,10 @@ results run_with(const options& o, Backend backend, std::uint32_t lba_bytes)
     nvmekit::steady_clock clock;
     nvmekit::testing::manual_clock host_clock;
     nvmekit::subsystem<Backend> subsystem{{.nqn = "nqn.2026-11.io.nvmekit:perf"}};
-    subsystem.add_namespace(std::move(backend), {.lba_format = static_cast<std::uint8_t>(lba_bytes == 512 ? 0 : 2)});
-    controller_type ctrl{guest, interrupts, clock, subsystem,
-                         {.poll_groups = o.groups, .concurrent_poll_groups = o.threads}};
+    subsystem.add_namespace(std::move(backend),
+                            {.lba_format = static_cast<std::uint8_t>(lba_bytes == 512 ? 0 : 2)});
+    controller_type ctrl{
+        guest, interrupts, clock, subsystem, {.poll_groups = o.groups, .concurrent_poll_groups = o.threads}};
     nvmekit::testing::in_process_host host{ctrl, memory, host_clock};
     const std::uint32_t entries = std::min<std::uint32_t>(1024, std::bit_ceil(o.queue_depth + 1));
     host.bring_up({.io_queue_pairs = o.queues, .io_entries = entries, .interrupts = false});
@@ -401,8 +404,8 @@ results run_with(const options& o, Backend backend, std::uint32_t lba_bytes)
     std::uint64_t rounds = 0;
     while (true) {
         const auto now = steady::now();
-        const bool draining = o.count != 0 ? r.commands + o.queues * std::uint64_t{o.queue_depth} >= o.count
-                                           : now >= deadline;
+        const bool draining =
+            o.count != 0 ? r.commands + o.queues * std::uint64_t{o.queue_depth} >= o.count : now >= deadline;
         if (!draining) {
             for (auto& state : queues) {
                 bool submitted = false;
@@ -419,7 +422,8 @@ results run_with(const options& o, Backend backend, std::uint32_t lba_bytes)
                     sqe.cdw10 = static_cast<std::uint32_t>(slba);
                     sqe.cdw11 = static_cast<std::uint32_t>(slba >> 32);
                     sqe.cdw12 = blocks_per_io - 1U;
-                    const auto entry = memory.map(host.submission_entry_address(state.qid, state.sq_tail), sizeof sqe);
+                    const auto entry =
+                        memory.map(host.submission_entry_address(state.qid, state.sq_tail), sizeof sqe);
                     std::memcpy(entry.data(), &sqe, sizeof sqe);
                     state.sq_tail = (state.sq_tail + 1) % state.entries;
                     s.submitted = now;
@@ -442,11 +446,13 @@ results run_with(const options& o, Backend backend, std::uint32_t lba_bytes)
             bool reaped = false;
             while (true) {
                 spec::completion_queue_entry cqe{};
-                const auto entry = memory.map(host.completion_entry_address(state.qid, state.cq_head), sizeof cqe);
+                const auto entry =
+                    memory.map(host.completion_entry_address(state.qid, state.cq_head), sizeof cqe);
                 // Dword 3 (CID, status, phase) in one load, as a driver reads what the device
                 // wrote: with --threads a group may be writing this entry now.
                 const std::uint32_t dword3 =
-                    std::atomic_ref{*reinterpret_cast<std::uint32_t*>(entry.data() + 12)}.load(std::memory_order_acquire);
+                    std::atomic_ref{*reinterpret_cast<std::uint32_t*>(entry.data() + 12)}.load(
+                        std::memory_order_acquire);
                 std::memcpy(&cqe, entry.data(), 12);
                 std::memcpy(reinterpret_cast<std::byte*>(&cqe) + 12, &dword3, sizeof dword3);
                 if (cqe.phase() != state.phase) {
@@ -459,8 +465,9 @@ results run_with(const options& o, Backend backend, std::uint32_t lba_bytes)
                 if (!cqe.status().is_success()) {
                     ++r.errors;
                 }
-                r.latency.add(static_cast<std::uint64_t>(
-                    std::chrono::duration_cast<std::chrono::nanoseconds>(poll_end - state.slots[cid].submitted).count()));
+                const auto latency = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    poll_end - state.slots[cid].submitted);
+                r.latency.add(static_cast<std::uint64_t>(latency.count()));
                 state.free_cids.push_back(cid);
                 ++r.commands;
                 state.cq_head = (state.cq_head + 1) % state.entries;
@@ -479,8 +486,8 @@ results run_with(const options& o, Backend backend, std::uint32_t lba_bytes)
         }
         if (!o.json && poll_end >= next_progress) {
             const double elapsed = std::chrono::duration<double>(poll_end - start).count();
-            fmt::print(stderr, "\r[{:5.1f} s] {:>10} cmds  {:>9.0f} IOPS  {:>8.1f} MiB/s", elapsed, r.commands,
-                       static_cast<double>(r.commands) / elapsed,
+            fmt::print(stderr, "\r[{:5.1f} s] {:>10} cmds  {:>9.0f} IOPS  {:>8.1f} MiB/s", elapsed,
+                       r.commands, static_cast<double>(r.commands) / elapsed,
                        static_cast<double>(r.commands) * o.block_size / elapsed / double(1 << 20));
             next_progress += std::chrono::seconds{1};
         }
@@ -543,7 +550,9 @@ int main(int argc, char** argv)
         } else {
             // Chunks as large as the namespace (up to 1 GiB): one allocation, few TLB misses.
             const std::size_t chunk = std::min<std::size_t>(std::bit_ceil(o.size), std::size_t{1} << 30);
-            r = run(o, nvmekit::ram_backend{o.size, {.chunk_size = std::max<std::size_t>(chunk, 512), .preallocate = true}},
+            r = run(o,
+                    nvmekit::ram_backend{
+                        o.size, {.chunk_size = std::max<std::size_t>(chunk, 512), .preallocate = true}},
                     lba_bytes);
         }
     } catch (const std::exception& e) {
@@ -553,47 +562,54 @@ int main(int argc, char** argv)
     const double iops = static_cast<double>(r.commands) / r.seconds;
     const double mib_per_s = iops * o.block_size / double(1 << 20);
     const double gib_per_s = iops * o.block_size / double(1ULL << 30);
-    const double controller_ns = r.controller_seconds * 1e9 / static_cast<double>(std::max<std::uint64_t>(r.commands, 1));
-    const double host_ns =
-        (r.seconds - r.controller_seconds) * 1e9 / static_cast<double>(std::max<std::uint64_t>(r.commands, 1));
+    const double controller_ns =
+        r.controller_seconds * 1e9 / static_cast<double>(std::max<std::uint64_t>(r.commands, 1));
+    const double host_ns = (r.seconds - r.controller_seconds) * 1e9 /
+                           static_cast<double>(std::max<std::uint64_t>(r.commands, 1));
     const auto us = [](std::uint64_t ns) { return static_cast<double>(ns) / 1000.0; };
     if (o.json) {
-        fmt::print("{{\"backend\": \"{}\", \"rw\": \"{}\", \"bs\": {}, \"qd\": {}, \"queues\": {}, \"poll_groups\": {}, \"seconds\": {:.3f}, "
+        fmt::print("{{\"backend\": \"{}\", \"rw\": \"{}\", \"bs\": {}, \"qd\": {}, \"queues\": {}, "
+                   "\"poll_groups\": {}, \"seconds\": {:.3f}, "
                    "\"commands\": {}, \"errors\": {}, \"iops\": {:.0f}, \"mib_per_s\": {:.1f}, "
                    "\"latency_us\": {{\"avg\": {:.3f}, \"p50\": {:.3f}, \"p99\": {:.3f}, \"p999\": {:.3f}}}, "
                    "\"threads\": {}, \"process_cpu_ns_per_command\": {:.1f}, "
                    "\"controller_ns_per_command\": {:.1f}, \"host_ns_per_command\": {:.1f}, "
                    "\"controller_commands_per_cpu_second\": {:.0f}, "
                    "\"memcpy_ceiling_gib_per_s\": {:.2f}, \"fraction_of_memcpy_ceiling\": {}}}\n",
-                   o.backend, name(o.rw), o.block_size, o.queue_depth, o.queues, o.groups, r.seconds, r.commands, r.errors, iops,
-                   mib_per_s, r.latency.mean() / 1000.0, us(r.latency.percentile(50)), us(r.latency.percentile(99)),
-                   us(r.latency.percentile(99.9)), o.threads,
-                   r.cpu_seconds * 1e9 / static_cast<double>(std::max<std::uint64_t>(r.commands, 1)), controller_ns, host_ns, 1e9 / controller_ns, ceiling,
+                   o.backend, name(o.rw), o.block_size, o.queue_depth, o.queues, o.groups, r.seconds,
+                   r.commands, r.errors, iops, mib_per_s, r.latency.mean() / 1000.0,
+                   us(r.latency.percentile(50)), us(r.latency.percentile(99)), us(r.latency.percentile(99.9)),
+                   o.threads,
+                   r.cpu_seconds * 1e9 / static_cast<double>(std::max<std::uint64_t>(r.commands, 1)),
+                   controller_ns, host_ns, 1e9 / controller_ns, ceiling,
                    // The null backend moves no data: a fraction of the copy ceiling means nothing.
                    o.backend == "null" ? std::string{"null"} : fmt::format("{:.3f}", gib_per_s / ceiling));
     } else {
         fmt::print("nvmekit-perf: backend {}, {} {} B, QD {} x {} queue(s), {} poll group(s), {:.1f} s, {}\n",
                    o.backend, name(o.rw), o.block_size, o.queue_depth, o.queues, o.groups, r.seconds,
-                   o.threads ? fmt::format("{} group thread(s) + the host's", o.groups) : std::string{"one core"});
+                   o.threads ? fmt::format("{} group thread(s) + the host's", o.groups)
+                             : std::string{"one core"});
         fmt::print("  IOPS             {:>12.0f}   ({} commands, {} errors)\n", iops, r.commands, r.errors);
         fmt::print("  bandwidth        {:>12.1f} MiB/s\n", mib_per_s);
-        fmt::print("  latency (us)     avg {:.3f}  p50 {:.3f}  p99 {:.3f}  p99.9 {:.3f}\n", r.latency.mean() / 1000.0,
-                   us(r.latency.percentile(50)), us(r.latency.percentile(99)), us(r.latency.percentile(99.9)));
+        fmt::print("  latency (us)     avg {:.3f}  p50 {:.3f}  p99 {:.3f}  p99.9 {:.3f}\n",
+                   r.latency.mean() / 1000.0, us(r.latency.percentile(50)), us(r.latency.percentile(99)),
+                   us(r.latency.percentile(99.9)));
         if (o.threads) {
             // The groups busy-poll on their own threads: their time is not inside this thread's poll().
-            fmt::print("  process CPU      {:>12.1f} ns/command  (host and {} busy-polling group thread(s))\n",
-                       r.cpu_seconds * 1e9 / static_cast<double>(std::max<std::uint64_t>(r.commands, 1)), o.groups);
+            fmt::print(
+                "  process CPU      {:>12.1f} ns/command  (host and {} busy-polling group thread(s))\n",
+                r.cpu_seconds * 1e9 / static_cast<double>(std::max<std::uint64_t>(r.commands, 1)), o.groups);
         } else {
-            fmt::print("  controller CPU   {:>12.1f} ns/command  ({:.1f} M commands per CPU second)\n", controller_ns,
-                       1e3 / controller_ns);
+            fmt::print("  controller CPU   {:>12.1f} ns/command  ({:.1f} M commands per CPU second)\n",
+                       controller_ns, 1e3 / controller_ns);
             fmt::print("  host CPU         {:>12.1f} ns/command\n", host_ns);
         }
         if (o.backend == "null") {
-            fmt::print("  memcpy ceiling   {:>12.2f} GiB/s at {} B (the null backend moves no data)\n", ceiling,
-                       o.block_size);
+            fmt::print("  memcpy ceiling   {:>12.2f} GiB/s at {} B (the null backend moves no data)\n",
+                       ceiling, o.block_size);
         } else {
-            fmt::print("  memcpy ceiling   {:>12.2f} GiB/s at {} B; this run: {:.2f} GiB/s = {:.1f}% of it\n", ceiling,
-                       o.block_size, gib_per_s, 100.0 * gib_per_s / ceiling);
+            fmt::print("  memcpy ceiling   {:>12.2f} GiB/s at {} B; this run: {:.2f} GiB/s = {:.1f}% of it\n",
+                       ceiling, o.block_size, gib_per_s, 100.0 * gib_per_s / ceiling);
         }
     }
     return r.errors == 0 ? 0 : 1;

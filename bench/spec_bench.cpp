@@ -21,7 +21,8 @@ std::array<spec::submission_queue_entry, 256> make_reads()
     std::array<spec::submission_queue_entry, 256> entries{};
     std::uint16_t cid = 0;
     for (auto& entry : entries) {
-        entry.cdw0.set(entry.cdw0.opc, static_cast<std::uint8_t>(spec::nvm_opcode::read)).set(entry.cdw0.cid, cid);
+        entry.cdw0.set(entry.cdw0.opc, static_cast<std::uint8_t>(spec::nvm_opcode::read))
+            .set(entry.cdw0.cid, cid);
         entry.nsid = 1;
         entry.dptr.prp1 = 0x100000 + cid * 0x1000ULL;
         spec::read_view{.starting_lba = cid * 8ULL, .block_count = 8U}.encode(entry);

@@ -20,7 +20,8 @@ struct program {
 /// A bad option or value: the problem and the usage on stderr, exit status 2.
 [[noreturn]] inline void bad_usage(const program& p, std::string_view problem)
 {
-    std::fprintf(stderr, "%s: %.*s\nusage: %s", p.name, static_cast<int>(problem.size()), problem.data(), p.usage);
+    std::fprintf(stderr, "%s: %.*s\nusage: %s", p.name, static_cast<int>(problem.size()), problem.data(),
+                 p.usage);
     std::exit(2);
 }
 
@@ -33,7 +34,8 @@ inline bool standard_option(const program& p, std::string_view arg)
         std::exit(0);
     }
     if (arg == "--version") {
-        std::printf("%s %d.%d.%d\n", p.name, NVMEKIT_VERSION_MAJOR, NVMEKIT_VERSION_MINOR, NVMEKIT_VERSION_PATCH);
+        std::printf("%s %d.%d.%d\n", p.name, NVMEKIT_VERSION_MAJOR, NVMEKIT_VERSION_MINOR,
+                    NVMEKIT_VERSION_PATCH);
         std::exit(0);
     }
     return false;

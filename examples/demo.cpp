@@ -60,7 +60,7 @@ constexpr std::uint32_t block_bytes = 4096;
 constexpr std::uint32_t nsid = 1;
 
 constexpr std::uint16_t queue_pairs = 4;
-constexpr std::size_t queue_depth = 32;      // commands in flight per queue
+constexpr std::size_t queue_depth = 32; // commands in flight per queue
 constexpr std::uint64_t total_commands = 32768;
 constexpr std::size_t progress_width = 20;
 
@@ -68,7 +68,9 @@ constexpr std::size_t progress_width = 20;
 
 void print_id_ctrl(const spec::identify_controller& id)
 {
-    const auto row = [](std::string_view name, const auto& value) { fmt::print("{:<9} : {}\n", name, value); };
+    const auto row = [](std::string_view name, const auto& value) {
+        fmt::print("{:<9} : {}\n", name, value);
+    };
     fmt::print("\nNVMe Identify Controller:\n");
     row("vid", fmt::format("{:#06x}", id.vid));
     row("ssvid", fmt::format("{:#06x}", id.ssvid));
@@ -104,7 +106,9 @@ std::string hex_string(std::span<const std::uint8_t> bytes)
 
 void print_id_ns(std::uint32_t id, const spec::identify_namespace& ns)
 {
-    const auto row = [](std::string_view name, const auto& value) { fmt::print("{:<9} : {}\n", name, value); };
+    const auto row = [](std::string_view name, const auto& value) {
+        fmt::print("{:<9} : {}\n", name, value);
+    };
     const auto block = std::uint64_t{1} << ns.formatted_lba_format().get(spec::lba_format::lbads);
     fmt::print("\nNVMe Identify Namespace {}:\n", id);
     row("nsze", fmt::format("{:#x} ({} blocks, {} MiB)", ns.nsze, ns.nsze, (ns.nsze * block) >> 20));
@@ -126,7 +130,8 @@ void print_id_ns(std::uint32_t id, const spec::identify_namespace& ns)
 /// the first 16 bytes (to make a misdirected write obvious in a dump), then pseudo-random words.
 void fill_pattern(std::span<std::byte> block, std::uint64_t lba, std::uint32_t generation)
 {
-    std::uint64_t state = (lba * 0x9e3779b97f4a7c15ULL) ^ (std::uint64_t{generation} << 40) ^ 0x6e766d656b6974ULL;
+    std::uint64_t state =
+        (lba * 0x9e3779b97f4a7c15ULL) ^ (std::uint64_t{generation} << 40) ^ 0x6e766d656b6974ULL;
     for (std::size_t offset = 0; offset < block.size(); offset += sizeof(std::uint64_t)) {
         std::uint64_t word = 0;
         if (offset == 0) {
@@ -198,7 +203,8 @@ public:
                 queue.free.push_back(index);
                 ++result_.commands;
             }
-            const std::size_t step = static_cast<std::size_t>(result_.commands * progress_width / total_commands);
+            const std::size_t step =
+                static_cast<std::size_t>(result_.commands * progress_width / total_commands);
             if (step != shown && result_.commands != total_commands && step % progress_step_ == 0) {
                 shown = step;
                 print_progress(std::chrono::steady_clock::now() - start);
@@ -312,10 +318,12 @@ private:
     /// One progress line, redrawn in place on a terminal and printed on a line of its own elsewhere.
     void print_progress(std::chrono::duration<double> elapsed) const
     {
-        const std::size_t filled = static_cast<std::size_t>(result_.commands * progress_width / total_commands);
+        const std::size_t filled =
+            static_cast<std::size_t>(result_.commands * progress_width / total_commands);
         fmt::print("{}[{:<{}}] {:3}%  {:6} cmds  {} errors  {} mismatches  {:.2f} s{}", terminal_ ? "\r" : "",
                    std::string(filled, '#'), progress_width, result_.commands * 100 / total_commands,
-                   result_.commands, result_.errors, result_.mismatches, elapsed.count(), terminal_ ? "" : "\n");
+                   result_.commands, result_.errors, result_.mismatches, elapsed.count(),
+                   terminal_ ? "" : "\n");
         std::fflush(stdout);
     }
 
@@ -324,7 +332,7 @@ private:
     bool terminal_ = isatty(fileno(stdout)) != 0;
     std::size_t progress_step_ = terminal_ ? 1 : progress_width / 4; ///< in 1/progress_width steps
     std::vector<queue_state> queues_;
-    std::mt19937_64 random_{20261101}; // fixed seed: every run does the same I/O
+    std::mt19937_64 random_{20261101};                             // fixed seed: every run does the same I/O
     std::unordered_map<std::uint64_t, std::uint32_t> generations_; ///< the shadow: LBA -> last write
     std::vector<std::uint64_t> written_;
     std::unordered_set<std::uint64_t> busy_;
@@ -342,8 +350,8 @@ T load_structure(const std::vector<std::byte>& bytes)
 
 int run()
 {
-    spdlog::info("nvmekit {}.{}.{}: an emulated NVMe controller and the in-process host", NVMEKIT_VERSION_MAJOR,
-                 NVMEKIT_VERSION_MINOR, NVMEKIT_VERSION_PATCH);
+    spdlog::info("nvmekit {}.{}.{}: an emulated NVMe controller and the in-process host",
+                 NVMEKIT_VERSION_MAJOR, NVMEKIT_VERSION_MINOR, NVMEKIT_VERSION_PATCH);
 
     nt::flat_memory memory;
     memory.add_range(host_memory_base, host_memory_bytes);
@@ -357,7 +365,8 @@ int run()
     auto& ns = subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes, {.chunk_size = block_bytes}},
                                        {.lba_format = lba_format_4k});
     spdlog::info("subsystem {}: namespace {} on a sparse RAM backend of {} MiB ({} blocks of {} bytes)",
-                 subsystem.identity().nqn, ns.nsid(), namespace_bytes >> 20, ns.block_count(), ns.block_bytes());
+                 subsystem.identity().nqn, ns.nsid(), namespace_bytes >> 20, ns.block_count(),
+                 ns.block_bytes());
 
     nvmekit::controller_config config{};
     config.ready_delay = std::chrono::milliseconds{5};
@@ -367,10 +376,12 @@ int run()
 
     host_type host{controller, memory, clock, msix}; // reaps a CQ when its vector fires
     host.on_step([](std::string_view step) { spdlog::info("host: {}", step); });
-    const auto bring_up = host.bring_up({.io_queue_pairs = queue_pairs, .io_entries = 128, .shadow_doorbells = true});
+    const auto bring_up =
+        host.bring_up({.io_queue_pairs = queue_pairs, .io_entries = 128, .shadow_doorbells = true});
     spdlog::info("ready after {} ms: {} I/O queue pairs (granted {} SQs / {} CQs)",
-                 std::chrono::duration_cast<std::chrono::milliseconds>(clock.now()).count(), bring_up.io_queue_pairs,
-                 bring_up.submission_queues_granted, bring_up.completion_queues_granted);
+                 std::chrono::duration_cast<std::chrono::milliseconds>(clock.now()).count(),
+                 bring_up.io_queue_pairs, bring_up.submission_queues_granted,
+                 bring_up.completion_queues_granted);
 
     print_id_ctrl(bring_up.identify);
     std::vector<std::byte> data;
@@ -395,11 +406,12 @@ int run()
                  result.mismatches, seconds, static_cast<double>(result.commands) / seconds,
                  static_cast<double>(result.commands * block_bytes) / seconds / (1 << 20));
     if (const auto* ram = ns.backend().get_if<nvmekit::ram_backend>()) {
-        spdlog::info("the RAM backend holds {:.1f} MiB of its {} MiB", static_cast<double>(ram->bytes_allocated()) / (1 << 20),
-                     ram->capacity_bytes() >> 20);
+        spdlog::info("the RAM backend holds {:.1f} MiB of its {} MiB",
+                     static_cast<double>(ram->bytes_allocated()) / (1 << 20), ram->capacity_bytes() >> 20);
     }
 
-    const auto smart = host.get_log_page(spec::log_page_id::smart_health, sizeof(spec::smart_health_log), data);
+    const auto smart =
+        host.get_log_page(spec::log_page_id::smart_health, sizeof(spec::smart_health_log), data);
     if (!smart.ok()) {
         spdlog::error("Get Log Page SMART / Health Information failed: {}", smart.status());
         return 1;
@@ -424,7 +436,11 @@ int run()
 
 int main(int argc, char** argv)
 {
-    nvmekit_programs::no_options({"nvmekit-demo", "nvmekit-demo\n  brings up a controller with a 1 GiB RAM namespace, prints its identity, runs a verified\n  random read/write workload and prints the SMART log\n"}, argc, argv);
+    nvmekit_programs::no_options(
+        {"nvmekit-demo",
+         "nvmekit-demo\n  brings up a controller with a 1 GiB RAM namespace, prints its identity, runs a "
+         "verified\n  random read/write workload and prints the SMART log\n"},
+        argc, argv);
     spdlog::set_pattern("[%l] %v");
     try {
         return run();

@@ -1,6 +1,7 @@
 // README.md's example ("Using nvmekit from another project"), line for line: the package tests
 // build and run it against every form of the installed library, and package.readme_example fails
 // when README's code block and this file differ (lines after these comments).
+// clang-format off
 #include <nvmekit/nvmekit.hpp>   // the controller, subsystem, backends and testing providers
 namespace nt = nvmekit::testing;
 struct traits : nvmekit::default_traits {

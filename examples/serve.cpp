@@ -84,9 +84,9 @@ struct namespace_spec {
 struct options {
     std::string socket;
     std::vector<namespace_spec> namespaces;
-    std::optional<std::string> nqn;              ///< empty: derived (derive_instance_identity)
-    std::optional<std::string> serial;           ///< empty: derived
-    std::optional<std::uint16_t> controller_id;  ///< empty: derived
+    std::optional<std::string> nqn;             ///< empty: derived (derive_instance_identity)
+    std::optional<std::string> serial;          ///< empty: derived
+    std::optional<std::uint16_t> controller_id; ///< empty: derived
     std::uint16_t vendor_id = nvmekit::pci::unassigned_vendor_id;
     std::uint16_t device_id = 0x0a0a;
     std::uint16_t subsystem_vendor_id = nvmekit::pci::unassigned_vendor_id;
@@ -98,7 +98,8 @@ struct options {
     std::uint8_t mdts = 0;         ///< MDTS (0: the build's limit, 5 = 128 KiB)
     std::uint16_t groups = 1;      ///< poll groups the I/O queues are spread over
     std::uint64_t capacity = 0;    ///< NVM capacity for Namespace Management (0: none beyond the namespaces)
-    std::uint32_t max_namespaces = 0; ///< NSIDs (Identify Controller NN; 0: the namespaces' number, 16 with --capacity)
+    /// NSIDs (Identify Controller NN; 0: the namespaces' number, 16 with --capacity)
+    std::uint32_t max_namespaces = 0;
     std::optional<std::string> log_level; ///< empty: info, or trace with --trace
     bool trace = false;
 };
@@ -120,32 +121,33 @@ constexpr nvmekit_programs::program serve_program{
     "  --trace prints the controller's trace events: host mistakes (err_*) at debug level, each\n"
     "  step of every command at trace level; it sets --log trace unless --log is given.\n"};
 
-[[noreturn]] void usage(const std::string& problem)
-{
-    nvmekit_programs::bad_usage(serve_program, problem);
-}
+[[noreturn]] void usage(const std::string& problem) { nvmekit_programs::bad_usage(serve_program, problem); }
 
 /// A decimal value from `low` to `high`; anything else is a usage error naming the option.
-std::uint32_t parse_decimal(std::string_view option, std::string_view text, std::uint32_t low, std::uint32_t high)
+std::uint32_t parse_decimal(std::string_view option, std::string_view text, std::uint32_t low,
+                            std::uint32_t high)
 {
     std::uint32_t value = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc{} || end != text.data() + text.size() || text.empty() || value < low || value > high) {
-        usage(std::string{option} + ": not a number from " + std::to_string(low) + " to " + std::to_string(high) +
-              ": " + std::string{text});
+    if (error != std::errc{} || end != text.data() + text.size() || text.empty() || value < low ||
+        value > high) {
+        usage(std::string{option} + ": not a number from " + std::to_string(low) + " to " +
+              std::to_string(high) + ": " + std::string{text});
     }
     return value;
 }
 
 /// A 16-bit hexadecimal value ("1b36", "0x1b36"), `low` to `high`.
-std::uint16_t parse_hex16(std::string_view option, std::string_view text, unsigned low = 0, unsigned high = 0xffff)
+std::uint16_t parse_hex16(std::string_view option, std::string_view text, unsigned low = 0,
+                          unsigned high = 0xffff)
 {
     if (text.starts_with("0x") || text.starts_with("0X")) {
         text.remove_prefix(2);
     }
     unsigned value = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
-    if (error != std::errc{} || end != text.data() + text.size() || text.empty() || value < low || value > high) {
+    if (error != std::errc{} || end != text.data() + text.size() || text.empty() || value < low ||
+        value > high) {
         char range[32];
         std::snprintf(range, sizeof range, "%04X to %04X", low, high);
         usage(std::string{option} + ": not a hexadecimal value from " + range + ": " + std::string{text});
@@ -252,8 +254,9 @@ options parse(int argc, char** argv)
         o.namespaces.push_back({false, std::uint64_t{1} << 30, {}});
     }
     if (o.max_namespaces == 0) {
-        o.max_namespaces = o.capacity != 0 ? std::max<std::uint32_t>(16, static_cast<std::uint32_t>(o.namespaces.size()))
-                                           : static_cast<std::uint32_t>(o.namespaces.size());
+        o.max_namespaces = o.capacity != 0
+                               ? std::max<std::uint32_t>(16, static_cast<std::uint32_t>(o.namespaces.size()))
+                               : static_cast<std::uint32_t>(o.namespaces.size());
     }
     if (o.max_namespaces < o.namespaces.size()) {
         usage("--max-namespaces " + std::to_string(o.max_namespaces) + " is below the " +
@@ -271,11 +274,16 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
     nvmekit::transport::mapped_memory memory;
     nvmekit::transport::eventfd_interrupts interrupts{Traits::limits.msix_vectors};
     nvmekit::steady_clock clock;
-    controller_type ctrl{memory, interrupts, clock, subsystem,
+    controller_type ctrl{memory,
+                         interrupts,
+                         clock,
+                         subsystem,
                          {.identity = {.vendor_id = o.vendor_id,
                                        .subsystem_vendor_id = o.subsystem_vendor_id,
                                        .controller_id = controller_id},
-                          .io_queues = o.queues, .queue_entries = o.queue_depth, .mdts = o.mdts,
+                          .io_queues = o.queues,
+                          .queue_entries = o.queue_depth,
+                          .mdts = o.mdts,
                           .poll_groups = o.groups}};
     const auto logger = [](nvmekit::transport::vfio_user::server_log_level level, std::string_view text) {
         using nvmekit::transport::vfio_user::server_log_level;
@@ -325,8 +333,8 @@ int main(int argc, char** argv)
     if (path_error) {
         instance = std::filesystem::absolute(o.socket).lexically_normal();
     }
-    const nvmekit::instance_identity derived =
-        nvmekit::derive_instance_identity(instance.string(), machine_id(), "nqn.2026-11.io.nvmekit:serve-", "NVMEKIT-");
+    const nvmekit::instance_identity derived = nvmekit::derive_instance_identity(
+        instance.string(), machine_id(), "nqn.2026-11.io.nvmekit:serve-", "NVMEKIT-");
     const std::string nqn = o.nqn.value_or(derived.nqn);
     const std::string serial = o.serial.value_or(derived.serial_number);
     const std::uint16_t controller_id = o.controller_id.value_or(derived.controller_id);

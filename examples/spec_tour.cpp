@@ -50,7 +50,9 @@ spec::completion_queue_entry make_completion(std::uint16_t sq_id, std::uint16_t 
 
 int main(int argc, char** argv)
 {
-    nvmekit_programs::no_options({"nvmekit-spec-tour", "nvmekit-spec-tour\n  prints the registers, commands and data structures of a Linux host's bring-up\n"}, argc, argv);
+    nvmekit_programs::no_options({"nvmekit-spec-tour", "nvmekit-spec-tour\n  prints the registers, commands "
+                                                       "and data structures of a Linux host's bring-up\n"},
+                                 argc, argv);
     fmt::print("nvmekit {}.{}.{}: the NVMe spec layer, following a Linux host's bring-up\n\n",
                NVMEKIT_VERSION_MAJOR, NVMEKIT_VERSION_MINOR, NVMEKIT_VERSION_PATCH);
 
@@ -72,27 +74,32 @@ int main(int argc, char** argv)
     fmt::print("\nAdmin commands of the bring-up and their completions:\n");
     const auto identify = make_command(spec::admin_opcode::identify, 0, 0, 0x10000,
                                        spec::identify_view{.cns = spec::cns::identify_controller});
-    const auto queues = make_command(
-        spec::admin_opcode::set_features, 1, 0, 0,
-        spec::set_features_view{.feature_id = spec::feature_id::number_of_queues,
-                                .cdw11 = spec::number_of_queues::from_counts(4, 4).raw});
-    const auto create_cq = make_command(
-        spec::admin_opcode::create_io_cq, 2, 0, 0x20000,
-        spec::create_io_cq_view{.queue_id = 1, .queue_size = 1024, .physically_contiguous = true,
-                                .interrupts_enabled = true, .interrupt_vector = 1});
-    const auto create_sq = make_command(
-        spec::admin_opcode::create_io_sq, 3, 0, 0x40000,
-        spec::create_io_sq_view{.queue_id = 1, .queue_size = 1024, .physically_contiguous = true, .cq_id = 1});
+    const auto queues =
+        make_command(spec::admin_opcode::set_features, 1, 0, 0,
+                     spec::set_features_view{.feature_id = spec::feature_id::number_of_queues,
+                                             .cdw11 = spec::number_of_queues::from_counts(4, 4).raw});
+    const auto create_cq = make_command(spec::admin_opcode::create_io_cq, 2, 0, 0x20000,
+                                        spec::create_io_cq_view{.queue_id = 1,
+                                                                .queue_size = 1024,
+                                                                .physically_contiguous = true,
+                                                                .interrupts_enabled = true,
+                                                                .interrupt_vector = 1});
+    const auto create_sq =
+        make_command(spec::admin_opcode::create_io_sq, 3, 0, 0x40000,
+                     spec::create_io_sq_view{
+                         .queue_id = 1, .queue_size = 1024, .physically_contiguous = true, .cq_id = 1});
     const auto bad_cq = make_command(
         spec::admin_opcode::create_io_cq, 4, 0, 0x60000,
         spec::create_io_cq_view{.queue_id = 1, .queue_size = 4096, .physically_contiguous = true});
-    const spec::submission_queue_entry* admin_commands[] = {&identify, &queues, &create_cq, &create_sq, &bad_cq};
+    const spec::submission_queue_entry* admin_commands[] = {&identify, &queues, &create_cq, &create_sq,
+                                                            &bad_cq};
     const spec::completion_queue_entry completions[] = {
         make_completion(0, 0, 1, spec::status::success()),
         make_completion(0, 1, 2, spec::status::success(), spec::number_of_queues::from_counts(4, 4).raw),
         make_completion(0, 2, 3, spec::status::success()),
         make_completion(0, 3, 4, spec::status::success()),
-        make_completion(0, 4, 5, spec::status{spec::command_specific_status::invalid_queue_identifier}.with_dnr()),
+        make_completion(0, 4, 5,
+                        spec::status{spec::command_specific_status::invalid_queue_identifier}.with_dnr()),
     };
     for (std::size_t i = 0; i < std::size(admin_commands); ++i) {
         fmt::print("  > {}\n  < {}\n", spec::admin_command{*admin_commands[i]}, completions[i]);

@@ -49,7 +49,8 @@ namespace {
 /// (Base 2.0 Figure 28): 10b, controller to host.
 constexpr std::uint8_t read_checksummed_opcode = 0x82;
 static_assert(read_checksummed_opcode >= 0x80, "an I/O vendor-specific opcode");
-static_assert((read_checksummed_opcode & 0x3U) == 0x2U, "opcode bits 01:00 = 10b: data from controller to host");
+static_assert((read_checksummed_opcode & 0x3U) == 0x2U,
+              "opcode bits 01:00 = 10b: data from controller to host");
 
 // CRC-32C (Castagnoli: reflected polynomial 82F63B78h, initial value and final XOR FFFFFFFFh).
 [[nodiscard]] constexpr std::array<std::uint32_t, 256> make_crc32c_table() noexcept
@@ -156,10 +157,11 @@ nvmekit::command_result read_checksummed(Controller& c, typename Controller::com
     }
     cmd.data_segments[0] = nvmekit::io_segment{staging->bytes.data(), static_cast<std::size_t>(bytes)};
     cmd.data_segment_count = 1;
-    cmd.block[0] = nvmekit::block_request{.operation = nvmekit::block_operation::read,
-                                          .offset = ns.data_offset(fields.starting_lba),
-                                          .length = bytes,
-                                          .segments = std::span<const nvmekit::io_segment>{cmd.data_segments}.first(1)};
+    cmd.block[0] =
+        nvmekit::block_request{.operation = nvmekit::block_operation::read,
+                               .offset = ns.data_offset(fields.starting_lba),
+                               .length = bytes,
+                               .segments = std::span<const nvmekit::io_segment>{cmd.data_segments}.first(1)};
     cmd.continuation = &read_checksummed_done<Controller>;
     c.submit_blocks(cmd, 1);
     return command_result::pending();
@@ -216,8 +218,8 @@ constexpr std::uint32_t nsid = 1;
 constexpr std::chrono::nanoseconds backend_delay = 10ms;
 
 /// Read Checksummed of `blocks` blocks at `slba` into the PRPs `dptr`.
-spec::submission_queue_entry read_checksummed_command(std::uint32_t ns, std::uint64_t slba, std::uint32_t blocks,
-                                                      spec::data_pointer dptr = {})
+spec::submission_queue_entry read_checksummed_command(std::uint32_t ns, std::uint64_t slba,
+                                                      std::uint32_t blocks, spec::data_pointer dptr = {})
 {
     spec::submission_queue_entry sqe{};
     sqe.cdw0.set(spec::command_dword0::opc, read_checksummed_opcode);
@@ -259,7 +261,8 @@ private:
     int failed_ = 0;
 };
 
-[[nodiscard]] std::vector<std::byte> read_memory(nt::flat_memory& memory, std::uint64_t address, std::size_t size)
+[[nodiscard]] std::vector<std::byte> read_memory(nt::flat_memory& memory, std::uint64_t address,
+                                                 std::size_t size)
 {
     std::vector<std::byte> bytes(size);
     if (memory.read(address, bytes)) {
@@ -276,15 +279,17 @@ int run()
     nt::recording_msix msix;
     nt::manual_clock clock;
     controller_type::subsystem_type subsystem{{.nqn = "nqn.2026-11.io.nvmekit:vendor-async-command"}};
-    auto& ns = subsystem.add_namespace(nt::test_backend<>{clock, std::uint64_t{4} << 20, 64, {.delay = backend_delay}});
+    auto& ns = subsystem.add_namespace(
+        nt::test_backend<>{clock, std::uint64_t{4} << 20, 64, {.delay = backend_delay}});
     auto& backend = ns.backend();
     controller_type controller{memory, msix, clock, subsystem};
     host_type host{controller, memory, clock, msix};
     host.bring_up({.io_queue_pairs = 1});
-    spdlog::info("controller {} is ready; its I/O table holds {} commands, 82h among them: {}; backend delay {}",
-                 controller.controller_id(), controller_type::io_table().size(),
-                 controller_type::io_table().supported(read_checksummed_opcode),
-                 std::chrono::duration_cast<std::chrono::milliseconds>(backend_delay));
+    spdlog::info(
+        "controller {} is ready; its I/O table holds {} commands, 82h among them: {}; backend delay {}",
+        controller.controller_id(), controller_type::io_table().size(),
+        controller_type::io_table().supported(read_checksummed_opcode),
+        std::chrono::duration_cast<std::chrono::milliseconds>(backend_delay));
     check(controller_type::io_table().supported(read_checksummed_opcode), "82h is in the I/O table");
 
     // A known pattern, written with a normal Write.
@@ -307,10 +312,11 @@ int run()
     check(written.ok(), "the Write of the pattern succeeds");
 
     // Read Checksummed: pending in the backend until the clock passes its delay.
-    spdlog::info("Read Checksummed of {} blocks at LBA {}, host CRC-32C of the pattern {:#010x}", blocks, slba,
-                 expected_checksum);
+    spdlog::info("Read Checksummed of {} blocks at LBA {}, host CRC-32C of the pattern {:#010x}", blocks,
+                 slba, expected_checksum);
     const std::uint64_t read_buffer = host.allocate(bytes);
-    const auto cid = host.submit(1, read_checksummed_command(nsid, slba, blocks, host.build_prps(read_buffer, bytes)));
+    const auto cid =
+        host.submit(1, read_checksummed_command(nsid, slba, blocks, host.build_prps(read_buffer, bytes)));
     std::vector<nt::completion> reaped;
     for (int i = 0; i < 3; ++i) {
         host.reap(1, reaped); // polls the controller and its backends, the clock standing still
@@ -325,7 +331,8 @@ int run()
     check(reaped.size() == 1, "one completion once the clock passed the delay and the backend was polled");
     if (reaped.size() == 1) {
         const auto& done = reaped.front();
-        spdlog::info("Read Checksummed (cid {}) -> {}, dw0 {:#010x}", done.cqe.cid, done.status(), done.cqe.dw0);
+        spdlog::info("Read Checksummed (cid {}) -> {}, dw0 {:#010x}", done.cqe.cid, done.status(),
+                     done.cqe.dw0);
         check(done.cqe.cid == cid && done.ok(), "it completes successfully");
         check(done.cqe.dw0 == expected_checksum, "DW0 is the CRC-32C the host computed");
         check(read_memory(memory, read_buffer, bytes) == pattern, "the host buffer holds the pattern");
@@ -369,32 +376,39 @@ int run()
     for (int i = 0; i < 3; ++i) {
         controller.poll();
     }
-    fmt::print("  after CC.EN = 0 and 3 polls without time passing: CSTS.RDY {}, {} request(s) in the backend, "
-               "{} command(s) in the controller\n",
-               host.csts().get(spec::csts_register::rdy), backend.outstanding(), controller.requests_in_use());
-    check(host.csts().get(spec::csts_register::rdy) && backend.outstanding() == 1 && controller.requests_in_use() == 1,
+    fmt::print(
+        "  after CC.EN = 0 and 3 polls without time passing: CSTS.RDY {}, {} request(s) in the backend, "
+        "{} command(s) in the controller\n",
+        host.csts().get(spec::csts_register::rdy), backend.outstanding(), controller.requests_in_use());
+    check(host.csts().get(spec::csts_register::rdy) && backend.outstanding() == 1 &&
+              controller.requests_in_use() == 1,
           "the reset waits for the read in the backend, which keeps its request");
     clock.advance(backend_delay);
     controller.poll(); // the backend completes the read; the controller skips the continuation
-    fmt::print("  after the backend completed: CSTS.RDY {}, {} request(s) in the backend, {} command(s) in the "
-               "controller, {} backend request(s) outstanding\n",
-               host.csts().get(spec::csts_register::rdy), backend.outstanding(), controller.requests_in_use(),
-               controller.io_outstanding());
-    check(!host.csts().get(spec::csts_register::rdy), "the reset completes (CSTS.RDY = 0) once the backend returned");
+    fmt::print(
+        "  after the backend completed: CSTS.RDY {}, {} request(s) in the backend, {} command(s) in the "
+        "controller, {} backend request(s) outstanding\n",
+        host.csts().get(spec::csts_register::rdy), backend.outstanding(), controller.requests_in_use(),
+        controller.io_outstanding());
+    check(!host.csts().get(spec::csts_register::rdy),
+          "the reset completes (CSTS.RDY = 0) once the backend returned");
     check(backend.outstanding() == 0 && controller.requests_in_use() == 0 && controller.io_outstanding() == 0,
           "the request is released");
     host.disable(); // the host's side of the reset: RDY reads 0, it forgets its queues
     check(controller.statistics().completions_posted == posted_before, "no completion is posted for it");
-    check(read_memory(memory, io_cq, io_cq_bytes) == cq_before, "the I/O completion queue's memory is unchanged");
+    check(read_memory(memory, io_cq, io_cq_bytes) == cq_before,
+          "the I/O completion queue's memory is unchanged");
     check(read_memory(memory, reset_buffer, bytes) == marker, "the host buffer is untouched");
 
     // Up again: the command works.
     host.bring_up({.io_queue_pairs = 1});
     const std::uint64_t again_buffer = host.allocate(bytes);
-    const auto again = host.io(1, read_checksummed_command(nsid, slba, blocks, host.build_prps(again_buffer, bytes)));
-    spdlog::info("after bringing the controller up again: Read Checksummed -> {}, dw0 {:#010x}", again.status(),
-                 again.cqe.dw0);
-    check(again.ok() && again.cqe.dw0 == expected_checksum, "Read Checksummed works again with the same checksum");
+    const auto again =
+        host.io(1, read_checksummed_command(nsid, slba, blocks, host.build_prps(again_buffer, bytes)));
+    spdlog::info("after bringing the controller up again: Read Checksummed -> {}, dw0 {:#010x}",
+                 again.status(), again.cqe.dw0);
+    check(again.ok() && again.cqe.dw0 == expected_checksum,
+          "Read Checksummed works again with the same checksum");
     check(read_memory(memory, again_buffer, bytes) == pattern, "and returns the pattern");
     host.shut_down();
 
@@ -410,12 +424,13 @@ int run()
 
 int main(int argc, char** argv)
 {
-    nvmekit_programs::no_options(
-        {"nvmekit-vendor-async-command",
-         "nvmekit-vendor-async-command\n  sends the vendor I/O command 82h (Read Checksummed) through the in-process "
-         "host to a controller whose backend completes later, across a controller reset, and checks what comes "
-         "back\n"},
-        argc, argv);
+    nvmekit_programs::no_options({"nvmekit-vendor-async-command",
+                                  "nvmekit-vendor-async-command\n  sends the vendor I/O command 82h (Read "
+                                  "Checksummed) through the in-process "
+                                  "host to a controller whose backend completes later, across a controller "
+                                  "reset, and checks what comes "
+                                  "back\n"},
+                                 argc, argv);
     spdlog::set_pattern("[%l] %v");
     try {
         return run();

@@ -39,7 +39,7 @@ constexpr std::uint8_t read_vendor_counters_opcode = 0xc0; // admin vendor-speci
 
 /// The counter pages CDW10 bits 03:00 select; bits 31:04 are reserved.
 enum class counter_page : std::uint8_t {
-    controller = 0, ///< the controller's command and error counters
+    controller = 0,      ///< the controller's command and error counters
     namespace_usage = 1, ///< the namespace named by NSID: size and backend memory in use
 };
 
@@ -58,7 +58,7 @@ static_assert(offsetof(vendor_counter_page, counters) == 8);
 static_assert(std::is_trivially_copyable_v<vendor_counter_page>);
 
 constexpr std::array<std::string_view, 7> controller_counter_names{
-    "commands", "completions_posted", "completions_held", "invalid_doorbells",
+    "commands",   "completions_posted",   "completions_held", "invalid_doorbells",
     "dma_errors", "host_protocol_errors", "staging_waits"};
 constexpr std::array<std::string_view, 4> namespace_counter_names{"nsze", "block_bytes", "capacity_bytes",
                                                                   "ram_bytes_allocated"};
@@ -69,7 +69,9 @@ constexpr std::array<std::string_view, 4> namespace_counter_names{"nsze", "block
 template <typename Controller>
 nvmekit::command_result read_vendor_counters(Controller& controller, typename Controller::command& cmd)
 {
-    const auto invalid = [](auto code) { return nvmekit::command_result::failure(spec::status{code}.with_dnr()); };
+    const auto invalid = [](auto code) {
+        return nvmekit::command_result::failure(spec::status{code}.with_dnr());
+    };
     if ((cmd.sqe.cdw10 & ~0xfU) != 0) {
         return invalid(spec::generic_status::invalid_field);
     }
@@ -82,7 +84,7 @@ nvmekit::command_result read_vendor_counters(Controller& controller, typename Co
     switch (static_cast<counter_page>(data.page)) {
     case counter_page::controller: {
         const auto& stats = controller.statistics();
-        data.counters = {stats.commands,         stats.completions_posted, stats.completions_held,
+        data.counters = {stats.commands,          stats.completions_posted, stats.completions_held,
                          stats.invalid_doorbells, stats.dma_errors,         stats.host_protocol_errors,
                          stats.staging_waits};
         count = controller_counter_names.size();
@@ -104,7 +106,8 @@ nvmekit::command_result read_vendor_counters(Controller& controller, typename Co
     default: return invalid(spec::generic_status::invalid_field);
     }
     const auto status = controller.transfer_to_host(cmd, std::as_bytes(std::span{&data, 1}));
-    return status.is_success() ? nvmekit::command_result::success(count) : nvmekit::command_result::failure(status);
+    return status.is_success() ? nvmekit::command_result::success(count)
+                               : nvmekit::command_result::failure(status);
 }
 
 // ---- the controller's traits ------------------------------------------------------------------
@@ -146,8 +149,8 @@ void send(host_type& host, spec::submission_queue_entry sqe, std::string_view wh
 {
     std::vector<std::byte> bytes;
     const auto completion = host.admin_read(sqe, sizeof(vendor_counter_page), bytes);
-    spdlog::info("C0h {} (cdw10 {:#x}, nsid {}) -> {}, dw0 {}", what, sqe.cdw10, sqe.nsid, completion.status(),
-                 completion.cqe.dw0);
+    spdlog::info("C0h {} (cdw10 {:#x}, nsid {}) -> {}, dw0 {}", what, sqe.cdw10, sqe.nsid,
+                 completion.status(), completion.cqe.dw0);
     if (!completion.ok()) {
         return;
     }
@@ -157,7 +160,8 @@ void send(host_type& host, spec::submission_queue_entry sqe, std::string_view wh
                std::string_view{page.signature.data(), page.signature.size()}, page.version, page.page,
                page.controller_id);
     const std::span<const std::string_view> names =
-        page.page == 0 ? std::span<const std::string_view>{controller_counter_names} : namespace_counter_names;
+        page.page == 0 ? std::span<const std::string_view>{controller_counter_names}
+                       : namespace_counter_names;
     for (std::size_t i = 0; i < names.size() && i < completion.cqe.dw0; ++i) {
         fmt::print("  {:<22} : {}\n", names[i], page.counters[i]);
     }
@@ -186,7 +190,8 @@ int run()
 
     send(host, read_vendor_counters_command(counter_page::controller), "controller counters");
     send(host, read_vendor_counters_command(counter_page::namespace_usage, 1), "namespace usage");
-    send(host, read_vendor_counters_command(counter_page::namespace_usage, 7), "namespace usage of an inactive NSID");
+    send(host, read_vendor_counters_command(counter_page::namespace_usage, 7),
+         "namespace usage of an inactive NSID");
     send(host, read_vendor_counters_command(static_cast<counter_page>(9)), "page 9 (no such page)");
 
     std::vector<std::byte> bytes;
@@ -228,7 +233,11 @@ int run()
 
 int main(int argc, char** argv)
 {
-    nvmekit_programs::no_options({"nvmekit-vendor-command", "nvmekit-vendor-command\n  sends the vendor admin command C0h through the in-process host and prints what it returns\n"}, argc, argv);
+    constexpr const char* usage =
+        "nvmekit-vendor-command\n"
+        "  sends the vendor admin command C0h through the in-process host and prints what it "
+        "returns\n";
+    nvmekit_programs::no_options({"nvmekit-vendor-command", usage}, argc, argv);
     spdlog::set_pattern("[%l] %v");
     try {
         return run();

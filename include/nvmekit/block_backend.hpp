@@ -73,50 +73,47 @@ struct block_request {
     static constexpr std::uint64_t unknown_offset = ~std::uint64_t{0};
 };
 
+// clang-format off
 template <typename T>
-concept BlockSized = requires(const T& backend)
-{
-    {
-        backend.capacity_bytes()
-        } -> std::same_as<std::uint64_t>;
+concept BlockSized = requires(const T& backend) {
+    { backend.capacity_bytes() } -> std::same_as<std::uint64_t>;
 };
+// clang-format on
 
+// clang-format off
 template <typename T>
-concept BlockSubmittable = requires(T& backend, block_request& request)
-{
-    {
-        backend.submit(request)
-        } -> std::same_as<void>;
+concept BlockSubmittable = requires(T& backend, block_request& request) {
+    { backend.submit(request) } -> std::same_as<void>;
 };
+// clang-format on
 
+// clang-format off
 template <typename T>
-concept BlockPollable = requires(T& backend)
-{
-    {
-        backend.poll()
-        } -> std::same_as<std::size_t>;
+concept BlockPollable = requires(T& backend) {
+    { backend.poll() } -> std::same_as<std::size_t>;
 };
+// clang-format on
 
+// clang-format off
 template <typename T>
-concept BlockCacheReporting = requires(const T& backend)
-{
-    {
-        backend.has_volatile_cache()
-        } -> std::same_as<bool>;
+concept BlockCacheReporting = requires(const T& backend) {
+    { backend.has_volatile_cache() } -> std::same_as<bool>;
 };
+// clang-format on
 
+// clang-format off
 template <typename T>
-concept BlockOutstandingCounting = requires(const T& backend)
-{
-    {
-        backend.outstanding()
-        } -> std::same_as<std::size_t>;
+concept BlockOutstandingCounting = requires(const T& backend) {
+    { backend.outstanding() } -> std::same_as<std::size_t>;
 };
+// clang-format on
 
 /// Storage for a namespace (see the table above).
+// clang-format off
 template <typename T>
 concept BlockBackend = BlockSized<T> && BlockSubmittable<T> && BlockPollable<T> && BlockCacheReporting<T> &&
     BlockOutstandingCounting<T>;
+// clang-format on
 
 /// Checks `T` models BlockBackend with one readable diagnostic per missing operation. Use it where
 /// a backend enters the library: `static_assert(check_block_backend<T>());`.

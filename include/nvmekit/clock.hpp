@@ -14,10 +14,12 @@
 NVMEKIT_BEGIN_NAMESPACE
 
 /// Monotonic time in nanoseconds (see the table above).
+// clang-format off
 template <typename T>
 concept Clock = requires(const T& clock) {
     { clock.now() } -> std::same_as<std::chrono::nanoseconds>;
 };
+// clang-format on
 
 /// Checks `T` models Clock with a readable diagnostic.
 template <typename T>

@@ -52,7 +52,8 @@ public:
         routed_completion* head = head_.load(std::memory_order_relaxed);
         do {
             node.next = head;
-        } while (!head_.compare_exchange_weak(head, &node, std::memory_order_release, std::memory_order_relaxed));
+        } while (
+            !head_.compare_exchange_weak(head, &node, std::memory_order_release, std::memory_order_relaxed));
     }
 
     /// Consumer: takes every node pushed so far and calls `f(node)` on each, in push order (for
@@ -84,7 +85,10 @@ public:
     }
 
     /// True when nothing is waiting; exact only for the consumer when producers are quiet.
-    [[nodiscard]] bool empty_approx() const noexcept { return head_.load(std::memory_order_relaxed) == nullptr; }
+    [[nodiscard]] bool empty_approx() const noexcept
+    {
+        return head_.load(std::memory_order_relaxed) == nullptr;
+    }
 
 private:
     std::atomic<routed_completion*> head_{nullptr};

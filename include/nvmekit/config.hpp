@@ -39,7 +39,6 @@ NVMEKIT_END_NAMESPACE
 #define NVMEKIT_ASSERT(condition, message) static_cast<void>(0)
 #else
 #define NVMEKIT_ASSERT(condition, message) \
-    ((condition) ? static_cast<void>(0)    \
-                 : ::nvmekit::detail::assertion_failed(__FILE__, __LINE__, (message)))
+    ((condition) ? static_cast<void>(0) : ::nvmekit::detail::assertion_failed(__FILE__, __LINE__, (message)))
 #endif
 #endif

@@ -60,17 +60,17 @@
 #include <nvmekit/async_events.hpp>
 #include <nvmekit/backends/any_backend.hpp>
 #include <nvmekit/block_backend.hpp>
-#include <nvmekit/completion_inbox.hpp>
 #include <nvmekit/clock.hpp>
 #include <nvmekit/command_sets/admin.hpp>
 #include <nvmekit/command_sets/features.hpp>
 #include <nvmekit/command_sets/nvm.hpp>
+#include <nvmekit/completion_inbox.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/controller_logs.hpp>
 #include <nvmekit/cq_ring.hpp>
+#include <nvmekit/dispatcher.hpp>
 #include <nvmekit/dma.hpp>
 #include <nvmekit/dma_guard.hpp>
-#include <nvmekit/dispatcher.hpp>
 #include <nvmekit/doorbell_channel.hpp>
 #include <nvmekit/error_log.hpp>
 #include <nvmekit/feature_table.hpp>
@@ -80,11 +80,11 @@
 #include <nvmekit/host_ranges.hpp>
 #include <nvmekit/interrupt_coalescing.hpp>
 #include <nvmekit/interrupts.hpp>
+#include <nvmekit/mailbox.hpp>
 #include <nvmekit/msix.hpp>
 #include <nvmekit/nvm_namespace.hpp>
 #include <nvmekit/pci/interrupt_signalling.hpp>
 #include <nvmekit/pci/shadow_doorbells.hpp>
-#include <nvmekit/mailbox.hpp>
 #include <nvmekit/poll_group.hpp>
 #include <nvmekit/poll_group_state.hpp>
 #include <nvmekit/poll_group_statistics.hpp>
@@ -95,7 +95,6 @@
 #include <nvmekit/request_pool.hpp>
 #include <nvmekit/reset_state_machine.hpp>
 #include <nvmekit/sgl_walker.hpp>
-#include <nvmekit/sq_ring.hpp>
 #include <nvmekit/spec/commands.hpp>
 #include <nvmekit/spec/features.hpp>
 #include <nvmekit/spec/identify.hpp>
@@ -104,6 +103,7 @@
 #include <nvmekit/spec/queue_entries.hpp>
 #include <nvmekit/spec/registers.hpp>
 #include <nvmekit/spec/status.hpp>
+#include <nvmekit/sq_ring.hpp>
 #include <nvmekit/subsystem.hpp>
 #include <nvmekit/telemetry_log.hpp>
 #include <nvmekit/threading.hpp>
@@ -130,7 +130,10 @@ struct limits {
     std::uint16_t staging_buffers = 16;
 
     /// MDTS in bytes.
-    [[nodiscard]] constexpr std::uint64_t max_transfer_bytes() const noexcept { return std::uint64_t{4096} << mdts; }
+    [[nodiscard]] constexpr std::uint64_t max_transfer_bytes() const noexcept
+    {
+        return std::uint64_t{4096} << mdts;
+    }
 };
 
 /// Base of the traits users derive from; it names the defaults a user does not override.
@@ -207,7 +210,7 @@ struct controller_statistics {
     std::uint64_t invalid_doorbells = 0; ///< invalid doorbell values and writes to missing doorbells
     std::uint64_t dma_errors = 0;
     std::uint64_t host_protocol_errors = 0;
-    std::uint64_t staging_waits = 0;     ///< times a command waited for a staging buffer
+    std::uint64_t staging_waits = 0; ///< times a command waited for a staging buffer
 };
 
 template <typename Traits>
@@ -230,7 +233,8 @@ public:
     static_assert(check_tracer<tracer_type>());
     static_assert(check_threading_policy<threading_type>());
     static_assert(limits.io_queues >= 1, "limits: at least one I/O queue pair");
-    static_assert(limits.queue_entries >= 2 && limits.queue_entries <= 65536, "limits: queue_entries 2..65536");
+    static_assert(limits.queue_entries >= 2 && limits.queue_entries <= 65536,
+                  "limits: queue_entries 2..65536");
     static_assert(limits.msix_vectors >= 1 && limits.msix_vectors <= 2048, "limits: msix_vectors 1..2048");
     static_assert(limits.aerl < async_event_queue::max_requests, "limits: aerl too large");
     static_assert(limits.mdts >= 1 && limits.mdts <= 10, "limits: mdts 1..10 (8 KiB to 4 MiB)");
@@ -289,8 +293,8 @@ public:
         completion_queues_.resize(std::size_t{limits.io_queues} + 1U);
         staging_per_group_ = std::max<std::size_t>(1, limits.staging_buffers / config_.poll_groups);
         for (std::uint16_t group = 0; group < config_.poll_groups; ++group) {
-            groups_.push_back(
-                std::make_unique<group_type>(limits.io_queues, fetch_batch, limits.max_segments, limits.msix_vectors));
+            groups_.push_back(std::make_unique<group_type>(limits.io_queues, fetch_batch, limits.max_segments,
+                                                           limits.msix_vectors));
         }
         for (std::size_t qid = 0; qid <= limits.io_queues; ++qid) {
             sq_group_[qid].store(0, std::memory_order_relaxed);
@@ -299,14 +303,16 @@ public:
         admin_data_.resize(admin_data_bytes);
         logs_.health().record_power_on(false);
         controller_id_ = subsystem_->register_controller(
-            namespace_listener{this, [](void* self, std::uint32_t nsid) {
+            namespace_listener{this,
+                               [](void* self, std::uint32_t nsid) {
                                    static_cast<controller*>(self)->on_namespace_changed(nsid);
                                }},
             config_.identity.controller_id);
         namespace_slots_ = std::size_t{subsystem_->options().max_namespaces} + 1U;
         attached_namespaces_ = std::make_unique<std::atomic<namespace_type*>[]>(namespace_slots_);
         for (std::uint32_t nsid = 0; nsid < namespace_slots_; ++nsid) {
-            attached_namespaces_[nsid].store(nsid == 0 ? nullptr : subsystem_->attached_namespace(nsid, controller_id_),
+            attached_namespaces_[nsid].store(nsid == 0 ? nullptr
+                                                       : subsystem_->attached_namespace(nsid, controller_id_),
                                              std::memory_order_relaxed);
         }
     }
@@ -314,9 +320,9 @@ public:
     /// A controller with a subsystem of its own, holding no namespace yet (reach it through
     /// subsystem()).
     controller(dma_type& dma, interrupts_type& interrupts, clock_type& clock, controller_config config = {})
-        : controller(owned_subsystem{}, dma, interrupts, clock, std::make_unique<subsystem_type>(), std::move(config))
-    {
-    }
+        : controller(owned_subsystem{}, dma, interrupts, clock, std::make_unique<subsystem_type>(),
+                     std::move(config))
+    {}
 
     /// The controller must not hold backend I/O when destroyed: poll() until backend_idle().
     ~controller()
@@ -341,7 +347,6 @@ private:
     }
 
 public:
-
     // ---- BAR0 layout ------------------------------------------------------------------------
 
     /// First byte of the MSI-X table in BAR0 (page aligned, after the doorbells).
@@ -360,7 +365,8 @@ public:
     /// BAR0 size: a power of two covering registers, doorbells, MSI-X table and PBA.
     [[nodiscard]] std::uint64_t bar0_size() const noexcept
     {
-        const std::uint64_t end = msix_pba_offset() + round_up(msix_type::pba_bytes(limits.msix_vectors), page_bytes);
+        const std::uint64_t end =
+            msix_pba_offset() + round_up(msix_type::pba_bytes(limits.msix_vectors), page_bytes);
         return std::bit_ceil(end);
     }
 
@@ -561,7 +567,8 @@ public:
         if (submission_queues_[0] && !submission_queues_[0]->ring.empty()) {
             // Admin commands change what the groups use (queues, features, namespaces): concurrent
             // groups are paused while they run.
-            with_groups_paused([&] { executed += process_submission_queue(*submission_queues_[0], admin_group_); });
+            with_groups_paused(
+                [&] { executed += process_submission_queue(*submission_queues_[0], admin_group_); });
         }
         if (!concurrent()) {
             for (auto& group : groups_) {
@@ -596,7 +603,8 @@ public:
         NVMEKIT_ASSERT(index < groups_.size(), "poll_group: no such group");
         auto& group = *groups_[index];
         if (!concurrent()) {
-            if (state_machine_.state() != controller_state::ready || !bus_master_.load(std::memory_order_relaxed)) {
+            if (state_machine_.state() != controller_state::ready ||
+                !bus_master_.load(std::memory_order_relaxed)) {
                 return 0;
             }
             group.doorbells.drain([&](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
@@ -634,11 +642,14 @@ public:
     /// not compile. `options` applies to every group; its name gets the group index appended,
     /// and `cpus`, when not empty, pins group i to cpus[i % cpus.size()]. Call from the admin
     /// context.
-    void start_poll_groups(poll_group_options options = {}, std::vector<unsigned> cpus = {})
+    // clang-format off
+    void start_poll_groups(const poll_group_options& options = {}, const std::vector<unsigned>& cpus = {})
         requires(threading_type::concurrent_groups)
+    // clang-format on
     {
         if (!concurrent()) {
-            throw std::logic_error("controller::start_poll_groups needs controller_config::concurrent_poll_groups");
+            throw std::logic_error(
+                "controller::start_poll_groups needs controller_config::concurrent_poll_groups");
         }
         if (poll_groups_started()) {
             return;
@@ -651,7 +662,8 @@ public:
             }
             auto& group = *groups_[index];
             group.runner = std::make_unique<poll_group_runner<>>(
-                [this, index] { return poll_group(static_cast<std::uint16_t>(index)); }, std::move(group_options));
+                [this, index] { return poll_group(static_cast<std::uint16_t>(index)); },
+                std::move(group_options));
         }
         for (auto& group : groups_) {
             group->runner->start();
@@ -693,7 +705,10 @@ public:
     }
 
     /// Number of poll groups (controller_config::poll_groups).
-    [[nodiscard]] std::uint16_t poll_group_count() const noexcept { return static_cast<std::uint16_t>(groups_.size()); }
+    [[nodiscard]] std::uint16_t poll_group_count() const noexcept
+    {
+        return static_cast<std::uint16_t>(groups_.size());
+    }
     /// Counters of poll group `index`: polls (busy and idle), commands executed, data bytes read
     /// and written by its commands. Readable while the controller runs.
     [[nodiscard]] poll_group_counters group_statistics(std::uint16_t index) const
@@ -820,7 +835,8 @@ public:
             .set(spec::nvm_command_support::timestamp, features_.config().timestamp_supported)
             .set(spec::nvm_command_support::verify, true)
             .set(spec::nvm_command_support::copy, true);
-        data.vwc.set(spec::volatile_write_cache_support::present, features_.config().volatile_write_cache_present)
+        data.vwc
+            .set(spec::volatile_write_cache_support::present, features_.config().volatile_write_cache_present)
             .set(spec::volatile_write_cache_support::flush_behavior, spec::flush_broadcast::supported);
         data.ocfs = 1; // Copy source range format 0
         data.sgls = sgl_support_for(sgl_walk_options{.direction = transfer_direction::controller_to_host});
@@ -829,7 +845,10 @@ public:
     }
 
     /// The composite temperature the controller reports, in Kelvin.
-    [[nodiscard]] std::uint16_t temperature() const noexcept { return logs_.health().composite_temperature(); }
+    [[nodiscard]] std::uint16_t temperature() const noexcept
+    {
+        return logs_.health().composite_temperature();
+    }
     /// Sets the composite temperature the controller reports, in Kelvin (the embedder's sensor).
     void set_temperature(std::uint16_t kelvin)
     {
@@ -843,7 +862,8 @@ private:
     static constexpr std::uint64_t page_bytes = 4096;
     static constexpr std::size_t fetch_batch = 32;
 
-    [[nodiscard]] static constexpr std::uint64_t round_up(std::uint64_t value, std::uint64_t alignment) noexcept
+    [[nodiscard]] static constexpr std::uint64_t round_up(std::uint64_t value,
+                                                          std::uint64_t alignment) noexcept
     {
         return (value + alignment - 1) / alignment * alignment;
     }
@@ -858,13 +878,15 @@ private:
             }
             if (value < minimum || value > limit) {
                 throw std::invalid_argument(std::string{"controller_config: "} + name + " is " +
-                                            std::to_string(value) + "; it must be " + std::to_string(minimum) +
-                                            " to " + std::to_string(limit) + " (the traits' limits)");
+                                            std::to_string(value) + "; it must be " +
+                                            std::to_string(minimum) + " to " + std::to_string(limit) +
+                                            " (the traits' limits)");
             }
             return static_cast<decltype(limit)>(value);
         };
         config.io_queues = resolve(config.io_queues, limits.io_queues, std::uint16_t{1}, "io_queues");
-        config.queue_entries = resolve(config.queue_entries, limits.queue_entries, std::uint32_t{2}, "queue_entries");
+        config.queue_entries =
+            resolve(config.queue_entries, limits.queue_entries, std::uint32_t{2}, "queue_entries");
         config.mdts = resolve(config.mdts, limits.mdts, std::uint8_t{1}, "mdts");
         if (!threading_type::concurrent_groups && config.concurrent_poll_groups) {
             throw std::invalid_argument(
@@ -872,9 +894,9 @@ private:
                 "(Traits::threading = nvmekit::multi_threaded); these traits are single_threaded");
         }
         if (config.poll_groups == 0 || config.poll_groups > limits.io_queues) {
-            throw std::invalid_argument("controller_config: poll_groups is " + std::to_string(config.poll_groups) +
-                                        "; it must be 1 to " + std::to_string(limits.io_queues) +
-                                        " (the traits' limits.io_queues)");
+            throw std::invalid_argument("controller_config: poll_groups is " +
+                                        std::to_string(config.poll_groups) + "; it must be 1 to " +
+                                        std::to_string(limits.io_queues) + " (the traits' limits.io_queues)");
         }
         return config;
     }
@@ -972,9 +994,9 @@ private:
         void host_protocol_error(controller_state state, controller_event event)
         {
             ++self->statistics_.host_protocol_errors;
-            self->tracer_.trace(trace_record{
-                .event = trace_event::err_invalid_state_transition,
-                .value = std::uint64_t{static_cast<std::uint8_t>(state)} << 8U | static_cast<std::uint8_t>(event)});
+            self->tracer_.trace(trace_record{.event = trace_event::err_invalid_state_transition,
+                                             .value = std::uint64_t{static_cast<std::uint8_t>(state)} << 8U |
+                                                      static_cast<std::uint8_t>(event)});
         }
     };
 
@@ -1078,7 +1100,8 @@ private:
         publish_doorbell_entries(0, true, acq_entries);
     }
 
-    [[nodiscard]] static constexpr std::size_t doorbell_index(std::uint16_t qid, bool completion_queue) noexcept
+    [[nodiscard]] static constexpr std::size_t doorbell_index(std::uint16_t qid,
+                                                              bool completion_queue) noexcept
     {
         return 2U * std::size_t{qid} + (completion_queue ? 1U : 0U);
     }
@@ -1127,7 +1150,7 @@ private:
         namespace_type* ns = nullptr;
         block_request request{};
         bool in_backend = false;
-        routed_completion routed{}; ///< its completion, when it ran outside the admin context
+        routed_completion routed{};  ///< its completion, when it ran outside the admin context
         std::uint64_t submitted = 0; ///< shutdown generation of the flush in the backend
         std::uint64_t wanted = 0;    ///< latest shutdown generation that needs this flush
     };
@@ -1242,7 +1265,8 @@ private:
             writes != 0) {
             record_invalid_doorbells(spec::error_event::invalid_doorbell_register, writes);
         }
-        if (const auto writes = invalid_doorbell_values_.exchange(0, std::memory_order_relaxed); writes != 0) {
+        if (const auto writes = invalid_doorbell_values_.exchange(0, std::memory_order_relaxed);
+            writes != 0) {
             record_invalid_doorbells(spec::error_event::invalid_doorbell_value, writes);
         }
     }
@@ -1318,6 +1342,7 @@ private:
     /// The processing context the calling thread runs (admin_group_ or a group) while inside
     /// poll(), poll_group() or a register event; null elsewhere. Backend completions use it to
     /// tell whether they run on their command's thread.
+    // NOLINTNEXTLINE(readability-identifier-naming): private static, suffixed like the other members
     static inline thread_local const void* current_context_ = nullptr;
 
     /// Sets current_context_ for a scope; nothing with single_threaded, where owns() needs no
@@ -1391,7 +1416,10 @@ private:
         }
         return true;
     }
-    static void leave_poll(group_type& group) noexcept { group.in_poll.store(false, std::memory_order_release); }
+    static void leave_poll(group_type& group) noexcept
+    {
+        group.in_poll.store(false, std::memory_order_release);
+    }
 
     /// Asks every concurrent group to pause and waits until none is inside a poll (nested calls
     /// count). Admin context only.
@@ -1483,7 +1511,8 @@ private:
             return;
         }
         for (auto& group : groups_) {
-            group->errors.drain([this](error_record&& record) { record_error(record); }, std::size_t{1} << 20);
+            group->errors.drain([this](error_record&& record) { record_error(record); },
+                                std::size_t{1} << 20);
             if (const auto lost = group->errors_lost.load() - group->errors_lost_taken; lost != 0) {
                 group->errors_lost_taken += lost;
                 logs_.skip_errors(lost);
@@ -1541,7 +1570,8 @@ private:
         if (interrupts_enabled && groups > 1) {
             for (std::size_t other = 1; other < completion_queues_.size(); ++other) {
                 const auto& cq = completion_queues_[other];
-                if (other != qid && cq && cq->ring.interrupts_enabled() && cq->ring.interrupt_vector() == vector) {
+                if (other != qid && cq && cq->ring.interrupts_enabled() &&
+                    cq->ring.interrupt_vector() == vector) {
                     return cq_group_[other].load(std::memory_order_relaxed);
                 }
             }
@@ -1604,11 +1634,11 @@ private:
         record_invalid_doorbells(event, 1);
     }
 
-    /// The shadow doorbells (pci/shadow_doorbells.hpp) of one group's queues (the admin queue has none). A queue's slot is
-    /// taken as work only once the host has written the queue's doorbell register since creating
-    /// it: a host may re-create a queue without clearing its slots (SPDK's driver does), and the
-    /// old queue's tail must not run as new commands. Hosts write the register first, because a
-    /// new queue's EventIdx (0) asks them to.
+    /// The shadow doorbells (pci/shadow_doorbells.hpp) of one group's queues (the admin queue has none). A
+    /// queue's slot is taken as work only once the host has written the queue's doorbell register since
+    /// creating it: a host may re-create a queue without clearing its slots (SPDK's driver does), and the old
+    /// queue's tail must not run as new commands. Hosts write the register first, because a new queue's
+    /// EventIdx (0) asks them to.
     void read_shadow_doorbells(group_type& group)
     {
         if (!shadow_doorbells_.enabled()) {
@@ -1682,8 +1712,8 @@ private:
     {
         std::size_t executed = 0;
         while (!sq.ring.empty() && !group.stopped) {
-            const std::uint32_t room = std::min<std::uint32_t>(static_cast<std::uint32_t>(sq.pool.available()),
-                                                               static_cast<std::uint32_t>(fetch_batch));
+            const std::uint32_t room = std::min<std::uint32_t>(
+                static_cast<std::uint32_t>(sq.pool.available()), static_cast<std::uint32_t>(fetch_batch));
             if (room == 0) {
                 break; // every request of this queue is in use: back-pressure
             }
@@ -1754,7 +1784,10 @@ public:
     }
 
     /// MDTS in bytes, as this controller reports it (controller_config::mdts).
-    [[nodiscard]] std::uint64_t max_transfer_bytes() const noexcept { return std::uint64_t{4096} << config_.mdts; }
+    [[nodiscard]] std::uint64_t max_transfer_bytes() const noexcept
+    {
+        return std::uint64_t{4096} << config_.mdts;
+    }
 
     /// The memory page size the host set (CC.MPS).
     [[nodiscard]] std::uint64_t memory_page_size() const noexcept { return memory_page_bytes_; }
@@ -1814,7 +1847,10 @@ public:
     }
     /// True when no backend request of this controller is outstanding: neither a command's nor a
     /// shutdown flush (which may outlive the shutdown a reset abandoned). Then it may be destroyed.
-    [[nodiscard]] bool backend_idle() const noexcept { return io_outstanding() == 0 && shutdown_flushes_in_backend_ == 0; }
+    [[nodiscard]] bool backend_idle() const noexcept
+    {
+        return io_outstanding() == 0 && shutdown_flushes_in_backend_ == 0;
+    }
 
     /// The admin command table this controller uses: the built-in one as Traits customised it.
     [[nodiscard]] static const table_type& admin_table() noexcept
@@ -1859,12 +1895,13 @@ public:
     }
 
     /// Copies the host bytes `ranges` describe (from byte `offset` of them on) into `data`.
-    [[nodiscard]] spec::status read_host(const command& cmd, const host_range_list& ranges, std::span<std::byte> data)
+    [[nodiscard]] spec::status read_host(const command& cmd, const host_range_list& ranges,
+                                         std::span<std::byte> data)
     {
         return dma_status(cmd, copy_from_host(dma_, ranges, data));
     }
-    [[nodiscard]] spec::status read_host(const command& cmd, const host_range_list& ranges, std::uint64_t offset,
-                                         std::span<std::byte> data)
+    [[nodiscard]] spec::status read_host(const command& cmd, const host_range_list& ranges,
+                                         std::uint64_t offset, std::span<std::byte> data)
     {
         return dma_status(cmd, copy_from_host(dma_, ranges, offset, data));
     }
@@ -1910,7 +1947,8 @@ public:
             for (auto& waiting : waiting_list) {
                 if (waiting.sq->ring.qid() == sq_id && waiting.sqe.command_id() == command_id) {
                     waiting_list.erase(waiting_list.iterator_to(waiting));
-                    finish(waiting, command_result::failure(spec::status{spec::generic_status::abort_requested}));
+                    finish(waiting,
+                           command_result::failure(spec::status{spec::generic_status::abort_requested}));
                     return true;
                 }
             }
@@ -1945,8 +1983,8 @@ private:
     }
 
 public:
-    [[nodiscard]] spec::status walk_data(const command& cmd, std::uint64_t length, transfer_direction direction,
-                                         host_range_list& ranges)
+    [[nodiscard]] spec::status walk_data(const command& cmd, std::uint64_t length,
+                                         transfer_direction direction, host_range_list& ranges)
     {
         if (length > max_transfer_bytes()) {
             return error(spec::generic_status::invalid_field);
@@ -1958,13 +1996,13 @@ public:
                                        .bit_bucket_supported = true,
                                        .max_segment_descriptors = 256,
                                        .max_descriptors = std::size_t{limits.max_segments} * 4U};
-        const auto status = walk_data_pointer(dma_, cmd.sqe, length, static_cast<std::uint32_t>(memory_page_size()),
-                                              options, ranges);
+        const auto status = walk_data_pointer(
+            dma_, cmd.sqe, length, static_cast<std::uint32_t>(memory_page_size()), options, ranges);
         return dma_status(cmd, status);
     }
 
-    [[nodiscard]] spec::status walk_metadata(const command& cmd, std::uint64_t length, transfer_direction direction,
-                                             host_range_list& ranges)
+    [[nodiscard]] spec::status walk_metadata(const command& cmd, std::uint64_t length,
+                                             transfer_direction direction, host_range_list& ranges)
     {
         const sgl_walk_options options{.direction = direction,
                                        .bit_bucket_supported = true,
@@ -2078,7 +2116,8 @@ private:
             // Deleted queue or controller reset: the command was aborted, so nothing of it may
             // reach host memory any more (a staged read's copy-out, a multi-step command's next
             // step); it only gives its request back.
-            self.finish(cmd, command_result::failure(spec::status{spec::generic_status::aborted_sq_deletion}));
+            self.finish(cmd,
+                        command_result::failure(spec::status{spec::generic_status::aborted_sq_deletion}));
             return;
         }
         const command_result result = cmd.continuation(self, cmd);
@@ -2095,7 +2134,8 @@ private:
         case block_status::unrecovered_read_error:
             return spec::status{spec::media_status::unrecovered_read_error}.with_dnr();
         case block_status::write_fault: return spec::status{spec::media_status::write_fault}.with_dnr();
-        case block_status::out_of_range: return spec::status{spec::generic_status::lba_out_of_range}.with_dnr();
+        case block_status::out_of_range:
+            return spec::status{spec::generic_status::lba_out_of_range}.with_dnr();
         case block_status::internal_error: break;
         }
         return spec::status{spec::generic_status::internal_error};
@@ -2162,7 +2202,6 @@ private:
         sq.reset();
         return retired;
     }
-
 
     /// Builds `cmd`'s completion entry and posts it on `cq`, its SQ's CQ, or holds it while `cq` is
     /// full.
@@ -2264,7 +2303,6 @@ public:
     }
 
 private:
-
     void report_async_events()
     {
         if (!completion_queue_exists(0)) {
@@ -2440,19 +2478,18 @@ private:
                                              std::memory_order_release);
         }
         logs_.note_changed_namespace(nsid);
-        if (features_.async_event_configuration().get(spec::async_event_configuration::namespace_attribute_notices)) {
-            logs_.events().post(spec::async_event_completion{spec::async_event_type::notice,
-                                                      static_cast<std::uint8_t>(spec::notice_event::namespace_attribute_changed),
-                                                      spec::log_page_id::changed_namespace_list});
+        if (features_.async_event_configuration().get(
+                spec::async_event_configuration::namespace_attribute_notices)) {
+            logs_.events().post(spec::async_event_completion{
+                spec::async_event_type::notice,
+                static_cast<std::uint8_t>(spec::notice_event::namespace_attribute_changed),
+                spec::log_page_id::changed_namespace_list});
         }
     }
 
 public:
     /// The host read the log page of an event type without RAE: that type is reported again.
-    void acknowledge_event_type(spec::async_event_type type) noexcept
-    {
-        logs_.acknowledge_event_type(type);
-    }
+    void acknowledge_event_type(spec::async_event_type type) noexcept { logs_.acknowledge_event_type(type); }
 
 private:
     /// Records a failed command in the Error Information log.
@@ -2553,7 +2590,9 @@ private:
         case register_host_error::read_only_register_write:
             event = trace_event::err_mmio_read_only_register_write;
             break;
-        case register_host_error::read_only_bits_write: event = trace_event::err_mmio_read_only_bits_write; break;
+        case register_host_error::read_only_bits_write:
+            event = trace_event::err_mmio_read_only_bits_write;
+            break;
         case register_host_error::not_a_doorbell: event = trace_event::err_mmio_not_a_doorbell; break;
         case register_host_error::doorbell_beyond_max_queue:
             event = trace_event::err_mmio_doorbell_beyond_max_queue;
@@ -2563,10 +2602,7 @@ private:
         tracer_.trace(trace_record{.event = event, .value = offset});
     }
 
-    void record_error(const error_record& record)
-    {
-        logs_.record_error(record);
-    }
+    void record_error(const error_record& record) { logs_.record_error(record); }
 
 public:
     /// A read of an uncorrectable or failing block: counted as a media error, at `lba`.
@@ -2585,7 +2621,8 @@ public:
             // field holds the first LBA that experienced the error), else the first of the
             // command's data request.
             const block_request& data = cmd.block[0];
-            const std::uint64_t at = data.error_offset != block_request::unknown_offset ? data.error_offset : data.offset;
+            const std::uint64_t at =
+                data.error_offset != block_request::unknown_offset ? data.error_offset : data.offset;
             cmd.error_lba = cmd.ns != nullptr ? at / cmd.ns->data_transfer_bytes(1) : 0;
         }
         return block_error(status);
@@ -2606,6 +2643,7 @@ public:
         group.written_512_units += units_512(bytes);
         group.statistics.add_bytes(bytes);
     }
+
 private:
     /// The context that runs an SQ: its CQ's.
     [[nodiscard]] group_type& group_of(const detail::submission_queue<command>& sq) noexcept
@@ -2631,7 +2669,7 @@ public:
             add(*group);
         }
         return health.build(clock_.now() - powered_on_at_, features_.over_temperature_threshold(0),
-                             features_.under_temperature_threshold(0));
+                            features_.under_temperature_threshold(0));
     }
 
     /// Posts the SMART temperature event when the composite temperature crosses a threshold
@@ -2640,12 +2678,12 @@ public:
     {
         const auto event = logs_.health().evaluate_temperature(features_.over_temperature_threshold(0),
                                                                features_.under_temperature_threshold(0));
-        const auto enabled =
-            features_.async_event_configuration().get(spec::async_event_configuration::smart_critical_warnings);
+        const auto enabled = features_.async_event_configuration().get(
+            spec::async_event_configuration::smart_critical_warnings);
         if (event && (enabled & 0x02U) != 0) { // bit 1: temperature
             logs_.events().post(spec::async_event_completion{spec::async_event_type::smart_health,
-                                                      static_cast<std::uint8_t>(*event),
-                                                      spec::log_page_id::smart_health});
+                                                             static_cast<std::uint8_t>(*event),
+                                                             spec::log_page_id::smart_health});
         }
     }
 
@@ -2688,9 +2726,12 @@ public:
         // match them without DNR. Every other status refuses the command: DNR.
         using spec::command_specific_status;
         const bool committed =
-            outcome.status == spec::status{command_specific_status::firmware_activation_requires_conventional_reset} ||
-            outcome.status == spec::status{command_specific_status::firmware_activation_requires_subsystem_reset} ||
-            outcome.status == spec::status{command_specific_status::firmware_activation_requires_controller_reset};
+            outcome.status ==
+                spec::status{command_specific_status::firmware_activation_requires_conventional_reset} ||
+            outcome.status ==
+                spec::status{command_specific_status::firmware_activation_requires_subsystem_reset} ||
+            outcome.status ==
+                spec::status{command_specific_status::firmware_activation_requires_controller_reset};
         return command_result::failure(committed ? outcome.status : outcome.status.with_dnr());
     }
 
@@ -2714,7 +2755,8 @@ private:
 
     /// Validates the queue memory of a Create I/O SQ/CQ and builds its description.
     spec::status make_queue_memory(const spec::submission_queue_entry& sqe, bool physically_contiguous,
-                                   std::uint32_t entries, std::size_t entry_bytes, std::optional<queue_memory>& out)
+                                   std::uint32_t entries, std::size_t entry_bytes,
+                                   std::optional<queue_memory>& out)
     {
         const std::uint64_t page_mask = memory_page_size() - 1U;
         if (physically_contiguous) {
@@ -2731,8 +2773,9 @@ private:
             return error(spec::generic_status::invalid_field);
         }
         queue_memory memory = queue_memory::contiguous(0);
-        const spec::status status = queue_memory::from_prp_list(dma_, sqe.dptr.prp1, std::size_t{entries} * entry_bytes,
-                                                                static_cast<std::uint32_t>(memory_page_size()), memory);
+        const spec::status status =
+            queue_memory::from_prp_list(dma_, sqe.dptr.prp1, std::size_t{entries} * entry_bytes,
+                                        static_cast<std::uint32_t>(memory_page_size()), memory);
         if (!status.is_success()) {
             return status.with_dnr();
         }
@@ -2745,7 +2788,8 @@ public:
     spec::status create_io_cq(const spec::submission_queue_entry& sqe)
     {
         const auto view = spec::create_io_cq_view::decode(sqe);
-        if (view.queue_id == 0 || view.queue_id > allowed_completion_queues() || completion_queue_exists(view.queue_id)) {
+        if (view.queue_id == 0 || view.queue_id > allowed_completion_queues() ||
+            completion_queue_exists(view.queue_id)) {
             return error(spec::command_specific_status::invalid_queue_identifier);
         }
         if (view.queue_size < 2 || view.queue_size > registers_.cap().max_queue_entries()) {
@@ -2760,12 +2804,14 @@ public:
             return error(spec::command_specific_status::invalid_interrupt_vector);
         }
         std::optional<queue_memory> memory;
-        if (const auto status = make_queue_memory(sqe, view.physically_contiguous, view.queue_size, 16, memory);
+        if (const auto status =
+                make_queue_memory(sqe, view.physically_contiguous, view.queue_size, 16, memory);
             !status.is_success()) {
             return status;
         }
         completion_queues_[view.queue_id] = std::make_unique<detail::completion_queue<command>>(
-            view.queue_id, view.queue_size, std::move(*memory), view.interrupt_vector, view.interrupts_enabled);
+            view.queue_id, view.queue_size, std::move(*memory), view.interrupt_vector,
+            view.interrupts_enabled);
         const std::uint16_t group =
             place_completion_queue(view.queue_id, view.interrupt_vector, view.interrupts_enabled);
         cq_group_[view.queue_id].store(group, std::memory_order_relaxed);
@@ -2794,13 +2840,15 @@ public:
             return error(spec::command_specific_status::completion_queue_invalid);
         }
         std::optional<queue_memory> memory;
-        if (const auto status = make_queue_memory(sqe, view.physically_contiguous, view.queue_size, 64, memory);
+        if (const auto status =
+                make_queue_memory(sqe, view.physically_contiguous, view.queue_size, 64, memory);
             !status.is_success()) {
             return status;
         }
         submission_queues_[view.queue_id] = std::make_unique<detail::submission_queue<command>>(
             view.queue_id, view.cq_id, view.queue_size, limits.commands_per_queue, std::move(*memory));
-        const std::uint16_t group = cq_group_[view.cq_id].load(std::memory_order_relaxed); // an SQ follows its CQ
+        // an SQ follows its CQ
+        const std::uint16_t group = cq_group_[view.cq_id].load(std::memory_order_relaxed);
         sq_group_[view.queue_id].store(group, std::memory_order_relaxed);
         insert_queue(groups_[group]->submission_queues, view.queue_id);
         publish_doorbell_entries(view.queue_id, false, view.queue_size);
@@ -2875,12 +2923,18 @@ public:
     /// An I/O queue was created since the last Controller Reset (Number of Queues is then fixed).
     [[nodiscard]] bool io_queue_created() const noexcept { return io_queue_created_; }
     /// The I/O queues Set Features Number of Queues granted since the last Controller Reset.
-    [[nodiscard]] std::optional<spec::number_of_queues> granted_queues() const noexcept { return granted_queues_; }
+    [[nodiscard]] std::optional<spec::number_of_queues> granted_queues() const noexcept
+    {
+        return granted_queues_;
+    }
     void grant_queues(spec::number_of_queues granted) noexcept { granted_queues_ = granted; }
     /// I/O queue pairs this controller offers at most (controller_config::io_queues).
     [[nodiscard]] std::uint16_t max_io_queues() const noexcept { return config_.io_queues; }
     /// The admin context's interrupt coalescing; every context's is configured alike.
-    [[nodiscard]] const interrupt_coalescer& admin_coalescer() const noexcept { return interrupts_state_.coalescer(); }
+    [[nodiscard]] const interrupt_coalescer& admin_coalescer() const noexcept
+    {
+        return interrupts_state_.coalescer();
+    }
 
     /// Doorbell Buffer Config (Base 2.0 5.8): PRP1 the shadow doorbell buffer, PRP2 the EventIdx
     /// buffer, each one memory page.
@@ -2888,8 +2942,8 @@ public:
     {
         const auto view = spec::doorbell_buffer_config_view::decode(sqe);
         const std::uint64_t page_mask = memory_page_size() - 1U;
-        if (sqe.pointer_type() != spec::data_pointer_type::prp || (view.shadow_doorbell_address & page_mask) != 0 ||
-            (view.eventidx_address & page_mask) != 0) {
+        if (sqe.pointer_type() != spec::data_pointer_type::prp ||
+            (view.shadow_doorbell_address & page_mask) != 0 || (view.eventidx_address & page_mask) != 0) {
             return error(spec::generic_status::invalid_field);
         }
         shadow_doorbells_.configure(view.shadow_doorbell_address, view.eventidx_address,
@@ -2921,7 +2975,7 @@ private:
     std::uint16_t next_group_ = 0; ///< round-robin placement
     /// Doorbell writes of queues above limits.io_queues, not yet taken by poll().
     std::atomic<std::uint32_t> invalid_doorbell_registers_{0};
-    std::atomic<std::uint32_t> invalid_doorbell_values_{0};    ///< doorbell values beyond their queue's size
+    std::atomic<std::uint32_t> invalid_doorbell_values_{0}; ///< doorbell values beyond their queue's size
     static constexpr std::size_t doorbell_slots = 2U * (std::size_t{limits.io_queues} + 1U);
     /// Per doorbell (SQ tail 2*qid, CQ head 2*qid+1): the queue's entries, 0 when it does not exist.
     std::unique_ptr<std::atomic<std::uint32_t>[]> doorbell_entries_ =
@@ -2931,9 +2985,9 @@ private:
     std::vector<std::unique_ptr<detail::submission_queue<command>>> submission_queues_;
     std::vector<std::unique_ptr<detail::completion_queue<command>>> completion_queues_;
     std::optional<spec::number_of_queues> granted_queues_;
-    std::uint64_t bar0_address_ = 0;         ///< where the host decodes BAR0 (set_bar0_address)
-    std::atomic<bool> bus_master_{true};     ///< PCI Command.Bus Master Enable (set_bus_master)
-    bool io_queue_created_ = false; ///< an I/O SQ or CQ was created since the last Controller Reset
+    std::uint64_t bar0_address_ = 0;     ///< where the host decodes BAR0 (set_bar0_address)
+    std::atomic<bool> bus_master_{true}; ///< PCI Command.Bus Master Enable (set_bus_master)
+    bool io_queue_created_ = false;      ///< an I/O SQ or CQ was created since the last Controller Reset
     pci::shadow_doorbells shadow_doorbells_;
     std::chrono::nanoseconds enable_started_{0};
     controller_statistics statistics_{};
@@ -2953,7 +3007,8 @@ private:
     std::vector<std::byte> admin_data_;
     /// A staging buffer holds MDTS bytes of data, their separate metadata (at most 1/64 of the
     /// data; 1/16 is reserved) and up to 4 KiB of command parameters (Copy source ranges).
-    static constexpr std::size_t staging_bytes = limits.max_transfer_bytes() + limits.max_transfer_bytes() / 16U + 4096U;
+    static constexpr std::size_t staging_bytes =
+        limits.max_transfer_bytes() + limits.max_transfer_bytes() / 16U + 4096U;
     std::vector<std::unique_ptr<detail::submission_queue<command>>> retired_queues_;
     std::vector<std::unique_ptr<shutdown_flush>> shutdown_flushes_;
     /// Counts normal shutdowns and resets: a flush counts only for the shutdown it was sent for.
@@ -2963,9 +3018,10 @@ private:
     std::optional<std::chrono::nanoseconds> last_keep_alive_;
     feature_table features_{make_feature_config(), clock_.now()};
     /// Error Information, SMART / Health, Firmware Slot, Telemetry, Changed Namespace List, events.
-    controller_logs logs_{controller_logs_config{.firmware_revision = subsystem_->identity().firmware_revision,
-                                                 .ieee_oui = subsystem_->identity().ieee_oui,
-                                                 .async_event_requests = std::size_t{limits.aerl} + 1U}};
+    controller_logs logs_{
+        controller_logs_config{.firmware_revision = subsystem_->identity().firmware_revision,
+                               .ieee_oui = subsystem_->identity().ieee_oui,
+                               .async_event_requests = std::size_t{limits.aerl} + 1U}};
     std::vector<std::byte> log_window_ = std::vector<std::byte>(limits.max_transfer_bytes());
     std::chrono::nanoseconds powered_on_at_ = clock_.now();
     /// The page size CC.MPS set when the controller was enabled (a CC write while enabled does not
@@ -2979,6 +3035,5 @@ private:
     /// takes the error).
     bool groups_stopped_ = true;
 };
-
 
 NVMEKIT_END_NAMESPACE

@@ -27,9 +27,9 @@
 NVMEKIT_BEGIN_NAMESPACE
 
 struct controller_logs_config {
-    std::string firmware_revision;         ///< the revision in slot 1 at power-on
+    std::string firmware_revision;          ///< the revision in slot 1 at power-on
     std::array<std::uint8_t, 3> ieee_oui{}; ///< for the telemetry log's header
-    std::size_t async_event_requests = 4;  ///< outstanding Asynchronous Event Requests (AERL + 1)
+    std::size_t async_event_requests = 4;   ///< outstanding Asynchronous Event Requests (AERL + 1)
 };
 
 class controller_logs {
@@ -38,8 +38,7 @@ public:
         : firmware_{firmware_slots_config{.initial_revision = config.firmware_revision}}
         , telemetry_{telemetry_config{.ieee_oui = config.ieee_oui}}
         , events_{config.async_event_requests}
-    {
-    }
+    {}
 
     [[nodiscard]] error_log& errors() noexcept { return errors_; }
     [[nodiscard]] const error_log& errors() const noexcept { return errors_; }

@@ -25,11 +25,11 @@ public:
     /// Precondition (validated by the controller): 2 <= `entries` <= 65536 (Base 2.0 4.1.3).
     cq_ring(std::uint16_t qid, std::uint32_t entries, queue_memory memory, std::uint16_t interrupt_vector,
             bool interrupts_enabled)
-        : memory_{std::move(memory)},
-          entries_{entries},
-          qid_{qid},
-          interrupt_vector_{interrupt_vector},
-          interrupts_enabled_{interrupts_enabled}
+        : memory_{std::move(memory)}
+        , entries_{entries}
+        , qid_{qid}
+        , interrupt_vector_{interrupt_vector}
+        , interrupts_enabled_{interrupts_enabled}
     {
         NVMEKIT_ASSERT(entries >= 2 && entries <= 65536, "cq_ring: queue size out of range");
     }
@@ -88,7 +88,8 @@ public:
     std::error_code post(Dma& dma, spec::completion_queue_entry entry)
     {
         NVMEKIT_ASSERT(!full(), "cq_ring: posting into a full completion queue");
-        entry.status_phase = static_cast<std::uint16_t>((entry.status_phase & ~std::uint16_t{1}) | (phase_ ? 1U : 0U));
+        entry.status_phase =
+            static_cast<std::uint16_t>((entry.status_phase & ~std::uint16_t{1}) | (phase_ ? 1U : 0U));
         const std::size_t offset = std::size_t{tail_} * cqe_size;
         NVMEKIT_ASSERT(memory_.contiguous_bytes_from(offset) >= cqe_size,
                        "cq_ring: a completion queue entry straddles a memory page");

@@ -118,10 +118,16 @@ public:
         return effects_[opcode].get(spec::command_effects::csupp);
     }
 
-    [[nodiscard]] constexpr handler_type handler(std::uint8_t opcode) const noexcept { return handlers_[opcode]; }
+    [[nodiscard]] constexpr handler_type handler(std::uint8_t opcode) const noexcept
+    {
+        return handlers_[opcode];
+    }
 
     /// The Commands Supported and Effects entry of `opcode` (all zero when unsupported).
-    [[nodiscard]] constexpr spec::command_effects effects(std::uint8_t opcode) const noexcept { return effects_[opcode]; }
+    [[nodiscard]] constexpr spec::command_effects effects(std::uint8_t opcode) const noexcept
+    {
+        return effects_[opcode];
+    }
 
     /// Runs the handler of `opcode`; Invalid Command Opcode when there is none.
     command_result dispatch(Context& context, std::uint8_t opcode, Command& command) const
@@ -133,7 +139,10 @@ public:
     }
 
     /// Copies the effects of every opcode into a Commands Supported and Effects array.
-    constexpr void fill_effects(std::array<spec::command_effects, 256>& out) const noexcept { out = effects_; }
+    constexpr void fill_effects(std::array<spec::command_effects, 256>& out) const noexcept
+    {
+        out = effects_;
+    }
 
     /// Number of supported opcodes.
     [[nodiscard]] constexpr std::size_t size() const noexcept

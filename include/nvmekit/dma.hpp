@@ -3,9 +3,13 @@
 ///
 /// | expression                       | type                 | semantics |
 /// |----------------------------------|----------------------|-----------|
-/// | `d.read(addr, dst)`              | `std::error_code`    | copies `dst.size()` bytes of host memory at `addr` into `dst`; an empty code on success; on failure `dst` holds unspecified bytes and nothing else changed |
-/// | `d.write(addr, src)`             | `std::error_code`    | copies `src` into host memory at `addr`; an empty code on success; a failed write may have stored a prefix |
-/// | `d.map(addr, len)` (optional)    | `std::span<std::byte>` | zero-copy view of `len` bytes of host memory at `addr`, valid until the provider's mappings change; an empty span when the range cannot be mapped (the controller then falls back to read/write) |
+/// | `d.read(addr, dst)`              | `std::error_code`    | copies `dst.size()` bytes of host memory at
+/// `addr` into `dst`; an empty code on success; on failure `dst` holds unspecified bytes and nothing else
+/// changed | | `d.write(addr, src)`             | `std::error_code`    | copies `src` into host memory at
+/// `addr`; an empty code on success; a failed write may have stored a prefix | | `d.map(addr, len)`
+/// (optional)    | `std::span<std::byte>` | zero-copy view of `len` bytes of host memory at `addr`, valid
+/// until the provider's mappings change; an empty span when the range cannot be mapped (the controller then
+/// falls back to read/write) |
 ///
 /// `d` is an lvalue of the provider type, `addr` a `std::uint64_t`, `dst` a `std::span<std::byte>`,
 /// `src` a `std::span<const std::byte>`, `len` a `std::size_t`. Providers never throw for host
@@ -23,35 +27,43 @@
 
 NVMEKIT_BEGIN_NAMESPACE
 
+// clang-format off
 template <typename T>
 concept DmaReadable = requires(T& dma, std::uint64_t address, std::span<std::byte> destination) {
     { dma.read(address, destination) } -> std::same_as<std::error_code>;
 };
+// clang-format on
 
+// clang-format off
 template <typename T>
 concept DmaWritable = requires(T& dma, std::uint64_t address, std::span<const std::byte> source) {
     { dma.write(address, source) } -> std::same_as<std::error_code>;
 };
+// clang-format on
 
 /// Reads and writes host memory (see the table above).
 template <typename T>
 concept DmaProvider = DmaReadable<T> && DmaWritable<T>;
 
 /// A DmaProvider that can also map host memory for zero-copy access.
+// clang-format off
 template <typename T>
 concept MappingDmaProvider = DmaProvider<T> && requires(T& dma, std::uint64_t address, std::size_t length) {
     { dma.map(address, length) } -> std::same_as<std::span<std::byte>>;
 };
+// clang-format on
 
 /// Checks `T` models DmaProvider with one readable diagnostic per missing operation. Use it where
 /// a provider enters the library: `static_assert(check_dma_provider<T>());`.
 template <typename T>
 consteval bool check_dma_provider()
 {
-    static_assert(DmaReadable<T>, "DmaProvider: the type lacks `std::error_code read(std::uint64_t host_address, "
-                                  "std::span<std::byte> destination)`");
-    static_assert(DmaWritable<T>, "DmaProvider: the type lacks `std::error_code write(std::uint64_t host_address, "
-                                  "std::span<const std::byte> source)`");
+    static_assert(DmaReadable<T>,
+                  "DmaProvider: the type lacks `std::error_code read(std::uint64_t host_address, "
+                  "std::span<std::byte> destination)`");
+    static_assert(DmaWritable<T>,
+                  "DmaProvider: the type lacks `std::error_code write(std::uint64_t host_address, "
+                  "std::span<const std::byte> source)`");
     return DmaProvider<T>;
 }
 

@@ -96,8 +96,10 @@ public:
     }
 
     /// Present only when the wrapped provider maps; an empty span for ranges touching the window.
+    // clang-format off
     [[nodiscard]] std::span<std::byte> map(std::uint64_t address, std::size_t length)
         requires MappingDmaProvider<Dma>
+    // clang-format on
     {
         if (touches_window(address, length)) {
             return {};

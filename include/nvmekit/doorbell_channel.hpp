@@ -31,10 +31,10 @@ class doorbell_channel {
 public:
     /// Room for the doorbells of queues 0 (admin) to `max_qid`.
     explicit doorbell_channel(std::uint16_t max_qid)
-        : max_qid_{max_qid}, values_{std::make_unique<std::atomic<std::uint32_t>[]>(slot_count())},
-          pending_{std::make_unique<std::atomic<std::uint64_t>[]>(word_count())}
-    {
-    }
+        : max_qid_{max_qid}
+        , values_{std::make_unique<std::atomic<std::uint32_t>[]>(slot_count())}
+        , pending_{std::make_unique<std::atomic<std::uint64_t>[]>(word_count())}
+    {}
 
     [[nodiscard]] std::uint16_t max_qid() const noexcept { return max_qid_; }
 
@@ -108,7 +108,8 @@ public:
     }
 
 private:
-    static_assert(std::atomic<std::uint64_t>::is_always_lock_free && std::atomic<std::uint32_t>::is_always_lock_free,
+    static_assert(std::atomic<std::uint64_t>::is_always_lock_free &&
+                      std::atomic<std::uint32_t>::is_always_lock_free,
                   "doorbell_channel needs lock-free 32- and 64-bit atomics");
 
     // Slot 2 * qid is the SQ Tail, 2 * qid + 1 the CQ Head: the BAR0 doorbell order.

@@ -34,10 +34,10 @@ struct error_record {
     spec::status status{};                                       ///< status the command completed with
     bool phase_tag = false;                                      ///< phase tag of that completion
     spec::parameter_error_location location = spec::parameter_error_location::not_applicable();
-    std::uint64_t lba = 0;                        ///< first LBA in error, if applicable
-    std::uint32_t nsid = 0;                       ///< namespace of the error, if applicable
-    std::uint8_t vendor_specific_log_page = 0;    ///< LID of vendor-specific detail, 0 for none
-    std::uint8_t transport_type = 0;              ///< TRTYPE, 0 when the error is not transport related
+    std::uint64_t lba = 0;                     ///< first LBA in error, if applicable
+    std::uint32_t nsid = 0;                    ///< namespace of the error, if applicable
+    std::uint8_t vendor_specific_log_page = 0; ///< LID of vendor-specific detail, 0 for none
+    std::uint8_t transport_type = 0;           ///< TRTYPE, 0 when the error is not transport related
     std::uint64_t command_specific_information = 0;
     std::uint16_t transport_specific_information = 0;
 };
@@ -54,22 +54,23 @@ public:
     /// std::invalid_argument for a capacity out of range.
     explicit error_log(std::size_t capacity = default_capacity, std::uint64_t last_error_count = 0)
         : entries_(checked_capacity(capacity)), last_error_count_{last_error_count}
-    {
-    }
+    {}
 
     /// Counts `n` errors that could not be recorded (their entries were lost before they reached
     /// the log): the Error Count advances by `n`, so the next entry shows the gap.
     void skip(std::uint64_t n) noexcept
     {
         for (; n != 0; --n) {
-            last_error_count_ = last_error_count_ == std::numeric_limits<std::uint64_t>::max() ? 1 : last_error_count_ + 1;
+            last_error_count_ =
+                last_error_count_ == std::numeric_limits<std::uint64_t>::max() ? 1 : last_error_count_ + 1;
         }
     }
 
     /// Records an error, replacing the oldest entry when full. Returns its Error Count.
     std::uint64_t record(const error_record& error) noexcept
     {
-        last_error_count_ = last_error_count_ == std::numeric_limits<std::uint64_t>::max() ? 1 : last_error_count_ + 1;
+        last_error_count_ =
+            last_error_count_ == std::numeric_limits<std::uint64_t>::max() ? 1 : last_error_count_ + 1;
         spec::error_information_entry& entry = entries_[newest_];
         entry = spec::error_information_entry{};
         entry.error_count = last_error_count_;
@@ -92,11 +93,17 @@ public:
     /// Entries the log holds (ELPE + 1).
     [[nodiscard]] std::size_t capacity() const noexcept { return entries_.size(); }
     /// The ELPE value of Identify Controller: capacity - 1.
-    [[nodiscard]] std::uint8_t elpe() const noexcept { return static_cast<std::uint8_t>(entries_.size() - 1); }
+    [[nodiscard]] std::uint8_t elpe() const noexcept
+    {
+        return static_cast<std::uint8_t>(entries_.size() - 1);
+    }
     /// Valid entries currently held.
     [[nodiscard]] std::size_t size() const noexcept { return count_; }
     /// Size of the log page in bytes: capacity x 64.
-    [[nodiscard]] std::uint64_t log_size() const noexcept { return std::uint64_t{entries_.size()} * entry_size; }
+    [[nodiscard]] std::uint64_t log_size() const noexcept
+    {
+        return std::uint64_t{entries_.size()} * entry_size;
+    }
     /// Error Count of the newest entry ever recorded (0 before the first).
     [[nodiscard]] std::uint64_t last_error_count() const noexcept { return last_error_count_; }
     /// Entries recorded by this object, cleared or not: SMART / Health "Number of Error
@@ -127,7 +134,8 @@ public:
             const auto within = static_cast<std::size_t>(position % entry_size);
             const std::size_t chunk = std::min(entry_size - within, out.size() - done);
             if (index < count_) {
-                const auto bytes = std::bit_cast<std::array<std::byte, entry_size>>(entry(static_cast<std::size_t>(index)));
+                const auto bytes =
+                    std::bit_cast<std::array<std::byte, entry_size>>(entry(static_cast<std::size_t>(index)));
                 std::memcpy(out.data() + done, bytes.data() + within, chunk);
             } else {
                 std::fill_n(out.begin() + static_cast<std::ptrdiff_t>(done), chunk, std::byte{0});

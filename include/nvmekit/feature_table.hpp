@@ -105,8 +105,7 @@ public:
         , saved_{defaults_}
         , current_{defaults_}
         , reset_at_{now}
-    {
-    }
+    {}
 
     [[nodiscard]] const feature_table_config& config() const noexcept { return config_; }
 

@@ -56,11 +56,11 @@ enum class firmware_reset : std::uint8_t {
 };
 
 struct firmware_slots_config {
-    std::uint8_t slot_count = 2;            ///< FRMW bits 03:01, 1 to 7
-    bool slot1_read_only = false;           ///< FRMW bit 00
-    bool activation_without_reset = false;  ///< FRMW bit 04: Commit Action 011b activates at once
+    std::uint8_t slot_count = 2;           ///< FRMW bits 03:01, 1 to 7
+    bool slot1_read_only = false;          ///< FRMW bit 00
+    bool activation_without_reset = false; ///< FRMW bit 04: Commit Action 011b activates at once
     firmware_reset activation_reset = firmware_reset::controller_level; ///< reset an activation needs
-    std::uint8_t update_granularity = 0;    ///< FWUG, 4 KiB units; 00h and FFh: no restriction
+    std::uint8_t update_granularity = 0;                ///< FWUG, 4 KiB units; 00h and FFh: no restriction
     std::size_t max_image_bytes = std::size_t{1} << 20; ///< largest image, a multiple of 4
     std::string_view initial_revision = "1.0";          ///< revision in slot 1, active at power-on
 };
@@ -81,9 +81,7 @@ public:
     /// Throws std::invalid_argument for a slot count outside 1 to 7, a maximum image size that is
     /// 0 or not a multiple of 4, or an initial revision that is empty or longer than 8 characters.
     explicit firmware_slots(const firmware_slots_config& config = {})
-        : config_{checked(config)},
-          image_(config.max_image_bytes),
-          downloaded_(config.max_image_bytes / 4)
+        : config_{checked(config)}, image_(config.max_image_bytes), downloaded_(config.max_image_bytes / 4)
     {
         spec::assign_space_padded(slots_[0], config.initial_revision);
         running_ = slots_[0];
@@ -137,7 +135,8 @@ public:
 
     /// Firmware Image Download of a decoded command whose `data` (`view.byte_count()` bytes) was
     /// fetched from the host.
-    spec::status download(const spec::firmware_image_download_view& view, std::span<const std::byte> data) noexcept
+    spec::status download(const spec::firmware_image_download_view& view,
+                          std::span<const std::byte> data) noexcept
     {
         NVMEKIT_ASSERT(data.size() == view.byte_count(), "the data of a download is NUMD + 1 dwords");
         return download(static_cast<std::uint32_t>(view.offset_bytes / 4), data);
@@ -145,9 +144,11 @@ public:
 
     /// OFST counts dwords: a 64-bit offset is most likely a byte offset (`view.offset_bytes`).
     /// Pass the view, or the dword offset as a std::uint32_t.
+    // clang-format off
     template <std::integral Offset>
         requires(sizeof(Offset) > sizeof(std::uint32_t))
     spec::status download(Offset offset, std::span<const std::byte> data) = delete;
+    // clang-format on
 
     /// Firmware Commit (Base 2.0 5.12) of slot `slot` (FS, 0 to 7) with Commit Action `action`.
     firmware_commit_result commit(std::uint8_t slot, spec::firmware_commit_action action) noexcept
@@ -244,10 +245,12 @@ private:
             throw std::invalid_argument{"nvmekit::firmware_slots: slot_count must be 1 to 7"};
         }
         if (config.max_image_bytes == 0 || config.max_image_bytes % 4 != 0) {
-            throw std::invalid_argument{"nvmekit::firmware_slots: max_image_bytes must be a non-zero multiple of 4"};
+            throw std::invalid_argument{
+                "nvmekit::firmware_slots: max_image_bytes must be a non-zero multiple of 4"};
         }
         if (config.initial_revision.empty() || config.initial_revision.size() > revision_length) {
-            throw std::invalid_argument{"nvmekit::firmware_slots: initial_revision must be 1 to 8 characters"};
+            throw std::invalid_argument{
+                "nvmekit::firmware_slots: initial_revision must be 1 to 8 characters"};
         }
         return config;
     }
@@ -268,7 +271,8 @@ private:
     [[nodiscard]] spec::status check(std::uint64_t offset, std::uint64_t length, bool restart) const noexcept
     {
         const std::uint64_t unit = granularity();
-        if (offset % unit != 0 || length > config_.max_image_bytes || offset > config_.max_image_bytes - length) {
+        if (offset % unit != 0 || length > config_.max_image_bytes ||
+            offset > config_.max_image_bytes - length) {
             return spec::generic_status::invalid_field;
         }
         if (restart) {
@@ -284,7 +288,8 @@ private:
         }
         const auto first = static_cast<std::ptrdiff_t>(offset / 4);
         const auto last = static_cast<std::ptrdiff_t>(end / 4);
-        if (std::any_of(downloaded_.begin() + first, downloaded_.begin() + last, [](bool held) { return held; })) {
+        if (std::any_of(downloaded_.begin() + first, downloaded_.begin() + last,
+                        [](bool held) { return held; })) {
             return spec::command_specific_status::overlapping_range;
         }
         return spec::status::success();
@@ -357,11 +362,12 @@ private:
             return spec::command_specific_status::firmware_activation_requires_conventional_reset;
         case firmware_reset::subsystem:
             return spec::command_specific_status::firmware_activation_requires_subsystem_reset;
-        case firmware_reset::controller_level:
-            break;
+        case firmware_reset::controller_level: break;
         }
-        return asked_now ? spec::status{spec::command_specific_status::firmware_activation_requires_controller_reset}
-                         : spec::status::success();
+        if (!asked_now) {
+            return spec::status::success();
+        }
+        return spec::command_specific_status::firmware_activation_requires_controller_reset;
     }
 
     [[nodiscard]] static firmware_commit_result failure(spec::status status) noexcept

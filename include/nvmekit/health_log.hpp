@@ -29,8 +29,8 @@ struct health_counters {
     std::chrono::nanoseconds controller_busy_time{0}; ///< time with I/O commands outstanding
     std::uint64_t power_cycles = 0;
     std::uint64_t unsafe_shutdowns = 0;
-    std::uint64_t media_errors = 0;       ///< unrecovered data integrity errors
-    std::uint64_t error_log_entries = 0;  ///< Error Information log entries over the controller's life
+    std::uint64_t media_errors = 0;      ///< unrecovered data integrity errors
+    std::uint64_t error_log_entries = 0; ///< Error Information log entries over the controller's life
     std::chrono::nanoseconds warning_temperature_time{0};  ///< WCTEMP <= composite < CCTEMP
     std::chrono::nanoseconds critical_temperature_time{0}; ///< composite >= CCTEMP
 
@@ -53,10 +53,10 @@ struct health_counters {
 
 /// Conditions the caller knows about that set Critical Warning bits (Base 2.0 Figure 207).
 struct health_conditions {
-    bool reliability_degraded = false;    ///< bit 02: significant media or internal errors
-    bool read_only = false;               ///< bit 03: all media placed in read-only mode
-    bool volatile_backup_failed = false;  ///< bit 04: volatile memory backup device failed
-    bool pmr_read_only = false;           ///< bit 05: Persistent Memory Region read-only or unreliable
+    bool reliability_degraded = false;   ///< bit 02: significant media or internal errors
+    bool read_only = false;              ///< bit 03: all media placed in read-only mode
+    bool volatile_backup_failed = false; ///< bit 04: volatile memory backup device failed
+    bool pmr_read_only = false;          ///< bit 05: Persistent Memory Region read-only or unreliable
 };
 
 class health_log {
@@ -67,8 +67,7 @@ public:
 
     explicit health_log(std::uint16_t composite_kelvin = default_composite_kelvin) noexcept
         : composite_kelvin_{composite_kelvin}
-    {
-    }
+    {}
 
     [[nodiscard]] health_counters& counters() noexcept { return counters_; }
     [[nodiscard]] const health_counters& counters() const noexcept { return counters_; }
@@ -119,7 +118,8 @@ public:
 
     /// Available Spare, Available Spare Threshold (percent, 0 to 100) and Percentage Used (may
     /// exceed 100, saturates at 255). Defaults: 100, 10, 0.
-    void set_wear(std::uint8_t available_spare, std::uint8_t spare_threshold, std::uint8_t percentage_used) noexcept
+    void set_wear(std::uint8_t available_spare, std::uint8_t spare_threshold,
+                  std::uint8_t percentage_used) noexcept
     {
         available_spare_ = available_spare;
         spare_threshold_ = spare_threshold;
@@ -128,7 +128,8 @@ public:
 
     /// Whether the composite temperature meets a threshold: >= the over temperature threshold or
     /// <= the under temperature threshold (Base 2.0 Figure 207 bit 01, 5.27.1.3).
-    [[nodiscard]] bool temperature_condition(std::uint16_t over_threshold_k, std::uint16_t under_threshold_k) const noexcept
+    [[nodiscard]] bool temperature_condition(std::uint16_t over_threshold_k,
+                                             std::uint16_t under_threshold_k) const noexcept
     {
         return composite_kelvin_ >= over_threshold_k || composite_kelvin_ <= under_threshold_k;
     }
@@ -137,7 +138,8 @@ public:
     /// Critical Composite Temperature Time. `wctemp` and `cctemp` are the Identify Controller
     /// thresholds in Kelvin; a zero threshold disables the counter it bounds (warning time needs
     /// both, critical time needs CCTEMP), Base 2.0 5.16.1.3.
-    void account_temperature_time(std::chrono::nanoseconds elapsed, std::uint16_t wctemp, std::uint16_t cctemp) noexcept
+    void account_temperature_time(std::chrono::nanoseconds elapsed, std::uint16_t wctemp,
+                                  std::uint16_t cctemp) noexcept
     {
         if (cctemp == 0) {
             return;
@@ -167,14 +169,16 @@ public:
     /// The log page. `powered_on_time` is the controller's total powered-on time (the embedder
     /// adds the time persisted from earlier power cycles); the thresholds are the current
     /// composite Temperature Threshold feature values (FID 04h, TMPSEL 0h) in Kelvin.
-    [[nodiscard]] spec::smart_health_log build(std::chrono::nanoseconds powered_on_time, std::uint16_t over_threshold_k,
+    [[nodiscard]] spec::smart_health_log build(std::chrono::nanoseconds powered_on_time,
+                                               std::uint16_t over_threshold_k,
                                                std::uint16_t under_threshold_k,
                                                health_conditions conditions = {}) const noexcept
     {
         spec::smart_health_log log{};
         spec::smart_critical_warning warning{};
         warning.set(spec::smart_critical_warning::spare_below_threshold, available_spare_ < spare_threshold_);
-        warning.set(spec::smart_critical_warning::temperature, temperature_condition(over_threshold_k, under_threshold_k));
+        warning.set(spec::smart_critical_warning::temperature,
+                    temperature_condition(over_threshold_k, under_threshold_k));
         warning.set(spec::smart_critical_warning::reliability_degraded, conditions.reliability_degraded);
         warning.set(spec::smart_critical_warning::read_only, conditions.read_only);
         warning.set(spec::smart_critical_warning::volatile_backup_failed, conditions.volatile_backup_failed);
@@ -194,8 +198,10 @@ public:
         log.unsafe_shutdowns.set(counters_.unsafe_shutdowns);
         log.media_errors.set(counters_.media_errors);
         log.error_log_entries.set(counters_.error_log_entries);
-        log.warning_temperature_time = saturate_32(whole<std::chrono::minutes>(counters_.warning_temperature_time));
-        log.critical_temperature_time = saturate_32(whole<std::chrono::minutes>(counters_.critical_temperature_time));
+        log.warning_temperature_time =
+            saturate_32(whole<std::chrono::minutes>(counters_.warning_temperature_time));
+        log.critical_temperature_time =
+            saturate_32(whole<std::chrono::minutes>(counters_.critical_temperature_time));
         log.temperature_sensors = sensors_;
         return log;
     }
@@ -205,7 +211,8 @@ private:
     template <typename Unit>
     [[nodiscard]] static std::uint64_t whole(std::chrono::nanoseconds time) noexcept
     {
-        return time.count() <= 0 ? 0U : static_cast<std::uint64_t>(std::chrono::duration_cast<Unit>(time).count());
+        return time.count() <= 0 ? 0U
+                                 : static_cast<std::uint64_t>(std::chrono::duration_cast<Unit>(time).count());
     }
     [[nodiscard]] static std::uint32_t saturate_32(std::uint64_t value) noexcept
     {

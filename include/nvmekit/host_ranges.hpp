@@ -37,10 +37,7 @@ enum class transfer_direction : std::uint8_t {
 class host_range_list {
 public:
     /// An empty list that can hold `storage.size()` ranges; `storage` must outlive the list.
-    explicit host_range_list(std::span<host_range> storage) noexcept
-        : storage_{storage}
-    {
-    }
+    explicit host_range_list(std::span<host_range> storage) noexcept : storage_{storage} {}
 
     /// Appends a range, or extends the last one when it continues it. A zero-length range is
     /// ignored (and succeeds). Returns false, leaving the list unchanged, when a new range is
@@ -155,7 +152,8 @@ template <DmaProvider Dma>
 
 /// Writes all of `data` to the ranges; `data.size()` must equal total_bytes() (asserted).
 template <DmaProvider Dma>
-[[nodiscard]] spec::status copy_to_host(Dma& dma, const host_range_list& list, std::span<const std::byte> data)
+[[nodiscard]] spec::status copy_to_host(Dma& dma, const host_range_list& list,
+                                        std::span<const std::byte> data)
 {
     NVMEKIT_ASSERT(data.size() == list.total_bytes(), "copy_to_host: data size differs from the ranges");
     return copy_to_host(dma, list, 0, data);

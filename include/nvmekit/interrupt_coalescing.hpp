@@ -38,8 +38,7 @@ public:
     /// std::invalid_argument otherwise.
     explicit interrupt_coalescer(std::uint16_t vectors)
         : vectors_{checked_vectors(vectors)}, states_(vectors), aggregating_((std::size_t{vectors} + 63) / 64)
-    {
-    }
+    {}
 
     [[nodiscard]] std::uint16_t vectors() const noexcept { return vectors_; }
 
@@ -87,7 +86,8 @@ public:
     /// TIME has already elapsed since the first aggregated one. The vector then starts afresh.
     /// Otherwise the entry is aggregated and false returned. `vector` must be below vectors(): the
     /// controller checks IV when it creates a CQ.
-    [[nodiscard]] bool on_completion(std::uint16_t vector, bool coalesce, std::chrono::nanoseconds now) noexcept
+    [[nodiscard]] bool on_completion(std::uint16_t vector, bool coalesce,
+                                     std::chrono::nanoseconds now) noexcept
     {
         NVMEKIT_ASSERT(vector < vectors_, "interrupt_coalescer: vector beyond the configured vectors");
         auto& state = states_[vector];

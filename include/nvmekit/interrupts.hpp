@@ -3,8 +3,10 @@
 ///
 /// | expression                       | type   | semantics |
 /// |----------------------------------|--------|-----------|
-/// | `i.raise_msix(vector, message)`  | `void` | delivers MSI-X `vector` now; `message` is the table entry's address and data (a simulator writes `data` to `address`; vfio-user signals the vector's eventfd). Masking and pending bits are the controller's job: this is called only for unmasked vectors |
-/// | `i.set_intx(level)` (optional)   | `void` | drives the INTx pin (pin-based interrupts, with INTMS/INTMC) |
+/// | `i.raise_msix(vector, message)`  | `void` | delivers MSI-X `vector` now; `message` is the table entry's
+/// address and data (a simulator writes `data` to `address`; vfio-user signals the vector's eventfd). Masking
+/// and pending bits are the controller's job: this is called only for unmasked vectors | |
+/// `i.set_intx(level)` (optional)   | `void` | drives the INTx pin (pin-based interrupts, with INTMS/INTMC) |
 ///
 /// `i` is an lvalue of the provider type, `vector` a `std::uint16_t`, `message` an
 /// `nvmekit::msix_message`, `level` a `bool`.
@@ -23,20 +25,24 @@ struct msix_message {
     friend constexpr bool operator==(const msix_message&, const msix_message&) noexcept = default;
 };
 
+// clang-format off
 template <typename T>
 concept MsixRaisable = requires(T& interrupts, std::uint16_t vector, msix_message message) {
     { interrupts.raise_msix(vector, message) } -> std::same_as<void>;
 };
+// clang-format on
 
 /// Signals MSI-X vectors (see the table above).
 template <typename T>
 concept InterruptProvider = MsixRaisable<T>;
 
 /// An InterruptProvider with a pin-based (INTx) interrupt as well.
+// clang-format off
 template <typename T>
 concept IntxInterruptProvider = InterruptProvider<T> && requires(T& interrupts, bool level) {
     { interrupts.set_intx(level) } -> std::same_as<void>;
 };
+// clang-format on
 
 /// Checks `T` models InterruptProvider with one readable diagnostic per missing operation.
 template <typename T>

@@ -31,7 +31,8 @@ inline constexpr std::uint64_t log_page_offset_alignment = 4;
 /// Copies the window [offset, offset + out.size()) of `log` into `out`, with zeros for the bytes
 /// past the end of the log. No checks: any offset is valid, so a caller may copy a large
 /// transfer chunk by chunk.
-inline void copy_log_window(std::span<const std::byte> log, std::uint64_t offset, std::span<std::byte> out) noexcept
+inline void copy_log_window(std::span<const std::byte> log, std::uint64_t offset,
+                            std::span<std::byte> out) noexcept
 {
     std::size_t copied = 0;
     if (offset < log.size()) {
@@ -47,8 +48,9 @@ inline void copy_log_window(std::span<const std::byte> log, std::uint64_t offset
 /// Checks a byte Log Page Offset against a log of `log_size` bytes (Base 2.0 Figure 199):
 /// Invalid Field in Command when it is not a multiple of `alignment` or is greater than
 /// `log_size`, success otherwise.
-[[nodiscard]] constexpr spec::status check_log_page_offset(std::uint64_t offset, std::uint64_t log_size,
-                                                           std::uint64_t alignment = log_page_offset_alignment) noexcept
+[[nodiscard]] constexpr spec::status
+check_log_page_offset(std::uint64_t offset, std::uint64_t log_size,
+                      std::uint64_t alignment = log_page_offset_alignment) noexcept
 {
     NVMEKIT_ASSERT(alignment != 0, "a log page offset alignment is at least 1");
     if (offset % alignment != 0 || offset > log_size) {
@@ -60,7 +62,8 @@ inline void copy_log_window(std::span<const std::byte> log, std::uint64_t offset
 /// Copies the window [offset, offset + out.size()) of `log` into `out` after checking the offset
 /// (see `check_log_page_offset`); bytes past the end of the log read as zero. On an error status
 /// `out` is left unchanged.
-inline spec::status log_page_window(std::span<const std::byte> log, std::uint64_t offset, std::span<std::byte> out,
+inline spec::status log_page_window(std::span<const std::byte> log, std::uint64_t offset,
+                                    std::span<std::byte> out,
                                     std::uint64_t alignment = log_page_offset_alignment) noexcept
 {
     const spec::status status = check_log_page_offset(offset, log.size(), alignment);
@@ -85,9 +88,9 @@ struct log_page_transfer {
 /// Supported Log Pages log is 0), a misaligned offset, an offset past the end of the log. The
 /// length is not bounded here: the data pointer (MDTS) bounds it, and bytes past the log read as
 /// zero.
-[[nodiscard]] constexpr log_page_transfer log_page_transfer_of(const spec::get_log_page_view& view,
-                                                               std::uint64_t log_size,
-                                                               std::uint64_t alignment = log_page_offset_alignment) noexcept
+[[nodiscard]] constexpr log_page_transfer
+log_page_transfer_of(const spec::get_log_page_view& view, std::uint64_t log_size,
+                     std::uint64_t alignment = log_page_offset_alignment) noexcept
 {
     log_page_transfer transfer{.offset = view.offset, .length = view.byte_count()};
     transfer.status = view.offset_is_index ? spec::status{spec::generic_status::invalid_field}

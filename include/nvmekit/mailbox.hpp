@@ -94,8 +94,10 @@ public:
     /// Queues a copy of `value` and returns true, or returns false when the mailbox is full. When
     /// copying T may throw, the copy is made before a cell is claimed (and is wasted when the
     /// mailbox is full), so an exception leaves the mailbox unchanged. Any thread.
+    // clang-format off
     bool try_push(const T& value) noexcept(std::is_nothrow_copy_constructible_v<T>)
         requires std::is_copy_constructible_v<T>
+    // clang-format on
     {
         if constexpr (std::is_nothrow_copy_constructible_v<T>) {
             return try_emplace(value);
@@ -204,7 +206,8 @@ public:
         if (claimed <= 0) {
             return 0;
         }
-        return static_cast<std::size_t>(claimed) > capacity() ? capacity() : static_cast<std::size_t>(claimed);
+        return static_cast<std::size_t>(claimed) > capacity() ? capacity()
+                                                              : static_cast<std::size_t>(claimed);
     }
 
 private:

@@ -47,9 +47,10 @@ struct msix_vector_control : spec::word<msix_vector_control, std::uint32_t> {
 /// Message Control of the MSI-X capability in PCI configuration space (PCI Local Bus 3.0 6.8.2.3).
 struct msix_message_control : spec::word<msix_message_control, std::uint16_t> {
     using word::word;
-    static constexpr field<0, 11, std::uint16_t> table_size{}; // Table Size: bits 10:00 (0's based), read-only
-    static constexpr field<14, 1, bool> function_mask{};      // Function Mask: bit 14
-    static constexpr field<15, 1, bool> enable{};             // MSI-X Enable: bit 15
+    // Table Size: bits 10:00 (0's based), read-only
+    static constexpr field<0, 11, std::uint16_t> table_size{};
+    static constexpr field<14, 1, bool> function_mask{}; // Function Mask: bit 14
+    static constexpr field<15, 1, bool> enable{};        // MSI-X Enable: bit 15
 };
 
 namespace detail {
@@ -62,7 +63,8 @@ struct msix_entry {
 
 /// True for an aligned 4- or 8-byte access lying wholly within `size` bytes (PCI Local Bus 3.0
 /// 6.8.2: the table and PBA take aligned full DWORD or QWORD accesses only).
-[[nodiscard]] constexpr bool msix_access_valid(std::uint64_t offset, unsigned width, std::uint64_t size) noexcept
+[[nodiscard]] constexpr bool msix_access_valid(std::uint64_t offset, unsigned width,
+                                               std::uint64_t size) noexcept
 {
     return (width == 4 || width == 8) && offset % width == 0 && offset < size && width <= size - offset;
 }
@@ -171,7 +173,10 @@ public:
     /// (when MSI-X is enabled).
     void set_function_mask(bool masked) { update_control(enabled(), masked); }
     [[nodiscard]] bool enabled() const noexcept { return enabled_.load(std::memory_order_seq_cst); }
-    [[nodiscard]] bool function_masked() const noexcept { return function_mask_.load(std::memory_order_seq_cst); }
+    [[nodiscard]] bool function_masked() const noexcept
+    {
+        return function_mask_.load(std::memory_order_seq_cst);
+    }
 
     /// Message Control as config space reads it: Table Size (vectors - 1), Function Mask, Enable.
     [[nodiscard]] msix_message_control message_control() const noexcept
@@ -185,7 +190,8 @@ public:
     /// (Table Size is read-only).
     void write_message_control(msix_message_control value)
     {
-        update_control(value.get(msix_message_control::enable), value.get(msix_message_control::function_mask));
+        update_control(value.get(msix_message_control::enable),
+                       value.get(msix_message_control::function_mask));
     }
 
     /// Requests an interrupt on `vector`. Sends it now (returns true) when MSI-X is enabled and
@@ -239,7 +245,8 @@ public:
         for (std::uint16_t vector = 0; vector < vectors_; ++vector) {
             auto& dwords = entries_[vector].dwords;
             for (std::size_t dword = 0; dword < dwords.size(); ++dword) {
-                dwords[dword].store(dword == 3 ? detail::msix_entry::reset_control : 0U, std::memory_order_relaxed);
+                dwords[dword].store(dword == 3 ? detail::msix_entry::reset_control : 0U,
+                                    std::memory_order_relaxed);
             }
         }
         for (std::size_t word = 0; word < pending_words_; ++word) {
@@ -275,14 +282,16 @@ private:
     {
         auto& entry = entries_[vector];
         switch (dword) {
-        case 0: entry.dwords[0].store(value & ~std::uint32_t{0b11}, std::memory_order_relaxed); break; // bits 01:00 read as 0
+        // bits 01:00 read as 0
+        case 0: entry.dwords[0].store(value & ~std::uint32_t{0b11}, std::memory_order_relaxed); break;
         case 1:
         case 2: entry.dwords[dword].store(value, std::memory_order_relaxed); break;
         default: {
             const bool mask = msix_vector_control{value}.get(msix_vector_control::mask);
             const std::uint32_t control = msix_vector_control{}.with(msix_vector_control::mask, mask).raw;
-            const bool was_masked = msix_vector_control{entry.dwords[3].exchange(control, std::memory_order_seq_cst)}.get(
-                msix_vector_control::mask);
+            const bool was_masked =
+                msix_vector_control{entry.dwords[3].exchange(control, std::memory_order_seq_cst)}.get(
+                    msix_vector_control::mask);
             if (was_masked && !mask) {
                 send_if_pending(vector);
             }

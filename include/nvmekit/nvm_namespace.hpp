@@ -9,8 +9,8 @@
 /// namespace holds floor(capacity / (D + M)) blocks.
 
 #include <algorithm>
-#include <bit>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -50,8 +50,8 @@ struct namespace_identifiers {
 
 /// How a namespace is created.
 struct namespace_options {
-    std::uint8_t lba_format = 0;      ///< index into supported_lba_formats
-    bool extended_metadata = false;  ///< metadata at the end of each block's data (FLBAS bit 4)
+    std::uint8_t lba_format = 0;    ///< index into supported_lba_formats
+    bool extended_metadata = false; ///< metadata at the end of each block's data (FLBAS bit 4)
     /// Most uncorrectable ranges one namespace tracks: Write Uncorrectable beyond it fails with
     /// Internal Error, so a host cannot make the controller allocate without bound.
     std::size_t max_uncorrectable_ranges = 4096;
@@ -65,7 +65,8 @@ class nvm_namespace {
 public:
     static_assert(check_block_backend<Backend>());
 
-    nvm_namespace(std::uint32_t nsid, Backend backend, namespace_identifiers identifiers, namespace_options options = {})
+    nvm_namespace(std::uint32_t nsid, Backend backend, namespace_identifiers identifiers,
+                  namespace_options options = {})
         : nsid_{nsid}, backend_{std::move(backend)}, identifiers_{identifiers}, options_{options}
     {
         NVMEKIT_ASSERT(options.lba_format < supported_lba_formats.size(), "lba format index out of range");
@@ -102,10 +103,7 @@ public:
         return count * separate_metadata_bytes_;
     }
     /// Backend offset of block `lba`'s data (its data and metadata when extended).
-    [[nodiscard]] std::uint64_t data_offset(std::uint64_t lba) const noexcept
-    {
-        return lba * unit_bytes_;
-    }
+    [[nodiscard]] std::uint64_t data_offset(std::uint64_t lba) const noexcept { return lba * unit_bytes_; }
     /// Backend offset of block `lba`'s separate metadata.
     [[nodiscard]] std::uint64_t metadata_offset(std::uint64_t lba) const noexcept
     {
@@ -194,7 +192,8 @@ public:
     }
 
     /// The first uncorrectable block in [slba, slba + count), if any.
-    [[nodiscard]] std::optional<std::uint64_t> first_uncorrectable(std::uint64_t slba, std::uint64_t count) const
+    [[nodiscard]] std::optional<std::uint64_t> first_uncorrectable(std::uint64_t slba,
+                                                                   std::uint64_t count) const
     {
         if (count == 0 || uncorrectable_.empty()) {
             return std::nullopt;
@@ -234,7 +233,10 @@ public:
     }
     /// Counts changes of the uncorrectable ranges (Write Uncorrectable, writes over them, Format
     /// NVM), so the LBA Status Information log can tell its readers that it changed.
-    [[nodiscard]] std::uint64_t uncorrectable_generation() const noexcept { return uncorrectable_generation_; }
+    [[nodiscard]] std::uint64_t uncorrectable_generation() const noexcept
+    {
+        return uncorrectable_generation_;
+    }
 
     // ---- Identify ------------------------------------------------------------------------------
 
@@ -245,15 +247,17 @@ public:
     {
         spec::identify_namespace data{};
         data.nlbaf = static_cast<std::uint8_t>(supported_lba_formats.size() - 1U);
-        data.mc.set(spec::metadata_capabilities::extended_lba, true).set(spec::metadata_capabilities::separate_buffer, true);
+        data.mc.set(spec::metadata_capabilities::extended_lba, true)
+            .set(spec::metadata_capabilities::separate_buffer, true);
         data.dlfeat.set(spec::deallocate_features::read_behavior, spec::deallocated_read_value::zeroes)
             .set(spec::deallocate_features::write_zeroes_deallocate, true);
         data.nmic.set(spec::namespace_multipath_caps::shared, true);
         for (std::size_t i = 0; i < supported_lba_formats.size(); ++i) {
-            data.lbaf[i] = spec::lba_format{}
-                               .with(spec::lba_format::ms, supported_lba_formats[i].metadata_bytes)
-                               .with(spec::lba_format::lbads, static_cast<std::uint8_t>(std::countr_zero(
-                                                                  supported_lba_formats[i].data_bytes)));
+            data.lbaf[i] =
+                spec::lba_format{}
+                    .with(spec::lba_format::ms, supported_lba_formats[i].metadata_bytes)
+                    .with(spec::lba_format::lbads,
+                          static_cast<std::uint8_t>(std::countr_zero(supported_lba_formats[i].data_bytes)));
         }
         return data;
     }
@@ -356,7 +360,8 @@ private:
     std::uint32_t unit_bytes_ = 0;              ///< data transfer bytes per block
     std::uint32_t separate_metadata_bytes_ = 0; ///< metadata buffer bytes per block
     std::uint64_t blocks_ = 0;
-    std::map<std::uint64_t, std::uint64_t> uncorrectable_; ///< start -> end (exclusive), disjoint, not touching
+    /// start -> end (exclusive), disjoint, not touching
+    std::map<std::uint64_t, std::uint64_t> uncorrectable_;
     std::uint64_t uncorrectable_generation_ = 0;
     std::vector<std::uint16_t> attached_;
 };

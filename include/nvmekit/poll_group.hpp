@@ -112,7 +112,8 @@ public:
     {
         std::atomic_thread_fence(std::memory_order_seq_cst);
         // The exchange lets only one of several concurrent notifiers pay for the write.
-        if (sleeping_.load(std::memory_order_relaxed) && sleeping_.exchange(false, std::memory_order_relaxed)) {
+        if (sleeping_.load(std::memory_order_relaxed) &&
+            sleeping_.exchange(false, std::memory_order_relaxed)) {
             const std::uint64_t one = 1;
             if (::write(fd_, &one, sizeof one) < 0) {
                 // EAGAIN only: the counter is saturated, so the sleeper is woken anyway.
@@ -125,6 +126,7 @@ public:
     /// `timeout` elapses, disarm, and say which. `has_work` may do the work itself (a poll that
     /// returns whether it did anything). A timeout of zero or less re-checks without blocking.
     /// Sleeper thread only. Exceptions from `has_work` propagate after disarming.
+    // clang-format off
     template <typename Predicate>
         requires std::predicate<Predicate&>
     wake_reason sleep_unless(Predicate&& has_work, std::chrono::nanoseconds timeout)
@@ -145,6 +147,7 @@ public:
         const bool notified = disarm();
         return readable || notified ? wake_reason::notified : wake_reason::timed_out;
     }
+    // clang-format on
 
     /// Blocks until notify() or until `timeout` elapses; true when notified. Without a re-check,
     /// only a notify() issued after this call starts is sure to wake it: prefer sleep_unless.
@@ -189,7 +192,8 @@ private:
         using std::chrono::steady_clock;
         const steady_clock::time_point deadline = steady_clock::now() + timeout;
         for (;;) {
-            const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - steady_clock::now());
+            const auto left =
+                std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - steady_clock::now());
             const std::int64_t nanoseconds = left.count() > 0 ? left.count() : 0;
             timespec wait_for{};
             wait_for.tv_sec = static_cast<time_t>(nanoseconds / 1'000'000'000);
@@ -285,7 +289,8 @@ public:
         const int error = setup_result_.load(std::memory_order_acquire);
         if (error != 0) {
             thread_.join();
-            throw std::system_error{error, std::generic_category(), "nvmekit::poll_group_runner: thread setup"};
+            throw std::system_error{error, std::generic_category(),
+                                    "nvmekit::poll_group_runner: thread setup"};
         }
         running_.store(true, std::memory_order_release);
     }
@@ -297,7 +302,8 @@ public:
         if (!thread_.joinable()) {
             return;
         }
-        NVMEKIT_ASSERT(thread_.get_id() != std::this_thread::get_id(), "poll_group_runner stopped by its own thread");
+        NVMEKIT_ASSERT(thread_.get_id() != std::this_thread::get_id(),
+                       "poll_group_runner stopped by its own thread");
         stop_requested_.store(true, std::memory_order_relaxed);
         // notify()'s fence orders the store above before its flag check (see wakeup).
         wakeup_.notify();
@@ -359,7 +365,8 @@ private:
             }
             idle_streak = 0;
             const wake_reason reason = wakeup_.sleep_unless(
-                [this] { return stop_requested_.load(std::memory_order_relaxed) || poll() != 0; }, options_.max_sleep);
+                [this] { return stop_requested_.load(std::memory_order_relaxed) || poll() != 0; },
+                options_.max_sleep);
             if (reason != wake_reason::work_found) {
                 statistics_.record_sleep(reason == wake_reason::notified);
             }
@@ -377,7 +384,8 @@ private:
             cpu_set_t cpus;
             CPU_ZERO(&cpus);
             CPU_SET(*options_.cpu, &cpus);
-            if (const int error = ::pthread_setaffinity_np(::pthread_self(), sizeof cpus, &cpus); error != 0) {
+            if (const int error = ::pthread_setaffinity_np(::pthread_self(), sizeof cpus, &cpus);
+                error != 0) {
                 return error;
             }
         }

@@ -30,7 +30,10 @@ namespace detail {
 /// read-modify-write, so counting costs what a plain increment does.
 class owned_counter {
 public:
-    void add(std::uint64_t n) noexcept { value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+    void add(std::uint64_t n) noexcept
+    {
+        value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
     void subtract(std::uint64_t n) noexcept
     {
         value_.store(value_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
@@ -102,11 +105,9 @@ struct staging_buffer {
 template <typename Command, bool Concurrent>
 struct poll_group_state {
     using counter = std::conditional_t<Concurrent, owned_counter, plain_counter>;
-    poll_group_state(std::uint16_t max_qid, std::size_t fetch_batch, std::size_t max_segments, std::uint16_t vectors)
-        : doorbells{max_qid}
-        , fetch_buffer(fetch_batch)
-        , scratch_ranges(max_segments)
-        , interrupts{vectors}
+    poll_group_state(std::uint16_t max_qid, std::size_t fetch_batch, std::size_t max_segments,
+                     std::uint16_t vectors)
+        : doorbells{max_qid}, fetch_buffer(fetch_batch), scratch_ranges(max_segments), interrupts{vectors}
     {
         completion_queues.reserve(max_qid);
         submission_queues.reserve(max_qid);

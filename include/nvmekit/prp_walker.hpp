@@ -70,8 +70,9 @@ template <DmaProvider Dma>
         if (!second.is_page_aligned(page_size)) {
             return spec::generic_status::prp_offset_invalid;
         }
-        return out.push(prp2, static_cast<std::uint32_t>(remaining)) ? spec::status::success()
-                                                                       : spec::status{spec::generic_status::invalid_field};
+        return out.push(prp2, static_cast<std::uint32_t>(remaining))
+                   ? spec::status::success()
+                   : spec::status{spec::generic_status::invalid_field};
     }
 
     if (!second.is_qword_aligned()) {
@@ -80,13 +81,15 @@ template <DmaProvider Dma>
     std::array<std::uint64_t, detail::prp_list_chunk_entries> entries;
     std::uint64_t list_address = prp2;
     while (remaining != 0) {
-        const std::uint64_t slots = (page_size - spec::prp_entry{list_address}.offset(page_size)) / sizeof(std::uint64_t);
+        const std::uint64_t slots =
+            (page_size - spec::prp_entry{list_address}.offset(page_size)) / sizeof(std::uint64_t);
         const std::uint64_t needed = (remaining + page_size - 1) / page_size;
         const bool chained = needed > slots;
         const std::uint64_t to_read = chained ? slots : needed;
         std::uint64_t next_list = 0;
         for (std::uint64_t read = 0; read < to_read;) {
-            const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(to_read - read, entries.size()));
+            const auto chunk =
+                static_cast<std::size_t>(std::min<std::uint64_t>(to_read - read, entries.size()));
             const std::span<std::uint64_t> destination{entries.data(), chunk};
             if (dma.read(list_address + read * sizeof(std::uint64_t), std::as_writable_bytes(destination))) {
                 return spec::generic_status::data_transfer_error;

@@ -48,17 +48,20 @@ public:
     /// Preconditions (checked by the controller before): `page_size` is a valid CC.MPS page size
     /// and 0 < `queue_bytes` <= max_queue_bytes.
     template <DmaProvider Dma>
-    [[nodiscard]] static spec::status from_prp_list(Dma& dma, std::uint64_t prp_list_address, std::size_t queue_bytes,
-                                                    std::uint32_t page_size, queue_memory& out)
+    [[nodiscard]] static spec::status from_prp_list(Dma& dma, std::uint64_t prp_list_address,
+                                                    std::size_t queue_bytes, std::uint32_t page_size,
+                                                    queue_memory& out)
     {
         NVMEKIT_ASSERT(spec::is_valid_prp_page_size(page_size), "queue_memory: invalid memory page size");
-        NVMEKIT_ASSERT(queue_bytes > 0 && queue_bytes <= max_queue_bytes, "queue_memory: queue size out of range");
+        NVMEKIT_ASSERT(queue_bytes > 0 && queue_bytes <= max_queue_bytes,
+                       "queue_memory: queue size out of range");
 
         if (!spec::prp_entry{prp_list_address}.is_page_aligned(page_size)) {
             return spec::generic_status::prp_offset_invalid;
         }
         const std::size_t page_count = (queue_bytes + page_size - 1) / page_size;
-        const auto entries_per_list_page = static_cast<std::size_t>(spec::prp_list_entries_per_page(page_size));
+        const auto entries_per_list_page =
+            static_cast<std::size_t>(spec::prp_list_entries_per_page(page_size));
         std::vector<std::uint64_t> pages(page_count);
 
         std::uint64_t list_page = prp_list_address;

@@ -19,10 +19,12 @@
 NVMEKIT_BEGIN_NAMESPACE
 namespace detail {
 
-using list_hook = boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>>;
+using list_hook =
+    boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>>;
 
 template <typename Command>
-using held_list = boost::intrusive::list<Command, boost::intrusive::member_hook<Command, list_hook, &Command::held_hook>>;
+using held_list =
+    boost::intrusive::list<Command, boost::intrusive::member_hook<Command, list_hook, &Command::held_hook>>;
 
 template <typename Command>
 using waiting_list =
@@ -32,7 +34,7 @@ template <typename Command>
 struct submission_queue {
     sq_ring ring;
     request_pool<Command> pool;
-    bool retired = false; ///< deleted while commands were still in a backend
+    bool retired = false;        ///< deleted while commands were still in a backend
     Command* deleting = nullptr; ///< the Delete I/O SQ command waiting for those commands
     /// The host has written this queue's doorbell register since creating it; until then its
     /// shadow doorbell slot may hold what an earlier queue with this QID left there.
@@ -40,8 +42,7 @@ struct submission_queue {
     submission_queue(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries, std::uint32_t commands,
                      queue_memory memory)
         : ring{qid, cqid, entries, std::move(memory)}, pool{std::min(entries, commands)}
-    {
-    }
+    {}
 };
 
 template <typename Command>
@@ -50,11 +51,11 @@ struct completion_queue {
     held_list<Command> held{};
     std::uint16_t bound_submission_queues = 0;
     std::uint32_t posted_since_signal = 0; ///< entries posted since interrupts were last considered
-    bool shadow_armed = false; ///< as submission_queue::shadow_armed
-    completion_queue(std::uint16_t qid, std::uint32_t entries, queue_memory memory, std::uint16_t vector, bool ien)
+    bool shadow_armed = false;             ///< as submission_queue::shadow_armed
+    completion_queue(std::uint16_t qid, std::uint32_t entries, queue_memory memory, std::uint16_t vector,
+                     bool ien)
         : ring{qid, entries, std::move(memory), vector, ien}
-    {
-    }
+    {}
 };
 
 } // namespace detail

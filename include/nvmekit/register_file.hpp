@@ -311,8 +311,7 @@ inline constexpr auto register_slot_by_dword = [] {
 class register_file {
 public:
     /// Throws std::invalid_argument naming the field when `config` is not acceptable.
-    explicit register_file(const register_file_config& config)
-        : config_{detail::validated(config)}
+    explicit register_file(const register_file_config& config) : config_{detail::validated(config)}
     {
         for (std::size_t i = 0; i < detail::register_table.size(); ++i) {
             const auto& row = detail::register_table[i];

@@ -14,10 +14,10 @@ NVMEKIT_BEGIN_NAMESPACE
 
 /// Where a request is in its life: free -> in_flight -> completed -> posted -> free.
 enum class request_state : std::uint8_t {
-    free,       ///< in the pool, available to acquire
-    in_flight,  ///< taken for a command that is executing
-    completed,  ///< the command finished; its completion is not posted yet (e.g. the CQ is full)
-    posted,     ///< the completion entry is in the CQ; the request waits for release
+    free,      ///< in the pool, available to acquire
+    in_flight, ///< taken for a command that is executing
+    completed, ///< the command finished; its completion is not posted yet (e.g. the CQ is full)
+    posted,    ///< the completion entry is in the CQ; the request waits for release
 };
 
 /// A pool of `capacity` requests, each holding a `Payload` (default constructible). Requests move
@@ -28,7 +28,8 @@ enum class request_state : std::uint8_t {
 /// The payload is not reset between uses: whoever acquires a request initialises it.
 template <typename Payload>
 class request_pool {
-    static_assert(std::is_default_constructible_v<Payload>, "request_pool: the payload must be default constructible");
+    static_assert(std::is_default_constructible_v<Payload>,
+                  "request_pool: the payload must be default constructible");
 
 public:
     /// One request object. Its address stays valid for the pool's lifetime.
@@ -70,8 +71,7 @@ public:
         , capacity_{std::exchange(other.capacity_, 0)}
         , free_count_{std::exchange(other.free_count_, 0)}
         , in_flight_count_{std::exchange(other.in_flight_count_, 0)}
-    {
-    }
+    {}
     request_pool& operator=(request_pool&&) = delete;
     ~request_pool() = default;
 
@@ -91,7 +91,8 @@ public:
     void mark_completed(request& r) noexcept
     {
         NVMEKIT_ASSERT(owns(r), "request_pool: request of another pool");
-        NVMEKIT_ASSERT(r.state_ == request_state::in_flight, "request_pool: mark_completed needs an in_flight request");
+        NVMEKIT_ASSERT(r.state_ == request_state::in_flight,
+                       "request_pool: mark_completed needs an in_flight request");
         r.state_ = request_state::completed;
     }
 
@@ -99,7 +100,8 @@ public:
     void mark_posted(request& r) noexcept
     {
         NVMEKIT_ASSERT(owns(r), "request_pool: request of another pool");
-        NVMEKIT_ASSERT(r.state_ == request_state::completed, "request_pool: mark_posted needs a completed request");
+        NVMEKIT_ASSERT(r.state_ == request_state::completed,
+                       "request_pool: mark_posted needs a completed request");
         --in_flight_count_;
         r.state_ = request_state::posted;
     }

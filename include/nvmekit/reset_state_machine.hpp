@@ -12,19 +12,22 @@
 ///
 /// | expression                            | type   | semantics |
 /// |---------------------------------------|--------|-----------|
-/// | `o.enable_configuration_valid()`      | `bool` | guard of `enable`: CC, AQA, ASQ and ACQ are consistent with CAP |
-/// | `o.ready_delay_elapsed()`             | `bool` | guard of `tick` in enabling: the configured ready delay (on the Clock; 0 = at once) has passed since `start_enable` |
-/// | `o.shutdown_flush_complete()`         | `bool` | guard of `tick` in shutting_down: the volatile write cache has been flushed |
-/// | `o.start_enable()`                    | any    | records when enabling started; creates the admin queues from AQA/ASQ/ACQ |
-/// | `o.set_ready(b)`                      | any    | sets CSTS.RDY to `b` |
-/// | `o.stop_and_abort_all()`              | any    | stops all queues, aborts in-flight commands without posting their CQEs, deletes the I/O queues and ends any flush in progress |
-/// | `o.reset_controller_state()`          | any    | registers to their reset values except AQA/ASQ/ACQ (CSTS.CFS and SHST cleared), features to saved or default values; MSI-X untouched |
-/// | `o.begin_shutdown(abrupt)`            | any    | CSTS.SHST = 01b; when `!abrupt`, starts flushing the volatile write cache |
-/// | `o.complete_shutdown()`               | any    | CSTS.SHST = 10b |
-/// | `o.subsystem_reset()`                 | any    | NVM Subsystem Reset: everything a power-on reset does to the controller, then CSTS.NSSRO = 1 |
-/// | `o.function_reset()`                  | any    | Function Level Reset: everything a power-on reset does, MSI-X and PCI state included |
-/// | `o.set_fatal()`                       | any    | CSTS.CFS = 1 |
-/// | `o.host_protocol_error(state, event)` | any    | the host caused an event the state does not accept: count and log it |
+/// | `o.enable_configuration_valid()`      | `bool` | guard of `enable`: CC, AQA, ASQ and ACQ are consistent
+/// with CAP | | `o.ready_delay_elapsed()`             | `bool` | guard of `tick` in enabling: the configured
+/// ready delay (on the Clock; 0 = at once) has passed since `start_enable` | | `o.shutdown_flush_complete()`
+/// | `bool` | guard of `tick` in shutting_down: the volatile write cache has been flushed | |
+/// `o.start_enable()`                    | any    | records when enabling started; creates the admin queues
+/// from AQA/ASQ/ACQ | | `o.set_ready(b)`                      | any    | sets CSTS.RDY to `b` | |
+/// `o.stop_and_abort_all()`              | any    | stops all queues, aborts in-flight commands without
+/// posting their CQEs, deletes the I/O queues and ends any flush in progress | | `o.reset_controller_state()`
+/// | any    | registers to their reset values except AQA/ASQ/ACQ (CSTS.CFS and SHST cleared), features to
+/// saved or default values; MSI-X untouched | | `o.begin_shutdown(abrupt)`            | any    | CSTS.SHST =
+/// 01b; when `!abrupt`, starts flushing the volatile write cache | | `o.complete_shutdown()`               |
+/// any    | CSTS.SHST = 10b | | `o.subsystem_reset()`                 | any    | NVM Subsystem Reset:
+/// everything a power-on reset does to the controller, then CSTS.NSSRO = 1 | | `o.function_reset()` | any |
+/// Function Level Reset: everything a power-on reset does, MSI-X and PCI state included | | `o.set_fatal()`
+/// | any    | CSTS.CFS = 1 | | `o.host_protocol_error(state, event)` | any    | the host caused an event the
+/// state does not accept: count and log it |
 ///
 /// `o` is an lvalue of the Ops type, `b` and `abrupt` are `bool`, `state` a `controller_state`,
 /// `event` a `controller_event`. Guards must not change state. Guards and actions must not call
@@ -386,19 +389,24 @@ static_assert(detail::reset_ticks_settle(reset_transitions),
 static_assert(detail::reset_always_recoverable(reset_transitions),
               "reset_transitions: a state cannot be reset to disabled");
 
+// clang-format off
 template <typename T>
 concept ResetGuards = requires(T& ops) {
     { ops.enable_configuration_valid() } -> std::same_as<bool>;
     { ops.ready_delay_elapsed() } -> std::same_as<bool>;
     { ops.shutdown_flush_complete() } -> std::same_as<bool>;
 };
+// clang-format on
 
+// clang-format off
 template <typename T>
 concept ResetEnableOps = requires(T& ops, bool ready) {
     ops.start_enable();
     ops.set_ready(ready);
 };
+// clang-format on
 
+// clang-format off
 template <typename T>
 concept ResetTeardownOps = requires(T& ops) {
     ops.stop_and_abort_all();
@@ -406,28 +414,36 @@ concept ResetTeardownOps = requires(T& ops) {
     ops.subsystem_reset();
     ops.function_reset();
 };
+// clang-format on
 
+// clang-format off
 template <typename T>
 concept ResetShutdownOps = requires(T& ops, bool abrupt) {
     ops.begin_shutdown(abrupt);
     ops.complete_shutdown();
 };
+// clang-format on
 
+// clang-format off
 template <typename T>
 concept ResetErrorOps = requires(T& ops, controller_state state, controller_event event) {
     ops.set_fatal();
     ops.host_protocol_error(state, event);
 };
+// clang-format on
 
 /// What the reset state machine asks of the controller (see the table above).
+// clang-format off
 template <typename T>
 concept ResetOps = ResetGuards<T> && ResetEnableOps<T> && ResetTeardownOps<T> && ResetShutdownOps<T> &&
                    ResetErrorOps<T>;
+// clang-format on
 
 /// Checks `T` models ResetOps with one readable diagnostic per missing operation.
 template <typename T>
 consteval bool check_reset_ops()
 {
+    // clang-format off
     static_assert(requires(T& o) {
         { o.enable_configuration_valid() } -> std::same_as<bool>;
     }, "ResetOps: the type lacks `bool enable_configuration_valid()`");
@@ -452,6 +468,7 @@ consteval bool check_reset_ops()
     static_assert(requires(T& o) { o.set_fatal(); }, "ResetOps: the type lacks `set_fatal()`");
     static_assert(requires(T& o, controller_state s, controller_event e) { o.host_protocol_error(s, e); },
                   "ResetOps: the type lacks `host_protocol_error(controller_state, controller_event)`");
+    // clang-format on
     return ResetOps<T>;
 }
 
@@ -467,8 +484,7 @@ public:
 
     /// Starts in `initial` (disabled after power-on; another state when restoring a checkpoint).
     explicit reset_state_machine(Ops& ops, controller_state initial = controller_state::disabled) noexcept
-        : ops_{&ops}
-        , state_{initial}
+        : ops_{&ops}, state_{initial}
     {
         NVMEKIT_ASSERT(static_cast<std::size_t>(initial) < controller_state_count,
                        "reset_state_machine: initial state out of range");
@@ -508,6 +524,7 @@ public:
     }
 
 private:
+    // NOLINTNEXTLINE(readability-identifier-naming): private static, suffixed like the other members
     static constexpr detail::reset_index index_ = detail::make_reset_index(reset_transitions);
 
     static const reset_transition* find(controller_state state, controller_event event) noexcept

@@ -98,8 +98,7 @@ public:
     sgl_walk(std::uint64_t length, const sgl_walk_options& options, spec::status length_invalid,
              host_range_list& out) noexcept
         : length_{length}, options_{options}, length_invalid_{length_invalid}, out_{out}
-    {
-    }
+    {}
 
     /// Walks the SGL whose first descriptor is `first`.
     template <DmaProvider Dma>
@@ -110,7 +109,8 @@ public:
             return status.is_success() ? finish() : status;
         }
         NVMEKIT_ASSERT(options_.max_segment_descriptors >= 1, "walk_sgl: max_segment_descriptors is 0");
-        const std::size_t chunk_limit = std::clamp<std::size_t>(options_.max_segment_descriptors, 1, sgl_chunk_descriptors);
+        const std::size_t chunk_limit =
+            std::clamp<std::size_t>(options_.max_segment_descriptors, 1, sgl_chunk_descriptors);
         std::array<spec::sgl_descriptor, sgl_chunk_descriptors> buffer;
         std::size_t budget = options_.max_descriptors;
         spec::sgl_descriptor pointer = first;
@@ -129,7 +129,8 @@ public:
             for (std::size_t done = 0; done < count;) {
                 const std::size_t chunk = std::min(count - done, chunk_limit);
                 const std::span<spec::sgl_descriptor> destination{buffer.data(), chunk};
-                if (dma.read(pointer.address + done * spec::sgl_descriptor_size, std::as_writable_bytes(destination))) {
+                if (dma.read(pointer.address + done * spec::sgl_descriptor_size,
+                             std::as_writable_bytes(destination))) {
                     return spec::generic_status::data_transfer_error;
                 }
                 for (std::size_t i = 0; i < chunk; ++i) {
@@ -196,15 +197,15 @@ private:
             }
             return add_range(descriptor.address, descriptor.length, false);
         case spec::sgl_descriptor_type::bit_bucket:
-            if (!options_.bit_bucket_supported || descriptor.subtype() != spec::sgl_descriptor_subtype::address) {
+            if (!options_.bit_bucket_supported ||
+                descriptor.subtype() != spec::sgl_descriptor_subtype::address) {
                 return spec::generic_status::sgl_descriptor_type_invalid;
             }
             if (options_.direction == transfer_direction::host_to_controller) {
                 return spec::status::success();
             }
             return add_range(0, descriptor.length, true);
-        default:
-            return spec::generic_status::sgl_descriptor_type_invalid;
+        default: return spec::generic_status::sgl_descriptor_type_invalid;
         }
     }
 
@@ -295,9 +296,9 @@ template <DmaProvider Dma>
 /// in Command. Whether SGLs are allowed for the command (not for Admin commands over PCIe) is the
 /// caller's check.
 template <DmaProvider Dma>
-[[nodiscard]] spec::status walk_data_pointer(Dma& dma, const spec::submission_queue_entry& sqe, std::uint64_t length,
-                                             std::uint32_t page_size, const sgl_walk_options& options,
-                                             host_range_list& out)
+[[nodiscard]] spec::status walk_data_pointer(Dma& dma, const spec::submission_queue_entry& sqe,
+                                             std::uint64_t length, std::uint32_t page_size,
+                                             const sgl_walk_options& options, host_range_list& out)
 {
     switch (sqe.pointer_type()) {
     case spec::data_pointer_type::prp:
@@ -324,8 +325,8 @@ template <DmaProvider Dma>
 /// Field in Command.
 template <DmaProvider Dma>
 [[nodiscard]] spec::status walk_metadata_pointer(Dma& dma, const spec::submission_queue_entry& sqe,
-                                                 std::uint64_t metadata_length, const sgl_walk_options& options,
-                                                 host_range_list& out)
+                                                 std::uint64_t metadata_length,
+                                                 const sgl_walk_options& options, host_range_list& out)
 {
     out.clear();
     if (metadata_length == 0) {
@@ -347,7 +348,8 @@ template <DmaProvider Dma>
         if (dma_read_object(dma, sqe.mptr, first)) {
             return spec::generic_status::data_transfer_error;
         }
-        detail::sgl_walk walk{metadata_length, options, spec::generic_status::metadata_sgl_length_invalid, out};
+        detail::sgl_walk walk{metadata_length, options, spec::generic_status::metadata_sgl_length_invalid,
+                              out};
         return walk.run(dma, first);
     }
     }

@@ -2,7 +2,8 @@
 /// A Tracer that prints each event as one line through an spdlog logger, at trace level for the
 /// steps of a command and at debug level for host mistakes:
 ///
-///     err_invalid_qid qid=0 cid=7 opcode=0x05 nsid=0 status=Command Specific/Invalid Queue Identifier (0x01) [DNR] value=0x0
+///     err_invalid_qid qid=0 cid=7 opcode=0x05 nsid=0 status=Command Specific/Invalid Queue Identifier (0x01)
+///     [DNR] value=0x0
 ///
 /// In its own header, since spdlog is heavy to compile (the core headers include neither spdlog
 /// nor {fmt}).
@@ -40,8 +41,9 @@ public:
         }
         try {
             if (carries_command(record.event)) {
-                logger_->log(level, "{} qid={} cid={} opcode={:#04x} nsid={} status={} value={:#x}", name(record.event),
-                             record.qid, record.cid, record.opcode, record.nsid, record.status, record.value);
+                logger_->log(level, "{} qid={} cid={} opcode={:#04x} nsid={} status={} value={:#x}",
+                             name(record.event), record.qid, record.cid, record.opcode, record.nsid,
+                             record.status, record.value);
             } else {
                 logger_->log(level, "{} qid={} value={:#x}", name(record.event), record.qid, record.value);
             }

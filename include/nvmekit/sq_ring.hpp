@@ -30,7 +30,8 @@ public:
         : memory_{std::move(memory)}, entries_{entries}, qid_{qid}, cqid_{cqid}
     {
         NVMEKIT_ASSERT(entries >= 2 && entries <= 65536, "sq_ring: queue size out of range");
-        NVMEKIT_ASSERT(entry_size == sqe_size, "sq_ring: only 64-byte submission queue entries are supported");
+        NVMEKIT_ASSERT(entry_size == sqe_size,
+                       "sq_ring: only 64-byte submission queue entries are supported");
     }
 
     [[nodiscard]] std::uint16_t qid() const noexcept { return qid_; }
@@ -77,9 +78,10 @@ public:
             const std::size_t offset = std::size_t{position} * sqe_size;
             const std::size_t run_entries = memory_.contiguous_bytes_from(offset) / sqe_size;
             NVMEKIT_ASSERT(run_entries > 0, "sq_ring: a submission queue entry straddles a memory page");
-            const auto run = static_cast<std::uint32_t>(
-                std::min<std::size_t>({std::size_t{count - done}, std::size_t{entries_ - position}, run_entries}));
-            if (auto error = dma.read(memory_.address_of(offset), std::as_writable_bytes(out.subspan(done, run)))) {
+            const auto run = static_cast<std::uint32_t>(std::min<std::size_t>(
+                {std::size_t{count - done}, std::size_t{entries_ - position}, run_entries}));
+            if (auto error =
+                    dma.read(memory_.address_of(offset), std::as_writable_bytes(out.subspan(done, run)))) {
                 return error;
             }
             done += run;

@@ -19,8 +19,8 @@
 
 #include <array>
 #include <cstddef>
-#include <exception>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <map>
@@ -73,8 +73,8 @@ enum class namespace_creation_error : std::uint8_t {
 
 /// What the host asks of a namespace it creates (Namespace Management, Base 2.0).
 struct namespace_request {
-    std::uint64_t blocks = 0;            ///< NSZE (= NCAP: no thin provisioning)
-    namespace_options options{};         ///< LBA format, extended metadata, NMIC
+    std::uint64_t blocks = 0;    ///< NSZE (= NCAP: no thin provisioning)
+    namespace_options options{}; ///< LBA format, extended metadata, NMIC
 };
 
 /// The outcome of subsystem::create_namespace.
@@ -129,8 +129,8 @@ public:
             }
         }
         if (nsid > options_.max_namespaces) {
-            throw std::invalid_argument("subsystem: NSID " + std::to_string(nsid) + " beyond max_namespaces " +
-                                        std::to_string(options_.max_namespaces));
+            throw std::invalid_argument("subsystem: NSID " + std::to_string(nsid) +
+                                        " beyond max_namespaces " + std::to_string(options_.max_namespaces));
         }
         if (namespaces_.contains(nsid)) {
             throw std::invalid_argument("subsystem: NSID " + std::to_string(nsid) + " is in use");
@@ -152,7 +152,8 @@ public:
             total_capacity_ += backend.capacity_bytes();
         }
         allocated_capacity_ += backend.capacity_bytes();
-        auto entry = std::make_unique<namespace_type>(nsid, std::move(backend), make_identifiers(nsid, 0), options);
+        auto entry =
+            std::make_unique<namespace_type>(nsid, std::move(backend), make_identifiers(nsid, 0), options);
         auto& added = *entry;
         namespaces_.emplace(nsid, std::move(entry));
         if (options_.attach_automatically) {
@@ -205,7 +206,8 @@ public:
     /// Its identifiers differ from those of any namespace that held the NSID before.
     namespace_creation create_namespace(const namespace_request& request)
     {
-        NVMEKIT_ASSERT(request.options.lba_format < supported_lba_formats.size(), "lba format index out of range");
+        NVMEKIT_ASSERT(request.options.lba_format < supported_lba_formats.size(),
+                       "lba format index out of range");
         const auto& format = supported_lba_formats[request.options.lba_format];
         const std::uint64_t unit = std::uint64_t{format.data_bytes} + format.metadata_bytes;
         if (request.blocks == 0 || request.blocks > std::numeric_limits<std::uint64_t>::max() / unit ||
@@ -226,7 +228,8 @@ public:
         allocated_capacity_ += backend->capacity_bytes();
         ++creations_;
         namespaces_.emplace(nsid, std::make_unique<namespace_type>(nsid, std::move(*backend),
-                                                                   make_identifiers(nsid, creations_), request.options));
+                                                                   make_identifiers(nsid, creations_),
+                                                                   request.options));
         return {namespace_creation_error::none, nsid};
     }
 
@@ -376,7 +379,8 @@ private:
                 ram_defaults_ = backend.options();
             }
         } else if constexpr (std::is_same_v<Backend, any_backend>) {
-            if (const auto* ram = backend.template get_if<ram_backend>(); ram != nullptr && !other_backend_seen_) {
+            if (const auto* ram = backend.template get_if<ram_backend>();
+                ram != nullptr && !other_backend_seen_) {
                 if (!ram_defaults_) {
                     ram_defaults_ = ram->options();
                 }
@@ -410,7 +414,8 @@ private:
 
     /// `creation` is 0 for namespaces the embedder adds, and the count of namespaces created so
     /// far for one the host creates, so that a re-created NSID gets new identifiers.
-    [[nodiscard]] namespace_identifiers make_identifiers(std::uint32_t nsid, std::uint32_t creation) const noexcept
+    [[nodiscard]] namespace_identifiers make_identifiers(std::uint32_t nsid,
+                                                         std::uint32_t creation) const noexcept
     {
         namespace_identifiers ids{};
         const std::uint64_t hash = nqn_hash();
@@ -435,7 +440,8 @@ private:
             ids.uuid[8 + i] = byte;
             ids.eui64[i] = static_cast<std::uint8_t>(ids.eui64[i] ^ byte);
         }
-        ids.uuid[6] = static_cast<std::uint8_t>((ids.uuid[6] & 0x0fU) | 0x80U); // version 8 (custom), RFC 9562
+        // version 8 (custom), RFC 9562
+        ids.uuid[6] = static_cast<std::uint8_t>((ids.uuid[6] & 0x0fU) | 0x80U);
         ids.uuid[8] = static_cast<std::uint8_t>((ids.uuid[8] & 0x3fU) | 0x80U); // variant 10b
         return ids;
     }

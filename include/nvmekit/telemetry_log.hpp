@@ -113,7 +113,8 @@ public:
     /// The log page: the header and the blocks up to Data Area 3's last block.
     [[nodiscard]] std::span<const std::byte> bytes() const noexcept
     {
-        return std::span<const std::byte>{buffer_}.first((std::size_t{header_.data_area3_last_block} + 1) * block_size);
+        return std::span<const std::byte>{buffer_}.first((std::size_t{header_.data_area3_last_block} + 1) *
+                                                         block_size);
     }
     [[nodiscard]] const spec::telemetry_log_header& header() const noexcept { return header_; }
     /// Telemetry Host-Initiated Data Generation Number.

@@ -18,11 +18,13 @@
 NVMEKIT_BEGIN_NAMESPACE
 
 /// Has a compile-time `concurrent_groups` flag (see the table above).
+// clang-format off
 template <typename T>
 concept ThreadingPolicy = requires {
     { T::concurrent_groups } -> std::convertible_to<bool>;
     typename std::bool_constant<T::concurrent_groups>; // a constant expression
 };
+// clang-format on
 
 /// Checks `T` models ThreadingPolicy with a readable diagnostic.
 template <typename T>

@@ -35,16 +35,18 @@ enum class trace_event : std::uint8_t {
     err_mmio_doorbell_beyond_max_queue, ///< doorbell of a QID above the controller's maximum
     err_mmio_nssr_unsupported,          ///< NSSR written while CAP.NSSRS = 0
     // ---- controller enable (CC.EN 0 to 1; value: the offending register) ----
-    err_startfail_page_size,      ///< CC.MPS outside CAP.MPSMIN..MPSMAX (value: CC)
-    err_startfail_css,            ///< CC.CSS not the NVM command set (value: CC)
-    err_startfail_ams,            ///< CC.AMS not round robin (value: CC)
-    err_startfail_asq_size,       ///< AQA.ASQS outside 1..4095 (value: AQA)
-    err_startfail_acq_size,       ///< AQA.ACQS outside 1..4095 (value: AQA)
-    err_startfail_asq_misaligned, ///< ASQ not aligned to the memory page size (value: ASQ)
-    err_startfail_acq_misaligned, ///< ACQ not aligned to the memory page size (value: ACQ)
+    err_startfail_page_size,       ///< CC.MPS outside CAP.MPSMIN..MPSMAX (value: CC)
+    err_startfail_css,             ///< CC.CSS not the NVM command set (value: CC)
+    err_startfail_ams,             ///< CC.AMS not round robin (value: CC)
+    err_startfail_asq_size,        ///< AQA.ASQS outside 1..4095 (value: AQA)
+    err_startfail_acq_size,        ///< AQA.ACQS outside 1..4095 (value: AQA)
+    err_startfail_asq_misaligned,  ///< ASQ not aligned to the memory page size (value: ASQ)
+    err_startfail_acq_misaligned,  ///< ACQ not aligned to the memory page size (value: ACQ)
     err_enable_before_ready_clear, ///< CC.EN = 1 written before CSTS.RDY read 0 after a reset
-    err_keep_alive_expired,       ///< no command within the Keep Alive Timeout: the controller fails (value: KATO ms)
-    err_invalid_state_transition, ///< a register event the controller state does not accept (value: state << 8 | event)
+    /// no command within the Keep Alive Timeout: the controller fails (value: KATO ms)
+    err_keep_alive_expired,
+    /// a register event the controller state does not accept (value: state << 8 | event)
+    err_invalid_state_transition,
     // ---- doorbells (qid; value: the value written) ----
     err_doorbell_invalid_sq,      ///< SQ Tail doorbell of a queue that does not exist
     err_doorbell_invalid_cq,      ///< CQ Head doorbell of a queue that does not exist
@@ -52,35 +54,37 @@ enum class trace_event : std::uint8_t {
     err_doorbell_invalid_cq_head, ///< CQ head beyond the queue's size
     err_doorbell_not_ready,       ///< SQ Tail doorbell while the controller is not ready or is shut down
     // ---- host memory (qid, cid when a command's) ----
-    err_dma,              ///< a command's data or PRP/SGL list could not be reached (status)
-    err_queue_dma,        ///< a queue entry could not be read or written: the controller fails
+    err_dma,                 ///< a command's data or PRP/SGL list could not be reached (status)
+    err_queue_dma,           ///< a queue entry could not be read or written: the controller fails
     err_shadow_doorbell_dma, ///< a shadow doorbell or EventIdx slot could not be reached (qid)
     // ---- commands (qid, cid, opcode, nsid, status) ----
-    err_invalid_opcode,        ///< Invalid Command Opcode
-    err_invalid_field,         ///< Invalid Field in Command
-    err_invalid_namespace,     ///< Invalid Namespace or Format
-    err_lba_out_of_range,      ///< LBA Out of Range
-    err_invalid_prp_offset,    ///< PRP Offset Invalid
-    err_invalid_sgl,           ///< an SGL segment, descriptor type or offset the spec forbids
-    err_invalid_sgl_count,     ///< Invalid Number of SGL Descriptors
-    err_invalid_sgl_length,    ///< Data or Metadata SGL Length Invalid
-    err_invalid_create_cqid,   ///< Completion Queue Invalid (Create I/O SQ)
-    err_invalid_qid,           ///< Invalid Queue Identifier
-    err_invalid_queue_size,    ///< Invalid Queue Size
+    err_invalid_opcode,         ///< Invalid Command Opcode
+    err_invalid_field,          ///< Invalid Field in Command
+    err_invalid_namespace,      ///< Invalid Namespace or Format
+    err_lba_out_of_range,       ///< LBA Out of Range
+    err_invalid_prp_offset,     ///< PRP Offset Invalid
+    err_invalid_sgl,            ///< an SGL segment, descriptor type or offset the spec forbids
+    err_invalid_sgl_count,      ///< Invalid Number of SGL Descriptors
+    err_invalid_sgl_length,     ///< Data or Metadata SGL Length Invalid
+    err_invalid_create_cqid,    ///< Completion Queue Invalid (Create I/O SQ)
+    err_invalid_qid,            ///< Invalid Queue Identifier
+    err_invalid_queue_size,     ///< Invalid Queue Size
     err_invalid_queue_deletion, ///< Invalid Queue Deletion (a CQ with SQs bound, or the admin queue)
-    err_invalid_vector,        ///< Invalid Interrupt Vector
-    err_invalid_log_page,      ///< Invalid Log Page
-    err_invalid_format,        ///< Invalid Format
-    err_cq_full,               ///< a completion waits: the host has not consumed its CQ (qid: SQ; value: CQ ID)
-    command_failed,            ///< any other error status (media, internal, aborts)
+    err_invalid_vector,         ///< Invalid Interrupt Vector
+    err_invalid_log_page,       ///< Invalid Log Page
+    err_invalid_format,         ///< Invalid Format
+    /// a completion waits: the host has not consumed its CQ (qid: SQ; value: CQ ID)
+    err_cq_full,
+    command_failed, ///< any other error status (media, internal, aborts)
     // ---- the life of a command ----
     sqe_fetched,        ///< read from the SQ (qid, cid, opcode, nsid)
     command_dispatched, ///< handed to its handler (qid, cid, opcode, nsid)
-    data_prepared,      ///< the data pointer walked and the host buffer mapped or copied (qid, cid; value: bytes)
-    backend_submitted,  ///< a backend request submitted (qid, cid, opcode, nsid; value: byte offset)
-    backend_completed,  ///< a backend request completed (qid, cid, opcode, nsid; value: block_status)
-    cqe_posted,         ///< the completion written (qid: SQ, cid, status; value: CQ ID)
-    interrupt_raised,   ///< an MSI-X vector signalled (value: vector)
+    /// the data pointer walked and the host buffer mapped or copied (qid, cid; value: bytes)
+    data_prepared,
+    backend_submitted, ///< a backend request submitted (qid, cid, opcode, nsid; value: byte offset)
+    backend_completed, ///< a backend request completed (qid, cid, opcode, nsid; value: block_status)
+    cqe_posted,        ///< the completion written (qid: SQ, cid, status; value: CQ ID)
+    interrupt_raised,  ///< an MSI-X vector signalled (value: vector)
 };
 
 /// Number of trace_event enumerators.
@@ -165,12 +169,12 @@ inline constexpr std::array<std::string_view, trace_event_count> trace_event_nam
 /// One trace event and its fields; a field an event does not use is 0.
 struct trace_record {
     trace_event event{};
-    std::uint8_t opcode = 0;         ///< the command's opcode (admin when qid is 0)
-    std::uint16_t qid = 0;           ///< the queue the event concerns
-    std::uint16_t cid = 0;           ///< the command identifier
-    spec::status status{};           ///< a command's status
-    std::uint32_t nsid = 0;          ///< the command's namespace
-    std::uint64_t value = 0;         ///< event-specific: an offset, a register, a doorbell value...
+    std::uint8_t opcode = 0; ///< the command's opcode (admin when qid is 0)
+    std::uint16_t qid = 0;   ///< the queue the event concerns
+    std::uint16_t cid = 0;   ///< the command identifier
+    spec::status status{};   ///< a command's status
+    std::uint32_t nsid = 0;  ///< the command's namespace
+    std::uint64_t value = 0; ///< event-specific: an offset, a register, a doorbell value...
 
     friend constexpr bool operator==(const trace_record&, const trace_record&) noexcept = default;
 };
@@ -178,8 +182,10 @@ static_assert(std::is_trivially_copyable_v<trace_record>);
 static_assert(sizeof(trace_record) == 24);
 
 /// Receives trace events (see the table above).
+// clang-format off
 template <typename T>
 concept TraceSink = requires(T& tracer, const trace_record& record) { tracer.trace(record); };
+// clang-format on
 
 /// A tracer the controller can own and call.
 template <typename T>

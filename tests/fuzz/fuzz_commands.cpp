@@ -82,7 +82,7 @@ struct sq_model {
     std::uint16_t cqid = 0;
     std::uint32_t entries = 0;
     std::uint32_t tail = 0;
-    std::uint32_t head = 0; ///< as last reported in a CQE (SQHD)
+    std::uint32_t head = 0;                         ///< as last reported in a CQE (SQHD)
     std::array<std::uint16_t, 65536> outstanding{}; ///< submissions minus completions, per CID
 };
 
@@ -95,7 +95,9 @@ struct host_model {
 /// pages are refused unless they are a 16-byte CQE post at the slot the owned CQ's tail is at.
 class guarded_memory {
 public:
-    guarded_memory(nvmekit::testing::flat_memory& memory, host_model& model) : memory_{&memory}, model_{&model} {}
+    guarded_memory(nvmekit::testing::flat_memory& memory, host_model& model)
+        : memory_{&memory}, model_{&model}
+    {}
 
     std::error_code read(std::uint64_t address, std::span<std::byte> destination) const
     {
@@ -146,9 +148,14 @@ struct traits : nvmekit::default_traits {
     using dma = guarded_memory;
     using interrupts = counting_interrupts;
     using clock = nvmekit::testing::manual_clock;
-    static constexpr nvmekit::limits limits{
-        .io_queues = max_qid, .queue_entries = 64, .mdts = 3, .msix_vectors = 5, .aerl = 3,
-        .commands_per_queue = 16, .max_segments = 64, .staging_buffers = 2};
+    static constexpr nvmekit::limits limits{.io_queues = max_qid,
+                                            .queue_entries = 64,
+                                            .mdts = 3,
+                                            .msix_vectors = 5,
+                                            .aerl = 3,
+                                            .commands_per_queue = 16,
+                                            .max_segments = 64,
+                                            .staging_buffers = 2};
 };
 using controller_type = nvmekit::controller<traits>;
 
@@ -224,8 +231,7 @@ class host {
 public:
     host(nvmekit::testing::flat_memory& memory, controller_type& ctrl, host_model& model)
         : memory_{memory}, ctrl_{ctrl}, model_{model}
-    {
-    }
+    {}
 
     /// Brings the controller up with the host's queues; false if the controller refused.
     bool bring_up()
@@ -297,7 +303,10 @@ public:
         return true;
     }
 
-    void ring_sq(std::uint16_t qid) { ctrl_.mmio_write(0x1000 + 8 * std::uint64_t{qid}, 4, model_.sqs[qid].tail); }
+    void ring_sq(std::uint16_t qid)
+    {
+        ctrl_.mmio_write(0x1000 + 8 * std::uint64_t{qid}, 4, model_.sqs[qid].tail);
+    }
 
     /// Reads every owned CQ the way a driver does (phase tags), checks each CQE and rings the
     /// CQ head doorbells.
@@ -421,9 +430,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const nvmekit::testing::test_backend_options late{.delay = 20us, .jitter = 30us, .seed = setup};
     const auto add = [&](bool delayed, std::uint64_t capacity, nvmekit::namespace_options options) {
         if (delayed) {
-            subsystem.add_namespace(
-                nvmekit::any_backend{std::in_place_type<nvmekit::testing::test_backend<>>, clock, capacity, 8, late},
-                options);
+            subsystem.add_namespace(nvmekit::any_backend{std::in_place_type<nvmekit::testing::test_backend<>>,
+                                                         clock, capacity, 8, late},
+                                    options);
         } else {
             subsystem.add_namespace(nvmekit::ram_backend{capacity}, options);
         }
@@ -535,8 +544,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             } else {
                 // Beyond the queue's size, or a queue the host never created: ignored (Base 2.0 5.2).
                 const bool completion = (which & 0x40U) != 0;
-                const std::uint32_t entries =
-                    completion ? model.cqs[qid].entries : model.sqs[qid].entries;
+                const std::uint32_t entries = completion ? model.cqs[qid].entries : model.sqs[qid].entries;
                 ctrl.mmio_write(0x1000 + 8 * std::uint64_t{qid} + (completion ? 4 : 0), 4,
                                 entries + in.take<std::uint8_t>());
             }

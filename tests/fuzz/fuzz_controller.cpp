@@ -95,12 +95,12 @@ struct fetched_command {
 
 struct shadow_sq : shadow_queue {
     std::uint16_t cqid = 0;
-    std::uint32_t fetch_head = 0;  ///< slot the controller's next fetch reads
-    std::uint64_t fetched = 0;     ///< entries fetched since the queue was created
-    std::uint32_t sq_head = 0;     ///< SQHD of the last completion
-    std::uint32_t tail = 0;        ///< last valid tail the host wrote
-    bool tail_known = true;        ///< false once the tail was written in a way not modelled
-    bool tail_went_back = false;   ///< the host moved the tail behind the head
+    std::uint32_t fetch_head = 0;           ///< slot the controller's next fetch reads
+    std::uint64_t fetched = 0;              ///< entries fetched since the queue was created
+    std::uint32_t sq_head = 0;              ///< SQHD of the last completion
+    std::uint32_t tail = 0;                 ///< last valid tail the host wrote
+    bool tail_known = true;                 ///< false once the tail was written in a way not modelled
+    bool tail_went_back = false;            ///< the host moved the tail behind the head
     std::vector<fetched_command> in_flight; ///< fetched, not yet completed
 };
 
@@ -121,10 +121,7 @@ class host_model {
 public:
     const nvmekit::register_file* registers = nullptr;
 
-    [[nodiscard]] bool ready() const noexcept
-    {
-        return registers->csts().get(spec::csts_register::rdy);
-    }
+    [[nodiscard]] bool ready() const noexcept { return registers->csts().get(spec::csts_register::rdy); }
 
     void before_dma(const char* kind, std::uint64_t address)
     {
@@ -144,7 +141,8 @@ public:
                 continue;
             }
             const std::uint64_t offset = address - sq.base;
-            if (address < sq.base || offset % 64 != 0 || bytes.size() % 64 != 0 || address + bytes.size() > sq.end()) {
+            if (address < sq.base || offset % 64 != 0 || bytes.size() % 64 != 0 ||
+                address + bytes.size() > sq.end()) {
                 continue; // not entries of this queue: data the host pointed into it
             }
             if (offset / 64 != sq.fetch_head) {
@@ -273,7 +271,8 @@ public:
         acq.entries = aqa.get(spec::aqa_register::acqs) + 1U;
         acq.slot_bytes = 16;
         // Queues that wrap the address space or leave host memory cannot be modelled.
-        for (const shadow_queue* queue : {static_cast<const shadow_queue*>(&asq), static_cast<const shadow_queue*>(&acq)}) {
+        for (const shadow_queue* queue :
+             {static_cast<const shadow_queue*>(&asq), static_cast<const shadow_queue*>(&acq)}) {
             if (queue->base < host_base || queue->end() > host_base + host_size) {
                 lose();
             }
@@ -317,7 +316,8 @@ private:
             finding("completion with the wrong phase tag", completion.cqid, e.status_phase);
         }
         if (e.sq_id > io_queues || !sqs_[e.sq_id].live || sqs_[e.sq_id].cqid != completion.cqid) {
-            finding("completion for a submission queue not bound to its completion queue", e.sq_id, completion.cqid);
+            finding("completion for a submission queue not bound to its completion queue", e.sq_id,
+                    completion.cqid);
         }
         auto& sq = sqs_[e.sq_id];
         if (e.sq_head >= sq.entries) {
@@ -331,16 +331,17 @@ private:
         // The earliest fetched command with this CID: the completion's own command was fetched no
         // earlier, so the SQ head it reports has moved at least past that entry, and no further
         // than the controller has fetched.
-        const auto fetched = std::find_if(sq.in_flight.begin(), sq.in_flight.end(),
-                                          [&](const fetched_command& c) { return c.sqe.command_id() == e.cid; });
+        const auto fetched =
+            std::find_if(sq.in_flight.begin(), sq.in_flight.end(),
+                         [&](const fetched_command& c) { return c.sqe.command_id() == e.cid; });
         if (fetched == sq.in_flight.end()) {
             finding("completion for a CID not fetched from its SQ, or completed already", e.cid, e.sq_id);
         }
         const std::uint64_t since = sq.fetched - fetched->fetched_through;
         const auto head_then = static_cast<std::uint32_t>(fetched->fetched_through % sq.entries);
         if (since < sq.entries && forward(head_then, e.sq_head, sq.entries) > since) {
-            finding("completion with an SQ head before its command or past the controller's fetches", e.sq_head,
-                    head_then);
+            finding("completion with an SQ head before its command or past the controller's fetches",
+                    e.sq_head, head_then);
         }
         const spec::submission_queue_entry sqe = fetched->sqe;
         sq.in_flight.erase(fetched);
@@ -462,9 +463,14 @@ struct traits : nvmekit::default_traits {
     using dma = observed_memory;
     using interrupts = counting_interrupts;
     using clock = nvmekit::testing::manual_clock;
-    static constexpr nvmekit::limits limits{
-        .io_queues = io_queues, .queue_entries = 64, .mdts = 3, .msix_vectors = 5, .aerl = 3,
-        .commands_per_queue = 16, .max_segments = 64, .staging_buffers = 2};
+    static constexpr nvmekit::limits limits{.io_queues = io_queues,
+                                            .queue_entries = 64,
+                                            .mdts = 3,
+                                            .msix_vectors = 5,
+                                            .aerl = 3,
+                                            .commands_per_queue = 16,
+                                            .max_segments = 64,
+                                            .staging_buffers = 2};
 };
 
 using controller_type = nvmekit::controller<traits>;
@@ -577,14 +583,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const auto csts_after = ctrl.registers().csts();
         check_csts(csts, csts_after, ctrl.registers().cc(), wrote_nssr);
         const auto state_after = ctrl.state();
-        const bool was_off = state == nvmekit::controller_state::disabled || state == nvmekit::controller_state::failed;
-        const bool is_off =
-            state_after == nvmekit::controller_state::disabled || state_after == nvmekit::controller_state::failed;
-        if (state_after == nvmekit::controller_state::disabled && (state != state_after || csts.get(spec::csts_register::rdy))) {
+        const bool was_off =
+            state == nvmekit::controller_state::disabled || state == nvmekit::controller_state::failed;
+        const bool is_off = state_after == nvmekit::controller_state::disabled ||
+                            state_after == nvmekit::controller_state::failed;
+        if (state_after == nvmekit::controller_state::disabled &&
+            (state != state_after || csts.get(spec::csts_register::rdy))) {
             model.clear();
             if (!csts_after.get(spec::csts_register::rdy) &&
                 (ctrl.requests_in_use() != 0 || ctrl.io_outstanding() != 0)) {
-                finding("requests not back in their pools after a reset", ctrl.requests_in_use(), ctrl.io_outstanding());
+                finding("requests not back in their pools after a reset", ctrl.requests_in_use(),
+                        ctrl.io_outstanding());
             }
         }
         if (was_off && !is_off) {

@@ -39,9 +39,14 @@ struct traits : nvmekit::default_traits {
     using dma = nvmekit::testing::flat_memory;
     using interrupts = counting_interrupts;
     using clock = nvmekit::testing::manual_clock;
-    static constexpr nvmekit::limits limits{
-        .io_queues = 4, .queue_entries = 64, .mdts = 3, .msix_vectors = 5, .aerl = 3, .commands_per_queue = 16,
-        .max_segments = 64, .staging_buffers = 1};
+    static constexpr nvmekit::limits limits{.io_queues = 4,
+                                            .queue_entries = 64,
+                                            .mdts = 3,
+                                            .msix_vectors = 5,
+                                            .aerl = 3,
+                                            .commands_per_queue = 16,
+                                            .max_segments = 64,
+                                            .staging_buffers = 1};
 };
 
 // The only host memory: room for admin queues the program may point ASQ/ACQ at.
@@ -53,11 +58,11 @@ constexpr std::uint64_t cap_off = 0x00, vs_off = 0x08, intms_off = 0x0c, intmc_o
                         csts_off = 0x1c, nssr_off = 0x20, aqa_off = 0x24, asq_off = 0x28, acq_off = 0x30,
                         crto_off = 0x68;
 constexpr std::uint32_t csts_rdy = 1U << 0, csts_cfs = 1U << 1, csts_nssro = 1U << 4;
-constexpr std::uint32_t csts_reserved = 0xffff'ff80U;   // bits 31:07
-constexpr std::uint32_t cc_reserved = 0xfe00'000eU;     // bits 31:25 and 03:01
-constexpr std::uint32_t cc_crime = 1U << 24;            // reserved unless CAP.CRMS.CRIMS
-constexpr std::uint32_t aqa_reserved = 0xf000'f000U;    // bits 31:28 and 15:12
-constexpr std::uint64_t queue_base_reserved = 0xfffU;   // ASQ/ACQ bits 11:00
+constexpr std::uint32_t csts_reserved = 0xffff'ff80U; // bits 31:07
+constexpr std::uint32_t cc_reserved = 0xfe00'000eU;   // bits 31:25 and 03:01
+constexpr std::uint32_t cc_crime = 1U << 24;          // reserved unless CAP.CRMS.CRIMS
+constexpr std::uint32_t aqa_reserved = 0xf000'f000U;  // bits 31:28 and 15:12
+constexpr std::uint64_t queue_base_reserved = 0xfffU; // ASQ/ACQ bits 11:00
 constexpr std::uint64_t cap_crims = std::uint64_t{1} << 60;
 
 [[noreturn]] void violation() { std::abort(); }
@@ -203,9 +208,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 reset = (written & 1U) == 0;
             } else if (width == 4 && offset == nssr_off && written == 0x4e564d65U && nssr_supported) {
                 reset = power_on_reset = may_change_registers = true;
-            } else if ((width == 4 || width == 8) && offset % width == 0 && offset < 0x38 && offset != nssr_off &&
-                       offset != cap_off && offset != cap_off + 4 && offset != vs_off && offset != 0x18 &&
-                       (width == 4 || offset == asq_off || offset == acq_off)) {
+            } else if ((width == 4 || width == 8) && offset % width == 0 && offset < 0x38 &&
+                       offset != nssr_off && offset != cap_off && offset != cap_off + 4 && offset != vs_off &&
+                       offset != 0x18 && (width == 4 || offset == asq_off || offset == acq_off)) {
                 may_change_registers = true; // INTMS, INTMC, CSTS.NSSRO, AQA, ASQ, ACQ
             }
             const snapshot after = take_snapshot();
@@ -305,7 +310,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check((cc & cc_reserved) == 0 && ((cap & cap_crims) != 0 || (cc & cc_crime) == 0));
         check((csts & csts_reserved) == 0 && shst(csts) != 3);
         check((after.at(aqa_off) & aqa_reserved) == 0);
-        check((after.at(asq_off) & queue_base_reserved) == 0 && (after.at(acq_off) & queue_base_reserved) == 0);
+        check((after.at(asq_off) & queue_base_reserved) == 0 &&
+              (after.at(acq_off) & queue_base_reserved) == 0);
         for (std::uint64_t offset = 0; offset < 0x6c; offset += 4) {
             if (reads_as_zero(offset)) {
                 check(after.at(offset) == 0);
@@ -338,8 +344,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 // IOSQES = 6 and IOCQES = 4: valid whether or not 0 is also accepted at enable.
                 const bool entry_sizes = ((cc_write >> 16) & 0xfU) == 6 && ((cc_write >> 20) & 0xfU) == 4;
                 const bool no_shutdown = ((cc_write >> 14) & 3U) == 0;
-                enable_must_succeed = enable_runnable && entry_sizes && no_shutdown &&
-                                      (before.at(csts_off) & csts_cfs) == 0;
+                enable_must_succeed =
+                    enable_runnable && entry_sizes && no_shutdown && (before.at(csts_off) & csts_cfs) == 0;
                 doorbell_since_enable = false;
             }
         }

@@ -57,14 +57,16 @@ std::span<const std::byte> reply_payload(const vu::message_header& request, std:
     check(reply.message_id == request.message_id && reply.command_code == request.command_code);
     check(reply.message_size == size);
     check(reply.flags.get(vu::message_flags::type) == vu::message_type::reply);
-    check(reply.flags.get(vu::message_flags::error) == error && !reply.flags.get(vu::message_flags::no_reply));
+    check(reply.flags.get(vu::message_flags::error) == error &&
+          !reply.flags.get(vu::message_flags::no_reply));
     check(error || reply.error_number == 0);
     return out.subspan(vu::header_size, size - vu::header_size);
 }
 
 /// An errno a decoder may reply with travels in an error reply unchanged.
 template <typename T>
-void check_error(const vu::parse_result<T>& result, const vu::message_header& request, std::span<std::byte> out)
+void check_error(const vu::parse_result<T>& result, const vu::message_header& request,
+                 std::span<std::byte> out)
 {
     if (result) {
         return;
@@ -115,7 +117,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto bytes = std::as_bytes(std::span{data + 1, size - 1});
     const std::size_t fds = (selector >> 4) % 3;
     const vu::protocol_limits limits{};
-    static constexpr std::array<std::uint64_t, vu::pci_num_regions> region_sizes{0x4000, 0, 0, 0, 0, 0, 0, 4096, 0};
+    static constexpr std::array<std::uint64_t, vu::pci_num_regions> region_sizes{0x4000, 0, 0,    0, 0,
+                                                                                 0,      0, 4096, 0};
     static constexpr std::array<std::uint32_t, vu::pci_num_irqs> irq_counts{1, 0, 65, 0, 0};
     // Large enough for any reply built here: a REGION_READ of a whole 16 KiB region.
     static std::array<std::byte, vu::header_size + sizeof(vu::region_access) + 0x4000> out{};
@@ -125,7 +128,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_error(header, vu::message_header{}, out);
     if (bytes.size() >= vu::header_size) {
         const auto raw = load<vu::message_header>(bytes);
-        const bool acceptable = raw.message_size >= vu::header_size && raw.message_size <= limits.max_message_size() &&
+        const bool acceptable = raw.message_size >= vu::header_size &&
+                                raw.message_size <= limits.max_message_size() &&
                                 raw.flags.get(vu::message_flags::type) == vu::message_type::command;
         check(header.has_value() == acceptable);
         check(!header || same_bytes(*header, raw));
@@ -171,7 +175,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (map) {
             check(map->size != 0 && map->address + (map->size - 1) >= map->address);
             check(same_bytes(*map, load<vu::dma_map>(bytes)));
-            check_echo(*map, request, out, [&](auto payload) { return vu::decode_dma_map(payload, fds, limits); });
+            check_echo(*map, request, out,
+                       [&](auto payload) { return vu::decode_dma_map(payload, fds, limits); });
         }
         break;
     }
@@ -187,7 +192,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 check(unmap->size != 0 && unmap->address + (unmap->size - 1) >= unmap->address &&
                       unmap->address % limits.dma_page_size == 0 && unmap->size % limits.dma_page_size == 0);
             }
-            check_echo(*unmap, request, out, [&](auto payload) { return vu::decode_dma_unmap(payload, 0, limits); });
+            check_echo(*unmap, request, out,
+                       [&](auto payload) { return vu::decode_dma_unmap(payload, 0, limits); });
         }
         break;
     }
@@ -195,8 +201,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const auto info = vu::decode_device_get_info(bytes, fds);
         check_error(info, request, out);
         if (info) {
-            check(fds == 0 && info->argsz >= sizeof(vu::device_info) && same_bytes(*info, load<vu::device_info>(bytes)));
-            check_echo(*info, request, out, [](auto payload) { return vu::decode_device_get_info(payload, 0); });
+            check(fds == 0 && info->argsz >= sizeof(vu::device_info) &&
+                  same_bytes(*info, load<vu::device_info>(bytes)));
+            check_echo(*info, request, out,
+                       [](auto payload) { return vu::decode_device_get_info(payload, 0); });
         }
         break;
     }
@@ -215,9 +223,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         description.flags.set(vu::region_info_flags::read, true);
         const std::array<vu::sparse_mmap_area, 2> areas{{{0x1000, 0x1000}, {0x3000, 0x1000}}};
         const auto listed = std::span{areas}.first(info->cap_offset % 3);
-        const std::size_t reply_size = vu::encode_region_info_reply(request, info->argsz, description, listed, out);
+        const std::size_t reply_size =
+            vu::encode_region_info_reply(request, info->argsz, description, listed, out);
         const auto payload = reply_payload(request, reply_size, out);
-        const auto again = vu::decode_region_info(payload.first(sizeof(vu::region_info)), 0, vu::pci_num_regions);
+        const auto again =
+            vu::decode_region_info(payload.first(sizeof(vu::region_info)), 0, vu::pci_num_regions);
         check(again.has_value() && again->index == description.index && again->size == description.size);
         const std::size_t full = vu::region_info_full_size(listed.size());
         check(again->argsz == full && again->flags.get(vu::region_info_flags::caps) == !listed.empty());
@@ -226,7 +236,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check(again->cap_offset == (with_caps ? sizeof(vu::region_info) : 0U));
         if (with_caps) {
             const auto cap = load<vu::sparse_mmap_cap>(payload.subspan(sizeof(vu::region_info)));
-            check(cap.header.id == vu::region_cap_sparse_mmap && cap.header.next == 0 && cap.nr_areas == listed.size());
+            check(cap.header.id == vu::region_cap_sparse_mmap && cap.header.next == 0 &&
+                  cap.nr_areas == listed.size());
             const auto listed_back = payload.subspan(sizeof(vu::region_info) + sizeof(vu::sparse_mmap_cap));
             check(std::memcmp(listed_back.data(), listed.data(), listed.size_bytes()) == 0);
         }
@@ -252,7 +263,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             check(set->bools.size() == (set->data == vu::irq_set_data::boolean ? set->fields.count : 0U));
             check(set->fd_count == (set->data == vu::irq_set_data::eventfd ? fds : 0U));
             // Its reply is a header alone.
-            check(reply_payload(request, vu::encode_reply(request, std::span<const std::byte>{}, out), out).empty());
+            check(reply_payload(request, vu::encode_reply(request, std::span<const std::byte>{}, out), out)
+                      .empty());
         }
         break;
     }
@@ -269,7 +281,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             }
             const auto data_read = std::span<const std::byte>{region}.first(read->count);
             const std::size_t reply_size = vu::encode_region_read_reply(request, *read, data_read, out);
-            const auto again = vu::decode_region_write(reply_payload(request, reply_size, out), 0, region_sizes, limits);
+            const auto again =
+                vu::decode_region_write(reply_payload(request, reply_size, out), 0, region_sizes, limits);
             check(again.has_value() && same_bytes(again->access, *read));
             check(std::equal(again->data.begin(), again->data.end(), data_read.begin(), data_read.end()));
         }
@@ -286,8 +299,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             check(same_bytes(write->access, load<vu::region_access>(bytes)));
             check(write->data.data() == bytes.data() + sizeof(vu::region_access));
             // The reply echoes the access alone: the shape of a REGION_READ request.
-            check_echo(write->access, request, out,
-                       [&](auto payload) { return vu::decode_region_read(payload, 0, region_sizes, limits); });
+            check_echo(write->access, request, out, [&](auto payload) {
+                return vu::decode_region_read(payload, 0, region_sizes, limits);
+            });
         }
         break;
     }

@@ -34,8 +34,7 @@ template <Clock C>
 class deadline {
 public:
     deadline(const C& clock, std::chrono::nanoseconds timeout)
-        : clock_{&clock}
-        , expiry_{clock.now() + timeout}
+        : clock_{&clock}, expiry_{clock.now() + timeout}
     {
         static_assert(check_clock<C>());
     }

@@ -26,8 +26,7 @@ struct owned_request {
     block_request request{};
     routed_completion node{};
 
-    explicit owned_request(int identifier, block_status status = block_status::success)
-        : id{identifier}
+    explicit owned_request(int identifier, block_status status = block_status::success) : id{identifier}
     {
         request.context = this;
         node.request = &request;
@@ -41,10 +40,7 @@ struct owned_request {
 };
 
 /// The id of the request a node routes.
-int id_of(const routed_completion& node)
-{
-    return static_cast<owned_request*>(node.request->context)->id;
-}
+int id_of(const routed_completion& node) { return static_cast<owned_request*>(node.request->context)->id; }
 
 } // namespace
 

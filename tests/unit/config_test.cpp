@@ -11,7 +11,7 @@
 using nvmekit_test::asserts_enabled;
 
 // tests/CMakeLists.txt passes the version of the project() call as NVMEKIT_TEST_PROJECT_VERSION_*.
-#if !defined(NVMEKIT_TEST_PROJECT_VERSION_MAJOR) || !defined(NVMEKIT_TEST_PROJECT_VERSION_MINOR) ||          \
+#if !defined(NVMEKIT_TEST_PROJECT_VERSION_MAJOR) || !defined(NVMEKIT_TEST_PROJECT_VERSION_MINOR) || \
     !defined(NVMEKIT_TEST_PROJECT_VERSION_PATCH)
 #error "config_test needs the project version as compile definitions (see tests/CMakeLists.txt)"
 #endif

@@ -114,8 +114,14 @@ constexpr std::size_t default_alignment = alignof(std::max_align_t);
 
 void* operator new(std::size_t size) { return counted_allocate_or_throw(size, default_alignment); }
 void* operator new[](std::size_t size) { return counted_allocate_or_throw(size, default_alignment); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return counted_allocate(size, default_alignment); }
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return counted_allocate(size, default_alignment); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept
+{
+    return counted_allocate(size, default_alignment);
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept
+{
+    return counted_allocate(size, default_alignment);
+}
 void* operator new(std::size_t size, std::align_val_t alignment)
 {
     return counted_allocate_or_throw(size, static_cast<std::size_t>(alignment));
@@ -144,7 +150,10 @@ void operator delete[](void* memory, std::align_val_t) noexcept { counted_free(m
 void operator delete(void* memory, std::size_t, std::align_val_t) noexcept { counted_free(memory); }
 void operator delete[](void* memory, std::size_t, std::align_val_t) noexcept { counted_free(memory); }
 void operator delete(void* memory, std::align_val_t, const std::nothrow_t&) noexcept { counted_free(memory); }
-void operator delete[](void* memory, std::align_val_t, const std::nothrow_t&) noexcept { counted_free(memory); }
+void operator delete[](void* memory, std::align_val_t, const std::nothrow_t&) noexcept
+{
+    counted_free(memory);
+}
 
 namespace {
 
@@ -188,10 +197,10 @@ struct staging_traits : zero_copy_traits {
 // ---- the workload -------------------------------------------------------------------------------
 
 constexpr std::uint16_t queue_pairs = 4;
-constexpr std::uint32_t slots_per_queue = 8;    ///< commands outstanding on each SQ at once
+constexpr std::uint32_t slots_per_queue = 8; ///< commands outstanding on each SQ at once
 constexpr std::uint32_t queue_entries = 256;
-constexpr std::uint32_t block_bytes = 512;      ///< LBA format 0
-constexpr std::uint32_t region_blocks = 128;    ///< LBAs of one slot on each namespace
+constexpr std::uint32_t block_bytes = 512;   ///< LBA format 0
+constexpr std::uint32_t region_blocks = 128; ///< LBAs of one slot on each namespace
 constexpr std::size_t slot_buffer_bytes = std::size_t{72} << 10;
 constexpr std::uint32_t ram_nsid = 1;
 constexpr std::uint32_t null_nsid = 2;
@@ -297,7 +306,8 @@ struct io_rig {
 
     io_rig()
     {
-        const auto& ram = subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes, {.preallocate = true}});
+        const auto& ram =
+            subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes, {.preallocate = true}});
         const auto& null = subsystem.add_namespace(nvmekit::null_backend{namespace_bytes});
         EXPECT_EQ(ram.nsid(), ram_nsid);
         EXPECT_EQ(null.nsid(), null_nsid);
@@ -330,9 +340,8 @@ struct io_rig {
                 variant.piece_addresses[p] = buffer + shape.piece_offsets[p];
                 pieces[p] = {.address = variant.piece_addresses[p], .length = shape.piece_bytes};
             }
-            variant.dptr = shape.sgl
-                               ? host.build_sgl(std::span{pieces}.first(shape.piece_count), 2)
-                               : host.build_prps(variant.piece_addresses[0], shape.piece_bytes);
+            variant.dptr = shape.sgl ? host.build_sgl(std::span{pieces}.first(shape.piece_count), 2)
+                                     : host.build_prps(variant.piece_addresses[0], shape.piece_bytes);
         }
     }
 
@@ -373,10 +382,10 @@ struct io_rig {
             slot.seed = static_cast<std::uint8_t>(slot.seed + 1U);
         }
         fill(variant, write, slot.seed);
-        auto sqe = write ? host_type::template lba_command<spec::write_view>(kind.opcode, kind.nsid, slot.first_lba,
-                                                                             variant.blocks())
-                         : host_type::template lba_command<spec::read_view>(kind.opcode, kind.nsid, slot.first_lba,
-                                                                            variant.blocks());
+        auto sqe = write ? host_type::template lba_command<spec::write_view>(kind.opcode, kind.nsid,
+                                                                             slot.first_lba, variant.blocks())
+                         : host_type::template lba_command<spec::read_view>(kind.opcode, kind.nsid,
+                                                                            slot.first_lba, variant.blocks());
         sqe.dptr = variant.dptr;
         if (variant.sgl) {
             host_type::use_sgl(sqe);
@@ -534,8 +543,10 @@ TEST(controller_allocation, counting_allocator_counts_every_form)
     const auto address = reinterpret_cast<std::uintptr_t>(aligned);
     delete aligned;
     delete[] escape(new wide[2]);
+    // clang-format off
     operator delete(escape(operator new(100, std::align_val_t{128}, std::nothrow)), std::align_val_t{128},
                     std::nothrow);
+    // clang-format on
     const heap_activity heap = stop_counting();
     EXPECT_EQ(address % 64, 0U);
     EXPECT_EQ(heap.allocations, 7U);

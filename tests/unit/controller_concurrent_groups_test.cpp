@@ -49,7 +49,8 @@ constexpr std::uint64_t blocks_per_queue = namespace_blocks / concurrent_traits:
 struct threaded_rig {
     explicit threaded_rig(std::uint16_t groups)
         // Room for the queues of every bring-up: the host driver does not reuse queue memory.
-        : rig{nvmekit::controller_config{.poll_groups = groups, .concurrent_poll_groups = true}, std::size_t{192} << 20}
+        : rig{nvmekit::controller_config{.poll_groups = groups, .concurrent_poll_groups = true},
+              std::size_t{192} << 20}
     {
         rig.memory.set_synchronized(true);
         rig.subsystem.add_namespace(
@@ -103,8 +104,8 @@ TEST(controller_concurrent_groups, queues_run_on_their_groups_threads)
         const std::uint64_t buffer = r.host.allocate(4096);
         std::vector<std::byte> pattern(4096, std::byte{static_cast<unsigned char>(qid)});
         r.memory.write(buffer, pattern);
-        const auto written = r.host.io(qid, rw_command(spec::nvm_opcode::write, (qid - 1U) * blocks_per_queue, 8,
-                                                       r.host.build_prps(buffer, 4096)));
+        const auto written = r.host.io(qid, rw_command(spec::nvm_opcode::write, (qid - 1U) * blocks_per_queue,
+                                                       8, r.host.build_prps(buffer, 4096)));
         ASSERT_TRUE(written.ok()) << "queue " << qid;
         buffers.push_back(r.host.allocate(4096));
         const auto read = r.host.io(qid, rw_command(spec::nvm_opcode::read, (qid - 1U) * blocks_per_queue, 8,
@@ -137,7 +138,8 @@ TEST(controller_concurrent_groups, a_failed_read_is_logged_by_the_admin_context)
     spec::submission_queue_entry get_log{};
     get_log.cdw0.set(spec::command_dword0::opc, static_cast<std::uint8_t>(spec::admin_opcode::get_log_page));
     get_log.dptr = r.host.build_prps(log_buffer, 64);
-    get_log.cdw10 = static_cast<std::uint32_t>(spec::log_page_id::error_information) | ((64U / 4U - 1U) << 16);
+    get_log.cdw10 =
+        static_cast<std::uint32_t>(spec::log_page_id::error_information) | ((64U / 4U - 1U) << 16);
     ASSERT_TRUE(r.host.admin(get_log).ok());
     const auto entry = r.memory.load<spec::error_information_entry>(log_buffer);
     EXPECT_EQ(entry.error_count, 1U);
@@ -165,7 +167,8 @@ TEST(controller_concurrent_groups, a_doorbell_of_a_deleted_queue_does_not_reach_
     EXPECT_EQ(r.ctrl.statistics().invalid_doorbells, 0U);
     // And the new queue pair works.
     const std::uint64_t buffer = r.host.allocate(4096);
-    const auto cid = r.host.submit(1, rw_command(spec::nvm_opcode::read, 0, 1, r.host.build_prps(buffer, 512)));
+    const auto cid =
+        r.host.submit(1, rw_command(spec::nvm_opcode::read, 0, 1, r.host.build_prps(buffer, 512)));
     r.ctrl.poll_group(0);
     EXPECT_TRUE(r.host.wait_for(1, cid).ok());
 }
@@ -256,7 +259,8 @@ private:
                     r.memory.write(p.buffer, std::vector<std::byte>(bytes, std::byte{0xee}));
                 }
                 const auto opcode = p.write ? spec::nvm_opcode::write : spec::nvm_opcode::read;
-                p.cid = r.host.submit(qid, rw_command(opcode, p.slba, p.blocks, r.host.build_prps(p.buffer, bytes)));
+                p.cid = r.host.submit(
+                    qid, rw_command(opcode, p.slba, p.blocks, r.host.build_prps(p.buffer, bytes)));
                 submitted.push_back(p);
             }
         }
@@ -276,7 +280,8 @@ private:
                 const auto known = shadow_.find(p.slba + b);
                 const std::byte expected = known == shadow_.end() ? std::byte{0} : std::byte{known->second};
                 const auto block = std::span{back}.subspan(std::size_t{b} * block_bytes, block_bytes);
-                ASSERT_TRUE(std::all_of(block.begin(), block.end(), [&](std::byte x) { return x == expected; }))
+                ASSERT_TRUE(
+                    std::all_of(block.begin(), block.end(), [&](std::byte x) { return x == expected; }))
                     << "LBA " << p.slba + b << " read back wrong data";
                 ++verified_blocks_;
             }
@@ -297,7 +302,8 @@ private:
         auto& r = t_.rig;
         const auto qid = static_cast<std::uint16_t>(1 + random_.next() % pairs);
         const std::uint32_t blocks = 1 + static_cast<std::uint32_t>(random_.next() % 8);
-        const std::uint64_t slba = (qid - 1U) * blocks_per_queue + random_.next() % (blocks_per_queue - blocks);
+        const std::uint64_t slba =
+            (qid - 1U) * blocks_per_queue + random_.next() % (blocks_per_queue - blocks);
         r.host.submit(qid, rw_command(spec::nvm_opcode::write, slba, blocks,
                                       r.host.build_prps(buffers_[qid], std::size_t{blocks} * block_bytes)));
         ++cut_short_;

@@ -45,10 +45,7 @@ using namespace std::chrono_literals;
 /// through a staging buffer.
 class copying_memory {
 public:
-    explicit copying_memory(nt::flat_memory& memory) noexcept
-        : memory_{&memory}
-    {
-    }
+    explicit copying_memory(nt::flat_memory& memory) noexcept : memory_{&memory} {}
     std::error_code read(std::uint64_t address, std::span<std::byte> destination) const
     {
         return memory_->read(address, destination);
@@ -125,15 +122,15 @@ struct in_flight {
 
 /// How often each layout feature was used, so that the test proves it exercised them.
 struct coverage {
-    std::size_t prp_lists = 0;           ///< PRP2 a list pointer
-    std::size_t chained_prp_lists = 0;   ///< lists that continue on another list page
+    std::size_t prp_lists = 0;             ///< PRP2 a list pointer
+    std::size_t chained_prp_lists = 0;     ///< lists that continue on another list page
     std::size_t chain_only_list_pages = 0; ///< first list page holding nothing but the chain pointer
-    std::size_t sgl_in_dptr = 0;         ///< one Data Block or Bit Bucket in SGL1 itself
-    std::size_t sgl_segment_chains = 0;  ///< SGLs of two or more segments
+    std::size_t sgl_in_dptr = 0;           ///< one Data Block or Bit Bucket in SGL1 itself
+    std::size_t sgl_segment_chains = 0;    ///< SGLs of two or more segments
     std::size_t bit_buckets = 0;
-    std::size_t metadata_sgls = 0;       ///< PSDT 10b with separate metadata
+    std::size_t metadata_sgls = 0; ///< PSDT 10b with separate metadata
     std::size_t metadata_segment_chains = 0;
-    std::size_t overlapped = 0;          ///< commands submitted while 4 or more were outstanding
+    std::size_t overlapped = 0; ///< commands submitted while 4 or more were outstanding
 };
 
 /// The LBA span of a command overlaps another's.
@@ -146,10 +143,7 @@ struct coverage {
 template <typename Rig>
 class campaign {
 public:
-    campaign(Rig& r, const campaign_options& options)
-        : r_{r}, options_{options}, rng_{options.seed}
-    {
-    }
+    campaign(Rig& r, const campaign_options& options) : r_{r}, options_{options}, rng_{options.seed} {}
 
     void run()
     {
@@ -158,7 +152,8 @@ public:
         data_unit_ = ns->data_transfer_bytes(1);
         metadata_unit_ = ns->metadata_transfer_bytes(1);
         blocks_ = ns->block_count();
-        max_blocks_ = static_cast<std::uint32_t>(Rig::controller_type::limits.max_transfer_bytes() / data_unit_);
+        max_blocks_ =
+            static_cast<std::uint32_t>(Rig::controller_type::limits.max_transfer_bytes() / data_unit_);
         data_shadow_.assign(blocks_ * data_unit_, std::byte{0});
         metadata_shadow_.assign(blocks_ * metadata_unit_, std::byte{0});
 
@@ -242,8 +237,9 @@ private:
         const std::uint64_t metadata_bytes = blocks * metadata_unit_;
 
         using host = typename Rig::host_type;
-        auto sqe = is_write ? host::template lba_command<spec::write_view>(spec::nvm_opcode::write, 1, slba, blocks)
-                            : host::template lba_command<spec::read_view>(spec::nvm_opcode::read, 1, slba, blocks);
+        auto sqe =
+            is_write ? host::template lba_command<spec::write_view>(spec::nvm_opcode::write, 1, slba, blocks)
+                     : host::template lba_command<spec::read_view>(spec::nvm_opcode::read, 1, slba, blocks);
         if (is_write && rng_.percent(10)) {
             auto view = spec::write_view::decode(sqe);
             view.force_unit_access = true;
@@ -255,8 +251,9 @@ private:
             sqe.dptr = build_prps(base, data_bytes, command);
         } else {
             sqe.dptr = build_data_sgl(base, data_bytes, command);
-            sqe.cdw0.set(spec::command_dword0::psdt, kind == 1 ? spec::data_pointer_type::sgl_contiguous_metadata
-                                                               : spec::data_pointer_type::sgl_metadata_descriptor);
+            sqe.cdw0.set(spec::command_dword0::psdt, kind == 1
+                                                         ? spec::data_pointer_type::sgl_contiguous_metadata
+                                                         : spec::data_pointer_type::sgl_metadata_descriptor);
         }
         if (metadata_bytes != 0) {
             sqe.mptr = kind == 2 ? build_metadata_sgl(base, metadata_bytes, command)
@@ -290,9 +287,10 @@ private:
             const auto bytes = r_.memory.bytes(g.address, g.bytes.size());
             std::copy(bytes.begin(), bytes.end(), g.bytes.begin());
         }
-        command.layout = fmt::format("command {} seed {}: {} slba {} blocks {} psdt {} data [{}] metadata [{}]", index,
-                                     options_.seed, is_write ? "write" : "read", slba, blocks, kind,
-                                     describe(command.data), describe(command.metadata));
+        command.layout =
+            fmt::format("command {} seed {}: {} slba {} blocks {} psdt {} data [{}] metadata [{}]", index,
+                        options_.seed, is_write ? "write" : "read", slba, blocks, kind,
+                        describe(command.data), describe(command.metadata));
         command.qid = static_cast<std::uint16_t>(rng_.between(1, io_queues));
         command.cid = r_.host.submit(command.qid, sqe);
         seen.overlapped += in_flight_.size() >= 4 ? 1U : 0U;
@@ -316,7 +314,10 @@ private:
     // ---- layouts ------------------------------------------------------------------------------
 
     [[nodiscard]] static std::uint64_t data_area(std::uint64_t base) noexcept { return base; }
-    [[nodiscard]] static std::uint64_t list_area(std::uint64_t base) noexcept { return base + data_pages * page; }
+    [[nodiscard]] static std::uint64_t list_area(std::uint64_t base) noexcept
+    {
+        return base + data_pages * page;
+    }
     [[nodiscard]] static std::uint64_t metadata_descriptor_area(std::uint64_t base) noexcept
     {
         return list_area(base) + list_pages * page;
@@ -343,7 +344,8 @@ private:
     void add_guard(in_flight& command, std::uint64_t address, std::uint64_t length)
     {
         if (length != 0) {
-            command.guards.push_back(guard{address, std::vector<std::byte>(std::min<std::uint64_t>(length, 16))});
+            command.guards.push_back(
+                guard{address, std::vector<std::byte>(std::min<std::uint64_t>(length, 16))});
         }
     }
 
@@ -358,7 +360,8 @@ private:
         const auto pages = distinct_pages(data_pages, 1 + more_pages);
         const std::uint64_t first = data_area(base) + pages[0] * page;
         command.data.push_back(piece{first + offset, static_cast<std::uint32_t>(first_bytes)});
-        add_guard(command, first + offset - std::min<std::uint64_t>(offset, 16), std::min<std::uint64_t>(offset, 16));
+        add_guard(command, first + offset - std::min<std::uint64_t>(offset, 16),
+                  std::min<std::uint64_t>(offset, 16));
         std::vector<std::uint64_t> entries;
         std::uint64_t left = length - first_bytes;
         for (std::size_t i = 1; i < pages.size(); ++i) {
@@ -385,10 +388,12 @@ private:
     {
         constexpr std::uint64_t per_page = page / 8;
         // Entries the first list page holds from the list pointer's offset to its end.
-        const std::uint64_t first_capacity = rng_.percent(40) ? per_page : rng_.between(1, entries.size() + 1);
+        const std::uint64_t first_capacity =
+            rng_.percent(40) ? per_page : rng_.between(1, entries.size() + 1);
         const auto pages = distinct_pages(list_pages, list_pages);
         std::size_t next_page = 0;
-        const std::uint64_t pointer = list_area(base) + pages[next_page++] * page + (per_page - first_capacity) * 8;
+        const std::uint64_t pointer =
+            list_area(base) + pages[next_page++] * page + (per_page - first_capacity) * 8;
         ++seen.prp_lists;
         seen.chained_prp_lists += entries.size() > first_capacity ? 1U : 0U;
         seen.chain_only_list_pages += first_capacity == 1 ? 1U : 0U;
@@ -434,7 +439,8 @@ private:
     std::vector<piece> scatter_pieces(std::uint64_t area, std::uint64_t area_bytes, std::uint64_t length,
                                       std::size_t max_pieces, bool is_write, in_flight& command)
     {
-        const std::size_t count = rng_.percent(20) ? 1 : rng_.between(1, std::min<std::uint64_t>(max_pieces, length));
+        const std::size_t count =
+            rng_.percent(20) ? 1 : rng_.between(1, std::min<std::uint64_t>(max_pieces, length));
         const auto lengths = split(length, count);
         std::vector<piece> pieces(count);
         std::vector<std::size_t> order(count);
@@ -453,7 +459,8 @@ private:
             piece& p = pieces[order[i]];
             const std::uint64_t gap = rng_.percent(25) ? 0 : rng_.below(free_bytes / (count - i) * 2 / 3 + 1);
             add_guard(command, cursor, gap);
-            add_guard(command, cursor + gap - std::min<std::uint64_t>(gap, 16), std::min<std::uint64_t>(gap, 16));
+            add_guard(command, cursor + gap - std::min<std::uint64_t>(gap, 16),
+                      std::min<std::uint64_t>(gap, 16));
             free_bytes -= gap;
             cursor += gap;
             p.address = cursor;
@@ -513,7 +520,8 @@ private:
 
     spec::data_pointer build_data_sgl(std::uint64_t base, std::uint64_t length, in_flight& command)
     {
-        command.data = scatter_pieces(data_area(base), data_pages * page, length, 24, command.is_write, command);
+        command.data =
+            scatter_pieces(data_area(base), data_pages * page, length, 24, command.is_write, command);
         last_segment_count_ = 0;
         const auto first = write_sgl(list_area(base), list_pages, command.data, 6);
         seen.sgl_segment_chains += last_segment_count_ >= 2 ? 1U : 0U;
@@ -523,8 +531,8 @@ private:
     /// MPTR for PSDT 10b: the address of one descriptor (Base 2.0 4.2, Metadata Pointer).
     std::uint64_t build_metadata_sgl(std::uint64_t base, std::uint64_t length, in_flight& command)
     {
-        command.metadata = scatter_pieces(metadata_area(base), metadata_pages * page, length, 5, command.is_write,
-                                          command);
+        command.metadata =
+            scatter_pieces(metadata_area(base), metadata_pages * page, length, 5, command.is_write, command);
         // The segments go in pages 1..3, the descriptor MPTR points to in page 0.
         last_segment_count_ = 0;
         const auto first = write_sgl(metadata_descriptor_area(base) + page, metadata_descriptor_pages - 1,
@@ -541,7 +549,8 @@ private:
                                       in_flight& command)
     {
         const std::uint64_t area = metadata_area(base);
-        const std::uint64_t address = area + rng_.below((metadata_pages * page - length) / alignment + 1) * alignment;
+        const std::uint64_t address =
+            area + rng_.below((metadata_pages * page - length) / alignment + 1) * alignment;
         command.metadata.push_back(piece{address, static_cast<std::uint32_t>(length)});
         add_guard(command, address - std::min<std::uint64_t>(address - area, 16),
                   std::min<std::uint64_t>(address - area, 16));
@@ -566,7 +575,8 @@ private:
     {
         std::string text;
         for (const piece& p : pieces) {
-            text += p.bit_bucket ? fmt::format(" bucket:{}", p.length) : fmt::format(" {:#x}:{}", p.address, p.length);
+            text += p.bit_bucket ? fmt::format(" bucket:{}", p.length)
+                                 : fmt::format(" {:#x}:{}", p.address, p.length);
         }
         return text;
     }
@@ -584,10 +594,9 @@ private:
             return;
         }
         if (!command.is_write) {
-            check(command, command.data, std::span{data_shadow_}.subspan(command.slba * data_unit_),
-                  "data");
-            check(command, command.metadata, std::span{metadata_shadow_}.subspan(command.slba * metadata_unit_),
-                  "metadata");
+            check(command, command.data, std::span{data_shadow_}.subspan(command.slba * data_unit_), "data");
+            check(command, command.metadata,
+                  std::span{metadata_shadow_}.subspan(command.slba * metadata_unit_), "metadata");
         }
         for (const guard& g : command.guards) {
             const auto bytes = r_.memory.bytes(g.address, g.bytes.size());
@@ -606,9 +615,10 @@ private:
             if (!p.bit_bucket) {
                 const auto bytes = r_.memory.bytes(p.address, p.length);
                 if (std::memcmp(bytes.data(), expected.data() + at, p.length) != 0) {
-                    const auto mismatch = std::mismatch(bytes.begin(), bytes.end(), expected.begin() + static_cast<std::ptrdiff_t>(at));
-                    fail(command, fmt::format("{} mismatch at stream byte {}",
-                                              what, at + static_cast<std::size_t>(mismatch.first - bytes.begin())));
+                    const auto mismatch = std::mismatch(bytes.begin(), bytes.end(),
+                                                        expected.begin() + static_cast<std::ptrdiff_t>(at));
+                    fail(command, fmt::format("{} mismatch at stream byte {}", what,
+                                              at + static_cast<std::size_t>(mismatch.first - bytes.begin())));
                     return;
                 }
             }
@@ -663,7 +673,8 @@ struct layout_case {
     std::uint8_t format;
     bool extended;
 };
-constexpr std::array<layout_case, 6> layouts{{{0, false}, {1, true}, {1, false}, {2, false}, {3, true}, {3, false}}};
+constexpr std::array<layout_case, 6> layouts{
+    {{0, false}, {1, true}, {1, false}, {2, false}, {3, true}, {3, false}}};
 
 template <typename Rig>
 void run_campaign(const campaign_options& options)
@@ -675,7 +686,8 @@ void run_campaign(const campaign_options& options)
         r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes}, namespace_options);
     } else {
         r.subsystem.add_namespace(
-            nt::test_backend<>{r.clock, namespace_bytes, 64, {.delay = 0us, .jitter = 3ms, .seed = options.seed}},
+            nt::test_backend<>{
+                r.clock, namespace_bytes, 64, {.delay = 0us, .jitter = 3ms, .seed = options.seed}},
             namespace_options);
     }
     const auto& format = nvmekit::supported_lba_formats[options.lba_format];
@@ -710,8 +722,8 @@ TEST(controller_data, zero_copy_ram_namespace_on_every_lba_format)
 {
     std::uint64_t seed = 0x5eed'0001;
     for (const auto& layout : layouts) {
-        run_campaign<rig>({.lba_format = layout.format, .extended = layout.extended, .seed = seed++,
-                           .commands = 10000});
+        run_campaign<rig>(
+            {.lba_format = layout.format, .extended = layout.extended, .seed = seed++, .commands = 10000});
     }
 }
 
@@ -719,8 +731,8 @@ TEST(controller_data, staged_ram_namespace_on_every_lba_format)
 {
     std::uint64_t seed = 0x5eed'0101;
     for (const auto& layout : layouts) {
-        run_campaign<basic_rig<staging_traits>>({.lba_format = layout.format, .extended = layout.extended,
-                                                 .seed = seed++, .commands = 3500});
+        run_campaign<basic_rig<staging_traits>>(
+            {.lba_format = layout.format, .extended = layout.extended, .seed = seed++, .commands = 3500});
     }
 }
 
@@ -728,8 +740,11 @@ TEST(controller_data, late_out_of_order_backend_on_every_lba_format)
 {
     std::uint64_t seed = 0x5eed'0201;
     for (const auto& layout : layouts) {
-        run_campaign<rig>({.lba_format = layout.format, .extended = layout.extended, .backend = backend_kind::delayed,
-                           .seed = seed++, .commands = 2000});
+        run_campaign<rig>({.lba_format = layout.format,
+                           .extended = layout.extended,
+                           .backend = backend_kind::delayed,
+                           .seed = seed++,
+                           .commands = 2000});
     }
 }
 
@@ -737,8 +752,10 @@ TEST(controller_data, late_backend_with_scarce_staging_buffers_on_every_lba_form
 {
     std::uint64_t seed = 0x5eed'0301;
     for (const auto& layout : layouts) {
-        run_campaign<basic_rig<scarce_staging_traits>>({.lba_format = layout.format, .extended = layout.extended,
-                                                        .backend = backend_kind::delayed, .seed = seed++,
+        run_campaign<basic_rig<scarce_staging_traits>>({.lba_format = layout.format,
+                                                        .extended = layout.extended,
+                                                        .backend = backend_kind::delayed,
+                                                        .seed = seed++,
                                                         .commands = 1500});
     }
 }

@@ -3,11 +3,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <fcntl.h>
 #include <span>
 #include <string>
-#include <unistd.h>
 #include <vector>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -46,7 +46,8 @@ public:
         std::vector<std::byte> bytes(length);
         const int fd = ::open(path_.c_str(), O_RDONLY);
         EXPECT_GE(fd, 0);
-        EXPECT_EQ(::pread(fd, bytes.data(), length, static_cast<off_t>(offset)), static_cast<ssize_t>(length));
+        EXPECT_EQ(::pread(fd, bytes.data(), length, static_cast<off_t>(offset)),
+                  static_cast<ssize_t>(length));
         ::close(fd);
         return bytes;
     }
@@ -172,8 +173,9 @@ TEST(controller_file_backend, separate_metadata_survives_reopening_the_file)
     std::uint64_t blocks = 0;
     {
         rig r;
-        blocks = r.subsystem.add_namespace(nvmekit::file_backend{file.path(), {.create_size = file_bytes}}, format)
-                     .block_count();
+        blocks =
+            r.subsystem.add_namespace(nvmekit::file_backend{file.path(), {.create_size = file_bytes}}, format)
+                .block_count();
         r.host.bring_up();
         ASSERT_EQ(write_blocks(r, 7, data, metadata), spec::status::success());
         EXPECT_EQ(flush(r), spec::status::success());
@@ -215,13 +217,14 @@ TEST(controller_file_backend, writes_sync_the_file_while_the_volatile_write_cach
     rig r;
     r.subsystem.add_namespace(nvmekit::file_backend{file.path(), {.create_size = file_bytes}});
     r.host.bring_up();
-    const auto disable = r.host.admin(host_type::set_features_command(spec::feature_id::volatile_write_cache, 0));
+    const auto disable =
+        r.host.admin(host_type::set_features_command(spec::feature_id::volatile_write_cache, 0));
     ASSERT_EQ(disable.status(), spec::status::success());
     ASSERT_EQ(write_blocks(r, 0, pattern(4096, 8)), spec::status::success());
     EXPECT_EQ(file_of(r).sync_count(), 1U); // every write is durable when it completes
-    const auto enable = r.host.admin(
-        host_type::set_features_command(spec::feature_id::volatile_write_cache,
-                                        spec::volatile_write_cache{}.with(spec::volatile_write_cache::wce, true).raw));
+    const auto enable = r.host.admin(host_type::set_features_command(
+        spec::feature_id::volatile_write_cache,
+        spec::volatile_write_cache{}.with(spec::volatile_write_cache::wce, true).raw));
     ASSERT_EQ(enable.status(), spec::status::success());
     ASSERT_EQ(write_blocks(r, 8, pattern(4096, 9)), spec::status::success());
     EXPECT_EQ(file_of(r).sync_count(), 1U);

@@ -38,7 +38,6 @@
 
 #include "print_helpers.hpp"
 
-
 namespace nvmekit_test {
 
 /// The providers of the controller tests, with the default limits.
@@ -94,7 +93,8 @@ template <typename Traits>
     if (takes_test_poll_groups(config)) {
         if (const char* groups = std::getenv("NVMEKIT_TEST_POLL_GROUPS"); groups != nullptr) {
             const long wanted = std::strtol(groups, nullptr, 10);
-            config.poll_groups = static_cast<std::uint16_t>(std::clamp<long>(wanted, 1, Traits::limits.io_queues));
+            config.poll_groups =
+                static_cast<std::uint16_t>(std::clamp<long>(wanted, 1, Traits::limits.io_queues));
         }
         // Only a multi_threaded controller may run its groups concurrently.
         config.concurrent_poll_groups = Traits::threading::concurrent_groups && threaded_groups_requested();
@@ -229,11 +229,14 @@ struct basic_rig {
                        nvmekit::subsystem_options subsystem_options = {})
         : memory{shared_if_threaded(host_memory{size, base})}
         , subsystem{std::move(identity), subsystem_options}
-        , ctrl{dma, msix, clock, subsystem, with_test_poll_groups<Traits>(config),
+        , ctrl{dma,
+               msix,
+               clock,
+               subsystem,
+               with_test_poll_groups<Traits>(config),
                takes_test_poll_groups(config)}
         , host{ctrl, memory, clock}
-    {
-    }
+    {}
     basic_rig(const basic_rig&) = delete;
     basic_rig& operator=(const basic_rig&) = delete;
 
@@ -370,10 +373,7 @@ using rig = basic_rig<>;
 using host_type = rig::host_type;
 
 /// `code` with Do Not Retry set: how the controller completes every command it refuses.
-[[nodiscard]] nvmekit::spec::status dnr(auto code)
-{
-    return nvmekit::spec::status{code}.with_dnr();
-}
+[[nodiscard]] nvmekit::spec::status dnr(auto code) { return nvmekit::spec::status{code}.with_dnr(); }
 
 /// CSTS with RDY = 1 and nothing else.
 [[nodiscard]] inline nvmekit::spec::csts_register ready_status()

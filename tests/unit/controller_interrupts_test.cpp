@@ -83,7 +83,8 @@ TEST(controller_bus_master, a_clear_bus_master_enable_holds_every_dma_and_interr
     // or signalled while Bus Master Enable is clear.
     const auto io_cid = r.host.submit(1, read_command());
     const std::uint64_t buffer = r.host.allocate(4096);
-    const auto admin_cid = r.host.submit(0, host_type::identify_command(spec::cns::identify_controller, 0, buffer));
+    const auto admin_cid =
+        r.host.submit(0, host_type::identify_command(spec::cns::identify_controller, 0, buffer));
     for (int i = 0; i < 5; ++i) {
         EXPECT_EQ(r.ctrl.poll(), 0U);
     }

@@ -17,14 +17,16 @@ controller_logs make_logs()
 
 spec::async_event_completion notice()
 {
-    return spec::async_event_completion{spec::async_event_type::notice,
-                                        static_cast<std::uint8_t>(spec::notice_event::namespace_attribute_changed),
-                                        spec::log_page_id::changed_namespace_list};
+    return spec::async_event_completion{
+        spec::async_event_type::notice,
+        static_cast<std::uint8_t>(spec::notice_event::namespace_attribute_changed),
+        spec::log_page_id::changed_namespace_list};
 }
 
 spec::async_event_completion smart_event()
 {
-    return spec::async_event_completion{spec::async_event_type::smart_health, 1, spec::log_page_id::smart_health};
+    return spec::async_event_completion{spec::async_event_type::smart_health, 1,
+                                        spec::log_page_id::smart_health};
 }
 
 TEST(controller_logs, errors_count_in_the_smart_log_recorded_or_skipped)

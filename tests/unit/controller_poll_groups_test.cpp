@@ -65,8 +65,8 @@ TEST(controller_poll_groups, an_embedder_places_queues_by_interrupt_vector)
     // Vectors 1-4 (the host uses vector = QID); odd vectors on group 0, even ones on group 1, and
     // a result past the last group is taken modulo the number of groups.
     groups_rig r{2, {.queue_placement = [](std::uint16_t, std::uint16_t vector) {
-                         return static_cast<std::uint16_t>(vector % 2 == 1 ? 2 : 1);
-                     }}};
+                     return static_cast<std::uint16_t>(vector % 2 == 1 ? 2 : 1);
+                 }}};
     r.host.bring_up({.io_queue_pairs = 4});
     EXPECT_EQ(r.ctrl.completion_queue_group(1), 0U);
     EXPECT_EQ(r.ctrl.completion_queue_group(2), 1U);

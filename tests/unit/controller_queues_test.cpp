@@ -771,7 +771,9 @@ class controller_shadow_doorbells : public ::testing::TestWithParam<bool> {
 protected:
     [[nodiscard]] static nt::host_options options(std::uint16_t pairs, std::uint32_t entries = 256)
     {
-        return {.io_queue_pairs = pairs, .io_entries = entries, .shadow_doorbells = true,
+        return {.io_queue_pairs = pairs,
+                .io_entries = entries,
+                .shadow_doorbells = true,
                 .clear_shadow_slots = GetParam()};
     }
 };

@@ -225,9 +225,9 @@ private:
     struct io_sq {
         std::uint16_t cqid = 0;
         std::uint32_t entries = 0;
-        std::uint64_t life = 0;        ///< tells apart the SQs that had this QID in turn
-        std::uint32_t tail = 0;        ///< the host's tail: every submission goes through the test
-        bool tail_known = true;        ///< false once a raw in-range tail doorbell moved the controller's
+        std::uint64_t life = 0; ///< tells apart the SQs that had this QID in turn
+        std::uint32_t tail = 0; ///< the host's tail: every submission goes through the test
+        bool tail_known = true; ///< false once a raw in-range tail doorbell moved the controller's
     };
     /// An I/O command: its expected status, and the SQ (which life of its QID) and slot it went to.
     struct expected_io {
@@ -235,7 +235,6 @@ private:
         std::uint64_t sq_life = 0;
         std::uint32_t slot = 0;
     };
-
 
     // ---- the loop ---------------------------------------------------------------------------
 
@@ -385,8 +384,9 @@ private:
             const bool cq = rig_.ctrl.completion_queue_exists(qid);
             const bool sq = rig_.ctrl.submission_queue_exists(qid);
             if (cq != model_cqs_.contains(qid) || sq != model_sqs_.contains(qid)) {
-                fail("I/O queue " + std::to_string(qid) + ": the controller has " + (cq ? "a" : "no") + " CQ and " +
-                     (sq ? "an" : "no") + " SQ, the model " + (model_cqs_.contains(qid) ? "a" : "no") + " CQ and " +
+                fail("I/O queue " + std::to_string(qid) + ": the controller has " + (cq ? "a" : "no") +
+                     " CQ and " + (sq ? "an" : "no") + " SQ, the model " +
+                     (model_cqs_.contains(qid) ? "a" : "no") + " CQ and " +
                      (model_sqs_.contains(qid) ? "an" : "no") + " SQ");
                 return;
             }
@@ -439,8 +439,8 @@ private:
             return;
         }
         fail(std::string{what} + ": status " + std::string{spec::name(completion.status())} + " (0x" +
-             std::to_string(completion.status().raw) + "), expected " + std::string{spec::name(expected)} + " (0x" +
-             std::to_string(expected.raw) + ")");
+             std::to_string(completion.status().raw) + "), expected " + std::string{spec::name(expected)} +
+             " (0x" + std::to_string(expected.raw) + ")");
     }
 
     /// The SQ Head Pointer of a CQE (Base 2.0 4.6: the SQ's head when the entry was created) for the
@@ -459,9 +459,10 @@ private:
         ++event_counts_["CQE SQ heads checked"];
         if (!sq_head_possible(completion.cqe.sq_head, slot, tail, entries)) {
             fail(std::string{what} + ": CQE of command " + std::to_string(completion.cqe.cid) + " on SQ " +
-                 std::to_string(completion.cqe.sq_id) + " has SQ head " + std::to_string(completion.cqe.sq_head) +
-                 "; the command was in slot " + std::to_string(slot) + " of " + std::to_string(entries) +
-                 " and the host's tail is " + std::to_string(tail));
+                 std::to_string(completion.cqe.sq_id) + " has SQ head " +
+                 std::to_string(completion.cqe.sq_head) + "; the command was in slot " +
+                 std::to_string(slot) + " of " + std::to_string(entries) + " and the host's tail is " +
+                 std::to_string(tail));
         }
     }
 
@@ -958,9 +959,9 @@ private:
         }
         if (!cns_valid) {
             // No namespace exists: NSID 0 is not a namespace for the namespace structures.
-            const bool namespace_structure =
-                cns == spec::cns::identify_namespace || cns == spec::cns::namespace_id_descriptor_list ||
-                cns == spec::cns::io_command_set_namespace;
+            const bool namespace_structure = cns == spec::cns::identify_namespace ||
+                                             cns == spec::cns::namespace_id_descriptor_list ||
+                                             cns == spec::cns::io_command_set_namespace;
             expected = dnr(namespace_structure ? spec::generic_status::invalid_namespace_or_format
                                                : spec::generic_status::invalid_field);
         }
@@ -1019,11 +1020,10 @@ private:
                             .raw;
         }
         spec::status expected = spec::status::success();
-        const bool known = fid == spec::feature_id::number_of_queues ||
-                           fid == spec::feature_id::interrupt_coalescing ||
-                           fid == spec::feature_id::interrupt_vector_configuration ||
-                           fid == spec::feature_id::arbitration ||
-                           fid == spec::feature_id::async_event_configuration;
+        const bool known =
+            fid == spec::feature_id::number_of_queues || fid == spec::feature_id::interrupt_coalescing ||
+            fid == spec::feature_id::interrupt_vector_configuration || fid == spec::feature_id::arbitration ||
+            fid == spec::feature_id::async_event_configuration;
         if (!known || static_cast<unsigned>(select) > 3 ||
             (fid == spec::feature_id::interrupt_vector_configuration && vector >= msix_vectors)) {
             expected = dnr(spec::generic_status::invalid_field);
@@ -1184,8 +1184,9 @@ private:
         sqe.dptr = {rng_.next(), rng_.next()};
         sqe.cdw10 = rng_.word();
         sqe.cdw12 = rng_.word();
-        spec::status expected = known_nvm_opcode(opcode) ? dnr(spec::generic_status::invalid_namespace_or_format)
-                                                         : dnr(spec::generic_status::invalid_opcode);
+        spec::status expected = known_nvm_opcode(opcode)
+                                    ? dnr(spec::generic_status::invalid_namespace_or_format)
+                                    : dnr(spec::generic_status::invalid_opcode);
         if (opcode == static_cast<std::uint8_t>(spec::nvm_opcode::flush) && sqe.nsid == 0xffffffffU) {
             expected = spec::status::success(); // every attached namespace: none here
         }
@@ -1330,7 +1331,8 @@ private:
     [[nodiscard]] bool exists_for_choice(std::uint16_t qid, bool completion_queue) const
     {
         if (!model_exact()) {
-            return completion_queue ? rig_.ctrl.completion_queue_exists(qid) : rig_.ctrl.submission_queue_exists(qid);
+            return completion_queue ? rig_.ctrl.completion_queue_exists(qid)
+                                    : rig_.ctrl.submission_queue_exists(qid);
         }
         return completion_queue ? model_cqs_.contains(qid) : model_sqs_.contains(qid);
     }
@@ -1449,8 +1451,8 @@ private:
         if (qid == 0 || !(completion_queue ? model_cqs_.contains(qid) : model_sqs_.contains(qid))) {
             return dnr(spec::command_specific_status::invalid_queue_identifier);
         }
-        if (completion_queue &&
-            std::any_of(model_sqs_.begin(), model_sqs_.end(), [qid](const auto& sq) { return sq.second == qid; })) {
+        if (completion_queue && std::any_of(model_sqs_.begin(), model_sqs_.end(),
+                                            [qid](const auto& sq) { return sq.second == qid; })) {
             return dnr(spec::command_specific_status::invalid_queue_deletion);
         }
         return spec::status::success();
@@ -1494,7 +1496,8 @@ private:
         }
         // The expected status needs the PRP1 the host chose, read back from the admin SQ.
         const char* what = contiguous ? "Create I/O CQ" : "Create I/O CQ (PRP list)";
-        expect_status(completion, expected_create_status(*sqe, true), what, rig_.dma.failures() != dma_failures);
+        expect_status(completion, expected_create_status(*sqe, true), what,
+                      rig_.dma.failures() != dma_failures);
         expect_admin_sq_head(completion, what);
         const bool created = completion.ok();
         if (created) {
@@ -1541,7 +1544,8 @@ private:
             return;
         }
         const char* what = contiguous ? "Create I/O SQ" : "Create I/O SQ (PRP list)";
-        expect_status(completion, expected_create_status(*sqe, false), what, rig_.dma.failures() != dma_failures);
+        expect_status(completion, expected_create_status(*sqe, false), what,
+                      rig_.dma.failures() != dma_failures);
         expect_admin_sq_head(completion, what);
         const bool created = completion.ok();
         if (created) {
@@ -2083,10 +2087,10 @@ private:
 
     // The model of the controller's I/O queues (the host driver's cqs_/sqs_ above are the ones it
     // knows and uses; a raw Create adds a queue to the model only).
-    std::map<std::uint16_t, std::uint32_t> model_cqs_{};   ///< CQ → entries
-    std::map<std::uint16_t, std::uint16_t> model_sqs_{};   ///< SQ → its CQ
-    bool io_queue_created_since_enable_ = false;           ///< Number of Queues can no longer be set
-    std::uint8_t cc_iosqes_ = 6;                           ///< CC.IOSQES of the last enable
+    std::map<std::uint16_t, std::uint32_t> model_cqs_{}; ///< CQ → entries
+    std::map<std::uint16_t, std::uint16_t> model_sqs_{}; ///< SQ → its CQ
+    bool io_queue_created_since_enable_ = false;         ///< Number of Queues can no longer be set
+    std::uint8_t cc_iosqes_ = 6;                         ///< CC.IOSQES of the last enable
     std::uint8_t cc_iocqes_ = 4;
     bool clear_shadow_slots_ = true; ///< the host clears a new queue's shadow slots (Linux) or not (SPDK)
     bool model_lost_ = false;

@@ -454,14 +454,16 @@ TEST(controller_features, number_of_queues_is_set_until_the_first_io_queue_after
     // Once an I/O queue has been created it is a Command Sequence Error, even after the queue
     // is deleted again, until the next Controller Reset.
     ASSERT_TRUE(r.host.create_io_cq(1, 16, 0, false).ok());
-    const auto after_create = r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(1, 1).raw));
+    const auto after_create =
+        r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(1, 1).raw));
     EXPECT_EQ(after_create.status(), dnr(spec::generic_status::command_sequence_error));
     EXPECT_EQ(after_create.cqe.dw0, 0U);
     ASSERT_TRUE(r.host.delete_io_cq(1).ok());
     EXPECT_EQ(r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(1, 1).raw)).status(),
               dnr(spec::generic_status::command_sequence_error));
-    EXPECT_EQ(r.host.admin(get_features(spec::feature_id::number_of_queues, spec::feature_select::current)).cqe.dw0,
-              0x0001'0001U);
+    EXPECT_EQ(
+        r.host.admin(get_features(spec::feature_id::number_of_queues, spec::feature_select::current)).cqe.dw0,
+        0x0001'0001U);
 
     // A controller reset makes it settable again (Base 2.0 5.27.1.5).
     r.host.disable();
@@ -574,11 +576,13 @@ TEST(controller_features, reserved_select_and_unsupported_features_are_invalid_f
     auto reserved_select = get_features(spec::feature_id::number_of_queues, spec::feature_select::current);
     reserved_select.cdw10 |= 0b100U << 8; // SEL 100b is reserved
     EXPECT_EQ(r.host.admin(reserved_select).status(), dnr(spec::generic_status::invalid_field));
-    EXPECT_EQ(r.host.admin(get_features(spec::feature_id::lba_range_type, spec::feature_select::current)).status(),
-              dnr(spec::generic_status::invalid_field));
-    EXPECT_EQ(r.host.admin(host_type::set_features_command(spec::feature_id::autonomous_power_state_transition, 0))
-                  .status(),
-              dnr(spec::generic_status::invalid_field));
+    EXPECT_EQ(
+        r.host.admin(get_features(spec::feature_id::lba_range_type, spec::feature_select::current)).status(),
+        dnr(spec::generic_status::invalid_field));
+    EXPECT_EQ(
+        r.host.admin(host_type::set_features_command(spec::feature_id::autonomous_power_state_transition, 0))
+            .status(),
+        dnr(spec::generic_status::invalid_field));
     const auto vector_65 =
         spec::interrupt_vector_configuration{}.with(spec::interrupt_vector_configuration::iv, 65);
     EXPECT_EQ(r.host
@@ -602,10 +606,12 @@ TEST(controller_config_caps, caps_below_the_limits_change_what_the_host_is_offer
     EXPECT_EQ(result.submission_queues_granted, 2U); // asked for 4
     EXPECT_EQ(result.io_queue_pairs, 2U);
     // More queues than granted, or deeper than MQES, are refused.
-    EXPECT_EQ(r.host.create_io_cq(3, 16, 3, true).status(), dnr(spec::command_specific_status::invalid_queue_identifier));
+    EXPECT_EQ(r.host.create_io_cq(3, 16, 3, true).status(),
+              dnr(spec::command_specific_status::invalid_queue_identifier));
     ASSERT_TRUE(r.host.delete_io_sq(2).ok());
     ASSERT_TRUE(r.host.delete_io_cq(2).ok());
-    EXPECT_EQ(r.host.create_io_cq(2, 65, 2, true).status(), dnr(spec::command_specific_status::invalid_queue_size));
+    EXPECT_EQ(r.host.create_io_cq(2, 65, 2, true).status(),
+              dnr(spec::command_specific_status::invalid_queue_size));
     // MDTS 2: 16 KiB moves, 32 KiB is Invalid Field.
     const auto buffer = r.host.allocate(32768);
     auto read = host_type::lba_command(spec::nvm_opcode::read, 1, 0, 32);

@@ -41,8 +41,8 @@ TEST(controller_tracing, register_access_mistakes)
 {
     traced_rig r;
     auto& tracer = r.ctrl.tracer();
-    r.write32(spec::register_offset::cap, 0);                                // CAP is read-only
-    static_cast<void>(r.ctrl.mmio_read(0x2, 4));                             // misaligned
+    r.write32(spec::register_offset::cap, 0);                                       // CAP is read-only
+    static_cast<void>(r.ctrl.mmio_read(0x2, 4));                                    // misaligned
     r.ctrl.mmio_write(static_cast<std::uint64_t>(spec::register_offset::cc), 2, 1); // 2-byte access
     const std::vector<trace_record> expected{
         {.event = trace_event::err_mmio_read_only_register_write, .value = 0x0},
@@ -61,7 +61,8 @@ TEST(controller_tracing, enable_with_an_admin_submission_queue_not_page_aligned)
     r.poll(2);
     const auto errors = r.ctrl.tracer().host_errors();
     ASSERT_FALSE(errors.empty());
-    EXPECT_EQ(errors.front(), (trace_record{.event = trace_event::err_startfail_asq_misaligned, .value = asq}));
+    EXPECT_EQ(errors.front(),
+              (trace_record{.event = trace_event::err_startfail_asq_misaligned, .value = asq}));
     EXPECT_FALSE(r.csts().get(spec::csts_register::rdy));
 }
 
@@ -73,7 +74,8 @@ TEST(controller_tracing, enable_with_a_one_entry_admin_submission_queue)
     r.poll(2);
     const auto errors = r.ctrl.tracer().host_errors();
     ASSERT_FALSE(errors.empty());
-    EXPECT_EQ(errors.front(), (trace_record{.event = trace_event::err_startfail_asq_size, .value = 0x000f'0000}));
+    EXPECT_EQ(errors.front(),
+              (trace_record{.event = trace_event::err_startfail_asq_size, .value = 0x000f'0000}));
     EXPECT_FALSE(r.csts().get(spec::csts_register::rdy));
 }
 
@@ -128,7 +130,8 @@ TEST(controller_tracing, queue_creation_mistakes)
     const auto create_cq = spec::admin_opcode::create_io_cq;
 
     const auto qid0 = r.host.submit(0, create_cq_command(0, 16, buffer));
-    EXPECT_EQ(r.host.wait_for(0, qid0).status(), dnr(spec::command_specific_status::invalid_queue_identifier));
+    EXPECT_EQ(r.host.wait_for(0, qid0).status(),
+              dnr(spec::command_specific_status::invalid_queue_identifier));
     const auto too_deep = r.host.submit(0, create_cq_command(1, 5000, buffer));
     EXPECT_EQ(r.host.wait_for(0, too_deep).status(), dnr(spec::command_specific_status::invalid_queue_size));
     const auto no_cq = r.host.create_io_sq(1, 1, 16); // CQ 1 does not exist
@@ -267,12 +270,13 @@ TEST(controller_tracing, the_life_of_a_read)
                                          trace_event::backend_completed, trace_event::cqe_posted};
     ASSERT_EQ(events_of(life), steps);
     for (const auto& record : life) {
-        EXPECT_EQ(record.opcode, static_cast<std::uint8_t>(spec::nvm_opcode::read)) << nvmekit::name(record.event);
+        EXPECT_EQ(record.opcode, static_cast<std::uint8_t>(spec::nvm_opcode::read))
+            << nvmekit::name(record.event);
         EXPECT_EQ(record.nsid, 1U) << nvmekit::name(record.event);
     }
-    EXPECT_EQ(life[2].value, 4096U);    // bytes
+    EXPECT_EQ(life[2].value, 4096U);     // bytes
     EXPECT_EQ(life[3].value, 8U * 512U); // backend byte offset of LBA 8
-    EXPECT_EQ(life[4].value, 0U);       // block_status::success
+    EXPECT_EQ(life[4].value, 0U);        // block_status::success
     EXPECT_EQ(life[5].status, spec::status::success());
     EXPECT_EQ(life[5].value, 1U); // CQ 1
 

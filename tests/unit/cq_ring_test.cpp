@@ -348,5 +348,6 @@ TEST(cq_ring_death, queue_sizes_outside_2_to_65536_assert)
         GTEST_SKIP() << "NVMEKIT_ASSERT is compiled out";
     }
     EXPECT_DEATH((cq_ring{1, 1, queue_memory::contiguous(queue_base), 0, true}), "queue size out of range");
-    EXPECT_DEATH((cq_ring{1, 65537, queue_memory::contiguous(queue_base), 0, true}), "queue size out of range");
+    EXPECT_DEATH((cq_ring{1, 65537, queue_memory::contiguous(queue_base), 0, true}),
+                 "queue size out of range");
 }

@@ -83,7 +83,8 @@ TEST(dispatch_table, removed_command_is_unsupported_and_has_no_effects)
     constexpr table reduced = base.without(0x01);
     context ctx;
     command cmd{};
-    EXPECT_EQ(reduced.dispatch(ctx, 0x01, cmd).status, spec::status{spec::generic_status::invalid_opcode}.with_dnr());
+    EXPECT_EQ(reduced.dispatch(ctx, 0x01, cmd).status,
+              spec::status{spec::generic_status::invalid_opcode}.with_dnr());
     EXPECT_EQ(reduced.effects(0x01).raw, 0U);
 }
 
@@ -92,7 +93,8 @@ TEST(dispatch_table, effects_log_entries_are_the_table)
     std::array<spec::command_effects, 256> entries{};
     base.fill_effects(entries);
     for (unsigned opcode = 0; opcode < 256; ++opcode) {
-        EXPECT_EQ(entries[opcode].get(spec::command_effects::csupp), base.supported(static_cast<std::uint8_t>(opcode)))
+        EXPECT_EQ(entries[opcode].get(spec::command_effects::csupp),
+                  base.supported(static_cast<std::uint8_t>(opcode)))
             << opcode;
     }
     EXPECT_EQ(entries[0x01].raw, 0x3U); // CSUPP | LBCC
@@ -104,7 +106,8 @@ TEST(dispatch_table, namespace_changing_effects_are_exclusive)
     const auto effects = nvmekit::effects::changes_namespaces();
     EXPECT_TRUE(effects.get(spec::command_effects::ncc));
     EXPECT_TRUE(effects.get(spec::command_effects::nic));
-    EXPECT_EQ(effects.get(spec::command_effects::cse), spec::command_submission_execution::any_namespace_exclusive);
+    EXPECT_EQ(effects.get(spec::command_effects::cse),
+              spec::command_submission_execution::any_namespace_exclusive);
     EXPECT_TRUE(nvmekit::effects::changes_controller().get(spec::command_effects::ccc));
 }
 

@@ -67,7 +67,8 @@ TEST(dma_guard, refuses_every_access_touching_the_window)
     }
     EXPECT_TRUE(r.guard.map(base, 0x8000).empty());
     // Nothing was stored into the window or next to it by the refused writes.
-    EXPECT_TRUE(std::ranges::all_of(r.memory.bytes(window - 16, 0x1020), [](std::byte b) { return b == std::byte{0}; }));
+    EXPECT_TRUE(std::ranges::all_of(r.memory.bytes(window - 16, 0x1020),
+                                    [](std::byte b) { return b == std::byte{0}; }));
     // Right next to it, on both sides: forwarded.
     EXPECT_FALSE(r.guard.write(window - 16, bytes));
     EXPECT_FALSE(r.guard.write(window + 0x1000, bytes));
@@ -111,7 +112,8 @@ struct bar_rig : rig {
     }
     [[nodiscard]] bool bar_untouched()
     {
-        return std::ranges::all_of(memory.bytes(bar, ctrl.bar0_size()), [](std::byte b) { return b == std::byte{0x5a}; });
+        return std::ranges::all_of(memory.bytes(bar, ctrl.bar0_size()),
+                                   [](std::byte b) { return b == std::byte{0x5a}; });
     }
     [[nodiscard]] spec::submission_queue_entry io_command(spec::nvm_opcode opcode, std::uint32_t blocks,
                                                           spec::data_pointer dptr)
@@ -144,7 +146,8 @@ TEST(controller_bar0_dma, data_buffers_in_bar0_are_data_transfer_errors)
         // A buffer straddling BAR0's first byte.
         EXPECT_EQ(r.host.io(1, r.io_command(opcode, 1, {r.bar - 256, 0})).status(), transfer_error);
         // An SGL Data Block descriptor into BAR0.
-        auto sgl = r.io_command(opcode, 1, spec::to_data_pointer(spec::sgl_descriptor::data_block(r.bar + 64, 512)));
+        auto sgl =
+            r.io_command(opcode, 1, spec::to_data_pointer(spec::sgl_descriptor::data_block(r.bar + 64, 512)));
         host_type::use_sgl(sgl);
         EXPECT_EQ(r.host.io(1, sgl).status(), transfer_error);
     }
@@ -192,7 +195,7 @@ TEST(controller_bar0_dma, a_completion_queue_in_bar0_fails_the_controller_until_
     auto cq = host_type::command(spec::admin_opcode::create_io_cq);
     cq.dptr.prp1 = r.bar;
     cq.cdw10 = (15U << 16) | 2U; // QID 2, 16 entries (0's based)
-    cq.cdw11 = 1;                       // physically contiguous, no interrupts
+    cq.cdw11 = 1;                // physically contiguous, no interrupts
     ASSERT_EQ(r.host.admin(cq).status(), spec::status::success());
     auto sq = host_type::command(spec::admin_opcode::create_io_sq);
     const auto sq_memory = r.host.allocate(16 * 64);

@@ -85,14 +85,18 @@ struct access_log {
     }
 };
 
+// clang-format off
 template <typename Dma, typename T>
 concept object_readable = requires(Dma& dma, T& object) {
     dma_read_object(dma, std::uint64_t{}, object);
 };
+// clang-format on
+// clang-format off
 template <typename Dma, typename T>
 concept object_writable = requires(Dma& dma, const T& object) {
     dma_write_object(dma, std::uint64_t{}, object);
 };
+// clang-format on
 
 constexpr std::uint64_t base = 0x1'0000'0000;
 constexpr std::size_t range_size = 0x1000;

@@ -135,7 +135,8 @@ TEST(doorbell_channel, largest_channel_covers_qid_65535)
     EXPECT_TRUE(channel.ring_cq_head(0xffff, 11));
     EXPECT_TRUE(channel.ring_sq_tail(0xffff, 12));
     EXPECT_TRUE(channel.ring_sq_tail(1, 13));
-    EXPECT_EQ(drained(channel), (std::vector<doorbell>{{1, false, 13}, {0xffff, false, 12}, {0xffff, true, 11}}));
+    EXPECT_EQ(drained(channel),
+              (std::vector<doorbell>{{1, false, 13}, {0xffff, false, 12}, {0xffff, true, 11}}));
 }
 
 TEST(doorbell_channel, clear_forgets_pending_doorbells)

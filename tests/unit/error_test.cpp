@@ -23,10 +23,7 @@ namespace {
 constexpr std::array all_codes{errc::dma_unmapped, errc::dma_fault, errc::dma_out_of_range,
                                errc::invalid_configuration};
 
-std::error_code returned_by_a_provider(errc value)
-{
-    return value;
-}
+std::error_code returned_by_a_provider(errc value) { return value; }
 
 } // namespace
 

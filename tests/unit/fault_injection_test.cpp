@@ -83,7 +83,8 @@ struct fault_rig : faulty_base {
     return std::vector<std::byte>(bytes, value);
 }
 
-[[nodiscard]] std::vector<std::byte> part(const std::vector<std::byte>& bytes, std::size_t offset, std::size_t size)
+[[nodiscard]] std::vector<std::byte> part(const std::vector<std::byte>& bytes, std::size_t offset,
+                                          std::size_t size)
 {
     return {bytes.begin() + static_cast<std::ptrdiff_t>(offset),
             bytes.begin() + static_cast<std::ptrdiff_t>(offset + size)};
@@ -178,8 +179,8 @@ template <typename Rig>
 /// Write of `data` at `slba` of namespace 1 on I/O queue `qid`, with `metadata` through MPTR
 /// when it is not empty.
 template <typename Rig>
-nt::completion write_blocks(Rig& r, std::uint64_t slba, std::span<const std::byte> data, std::uint16_t qid = 1,
-                            std::span<const std::byte> metadata = {})
+nt::completion write_blocks(Rig& r, std::uint64_t slba, std::span<const std::byte> data,
+                            std::uint16_t qid = 1, std::span<const std::byte> metadata = {})
 {
     auto sqe = write_command(slba, static_cast<std::uint32_t>(data.size() / 512));
     const auto buffer = host_buffer(r, data);
@@ -432,8 +433,9 @@ TEST(fault_dma_read, set_features_data_buffers)
     r.memory.store(stamp_buffer, stamp);
     const auto behavior_buffer = r.host.allocate(page);
     r.memory.store(behavior_buffer, behavior);
-    for (const auto& [feature, buffer] : {std::pair{spec::feature_id::timestamp, stamp_buffer},
-                                          std::pair{spec::feature_id::host_behavior_support, behavior_buffer}}) {
+    for (const auto& [feature, buffer] :
+         {std::pair{spec::feature_id::timestamp, stamp_buffer},
+          std::pair{spec::feature_id::host_behavior_support, behavior_buffer}}) {
         SCOPED_TRACE(static_cast<int>(feature));
         auto sqe = host_type::set_features_command(feature, 0);
         sqe.dptr.prp1 = buffer;
@@ -447,7 +449,8 @@ TEST(fault_dma_read, set_features_data_buffers)
     // Neither value was taken: the timestamp still counts from the reset, ACRE is still 0.
     std::vector<std::byte> out;
     ASSERT_TRUE(r.host
-                    .admin_read(host_type::get_features_command(spec::feature_id::timestamp, spec::feature_select::current),
+                    .admin_read(host_type::get_features_command(spec::feature_id::timestamp,
+                                                                spec::feature_select::current),
                                 sizeof(spec::timestamp_data), out)
                     .ok());
     spec::timestamp_data current{};
@@ -610,11 +613,14 @@ TEST(fault_dma_write, identify_get_log_page_and_get_features_data)
         std::size_t bytes;
     };
     const std::array cases{
-        case_t{"Identify Controller", host_type::identify_command(spec::cns::identify_controller, 0, 0), 4096},
+        case_t{"Identify Controller", host_type::identify_command(spec::cns::identify_controller, 0, 0),
+               4096},
         case_t{"Identify Namespace", host_type::identify_command(spec::cns::identify_namespace, 1, 0), 4096},
         case_t{"SMART / Health", host_type::get_log_page_command(spec::log_page_id::smart_health, 512), 512},
-        case_t{"Error Information", host_type::get_log_page_command(spec::log_page_id::error_information, 256), 256},
-        case_t{"Timestamp", host_type::get_features_command(spec::feature_id::timestamp, spec::feature_select::current),
+        case_t{"Error Information",
+               host_type::get_log_page_command(spec::log_page_id::error_information, 256), 256},
+        case_t{"Timestamp",
+               host_type::get_features_command(spec::feature_id::timestamp, spec::feature_select::current),
                8},
     };
     for (const auto& [what, command, bytes] : cases) {
@@ -716,7 +722,8 @@ TEST(fault_backend, every_block_status_gives_its_status_and_a_full_log_entry)
         std::optional<std::uint64_t> lba; ///< none: "if applicable" leaves it to the controller
     };
     const std::array cases{
-        case_t{block_status::unrecovered_read_error, false, dnr(spec::media_status::unrecovered_read_error), 3},
+        case_t{block_status::unrecovered_read_error, false, dnr(spec::media_status::unrecovered_read_error),
+               3},
         case_t{block_status::write_fault, true, dnr(spec::media_status::write_fault), 3},
         case_t{block_status::internal_error, false, spec::status{spec::generic_status::internal_error}, 0},
         case_t{block_status::internal_error, true, spec::status{spec::generic_status::internal_error}, 0},
@@ -768,8 +775,9 @@ TEST(fault_backend, faults_among_late_reordered_completions)
     constexpr std::uint32_t blocks = 2;
     const auto old_data = pattern(commands * blocks * 512, 33);
     r.backend().preload(0, old_data);
-    const std::map<std::uint64_t, block_status> injected{
-        {3, block_status::internal_error}, {8, block_status::write_fault}, {15, block_status::unrecovered_read_error}};
+    const std::map<std::uint64_t, block_status> injected{{3, block_status::internal_error},
+                                                         {8, block_status::write_fault},
+                                                         {15, block_status::unrecovered_read_error}};
     for (const auto& [ordinal, status] : injected) {
         r.backend().fail_nth(ordinal, status);
     }
@@ -831,14 +839,16 @@ TEST(fault_backend, faults_among_late_reordered_completions)
         if (it != expected.end()) {
             failures.emplace(c.cqe.sq_id, c.cqe.cid, c.status().raw);
         } else if (!sent[i].write) {
-            EXPECT_EQ(r.snapshot(sent[i].buffer, blocks * 512), part(old_data, i * blocks * 512, blocks * 512))
+            EXPECT_EQ(r.snapshot(sent[i].buffer, blocks * 512),
+                      part(old_data, i * blocks * 512, blocks * 512))
                 << "command " << i;
         }
     }
     EXPECT_TRUE(reordered);
     // Every write stored its data unless it failed.
     for (std::size_t i = 0; i < commands; i += 2) {
-        const auto want = expected.contains(i) ? part(old_data, i * blocks * 512, blocks * 512) : sent[i].data;
+        const auto want =
+            expected.contains(i) ? part(old_data, i * blocks * 512, blocks * 512) : sent[i].data;
         EXPECT_EQ(stored(r, i * blocks, blocks * 512), want) << "command " << i;
     }
     // One log entry per failure, with consecutive Error Counts, naming exactly the failed commands.
@@ -1020,8 +1030,9 @@ TEST(fault_clock, keep_alive_expired_by_a_jump_of_hours_is_logged_once_and_a_res
 {
     rig r;
     r.host.bring_up();
-    ASSERT_EQ(r.host.admin(host_type::set_features_command(spec::feature_id::keep_alive_timer, 1000)).status(),
-              spec::status::success());
+    ASSERT_EQ(
+        r.host.admin(host_type::set_features_command(spec::feature_id::keep_alive_timer, 1000)).status(),
+        spec::status::success());
     const auto count = r.ctrl.errors().last_error_count();
     // Keep Alive (Base 2.0 3.9): no Keep Alive within KATO -> an Error Information entry with
     // Keep Alive Timer Expired, and the controller fails (CSTS.CFS = 1). Later polls, however far
@@ -1086,9 +1097,10 @@ TEST(fault_clock, a_jump_of_hours_under_interrupt_coalescing)
     const auto coalescing = spec::interrupt_coalescing{}
                                 .with(spec::interrupt_coalescing::thr, 9)    // 10 entries
                                 .with(spec::interrupt_coalescing::time, 10); // or 1 ms
-    ASSERT_EQ(r.host.admin(host_type::set_features_command(spec::feature_id::interrupt_coalescing, coalescing.raw))
-                  .status(),
-              spec::status::success());
+    ASSERT_EQ(
+        r.host.admin(host_type::set_features_command(spec::feature_id::interrupt_coalescing, coalescing.raw))
+            .status(),
+        spec::status::success());
     r.msix.clear();
     const auto cid = r.host.submit(1, nvmekit_test::read_command());
     r.ctrl.poll();

@@ -36,14 +36,8 @@ const spec::status not_saveable =
     spec::status{spec::command_specific_status::feature_not_saveable}.with_dnr();
 const spec::status kato_invalid = spec::status{spec::generic_status::keep_alive_timeout_invalid}.with_dnr();
 
-feature_result ok(std::uint32_t dw0 = 0)
-{
-    return {spec::status::success(), dw0};
-}
-feature_result failed(spec::status status)
-{
-    return {status, 0};
-}
+feature_result ok(std::uint32_t dw0 = 0) { return {spec::status::success(), dw0}; }
+feature_result failed(spec::status status) { return {status, 0}; }
 
 /// Temperature Threshold CDW11 / Dword 0: TMPTH 15:00, TMPSEL 19:16, THSEL 21:20.
 constexpr std::uint32_t threshold(std::uint32_t kelvin, std::uint32_t tmpsel, std::uint32_t thsel)
@@ -61,10 +55,7 @@ spec::timestamp_data timestamp_of(std::uint64_t milliseconds)
     return data;
 }
 
-spec::feature_select reserved_select(std::uint8_t raw)
-{
-    return static_cast<feature_select>(raw);
-}
+spec::feature_select reserved_select(std::uint8_t raw) { return static_cast<feature_select>(raw); }
 
 constexpr feature_id dword_features[] = {
     feature_id::arbitration,

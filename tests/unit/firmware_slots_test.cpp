@@ -25,9 +25,12 @@ const spec::status invalid_field{spec::generic_status::invalid_field};
 const spec::status invalid_slot{spec::command_specific_status::invalid_firmware_slot};
 const spec::status invalid_image{spec::command_specific_status::invalid_firmware_image};
 const spec::status overlapping{spec::command_specific_status::overlapping_range};
-const spec::status needs_conventional{spec::command_specific_status::firmware_activation_requires_conventional_reset};
-const spec::status needs_subsystem{spec::command_specific_status::firmware_activation_requires_subsystem_reset};
-const spec::status needs_controller{spec::command_specific_status::firmware_activation_requires_controller_reset};
+const spec::status needs_conventional{
+    spec::command_specific_status::firmware_activation_requires_conventional_reset};
+const spec::status needs_subsystem{
+    spec::command_specific_status::firmware_activation_requires_subsystem_reset};
+const spec::status needs_controller{
+    spec::command_specific_status::firmware_activation_requires_controller_reset};
 
 /// An image of `size` bytes (a multiple of 4) starting with `revision` (8 characters).
 std::vector<std::byte> image(std::string_view revision, std::size_t size = 64)
@@ -44,12 +47,10 @@ std::span<const std::byte> piece(const std::vector<std::byte>& bytes, std::size_
     return std::span<const std::byte>{bytes}.subspan(offset, size);
 }
 
-firmware_slots with(firmware_slots_config config)
-{
-    return firmware_slots{config};
-}
+firmware_slots with(firmware_slots_config config) { return firmware_slots{config}; }
 
-void expect_result(const firmware_commit_result& result, spec::status status, std::uint8_t slot, bool now = false)
+void expect_result(const firmware_commit_result& result, spec::status status, std::uint8_t slot,
+                   bool now = false)
 {
     EXPECT_EQ(result.status, status);
     EXPECT_EQ(result.slot, slot);
@@ -81,7 +82,9 @@ TEST(firmware_slots, power_on_state_and_log)
 
 TEST(firmware_slots, frmw_and_fwug_reflect_the_configuration)
 {
-    const auto slots = with({.slot_count = 4, .slot1_read_only = true, .activation_without_reset = true,
+    const auto slots = with({.slot_count = 4,
+                             .slot1_read_only = true,
+                             .activation_without_reset = true,
                              .update_granularity = 2});
     EXPECT_EQ(slots.frmw().raw, 0x19U); // bit 4, slots 4 in 03:01, bit 0
     EXPECT_EQ(slots.fwug(), 2U);
@@ -247,7 +250,8 @@ TEST(firmware_slots, commit_without_an_image_is_an_invalid_image)
 TEST(firmware_slots, the_revision_must_be_printable_ascii)
 {
     auto slots = with({});
-    auto bad = image("FW\x01" "1.0  ");
+    auto bad = image("FW\x01"
+                     "1.0  ");
     ASSERT_EQ(slots.download(0, bad), success);
     expect_result(slots.commit(2, action::replace), invalid_image, 0);
     ASSERT_EQ(slots.download(0, image("        ")), success); // restart, all spaces
@@ -312,7 +316,7 @@ TEST(firmware_slots, granularity_applies_to_offset_and_length_except_a_short_las
     auto slots = with({.update_granularity = 1}); // 4 KiB
     const auto fw = image("FWG.0   ", 3 * 4096 + 512);
     EXPECT_EQ(slots.download(256, piece(fw, 1024, 4096)), invalid_field); // offset 1 KiB
-    EXPECT_EQ(slots.download(3072, piece(fw, 3 * 4096, 512)), success); // short last piece
+    EXPECT_EQ(slots.download(3072, piece(fw, 3 * 4096, 512)), success);   // short last piece
     EXPECT_EQ(slots.download(1024, piece(fw, 4096, 512)), invalid_field); // second short piece
     EXPECT_EQ(slots.download(4096, piece(fw, 0, 4096)), invalid_field);   // past the short last piece
     EXPECT_EQ(slots.download(0, piece(fw, 0, 8192)), success);            // offset 0 not held: no restart
@@ -425,10 +429,12 @@ TEST(firmware_slots, download_takes_a_decoded_command)
 }
 
 namespace {
+// clang-format off
 template <typename Offset>
 concept downloadable_offset = requires(firmware_slots slots, Offset offset, std::span<const std::byte> data) {
     slots.download(offset, data);
 };
+// clang-format on
 } // namespace
 
 TEST(firmware_slots, a_64_bit_offset_does_not_compile)

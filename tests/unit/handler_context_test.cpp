@@ -160,10 +160,11 @@ nvmekit::command_result read_checksummed(Controller& c, typename Controller::com
     }
     cmd.data_segments[0] = nvmekit::io_segment{staging->bytes.data(), static_cast<std::size_t>(bytes)};
     cmd.data_segment_count = 1;
-    cmd.block[0] = nvmekit::block_request{.operation = nvmekit::block_operation::read,
-                                          .offset = cmd.ns->data_offset(slba),
-                                          .length = bytes,
-                                          .segments = std::span<const nvmekit::io_segment>{cmd.data_segments}.first(1)};
+    cmd.block[0] =
+        nvmekit::block_request{.operation = nvmekit::block_operation::read,
+                               .offset = cmd.ns->data_offset(slba),
+                               .length = bytes,
+                               .segments = std::span<const nvmekit::io_segment>{cmd.data_segments}.first(1)};
     cmd.continuation = &read_checksummed_done<Controller>;
     c.submit_blocks(cmd, 1);
     return command_result::pending();
@@ -183,10 +184,7 @@ struct with_read_checksummed : Base {
 /// A DmaProvider that cannot map host memory: Read stages its data as Read Checksummed always does.
 class unmapped_dma {
 public:
-    explicit unmapped_dma(nvmekit::testing::flat_memory& memory) noexcept
-        : memory_{&memory}
-    {
-    }
+    explicit unmapped_dma(nvmekit::testing::flat_memory& memory) noexcept : memory_{&memory} {}
     std::error_code read(std::uint64_t address, std::span<std::byte> destination)
     {
         return memory_->read(address, destination);
@@ -237,7 +235,8 @@ constexpr std::chrono::nanoseconds delay = 5ms;
     return sqe;
 }
 
-[[nodiscard]] spec::submission_queue_entry read_blocks_command(std::uint32_t nsid, std::uint64_t slba, std::uint32_t blocks)
+[[nodiscard]] spec::submission_queue_entry read_blocks_command(std::uint32_t nsid, std::uint64_t slba,
+                                                               std::uint32_t blocks)
 {
     return host_type::lba_command(spec::nvm_opcode::read, nsid, slba, blocks);
 }
@@ -256,7 +255,8 @@ template <typename Rig>
 
 /// Host memory of `bytes` bytes filled with `fill`, and `sqe` pointing at it.
 template <typename Rig>
-std::uint64_t point_at_buffer(Rig& r, spec::submission_queue_entry& sqe, std::size_t bytes, std::byte fill = {})
+std::uint64_t point_at_buffer(Rig& r, spec::submission_queue_entry& sqe, std::size_t bytes,
+                              std::byte fill = {})
 {
     const std::uint64_t buffer = r.host.allocate(bytes);
     const auto span = r.memory.bytes(buffer, bytes);
@@ -268,7 +268,8 @@ std::uint64_t point_at_buffer(Rig& r, spec::submission_queue_entry& sqe, std::si
 TEST(handler_context_vendor_command, completes_when_the_backend_does_with_the_checksum_and_the_data)
 {
     vendor_rig r;
-    auto& backend = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.delay = delay}}).backend();
+    auto& backend =
+        r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.delay = delay}}).backend();
     r.host.bring_up();
     const auto data = pattern(24 * 512, 1); // three pages: a PRP list
     ASSERT_EQ(write_blocks(r, 40, data).status(), spec::status::success());
@@ -294,8 +295,8 @@ TEST(handler_context_vendor_command, completes_when_the_backend_does_with_the_ch
     EXPECT_EQ(r.ctrl.io_outstanding(), 0U);
     // The backend saw one read of the 24 blocks.
     ASSERT_FALSE(backend.records().empty());
-    EXPECT_EQ(backend.records().back(),
-              (nvmekit::testing::block_request_record{nvmekit::block_operation::read, 40 * 512, data.size(), false}));
+    EXPECT_EQ(backend.records().back(), (nvmekit::testing::block_request_record{
+                                            nvmekit::block_operation::read, 40 * 512, data.size(), false}));
 
     // The built-in Read returns the same bytes; the refusals are Read's.
     auto read = read_blocks_command(1, 40, 24);
@@ -316,16 +317,16 @@ TEST(handler_context_vendor_command, completes_when_the_backend_does_with_the_ch
 
 /// What the host and the controller show of a command a Controller Reset caught in the backend.
 struct reset_outcome {
-    bool ready_while_in_backend = false;        ///< CSTS.RDY after CC.EN = 0, the read still in the backend
-    std::size_t requests_while_in_backend = 0;  ///< requests_in_use() then
+    bool ready_while_in_backend = false;       ///< CSTS.RDY after CC.EN = 0, the read still in the backend
+    std::size_t requests_while_in_backend = 0; ///< requests_in_use() then
     std::size_t io_outstanding_while_in_backend = 0;
-    bool ready_after_backend = true;            ///< CSTS.RDY once the backend returned the read
-    std::size_t requests_after_backend = 0;     ///< requests_in_use() then
+    bool ready_after_backend = true;        ///< CSTS.RDY once the backend returned the read
+    std::size_t requests_after_backend = 0; ///< requests_in_use() then
     std::size_t io_outstanding_after_backend = 0;
-    std::uint64_t completions_posted = 0;       ///< completions posted from CC.EN = 0 on
-    bool cq_unchanged = false;                  ///< the I/O CQ's memory
-    bool buffer_unchanged = false;              ///< the command's data buffer
-    bool works_after_bring_up = false;          ///< the same command once the host brought it up again
+    std::uint64_t completions_posted = 0; ///< completions posted from CC.EN = 0 on
+    bool cq_unchanged = false;            ///< the I/O CQ's memory
+    bool buffer_unchanged = false;        ///< the command's data buffer
+    bool works_after_bring_up = false;    ///< the same command once the host brought it up again
     friend bool operator==(const reset_outcome&, const reset_outcome&) = default;
 };
 
@@ -343,7 +344,8 @@ void PrintTo(const reset_outcome& o, std::ostream* out)
 [[nodiscard]] reset_outcome reset_with_read_in_backend(const spec::submission_queue_entry& command)
 {
     staged_vendor_rig r;
-    auto& backend = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.delay = delay}}).backend();
+    auto& backend =
+        r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.delay = delay}}).backend();
     r.host.bring_up();
     const auto data = pattern(16 * 512, 2);
     EXPECT_EQ(write_blocks(r, 8, data).status(), spec::status::success());
@@ -425,7 +427,8 @@ template <typename Inject>
 [[nodiscard]] failure_outcome fail_backend_read(const spec::submission_queue_entry& command, Inject inject)
 {
     staged_vendor_rig r;
-    auto& backend = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.delay = delay}}).backend();
+    auto& backend =
+        r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.delay = delay}}).backend();
     r.host.bring_up();
     EXPECT_EQ(write_blocks(r, 100, pattern(8 * 512, 3)).status(), spec::status::success());
     inject(backend);
@@ -436,8 +439,9 @@ template <typename Inject>
     outcome.status = r.host.io(1, sqe).status();
     outcome.buffer_unchanged = r.snapshot(buffer, 8 * 512) == before;
     std::vector<std::byte> log;
-    EXPECT_TRUE(r.host.get_log_page(spec::log_page_id::error_information, sizeof(spec::error_information_entry), log)
-                    .ok());
+    EXPECT_TRUE(
+        r.host.get_log_page(spec::log_page_id::error_information, sizeof(spec::error_information_entry), log)
+            .ok());
     spec::error_information_entry entry{};
     std::memcpy(&entry, log.data(), sizeof(entry));
     outcome.error_lba = entry.lba;
@@ -450,13 +454,17 @@ TEST(handler_context_vendor_command, a_failed_backend_read_is_an_unrecovered_rea
     const auto fail_next = [](test_backend<>& backend) {
         backend.fail_nth(1, nvmekit::block_status::unrecovered_read_error);
     };
-    const auto media_error_at_lba_103 = [](test_backend<>& backend) { backend.add_media_error(103 * 512 + 17, 1); };
+    const auto media_error_at_lba_103 = [](test_backend<>& backend) {
+        backend.add_media_error(103 * 512 + 17, 1);
+    };
     for (const bool media_error : {false, true}) {
         SCOPED_TRACE(media_error ? "add_media_error" : "fail_nth");
-        const auto read = media_error ? fail_backend_read(read_blocks_command(1, 100, 8), media_error_at_lba_103)
-                                      : fail_backend_read(read_blocks_command(1, 100, 8), fail_next);
-        const auto vendor = media_error ? fail_backend_read(read_checksummed_command(1, 100, 8), media_error_at_lba_103)
-                                        : fail_backend_read(read_checksummed_command(1, 100, 8), fail_next);
+        const auto read = media_error
+                              ? fail_backend_read(read_blocks_command(1, 100, 8), media_error_at_lba_103)
+                              : fail_backend_read(read_blocks_command(1, 100, 8), fail_next);
+        const auto vendor =
+            media_error ? fail_backend_read(read_checksummed_command(1, 100, 8), media_error_at_lba_103)
+                        : fail_backend_read(read_checksummed_command(1, 100, 8), fail_next);
         EXPECT_EQ(vendor, read);
         EXPECT_EQ(vendor.status, dnr(spec::media_status::unrecovered_read_error));
         EXPECT_EQ(vendor.logged, dnr(spec::media_status::unrecovered_read_error));

@@ -145,11 +145,16 @@ TEST(health_log, temperature_bit_set_at_or_above_over_and_at_or_below_under)
 TEST(health_log, conditions_and_wear_set_their_warning_bits)
 {
     health_log health;
-    EXPECT_EQ(health.build(0ns, over, under, health_conditions{.read_only = true}).critical_warning.raw, 0x08U);
-    EXPECT_EQ(health.build(0ns, over, under, health_conditions{.reliability_degraded = true}).critical_warning.raw, 0x04U);
-    EXPECT_EQ(health.build(0ns, over, under, health_conditions{.volatile_backup_failed = true}).critical_warning.raw,
+    EXPECT_EQ(health.build(0ns, over, under, health_conditions{.read_only = true}).critical_warning.raw,
+              0x08U);
+    EXPECT_EQ(
+        health.build(0ns, over, under, health_conditions{.reliability_degraded = true}).critical_warning.raw,
+        0x04U);
+    EXPECT_EQ(health.build(0ns, over, under, health_conditions{.volatile_backup_failed = true})
+                  .critical_warning.raw,
               0x10U);
-    EXPECT_EQ(health.build(0ns, over, under, health_conditions{.pmr_read_only = true}).critical_warning.raw, 0x20U);
+    EXPECT_EQ(health.build(0ns, over, under, health_conditions{.pmr_read_only = true}).critical_warning.raw,
+              0x20U);
     health.set_wear(9, 10, 120);
     const auto log = health.build(0ns, over, under);
     EXPECT_EQ(log.critical_warning.raw, 0x01U);

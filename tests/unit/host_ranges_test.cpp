@@ -16,7 +16,6 @@
 #include "print_helpers.hpp"
 #include "recorded_memory.hpp"
 
-
 namespace spec = nvmekit::spec;
 using nvmekit::host_range;
 using nvmekit::host_range_list;
@@ -95,10 +94,10 @@ TEST(host_range_list, push_does_not_merge_a_gap_an_overlap_or_a_range_before)
     EXPECT_TRUE(list.push(0x5101, 0x10));
     EXPECT_TRUE(list.push(0x5100, 0x10));
     EXPECT_TRUE(list.push(0x50f0, 0x10));
-    EXPECT_EQ(ranges_of(list), (std::vector<host_range>{{0x5000, 0x100, false},
-                                                        {0x5101, 0x10, false},
-                                                        {0x5100, 0x10, false},
-                                                        {0x50f0, 0x10, false}}));
+    EXPECT_EQ(
+        ranges_of(list),
+        (std::vector<host_range>{
+            {0x5000, 0x100, false}, {0x5101, 0x10, false}, {0x5100, 0x10, false}, {0x50f0, 0x10, false}}));
 }
 
 TEST(host_range_list, bit_buckets_merge_with_each_other_and_never_with_memory)
@@ -109,9 +108,8 @@ TEST(host_range_list, bit_buckets_merge_with_each_other_and_never_with_memory)
     EXPECT_TRUE(list.push(0x5100, 0x20, true));
     EXPECT_TRUE(list.push(0x9999, 0x30, true));
     EXPECT_TRUE(list.push(0x5100, 0x40));
-    EXPECT_EQ(ranges_of(list), (std::vector<host_range>{{0x5000, 0x100, false},
-                                                        {0, 0x50, true},
-                                                        {0x5100, 0x40, false}}));
+    EXPECT_EQ(ranges_of(list),
+              (std::vector<host_range>{{0x5000, 0x100, false}, {0, 0x50, true}, {0x5100, 0x40, false}}));
     EXPECT_EQ(list.total_bytes(), 0x190U);
 }
 
@@ -123,8 +121,8 @@ TEST(host_range_list, merge_stops_where_the_length_would_overflow_32_bits)
     EXPECT_TRUE(list.push(0x1'0000'0000, max - 0x10));
     EXPECT_TRUE(list.push(0x1'0000'0000 + max - 0x10, 0x10));
     EXPECT_TRUE(list.push(0x1'0000'0000 + std::uint64_t{max}, 1));
-    EXPECT_EQ(ranges_of(list),
-              (std::vector<host_range>{{0x1'0000'0000, max, false}, {0x1'0000'0000 + std::uint64_t{max}, 1, false}}));
+    EXPECT_EQ(ranges_of(list), (std::vector<host_range>{{0x1'0000'0000, max, false},
+                                                        {0x1'0000'0000 + std::uint64_t{max}, 1, false}}));
     EXPECT_EQ(list.total_bytes(), std::uint64_t{max} + 1);
 }
 
@@ -134,7 +132,8 @@ TEST(host_range_list, a_range_ending_at_the_top_of_the_address_space_does_not_me
     host_range_list list{storage};
     EXPECT_TRUE(list.push(0xffff'ffff'ffff'ff00, 0x100));
     EXPECT_TRUE(list.push(0, 0x100));
-    EXPECT_EQ(ranges_of(list), (std::vector<host_range>{{0xffff'ffff'ffff'ff00, 0x100, false}, {0, 0x100, false}}));
+    EXPECT_EQ(ranges_of(list),
+              (std::vector<host_range>{{0xffff'ffff'ffff'ff00, 0x100, false}, {0, 0x100, false}}));
 }
 
 TEST(host_range_list, zero_length_push_is_ignored_even_when_full)
@@ -309,7 +308,8 @@ TEST(host_ranges_copy, dma_write_failure_is_data_transfer_error_and_stops_the_co
 
     EXPECT_EQ(nvmekit::copy_to_host(fixture.host.dma, fixture.list, std::span<const std::byte>{data}),
               spec::status{spec::generic_status::data_transfer_error});
-    EXPECT_EQ(recorded(fixture.host.dma), (std::vector{write_at(0x10800, 0x100), write_at(0x10100, 0x30, dma_fault)}));
+    EXPECT_EQ(recorded(fixture.host.dma),
+              (std::vector{write_at(0x10800, 0x100), write_at(0x10100, 0x30, dma_fault)}));
 }
 
 TEST(host_ranges_copy, dma_read_failure_is_data_transfer_error)
@@ -320,8 +320,8 @@ TEST(host_ranges_copy, dma_read_failure_is_data_transfer_error)
 
     EXPECT_EQ(nvmekit::copy_from_host(fixture.host.dma, fixture.list, std::span<std::byte>{data}),
               spec::status{spec::generic_status::data_transfer_error});
-    EXPECT_EQ(recorded(fixture.host.dma),
-              (std::vector{read_at(0x10800, 0x100), read_at(0x10100, 0x30), read_at(0x10400, 0x200, dma_fault)}));
+    EXPECT_EQ(recorded(fixture.host.dma), (std::vector{read_at(0x10800, 0x100), read_at(0x10100, 0x30),
+                                                       read_at(0x10400, 0x200, dma_fault)}));
 }
 
 TEST(host_ranges_copy, range_outside_host_memory_is_data_transfer_error)
@@ -336,7 +336,8 @@ TEST(host_ranges_copy, range_outside_host_memory_is_data_transfer_error)
               spec::status{spec::generic_status::data_transfer_error});
     EXPECT_EQ(nvmekit::copy_to_host(host.dma, list, std::span<const std::byte>{data}),
               spec::status{spec::generic_status::data_transfer_error});
-    EXPECT_EQ(recorded(host.dma), (std::vector{read_at(0x10f00, 0x200, dma_unmapped), write_at(0x10f00, 0x200, dma_unmapped)}));
+    EXPECT_EQ(recorded(host.dma),
+              (std::vector{read_at(0x10f00, 0x200, dma_unmapped), write_at(0x10f00, 0x200, dma_unmapped)}));
 }
 
 TEST(host_ranges_death, data_size_or_window_beyond_the_ranges_asserts)
@@ -346,9 +347,11 @@ TEST(host_ranges_death, data_size_or_window_beyond_the_ranges_asserts)
     }
     copy_fixture fixture;
     std::vector<std::byte> data(0x371);
-    EXPECT_DEATH(static_cast<void>(nvmekit::copy_to_host(fixture.host.dma, fixture.list, std::span<const std::byte>{data})),
+    EXPECT_DEATH(static_cast<void>(
+                     nvmekit::copy_to_host(fixture.host.dma, fixture.list, std::span<const std::byte>{data})),
                  "data size differs");
-    EXPECT_DEATH(static_cast<void>(nvmekit::copy_from_host(fixture.host.dma, fixture.list, std::span<std::byte>{data})),
+    EXPECT_DEATH(static_cast<void>(
+                     nvmekit::copy_from_host(fixture.host.dma, fixture.list, std::span<std::byte>{data})),
                  "data size differs");
     EXPECT_DEATH(static_cast<void>(nvmekit::copy_to_host(fixture.host.dma, fixture.list, 0x300,
                                                          std::span<const std::byte>{data}.first(0x71))),

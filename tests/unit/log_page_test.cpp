@@ -139,10 +139,10 @@ TEST(log_page_transfer_of, length_is_the_zeros_based_dword_count_in_bytes)
 TEST(log_page_transfer_of, numdu_and_lpou_extend_length_and_offset)
 {
     auto entry = get_log_page(0, 0);
-    entry.cdw10 = 0xffff'0001U;  // NUMDL FFFFh, LID 01h
-    entry.cdw11 = 0x0000'ffffU;  // NUMDU FFFFh
-    entry.cdw12 = 0x0000'0000U;  // LPOL
-    entry.cdw13 = 0x0000'0001U;  // LPOU
+    entry.cdw10 = 0xffff'0001U; // NUMDL FFFFh, LID 01h
+    entry.cdw11 = 0x0000'ffffU; // NUMDU FFFFh
+    entry.cdw12 = 0x0000'0000U; // LPOL
+    entry.cdw13 = 0x0000'0001U; // LPOU
     const auto view = spec::get_log_page_view::decode(entry);
     const auto transfer = log_page_transfer_of(view, 0x1'0000'0000ULL);
     EXPECT_TRUE(transfer.ok());
@@ -152,8 +152,10 @@ TEST(log_page_transfer_of, numdu_and_lpou_extend_length_and_offset)
 
 TEST(log_page_transfer_of, rejects_misaligned_and_out_of_range_offsets)
 {
-    EXPECT_EQ(log_page_transfer_of(spec::get_log_page_view::decode(get_log_page(0, 6)), 512).status, invalid_field);
-    EXPECT_EQ(log_page_transfer_of(spec::get_log_page_view::decode(get_log_page(0, 516)), 512).status, invalid_field);
+    EXPECT_EQ(log_page_transfer_of(spec::get_log_page_view::decode(get_log_page(0, 6)), 512).status,
+              invalid_field);
+    EXPECT_EQ(log_page_transfer_of(spec::get_log_page_view::decode(get_log_page(0, 516)), 512).status,
+              invalid_field);
     EXPECT_TRUE(log_page_transfer_of(spec::get_log_page_view::decode(get_log_page(0, 512)), 512).ok());
     EXPECT_EQ(log_page_transfer_of(spec::get_log_page_view::decode(get_log_page(0, 256)), 1024, 512).status,
               invalid_field);

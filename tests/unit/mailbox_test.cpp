@@ -219,7 +219,13 @@ TEST(mailbox, exception_from_drain_callback_loses_only_that_message)
     ASSERT_TRUE(box.try_push(1));
     ASSERT_TRUE(box.try_push(2));
     ASSERT_TRUE(box.try_push(3));
-    EXPECT_THROW(box.drain([](int&& value) { if (value == 2) { throw std::runtime_error{"handler failed"}; } }, 10),
+    EXPECT_THROW(box.drain(
+                     [](int&& value) {
+                         if (value == 2) {
+                             throw std::runtime_error{"handler failed"};
+                         }
+                     },
+                     10),
                  std::runtime_error);
     EXPECT_EQ(box.try_pop(), 3);
     EXPECT_EQ(box.try_pop(), std::nullopt);

@@ -141,13 +141,13 @@ TEST(msix_table, bad_offsets_and_widths_are_counted_host_errors)
     program(table, 0);
     const auto before = table.read_table(entry(0), 8);
 
-    EXPECT_EQ(table.read_table(32, 4), 0U);       // past the end
-    EXPECT_EQ(table.read_table(28, 8), 0U);       // misaligned qword (and straddles the end)
-    EXPECT_EQ(table.read_table(4, 8), 0U);        // qword not 8-aligned
-    EXPECT_EQ(table.read_table(2, 4), 0U);        // dword not 4-aligned
-    EXPECT_EQ(table.read_table(0, 2), 0U);        // word access
-    EXPECT_EQ(table.read_table(0, 1), 0U);        // byte access
-    EXPECT_EQ(table.read_table(0, 16), 0U);       // too wide
+    EXPECT_EQ(table.read_table(32, 4), 0U);                    // past the end
+    EXPECT_EQ(table.read_table(28, 8), 0U);                    // misaligned qword (and straddles the end)
+    EXPECT_EQ(table.read_table(4, 8), 0U);                     // qword not 8-aligned
+    EXPECT_EQ(table.read_table(2, 4), 0U);                     // dword not 4-aligned
+    EXPECT_EQ(table.read_table(0, 2), 0U);                     // word access
+    EXPECT_EQ(table.read_table(0, 1), 0U);                     // byte access
+    EXPECT_EQ(table.read_table(0, 16), 0U);                    // too wide
     EXPECT_EQ(table.read_table(~std::uint64_t{0} - 3, 4), 0U); // would wrap
     EXPECT_EQ(table.host_error_count(), 8U);
 
@@ -304,7 +304,7 @@ TEST(msix_table, enabling_fires_vectors_left_pending)
     table.set_enabled(true);
     EXPECT_FALSE(table.signal(1)); // masked: pending
     program(table, 0);
-    program(table, 1);             // unmasking fires vector 1 at once
+    program(table, 1); // unmasking fires vector 1 at once
     ASSERT_EQ(interrupts.raised.size(), 1U);
 
     table.set_function_mask(true);

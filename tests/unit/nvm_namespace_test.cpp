@@ -57,8 +57,8 @@ TEST(nvm_namespace, contains_checks_without_overflow)
 TEST(nvm_namespace, uncorrectable_ranges_merge_split_and_clear)
 {
     ns_type ns{1, nvmekit::null_backend{1 << 20}, ids()};
-    EXPECT_TRUE(ns.mark_uncorrectable(10, 5));  // [10, 15)
-    EXPECT_TRUE(ns.mark_uncorrectable(15, 5));  // touches: [10, 20)
+    EXPECT_TRUE(ns.mark_uncorrectable(10, 5)); // [10, 15)
+    EXPECT_TRUE(ns.mark_uncorrectable(15, 5)); // touches: [10, 20)
     EXPECT_EQ(ns.uncorrectable_ranges(), 1U);
     EXPECT_EQ(ns.first_uncorrectable(0, 10), std::nullopt);
     EXPECT_EQ(ns.first_uncorrectable(0, 11), 10U);
@@ -81,7 +81,7 @@ TEST(nvm_namespace, uncorrectable_table_is_bounded)
     EXPECT_TRUE(ns.mark_uncorrectable(30, 5));
     EXPECT_FALSE(ns.mark_uncorrectable(20, 1)); // a third disjoint range does not fit
     EXPECT_EQ(ns.first_uncorrectable(20, 1), std::nullopt);
-    EXPECT_TRUE(ns.mark_uncorrectable(1, 1)); // merging with [0, 1) does
+    EXPECT_TRUE(ns.mark_uncorrectable(1, 1));    // merging with [0, 1) does
     EXPECT_FALSE(ns.clear_uncorrectable(31, 1)); // a split would need a third range
     EXPECT_EQ(ns.first_uncorrectable(31, 1), 31U);
     EXPECT_TRUE(ns.clear_uncorrectable(30, 1)); // trimming an end does not
@@ -156,7 +156,8 @@ TEST(nvm_namespace, uncorrectable_ranges_are_visited_clipped_and_counted)
     EXPECT_EQ(ns.uncorrectable_generation(), 2U);
     EXPECT_EQ(ns.uncorrectable_blocks(), 15U);
     std::vector<std::pair<std::uint64_t, std::uint64_t>> seen;
-    ns.for_each_uncorrectable(15, 42, [&](std::uint64_t first, std::uint64_t end) { seen.emplace_back(first, end); });
+    ns.for_each_uncorrectable(15, 42,
+                              [&](std::uint64_t first, std::uint64_t end) { seen.emplace_back(first, end); });
     EXPECT_EQ(seen, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{15, 20}, {40, 42}}));
     ASSERT_TRUE(ns.clear_uncorrectable(12, 2));
     EXPECT_EQ(ns.uncorrectable_generation(), 3U);

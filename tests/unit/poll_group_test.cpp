@@ -115,7 +115,8 @@ bool readable(int fd)
 struct inbox_group {
     static constexpr std::uint64_t bytes_per_command = 4096;
 
-    explicit inbox_group(poll_group_options options) : runner{[this] { return work(); }, std::move(options)} {}
+    explicit inbox_group(poll_group_options options) : runner{[this] { return work(); }, std::move(options)}
+    {}
 
     // Producer side: queue a message and wake the group.
     void send(int value)
@@ -211,7 +212,8 @@ TEST(wakeup, sleeper_wakes_on_notify_from_another_thread)
         while (!armed.load(std::memory_order_acquire)) {
             std::this_thread::yield();
         }
-        std::this_thread::sleep_for(10ms); // most likely inside ppoll by now; correctness does not depend on it
+        // most likely inside ppoll by now; correctness does not depend on it
+        std::this_thread::sleep_for(10ms);
         signal.notify();
     }};
     const auto start = steady::now();
@@ -311,7 +313,9 @@ TEST(poll_group_runner, external_mode_embedder_sleeps_on_the_wakeup_fd)
     EXPECT_EQ(group.runner.poll_once(), 0U);
     std::thread producer{[&] { group.send(7); }};
     pollfd descriptor{signal.fd(), POLLIN, 0};
-    const int ready = ::poll(&descriptor, 1, static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(patience).count()));
+    const int ready =
+        ::poll(&descriptor, 1,
+               static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(patience).count()));
     producer.join();
     EXPECT_EQ(ready, 1);
     EXPECT_TRUE(signal.disarm());
@@ -415,7 +419,8 @@ TEST(poll_group_runner, idle_group_sleeps_after_the_configured_idle_polls_and_wa
     // Woken once by send(), once more by stop() if it got back to sleep (after another 100 idle polls).
     EXPECT_GE(counters.sleeps, 1U);
     EXPECT_LE(counters.sleeps, 2U);
-    EXPECT_EQ(counters.wakeups, counters.sleeps) << "max_sleep is a minute: every sleep was ended by a notify";
+    EXPECT_EQ(counters.wakeups, counters.sleeps)
+        << "max_sleep is a minute: every sleep was ended by a notify";
     EXPECT_GE(counters.idle_polls, 101U * counters.sleeps) << "slept before 100 idle polls and the re-check";
     EXPECT_EQ(counters.polls, counters.busy_polls + counters.idle_polls);
 }
@@ -457,7 +462,8 @@ TEST(poll_group_runner, ping_pong_never_loses_a_wakeup)
     int failed_round = -1;
     for (int round = 0; round < rounds; ++round) {
         group.send(round);
-        if (!eventually_spinning([&] { return group.handled.load(std::memory_order_acquire) == std::uint64_t(round) + 1; })) {
+        if (!eventually_spinning(
+                [&] { return group.handled.load(std::memory_order_acquire) == std::uint64_t(round) + 1; })) {
             failed_round = round;
             break;
         }
@@ -467,7 +473,8 @@ TEST(poll_group_runner, ping_pong_never_loses_a_wakeup)
     const poll_group_counters counters = group.runner.statistics().snapshot();
     EXPECT_EQ(counters.commands, std::uint64_t{rounds});
     EXPECT_EQ(counters.polls, counters.busy_polls + counters.idle_polls);
-    EXPECT_EQ(counters.wakeups, counters.sleeps) << "max_sleep is a minute: every sleep was ended by a notify";
+    EXPECT_EQ(counters.wakeups, counters.sleeps)
+        << "max_sleep is a minute: every sleep was ended by a notify";
 }
 
 TEST(poll_group_runner, many_producers_feed_a_sleepy_group)

@@ -16,17 +16,16 @@
 NVMEKIT_BEGIN_NAMESPACE
 inline void PrintTo(const host_range& range, std::ostream* out)
 {
-    *out << fmt::format("{{{:#x}, {:#x}{}}}", range.address, range.length, range.bit_bucket ? ", bit bucket" : "");
+    *out << fmt::format("{{{:#x}, {:#x}{}}}", range.address, range.length,
+                        range.bit_bucket ? ", bit bucket" : "");
 }
 inline void PrintTo(const trace_record& record, std::ostream* out)
 {
-    *out << fmt::format("{{{} qid={} cid={} opcode={:#04x} nsid={} status={} value={:#x}}}", name(record.event),
-                        record.qid, record.cid, record.opcode, record.nsid, record.status, record.value);
+    *out << fmt::format("{{{} qid={} cid={} opcode={:#04x} nsid={} status={} value={:#x}}}",
+                        name(record.event), record.qid, record.cid, record.opcode, record.nsid, record.status,
+                        record.value);
 }
 namespace spec {
-inline void PrintTo(const status& value, std::ostream* out)
-{
-    *out << fmt::format("{}", value);
-}
+inline void PrintTo(const status& value, std::ostream* out) { *out << fmt::format("{}", value); }
 } // namespace spec
 NVMEKIT_END_NAMESPACE

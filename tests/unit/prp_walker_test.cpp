@@ -18,7 +18,6 @@
 #include "print_helpers.hpp"
 #include "recorded_memory.hpp"
 
-
 namespace spec = nvmekit::spec;
 using nvmekit::host_range;
 using nvmekit::host_range_list;
@@ -143,10 +142,10 @@ TEST(prp_walker, prp_list_in_one_page_is_read_in_one_dma_read_of_the_entries_nee
 
     EXPECT_EQ(walk_prp(fixture.host.dma, 0x5100, 0x10000, 3 * page + 0x10, page, fixture.out), success);
 
-    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x5100, 0xf00, false},
-                                                         {0x7000, page, false},
-                                                         {0x3000, page, false},
-                                                         {0x9000, 0x110, false}}));
+    EXPECT_EQ(
+        fixture.ranges(),
+        (std::vector<host_range>{
+            {0x5100, 0xf00, false}, {0x7000, page, false}, {0x3000, page, false}, {0x9000, 0x110, false}}));
     EXPECT_EQ(recorded(fixture.host.dma), (std::vector{read_at(0x10000, 24)}));
 }
 
@@ -179,10 +178,10 @@ TEST(prp_walker, list_pointer_offset_leaves_fewer_entries_before_the_chain)
 
     EXPECT_EQ(walk_prp(fixture.host.dma, 0x5000, 0x10ff0, 4 * page, page, fixture.out), success);
 
-    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x5000, page, false},
-                                                         {0x7000, page, false},
-                                                         {0x3000, page, false},
-                                                         {0x9000, page, false}}));
+    EXPECT_EQ(
+        fixture.ranges(),
+        (std::vector<host_range>{
+            {0x5000, page, false}, {0x7000, page, false}, {0x3000, page, false}, {0x9000, page, false}}));
     EXPECT_EQ(recorded(fixture.host.dma), (std::vector{read_at(0x10ff0, 16), read_at(0x12000, 16)}));
 }
 
@@ -205,7 +204,8 @@ TEST(prp_walker, list_that_fills_exactly_one_list_page_is_not_chained)
     const auto pages = sparse_pages(512);
     fixture.store_list(0x10000, pages);
 
-    EXPECT_EQ(walk_prp(fixture.host.dma, 0x5000, 0x10000, 513 * std::uint64_t{page}, page, fixture.out), success);
+    EXPECT_EQ(walk_prp(fixture.host.dma, 0x5000, 0x10000, 513 * std::uint64_t{page}, page, fixture.out),
+              success);
 
     auto expected = full_pages(pages);
     expected.insert(expected.begin(), host_range{0x5000, page, false});
@@ -226,7 +226,8 @@ TEST(prp_walker, longer_list_chains_through_the_last_entry_of_each_full_list_pag
     fixture.store_list(0x14000, second_list);
     fixture.store_list(0x11000, third_list);
 
-    EXPECT_EQ(walk_prp(fixture.host.dma, 0x5000, 0x10000, 1025 * std::uint64_t{page}, page, fixture.out), success);
+    EXPECT_EQ(walk_prp(fixture.host.dma, 0x5000, 0x10000, 1025 * std::uint64_t{page}, page, fixture.out),
+              success);
 
     auto expected = full_pages(pages);
     expected.insert(expected.begin(), host_range{0x5000, page, false});
@@ -276,7 +277,8 @@ TEST(prp_walker, dma_failure_reading_a_list_page_is_data_transfer_error)
     fixture.host.dma.clear();
     fixture.host.dma.fail_nth(2, access_kind::read);
     EXPECT_EQ(walk_prp(fixture.host.dma, 0x5000, 0x10ff0, 4 * page, page, fixture.out), data_transfer_error);
-    EXPECT_EQ(recorded(fixture.host.dma), (std::vector{read_at(0x10ff0, 16), read_at(0x12000, 16, dma_fault)}));
+    EXPECT_EQ(recorded(fixture.host.dma),
+              (std::vector{read_at(0x10ff0, 16), read_at(0x12000, 16, dma_fault)}));
 }
 
 TEST(prp_walker, list_outside_host_memory_is_data_transfer_error)
@@ -293,7 +295,8 @@ TEST(prp_walker, chain_pointing_to_itself_reads_a_number_of_entries_bounded_by_t
     list.push_back(0x10000);
     fixture.store_list(0x10000, list);
 
-    EXPECT_EQ(walk_prp(fixture.host.dma, 0x5000, 0x10000, 1101 * std::uint64_t{page}, page, fixture.out), success);
+    EXPECT_EQ(walk_prp(fixture.host.dma, 0x5000, 0x10000, 1101 * std::uint64_t{page}, page, fixture.out),
+              success);
 
     EXPECT_EQ(fixture.out.size(), 1101U);
     EXPECT_EQ(fixture.out.total_bytes(), 1101 * std::uint64_t{page});
@@ -338,7 +341,8 @@ TEST(prp_walker, large_memory_pages_read_a_list_page_in_4k_pieces)
     std::transform(pages.begin(), pages.end(), aligned.begin(), [](std::uint64_t p) { return p * 16; });
     fixture.store_list(0x10000, aligned);
 
-    EXPECT_EQ(walk_prp(fixture.host.dma, 0x20000, 0x10000, 601 * std::uint64_t{large_page}, large_page, fixture.out),
+    EXPECT_EQ(walk_prp(fixture.host.dma, 0x20000, 0x10000, 601 * std::uint64_t{large_page}, large_page,
+                       fixture.out),
               success);
 
     EXPECT_EQ(fixture.out.size(), 601U);
@@ -353,7 +357,8 @@ TEST(prp_walker_death, invalid_page_size_asserts)
     }
     prp_fixture fixture;
     EXPECT_DEATH(static_cast<void>(walk_prp(fixture.host.dma, 0x5000, 0, 8, 2048, fixture.out)), "page size");
-    EXPECT_DEATH(static_cast<void>(walk_prp(fixture.host.dma, 0x5000, 0, 8, 4096 + 512, fixture.out)), "page size");
+    EXPECT_DEATH(static_cast<void>(walk_prp(fixture.host.dma, 0x5000, 0, 8, 4096 + 512, fixture.out)),
+                 "page size");
 }
 
 TEST(prp_walker_random, random_layouts_describe_the_length_and_round_trip_the_data)

@@ -28,7 +28,8 @@ TEST(queue_pair, a_submission_queue_runs_no_more_commands_than_it_has_entries)
     EXPECT_EQ(large.ring.cqid(), 1U);
     EXPECT_FALSE(large.retired);
     EXPECT_EQ(large.deleting, nullptr);
-    EXPECT_FALSE(large.shadow_armed) << "a new queue's shadow slot is not trusted before its doorbell is written";
+    EXPECT_FALSE(large.shadow_armed)
+        << "a new queue's shadow slot is not trusted before its doorbell is written";
 }
 
 TEST(queue_pair, a_completion_queue_holds_commands_in_order_until_unlinked)

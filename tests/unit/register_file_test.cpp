@@ -53,15 +53,9 @@ spec::cap_register typical_cap()
 }
 constexpr std::uint64_t typical_cap_raw = 0x18400830'200307ffULL;
 
-register_file_config typical_config()
-{
-    return register_file_config{.cap = typical_cap()};
-}
+register_file_config typical_config() { return register_file_config{.cap = typical_cap()}; }
 
-register_file_config config_with(spec::cap_register cap)
-{
-    return register_file_config{.cap = cap};
-}
+register_file_config config_with(spec::cap_register cap) { return register_file_config{.cap = cap}; }
 
 /// Every dword of 000h..FFFh as the host reads it. 4-byte reads below 1000h never count as host
 /// errors, so taking a snapshot does not disturb the counter.

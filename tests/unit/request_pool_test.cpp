@@ -52,30 +52,15 @@ void* operator new(std::size_t size)
     throw std::bad_alloc{};
 }
 
-void* operator new[](std::size_t size)
-{
-    return ::operator new(size);
-}
+void* operator new[](std::size_t size) { return ::operator new(size); }
 
-void operator delete(void* memory) noexcept
-{
-    std::free(memory);
-}
+void operator delete(void* memory) noexcept { std::free(memory); }
 
-void operator delete(void* memory, std::size_t) noexcept
-{
-    std::free(memory);
-}
+void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
 
-void operator delete[](void* memory) noexcept
-{
-    std::free(memory);
-}
+void operator delete[](void* memory) noexcept { std::free(memory); }
 
-void operator delete[](void* memory, std::size_t) noexcept
-{
-    std::free(memory);
-}
+void operator delete[](void* memory, std::size_t) noexcept { std::free(memory); }
 
 TEST(request_pool, new_pool_has_every_request_free)
 {
@@ -199,19 +184,20 @@ TEST(request_pool, for_each_in_flight_visits_in_flight_and_completed_in_index_or
         r.push_back(pool.acquire());
         ASSERT_NE(r.back(), nullptr);
     }
-    pool.mark_completed(*r[1]);                 // completed: visited
+    pool.mark_completed(*r[1]); // completed: visited
     pool.mark_completed(*r[2]);
-    pool.mark_posted(*r[2]);                    // posted: not visited
+    pool.mark_posted(*r[2]); // posted: not visited
     pool.mark_completed(*r[3]);
     pool.mark_posted(*r[3]);
-    pool.release(*r[3]);                        // free: not visited
+    pool.release(*r[3]); // free: not visited
 
-    EXPECT_EQ(in_flight_indexes(pool), (std::vector<std::uint32_t>{r[0]->index(), r[1]->index(), r[4]->index()}));
+    EXPECT_EQ(in_flight_indexes(pool),
+              (std::vector<std::uint32_t>{r[0]->index(), r[1]->index(), r[4]->index()}));
     EXPECT_EQ(pool.in_flight_count(), 3U);
     std::vector<request_state> states;
     pool.for_each_in_flight([&](request& each) { states.push_back(each.state()); });
-    EXPECT_EQ(states,
-              (std::vector<request_state>{request_state::in_flight, request_state::completed, request_state::in_flight}));
+    EXPECT_EQ(states, (std::vector<request_state>{request_state::in_flight, request_state::completed,
+                                                  request_state::in_flight}));
 }
 
 TEST(request_pool, for_each_in_flight_lets_the_visitor_abort_and_release_each_request)

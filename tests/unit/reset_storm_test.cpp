@@ -55,10 +55,7 @@ using namespace std::chrono_literals;
 using nvmekit_test::splitmix64;
 
 /// Fills `bytes` with the data stream of `seed`: a write's payload is known from its seed alone.
-void fill_pattern(std::span<std::byte> bytes, std::uint64_t seed) noexcept
-{
-    splitmix64{seed}.fill(bytes);
-}
+void fill_pattern(std::span<std::byte> bytes, std::uint64_t seed) noexcept { splitmix64{seed}.fill(bytes); }
 
 // ---- a backend that accounts for every request ------------------------------------------------
 
@@ -146,10 +143,8 @@ private:
 class counting_backend {
 public:
     counting_backend(nt::test_backend<>& inner, backend_ledger& ledger) noexcept
-        : inner_{&inner}
-        , ledger_{&ledger}
-    {
-    }
+        : inner_{&inner}, ledger_{&ledger}
+    {}
     [[nodiscard]] std::uint64_t capacity_bytes() const { return inner_->capacity_bytes(); }
     void submit(nvmekit::block_request& request)
     {

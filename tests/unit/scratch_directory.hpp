@@ -49,12 +49,14 @@ inline std::string direct_io_failure(const std::string& directory, bool& writabl
         failure = errno_text("open with O_DIRECT");
     } else {
         constexpr std::size_t block = 4096;
-        const std::unique_ptr<void, decltype(&std::free)> buffer{std::aligned_alloc(block, block), &std::free};
+        const std::unique_ptr<void, decltype(&std::free)> buffer{std::aligned_alloc(block, block),
+                                                                 &std::free};
         std::memset(buffer.get(), 0x5a, block);
         const ssize_t written = ::pwrite(direct, buffer.get(), block, 0);
         if (written != static_cast<ssize_t>(block)) {
             failure = written < 0 ? errno_text("4 KiB O_DIRECT write") : "short 4 KiB O_DIRECT write";
-        } else if (const ssize_t read = ::pread(direct, buffer.get(), block, 0); read != static_cast<ssize_t>(block)) {
+        } else if (const ssize_t read = ::pread(direct, buffer.get(), block, 0);
+                   read != static_cast<ssize_t>(block)) {
             failure = read < 0 ? errno_text("4 KiB O_DIRECT read") : "short 4 KiB O_DIRECT read";
         }
         ::close(direct);

@@ -18,7 +18,6 @@
 #include "print_helpers.hpp"
 #include "recorded_memory.hpp"
 
-
 namespace spec = nvmekit::spec;
 using nvmekit::host_range;
 using nvmekit::host_range_list;
@@ -104,8 +103,9 @@ TEST(sgl_walker, zero_length_succeeds_without_ranges_or_dma_and_ignores_the_sgl)
 TEST(sgl_walker, single_data_block_in_sgl1_is_one_range_without_dma)
 {
     sgl_fixture fixture;
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::data_block(0x5003, 0x1001), 0x1001, reading, fixture.out),
-              success);
+    EXPECT_EQ(
+        walk_sgl(fixture.host.dma, descriptor::data_block(0x5003, 0x1001), 0x1001, reading, fixture.out),
+        success);
     EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x5003, 0x1001, false}}));
     EXPECT_TRUE(recorded(fixture.host.dma).empty());
 }
@@ -173,23 +173,26 @@ TEST(sgl_walker, last_segment_chain_gives_the_data_blocks_in_order_in_one_read)
                        fixture.out),
               success);
 
-    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x5000, 0x100, false}, {0x9000, 0x80, false},
-                                                         {0x5100, 0x10, false}}));
+    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{
+                                    {0x5000, 0x100, false}, {0x9000, 0x80, false}, {0x5100, 0x10, false}}));
     EXPECT_EQ(recorded(fixture.host.dma), (std::vector{read_at(0x10000, 48)}));
 }
 
 TEST(sgl_walker, segment_chain_is_followed_to_the_last_segment)
 {
     sgl_fixture fixture;
-    fixture.store(0x10000, {descriptor::data_block(0x5000, 0x100), descriptor::segment(0x12008, segment_bytes(2))});
-    fixture.store(0x12008, {descriptor::data_block(0x7000, 0x200), descriptor::last_segment(0x11000, segment_bytes(2))});
+    fixture.store(0x10000,
+                  {descriptor::data_block(0x5000, 0x100), descriptor::segment(0x12008, segment_bytes(2))});
+    fixture.store(0x12008, {descriptor::data_block(0x7000, 0x200),
+                            descriptor::last_segment(0x11000, segment_bytes(2))});
     fixture.store(0x11000, {descriptor::data_block(0x9000, 0x300), descriptor::data_block(0x9300, 0x10)});
 
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, segment_bytes(2)), 0x610, reading, fixture.out),
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, segment_bytes(2)), 0x610, reading,
+                       fixture.out),
               success);
 
-    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x5000, 0x100, false}, {0x7000, 0x200, false},
-                                                         {0x9000, 0x310, false}}));
+    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{
+                                    {0x5000, 0x100, false}, {0x7000, 0x200, false}, {0x9000, 0x310, false}}));
     EXPECT_EQ(recorded(fixture.host.dma),
               (std::vector{read_at(0x10000, 32), read_at(0x12008, 32), read_at(0x11000, 32)}));
 }
@@ -214,10 +217,11 @@ TEST(sgl_walker, bit_bucket_discards_read_data)
     EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, segment_bytes(3)), 0x280, reading,
                        fixture.out),
               success);
-    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x5000, 0x100, false}, {0, 0x80, true},
-                                                         {0x9000, 0x100, false}}));
+    EXPECT_EQ(fixture.ranges(),
+              (std::vector<host_range>{{0x5000, 0x100, false}, {0, 0x80, true}, {0x9000, 0x100, false}}));
 
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::bit_bucket(0x200), 0x200, reading, fixture.out), success);
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::bit_bucket(0x200), 0x200, reading, fixture.out),
+              success);
     EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0, 0x200, true}}));
 }
 
@@ -240,7 +244,8 @@ TEST(sgl_walker, bit_bucket_not_supported_is_sgl_descriptor_type_invalid)
     sgl_fixture fixture;
     sgl_walk_options options = reading;
     options.bit_bucket_supported = false;
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::bit_bucket(0x200), 0x200, options, fixture.out), type_invalid);
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::bit_bucket(0x200), 0x200, options, fixture.out),
+              type_invalid);
     options.direction = transfer_direction::host_to_controller;
     fixture.store(0x10000, {descriptor::data_block(0x5000, 0x100), descriptor::bit_bucket(0x80)});
     EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, 32), 0x100, options, fixture.out),
@@ -252,11 +257,13 @@ TEST(sgl_walker, segment_descriptor_before_the_end_of_a_segment_is_invalid_numbe
     sgl_fixture fixture;
     fixture.store(0x10000, {descriptor::data_block(0x5000, 0x100), descriptor::segment(0x11000, 32),
                             descriptor::data_block(0x6000, 0x100)});
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, segment_bytes(3)), 0x300, reading, fixture.out),
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, segment_bytes(3)), 0x300, reading,
+                       fixture.out),
               invalid_count);
 
     fixture.store(0x10000, {descriptor::last_segment(0x11000, 32), descriptor::data_block(0x5000, 0x100)});
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, segment_bytes(2)), 0x300, reading, fixture.out),
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, segment_bytes(2)), 0x300, reading,
+                       fixture.out),
               invalid_count);
 }
 
@@ -288,10 +295,12 @@ TEST(sgl_walker, segment_length_zero_or_not_a_multiple_of_16_is_invalid_sgl_segm
 {
     sgl_fixture fixture;
     for (const std::uint32_t length : {0U, 8U, 24U, 33U}) {
-        EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, length), 0x100, reading, fixture.out),
-                  invalid_segment)
+        EXPECT_EQ(
+            walk_sgl(fixture.host.dma, descriptor::segment(0x10000, length), 0x100, reading, fixture.out),
+            invalid_segment)
             << length;
-        EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, length), 0x100, reading, fixture.out),
+        EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, length), 0x100, reading,
+                           fixture.out),
                   invalid_segment)
             << length;
     }
@@ -309,7 +318,8 @@ TEST(sgl_walker, segment_not_qword_aligned_is_invalid_sgl_segment_descriptor)
               invalid_segment);
     EXPECT_TRUE(recorded(fixture.host.dma).empty());
     fixture.store(0x10008, {descriptor::data_block(0x5000, 0x100)});
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10008, 16), 0x100, reading, fixture.out), success);
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10008, 16), 0x100, reading, fixture.out),
+              success);
 }
 
 TEST(sgl_walker, segment_beyond_the_address_space_is_data_sgl_length_invalid)
@@ -341,7 +351,8 @@ TEST(sgl_walker, dma_failure_reading_a_segment_is_data_transfer_error)
 
     fixture.host.dma.fail_nth(2, access_kind::read);
     EXPECT_EQ(walk_sgl(fixture.host.dma, sgl1, 0x200, reading, fixture.out), data_transfer_error);
-    EXPECT_EQ(recorded(fixture.host.dma), (std::vector{read_at(0x10000, 32), read_at(0x11000, 16, dma_fault)}));
+    EXPECT_EQ(recorded(fixture.host.dma),
+              (std::vector{read_at(0x10000, 32), read_at(0x11000, 16, dma_fault)}));
 }
 
 TEST(sgl_walker, sgl_longer_than_the_transfer_fails_as_soon_as_it_passes_the_length)
@@ -349,7 +360,8 @@ TEST(sgl_walker, sgl_longer_than_the_transfer_fails_as_soon_as_it_passes_the_len
     sgl_fixture fixture;
     fixture.store(0x10000, {descriptor::data_block(0x5000, 0x100), descriptor::data_block(0x6000, 0x100),
                             descriptor::segment(0x11000, 16)});
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, segment_bytes(3)), 0x180, reading, fixture.out),
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, segment_bytes(3)), 0x180, reading,
+                       fixture.out),
               data_length_invalid);
     EXPECT_EQ(recorded(fixture.host.dma), (std::vector{read_at(0x10000, 48)}));
 }
@@ -376,7 +388,8 @@ TEST(sgl_walker, segments_are_read_in_pieces_of_max_segment_descriptors)
               success);
 
     EXPECT_EQ(fixture.out.size(), 5U);
-    EXPECT_EQ(recorded(fixture.host.dma), (std::vector{read_at(0x10000, 32), read_at(0x10020, 32), read_at(0x10040, 16)}));
+    EXPECT_EQ(recorded(fixture.host.dma),
+              (std::vector{read_at(0x10000, 32), read_at(0x10020, 32), read_at(0x10040, 16)}));
 }
 
 TEST(sgl_walker, large_segment_is_read_in_pieces_of_the_256_descriptor_buffer)
@@ -392,8 +405,8 @@ TEST(sgl_walker, large_segment_is_read_in_pieces_of_the_256_descriptor_buffer)
     sgl_walk_options options = reading;
     options.max_segment_descriptors = 1000;
 
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, segment_bytes(300)), 300 * 0x10, options,
-                       out),
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, segment_bytes(300)), 300 * 0x10,
+                       options, out),
               success);
 
     EXPECT_EQ(out.size(), 300U);
@@ -411,14 +424,17 @@ TEST(sgl_walker, more_descriptors_than_max_descriptors_is_invalid_number_without
                             descriptor::last_segment(0x12000, 16)});
     fixture.store(0x12000, {descriptor::data_block(0x9000, 0x10)});
 
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, 48), 0x50, options, fixture.out), invalid_count);
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, 48), 0x50, options, fixture.out),
+              invalid_count);
     EXPECT_EQ(recorded(fixture.host.dma), (std::vector{read_at(0x10000, 48)}));
 
     options.max_descriptors = 7;
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, 48), 0x50, options, fixture.out), success);
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, 48), 0x50, options, fixture.out),
+              success);
     EXPECT_EQ(fixture.out.size(), 5U);
 
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, 0xffff'fff0), 0x50, options, fixture.out),
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, 0xffff'fff0), 0x50, options,
+                       fixture.out),
               invalid_count);
 }
 
@@ -429,11 +445,13 @@ TEST(sgl_walker, cycle_of_segments_ends_at_max_descriptors)
     sgl_walk_options options = reading;
     options.max_descriptors = 10;
 
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, 32), 0x100, options, fixture.out), invalid_count);
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, 32), 0x100, options, fixture.out),
+              invalid_count);
     EXPECT_EQ(fixture.host.dma.reads(), 5U);
 
     fixture.host.dma.clear();
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, 32), 0x100, reading, fixture.out), invalid_count);
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::segment(0x10000, 32), 0x100, reading, fixture.out),
+              invalid_count);
     EXPECT_EQ(fixture.host.dma.reads(), 512U);
 }
 
@@ -453,11 +471,13 @@ TEST(sgl_walker, more_ranges_than_the_output_holds_is_invalid_number_of_descript
                             descriptor::data_block(0x9000, 0x10)});
     std::array<host_range, 2> storage{};
     host_range_list small{storage};
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, 48), 0x30, reading, small), invalid_count);
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, 48), 0x30, reading, small),
+              invalid_count);
 
     fixture.store(0x10000, {descriptor::data_block(0x5000, 0x10), descriptor::data_block(0x5010, 0x10),
                             descriptor::data_block(0x9000, 0x10)});
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, 48), 0x30, reading, small), success);
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, 48), 0x30, reading, small),
+              success);
     EXPECT_EQ(std::vector<host_range>(small.ranges().begin(), small.ranges().end()),
               (std::vector<host_range>{{0x5000, 0x20, false}, {0x9000, 0x10, false}}));
 }
@@ -471,9 +491,12 @@ TEST(sgl_walker, dword_granularity_rejects_unaligned_data_blocks)
               granularity_invalid);
     EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::data_block(0x5000, 0x102), 0x102, options, fixture.out),
               granularity_invalid);
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::data_block(0x5004, 0x104), 0x104, options, fixture.out), success);
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::bit_bucket(0x103), 0x103, options, fixture.out), success);
-    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::data_block(0x5001, 0x100), 0x100, reading, fixture.out), success);
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::data_block(0x5004, 0x104), 0x104, options, fixture.out),
+              success);
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::bit_bucket(0x103), 0x103, options, fixture.out),
+              success);
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::data_block(0x5001, 0x100), 0x100, reading, fixture.out),
+              success);
 }
 
 TEST(sgl_walker, sgl_support_reports_what_the_walker_accepts)
@@ -494,27 +517,30 @@ TEST(data_pointer_walker, psdt_selects_prps_or_an_sgl)
     fixture.host.memory.store(0x10008, std::uint64_t{0x3000});
     const spec::data_pointer prps{0x5000, 0x10000};
 
-    EXPECT_EQ(nvmekit::walk_data_pointer(fixture.host.dma, command(spec::data_pointer_type::prp, prps), 3 * 4096, 4096,
-                                         reading, fixture.out),
+    EXPECT_EQ(nvmekit::walk_data_pointer(fixture.host.dma, command(spec::data_pointer_type::prp, prps),
+                                         3 * 4096, 4096, reading, fixture.out),
               success);
-    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x5000, 4096, false}, {0x7000, 4096, false},
-                                                         {0x3000, 4096, false}}));
-    EXPECT_EQ(nvmekit::walk_data_pointer(fixture.host.dma, command(spec::data_pointer_type::prp, {0x5002, 0}), 8, 4096,
-                                         reading, fixture.out),
+    EXPECT_EQ(fixture.ranges(),
+              (std::vector<host_range>{{0x5000, 4096, false}, {0x7000, 4096, false}, {0x3000, 4096, false}}));
+    EXPECT_EQ(nvmekit::walk_data_pointer(fixture.host.dma, command(spec::data_pointer_type::prp, {0x5002, 0}),
+                                         8, 4096, reading, fixture.out),
               prp_offset_invalid);
 
     const spec::data_pointer sgl = spec::to_data_pointer(descriptor::data_block(0x9001, 0x123));
-    for (const auto psdt : {spec::data_pointer_type::sgl_contiguous_metadata, spec::data_pointer_type::sgl_metadata_descriptor}) {
-        EXPECT_EQ(nvmekit::walk_data_pointer(fixture.host.dma, command(psdt, sgl), 0x123, 4096, reading, fixture.out),
+    for (const auto psdt : {spec::data_pointer_type::sgl_contiguous_metadata,
+                            spec::data_pointer_type::sgl_metadata_descriptor}) {
+        EXPECT_EQ(nvmekit::walk_data_pointer(fixture.host.dma, command(psdt, sgl), 0x123, 4096, reading,
+                                             fixture.out),
                   success);
         EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x9001, 0x123, false}}));
-        EXPECT_EQ(nvmekit::walk_data_pointer(fixture.host.dma, command(psdt, sgl), 0x124, 4096, reading, fixture.out),
+        EXPECT_EQ(nvmekit::walk_data_pointer(fixture.host.dma, command(psdt, sgl), 0x124, 4096, reading,
+                                             fixture.out),
                   data_length_invalid);
     }
 
     ASSERT_TRUE(fixture.out.push(0x1, 1));
-    EXPECT_EQ(nvmekit::walk_data_pointer(fixture.host.dma, command(spec::data_pointer_type{3}, sgl), 0x123, 4096,
-                                         reading, fixture.out),
+    EXPECT_EQ(nvmekit::walk_data_pointer(fixture.host.dma, command(spec::data_pointer_type{3}, sgl), 0x123,
+                                         4096, reading, fixture.out),
               invalid_field);
     EXPECT_TRUE(fixture.out.empty());
 }
@@ -523,8 +549,8 @@ TEST(metadata_pointer_walker, zero_length_succeeds_without_ranges_or_dma)
 {
     sgl_fixture fixture;
     ASSERT_TRUE(fixture.out.push(0x1, 1));
-    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma, command(spec::data_pointer_type{3}, {}, 0x3), 0, reading,
-                                             fixture.out),
+    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma, command(spec::data_pointer_type{3}, {}, 0x3),
+                                             0, reading, fixture.out),
               success);
     EXPECT_TRUE(fixture.out.empty());
     EXPECT_TRUE(recorded(fixture.host.dma).empty());
@@ -533,12 +559,14 @@ TEST(metadata_pointer_walker, zero_length_succeeds_without_ranges_or_dma)
 TEST(metadata_pointer_walker, prps_use_a_dword_aligned_contiguous_buffer)
 {
     sgl_fixture fixture;
-    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma, command(spec::data_pointer_type::prp, {}, 0x8004), 0x40,
-                                             reading, fixture.out),
+    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma,
+                                             command(spec::data_pointer_type::prp, {}, 0x8004), 0x40, reading,
+                                             fixture.out),
               success);
     EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x8004, 0x40, false}}));
-    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma, command(spec::data_pointer_type::prp, {}, 0x8002), 0x40,
-                                             reading, fixture.out),
+    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma,
+                                             command(spec::data_pointer_type::prp, {}, 0x8002), 0x40, reading,
+                                             fixture.out),
               invalid_field);
     EXPECT_TRUE(recorded(fixture.host.dma).empty());
 }
@@ -546,9 +574,9 @@ TEST(metadata_pointer_walker, prps_use_a_dword_aligned_contiguous_buffer)
 TEST(metadata_pointer_walker, psdt_01b_uses_a_byte_aligned_contiguous_buffer)
 {
     sgl_fixture fixture;
-    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma,
-                                             command(spec::data_pointer_type::sgl_contiguous_metadata, {}, 0x8001), 0x3,
-                                             writing, fixture.out),
+    EXPECT_EQ(nvmekit::walk_metadata_pointer(
+                  fixture.host.dma, command(spec::data_pointer_type::sgl_contiguous_metadata, {}, 0x8001),
+                  0x3, writing, fixture.out),
               success);
     EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x8001, 0x3, false}}));
     EXPECT_TRUE(recorded(fixture.host.dma).empty());
@@ -557,14 +585,14 @@ TEST(metadata_pointer_walker, psdt_01b_uses_a_byte_aligned_contiguous_buffer)
 TEST(metadata_pointer_walker, contiguous_buffer_beyond_the_address_space_is_invalid_field)
 {
     sgl_fixture fixture;
-    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma,
-                                             command(spec::data_pointer_type::sgl_contiguous_metadata, {},
-                                                     0xffff'ffff'ffff'ff00),
-                                             0x101, reading, fixture.out),
+    EXPECT_EQ(nvmekit::walk_metadata_pointer(
+                  fixture.host.dma,
+                  command(spec::data_pointer_type::sgl_contiguous_metadata, {}, 0xffff'ffff'ffff'ff00), 0x101,
+                  reading, fixture.out),
               invalid_field);
     EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma,
-                                             command(spec::data_pointer_type::prp, {}, 0xffff'ffff'ffff'ff00), 0x100,
-                                             reading, fixture.out),
+                                             command(spec::data_pointer_type::prp, {}, 0xffff'ffff'ffff'ff00),
+                                             0x100, reading, fixture.out),
               success);
 }
 
@@ -572,15 +600,17 @@ TEST(metadata_pointer_walker, contiguous_buffer_over_4_gib_takes_two_ranges)
 {
     sgl_fixture fixture;
     constexpr std::uint64_t max = std::numeric_limits<std::uint32_t>::max();
-    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma, command(spec::data_pointer_type::prp, {}, 0x1000),
-                                             max + 0x10, reading, fixture.out),
+    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma,
+                                             command(spec::data_pointer_type::prp, {}, 0x1000), max + 0x10,
+                                             reading, fixture.out),
               success);
     EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x1000, static_cast<std::uint32_t>(max), false},
                                                          {0x1000 + max, 0x10, false}}));
     std::array<host_range, 1> storage{};
     host_range_list one{storage};
-    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma, command(spec::data_pointer_type::prp, {}, 0x1000),
-                                             max + 0x10, reading, one),
+    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma,
+                                             command(spec::data_pointer_type::prp, {}, 0x1000), max + 0x10,
+                                             reading, one),
               invalid_field);
 }
 
@@ -589,9 +619,9 @@ TEST(metadata_pointer_walker, psdt_10b_reads_one_descriptor_at_mptr)
     sgl_fixture fixture;
     fixture.store(0x10008, {descriptor::data_block(0x8003, 0x21)});
 
-    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma,
-                                             command(spec::data_pointer_type::sgl_metadata_descriptor, {}, 0x10008),
-                                             0x21, reading, fixture.out),
+    EXPECT_EQ(nvmekit::walk_metadata_pointer(
+                  fixture.host.dma, command(spec::data_pointer_type::sgl_metadata_descriptor, {}, 0x10008),
+                  0x21, reading, fixture.out),
               success);
 
     EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x8003, 0x21, false}}));
@@ -605,12 +635,13 @@ TEST(metadata_pointer_walker, psdt_10b_descriptor_may_lead_to_a_last_segment)
     fixture.store(0x11000, {descriptor::data_block(0x8000, 0x8), descriptor::bit_bucket(0x8),
                             descriptor::data_block(0x9000, 0x8)});
 
-    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma,
-                                             command(spec::data_pointer_type::sgl_metadata_descriptor, {}, 0x10000),
-                                             0x18, reading, fixture.out),
+    EXPECT_EQ(nvmekit::walk_metadata_pointer(
+                  fixture.host.dma, command(spec::data_pointer_type::sgl_metadata_descriptor, {}, 0x10000),
+                  0x18, reading, fixture.out),
               success);
 
-    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x8000, 0x8, false}, {0, 0x8, true}, {0x9000, 0x8, false}}));
+    EXPECT_EQ(fixture.ranges(),
+              (std::vector<host_range>{{0x8000, 0x8, false}, {0, 0x8, true}, {0x9000, 0x8, false}}));
     EXPECT_EQ(recorded(fixture.host.dma), (std::vector{read_at(0x10000, 16), read_at(0x11000, 48)}));
 }
 
@@ -637,9 +668,9 @@ TEST(metadata_pointer_walker, psdt_10b_length_errors_are_metadata_sgl_length_inv
 TEST(metadata_pointer_walker, psdt_10b_mptr_not_qword_aligned_is_invalid_field)
 {
     sgl_fixture fixture;
-    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma,
-                                             command(spec::data_pointer_type::sgl_metadata_descriptor, {}, 0x10004),
-                                             0x20, reading, fixture.out),
+    EXPECT_EQ(nvmekit::walk_metadata_pointer(
+                  fixture.host.dma, command(spec::data_pointer_type::sgl_metadata_descriptor, {}, 0x10004),
+                  0x20, reading, fixture.out),
               invalid_field);
     EXPECT_TRUE(recorded(fixture.host.dma).empty());
 }
@@ -649,21 +680,22 @@ TEST(metadata_pointer_walker, psdt_10b_dma_failure_reading_mptr_is_data_transfer
     sgl_fixture fixture;
     fixture.store(0x10000, {descriptor::data_block(0x8000, 0x20)});
     fixture.host.dma.fail_nth(1, access_kind::read);
-    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma,
-                                             command(spec::data_pointer_type::sgl_metadata_descriptor, {}, 0x10000),
-                                             0x20, reading, fixture.out),
+    EXPECT_EQ(nvmekit::walk_metadata_pointer(
+                  fixture.host.dma, command(spec::data_pointer_type::sgl_metadata_descriptor, {}, 0x10000),
+                  0x20, reading, fixture.out),
               data_transfer_error);
-    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma,
-                                             command(spec::data_pointer_type::sgl_metadata_descriptor, {}, 0x40000),
-                                             0x20, reading, fixture.out),
+    EXPECT_EQ(nvmekit::walk_metadata_pointer(
+                  fixture.host.dma, command(spec::data_pointer_type::sgl_metadata_descriptor, {}, 0x40000),
+                  0x20, reading, fixture.out),
               data_transfer_error);
 }
 
 TEST(metadata_pointer_walker, reserved_psdt_is_invalid_field)
 {
     sgl_fixture fixture;
-    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma, command(spec::data_pointer_type{3}, {}, 0x10000), 0x20,
-                                             reading, fixture.out),
+    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma,
+                                             command(spec::data_pointer_type{3}, {}, 0x10000), 0x20, reading,
+                                             fixture.out),
               invalid_field);
     EXPECT_TRUE(recorded(fixture.host.dma).empty());
 }
@@ -676,8 +708,8 @@ TEST(sgl_walker_death, zero_descriptors_per_segment_read_asserts)
     sgl_fixture fixture;
     sgl_walk_options options = reading;
     options.max_segment_descriptors = 0;
-    EXPECT_DEATH(static_cast<void>(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, 16), 0x10, options,
-                                            fixture.out)),
+    EXPECT_DEATH(static_cast<void>(walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, 16), 0x10,
+                                            options, fixture.out)),
                  "max_segment_descriptors");
 }
 
@@ -692,12 +724,14 @@ struct piece {
 
 descriptor describe(const piece& value)
 {
-    return value.bit_bucket ? descriptor::bit_bucket(value.length) : descriptor::data_block(value.address, value.length);
+    return value.bit_bucket ? descriptor::bit_bucket(value.length)
+                            : descriptor::data_block(value.address, value.length);
 }
 
 /// Writes `pieces` as an SGL in `memory` (segments of random sizes, qword or 16-byte aligned)
 /// and returns SGL1.
-descriptor build_sgl(nvmekit::testing::flat_memory& memory, const std::vector<piece>& pieces, std::mt19937_64& random)
+descriptor build_sgl(nvmekit::testing::flat_memory& memory, const std::vector<piece>& pieces,
+                     std::mt19937_64& random)
 {
     if (pieces.size() == 1 && random() % 2 == 0) {
         return describe(pieces.front());
@@ -717,7 +751,8 @@ descriptor build_sgl(nvmekit::testing::flat_memory& memory, const std::vector<pi
             memory.store(segment + i * 16, describe(pieces[index + i]));
         }
         const auto length = static_cast<std::uint32_t>(count * 16);
-        const descriptor pointer = last ? descriptor::last_segment(segment, length) : descriptor::segment(segment, length);
+        const descriptor pointer =
+            last ? descriptor::last_segment(segment, length) : descriptor::segment(segment, length);
         if (first) {
             sgl1 = pointer;
             first = false;
@@ -778,7 +813,8 @@ TEST(sgl_walker_random, random_layouts_describe_the_length_and_round_trip_the_da
             }
             if (!value.bit_bucket && value.length != 0) {
                 const auto bytes = memory.bytes(value.address, value.length);
-                ASSERT_TRUE(std::equal(bytes.begin(), bytes.end(), data.begin() + static_cast<std::ptrdiff_t>(position)))
+                ASSERT_TRUE(std::equal(bytes.begin(), bytes.end(),
+                                       data.begin() + static_cast<std::ptrdiff_t>(position)))
                     << "round " << round;
             }
             position += value.length;

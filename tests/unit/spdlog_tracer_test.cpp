@@ -17,7 +17,8 @@ struct captured_logger {
     std::shared_ptr<spdlog::logger> logger;
 
     explicit captured_logger(spdlog::level::level_enum level)
-        : logger{std::make_shared<spdlog::logger>("trace", std::make_shared<spdlog::sinks::ostream_sink_st>(out))}
+        : logger{std::make_shared<spdlog::logger>("trace",
+                                                  std::make_shared<spdlog::sinks::ostream_sink_st>(out))}
     {
         logger->set_pattern("%l %v");
         logger->set_level(level);
@@ -28,13 +29,15 @@ TEST(spdlog_tracer, prints_a_command_event_on_one_line_with_its_fields)
 {
     captured_logger captured{spdlog::level::trace};
     nvmekit::spdlog_tracer tracer{captured.logger};
-    tracer.trace({.event = trace_event::err_invalid_qid,
-                  .opcode = 0x05,
-                  .cid = 7,
-                  .status = nvmekit::spec::status{nvmekit::spec::command_specific_status::invalid_queue_identifier}
-                                .with_dnr()});
-    EXPECT_EQ(captured.out.str(), "debug err_invalid_qid qid=0 cid=7 opcode=0x05 nsid=0 "
-                                  "status=Command Specific/Invalid Queue Identifier (0x01) [DNR] value=0x0\n");
+    tracer.trace(
+        {.event = trace_event::err_invalid_qid,
+         .opcode = 0x05,
+         .cid = 7,
+         .status = nvmekit::spec::status{nvmekit::spec::command_specific_status::invalid_queue_identifier}
+                       .with_dnr()});
+    EXPECT_EQ(captured.out.str(),
+              "debug err_invalid_qid qid=0 cid=7 opcode=0x05 nsid=0 "
+              "status=Command Specific/Invalid Queue Identifier (0x01) [DNR] value=0x0\n");
 }
 
 TEST(spdlog_tracer, prints_other_events_with_their_queue_and_value)

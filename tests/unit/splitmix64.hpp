@@ -13,10 +13,7 @@ namespace nvmekit_test {
 
 class splitmix64 {
 public:
-    explicit splitmix64(std::uint64_t seed) noexcept
-        : state_{seed}
-    {
-    }
+    explicit splitmix64(std::uint64_t seed) noexcept : state_{seed} {}
 
     std::uint64_t next() noexcept
     {
@@ -29,7 +26,10 @@ public:
     /// A value in [0, bound); the modulo bias (below 2^-40 for the tests' bounds) does not matter.
     std::uint64_t below(std::uint64_t bound) noexcept { return next() % bound; }
     /// A value in [low, high].
-    std::uint64_t between(std::uint64_t low, std::uint64_t high) noexcept { return low + below(high - low + 1); }
+    std::uint64_t between(std::uint64_t low, std::uint64_t high) noexcept
+    {
+        return low + below(high - low + 1);
+    }
     /// True `chance` times in 100.
     bool percent(unsigned chance) noexcept { return below(100) < chance; }
     /// True once in `n`.

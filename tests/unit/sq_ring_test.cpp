@@ -264,7 +264,8 @@ namespace {
 
 /// A 192-entry SQ in three 4 KiB pages listed out of order: 0x5000, 0x3000, 0x8000 above host_base.
 struct three_page_queue {
-    static constexpr std::array<std::uint64_t, 3> pages{host_base + 0x5000, host_base + 0x3000, host_base + 0x8000};
+    static constexpr std::array<std::uint64_t, 3> pages{host_base + 0x5000, host_base + 0x3000,
+                                                        host_base + 0x8000};
     static constexpr std::uint64_t list = host_base + 0x10000;
 
     recorded_memory host{host_base, 0x20000};

@@ -17,7 +17,9 @@ struct recorder {
     std::vector<std::uint32_t> changed;
     nvmekit::namespace_listener listener()
     {
-        return {this, [](void* self, std::uint32_t nsid) { static_cast<recorder*>(self)->changed.push_back(nsid); }};
+        return {this, [](void* self, std::uint32_t nsid) {
+                    static_cast<recorder*>(self)->changed.push_back(nsid);
+                }};
     }
 };
 
@@ -146,13 +148,16 @@ TEST(subsystem, created_namespaces_use_the_factory_and_are_not_attached)
     EXPECT_EQ(s.create_namespace({.blocks = 128, .options = {.lba_format = 3}}).error,
               nvmekit::namespace_creation_error::insufficient_capacity);
     EXPECT_EQ(s.create_namespace({.blocks = 8}).nsid, 2U);
-    EXPECT_EQ(s.create_namespace({.blocks = 8}).error, nvmekit::namespace_creation_error::identifier_unavailable);
+    EXPECT_EQ(s.create_namespace({.blocks = 8}).error,
+              nvmekit::namespace_creation_error::identifier_unavailable);
 }
 
 TEST(subsystem, a_recreated_nsid_gets_new_identifiers)
 {
     subsystem_type s{{}, {.nvm_capacity_bytes = 1U << 20}};
-    s.set_backend_factory([](std::uint64_t bytes) { return std::optional<nvmekit::null_backend>{std::in_place, bytes}; });
+    s.set_backend_factory([](std::uint64_t bytes) {
+        return std::optional<nvmekit::null_backend>{std::in_place, bytes};
+    });
     ASSERT_EQ(s.create_namespace({.blocks = 8}).nsid, 1U);
     const auto before = s.find(1)->identifiers();
     s.remove_namespace(1);

@@ -52,9 +52,9 @@ TEST(telemetry_host_log, before_a_capture_the_log_is_the_header_alone)
 TEST(telemetry_host_log, capture_lays_out_cumulative_areas_in_blocks)
 {
     telemetry_host_log log;
-    const auto area1 = filled(600, 0xa1);  // 2 blocks
-    const auto area2 = filled(512, 0xa2);  // 1 block
-    const auto area3 = filled(1, 0xa3);    // 1 block
+    const auto area1 = filled(600, 0xa1); // 2 blocks
+    const auto area2 = filled(512, 0xa2); // 1 block
+    const auto area3 = filled(1, 0xa3);   // 1 block
     const auto reason = filled(3, 0x7e);
     EXPECT_TRUE(log.capture(area1, area2, area3, reason));
     const auto& header = log.header();

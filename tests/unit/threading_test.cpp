@@ -42,8 +42,10 @@ struct multi_threaded_traits : nvmekit_test::test_traits {
     using threading = nvmekit::multi_threaded;
 };
 
+// clang-format off
 template <typename Controller>
 concept can_start_poll_groups = requires(Controller& ctrl) { ctrl.start_poll_groups(); };
+// clang-format on
 static_assert(!can_start_poll_groups<nvmekit::controller<single_threaded_traits>>,
               "single_threaded: start_poll_groups() does not compile");
 static_assert(can_start_poll_groups<nvmekit::controller<multi_threaded_traits>>);
@@ -55,7 +57,8 @@ TEST(threading, single_threaded_refuses_concurrent_poll_groups)
     nvmekit::testing::manual_clock clock;
     try {
         nvmekit::controller<single_threaded_traits> ctrl{
-            memory, msix, clock, nvmekit::controller_config{.poll_groups = 2, .concurrent_poll_groups = true}};
+            memory, msix, clock,
+            nvmekit::controller_config{.poll_groups = 2, .concurrent_poll_groups = true}};
         FAIL() << "constructed";
     } catch (const std::invalid_argument& e) {
         const std::string message = e.what();

@@ -11,10 +11,7 @@ namespace {
 
 using nvmekit::trace_event;
 
-[[nodiscard]] trace_event event_at(std::size_t index)
-{
-    return static_cast<trace_event>(index);
-}
+[[nodiscard]] trace_event event_at(std::size_t index) { return static_cast<trace_event>(index); }
 
 TEST(tracer, every_event_has_a_unique_name_in_the_enumerators_spelling)
 {

@@ -58,12 +58,13 @@ public:
     /// Takes `backend` (moved or copied in). A type that does not model BlockBackend fails with
     /// the diagnostics of check_block_backend.
     template <typename Backend>
-    requires(!std::same_as<std::remove_cvref_t<Backend>, any_backend> &&
-             !detail::is_in_place_type<std::remove_cvref_t<Backend>>)
-        any_backend(Backend&& backend) // implicit, as std::function converts from a callable
+        requires(!std::same_as<std::remove_cvref_t<Backend>, any_backend> &&
+                 !detail::is_in_place_type<std::remove_cvref_t<Backend>>)
+    // Implicit, as std::function converts from a callable; the constraint keeps copies and moves of
+    // any_backend away from it.
+    any_backend(Backend&& backend) // NOLINT(bugprone-forwarding-reference-overload)
         : any_backend{std::in_place_type<std::remove_cvref_t<Backend>>, std::forward<Backend>(backend)}
-    {
-    }
+    {}
 
     /// Builds a `Backend` in place from `arguments`, for backends that cannot be moved.
     template <typename Backend, typename... Arguments>
@@ -82,10 +83,8 @@ public:
     any_backend& operator=(const any_backend&) = delete;
 
     any_backend(any_backend&& other) noexcept
-        : object_{std::exchange(other.object_, nullptr)}
-        , vtable_{std::exchange(other.vtable_, nullptr)}
-    {
-    }
+        : object_{std::exchange(other.object_, nullptr)}, vtable_{std::exchange(other.vtable_, nullptr)}
+    {}
 
     any_backend& operator=(any_backend&& other) noexcept
     {

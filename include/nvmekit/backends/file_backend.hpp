@@ -42,17 +42,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <fcntl.h>
-#include <string>
 #include <initializer_list>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
-#include <optional>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <system_error>
 #include <unistd.h>
-#include <utility>
 
 #include <nvmekit/block_backend.hpp>
 #include <nvmekit/config.hpp>
@@ -97,8 +97,7 @@ public:
     /// cannot be opened, created, sized or measured, is neither a regular file nor a block
     /// device, or the options contradict each other (create_size with read_only or with a block
     /// device, a bad direct_alignment).
-    explicit file_backend(const std::string& path, file_backend_options options = {})
-        : options_{options}
+    explicit file_backend(const std::string& path, file_backend_options options = {}) : options_{options}
     {
         const std::size_t alignment = options.direct_alignment;
         if (options.direct && (alignment < 512 || (alignment & (alignment - 1)) != 0)) {
@@ -144,8 +143,7 @@ public:
         , sync_count_{other.sync_count_.load(std::memory_order_relaxed)}
         , zero_fill_count_{other.zero_fill_count_.load(std::memory_order_relaxed)}
         , direct_count_{other.direct_count_.load(std::memory_order_relaxed)}
-    {
-    }
+    {}
 
     file_backend& operator=(file_backend&& other) noexcept
     {

@@ -30,10 +30,8 @@ class null_backend {
 public:
     /// A backend of `capacity_bytes` bytes.
     explicit null_backend(std::uint64_t capacity_bytes, null_backend_options options = {}) noexcept
-        : capacity_{capacity_bytes}
-        , options_{options}
-    {
-    }
+        : capacity_{capacity_bytes}, options_{options}
+    {}
 
     /// The fixed size given at construction.
     [[nodiscard]] std::uint64_t capacity_bytes() const noexcept { return capacity_; }

@@ -74,8 +74,7 @@ public:
     /// size is not a power of two in [512, 1 GiB] or the capacity needs a top table larger than
     /// max_top_entries; std::bad_alloc when memory runs out.
     explicit ram_backend(std::uint64_t capacity_bytes, ram_backend_options options = {})
-        : capacity_{capacity_bytes}
-        , options_{options}
+        : capacity_{capacity_bytes}, options_{options}
     {
         const std::size_t size = options.chunk_size;
         if (size < 512 || size > (std::size_t{1} << 30) || (size & (size - 1)) != 0) {
@@ -111,8 +110,7 @@ public:
         , bytes_allocated_{other.bytes_allocated_.exchange(0, std::memory_order_relaxed)}
         , top_entries_{std::exchange(other.top_entries_, 0)}
         , top_{std::move(other.top_)}
-    {
-    }
+    {}
 
     /// Frees this backend's data and takes the other's; the moved-from backend has no capacity left.
     ram_backend& operator=(ram_backend&& other) noexcept

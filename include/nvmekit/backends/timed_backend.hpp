@@ -122,11 +122,8 @@ public:
     /// at once. Throws std::invalid_argument when `max_outstanding` is 0; std::bad_alloc when
     /// memory runs out.
     timed_backend(Backend inner, Model model, const ClockType& clock, std::size_t max_outstanding)
-        : inner_{std::move(inner)}
-        , clock_{&clock}
-        , state_{make_state(std::move(model), max_outstanding)}
-    {
-    }
+        : inner_{std::move(inner)}, clock_{&clock}, state_{make_state(std::move(model), max_outstanding)}
+    {}
 
     timed_backend(const timed_backend&) = delete;
     timed_backend& operator=(const timed_backend&) = delete;

@@ -65,7 +65,10 @@ struct admin_command_set {
 
 private:
     [[nodiscard]] static spec::status error(auto code) noexcept { return spec::status{code}.with_dnr(); }
-    [[nodiscard]] static command_result fail(auto code) noexcept { return command_result::failure(error(code)); }
+    [[nodiscard]] static command_result fail(auto code) noexcept
+    {
+        return command_result::failure(error(code));
+    }
     [[nodiscard]] static command_result result_of(spec::status status, std::uint32_t dw0 = 0) noexcept
     {
         return status.is_success() ? command_result::success(dw0) : command_result::failure(status, dw0);
@@ -79,9 +82,18 @@ private:
 
     // ---- queues (Base 2.0 5.4 - 5.7), in the controller core ----------------------------------
 
-    static command_result create_io_cq(Controller& c, command& cmd) { return result_of(c.create_io_cq(cmd.sqe)); }
-    static command_result create_io_sq(Controller& c, command& cmd) { return result_of(c.create_io_sq(cmd.sqe)); }
-    static command_result delete_io_cq(Controller& c, command& cmd) { return result_of(c.delete_io_cq(cmd.sqe)); }
+    static command_result create_io_cq(Controller& c, command& cmd)
+    {
+        return result_of(c.create_io_cq(cmd.sqe));
+    }
+    static command_result create_io_sq(Controller& c, command& cmd)
+    {
+        return result_of(c.create_io_sq(cmd.sqe));
+    }
+    static command_result delete_io_cq(Controller& c, command& cmd)
+    {
+        return result_of(c.delete_io_cq(cmd.sqe));
+    }
     static command_result delete_io_sq(Controller& c, command& cmd) { return c.delete_io_sq(cmd); }
     static command_result doorbell_buffer_config(Controller& c, command& cmd)
     {
@@ -157,7 +169,8 @@ private:
                 return fail(spec::generic_status::invalid_namespace_or_format);
             }
             auto* ns = c.attached_namespace(nsid);
-            return send(c, cmd, ns != nullptr ? ns->independent_identify() : spec::independent_identify_namespace{});
+            return send(c, cmd,
+                        ns != nullptr ? ns->independent_identify() : spec::independent_identify_namespace{});
         }
         case spec::cns::allocated_namespace_list:
         case spec::cns::io_command_set_allocated_namespace_list: {
@@ -198,7 +211,8 @@ private:
             // The controllers attached to the NSID with an identifier of CNTID or above.
             spec::controller_list list{};
             if (const auto* ns = c.nvm_subsystem().find(nsid)) {
-                std::vector<std::uint16_t> ids(ns->attached_controllers().begin(), ns->attached_controllers().end());
+                std::vector<std::uint16_t> ids(ns->attached_controllers().begin(),
+                                               ns->attached_controllers().end());
                 std::sort(ids.begin(), ids.end());
                 for (const std::uint16_t id : ids) {
                     if (id >= view.controller_id) {
@@ -273,9 +287,7 @@ private:
             acknowledges = true;
             break;
         }
-        case spec::log_page_id::lba_status_information:
-            log_size = lba_status_log(c, log);
-            break;
+        case spec::log_page_id::lba_status_information: log_size = lba_status_log(c, log); break;
         case spec::log_page_id::commands_supported_and_effects: {
             if (view.command_set_id != spec::command_set_identifier::nvm) {
                 return fail(spec::generic_status::invalid_field);
@@ -289,7 +301,8 @@ private:
         }
         case spec::log_page_id::telemetry_host_initiated: {
             // A command refused for its offset must not capture: check before the Create.
-            if (const auto checked = log_page_transfer_of(view, c.telemetry().bytes().size(), telemetry_offset_alignment);
+            if (const auto checked =
+                    log_page_transfer_of(view, c.telemetry().bytes().size(), telemetry_offset_alignment);
                 !checked.ok()) {
                 return command_result::failure(checked.status.with_dnr());
             }
@@ -377,7 +390,8 @@ private:
         }
         // Controller List (Base 2.0 Figure 139): a count, then that many controller identifiers.
         std::array<std::uint16_t, 2048> list{};
-        if (auto status = c.transfer_from_host(cmd, std::as_writable_bytes(std::span{list})); !status.is_success()) {
+        if (auto status = c.transfer_from_host(cmd, std::as_writable_bytes(std::span{list}));
+            !status.is_success()) {
             return command_result::failure(status);
         }
         const std::uint16_t count = list[0];
@@ -386,7 +400,9 @@ private:
         }
         const auto ids = std::span{list}.subspan(1, count);
         for (std::size_t i = 0; i < ids.size(); ++i) {
-            if (!c.nvm_subsystem().has_controller(ids[i]) || std::find(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(i), ids[i]) != ids.begin() + static_cast<std::ptrdiff_t>(i)) {
+            if (!c.nvm_subsystem().has_controller(ids[i]) ||
+                std::find(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(i), ids[i]) !=
+                    ids.begin() + static_cast<std::ptrdiff_t>(i)) {
                 return fail(spec::command_specific_status::controller_list_invalid);
             }
             const bool attached = ns->attached_to(ids[i]);
@@ -425,7 +441,8 @@ private:
 
     /// Create: the host's Identify Namespace structure names NSZE, NCAP, FLBAS, DPS and NMIC (and
     /// ANAGRPID, NVMSETID, ENDGID, which this subsystem does not have); CQE DW0 returns the NSID.
-    static command_result create_namespace(Controller& c, command& cmd, const spec::namespace_management_view& view)
+    static command_result create_namespace(Controller& c, command& cmd,
+                                           const spec::namespace_management_view& view)
     {
         if (view.command_set_id != spec::command_set_identifier::nvm) {
             return fail(spec::command_specific_status::io_command_set_not_supported);
@@ -509,7 +526,8 @@ private:
         if (ns == nullptr) {
             return fail(spec::generic_status::invalid_namespace_or_format);
         }
-        if (view.action != spec::lba_status_action::scan_untracked && view.action != spec::lba_status_action::tracked) {
+        if (view.action != spec::lba_status_action::scan_untracked &&
+            view.action != spec::lba_status_action::tracked) {
             return fail(spec::generic_status::invalid_field);
         }
         if (view.byte_count() > c.max_transfer_bytes()) {
@@ -525,7 +543,8 @@ private:
         std::fill(out.begin(), out.end(), std::byte{0});
         constexpr std::size_t header_bytes = sizeof(spec::lba_status_list_header);
         constexpr std::size_t descriptor_bytes = sizeof(spec::lba_status_descriptor);
-        const std::size_t room = out.size() < header_bytes ? 0 : (out.size() - header_bytes) / descriptor_bytes;
+        const std::size_t room =
+            out.size() < header_bytes ? 0 : (out.size() - header_bytes) / descriptor_bytes;
         spec::lba_status_list_header header{};
         header.cmpc = spec::lba_status_completion::complete;
         ns->for_each_uncorrectable(view.starting_lba, end, [&](std::uint64_t first, std::uint64_t last) {
@@ -534,12 +553,14 @@ private:
                     header.cmpc = spec::lba_status_completion::incomplete;
                     return;
                 }
-                const auto blocks = static_cast<std::uint32_t>(std::min<std::uint64_t>(last - first, 0xffffffffU));
+                const auto blocks =
+                    static_cast<std::uint32_t>(std::min<std::uint64_t>(last - first, 0xffffffffU));
                 spec::lba_status_descriptor descriptor{};
                 descriptor.dslba = first;
                 descriptor.nlb = blocks;
                 descriptor.status = spec::lba_range_status::unrecoverable;
-                std::memcpy(out.data() + header_bytes + header.nlsd * descriptor_bytes, &descriptor, descriptor_bytes);
+                std::memcpy(out.data() + header_bytes + header.nlsd * descriptor_bytes, &descriptor,
+                            descriptor_bytes);
                 ++header.nlsd;
                 first += blocks;
             }
@@ -572,7 +593,8 @@ private:
             at += element_bytes;
             ns.for_each_uncorrectable(0, ns.block_count(), [&](std::uint64_t first, std::uint64_t last) {
                 while (first < last && log.size() - at >= range_bytes) {
-                    const auto blocks = static_cast<std::uint32_t>(std::min<std::uint64_t>(last - first, 0xffffffffU));
+                    const auto blocks =
+                        static_cast<std::uint32_t>(std::min<std::uint64_t>(last - first, 0xffffffffU));
                     spec::lba_range_descriptor range{};
                     range.rslba = first;
                     range.rnlb = blocks;

@@ -75,7 +75,8 @@ struct feature_commands {
                 return fail(spec::generic_status::invalid_field);
             }
             c.for_each_coalescer([&](interrupt_coalescer& coalescer) {
-                static_cast<void>(coalescer.set_coalescing_disabled(value.get(value.iv), value.get(value.cd)));
+                static_cast<void>(
+                    coalescer.set_coalescing_disabled(value.get(value.iv), value.get(value.cd)));
             });
             return command_result::success();
         }
@@ -161,7 +162,8 @@ private:
             spec::timestamp_data data{};
             result = features.get_timestamp(view.select, c.clock().now(), data);
             if (result.status.is_success() && view.select != spec::feature_select::supported_capabilities) {
-                if (auto status = c.transfer_to_host(cmd, std::as_bytes(std::span{&data, 1})); !status.is_success()) {
+                if (auto status = c.transfer_to_host(cmd, std::as_bytes(std::span{&data, 1}));
+                    !status.is_success()) {
                     return command_result::failure(status);
                 }
             }
@@ -169,7 +171,8 @@ private:
             spec::host_behavior_support data{};
             result = features.get_host_behavior(view.select, data);
             if (result.status.is_success() && view.select != spec::feature_select::supported_capabilities) {
-                if (auto status = c.transfer_to_host(cmd, std::as_bytes(std::span{&data, 1})); !status.is_success()) {
+                if (auto status = c.transfer_to_host(cmd, std::as_bytes(std::span{&data, 1}));
+                    !status.is_success()) {
                     return command_result::failure(status);
                 }
             }

@@ -17,8 +17,8 @@
 #include <nvmekit/block_backend.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/dispatcher.hpp>
-#include <nvmekit/handler_context.hpp>
 #include <nvmekit/dma.hpp>
+#include <nvmekit/handler_context.hpp>
 #include <nvmekit/host_ranges.hpp>
 #include <nvmekit/spec/commands.hpp>
 #include <nvmekit/spec/opcodes.hpp>
@@ -64,7 +64,10 @@ struct nvm_command_set {
 
 private:
     [[nodiscard]] static spec::status error(auto code) noexcept { return spec::status{code}.with_dnr(); }
-    [[nodiscard]] static command_result fail(auto code) noexcept { return command_result::failure(error(code)); }
+    [[nodiscard]] static command_result fail(auto code) noexcept
+    {
+        return command_result::failure(error(code));
+    }
     [[nodiscard]] static command_result result_of(spec::status status) noexcept
     {
         return status.is_success() ? command_result::success() : command_result::failure(status);
@@ -169,7 +172,8 @@ private:
             c.trace_command(trace_event::data_prepared, cmd, data_bytes);
             return prepared::ready;
         }
-        const prepared result = walk_and_prepare_buffers(c, cmd, data_bytes, metadata_bytes, direction, status);
+        const prepared result =
+            walk_and_prepare_buffers(c, cmd, data_bytes, metadata_bytes, direction, status);
         if (result == prepared::ready) {
             c.trace_command(trace_event::data_prepared, cmd, data_bytes);
         }
@@ -177,9 +181,10 @@ private:
     }
 
     /// prepare_buffers past the common case: the full PRP/SGL walk, mapping or staging.
-    [[nodiscard]] static prepared walk_and_prepare_buffers(Controller& c, command& cmd, std::uint64_t data_bytes,
-                                                           std::uint64_t metadata_bytes, transfer_direction direction,
-                                                           spec::status& status)
+    [[nodiscard]] static prepared walk_and_prepare_buffers(Controller& c, command& cmd,
+                                                           std::uint64_t data_bytes,
+                                                           std::uint64_t metadata_bytes,
+                                                           transfer_direction direction, spec::status& status)
     {
         host_range_list ranges = c.scratch_ranges(cmd);
         status = c.walk_data(cmd, data_bytes, direction, ranges);
@@ -204,7 +209,8 @@ private:
             return prepared::parked;
         }
         for (const host_range& range : ranges.ranges()) {
-            [[maybe_unused]] const bool stored = staging->ranges.push(range.address, range.length, range.bit_bucket);
+            [[maybe_unused]] const bool stored =
+                staging->ranges.push(range.address, range.length, range.bit_bucket);
             NVMEKIT_ASSERT(stored, "a staging buffer holds as many ranges as the scratch list");
         }
         for (const host_range& range : metadata_ranges.ranges()) {
@@ -214,7 +220,8 @@ private:
             }
         }
         const auto data = std::span{staging->bytes}.first(data_bytes);
-        const auto metadata = std::span{staging->bytes}.subspan(Controller::limits.max_transfer_bytes(), metadata_bytes);
+        const auto metadata =
+            std::span{staging->bytes}.subspan(Controller::limits.max_transfer_bytes(), metadata_bytes);
         if (direction == transfer_direction::host_to_controller) {
             status = c.read_host(cmd, staging->ranges, data);
             if (status.is_success() && metadata_bytes != 0) {
@@ -233,22 +240,25 @@ private:
 
     /// Submits the data request and, with separate metadata, the metadata request.
     static command_result submit_data(Controller& c, command& cmd, block_operation operation, bool fua,
-                                      std::uint64_t slba, std::uint64_t data_bytes, std::uint64_t metadata_bytes,
+                                      std::uint64_t slba, std::uint64_t data_bytes,
+                                      std::uint64_t metadata_bytes,
                                       command_result (*continuation)(Controller&, command&))
     {
         auto& ns = *cmd.ns;
-        cmd.block[0] = block_request{.operation = operation,
-                                     .force_unit_access = fua,
-                                     .offset = ns.data_offset(slba),
-                                     .length = data_bytes,
-                                     .segments = std::span<const io_segment>{cmd.data_segments}.first(cmd.data_segment_count)};
+        cmd.block[0] = block_request{
+            .operation = operation,
+            .force_unit_access = fua,
+            .offset = ns.data_offset(slba),
+            .length = data_bytes,
+            .segments = std::span<const io_segment>{cmd.data_segments}.first(cmd.data_segment_count)};
         std::uint8_t count = 1;
         if (metadata_bytes != 0) {
             cmd.block[1] = block_request{.operation = operation,
                                          .force_unit_access = fua,
                                          .offset = ns.metadata_offset(slba),
                                          .length = metadata_bytes,
-                                         .segments = std::span<const io_segment>{cmd.metadata_segments}.first(cmd.progress.metadata_segments)};
+                                         .segments = std::span<const io_segment>{cmd.metadata_segments}.first(
+                                             cmd.progress.metadata_segments)};
             count = 2;
         }
         cmd.continuation = continuation;
@@ -257,8 +267,9 @@ private:
     }
 
     /// Submits one request without host data (write zeroes, deallocate, flush, verify reads).
-    static command_result submit_plain(Controller& c, command& cmd, block_operation operation, std::uint64_t offset,
-                                       std::uint64_t length, command_result (*continuation)(Controller&, command&))
+    static command_result submit_plain(Controller& c, command& cmd, block_operation operation,
+                                       std::uint64_t offset, std::uint64_t length,
+                                       command_result (*continuation)(Controller&, command&))
     {
         cmd.block[0] = block_request{.operation = operation, .offset = offset, .length = length};
         if (operation == block_operation::read) {
@@ -271,7 +282,8 @@ private:
     }
 
     /// LBA range and transfer size checks shared by the data commands.
-    [[nodiscard]] static spec::status check_range(const namespace_type& ns, std::uint64_t slba, std::uint64_t blocks)
+    [[nodiscard]] static spec::status check_range(const namespace_type& ns, std::uint64_t slba,
+                                                  std::uint64_t blocks)
     {
         if (!ns.contains(slba, blocks)) {
             return error(spec::generic_status::lba_out_of_range);
@@ -282,8 +294,8 @@ private:
     /// Resolves the command's namespace into `cmd.ns` and checks that [slba, slba + blocks) lies
     /// in it (Invalid Namespace or Format, LBA Out of Range) and, for a command that moves the
     /// blocks' data, that it fits MDTS (Invalid Field).
-    [[nodiscard]] static spec::status locate(Controller& c, command& cmd, std::uint64_t slba, std::uint64_t blocks,
-                                             bool moves_data = false)
+    [[nodiscard]] static spec::status locate(Controller& c, command& cmd, std::uint64_t slba,
+                                             std::uint64_t blocks, bool moves_data = false)
     {
         auto* ns = resolve(c, cmd);
         if (ns == nullptr) {
@@ -305,7 +317,8 @@ private:
     }
 
     /// Unrecovered Read Error for a read of an uncorrectable block, recorded with its LBA.
-    [[nodiscard]] static bool uncorrectable(Controller& c, command& cmd, std::uint64_t slba, std::uint64_t blocks)
+    [[nodiscard]] static bool uncorrectable(Controller& c, command& cmd, std::uint64_t slba,
+                                            std::uint64_t blocks)
     {
         if (const auto lba = cmd.ns->first_uncorrectable(slba, blocks)) {
             c.record_media_error(cmd, *lba);
@@ -319,7 +332,8 @@ private:
     static command_result read(Controller& c, command& cmd)
     {
         const auto view = spec::read_view::decode(cmd.sqe);
-        if (const auto status = locate(c, cmd, view.starting_lba, view.block_count, true); !status.is_success()) {
+        if (const auto status = locate(c, cmd, view.starting_lba, view.block_count, true);
+            !status.is_success()) {
             return command_result::failure(status);
         }
         auto* ns = cmd.ns;
@@ -329,13 +343,14 @@ private:
             return fail(spec::media_status::unrecovered_read_error);
         }
         spec::status status;
-        switch (prepare_buffers(c, cmd, data_bytes, metadata_bytes, transfer_direction::controller_to_host, status)) {
+        switch (prepare_buffers(c, cmd, data_bytes, metadata_bytes, transfer_direction::controller_to_host,
+                                status)) {
         case prepared::failed: return command_result::failure(status);
         case prepared::parked: return command_result::pending();
         case prepared::ready: break;
         }
-        return submit_data(c, cmd, block_operation::read, false, view.starting_lba, data_bytes, metadata_bytes,
-                           &read_done);
+        return submit_data(c, cmd, block_operation::read, false, view.starting_lba, data_bytes,
+                           metadata_bytes, &read_done);
     }
 
     static command_result read_done(Controller& c, command& cmd)
@@ -351,8 +366,8 @@ private:
             auto status = c.write_host(cmd, staging.ranges, std::span{staging.bytes}.first(data_bytes));
             if (status.is_success() && metadata_bytes != 0) {
                 status = c.write_host(cmd, staging.metadata_ranges,
-                                      std::span{staging.bytes}.subspan(Controller::limits.max_transfer_bytes(),
-                                                                       metadata_bytes));
+                                      std::span{staging.bytes}.subspan(
+                                          Controller::limits.max_transfer_bytes(), metadata_bytes));
             }
             if (!status.is_success()) {
                 return command_result::failure(status);
@@ -365,14 +380,16 @@ private:
     static command_result write(Controller& c, command& cmd)
     {
         const auto view = spec::write_view::decode(cmd.sqe);
-        if (const auto status = locate(c, cmd, view.starting_lba, view.block_count, true); !status.is_success()) {
+        if (const auto status = locate(c, cmd, view.starting_lba, view.block_count, true);
+            !status.is_success()) {
             return command_result::failure(status);
         }
         auto* ns = cmd.ns;
         const std::uint64_t data_bytes = ns->data_transfer_bytes(view.block_count);
         const std::uint64_t metadata_bytes = ns->metadata_transfer_bytes(view.block_count);
         spec::status status;
-        switch (prepare_buffers(c, cmd, data_bytes, metadata_bytes, transfer_direction::host_to_controller, status)) {
+        switch (prepare_buffers(c, cmd, data_bytes, metadata_bytes, transfer_direction::host_to_controller,
+                                status)) {
         case prepared::failed: return command_result::failure(status);
         case prepared::parked: return command_result::pending();
         case prepared::ready: break;
@@ -459,7 +476,8 @@ private:
     static command_result compare(Controller& c, command& cmd)
     {
         const auto view = spec::compare_view::decode(cmd.sqe);
-        if (const auto status = locate(c, cmd, view.starting_lba, view.block_count, true); !status.is_success()) {
+        if (const auto status = locate(c, cmd, view.starting_lba, view.block_count, true);
+            !status.is_success()) {
             return command_result::failure(status);
         }
         auto* ns = cmd.ns;
@@ -480,7 +498,8 @@ private:
         if (staging == nullptr) {
             return command_result::pending();
         }
-        if (auto status = c.walk_data(cmd, data_bytes, transfer_direction::host_to_controller, staging->ranges);
+        if (auto status =
+                c.walk_data(cmd, data_bytes, transfer_direction::host_to_controller, staging->ranges);
             !status.is_success()) {
             return command_result::failure(status);
         }
@@ -496,8 +515,8 @@ private:
         cmd.metadata_segments[0] =
             io_segment{staging->bytes.data() + Controller::limits.max_transfer_bytes(), metadata_bytes};
         cmd.progress.metadata_segments = metadata_bytes != 0 ? 1U : 0U;
-        return submit_data(c, cmd, block_operation::read, false, view.starting_lba, data_bytes, metadata_bytes,
-                           &compare_done);
+        return submit_data(c, cmd, block_operation::read, false, view.starting_lba, data_bytes,
+                           metadata_bytes, &compare_done);
     }
 
     /// Compares `media` with the host bytes of `ranges`, a page at a time.
@@ -611,7 +630,8 @@ private:
         if (staging == nullptr) {
             return command_result::pending();
         }
-        if (auto status = c.transfer_from_host(cmd, std::span{staging->bytes}.first(bytes)); !status.is_success()) {
+        if (auto status = c.transfer_from_host(cmd, std::span{staging->bytes}.first(bytes));
+            !status.is_success()) {
             return command_result::failure(status);
         }
         if (!view.deallocate) {
@@ -652,7 +672,8 @@ private:
                                          .offset = cmd.ns->data_offset(range.starting_lba),
                                          .length = cmd.ns->data_offset(range.block_count)};
             std::uint8_t count = 1;
-            if (const auto metadata_bytes = cmd.ns->metadata_transfer_bytes(range.block_count); metadata_bytes != 0) {
+            if (const auto metadata_bytes = cmd.ns->metadata_transfer_bytes(range.block_count);
+                metadata_bytes != 0) {
                 cmd.block[1] = block_request{.operation = block_operation::deallocate,
                                              .offset = cmd.ns->metadata_offset(range.starting_lba),
                                              .length = metadata_bytes};
@@ -677,7 +698,8 @@ private:
     [[nodiscard]] static spec::copy_source_range copy_range(const command& cmd, std::size_t index)
     {
         spec::copy_source_range range{};
-        std::memcpy(&range, cmd.staging->bytes.data() + copy_ranges_offset() + index * sizeof(range), sizeof(range));
+        std::memcpy(&range, cmd.staging->bytes.data() + copy_ranges_offset() + index * sizeof(range),
+                    sizeof(range));
         return range;
     }
 
@@ -699,7 +721,8 @@ private:
             return command_result::pending();
         }
         const std::size_t bytes = std::size_t{view.range_count} * sizeof(spec::copy_source_range);
-        if (auto status = c.transfer_from_host(cmd, std::span{staging->bytes}.subspan(copy_ranges_offset(), bytes));
+        if (auto status =
+                c.transfer_from_host(cmd, std::span{staging->bytes}.subspan(copy_ranges_offset(), bytes));
             !status.is_success()) {
             return command_result::failure(status);
         }
@@ -755,8 +778,8 @@ private:
             cmd.metadata_segments[0] =
                 io_segment{bytes + metadata_base + done * metadata_unit, range.block_count() * metadata_unit};
             const std::uint64_t metadata_bytes = range.block_count() * metadata_unit;
-            return submit_copy(c, cmd, block_operation::read, range.starting_lba, range.block_count() * data_unit,
-                               metadata_bytes, &copy_next);
+            return submit_copy(c, cmd, block_operation::read, range.starting_lba,
+                               range.block_count() * data_unit, metadata_bytes, &copy_next);
         }
         if (index == view.range_count) {
             cmd.progress.next_range = static_cast<std::uint16_t>(index + 1U);
@@ -771,8 +794,9 @@ private:
         return command_result::success();
     }
 
-    static command_result submit_copy(Controller& c, command& cmd, block_operation operation, std::uint64_t slba,
-                                      std::uint64_t data_bytes, std::uint64_t metadata_bytes,
+    static command_result submit_copy(Controller& c, command& cmd, block_operation operation,
+                                      std::uint64_t slba, std::uint64_t data_bytes,
+                                      std::uint64_t metadata_bytes,
                                       command_result (*continuation)(Controller&, command&))
     {
         auto& ns = *cmd.ns;
@@ -786,11 +810,12 @@ private:
                                      .segments = std::span<const io_segment>{cmd.data_segments}.first(1)};
         std::uint8_t count = 1;
         if (metadata_bytes != 0) {
-            cmd.block[1] = block_request{.operation = operation,
-                                         .force_unit_access = fua,
-                                         .offset = ns.metadata_offset(slba),
-                                         .length = metadata_bytes,
-                                         .segments = std::span<const io_segment>{cmd.metadata_segments}.first(1)};
+            cmd.block[1] =
+                block_request{.operation = operation,
+                              .force_unit_access = fua,
+                              .offset = ns.metadata_offset(slba),
+                              .length = metadata_bytes,
+                              .segments = std::span<const io_segment>{cmd.metadata_segments}.first(1)};
             count = 2;
         }
         cmd.continuation = continuation;

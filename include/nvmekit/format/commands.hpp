@@ -253,7 +253,8 @@ Out fields(Out out, const spec::lba_status_list_header& header)
 template <typename Out>
 Out fields(Out out, const spec::lba_status_descriptor& descriptor)
 {
-    return fmt::format_to(out, "dslba={:#x} nlb={} status={}", descriptor.dslba, descriptor.nlb, descriptor.status);
+    return fmt::format_to(out, "dslba={:#x} nlb={} status={}", descriptor.dslba, descriptor.nlb,
+                          descriptor.status);
 }
 
 template <typename Out>

@@ -29,8 +29,8 @@ struct fmt::formatter<nvmekit::spec::connect_command> : nvmekit::detail::plain_f
     template <typename FormatContext>
     auto format(const nvmekit::spec::connect_command& value, FormatContext& ctx) const -> decltype(ctx.out())
     {
-        auto out = fmt::format_to(ctx.out(), "CONNECT cid={} qid={} sqsize={} kato={} recfmt={}", value.command_id(),
-                                  value.qid, value.sqsize, value.kato, value.recfmt);
+        auto out = fmt::format_to(ctx.out(), "CONNECT cid={} qid={} sqsize={} kato={} recfmt={}",
+                                  value.command_id(), value.qid, value.sqsize, value.kato, value.recfmt);
         if (value.cattr.raw != 0) {
             out = fmt::format_to(out, " cattr={:#x}", value.cattr.raw);
         }
@@ -42,9 +42,11 @@ struct fmt::formatter<nvmekit::spec::connect_command> : nvmekit::detail::plain_f
 template <>
 struct fmt::formatter<nvmekit::spec::property_get_command> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::property_get_command& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::property_get_command& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
-        auto out = fmt::format_to(ctx.out(), "PROPERTY_GET cid={} ofst={:#x} ", value.command_id(), value.ofst);
+        auto out =
+            fmt::format_to(ctx.out(), "PROPERTY_GET cid={} ofst={:#x} ", value.command_id(), value.ofst);
         return nvmekit::detail::format_property_size(out, value.size());
     }
 };
@@ -53,9 +55,11 @@ struct fmt::formatter<nvmekit::spec::property_get_command> : nvmekit::detail::pl
 template <>
 struct fmt::formatter<nvmekit::spec::property_set_command> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::property_set_command& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::property_set_command& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
-        auto out = fmt::format_to(ctx.out(), "PROPERTY_SET cid={} ofst={:#x} ", value.command_id(), value.ofst);
+        auto out =
+            fmt::format_to(ctx.out(), "PROPERTY_SET cid={} ofst={:#x} ", value.command_id(), value.ofst);
         out = nvmekit::detail::format_property_size(out, value.size());
         return fmt::format_to(out, " value={:#x}", value.value);
     }
@@ -65,7 +69,8 @@ struct fmt::formatter<nvmekit::spec::property_set_command> : nvmekit::detail::pl
 template <>
 struct fmt::formatter<nvmekit::spec::disconnect_command> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::disconnect_command& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::disconnect_command& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         return fmt::format_to(ctx.out(), "DISCONNECT cid={} recfmt={}", value.command_id(), value.recfmt);
     }
@@ -78,8 +83,8 @@ struct fmt::formatter<nvmekit::spec::authentication_send_command> : nvmekit::det
     auto format(const nvmekit::spec::authentication_send_command& value, FormatContext& ctx) const
         -> decltype(ctx.out())
     {
-        return fmt::format_to(ctx.out(), "AUTH_SEND cid={} secp={:#x} spsp0={:#x} spsp1={:#x} tl={}", value.command_id(),
-                              value.secp, value.spsp0, value.spsp1, value.tl);
+        return fmt::format_to(ctx.out(), "AUTH_SEND cid={} secp={:#x} spsp0={:#x} spsp1={:#x} tl={}",
+                              value.command_id(), value.secp, value.spsp0, value.spsp1, value.tl);
     }
 };
 
@@ -107,11 +112,14 @@ struct fmt::formatter<nvmekit::spec::fabrics_command> : nvmekit::detail::plain_f
         case spec::fabrics_command_type::connect:
             return fmt::format_to(ctx.out(), "{}", spec::fabrics_command_cast<spec::connect_command>(value));
         case spec::fabrics_command_type::property_get:
-            return fmt::format_to(ctx.out(), "{}", spec::fabrics_command_cast<spec::property_get_command>(value));
+            return fmt::format_to(ctx.out(), "{}",
+                                  spec::fabrics_command_cast<spec::property_get_command>(value));
         case spec::fabrics_command_type::property_set:
-            return fmt::format_to(ctx.out(), "{}", spec::fabrics_command_cast<spec::property_set_command>(value));
+            return fmt::format_to(ctx.out(), "{}",
+                                  spec::fabrics_command_cast<spec::property_set_command>(value));
         case spec::fabrics_command_type::disconnect:
-            return fmt::format_to(ctx.out(), "{}", spec::fabrics_command_cast<spec::disconnect_command>(value));
+            return fmt::format_to(ctx.out(), "{}",
+                                  spec::fabrics_command_cast<spec::disconnect_command>(value));
         case spec::fabrics_command_type::authentication_send:
             return fmt::format_to(ctx.out(), "{}",
                                   spec::fabrics_command_cast<spec::authentication_send_command>(value));
@@ -131,8 +139,8 @@ struct fmt::formatter<nvmekit::spec::connect_data> : nvmekit::detail::plain_form
     auto format(const nvmekit::spec::connect_data& value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         auto out = nvmekit::detail::uuid_bytes(fmt::format_to(ctx.out(), "hostid="), value.hostid);
-        return fmt::format_to(out, " cntlid={:#x} subnqn=\"{}\" hostnqn=\"{}\"", value.cntlid, value.subsystem_nqn(),
-                              value.host_nqn());
+        return fmt::format_to(out, " cntlid={:#x} subnqn=\"{}\" hostnqn=\"{}\"", value.cntlid,
+                              value.subsystem_nqn(), value.host_nqn());
     }
 };
 
@@ -174,7 +182,8 @@ struct fmt::formatter<nvmekit::spec::connect_attributes> : nvmekit::detail::plai
     auto format(nvmekit::spec::connect_attributes value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using nvmekit::spec::connect_attributes;
-        return fmt::format_to(ctx.out(), "priority={} disable_sqfc={:d}", value.get(connect_attributes::priority_class),
+        return fmt::format_to(ctx.out(), "priority={} disable_sqfc={:d}",
+                              value.get(connect_attributes::priority_class),
                               value.get(connect_attributes::disable_sq_flow_control));
     }
 };
@@ -188,11 +197,10 @@ struct fmt::formatter<nvmekit::spec::connect_invalid_parameter_dword0> : nvmekit
         -> decltype(ctx.out())
     {
         using nvmekit::spec::connect_invalid_parameter_dword0;
-        return fmt::format_to(ctx.out(), "ipo={:#x} iattr=0x{:02x} ({})",
-                              value.get(connect_invalid_parameter_dword0::ipo),
-                              value.get(connect_invalid_parameter_dword0::iattr),
-                              value.get(connect_invalid_parameter_dword0::in_connect_data) ? "connect data"
-                                                                                           : "command");
+        return fmt::format_to(
+            ctx.out(), "ipo={:#x} iattr=0x{:02x} ({})", value.get(connect_invalid_parameter_dword0::ipo),
+            value.get(connect_invalid_parameter_dword0::iattr),
+            value.get(connect_invalid_parameter_dword0::in_connect_data) ? "connect data" : "command");
     }
 };
 
@@ -257,9 +265,11 @@ struct fmt::formatter<nvmekit::spec::discovery_entry_flags> : nvmekit::detail::p
 template <>
 struct fmt::formatter<nvmekit::spec::discovery_log_header> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::discovery_log_header& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::discovery_log_header& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
-        return fmt::format_to(ctx.out(), "genctr={} numrec={} recfmt={}", value.genctr, value.numrec, value.recfmt);
+        return fmt::format_to(ctx.out(), "genctr={} numrec={} recfmt={}", value.genctr, value.numrec,
+                              value.recfmt);
     }
 };
 
@@ -268,10 +278,13 @@ struct fmt::formatter<nvmekit::spec::discovery_log_header> : nvmekit::detail::pl
 template <>
 struct fmt::formatter<nvmekit::spec::discovery_log_entry> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::discovery_log_entry& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::discovery_log_entry& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
-        return fmt::format_to(ctx.out(), "trtype={} adrfam={} subtype={} portid={} cntlid={:#x} traddr={} trsvcid={} subnqn=\"{}\"",
-                              value.trtype, value.adrfam, value.subtype, value.portid, value.cntlid, value.address(),
-                              value.service_id(), value.subsystem_nqn());
+        return fmt::format_to(
+            ctx.out(),
+            "trtype={} adrfam={} subtype={} portid={} cntlid={:#x} traddr={} trsvcid={} subnqn=\"{}\"",
+            value.trtype, value.adrfam, value.subtype, value.portid, value.cntlid, value.address(),
+            value.service_id(), value.subsystem_nqn());
     }
 };

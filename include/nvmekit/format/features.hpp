@@ -58,7 +58,8 @@ struct fmt::formatter<nvmekit::spec::arbitration> : nvmekit::detail::plain_forma
     {
         using nvmekit::spec::arbitration;
         return fmt::format_to(ctx.out(), "ab={} lpw={} mpw={} hpw={}", value.get(arbitration::ab),
-                              value.get(arbitration::lpw), value.get(arbitration::mpw), value.get(arbitration::hpw));
+                              value.get(arbitration::lpw), value.get(arbitration::mpw),
+                              value.get(arbitration::hpw));
     }
 };
 
@@ -126,10 +127,11 @@ struct fmt::formatter<nvmekit::spec::lba_range_attributes> : nvmekit::detail::pl
 template <>
 struct fmt::formatter<nvmekit::spec::lba_range_type_entry> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::lba_range_type_entry& entry, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::lba_range_type_entry& entry, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
-        return fmt::format_to(ctx.out(), "type={} attributes={} slba=0x{:x} nlb={}", entry.type, entry.attributes,
-                              entry.slba, entry.nlb);
+        return fmt::format_to(ctx.out(), "type={} attributes={} slba=0x{:x} nlb={}", entry.type,
+                              entry.attributes, entry.slba, entry.nlb);
     }
 };
 
@@ -174,8 +176,9 @@ struct fmt::formatter<nvmekit::spec::temperature_threshold> : nvmekit::detail::p
     auto format(nvmekit::spec::temperature_threshold value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using nvmekit::spec::temperature_threshold;
-        return fmt::format_to(ctx.out(), "tmpth={} tmpsel={} thsel={}", value.get(temperature_threshold::tmpth),
-                              value.get(temperature_threshold::tmpsel), value.get(temperature_threshold::thsel));
+        return fmt::format_to(
+            ctx.out(), "tmpth={} tmpsel={} thsel={}", value.get(temperature_threshold::tmpth),
+            value.get(temperature_threshold::tmpsel), value.get(temperature_threshold::thsel));
     }
 };
 
@@ -185,8 +188,8 @@ struct fmt::formatter<nvmekit::spec::error_recovery> : nvmekit::detail::plain_fo
     template <typename FormatContext>
     auto format(nvmekit::spec::error_recovery value, FormatContext& ctx) const -> decltype(ctx.out())
     {
-        using nvmekit::spec::error_recovery;
         using nvmekit::detail::features_format::bit;
+        using nvmekit::spec::error_recovery;
         return fmt::format_to(ctx.out(), "tler={} dulbe={}", value.get(error_recovery::tler),
                               bit(value.get(error_recovery::dulbe)));
     }
@@ -231,10 +234,11 @@ struct fmt::formatter<nvmekit::spec::interrupt_coalescing> : nvmekit::detail::pl
 template <>
 struct fmt::formatter<nvmekit::spec::interrupt_vector_configuration> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(nvmekit::spec::interrupt_vector_configuration value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(nvmekit::spec::interrupt_vector_configuration value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
-        using nvmekit::spec::interrupt_vector_configuration;
         using nvmekit::detail::features_format::bit;
+        using nvmekit::spec::interrupt_vector_configuration;
         return fmt::format_to(ctx.out(), "iv={} cd={}", value.get(interrupt_vector_configuration::iv),
                               bit(value.get(interrupt_vector_configuration::cd)));
     }
@@ -256,7 +260,8 @@ struct fmt::formatter<nvmekit::spec::write_atomicity_normal> : nvmekit::detail::
 template <>
 struct fmt::formatter<nvmekit::spec::async_event_configuration> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(nvmekit::spec::async_event_configuration value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(nvmekit::spec::async_event_configuration value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         using config = nvmekit::spec::async_event_configuration;
         auto out = fmt::format_to(ctx.out(), "smart=0x{:02x}", value.get(config::smart_critical_warnings));
@@ -295,7 +300,8 @@ struct fmt::formatter<nvmekit::spec::apst_entry> : nvmekit::detail::plain_format
     auto format(nvmekit::spec::apst_entry value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using nvmekit::spec::apst_entry;
-        return fmt::format_to(ctx.out(), "itps={} itpt={}", value.get(apst_entry::itps), value.get(apst_entry::itpt));
+        return fmt::format_to(ctx.out(), "itps={} itpt={}", value.get(apst_entry::itps),
+                              value.get(apst_entry::itpt));
     }
 };
 
@@ -305,8 +311,8 @@ struct fmt::formatter<nvmekit::spec::host_memory_buffer> : nvmekit::detail::plai
     template <typename FormatContext>
     auto format(nvmekit::spec::host_memory_buffer value, FormatContext& ctx) const -> decltype(ctx.out())
     {
-        using nvmekit::spec::host_memory_buffer;
         using nvmekit::detail::features_format::bit;
+        using nvmekit::spec::host_memory_buffer;
         return fmt::format_to(ctx.out(), "ehm={} mr={}", bit(value.get(host_memory_buffer::ehm)),
                               bit(value.get(host_memory_buffer::mr)));
     }
@@ -332,8 +338,8 @@ struct fmt::formatter<nvmekit::spec::timestamp_attributes> : nvmekit::detail::pl
     template <typename FormatContext>
     auto format(nvmekit::spec::timestamp_attributes value, FormatContext& ctx) const -> decltype(ctx.out())
     {
-        using nvmekit::spec::timestamp_attributes;
         using nvmekit::detail::features_format::bit;
+        using nvmekit::spec::timestamp_attributes;
         return fmt::format_to(ctx.out(), "synch={} origin={}", bit(value.get(timestamp_attributes::synch)),
                               value.get(timestamp_attributes::origin));
     }
@@ -367,7 +373,8 @@ struct fmt::formatter<nvmekit::spec::host_controlled_thermal_management> : nvmek
         -> decltype(ctx.out())
     {
         using nvmekit::spec::host_controlled_thermal_management;
-        return fmt::format_to(ctx.out(), "tmt1={} tmt2={}", value.get(host_controlled_thermal_management::tmt1),
+        return fmt::format_to(ctx.out(), "tmt1={} tmt2={}",
+                              value.get(host_controlled_thermal_management::tmt1),
                               value.get(host_controlled_thermal_management::tmt2));
     }
 };
@@ -389,7 +396,8 @@ struct fmt::formatter<nvmekit::spec::non_operational_power_state_config> : nvmek
 template <>
 struct fmt::formatter<nvmekit::spec::host_behavior_support> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::host_behavior_support& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::host_behavior_support& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         return fmt::format_to(ctx.out(), "acre={} etdas={} lbafee={}", value.acre, value.etdas, value.lbafee);
     }

@@ -124,8 +124,10 @@ NVMEKIT_END_NAMESPACE
 
 /// `Identify Controller`, or `Reserved (0x1f)` for a reserved value.
 template <>
+// clang-format off
 struct fmt::formatter<nvmekit::spec::cns>
     : nvmekit::detail::name_or_reserved_formatter<nvmekit::spec::cns> {};
+// clang-format on
 
 /// `NVM`, `Key Value`, `Zoned Namespace`, or `Reserved (0x05)`.
 template <>
@@ -164,19 +166,20 @@ struct fmt::formatter<nvmekit::spec::lba_format> : nvmekit::detail::plain_format
 template <>
 struct fmt::formatter<nvmekit::spec::power_state_descriptor> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::power_state_descriptor& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::power_state_descriptor& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         using nvmekit::spec::power_state_flags;
         using nvmekit::spec::power_state_relative;
         const bool fine_scale = value.flags.get(power_state_flags::max_power_scale);
         const unsigned divisor = fine_scale ? 10000U : 100U;
-        auto out = fmt::format_to(ctx.out(), "mp:{}.{:0{}}W {}", value.mp / divisor, value.mp % divisor,
-                                  fine_scale ? 4 : 2,
-                                  value.flags.get(power_state_flags::non_operational) ? "non-operational"
-                                                                                       : "operational");
-        return fmt::format_to(out, " enlat:{} exlat:{} rrt:{} rrl:{} rwt:{} rwl:{}", value.enlat, value.exlat,
-                              value.rrt.get(power_state_relative::value), value.rrl.get(power_state_relative::value),
-                              value.rwt.get(power_state_relative::value), value.rwl.get(power_state_relative::value));
+        auto out = fmt::format_to(
+            ctx.out(), "mp:{}.{:0{}}W {}", value.mp / divisor, value.mp % divisor, fine_scale ? 4 : 2,
+            value.flags.get(power_state_flags::non_operational) ? "non-operational" : "operational");
+        return fmt::format_to(
+            out, " enlat:{} exlat:{} rrt:{} rrl:{} rwt:{} rwl:{}", value.enlat, value.exlat,
+            value.rrt.get(power_state_relative::value), value.rrl.get(power_state_relative::value),
+            value.rwt.get(power_state_relative::value), value.rwl.get(power_state_relative::value));
     }
 };
 
@@ -189,45 +192,51 @@ struct fmt::formatter<nvmekit::spec::power_state_descriptor> : nvmekit::detail::
 template <>
 struct fmt::formatter<nvmekit::spec::identify_controller> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::identify_controller& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::identify_controller& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
-        auto out = fmt::format_to(ctx.out(), "vid 0x{:04x} ssvid 0x{:04x} sn {:?} mn {:?} fr {:?}\n", value.vid,
-                                  value.ssvid, value.serial_number(), value.model_number(), value.firmware_revision());
-        out = fmt::format_to(out, "cntlid {} ver {}.{}.{} cntrltype {} mdts {} nn {} oaes 0x{:08x} ctratt 0x{:08x}\n",
-                             value.cntlid, value.ver >> 16, (value.ver >> 8) & 0xffU, value.ver & 0xffU,
-                             value.cntrltype, value.mdts, value.nn, value.oaes.raw, value.ctratt.raw);
-        out = fmt::format_to(out,
-                             "oacs 0x{:04x} oncs 0x{:04x} frmw 0x{:02x} lpa 0x{:02x} vwc 0x{:02x} sqes 0x{:02x} "
-                             "cqes 0x{:02x} sgls 0x{:08x}\n",
-                             value.oacs.raw, value.oncs.raw, value.frmw.raw, value.lpa.raw, value.vwc.raw,
-                             value.sqes.raw, value.cqes.raw, value.sgls.raw);
+        auto out = fmt::format_to(ctx.out(), "vid 0x{:04x} ssvid 0x{:04x} sn {:?} mn {:?} fr {:?}\n",
+                                  value.vid, value.ssvid, value.serial_number(), value.model_number(),
+                                  value.firmware_revision());
+        out = fmt::format_to(
+            out, "cntlid {} ver {}.{}.{} cntrltype {} mdts {} nn {} oaes 0x{:08x} ctratt 0x{:08x}\n",
+            value.cntlid, value.ver >> 16, (value.ver >> 8) & 0xffU, value.ver & 0xffU, value.cntrltype,
+            value.mdts, value.nn, value.oaes.raw, value.ctratt.raw);
+        out = fmt::format_to(
+            out,
+            "oacs 0x{:04x} oncs 0x{:04x} frmw 0x{:02x} lpa 0x{:02x} vwc 0x{:02x} sqes 0x{:02x} "
+            "cqes 0x{:02x} sgls 0x{:08x}\n",
+            value.oacs.raw, value.oncs.raw, value.frmw.raw, value.lpa.raw, value.vwc.raw, value.sqes.raw,
+            value.cqes.raw, value.sgls.raw);
         return fmt::format_to(out, "subnqn {:?}", value.subsystem_nqn());
     }
 };
 
 /// Two lines, then one line per LBA format up to NLBAF (no trailing newline):
 ///
-///     nsze 0x200000 ncap 0x200000 nuse 0x1000 nsfeat 0x00 nlbaf 1 flbas 0x01 mc 0x00 dpc 0x00 dps 0x00 nmic 0x00
-///     nguid 000102030405060708090a0b0c0d0e0f eui64 0011223344556677
-///     lbaf0 ms:0 lbads:9 rp:0
-///     lbaf1 ms:0 lbads:12 rp:0 (in use)
+///     nsze 0x200000 ncap 0x200000 nuse 0x1000 nsfeat 0x00 nlbaf 1 flbas 0x01 mc 0x00 dpc 0x00 dps 0x00 nmic
+///     0x00 nguid 000102030405060708090a0b0c0d0e0f eui64 0011223344556677 lbaf0 ms:0 lbads:9 rp:0 lbaf1 ms:0
+///     lbads:12 rp:0 (in use)
 template <>
 struct fmt::formatter<nvmekit::spec::identify_namespace> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::identify_namespace& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::identify_namespace& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
-        auto out = fmt::format_to(ctx.out(),
-                                  "nsze 0x{:x} ncap 0x{:x} nuse 0x{:x} nsfeat 0x{:02x} nlbaf {} flbas 0x{:02x} "
-                                  "mc 0x{:02x} dpc 0x{:02x} dps 0x{:02x} nmic 0x{:02x}\nnguid ",
-                                  value.nsze, value.ncap, value.nuse, value.nsfeat.raw, value.nlbaf, value.flbas.raw,
-                                  value.mc.raw, value.dpc.raw, value.dps.raw, value.nmic.raw);
+        auto out =
+            fmt::format_to(ctx.out(),
+                           "nsze 0x{:x} ncap 0x{:x} nuse 0x{:x} nsfeat 0x{:02x} nlbaf {} flbas 0x{:02x} "
+                           "mc 0x{:02x} dpc 0x{:02x} dps 0x{:02x} nmic 0x{:02x}\nnguid ",
+                           value.nsze, value.ncap, value.nuse, value.nsfeat.raw, value.nlbaf, value.flbas.raw,
+                           value.mc.raw, value.dpc.raw, value.dps.raw, value.nmic.raw);
         out = nvmekit::detail::hex_bytes(out, value.nguid);
         out = fmt::format_to(out, " eui64 ");
         out = nvmekit::detail::hex_bytes(out, value.eui64);
         const std::size_t in_use = value.flbas.format_index();
         const std::size_t last = std::min<std::size_t>(value.nlbaf, value.lbaf.size() - 1);
         for (std::size_t index = 0; index <= last; ++index) {
-            out = fmt::format_to(out, "\nlbaf{} {}{}", index, value.lbaf[index], index == in_use ? " (in use)" : "");
+            out = fmt::format_to(out, "\nlbaf{} {}{}", index, value.lbaf[index],
+                                 index == in_use ? " (in use)" : "");
         }
         return out;
     }
@@ -237,17 +246,19 @@ struct fmt::formatter<nvmekit::spec::identify_namespace> : nvmekit::detail::plai
 template <>
 struct fmt::formatter<nvmekit::spec::nvm_identify_controller> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::nvm_identify_controller& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::nvm_identify_controller& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
-        return fmt::format_to(ctx.out(), "vsl {} wzsl {} wusl {} dmrl {} dmrsl {} dmsl {}", value.vsl, value.wzsl,
-                              value.wusl, value.dmrl, value.dmrsl, value.dmsl);
+        return fmt::format_to(ctx.out(), "vsl {} wzsl {} wusl {} dmrl {} dmrsl {} dmsl {}", value.vsl,
+                              value.wzsl, value.wusl, value.dmrl, value.dmrsl, value.dmsl);
     }
 };
 
 /// `not_reported`, `0.0001W`, `0.01W`, or `0x3` (reserved): the unit of a power field.
 template <>
 struct fmt::formatter<nvmekit::spec::power_scale>
-    : nvmekit::detail::label_or_hex_formatter<nvmekit::spec::power_scale, nvmekit::detail::identify_format::label> {};
+    : nvmekit::detail::label_or_hex_formatter<nvmekit::spec::power_scale,
+                                              nvmekit::detail::identify_format::label> {};
 
 /// `0x03 [mxps nops]`.
 template <>
@@ -298,7 +309,8 @@ struct fmt::formatter<nvmekit::spec::active_power_attributes> : nvmekit::detail:
 template <>
 struct fmt::formatter<nvmekit::spec::controller_multipath_caps> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(nvmekit::spec::controller_multipath_caps value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(nvmekit::spec::controller_multipath_caps value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         using caps = nvmekit::spec::controller_multipath_caps;
         return nvmekit::detail::flag_word(ctx.out(), value.raw,
@@ -415,7 +427,8 @@ struct fmt::formatter<nvmekit::spec::queue_entry_sizes> : nvmekit::detail::plain
     auto format(nvmekit::spec::queue_entry_sizes value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using sizes = nvmekit::spec::queue_entry_sizes;
-        return fmt::format_to(ctx.out(), "required={} max={}", value.get(sizes::required), value.get(sizes::maximum));
+        return fmt::format_to(ctx.out(), "required={} max={}", value.get(sizes::required),
+                              value.get(sizes::maximum));
     }
 };
 
@@ -475,7 +488,8 @@ struct fmt::formatter<nvmekit::spec::flush_broadcast>
 template <>
 struct fmt::formatter<nvmekit::spec::volatile_write_cache_support> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(nvmekit::spec::volatile_write_cache_support value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(nvmekit::spec::volatile_write_cache_support value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         using support = nvmekit::spec::volatile_write_cache_support;
         return fmt::format_to(ctx.out(), "present={:d} flush_broadcast={}", value.get(support::present),
@@ -500,10 +514,10 @@ struct fmt::formatter<nvmekit::spec::sgl_support> : nvmekit::detail::plain_forma
         return fmt::format_to(ctx.out(),
                               "support={} keyed={:d} bit_bucket={:d} byte_aligned_mptr={:d} oversized={:d} "
                               "mptr_sgl={:d} address_offset={:d} transport={:d}",
-                              value.get(sgls::support), value.get(sgls::keyed_data_block), value.get(sgls::bit_bucket),
-                              value.get(sgls::metadata_byte_aligned), value.get(sgls::length_larger_than_data),
-                              value.get(sgls::metadata_sgl), value.get(sgls::address_as_offset),
-                              value.get(sgls::transport_data_block));
+                              value.get(sgls::support), value.get(sgls::keyed_data_block),
+                              value.get(sgls::bit_bucket), value.get(sgls::metadata_byte_aligned),
+                              value.get(sgls::length_larger_than_data), value.get(sgls::metadata_sgl),
+                              value.get(sgls::address_as_offset), value.get(sgls::transport_data_block));
     }
 };
 
@@ -582,7 +596,8 @@ struct fmt::formatter<nvmekit::spec::protection_settings> : nvmekit::detail::pla
     auto format(nvmekit::spec::protection_settings value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using settings = nvmekit::spec::protection_settings;
-        return fmt::format_to(ctx.out(), "pit={} pip={:d}", value.get(settings::type), value.get(settings::first_bytes));
+        return fmt::format_to(ctx.out(), "pit={} pip={:d}", value.get(settings::type),
+                              value.get(settings::first_bytes));
     }
 };
 
@@ -590,10 +605,11 @@ struct fmt::formatter<nvmekit::spec::protection_settings> : nvmekit::detail::pla
 template <>
 struct fmt::formatter<nvmekit::spec::namespace_multipath_caps> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(nvmekit::spec::namespace_multipath_caps value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(nvmekit::spec::namespace_multipath_caps value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
-        return nvmekit::detail::flag_word(ctx.out(), value.raw,
-                                          {{value.get(nvmekit::spec::namespace_multipath_caps::shared), "shared"}});
+        return nvmekit::detail::flag_word(
+            ctx.out(), value.raw, {{value.get(nvmekit::spec::namespace_multipath_caps::shared), "shared"}});
     }
 };
 
@@ -601,7 +617,8 @@ struct fmt::formatter<nvmekit::spec::namespace_multipath_caps> : nvmekit::detail
 template <>
 struct fmt::formatter<nvmekit::spec::reservation_capabilities> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(nvmekit::spec::reservation_capabilities value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(nvmekit::spec::reservation_capabilities value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         using caps = nvmekit::spec::reservation_capabilities;
         return nvmekit::detail::flag_word(ctx.out(), value.raw,
@@ -642,8 +659,8 @@ struct fmt::formatter<nvmekit::spec::deallocate_features> : nvmekit::detail::pla
     {
         using features = nvmekit::spec::deallocate_features;
         return fmt::format_to(ctx.out(), "read={} write_zeroes={:d} guard_crc={:d}",
-                              value.get(features::read_behavior), value.get(features::write_zeroes_deallocate),
-                              value.get(features::guard_crc));
+                              value.get(features::read_behavior),
+                              value.get(features::write_zeroes_deallocate), value.get(features::guard_crc));
     }
 };
 
@@ -654,7 +671,8 @@ struct fmt::formatter<nvmekit::spec::namespace_attributes> : nvmekit::detail::pl
     auto format(nvmekit::spec::namespace_attributes value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         return nvmekit::detail::flag_word(
-            ctx.out(), value.raw, {{value.get(nvmekit::spec::namespace_attributes::write_protected), "write_protected"}});
+            ctx.out(), value.raw,
+            {{value.get(nvmekit::spec::namespace_attributes::write_protected), "write_protected"}});
     }
 };
 
@@ -696,7 +714,8 @@ struct fmt::formatter<nvmekit::spec::protection_information_capabilities> : nvme
 template <>
 struct fmt::formatter<nvmekit::spec::nvm_identify_namespace> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::nvm_identify_namespace& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::nvm_identify_namespace& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         auto out = fmt::format_to(ctx.out(), "lbstm={:#x} pic={:#x}", value.lbstm, value.pic.raw);
         for (std::size_t index = 0; index < value.elbaf.size(); ++index) {
@@ -727,11 +746,12 @@ struct fmt::formatter<nvmekit::spec::independent_identify_namespace> : nvmekit::
     auto format(const nvmekit::spec::independent_identify_namespace& value, FormatContext& ctx) const
         -> decltype(ctx.out())
     {
-        return fmt::format_to(ctx.out(),
-                              "nsfeat 0x{:02x} nmic 0x{:02x} rescap 0x{:02x} fpi 0x{:02x} anagrpid {} nsattr 0x{:02x} "
-                              "nvmsetid {} endgid {} nstat 0x{:02x}",
-                              value.nsfeat.raw, value.nmic.raw, value.rescap.raw, value.fpi.raw, value.anagrpid,
-                              value.nsattr.raw, value.nvmsetid, value.endgid, value.nstat.raw);
+        return fmt::format_to(
+            ctx.out(),
+            "nsfeat 0x{:02x} nmic 0x{:02x} rescap 0x{:02x} fpi 0x{:02x} anagrpid {} nsattr 0x{:02x} "
+            "nvmsetid {} endgid {} nstat 0x{:02x}",
+            value.nsfeat.raw, value.nmic.raw, value.rescap.raw, value.fpi.raw, value.anagrpid,
+            value.nsattr.raw, value.nvmsetid, value.endgid, value.nstat.raw);
     }
 };
 
@@ -739,7 +759,8 @@ struct fmt::formatter<nvmekit::spec::independent_identify_namespace> : nvmekit::
 template <>
 struct fmt::formatter<nvmekit::spec::active_namespace_id_list> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::active_namespace_id_list& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::active_namespace_id_list& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         return nvmekit::detail::id_list(fmt::format_to(ctx.out(), "nsids="),
                                         std::span<const std::uint32_t>{value.nsids}.first(value.size()));
@@ -772,10 +793,11 @@ struct fmt::formatter<nvmekit::spec::namespace_id_descriptor_header> : nvmekit::
 /// `uuid=00112233-4455-6677-8899-aabbccddeeff`, `csi=nvm`. A reserved type, or an identifier of
 /// the wrong length, prints the type in hex and the bytes: `0x5=aabb`, `uuid=0011`.
 template <>
-struct fmt::formatter<nvmekit::spec::namespace_id_descriptor_list::descriptor> : nvmekit::detail::plain_formatter {
+struct fmt::formatter<nvmekit::spec::namespace_id_descriptor_list::descriptor>
+    : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::namespace_id_descriptor_list::descriptor& value, FormatContext& ctx) const
-        -> decltype(ctx.out())
+    auto format(const nvmekit::spec::namespace_id_descriptor_list::descriptor& value,
+                FormatContext& ctx) const -> decltype(ctx.out())
     {
         namespace spec = nvmekit::spec;
         namespace detail = nvmekit::detail;
@@ -792,10 +814,10 @@ struct fmt::formatter<nvmekit::spec::namespace_id_descriptor_list::descriptor> :
         case spec::namespace_id_type::csi:
             out = fmt::format_to(out, "csi=");
             if (value.id.size() == 1) {
-                return detail::text_or_hex(out,
-                                           detail::identify_format::label(
-                                               static_cast<spec::command_set_identifier>(value.id[0])),
-                                           value.id[0]);
+                return detail::text_or_hex(
+                    out,
+                    detail::identify_format::label(static_cast<spec::command_set_identifier>(value.id[0])),
+                    value.id[0]);
             }
             break;
         default: out = fmt::format_to(out, "{:#x}=", static_cast<unsigned>(value.type)); break;
@@ -834,10 +856,11 @@ struct fmt::formatter<nvmekit::spec::io_command_set_vector> : nvmekit::detail::p
         using vector = nvmekit::spec::io_command_set_vector;
         using nvmekit::detail::identify_format::label;
         using nvmekit::spec::command_set_identifier;
-        return nvmekit::detail::flag_word(ctx.out(), value.raw,
-                                          {{value.get(vector::nvm), label(command_set_identifier::nvm)},
-                                           {value.get(vector::key_value), label(command_set_identifier::key_value)},
-                                           {value.get(vector::zoned), label(command_set_identifier::zoned)}});
+        return nvmekit::detail::flag_word(
+            ctx.out(), value.raw,
+            {{value.get(vector::nvm), label(command_set_identifier::nvm)},
+             {value.get(vector::key_value), label(command_set_identifier::key_value)},
+             {value.get(vector::zoned), label(command_set_identifier::zoned)}});
     }
 };
 
@@ -846,7 +869,8 @@ struct fmt::formatter<nvmekit::spec::io_command_set_vector> : nvmekit::detail::p
 template <>
 struct fmt::formatter<nvmekit::spec::identify_io_command_set> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::identify_io_command_set& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::identify_io_command_set& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         auto out = ctx.out();
         const char* separator = "";

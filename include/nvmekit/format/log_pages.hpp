@@ -41,7 +41,8 @@ struct fmt::formatter<nvmekit::spec::log_page_id>
 template <>
 struct fmt::formatter<nvmekit::spec::parameter_error_location> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(nvmekit::spec::parameter_error_location value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(nvmekit::spec::parameter_error_location value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         using nvmekit::spec::parameter_error_location;
         if (value.raw == nvmekit::spec::error_field_not_applicable) {
@@ -56,10 +57,12 @@ struct fmt::formatter<nvmekit::spec::parameter_error_location> : nvmekit::detail
 template <>
 struct fmt::formatter<nvmekit::spec::error_information_entry> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::error_information_entry& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::error_information_entry& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         return fmt::format_to(ctx.out(), "error_count={} sqid={} cid=0x{:x} status={} lba=0x{:x} nsid={}",
-                              value.error_count, value.sqid, value.cid, value.status(), value.lba, value.nsid);
+                              value.error_count, value.sqid, value.cid, value.status(), value.lba,
+                              value.nsid);
     }
 };
 
@@ -87,7 +90,8 @@ struct fmt::formatter<nvmekit::spec::smart_critical_warning> : nvmekit::detail::
 template <>
 struct fmt::formatter<nvmekit::spec::endurance_group_critical_warning> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(nvmekit::spec::endurance_group_critical_warning value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(nvmekit::spec::endurance_group_critical_warning value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         using warning = nvmekit::spec::endurance_group_critical_warning;
         return nvmekit::detail::flag_word(
@@ -112,9 +116,11 @@ struct fmt::formatter<nvmekit::spec::smart_health_log> : nvmekit::detail::plain_
         out = fmt::format_to(out, "{:<27} : {}\n", "critical_warning", log.critical_warning);
         out = fmt::format_to(out, "{:<27} : {} K ({} C)\n", "temperature", kelvin, celsius(kelvin));
         out = fmt::format_to(out, "{:<27} : {}%\n", "available_spare", log.available_spare);
-        out = fmt::format_to(out, "{:<27} : {}%\n", "available_spare_threshold", log.available_spare_threshold);
+        out =
+            fmt::format_to(out, "{:<27} : {}%\n", "available_spare_threshold", log.available_spare_threshold);
         out = fmt::format_to(out, "{:<27} : {}%\n", "percentage_used", log.percentage_used);
-        out = fmt::format_to(out, "{:<27} : {}\n", "endurance_group_warning", log.endurance_group_warning_summary);
+        out = fmt::format_to(out, "{:<27} : {}\n", "endurance_group_warning",
+                             log.endurance_group_warning_summary);
         out = fmt::format_to(out, "{:<27} : {}\n", "data_units_read", log.data_units_read);
         out = fmt::format_to(out, "{:<27} : {}\n", "data_units_written", log.data_units_written);
         out = fmt::format_to(out, "{:<27} : {}\n", "host_read_commands", log.host_read_commands);
@@ -126,17 +132,23 @@ struct fmt::formatter<nvmekit::spec::smart_health_log> : nvmekit::detail::plain_
         out = fmt::format_to(out, "{:<27} : {}\n", "media_errors", log.media_errors);
         out = fmt::format_to(out, "{:<27} : {}\n", "num_err_log_entries", log.error_log_entries);
         out = fmt::format_to(out, "{:<27} : {}\n", "warning_temperature_time", log.warning_temperature_time);
-        out = fmt::format_to(out, "{:<27} : {}\n", "critical_temperature_time", log.critical_temperature_time);
+        out =
+            fmt::format_to(out, "{:<27} : {}\n", "critical_temperature_time", log.critical_temperature_time);
         for (std::size_t i = 0; i < log.temperature_sensors.size(); ++i) {
             const std::uint16_t sensor = log.temperature_sensors[i];
             if (sensor != 0) {
-                out = fmt::format_to(out, "temperature_sensor_{:<8} : {} K ({} C)\n", i + 1, sensor, celsius(sensor));
+                out = fmt::format_to(out, "temperature_sensor_{:<8} : {} K ({} C)\n", i + 1, sensor,
+                                     celsius(sensor));
             }
         }
-        out = fmt::format_to(out, "{:<27} : {}\n", "thermal_mgmt_t1_transitions", log.thermal_management_temp1_transitions);
-        out = fmt::format_to(out, "{:<27} : {}\n", "thermal_mgmt_t2_transitions", log.thermal_management_temp2_transitions);
-        out = fmt::format_to(out, "{:<27} : {}\n", "thermal_mgmt_t1_total_time", log.thermal_management_temp1_total_time);
-        return fmt::format_to(out, "{:<27} : {}", "thermal_mgmt_t2_total_time", log.thermal_management_temp2_total_time);
+        out = fmt::format_to(out, "{:<27} : {}\n", "thermal_mgmt_t1_transitions",
+                             log.thermal_management_temp1_transitions);
+        out = fmt::format_to(out, "{:<27} : {}\n", "thermal_mgmt_t2_transitions",
+                             log.thermal_management_temp2_transitions);
+        out = fmt::format_to(out, "{:<27} : {}\n", "thermal_mgmt_t1_total_time",
+                             log.thermal_management_temp1_total_time);
+        return fmt::format_to(out, "{:<27} : {}", "thermal_mgmt_t2_total_time",
+                              log.thermal_management_temp2_total_time);
     }
 };
 
@@ -147,7 +159,8 @@ struct fmt::formatter<nvmekit::spec::active_firmware_info> : nvmekit::detail::pl
     auto format(nvmekit::spec::active_firmware_info value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using nvmekit::spec::active_firmware_info;
-        return fmt::format_to(ctx.out(), "active_slot={} next_slot={}", value.get(active_firmware_info::active_slot),
+        return fmt::format_to(ctx.out(), "active_slot={} next_slot={}",
+                              value.get(active_firmware_info::active_slot),
                               value.get(active_firmware_info::next_slot));
     }
 };
@@ -173,10 +186,12 @@ struct fmt::formatter<nvmekit::spec::firmware_slot_log> : nvmekit::detail::plain
 template <>
 struct fmt::formatter<nvmekit::spec::changed_namespace_list> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::changed_namespace_list& list, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::changed_namespace_list& list, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         if (list.overflowed()) {
-            return fmt::format_to(ctx.out(), "nsids=[more than {}]", nvmekit::spec::changed_namespace_list::max_entries);
+            return fmt::format_to(ctx.out(), "nsids=[more than {}]",
+                                  nvmekit::spec::changed_namespace_list::max_entries);
         }
         return nvmekit::detail::id_list(fmt::format_to(ctx.out(), "nsids="),
                                         std::span<const std::uint32_t>{list.nsids}.first(list.count()));
@@ -196,9 +211,9 @@ struct fmt::formatter<nvmekit::spec::command_effects> : nvmekit::detail::plain_f
     template <typename FormatContext>
     auto format(nvmekit::spec::command_effects value, FormatContext& ctx) const -> decltype(ctx.out())
     {
-        using nvmekit::spec::command_effects;
         using nvmekit::detail::append_flag;
         using nvmekit::detail::append_flags;
+        using nvmekit::spec::command_effects;
         if (value.raw == 0) {
             return fmt::format_to(ctx.out(), "none");
         }
@@ -236,8 +251,8 @@ struct fmt::formatter<nvmekit::spec::commands_supported_and_effects> : nvmekit::
                 continue;
             }
             const std::string_view opcode_name = name(static_cast<nvmekit::spec::admin_opcode>(opcode));
-            out = fmt::format_to(out, "{}admin 0x{:02x}{}{}: {}", separator, opcode, opcode_name.empty() ? "" : " ",
-                                 opcode_name, log.admin_commands[opcode]);
+            out = fmt::format_to(out, "{}admin 0x{:02x}{}{}: {}", separator, opcode,
+                                 opcode_name.empty() ? "" : " ", opcode_name, log.admin_commands[opcode]);
             separator = "\n";
         }
         for (std::size_t opcode = 0; opcode < log.io_commands.size(); ++opcode) {
@@ -258,25 +273,27 @@ struct fmt::formatter<nvmekit::spec::commands_supported_and_effects> : nvmekit::
 template <>
 struct fmt::formatter<nvmekit::spec::telemetry_log_header> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::telemetry_log_header& header, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::telemetry_log_header& header, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
-        return fmt::format_to(ctx.out(),
-                              "lid=0x{:02x} oui={:06x} da1={} da2={} da3={} da4={} host_gen={} ctrl_avail={} "
-                              "ctrl_gen={}",
-                              header.log_identifier,
-                              nvmekit::spec::load_le<std::uint32_t>(header.ieee_oui, 0),
-                              header.data_area1_last_block, header.data_area2_last_block,
-                              header.data_area3_last_block, header.data_area4_last_block,
-                              header.host_data_generation_number, header.controller_data_available,
-                              header.controller_data_generation_number);
+        return fmt::format_to(
+            ctx.out(),
+            "lid=0x{:02x} oui={:06x} da1={} da2={} da3={} da4={} host_gen={} ctrl_avail={} "
+            "ctrl_gen={}",
+            header.log_identifier, nvmekit::spec::load_le<std::uint32_t>(header.ieee_oui, 0),
+            header.data_area1_last_block, header.data_area2_last_block, header.data_area3_last_block,
+            header.data_area4_last_block, header.host_data_generation_number,
+            header.controller_data_available, header.controller_data_generation_number);
     }
 };
 
 /// Event information names: `Namespace Attribute Changed`, or `Reserved (0x07)`.
 template <typename Event>
+    // clang-format off
     requires std::is_same_v<Event, nvmekit::spec::error_event> || std::is_same_v<Event, nvmekit::spec::smart_health_event>
              || std::is_same_v<Event, nvmekit::spec::notice_event> || std::is_same_v<Event, nvmekit::spec::immediate_event>
 struct fmt::formatter<Event> : nvmekit::detail::name_or_reserved_formatter<Event> {};
+// clang-format on
 
 template <>
 struct fmt::formatter<nvmekit::spec::async_event_type> : nvmekit::detail::plain_formatter {
@@ -316,10 +333,11 @@ struct fmt::formatter<nvmekit::spec::lba_status_action>
 template <>
 struct fmt::formatter<nvmekit::spec::lba_status_log_header> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::lba_status_log_header& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::lba_status_log_header& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
-        return fmt::format_to(ctx.out(), "lslplen={} nlslne={} estulb={} lsgc={}", value.lslplen, value.nlslne,
-                              value.estulb, value.lsgc);
+        return fmt::format_to(ctx.out(), "lslplen={} nlslne={} estulb={} lsgc={}", value.lslplen,
+                              value.nlslne, value.estulb, value.lsgc);
     }
 };
 
@@ -338,7 +356,8 @@ struct fmt::formatter<nvmekit::spec::lba_status_namespace_element> : nvmekit::de
 template <>
 struct fmt::formatter<nvmekit::spec::lba_range_descriptor> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::lba_range_descriptor& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::lba_range_descriptor& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         return fmt::format_to(ctx.out(), "rslba={:#x} rnlb={}", value.rslba, value.rnlb);
     }

@@ -95,13 +95,14 @@ struct fmt::formatter<nvmekit::spec::cap_register> : nvmekit::detail::plain_form
     auto format(nvmekit::spec::cap_register value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using reg = nvmekit::spec::cap_register;
-        return fmt::format_to(ctx.out(),
-                              "CAP mqes={} cqr={:d} ams={:#x} to={} dstrd={} nssrs={:d} css={:#x} bps={:d} cps={} "
-                              "mpsmin={} mpsmax={} pmrs={:d} cmbs={:d} nsss={:d} crms={:#x}",
-                              value.get(reg::mqes), value.get(reg::cqr), value.get(reg::ams), value.get(reg::to),
-                              value.get(reg::dstrd), value.get(reg::nssrs), value.get(reg::css), value.get(reg::bps),
-                              value.get(reg::cps), value.get(reg::mpsmin), value.get(reg::mpsmax),
-                              value.get(reg::pmrs), value.get(reg::cmbs), value.get(reg::nsss), value.get(reg::crms));
+        return fmt::format_to(
+            ctx.out(),
+            "CAP mqes={} cqr={:d} ams={:#x} to={} dstrd={} nssrs={:d} css={:#x} bps={:d} cps={} "
+            "mpsmin={} mpsmax={} pmrs={:d} cmbs={:d} nsss={:d} crms={:#x}",
+            value.get(reg::mqes), value.get(reg::cqr), value.get(reg::ams), value.get(reg::to),
+            value.get(reg::dstrd), value.get(reg::nssrs), value.get(reg::css), value.get(reg::bps),
+            value.get(reg::cps), value.get(reg::mpsmin), value.get(reg::mpsmax), value.get(reg::pmrs),
+            value.get(reg::cmbs), value.get(reg::nsss), value.get(reg::crms));
     }
 };
 
@@ -112,7 +113,8 @@ struct fmt::formatter<nvmekit::spec::vs_register> : nvmekit::detail::plain_forma
     auto format(nvmekit::spec::vs_register value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using reg = nvmekit::spec::vs_register;
-        return fmt::format_to(ctx.out(), "{}.{}.{}", value.get(reg::mjr), value.get(reg::mnr), value.get(reg::ter));
+        return fmt::format_to(ctx.out(), "{}.{}.{}", value.get(reg::mjr), value.get(reg::mnr),
+                              value.get(reg::ter));
     }
 };
 
@@ -141,10 +143,10 @@ struct fmt::formatter<nvmekit::spec::cc_register> : nvmekit::detail::plain_forma
     auto format(nvmekit::spec::cc_register value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using reg = nvmekit::spec::cc_register;
-        return fmt::format_to(ctx.out(), "CC en={:d} css={} mps={} ams={} shn={} iosqes={} iocqes={} crime={:d}",
-                              value.get(reg::en), value.get(reg::css), value.get(reg::mps), value.get(reg::ams),
-                              value.get(reg::shn), value.get(reg::iosqes), value.get(reg::iocqes),
-                              value.get(reg::crime));
+        return fmt::format_to(
+            ctx.out(), "CC en={:d} css={} mps={} ams={} shn={} iosqes={} iocqes={} crime={:d}",
+            value.get(reg::en), value.get(reg::css), value.get(reg::mps), value.get(reg::ams),
+            value.get(reg::shn), value.get(reg::iosqes), value.get(reg::iocqes), value.get(reg::crime));
     }
 };
 
@@ -156,8 +158,8 @@ struct fmt::formatter<nvmekit::spec::csts_register> : nvmekit::detail::plain_for
     {
         using reg = nvmekit::spec::csts_register;
         return fmt::format_to(ctx.out(), "CSTS rdy={:d} cfs={:d} shst={} nssro={:d} pp={:d} st={:d}",
-                              value.get(reg::rdy), value.get(reg::cfs), value.get(reg::shst), value.get(reg::nssro),
-                              value.get(reg::pp), value.get(reg::st));
+                              value.get(reg::rdy), value.get(reg::cfs), value.get(reg::shst),
+                              value.get(reg::nssro), value.get(reg::pp), value.get(reg::st));
     }
 };
 
@@ -192,12 +194,12 @@ struct fmt::formatter<nvmekit::spec::cmbloc_register> : nvmekit::detail::plain_f
     auto format(nvmekit::spec::cmbloc_register value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using reg = nvmekit::spec::cmbloc_register;
-        return fmt::format_to(ctx.out(),
-                              "CMBLOC bir={} cqmms={:d} cqpds={:d} cdpmls={:d} cdpcils={:d} cdmmms={:d} cqda={:d} "
-                              "ofst={:#x}",
-                              value.get(reg::bir), value.get(reg::cqmms), value.get(reg::cqpds),
-                              value.get(reg::cdpmls), value.get(reg::cdpcils), value.get(reg::cdmmms),
-                              value.get(reg::cqda), value.get(reg::ofst));
+        return fmt::format_to(
+            ctx.out(),
+            "CMBLOC bir={} cqmms={:d} cqpds={:d} cdpmls={:d} cdpcils={:d} cdmmms={:d} cqda={:d} "
+            "ofst={:#x}",
+            value.get(reg::bir), value.get(reg::cqmms), value.get(reg::cqpds), value.get(reg::cdpmls),
+            value.get(reg::cdpcils), value.get(reg::cdmmms), value.get(reg::cqda), value.get(reg::ofst));
     }
 };
 
@@ -209,8 +211,9 @@ struct fmt::formatter<nvmekit::spec::cmbsz_register> : nvmekit::detail::plain_fo
     {
         using reg = nvmekit::spec::cmbsz_register;
         return fmt::format_to(ctx.out(), "CMBSZ sqs={:d} cqs={:d} lists={:d} rds={:d} wds={:d} szu={} sz={}",
-                              value.get(reg::sqs), value.get(reg::cqs), value.get(reg::lists), value.get(reg::rds),
-                              value.get(reg::wds), value.get(reg::szu), value.get(reg::sz));
+                              value.get(reg::sqs), value.get(reg::cqs), value.get(reg::lists),
+                              value.get(reg::rds), value.get(reg::wds), value.get(reg::szu),
+                              value.get(reg::sz));
     }
 };
 
@@ -221,8 +224,8 @@ struct fmt::formatter<nvmekit::spec::bpinfo_register> : nvmekit::detail::plain_f
     auto format(nvmekit::spec::bpinfo_register value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using reg = nvmekit::spec::bpinfo_register;
-        return fmt::format_to(ctx.out(), "BPINFO bpsz={} brs={} abpid={:d}", value.get(reg::bpsz), value.get(reg::brs),
-                              value.get(reg::abpid));
+        return fmt::format_to(ctx.out(), "BPINFO bpsz={} brs={} abpid={:d}", value.get(reg::bpsz),
+                              value.get(reg::brs), value.get(reg::abpid));
     }
 };
 
@@ -291,7 +294,8 @@ struct fmt::formatter<nvmekit::spec::crto_register> : nvmekit::detail::plain_for
     auto format(nvmekit::spec::crto_register value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using reg = nvmekit::spec::crto_register;
-        return fmt::format_to(ctx.out(), "CRTO crwmt={} crimt={}", value.get(reg::crwmt), value.get(reg::crimt));
+        return fmt::format_to(ctx.out(), "CRTO crwmt={} crimt={}", value.get(reg::crwmt),
+                              value.get(reg::crimt));
     }
 };
 
@@ -302,9 +306,10 @@ struct fmt::formatter<nvmekit::spec::pmrcap_register> : nvmekit::detail::plain_f
     auto format(nvmekit::spec::pmrcap_register value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using reg = nvmekit::spec::pmrcap_register;
-        return fmt::format_to(ctx.out(), "PMRCAP rds={:d} wds={:d} bir={} pmrtu={} pmrwbm={:#x} pmrto={} cmss={:d}",
-                              value.get(reg::rds), value.get(reg::wds), value.get(reg::bir), value.get(reg::pmrtu),
-                              value.get(reg::pmrwbm), value.get(reg::pmrto), value.get(reg::cmss));
+        return fmt::format_to(
+            ctx.out(), "PMRCAP rds={:d} wds={:d} bir={} pmrtu={} pmrwbm={:#x} pmrto={} cmss={:d}",
+            value.get(reg::rds), value.get(reg::wds), value.get(reg::bir), value.get(reg::pmrtu),
+            value.get(reg::pmrwbm), value.get(reg::pmrto), value.get(reg::cmss));
     }
 };
 
@@ -379,7 +384,8 @@ struct fmt::formatter<nvmekit::spec::pmrmscu_register> : nvmekit::detail::plain_
 template <>
 struct fmt::formatter<nvmekit::spec::register_description> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::register_description& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::register_description& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         return fmt::format_to(ctx.out(), "{}@{:#x}/{}", value.name, value.first_byte(), value.width);
     }
@@ -406,8 +412,9 @@ struct fmt::formatter<nvmekit::spec::controller_register_block> : nvmekit::detai
         -> decltype(ctx.out())
     {
         using cap = nvmekit::spec::cap_register;
-        auto out = fmt::format_to(ctx.out(), "{}\nVS {}\n{}\n{}\n{}\n{}\n{}\n{}\n{}", value.cap, value.vs,
-                                  value.intms, value.cc, value.csts, value.aqa, value.asq, value.acq, value.crto);
+        auto out =
+            fmt::format_to(ctx.out(), "{}\nVS {}\n{}\n{}\n{}\n{}\n{}\n{}\n{}", value.cap, value.vs,
+                           value.intms, value.cc, value.csts, value.aqa, value.asq, value.acq, value.crto);
         if (value.cap.get(cap::bps)) {
             out = fmt::format_to(out, "\n{}\n{}\n{}", value.bpinfo, value.bprsel, value.bpmbl);
         }
@@ -416,8 +423,8 @@ struct fmt::formatter<nvmekit::spec::controller_register_block> : nvmekit::detai
                                  value.cmbsts, value.cmbebs, value.cmbswtp);
         }
         if (value.cap.get(cap::pmrs)) {
-            out = fmt::format_to(out, "\n{}\n{}\n{}\n{}\n{}\n{}\n{}", value.pmrcap, value.pmrctl, value.pmrsts,
-                                 value.pmrebs, value.pmrswtp, value.pmrmscl, value.pmrmscu);
+            out = fmt::format_to(out, "\n{}\n{}\n{}\n{}\n{}\n{}\n{}", value.pmrcap, value.pmrctl,
+                                 value.pmrsts, value.pmrebs, value.pmrswtp, value.pmrmscl, value.pmrmscu);
         }
         return out;
     }

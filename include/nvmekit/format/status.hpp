@@ -25,7 +25,8 @@ struct status_code_formatter : plain_formatter {
     template <typename FormatContext>
     auto format(Code value, FormatContext& ctx) const -> decltype(ctx.out())
     {
-        return status_code_text(ctx.out(), spec::status{value}.type(), name(value), static_cast<unsigned>(value));
+        return status_code_text(ctx.out(), spec::status{value}.type(), name(value),
+                                static_cast<unsigned>(value));
     }
 };
 
@@ -75,8 +76,10 @@ struct fmt::formatter<nvmekit::spec::status_code_type> : nvmekit::detail::plain_
 /// A status code alone, as the status formatter prints its code part: `Invalid Field (0x02)`,
 /// `Connect Invalid Host (0x84)`, or the type for an unnamed code, `Generic (0x25)`.
 template <typename Code>
+    // clang-format off
     requires std::is_same_v<Code, nvmekit::spec::generic_status> ||
              std::is_same_v<Code, nvmekit::spec::command_specific_status> ||
              std::is_same_v<Code, nvmekit::spec::fabrics_status> || std::is_same_v<Code, nvmekit::spec::media_status> ||
              std::is_same_v<Code, nvmekit::spec::path_status>
 struct fmt::formatter<Code> : nvmekit::detail::status_code_formatter<Code> {};
+// clang-format on

@@ -28,7 +28,8 @@ NVMEKIT_END_NAMESPACE
 
 /// Prints the PDU name (`H2CData`), or `0x8` for a reserved type.
 template <>
-struct fmt::formatter<nvmekit::spec::pdu_type> : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::pdu_type> {};
+struct fmt::formatter<nvmekit::spec::pdu_type>
+    : nvmekit::detail::name_or_hex_formatter<nvmekit::spec::pdu_type> {};
 
 /// `Invalid PDU Header Field (0x01)`; 05h is printed as `Data Transfer Limit Exceeded (0x05)`
 /// (the C2HTermReq meaning); a `term_req_pdu` prints it for its own direction.
@@ -63,9 +64,9 @@ struct fmt::formatter<nvmekit::spec::digest_options> : nvmekit::detail::plain_fo
     auto format(nvmekit::spec::digest_options value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using options = nvmekit::spec::digest_options;
-        return nvmekit::detail::flag_word(ctx.out(), value.raw,
-                                          {{value.get(options::hdgst_enable), "hdgst"},
-                                           {value.get(options::ddgst_enable), "ddgst"}});
+        return nvmekit::detail::flag_word(
+            ctx.out(), value.raw,
+            {{value.get(options::hdgst_enable), "hdgst"}, {value.get(options::ddgst_enable), "ddgst"}});
     }
 };
 
@@ -73,7 +74,8 @@ struct fmt::formatter<nvmekit::spec::digest_options> : nvmekit::detail::plain_fo
 template <>
 struct fmt::formatter<nvmekit::spec::pdu_common_header> : nvmekit::detail::plain_formatter {
     template <typename FormatContext>
-    auto format(const nvmekit::spec::pdu_common_header& value, FormatContext& ctx) const -> decltype(ctx.out())
+    auto format(const nvmekit::spec::pdu_common_header& value, FormatContext& ctx) const
+        -> decltype(ctx.out())
     {
         return fmt::format_to(ctx.out(), "{} flags={:#x} hlen={} pdo={} plen={}", value.type, value.flags.raw,
                               value.hlen, value.pdo, value.plen);
@@ -87,8 +89,8 @@ struct fmt::formatter<nvmekit::spec::icreq_pdu> : nvmekit::detail::plain_formatt
     auto format(const nvmekit::spec::icreq_pdu& value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using nvmekit::spec::digest_options;
-        return fmt::format_to(ctx.out(), "{} pfv={} hpda={} hdgst={:d} ddgst={:d} maxr2t={}", value.ch, value.pfv,
-                              value.hpda, value.dgst.get(digest_options::hdgst_enable),
+        return fmt::format_to(ctx.out(), "{} pfv={} hpda={} hdgst={:d} ddgst={:d} maxr2t={}", value.ch,
+                              value.pfv, value.hpda, value.dgst.get(digest_options::hdgst_enable),
                               value.dgst.get(digest_options::ddgst_enable), value.maxr2t);
     }
 };
@@ -100,8 +102,8 @@ struct fmt::formatter<nvmekit::spec::icresp_pdu> : nvmekit::detail::plain_format
     auto format(const nvmekit::spec::icresp_pdu& value, FormatContext& ctx) const -> decltype(ctx.out())
     {
         using nvmekit::spec::digest_options;
-        return fmt::format_to(ctx.out(), "{} pfv={} cpda={} hdgst={:d} ddgst={:d} maxh2cdata={}", value.ch, value.pfv,
-                              value.cpda, value.dgst.get(digest_options::hdgst_enable),
+        return fmt::format_to(ctx.out(), "{} pfv={} cpda={} hdgst={:d} ddgst={:d} maxh2cdata={}", value.ch,
+                              value.pfv, value.cpda, value.dgst.get(digest_options::hdgst_enable),
                               value.dgst.get(digest_options::ddgst_enable), value.maxh2cdata);
     }
 };
@@ -139,8 +141,8 @@ struct fmt::formatter<nvmekit::spec::capsule_resp_pdu> : nvmekit::detail::plain_
     template <typename FormatContext>
     auto format(const nvmekit::spec::capsule_resp_pdu& value, FormatContext& ctx) const -> decltype(ctx.out())
     {
-        return fmt::format_to(ctx.out(), "{} cid={} sqhd={} status={}", value.ch, value.cqe.cid, value.cqe.sq_head,
-                              value.cqe.status());
+        return fmt::format_to(ctx.out(), "{} cid={} sqhd={} status={}", value.ch, value.cqe.cid,
+                              value.cqe.sq_head, value.cqe.status());
     }
 };
 
@@ -150,8 +152,8 @@ struct fmt::formatter<nvmekit::spec::h2c_data_pdu> : nvmekit::detail::plain_form
     template <typename FormatContext>
     auto format(const nvmekit::spec::h2c_data_pdu& value, FormatContext& ctx) const -> decltype(ctx.out())
     {
-        return fmt::format_to(ctx.out(), "{} cccid={} ttag={} datao={} datal={}", value.ch, value.cccid, value.ttag,
-                              value.datao, value.datal);
+        return fmt::format_to(ctx.out(), "{} cccid={} ttag={} datao={} datal={}", value.ch, value.cccid,
+                              value.ttag, value.datao, value.datal);
     }
 };
 
@@ -172,7 +174,7 @@ struct fmt::formatter<nvmekit::spec::r2t_pdu> : nvmekit::detail::plain_formatter
     template <typename FormatContext>
     auto format(const nvmekit::spec::r2t_pdu& value, FormatContext& ctx) const -> decltype(ctx.out())
     {
-        return fmt::format_to(ctx.out(), "{} cccid={} ttag={} r2to={} r2tl={}", value.ch, value.cccid, value.ttag,
-                              value.r2to, value.r2tl);
+        return fmt::format_to(ctx.out(), "{} cccid={} ttag={} r2to={} r2tl={}", value.ch, value.cccid,
+                              value.ttag, value.r2to, value.r2tl);
     }
 };

@@ -219,8 +219,8 @@ struct device_status : spec::word<device_status, std::uint16_t> {
 /// Link Capabilities register (PCIe Base 4.0 7.5.3.6).
 struct link_capabilities : spec::word<link_capabilities, std::uint32_t> {
     using word::word;
-    static constexpr field<0, 4, std::uint8_t>
-        max_link_speed{}; // bits 03:00, index into Supported Link Speeds
+    /// Bits 03:00: an index into Supported Link Speeds.
+    static constexpr field<0, 4, std::uint8_t> max_link_speed{};
     static constexpr field<4, 6, std::uint8_t> max_link_width{}; // bits 09:04
     static constexpr field<10, 2, std::uint8_t> aspm_support{};  // bits 11:10, 0: no ASPM
     static constexpr field<24, 8, std::uint8_t> port_number{};   // bits 31:24
@@ -288,22 +288,15 @@ struct nvme_function_config {
 };
 
 /// `base` with the BAR0 layout (size, MSI-X vectors, table and PBA offsets) of `controller`.
+// clang-format off
 template <typename Controller>
-requires requires(const Controller& controller)
-{
-    {
-        controller.bar0_size()
-        } -> std::convertible_to<std::uint64_t>;
-    {
-        controller.msix_table_offset()
-        } -> std::convertible_to<std::uint64_t>;
-    {
-        controller.msix_pba_offset()
-        } -> std::convertible_to<std::uint64_t>;
-    {
-        Controller::limits.msix_vectors
-        } -> std::convertible_to<std::uint16_t>;
-}
+    requires requires(const Controller& controller) {
+        { controller.bar0_size() } -> std::convertible_to<std::uint64_t>;
+        { controller.msix_table_offset() } -> std::convertible_to<std::uint64_t>;
+        { controller.msix_pba_offset() } -> std::convertible_to<std::uint64_t>;
+        { Controller::limits.msix_vectors } -> std::convertible_to<std::uint16_t>;
+    }
+// clang-format on
 [[nodiscard]] nvme_function_config bar0_layout_of(const Controller& controller,
                                                   nvme_function_config base = {})
 {
@@ -348,11 +341,7 @@ struct config_event {
 class config_space {
 public:
     /// Throws std::invalid_argument when `config` is inconsistent.
-    explicit config_space(const nvme_function_config& config)
-        : config_{validated(config)}
-    {
-        reset();
-    }
+    explicit config_space(const nvme_function_config& config) : config_{validated(config)} { reset(); }
 
     /// The `width`-byte value (1, 2 or 4) at `offset`; all ones for an access that is not
     /// naturally aligned, not of width 1, 2 or 4, or not inside the 4 KiB. Not const: it counts

@@ -37,7 +37,8 @@ public:
     /// `posted` entries were posted on a CQ that signals `vector` with interrupts enabled: the
     /// vector becomes due unless coalescing holds it back (`coalesce` false for the admin CQ,
     /// which is never coalesced).
-    void on_completions(std::uint16_t vector, bool coalesce, std::uint32_t posted, std::chrono::nanoseconds now)
+    void on_completions(std::uint16_t vector, bool coalesce, std::uint32_t posted,
+                        std::chrono::nanoseconds now)
     {
         if (vector_due_[vector]) {
             return;

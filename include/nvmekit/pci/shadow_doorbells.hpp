@@ -25,7 +25,8 @@ public:
     /// Doorbell Buffer Config: the shadow doorbell buffer at `shadow_address`, the EventIdx buffer
     /// at `event_index_address` (the command has checked their alignment), slots `stride_bytes`
     /// apart.
-    void configure(std::uint64_t shadow_address, std::uint64_t event_index_address, std::uint32_t stride_bytes) noexcept
+    void configure(std::uint64_t shadow_address, std::uint64_t event_index_address,
+                   std::uint32_t stride_bytes) noexcept
     {
         shadow_ = shadow_address;
         event_index_ = event_index_address;
@@ -44,7 +45,8 @@ public:
 
     /// The value the host last stored in a queue's shadow doorbell slot. Only while enabled().
     template <DmaProvider Dma>
-    [[nodiscard]] std::error_code read(Dma& dma, std::uint16_t qid, bool completion_queue, std::uint32_t& value) const
+    [[nodiscard]] std::error_code read(Dma& dma, std::uint16_t qid, bool completion_queue,
+                                       std::uint32_t& value) const
     {
         return dma_read_object(dma, shadow_ + slot_offset(qid, completion_queue), value);
     }

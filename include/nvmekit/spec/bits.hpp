@@ -44,8 +44,8 @@ struct bit_field {
     static constexpr unsigned lsb = Lsb;
     static constexpr unsigned width = Width;
     /// Largest raw value the field can hold.
-    static constexpr Word max_raw = Width == sizeof(Word) * 8 ? static_cast<Word>(~Word{0})
-                                                              : static_cast<Word>((Word{1} << Width) - 1);
+    static constexpr Word max_raw =
+        Width == sizeof(Word) * 8 ? static_cast<Word>(~Word{0}) : static_cast<Word>((Word{1} << Width) - 1);
     static constexpr Word mask = static_cast<Word>(max_raw << Lsb);
 
     /// The field's raw bits, shifted down.
@@ -116,7 +116,7 @@ template <typename Field>
 
 /// Checks a structure is safe to memcpy to and from host memory.
 template <typename T>
-inline constexpr bool is_wire_type_v = std::is_trivially_copyable_v<T> && std::is_standard_layout_v<T>;
+inline constexpr bool is_wire_type_v = (std::is_trivially_copyable_v<T> && std::is_standard_layout_v<T>);
 
 /// The little-endian integer in `bytes` at `offset`: sizeof(T) bytes, or fewer when the array
 /// ends first, so a 3-byte IEEE OUI reads into a std::uint32_t.

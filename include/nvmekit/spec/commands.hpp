@@ -131,7 +131,7 @@ struct create_io_queue_cdw10 : word<create_io_queue_cdw10, std::uint32_t> {
 
     /// CDW10 for queue `queue_id` of `entries` entries (1 to 65536).
     [[nodiscard]] static constexpr create_io_queue_cdw10 of(std::uint16_t queue_id,
-                                                           std::uint32_t entries) noexcept
+                                                            std::uint32_t entries) noexcept
     {
         return create_io_queue_cdw10{}
             .with(qid, queue_id)
@@ -793,17 +793,17 @@ struct format_nvm_view {
 /// Get LBA Status (86h) CDW13.
 struct get_lba_status_cdw13 : word<get_lba_status_cdw13, std::uint32_t> {
     using word::word;
-    static constexpr field<0, 16, std::uint16_t> rl{};            // RL Range Length: bits 15:00 (LBAs)
-    static constexpr field<24, 8, lba_status_action> atype{};     // ATYPE Action Type: bits 31:24
+    static constexpr field<0, 16, std::uint16_t> rl{};        // RL Range Length: bits 15:00 (LBAs)
+    static constexpr field<24, 8, lba_status_action> atype{}; // ATYPE Action Type: bits 31:24
 };
 
 /// Get LBA Status (86h), Base 2.0: which Potentially Unrecoverable LBAs of [SLBA, SLBA + RL) the
 /// controller reports. CDW10-11 are SLBA, CDW12 is MNDW (0-based dwords of the data buffer).
 struct get_lba_status_view {
-    std::uint64_t starting_lba{};  ///< SLBA
-    std::uint64_t dword_count{};   ///< MNDW + 1, 1 to 2^32: the data buffer holds this many dwords
-    std::uint16_t range_length{};  ///< RL, in logical blocks
-    lba_status_action action{};    ///< ATYPE
+    std::uint64_t starting_lba{}; ///< SLBA
+    std::uint64_t dword_count{};  ///< MNDW + 1, 1 to 2^32: the data buffer holds this many dwords
+    std::uint16_t range_length{}; ///< RL, in logical blocks
+    lba_status_action action{};   ///< ATYPE
 
     [[nodiscard]] constexpr std::uint64_t byte_count() const noexcept { return dword_count * 4; }
 
@@ -828,7 +828,8 @@ struct get_lba_status_view {
                           .with(get_lba_status_cdw13::atype, action)
                           .raw;
     }
-    friend constexpr bool operator==(const get_lba_status_view&, const get_lba_status_view&) noexcept = default;
+    friend constexpr bool operator==(const get_lba_status_view&,
+                                     const get_lba_status_view&) noexcept = default;
 };
 
 /// Completion Condition (CMPC) of the LBA Status Descriptor list.
@@ -873,11 +874,12 @@ enum class lba_range_status : std::uint8_t {
 /// The header of the LBA Status Descriptor list Get LBA Status returns (8 bytes); NLSD
 /// `lba_status_descriptor`s follow it.
 struct lba_status_list_header {
-    std::uint32_t nlsd;                 // bytes 03:00 NLSD Number of LBA Status Descriptors
-    lba_status_completion cmpc;         // byte 04 CMPC Completion Condition
-    std::array<std::uint8_t, 3> rsvd5;  // bytes 07:05
+    std::uint32_t nlsd;                // bytes 03:00 NLSD Number of LBA Status Descriptors
+    lba_status_completion cmpc;        // byte 04 CMPC Completion Condition
+    std::array<std::uint8_t, 3> rsvd5; // bytes 07:05
 
-    friend constexpr bool operator==(const lba_status_list_header&, const lba_status_list_header&) noexcept = default;
+    friend constexpr bool operator==(const lba_status_list_header&,
+                                     const lba_status_list_header&) noexcept = default;
 };
 static_assert(sizeof(lba_status_list_header) == 8);
 static_assert(offsetof(lba_status_list_header, nlsd) == 0);
@@ -892,7 +894,8 @@ struct lba_status_descriptor {
     lba_range_status status;            // byte 13 Status
     std::array<std::uint8_t, 2> rsvd14; // bytes 15:14
 
-    friend constexpr bool operator==(const lba_status_descriptor&, const lba_status_descriptor&) noexcept = default;
+    friend constexpr bool operator==(const lba_status_descriptor&,
+                                     const lba_status_descriptor&) noexcept = default;
 };
 static_assert(sizeof(lba_status_descriptor) == 16);
 static_assert(offsetof(lba_status_descriptor, dslba) == 0);

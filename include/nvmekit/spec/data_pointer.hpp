@@ -77,9 +77,9 @@ static_assert(is_wire_type_v<prp_entry>);
 
 /// What PRP2 holds for a transfer (Base 2.0 4.2, PRP Entry 2).
 enum class prp2_role : std::uint8_t {
-    unused,        ///< the transfer stays within the first memory page; PRP2 is reserved
-    data_page,     ///< the transfer crosses exactly one page boundary; PRP2 is the second page
-    list_pointer,  ///< the transfer crosses more than one page boundary; PRP2 points to a PRP List
+    unused,       ///< the transfer stays within the first memory page; PRP2 is reserved
+    data_page,    ///< the transfer crosses exactly one page boundary; PRP2 is the second page
+    list_pointer, ///< the transfer crosses more than one page boundary; PRP2 points to a PRP List
 };
 
 [[nodiscard]] constexpr prp2_role prp2_role_for(prp_entry first, std::uint64_t length,
@@ -123,8 +123,8 @@ enum class sgl_descriptor_type : std::uint8_t {
 /// SGL Descriptor Sub Type (SGL Identifier bits 03:00). Ah to Fh are transport specific (for
 /// example NVMe/TCP uses Ah in Transport Data Block descriptors): see `is_transport_specific`.
 enum class sgl_descriptor_subtype : std::uint8_t {
-    address = 0x0,  ///< the Address field is a memory address
-    offset = 0x1,   ///< the Address field is an offset (e.g. into in-capsule data)
+    address = 0x0, ///< the Address field is a memory address
+    offset = 0x1,  ///< the Address field is an offset (e.g. into in-capsule data)
 };
 
 [[nodiscard]] constexpr bool is_transport_specific(sgl_descriptor_subtype subtype) noexcept
@@ -162,8 +162,8 @@ enum class sgl_descriptor_subtype : std::uint8_t {
 /// SGL Identifier, byte 15 of every SGL descriptor.
 struct sgl_identifier : word<sgl_identifier, std::uint8_t> {
     using word::word;
-    static constexpr field<0, 4, sgl_descriptor_subtype> subtype{};  // Descriptor Sub Type: bits 03:00
-    static constexpr field<4, 4, sgl_descriptor_type> type{};        // Descriptor Type: bits 07:04
+    static constexpr field<0, 4, sgl_descriptor_subtype> subtype{}; // Descriptor Sub Type: bits 03:00
+    static constexpr field<4, 4, sgl_descriptor_type> type{};       // Descriptor Type: bits 07:04
 };
 static_assert(sizeof(sgl_identifier) == 1);
 
@@ -183,7 +183,10 @@ struct sgl_descriptor {
     std::array<std::uint8_t, 3> rsvd12; // bytes 14:12 reserved (Keyed: Key bits 31:08)
     sgl_identifier identifier;          // byte 15 SGL Identifier
 
-    [[nodiscard]] constexpr sgl_descriptor_type type() const noexcept { return identifier.get(sgl_identifier::type); }
+    [[nodiscard]] constexpr sgl_descriptor_type type() const noexcept
+    {
+        return identifier.get(sgl_identifier::type);
+    }
     [[nodiscard]] constexpr sgl_descriptor_subtype subtype() const noexcept
     {
         return identifier.get(sgl_identifier::subtype);
@@ -198,8 +201,9 @@ struct sgl_descriptor {
     }
 
     /// SGL Data Block descriptor.
-    [[nodiscard]] static constexpr sgl_descriptor data_block(std::uint64_t address, std::uint32_t length,
-                                                             sgl_descriptor_subtype subtype = sgl_descriptor_subtype::address) noexcept
+    [[nodiscard]] static constexpr sgl_descriptor
+    data_block(std::uint64_t address, std::uint32_t length,
+               sgl_descriptor_subtype subtype = sgl_descriptor_subtype::address) noexcept
     {
         return make(sgl_descriptor_type::data_block, subtype, address, length);
     }
@@ -209,29 +213,31 @@ struct sgl_descriptor {
         return make(sgl_descriptor_type::bit_bucket, sgl_descriptor_subtype::address, 0, length);
     }
     /// SGL Segment descriptor: the next segment, `length` bytes of descriptors, is not the last.
-    [[nodiscard]] static constexpr sgl_descriptor segment(std::uint64_t address, std::uint32_t length) noexcept
+    [[nodiscard]] static constexpr sgl_descriptor segment(std::uint64_t address,
+                                                          std::uint32_t length) noexcept
     {
         return make(sgl_descriptor_type::segment, sgl_descriptor_subtype::address, address, length);
     }
     /// SGL Last Segment descriptor: the next segment is the last one.
-    [[nodiscard]] static constexpr sgl_descriptor last_segment(std::uint64_t address, std::uint32_t length) noexcept
+    [[nodiscard]] static constexpr sgl_descriptor last_segment(std::uint64_t address,
+                                                               std::uint32_t length) noexcept
     {
         return make(sgl_descriptor_type::last_segment, sgl_descriptor_subtype::address, address, length);
     }
     /// Keyed SGL Data Block descriptor; `length` keeps its low 24 bits.
-    [[nodiscard]] static constexpr sgl_descriptor keyed_data_block(std::uint64_t address, std::uint32_t length,
-                                                                   std::uint32_t key,
-                                                                   sgl_descriptor_subtype subtype = sgl_descriptor_subtype::address) noexcept
+    [[nodiscard]] static constexpr sgl_descriptor
+    keyed_data_block(std::uint64_t address, std::uint32_t length, std::uint32_t key,
+                     sgl_descriptor_subtype subtype = sgl_descriptor_subtype::address) noexcept
     {
-        sgl_descriptor descriptor =
-            make(sgl_descriptor_type::keyed_data_block, subtype, address, (length & 0x00ff'ffffU) | (key << 24));
+        sgl_descriptor descriptor = make(sgl_descriptor_type::keyed_data_block, subtype, address,
+                                         (length & 0x00ff'ffffU) | (key << 24));
         store_le(descriptor.rsvd12, 0, key >> 8);
         return descriptor;
     }
     /// Transport SGL Data Block descriptor: the transport moves `length` bytes (e.g. NVMe/TCP
     /// with subtype Ah: C2HData and R2T/H2CData).
-    [[nodiscard]] static constexpr sgl_descriptor transport_data_block(std::uint32_t length,
-                                                                       sgl_descriptor_subtype subtype) noexcept
+    [[nodiscard]] static constexpr sgl_descriptor
+    transport_data_block(std::uint32_t length, sgl_descriptor_subtype subtype) noexcept
     {
         return make(sgl_descriptor_type::transport_data_block, subtype, 0, length);
     }
@@ -239,11 +245,15 @@ struct sgl_descriptor {
     friend constexpr bool operator==(const sgl_descriptor&, const sgl_descriptor&) noexcept = default;
 
 private:
-    [[nodiscard]] static constexpr sgl_descriptor make(sgl_descriptor_type type, sgl_descriptor_subtype subtype,
-                                                       std::uint64_t address, std::uint32_t length) noexcept
+    [[nodiscard]] static constexpr sgl_descriptor make(sgl_descriptor_type type,
+                                                       sgl_descriptor_subtype subtype, std::uint64_t address,
+                                                       std::uint32_t length) noexcept
     {
-        return sgl_descriptor{address, length, {},
-                              sgl_identifier{}.with(sgl_identifier::type, type).with(sgl_identifier::subtype, subtype)};
+        return sgl_descriptor{
+            address,
+            length,
+            {},
+            sgl_identifier{}.with(sgl_identifier::type, type).with(sgl_identifier::subtype, subtype)};
     }
 };
 static_assert(sizeof(sgl_descriptor) == sgl_descriptor_size);
@@ -289,7 +299,8 @@ static_assert(is_wire_type_v<sgl_descriptor>);
 [[nodiscard]] constexpr bool is_data_descriptor(sgl_descriptor_type type) noexcept
 {
     using enum sgl_descriptor_type;
-    return type == data_block || type == bit_bucket || type == keyed_data_block || type == transport_data_block;
+    return type == data_block || type == bit_bucket || type == keyed_data_block ||
+           type == transport_data_block;
 }
 
 } // namespace spec

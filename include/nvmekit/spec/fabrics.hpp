@@ -56,13 +56,18 @@ inline constexpr std::uint8_t discovery_log_page_id = 0x70;
 
 /// Fabrics command capsule, generic layout (Base 2.0 section 6). The command is named by FCTYPE.
 struct fabrics_command {
+    // clang-format off
     command_dword0 cdw0;                        // bytes 03:00 OPC (7Fh) bits 07:00, PSDT bits 15:14, CID bits 31:16
     fabrics_command_type fctype;                // byte 04 FCTYPE
     std::array<std::uint8_t, 19> rsvd5;         // bytes 23:05
     data_pointer sgl1;                          // bytes 39:24 SGL1
     std::array<std::uint8_t, 24> type_specific; // bytes 63:40 Fabrics Command Type Specific
+    // clang-format on
 
-    [[nodiscard]] constexpr std::uint16_t command_id() const noexcept { return cdw0.get(command_dword0::cid); }
+    [[nodiscard]] constexpr std::uint16_t command_id() const noexcept
+    {
+        return cdw0.get(command_dword0::cid);
+    }
 
     friend constexpr bool operator==(const fabrics_command&, const fabrics_command&) noexcept = default;
 };
@@ -76,8 +81,10 @@ static_assert(is_wire_type_v<fabrics_command>);
 /// Connect Attributes (CATTR), Connect command byte 46.
 struct connect_attributes : word<connect_attributes, std::uint8_t> {
     using word::word;
+    // clang-format off
     static constexpr field<0, 2, std::uint8_t> priority_class{};       // priority class of an I/O queue: bits 01:00
     static constexpr field<2, 1, bool> disable_sq_flow_control{};      // Disable SQ Flow Control: bit 02
+    // clang-format on
 };
 
 /// Connect command (FCTYPE 01h): creates the admin queue (QID 0) and its controller, or an I/O
@@ -97,7 +104,10 @@ struct connect_command {
 
     static constexpr fabrics_command_type command_type = fabrics_command_type::connect;
 
-    [[nodiscard]] constexpr std::uint16_t command_id() const noexcept { return cdw0.get(command_dword0::cid); }
+    [[nodiscard]] constexpr std::uint16_t command_id() const noexcept
+    {
+        return cdw0.get(command_dword0::cid);
+    }
     /// Number of SQ entries the host asks for (SQSIZE + 1).
     [[nodiscard]] constexpr std::uint32_t queue_entries() const noexcept { return std::uint32_t{sqsize} + 1; }
 
@@ -116,17 +126,20 @@ static_assert(is_wire_type_v<connect_command>);
 
 /// Data of the Connect command (1024 bytes).
 struct connect_data {
-    std::array<std::uint8_t, 16> hostid;   // bytes 15:00 HOSTID
-    std::uint16_t cntlid;                  // bytes 17:16 CNTLID (FFFFh: dynamic, FFFEh: any static)
-    std::array<std::uint8_t, 238> rsvd18;  // bytes 255:18
+    std::array<std::uint8_t, 16> hostid;      // bytes 15:00 HOSTID
+    std::uint16_t cntlid;                     // bytes 17:16 CNTLID (FFFFh: dynamic, FFFEh: any static)
+    std::array<std::uint8_t, 238> rsvd18;     // bytes 255:18
     std::array<char, nqn_field_size> subnqn;  // bytes 511:256 SUBNQN
     std::array<char, nqn_field_size> hostnqn; // bytes 767:512 HOSTNQN
-    std::array<std::uint8_t, 256> rsvd768; // bytes 1023:768
+    std::array<std::uint8_t, 256> rsvd768;    // bytes 1023:768
 
     [[nodiscard]] constexpr std::string_view subsystem_nqn() const noexcept { return text_of(subnqn); }
     [[nodiscard]] constexpr std::string_view host_nqn() const noexcept { return text_of(hostnqn); }
     /// Stores a NUL-padded NQN; false if it was cut to fit the field's 255 characters.
-    constexpr bool set_subsystem_nqn(std::string_view nqn) noexcept { return assign_null_padded(subnqn, nqn); }
+    constexpr bool set_subsystem_nqn(std::string_view nqn) noexcept
+    {
+        return assign_null_padded(subnqn, nqn);
+    }
     constexpr bool set_host_nqn(std::string_view nqn) noexcept { return assign_null_padded(hostnqn, nqn); }
 };
 static_assert(sizeof(connect_data) == 1024);
@@ -150,9 +163,11 @@ static_assert(sizeof(connect_response_dword0) == 4);
 /// Dword 0 of a Connect response with status Connect Invalid Parameters: where the bad field is.
 struct connect_invalid_parameter_dword0 : word<connect_invalid_parameter_dword0, std::uint32_t> {
     using word::word;
+    // clang-format off
     static constexpr field<0, 16, std::uint16_t> ipo{};     // IPO, byte offset of the field: bits 15:00
     static constexpr field<16, 8, std::uint8_t> iattr{};    // IATTR: bits 23:16
     static constexpr field<16, 1, bool> in_connect_data{};  // IATTR bit 0: 1 = in the Connect data, 0 = in the SQE
+    // clang-format on
 };
 static_assert(sizeof(connect_invalid_parameter_dword0) == 4);
 
@@ -192,10 +207,17 @@ struct property_get_command {
 
     static constexpr fabrics_command_type command_type = fabrics_command_type::property_get;
 
-    [[nodiscard]] constexpr std::uint16_t command_id() const noexcept { return cdw0.get(command_dword0::cid); }
-    [[nodiscard]] constexpr property_size size() const noexcept { return attrib.get(property_attributes::size); }
+    [[nodiscard]] constexpr std::uint16_t command_id() const noexcept
+    {
+        return cdw0.get(command_dword0::cid);
+    }
+    [[nodiscard]] constexpr property_size size() const noexcept
+    {
+        return attrib.get(property_attributes::size);
+    }
 
-    friend constexpr bool operator==(const property_get_command&, const property_get_command&) noexcept = default;
+    friend constexpr bool operator==(const property_get_command&,
+                                     const property_get_command&) noexcept = default;
 };
 static_assert(sizeof(property_get_command) == 64);
 static_assert(offsetof(property_get_command, fctype) == 4);
@@ -206,22 +228,29 @@ static_assert(is_wire_type_v<property_get_command>);
 
 /// Property Set command (FCTYPE 00h): writes VALUE (4 or 8 bytes, per ATTRIB) at OFST.
 struct property_set_command {
-    command_dword0 cdw0;                 // bytes 03:00
-    fabrics_command_type fctype;         // byte 04 FCTYPE (00h)
-    std::array<std::uint8_t, 19> rsvd5;  // bytes 23:05
-    data_pointer sgl1;                   // bytes 39:24 reserved
-    property_attributes attrib;          // byte 40 ATTRIB
-    std::array<std::uint8_t, 3> rsvd41;  // bytes 43:41
-    std::uint32_t ofst;                  // bytes 47:44 OFST
-    std::uint64_t value;                 // bytes 55:48 VALUE (bytes 55:52 reserved for a 4-byte property)
-    std::array<std::uint8_t, 8> rsvd56;  // bytes 63:56
+    command_dword0 cdw0;                // bytes 03:00
+    fabrics_command_type fctype;        // byte 04 FCTYPE (00h)
+    std::array<std::uint8_t, 19> rsvd5; // bytes 23:05
+    data_pointer sgl1;                  // bytes 39:24 reserved
+    property_attributes attrib;         // byte 40 ATTRIB
+    std::array<std::uint8_t, 3> rsvd41; // bytes 43:41
+    std::uint32_t ofst;                 // bytes 47:44 OFST
+    std::uint64_t value;                // bytes 55:48 VALUE (bytes 55:52 reserved for a 4-byte property)
+    std::array<std::uint8_t, 8> rsvd56; // bytes 63:56
 
     static constexpr fabrics_command_type command_type = fabrics_command_type::property_set;
 
-    [[nodiscard]] constexpr std::uint16_t command_id() const noexcept { return cdw0.get(command_dword0::cid); }
-    [[nodiscard]] constexpr property_size size() const noexcept { return attrib.get(property_attributes::size); }
+    [[nodiscard]] constexpr std::uint16_t command_id() const noexcept
+    {
+        return cdw0.get(command_dword0::cid);
+    }
+    [[nodiscard]] constexpr property_size size() const noexcept
+    {
+        return attrib.get(property_attributes::size);
+    }
 
-    friend constexpr bool operator==(const property_set_command&, const property_set_command&) noexcept = default;
+    friend constexpr bool operator==(const property_set_command&,
+                                     const property_set_command&) noexcept = default;
 };
 static_assert(sizeof(property_set_command) == 64);
 static_assert(offsetof(property_set_command, fctype) == 4);
@@ -254,7 +283,10 @@ struct disconnect_command {
 
     static constexpr fabrics_command_type command_type = fabrics_command_type::disconnect;
 
-    [[nodiscard]] constexpr std::uint16_t command_id() const noexcept { return cdw0.get(command_dword0::cid); }
+    [[nodiscard]] constexpr std::uint16_t command_id() const noexcept
+    {
+        return cdw0.get(command_dword0::cid);
+    }
 
     friend constexpr bool operator==(const disconnect_command&, const disconnect_command&) noexcept = default;
 };
@@ -279,9 +311,13 @@ struct authentication_send_command {
 
     static constexpr fabrics_command_type command_type = fabrics_command_type::authentication_send;
 
-    [[nodiscard]] constexpr std::uint16_t command_id() const noexcept { return cdw0.get(command_dword0::cid); }
+    [[nodiscard]] constexpr std::uint16_t command_id() const noexcept
+    {
+        return cdw0.get(command_dword0::cid);
+    }
 
-    friend constexpr bool operator==(const authentication_send_command&, const authentication_send_command&) noexcept = default;
+    friend constexpr bool operator==(const authentication_send_command&,
+                                     const authentication_send_command&) noexcept = default;
 };
 static_assert(sizeof(authentication_send_command) == 64);
 static_assert(offsetof(authentication_send_command, spsp0) == 41);
@@ -306,7 +342,10 @@ struct authentication_receive_command {
 
     static constexpr fabrics_command_type command_type = fabrics_command_type::authentication_receive;
 
-    [[nodiscard]] constexpr std::uint16_t command_id() const noexcept { return cdw0.get(command_dword0::cid); }
+    [[nodiscard]] constexpr std::uint16_t command_id() const noexcept
+    {
+        return cdw0.get(command_dword0::cid);
+    }
 
     friend constexpr bool operator==(const authentication_receive_command&,
                                      const authentication_receive_command&) noexcept = default;
@@ -318,16 +357,20 @@ static_assert(offsetof(authentication_receive_command, al) == 44);
 static_assert(is_wire_type_v<authentication_receive_command>);
 
 /// A 64-byte command type of one Fabrics command, named by its `command_type`.
+// clang-format off
 template <typename T>
 concept FabricsCapsuleCommand = is_wire_type_v<T> && sizeof(T) == sizeof(submission_queue_entry) &&
                                 std::same_as<std::remove_cv_t<decltype(T::command_type)>, fabrics_command_type>;
+// clang-format on
 
 /// A zeroed command of type `Command` with OPC 7Fh, its FCTYPE and `command_id`.
 template <FabricsCapsuleCommand Command>
 [[nodiscard]] constexpr Command make_fabrics_command(std::uint16_t command_id) noexcept
 {
     Command command{};
-    command.cdw0 = command_dword0{}.with(command_dword0::opc, fabrics_command_opcode).with(command_dword0::cid, command_id);
+    command.cdw0 = command_dword0{}
+                       .with(command_dword0::opc, fabrics_command_opcode)
+                       .with(command_dword0::cid, command_id);
     command.fctype = Command::command_type;
     return command;
 }
@@ -404,23 +447,25 @@ enum class secure_channel_requirement : std::uint8_t {
 /// Transport Requirements (TREQ) of a Discovery log page entry.
 struct transport_requirements : word<transport_requirements, std::uint8_t> {
     using word::word;
+    // clang-format off
     static constexpr field<0, 2, secure_channel_requirement> secure_channel{}; // secure channel: bits 01:00
     static constexpr field<2, 1, bool> disable_sq_flow_control{};              // SQ flow control disable supported: bit 02
+    // clang-format on
 };
 
 /// Entry Flags (EFLAGS) of a Discovery log page entry.
 struct discovery_entry_flags : word<discovery_entry_flags, std::uint16_t> {
     using word::word;
-    static constexpr field<0, 1, bool> duplicate_returned_information{};   // DUPRETINFO: bit 00
-    static constexpr field<1, 1, bool> explicit_persistent_connection{};   // EPCSD: bit 01
+    static constexpr field<0, 1, bool> duplicate_returned_information{}; // DUPRETINFO: bit 00
+    static constexpr field<1, 1, bool> explicit_persistent_connection{}; // EPCSD: bit 01
 };
 
 /// Discovery log page header (bytes 1023:00; the entries follow at byte 1024).
 struct discovery_log_header {
-    std::uint64_t genctr;                   // bytes 07:00 GENCTR
-    std::uint64_t numrec;                   // bytes 15:08 NUMREC
-    std::uint16_t recfmt;                   // bytes 17:16 RECFMT
-    std::array<std::uint8_t, 1006> rsvd18;  // bytes 1023:18
+    std::uint64_t genctr;                  // bytes 07:00 GENCTR
+    std::uint64_t numrec;                  // bytes 15:08 NUMREC
+    std::uint16_t recfmt;                  // bytes 17:16 RECFMT
+    std::array<std::uint8_t, 1006> rsvd18; // bytes 1023:18
 };
 static_assert(sizeof(discovery_log_header) == 1024);
 static_assert(offsetof(discovery_log_header, numrec) == 8);
@@ -431,20 +476,20 @@ static_assert(is_wire_type_v<discovery_log_header>);
 /// Discovery log page entry (1024 bytes). TRSVCID and TRADDR are ASCII strings padded with
 /// spaces; SUBNQN is a NUL-terminated NQN.
 struct discovery_log_entry {
-    transport_type trtype;                 // byte 00 TRTYPE
-    address_family adrfam;                 // byte 01 ADRFAM
-    discovery_subsystem_type subtype;      // byte 02 SUBTYPE
-    transport_requirements treq;           // byte 03 TREQ
-    std::uint16_t portid;                  // bytes 05:04 PORTID
-    std::uint16_t cntlid;                  // bytes 07:06 CNTLID
-    std::uint16_t asqsz;                   // bytes 09:08 ASQSZ, admin max SQ size
-    discovery_entry_flags eflags;          // bytes 11:10 EFLAGS
-    std::array<std::uint8_t, 20> rsvd12;   // bytes 31:12
-    std::array<char, 32> trsvcid;          // bytes 63:32 TRSVCID
-    std::array<std::uint8_t, 192> rsvd64;  // bytes 255:64
+    transport_type trtype;                   // byte 00 TRTYPE
+    address_family adrfam;                   // byte 01 ADRFAM
+    discovery_subsystem_type subtype;        // byte 02 SUBTYPE
+    transport_requirements treq;             // byte 03 TREQ
+    std::uint16_t portid;                    // bytes 05:04 PORTID
+    std::uint16_t cntlid;                    // bytes 07:06 CNTLID
+    std::uint16_t asqsz;                     // bytes 09:08 ASQSZ, admin max SQ size
+    discovery_entry_flags eflags;            // bytes 11:10 EFLAGS
+    std::array<std::uint8_t, 20> rsvd12;     // bytes 31:12
+    std::array<char, 32> trsvcid;            // bytes 63:32 TRSVCID
+    std::array<std::uint8_t, 192> rsvd64;    // bytes 255:64
     std::array<char, nqn_field_size> subnqn; // bytes 511:256 SUBNQN
-    std::array<char, 256> traddr;          // bytes 767:512 TRADDR
-    std::array<std::uint8_t, 256> tsas;    // bytes 1023:768 TSAS, transport specific
+    std::array<char, 256> traddr;            // bytes 767:512 TRADDR
+    std::array<std::uint8_t, 256> tsas;      // bytes 1023:768 TSAS, transport specific
 
     [[nodiscard]] constexpr std::string_view service_id() const noexcept { return text_of(trsvcid); }
     [[nodiscard]] constexpr std::string_view address() const noexcept { return text_of(traddr); }
@@ -455,7 +500,10 @@ struct discovery_log_entry {
         return assign_space_padded(trsvcid, value);
     }
     constexpr bool set_address(std::string_view value) noexcept { return assign_space_padded(traddr, value); }
-    constexpr bool set_subsystem_nqn(std::string_view nqn) noexcept { return assign_null_padded(subnqn, nqn); }
+    constexpr bool set_subsystem_nqn(std::string_view nqn) noexcept
+    {
+        return assign_null_padded(subnqn, nqn);
+    }
 };
 static_assert(sizeof(discovery_log_entry) == 1024);
 static_assert(offsetof(discovery_log_entry, adrfam) == 1);

@@ -31,14 +31,14 @@ enum class cns : std::uint8_t {
     active_namespace_list = 0x02,
     namespace_id_descriptor_list = 0x03,
     nvm_set_list = 0x04,
-    io_command_set_namespace = 0x05,               ///< I/O Command Set specific Identify Namespace
-    io_command_set_controller = 0x06,              ///< I/O Command Set specific Identify Controller
-    io_command_set_active_namespace_list = 0x07,   ///< active NSIDs of one I/O Command Set
-    io_command_set_independent_namespace = 0x08,   ///< I/O Command Set Independent Identify Namespace
+    io_command_set_namespace = 0x05,             ///< I/O Command Set specific Identify Namespace
+    io_command_set_controller = 0x06,            ///< I/O Command Set specific Identify Controller
+    io_command_set_active_namespace_list = 0x07, ///< active NSIDs of one I/O Command Set
+    io_command_set_independent_namespace = 0x08, ///< I/O Command Set Independent Identify Namespace
     allocated_namespace_list = 0x10,
-    allocated_namespace = 0x11,                    ///< Identify Namespace for an allocated NSID
-    namespace_controller_list = 0x12,              ///< controllers attached to the NSID
-    controller_list = 0x13,                        ///< controllers in the NVM subsystem
+    allocated_namespace = 0x11,       ///< Identify Namespace for an allocated NSID
+    namespace_controller_list = 0x12, ///< controllers attached to the NSID
+    controller_list = 0x13,           ///< controllers in the NVM subsystem
     primary_controller_capabilities = 0x14,
     secondary_controller_list = 0x15,
     namespace_granularity_list = 0x16,
@@ -47,7 +47,7 @@ enum class cns : std::uint8_t {
     endurance_group_list = 0x19,
     io_command_set_allocated_namespace_list = 0x1a,
     io_command_set_allocated_namespace = 0x1b,
-    io_command_set = 0x1c,                         ///< Identify I/O Command Set data structure
+    io_command_set = 0x1c, ///< Identify I/O Command Set data structure
 };
 
 /// Name of a CNS value as the spec titles its data structure, or an empty view if reserved.
@@ -61,7 +61,8 @@ enum class cns : std::uint8_t {
     case cns::nvm_set_list: return "NVM Set List";
     case cns::io_command_set_namespace: return "I/O Command Set Specific Identify Namespace";
     case cns::io_command_set_controller: return "I/O Command Set Specific Identify Controller";
-    case cns::io_command_set_active_namespace_list: return "I/O Command Set Specific Active Namespace ID List";
+    case cns::io_command_set_active_namespace_list:
+        return "I/O Command Set Specific Active Namespace ID List";
     case cns::io_command_set_independent_namespace: return "I/O Command Set Independent Identify Namespace";
     case cns::allocated_namespace_list: return "Allocated Namespace ID List";
     case cns::allocated_namespace: return "Identify Namespace (Allocated NSID)";
@@ -73,8 +74,10 @@ enum class cns : std::uint8_t {
     case cns::uuid_list: return "UUID List";
     case cns::domain_list: return "Domain List";
     case cns::endurance_group_list: return "Endurance Group List";
-    case cns::io_command_set_allocated_namespace_list: return "I/O Command Set Specific Allocated Namespace ID List";
-    case cns::io_command_set_allocated_namespace: return "I/O Command Set Specific Identify Namespace (Allocated NSID)";
+    case cns::io_command_set_allocated_namespace_list:
+        return "I/O Command Set Specific Allocated Namespace ID List";
+    case cns::io_command_set_allocated_namespace:
+        return "I/O Command Set Specific Identify Namespace (Allocated NSID)";
     case cns::io_command_set: return "Identify I/O Command Set";
     }
     return {};
@@ -97,7 +100,6 @@ enum class command_set_identifier : std::uint8_t {
     }
     return {};
 }
-
 
 /// Scale of the Idle and Active Power fields (IPS, APS), Base 2.0 Figure 276.
 enum class power_scale : std::uint8_t {
@@ -166,7 +168,6 @@ static_assert(offsetof(power_state_descriptor, apw_aps) == 22);
 static_assert(offsetof(power_state_descriptor, rsvd23) == 23);
 static_assert(is_wire_type_v<power_state_descriptor>);
 
-
 /// CMIC Controller Multi-Path I/O and Namespace Sharing Capabilities (byte 76).
 struct controller_multipath_caps : word<controller_multipath_caps, std::uint8_t> {
     using word::word;
@@ -192,22 +193,22 @@ struct async_events_supported : word<async_events_supported, std::uint32_t> {
 /// CTRATT Controller Attributes (bytes 99:96).
 struct controller_attributes : word<controller_attributes, std::uint32_t> {
     using word::word;
-    static constexpr field<0, 1, bool> host_identifier_128bit{};         // HIDS: bit 00
-    static constexpr field<1, 1, bool> non_operational_permissive{};     // NOPSPM: bit 01
-    static constexpr field<2, 1, bool> nvm_sets{};                       // NSETS: bit 02
-    static constexpr field<3, 1, bool> read_recovery_levels{};           // RRLVLS: bit 03
-    static constexpr field<4, 1, bool> endurance_groups{};               // EGS: bit 04
-    static constexpr field<5, 1, bool> predictable_latency_mode{};       // PLM: bit 05
-    static constexpr field<6, 1, bool> traffic_based_keep_alive{};       // TBKAS: bit 06
-    static constexpr field<7, 1, bool> namespace_granularity{};          // NG: bit 07
-    static constexpr field<8, 1, bool> sq_associations{};                // SQA: bit 08
-    static constexpr field<9, 1, bool> uuid_list{};                      // ULIST: bit 09
-    static constexpr field<10, 1, bool> multi_domain_subsystem{};        // MDS: bit 10
-    static constexpr field<11, 1, bool> fixed_capacity_management{};     // FCM: bit 11
-    static constexpr field<12, 1, bool> variable_capacity_management{};  // VCM: bit 12
-    static constexpr field<13, 1, bool> delete_endurance_group{};        // DEG: bit 13
-    static constexpr field<14, 1, bool> delete_nvm_set{};                // DNVMS: bit 14
-    static constexpr field<15, 1, bool> extended_lba_formats{};          // ELBAS: bit 15
+    static constexpr field<0, 1, bool> host_identifier_128bit{};        // HIDS: bit 00
+    static constexpr field<1, 1, bool> non_operational_permissive{};    // NOPSPM: bit 01
+    static constexpr field<2, 1, bool> nvm_sets{};                      // NSETS: bit 02
+    static constexpr field<3, 1, bool> read_recovery_levels{};          // RRLVLS: bit 03
+    static constexpr field<4, 1, bool> endurance_groups{};              // EGS: bit 04
+    static constexpr field<5, 1, bool> predictable_latency_mode{};      // PLM: bit 05
+    static constexpr field<6, 1, bool> traffic_based_keep_alive{};      // TBKAS: bit 06
+    static constexpr field<7, 1, bool> namespace_granularity{};         // NG: bit 07
+    static constexpr field<8, 1, bool> sq_associations{};               // SQA: bit 08
+    static constexpr field<9, 1, bool> uuid_list{};                     // ULIST: bit 09
+    static constexpr field<10, 1, bool> multi_domain_subsystem{};       // MDS: bit 10
+    static constexpr field<11, 1, bool> fixed_capacity_management{};    // FCM: bit 11
+    static constexpr field<12, 1, bool> variable_capacity_management{}; // VCM: bit 12
+    static constexpr field<13, 1, bool> delete_endurance_group{};       // DEG: bit 13
+    static constexpr field<14, 1, bool> delete_nvm_set{};               // DNVMS: bit 14
+    static constexpr field<15, 1, bool> extended_lba_formats{};         // ELBAS: bit 15
 };
 
 /// CNTRLTYPE Controller Type (byte 111).
@@ -258,13 +259,13 @@ struct firmware_updates : word<firmware_updates, std::uint8_t> {
 /// LPA Log Page Attributes (byte 261).
 struct log_page_attributes : word<log_page_attributes, std::uint8_t> {
     using word::word;
-    static constexpr field<0, 1, bool> smart_per_namespace{};      // bit 00
-    static constexpr field<1, 1, bool> commands_effects{};         // bit 01 Commands Supported and Effects
-    static constexpr field<2, 1, bool> extended_data{};            // bit 02 NUMDU, LPOL/LPOU in Get Log Page
-    static constexpr field<3, 1, bool> telemetry{};                // bit 03 Telemetry logs and notices
-    static constexpr field<4, 1, bool> persistent_event_log{};     // bit 04
-    static constexpr field<5, 1, bool> supported_log_pages{};      // bit 05 LIDs 00h, 05h, 12h, 13h scope
-    static constexpr field<6, 1, bool> telemetry_data_area_4{};    // bit 06
+    static constexpr field<0, 1, bool> smart_per_namespace{};   // bit 00
+    static constexpr field<1, 1, bool> commands_effects{};      // bit 01 Commands Supported and Effects
+    static constexpr field<2, 1, bool> extended_data{};         // bit 02 NUMDU, LPOL/LPOU in Get Log Page
+    static constexpr field<3, 1, bool> telemetry{};             // bit 03 Telemetry logs and notices
+    static constexpr field<4, 1, bool> persistent_event_log{};  // bit 04
+    static constexpr field<5, 1, bool> supported_log_pages{};   // bit 05 LIDs 00h, 05h, 12h, 13h scope
+    static constexpr field<6, 1, bool> telemetry_data_area_4{}; // bit 06
 };
 
 /// SQES or CQES: required and maximum queue entry sizes as powers of two (bytes 512, 513).
@@ -312,8 +313,8 @@ enum class flush_broadcast : std::uint8_t {
 /// VWC Volatile Write Cache (byte 525).
 struct volatile_write_cache_support : word<volatile_write_cache_support, std::uint8_t> {
     using word::word;
-    static constexpr field<0, 1, bool> present{};                    // bit 00
-    static constexpr field<1, 2, flush_broadcast> flush_behavior{};  // bits 02:01
+    static constexpr field<0, 1, bool> present{};                   // bit 00
+    static constexpr field<1, 2, flush_broadcast> flush_behavior{}; // bits 02:01
 };
 
 /// SGL support for the NVM command set (SGLS bits 01:00).
@@ -327,17 +328,18 @@ enum class sgl_data_block_support : std::uint8_t {
 struct sgl_support : word<sgl_support, std::uint32_t> {
     using word::word;
     static constexpr field<0, 2, sgl_data_block_support> support{}; // bits 01:00
-    static constexpr field<2, 1, bool> keyed_data_block{};           // bit 02
-    static constexpr field<16, 1, bool> bit_bucket{};                // bit 16
-    static constexpr field<17, 1, bool> metadata_byte_aligned{};     // bit 17 byte-aligned contiguous MPTR
-    static constexpr field<18, 1, bool> length_larger_than_data{};   // bit 18
-    static constexpr field<19, 1, bool> metadata_sgl{};              // bit 19 MPTR holds an SGL descriptor
-    static constexpr field<20, 1, bool> address_as_offset{};         // bit 20
-    static constexpr field<21, 1, bool> transport_data_block{};      // bit 21
+    static constexpr field<2, 1, bool> keyed_data_block{};          // bit 02
+    static constexpr field<16, 1, bool> bit_bucket{};               // bit 16
+    static constexpr field<17, 1, bool> metadata_byte_aligned{};    // bit 17 byte-aligned contiguous MPTR
+    static constexpr field<18, 1, bool> length_larger_than_data{};  // bit 18
+    static constexpr field<19, 1, bool> metadata_sgl{};             // bit 19 MPTR holds an SGL descriptor
+    static constexpr field<20, 1, bool> address_as_offset{};        // bit 20
+    static constexpr field<21, 1, bool> transport_data_block{};     // bit 21
 };
 
 /// Identify Controller data structure (CNS 01h), Base 2.0 Figure 275.
 struct identify_controller {
+    // clang-format off
     std::uint16_t vid;                          // bytes 01:00 VID PCI Vendor ID
     std::uint16_t ssvid;                        // bytes 03:02 SSVID PCI Subsystem Vendor ID
     std::array<char, 20> sn;                    // bytes 23:04 SN Serial Number (space padded)
@@ -432,6 +434,7 @@ struct identify_controller {
     std::array<std::uint8_t, 242> rsvd1806;     // bytes 2047:1806
     std::array<power_state_descriptor, 32> psd; // bytes 3071:2048 PSD0-PSD31
     std::array<std::uint8_t, 1024> vs;          // bytes 4095:3072 Vendor Specific
+    // clang-format on
 
     [[nodiscard]] constexpr std::string_view serial_number() const noexcept { return text_of(sn); }
     [[nodiscard]] constexpr std::string_view model_number() const noexcept { return text_of(mn); }
@@ -440,8 +443,14 @@ struct identify_controller {
     /// Setters return false when the text was cut to fit the field.
     constexpr bool set_serial_number(std::string_view text) noexcept { return assign_space_padded(sn, text); }
     constexpr bool set_model_number(std::string_view text) noexcept { return assign_space_padded(mn, text); }
-    constexpr bool set_firmware_revision(std::string_view text) noexcept { return assign_space_padded(fr, text); }
-    constexpr bool set_subsystem_nqn(std::string_view text) noexcept { return assign_null_padded(subnqn, text); }
+    constexpr bool set_firmware_revision(std::string_view text) noexcept
+    {
+        return assign_space_padded(fr, text);
+    }
+    constexpr bool set_subsystem_nqn(std::string_view text) noexcept
+    {
+        return assign_null_padded(subnqn, text);
+    }
 
     /// The 24-bit IEEE OUI (byte 73 is its least significant byte).
     [[nodiscard]] constexpr std::uint32_t ieee_oui() const noexcept
@@ -541,7 +550,6 @@ static_assert(offsetof(identify_controller, psd) == 2048);
 static_assert(offsetof(identify_controller, vs) == 3072);
 static_assert(is_wire_type_v<identify_controller>);
 
-
 /// RP Relative Performance of an LBA format, NVM Command Set 1.0 4.1.5.
 enum class lba_relative_performance : std::uint8_t {
     best = 0b00,
@@ -553,9 +561,11 @@ enum class lba_relative_performance : std::uint8_t {
 /// LBA Format data structure (4 bytes), NVM Command Set 1.0 4.1.5.
 struct lba_format : word<lba_format, std::uint32_t> {
     using word::word;
+    // clang-format off
     static constexpr field<0, 16, std::uint16_t> ms{};                     // MS Metadata Size: bits 15:00
     static constexpr field<16, 8, std::uint8_t> lbads{};                   // LBADS LBA Data Size (2^n): bits 23:16
     static constexpr field<24, 2, lba_relative_performance> rp{};          // RP: bits 25:24
+    // clang-format on
 
     /// Bytes of user data per logical block (2^LBADS), or 0 if LBADS is 0 (format not supported)
     /// or too large to represent.
@@ -571,19 +581,23 @@ static_assert(is_wire_type_v<lba_format>);
 /// NSFEAT Namespace Features (byte 24).
 struct namespace_features : word<namespace_features, std::uint8_t> {
     using word::word;
+    // clang-format off
     static constexpr field<0, 1, bool> thin_provisioning{};    // THINP: bit 00
     static constexpr field<1, 1, bool> namespace_atomics{};    // NSABP: bit 01 (NAWUN, NAWUPF, NACWU valid)
     static constexpr field<2, 1, bool> deallocated_error{};    // DAE: bit 02 Deallocated or Unwritten Logical Block error
     static constexpr field<3, 1, bool> identifier_reuse{};     // UIDREUSE: bit 03 (NGUID, EUI64 never reused)
     static constexpr field<4, 1, bool> optimal_performance{};  // OPTPERF: bit 04 (NPWG, NPWA, NPDG, NPDA, NOWS valid)
+    // clang-format on
 };
 
 /// FLBAS Formatted LBA Size (byte 26).
 struct formatted_lba_size : word<formatted_lba_size, std::uint8_t> {
     using word::word;
+    // clang-format off
     static constexpr field<0, 4, std::uint8_t> format_index_low{};  // bits 03:00
     static constexpr field<4, 1, bool> extended_metadata{};          // bit 04 (metadata at the end of each LBA)
     static constexpr field<5, 2, std::uint8_t> format_index_high{}; // bits 06:05
+    // clang-format on
 
     /// The index of the LBA format in use (0 to 63), joined from both halves.
     [[nodiscard]] constexpr std::uint8_t format_index() const noexcept
@@ -625,8 +639,10 @@ enum class protection_information_type : std::uint8_t {
 /// DPS End-to-end Data Protection Type Settings (byte 29).
 struct protection_settings : word<protection_settings, std::uint8_t> {
     using word::word;
+    // clang-format off
     static constexpr field<0, 3, protection_information_type> type{}; // PIT: bits 02:00
     static constexpr field<3, 1, bool> first_bytes{};                  // PIP: bit 03 PI at the start of metadata
+    // clang-format on
 };
 
 /// NMIC Namespace Multi-path I/O and Namespace Sharing Capabilities (byte 30).
@@ -652,7 +668,7 @@ struct reservation_capabilities : word<reservation_capabilities, std::uint8_t> {
 struct format_progress : word<format_progress, std::uint8_t> {
     using word::word;
     static constexpr field<0, 7, std::uint8_t> percent_remaining{}; // FPIR: bits 06:00
-    static constexpr field<7, 1, bool> supported{};                  // FPIS: bit 07
+    static constexpr field<7, 1, bool> supported{};                 // FPIS: bit 07
 };
 
 /// Value read from a deallocated logical block (DLFEAT bits 02:00).
@@ -665,9 +681,11 @@ enum class deallocated_read_value : std::uint8_t {
 /// DLFEAT Deallocate Logical Block Features (byte 33).
 struct deallocate_features : word<deallocate_features, std::uint8_t> {
     using word::word;
+    // clang-format off
     static constexpr field<0, 3, deallocated_read_value> read_behavior{}; // bits 02:00
     static constexpr field<3, 1, bool> write_zeroes_deallocate{};          // bit 03 Deallocate bit in Write Zeroes
     static constexpr field<4, 1, bool> guard_crc{};                        // bit 04 Guard is the CRC of deallocated data
+    // clang-format on
 };
 
 /// NSATTR Namespace Attributes (byte 99).
@@ -678,6 +696,7 @@ struct namespace_attributes : word<namespace_attributes, std::uint8_t> {
 
 /// Identify Namespace data structure (CNS 00h, CNS 11h), NVM Command Set 1.0 Figure 97.
 struct identify_namespace {
+    // clang-format off
     std::uint64_t nsze;                     // bytes 07:00 NSZE Namespace Size (LBAs)
     std::uint64_t ncap;                     // bytes 15:08 NCAP Namespace Capacity (LBAs)
     std::uint64_t nuse;                     // bytes 23:16 NUSE Namespace Utilization (LBAs)
@@ -719,6 +738,7 @@ struct identify_namespace {
     std::array<std::uint8_t, 8> eui64;      // bytes 127:120 EUI64 IEEE Extended Unique Identifier
     std::array<lba_format, 64> lbaf;        // bytes 383:128 LBAF0-LBAF63
     std::array<std::uint8_t, 3712> vs;      // bytes 4095:384 Vendor Specific
+    // clang-format on
 
     /// The LBA format in use (the one FLBAS selects).
     [[nodiscard]] constexpr lba_format formatted_lba_format() const noexcept
@@ -768,7 +788,6 @@ static_assert(offsetof(identify_namespace, lbaf) == 128);
 static_assert(offsetof(identify_namespace, vs) == 384);
 static_assert(is_wire_type_v<identify_namespace>);
 
-
 /// Protection Information Format of an extended LBA format (ELBAF bits 08:07).
 enum class protection_information_format : std::uint8_t {
     guard_16b = 0b00,
@@ -779,8 +798,8 @@ enum class protection_information_format : std::uint8_t {
 /// Extended LBA Format data structure (4 bytes), NVM Command Set 1.0 4.1.5.
 struct extended_lba_format : word<extended_lba_format, std::uint32_t> {
     using word::word;
-    static constexpr field<0, 7, std::uint8_t> sts{};                      // STS Storage Tag Size: bits 06:00
-    static constexpr field<7, 2, protection_information_format> pif{};     // PIF: bits 08:07
+    static constexpr field<0, 7, std::uint8_t> sts{};                  // STS Storage Tag Size: bits 06:00
+    static constexpr field<7, 2, protection_information_format> pif{}; // PIF: bits 08:07
 };
 static_assert(sizeof(extended_lba_format) == 4);
 static_assert(is_wire_type_v<extended_lba_format>);
@@ -788,18 +807,20 @@ static_assert(is_wire_type_v<extended_lba_format>);
 /// PIC Protection Information Capabilities (byte 08 of the NVM Identify Namespace).
 struct protection_information_capabilities : word<protection_information_capabilities, std::uint8_t> {
     using word::word;
+    // clang-format off
     static constexpr field<0, 1, bool> storage_tag_16b{};       // 16BPISTS: bit 00 16b Guard PI with storage tag
     static constexpr field<1, 1, bool> storage_tag_mask_16b{};  // 16BPISTM: bit 01 16b Guard PI storage tag mask
     static constexpr field<2, 1, bool> storage_tag_check_read{}; // STCRS: bit 02
+    // clang-format on
 };
 
 /// NVM Command Set specific Identify Namespace (CNS 05h, CSI 00h), NVM Command Set 1.0 4.1.5.
 struct nvm_identify_namespace {
-    std::uint64_t lbstm;                        // bytes 07:00 LBSTM Logical Block Storage Tag Mask
-    protection_information_capabilities pic;    // byte 08 PIC
-    std::array<std::uint8_t, 3> rsvd9;          // bytes 11:09
-    std::array<extended_lba_format, 64> elbaf;  // bytes 267:12 ELBAF0-ELBAF63 (one per LBAF)
-    std::array<std::uint8_t, 3828> rsvd268;     // bytes 4095:268
+    std::uint64_t lbstm;                       // bytes 07:00 LBSTM Logical Block Storage Tag Mask
+    protection_information_capabilities pic;   // byte 08 PIC
+    std::array<std::uint8_t, 3> rsvd9;         // bytes 11:09
+    std::array<extended_lba_format, 64> elbaf; // bytes 267:12 ELBAF0-ELBAF63 (one per LBAF)
+    std::array<std::uint8_t, 3828> rsvd268;    // bytes 4095:268
 };
 static_assert(sizeof(nvm_identify_namespace) == identify_data_size);
 static_assert(offsetof(nvm_identify_namespace, lbstm) == 0);
@@ -811,13 +832,13 @@ static_assert(is_wire_type_v<nvm_identify_namespace>);
 /// NVM Command Set specific Identify Controller (CNS 06h, CSI 00h), NVM Command Set 1.0 4.1.5.
 /// VSL, WZSL and WUSL are powers of two in units of CAP.MPSMIN pages; 0h means no limit.
 struct nvm_identify_controller {
-    std::uint8_t vsl;                        // byte 00 VSL Verify Size Limit
-    std::uint8_t wzsl;                       // byte 01 WZSL Write Zeroes Size Limit
-    std::uint8_t wusl;                       // byte 02 WUSL Write Uncorrectable Size Limit
-    std::uint8_t dmrl;                       // byte 03 DMRL Dataset Management Ranges Limit
-    std::uint32_t dmrsl;                     // bytes 07:04 DMRSL Dataset Management Range Size Limit (LBAs)
-    std::uint64_t dmsl;                      // bytes 15:08 DMSL Dataset Management Size Limit (LBAs)
-    std::array<std::uint8_t, 4080> rsvd16;   // bytes 4095:16
+    std::uint8_t vsl;                      // byte 00 VSL Verify Size Limit
+    std::uint8_t wzsl;                     // byte 01 WZSL Write Zeroes Size Limit
+    std::uint8_t wusl;                     // byte 02 WUSL Write Uncorrectable Size Limit
+    std::uint8_t dmrl;                     // byte 03 DMRL Dataset Management Ranges Limit
+    std::uint32_t dmrsl;                   // bytes 07:04 DMRSL Dataset Management Range Size Limit (LBAs)
+    std::uint64_t dmsl;                    // bytes 15:08 DMSL Dataset Management Size Limit (LBAs)
+    std::array<std::uint8_t, 4080> rsvd16; // bytes 4095:16
 };
 static_assert(sizeof(nvm_identify_controller) == identify_data_size);
 static_assert(offsetof(nvm_identify_controller, vsl) == 0);
@@ -837,16 +858,16 @@ struct namespace_status : word<namespace_status, std::uint8_t> {
 
 /// I/O Command Set Independent Identify Namespace (CNS 08h), Base 2.0 5.17.
 struct independent_identify_namespace {
-    namespace_features nsfeat;           // byte 00 NSFEAT (bits 03:00 meaningful here)
-    namespace_multipath_caps nmic;       // byte 01 NMIC
-    reservation_capabilities rescap;     // byte 02 RESCAP
-    format_progress fpi;                 // byte 03 FPI
-    std::uint32_t anagrpid;              // bytes 07:04 ANAGRPID
-    namespace_attributes nsattr;         // byte 08 NSATTR
-    std::uint8_t rsvd9;                  // byte 09
-    std::uint16_t nvmsetid;              // bytes 11:10 NVMSETID
-    std::uint16_t endgid;                // bytes 13:12 ENDGID
-    namespace_status nstat;              // byte 14 NSTAT
+    namespace_features nsfeat;             // byte 00 NSFEAT (bits 03:00 meaningful here)
+    namespace_multipath_caps nmic;         // byte 01 NMIC
+    reservation_capabilities rescap;       // byte 02 RESCAP
+    format_progress fpi;                   // byte 03 FPI
+    std::uint32_t anagrpid;                // bytes 07:04 ANAGRPID
+    namespace_attributes nsattr;           // byte 08 NSATTR
+    std::uint8_t rsvd9;                    // byte 09
+    std::uint16_t nvmsetid;                // bytes 11:10 NVMSETID
+    std::uint16_t endgid;                  // bytes 13:12 ENDGID
+    namespace_status nstat;                // byte 14 NSTAT
     std::array<std::uint8_t, 4081> rsvd15; // bytes 4095:15
 };
 static_assert(sizeof(independent_identify_namespace) == identify_data_size);
@@ -859,7 +880,6 @@ static_assert(offsetof(independent_identify_namespace, nvmsetid) == 10);
 static_assert(offsetof(independent_identify_namespace, endgid) == 12);
 static_assert(offsetof(independent_identify_namespace, nstat) == 14);
 static_assert(is_wire_type_v<independent_identify_namespace>);
-
 
 /// Namespace List (CNS 02h, 07h, 10h, 1Ah), Base 2.0 5.17: up to 1024 NSIDs in increasing
 /// order, the unused entries zero.
@@ -887,8 +907,8 @@ using namespace_id_list = active_namespace_id_list;
 /// order; the unused entries zero.
 struct controller_list {
     static constexpr std::size_t capacity = 2047;
-    std::uint16_t count;                          // bytes 01:00 Number of Identifiers
-    std::array<std::uint16_t, capacity> ids;      // bytes 4095:02, identifier n at bytes 2n+3:2n+2
+    std::uint16_t count;                     // bytes 01:00 Number of Identifiers
+    std::array<std::uint16_t, capacity> ids; // bytes 4095:02, identifier n at bytes 2n+3:2n+2
 
     /// The identifiers the count covers (at most `capacity`).
     [[nodiscard]] constexpr std::span<const std::uint16_t> identifiers() const noexcept
@@ -923,7 +943,7 @@ enum class namespace_id_type : std::uint8_t {
 {
     switch (type) {
     case namespace_id_type::eui64: return 8;
-    case namespace_id_type::nguid: return 16;
+    case namespace_id_type::nguid: return 16; // NOLINT(bugprone-branch-clone): a table of sizes
     case namespace_id_type::uuid: return 16;
     case namespace_id_type::csi: return 1;
     }
@@ -1004,7 +1024,8 @@ struct namespace_id_descriptor_list {
     }
 
     /// The NID of the first descriptor of `type`, or std::nullopt if the list has none.
-    [[nodiscard]] constexpr std::optional<std::span<const std::uint8_t>> find(namespace_id_type type) const noexcept
+    [[nodiscard]] constexpr std::optional<std::span<const std::uint8_t>>
+    find(namespace_id_type type) const noexcept
     {
         std::size_t offset = 0;
         while (const auto entry = at(offset)) {
@@ -1018,7 +1039,6 @@ struct namespace_id_descriptor_list {
 };
 static_assert(sizeof(namespace_id_descriptor_list) == identify_data_size);
 static_assert(is_wire_type_v<namespace_id_descriptor_list>);
-
 
 /// I/O Command Set Vector: one combination of I/O command sets, Base 2.0 5.17 (CNS 1Ch).
 struct io_command_set_vector : word<io_command_set_vector, std::uint64_t> {

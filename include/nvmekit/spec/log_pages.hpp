@@ -98,11 +98,12 @@ inline constexpr std::uint16_t error_field_not_applicable = 0xffff;
 /// the faulty parameter is.
 struct parameter_error_location : word<parameter_error_location, std::uint16_t> {
     using word::word;
-    static constexpr field<0, 8, std::uint8_t> byte_offset{};  // Byte in command: bits 07:00
-    static constexpr field<8, 3, std::uint8_t> bit{};          // Bit in command: bits 10:08
+    static constexpr field<0, 8, std::uint8_t> byte_offset{}; // Byte in command: bits 07:00
+    static constexpr field<8, 3, std::uint8_t> bit{};         // Bit in command: bits 10:08
 
     /// The location of bit `bit_index` of byte `byte_index` of the submission queue entry.
-    [[nodiscard]] static constexpr parameter_error_location at(std::uint8_t byte_index, std::uint8_t bit_index) noexcept
+    [[nodiscard]] static constexpr parameter_error_location at(std::uint8_t byte_index,
+                                                               std::uint8_t bit_index) noexcept
     {
         return parameter_error_location{}.with(byte_offset, byte_index).with(bit, bit_index);
     }
@@ -116,19 +117,19 @@ static_assert(is_wire_type_v<parameter_error_location>);
 
 /// Error Information Log Entry (log 01h; each entry 64 bytes), Base 2.0 5.16.1.2.
 struct error_information_entry {
-    std::uint64_t error_count;                       // bytes 07:00 Error Count (0 = invalid entry)
-    std::uint16_t sqid;                              // bytes 09:08 Submission Queue ID
-    std::uint16_t cid;                               // bytes 11:10 Command ID
-    std::uint16_t status_field;                      // bytes 13:12 Phase Tag bit 00, Status bits 15:01
-    parameter_error_location error_location;         // bytes 15:14 Parameter Error Location
-    std::uint64_t lba;                               // bytes 23:16 LBA
-    std::uint32_t nsid;                              // bytes 27:24 Namespace
-    std::uint8_t vendor_specific_log_page;           // byte 28 Vendor Specific Information Available
-    std::uint8_t transport_type;                     // byte 29 Transport Type (TRTYPE)
-    std::array<std::uint8_t, 2> rsvd30;              // bytes 31:30
-    std::uint64_t command_specific_information;      // bytes 39:32 Command Specific Information
-    std::uint16_t transport_specific_information;    // bytes 41:40 Transport Type Specific Information
-    std::array<std::uint8_t, 22> rsvd42;             // bytes 63:42
+    std::uint64_t error_count;                    // bytes 07:00 Error Count (0 = invalid entry)
+    std::uint16_t sqid;                           // bytes 09:08 Submission Queue ID
+    std::uint16_t cid;                            // bytes 11:10 Command ID
+    std::uint16_t status_field;                   // bytes 13:12 Phase Tag bit 00, Status bits 15:01
+    parameter_error_location error_location;      // bytes 15:14 Parameter Error Location
+    std::uint64_t lba;                            // bytes 23:16 LBA
+    std::uint32_t nsid;                           // bytes 27:24 Namespace
+    std::uint8_t vendor_specific_log_page;        // byte 28 Vendor Specific Information Available
+    std::uint8_t transport_type;                  // byte 29 Transport Type (TRTYPE)
+    std::array<std::uint8_t, 2> rsvd30;           // bytes 31:30
+    std::uint64_t command_specific_information;   // bytes 39:32 Command Specific Information
+    std::uint16_t transport_specific_information; // bytes 41:40 Transport Type Specific Information
+    std::array<std::uint8_t, 22> rsvd42;          // bytes 63:42
 
     /// The status the failed command completed with.
     [[nodiscard]] constexpr spec::status status() const noexcept
@@ -142,7 +143,8 @@ struct error_information_entry {
         status_field = static_cast<std::uint16_t>((value.raw << 1) | (phase_tag ? 1U : 0U));
     }
 
-    friend constexpr bool operator==(const error_information_entry&, const error_information_entry&) noexcept = default;
+    friend constexpr bool operator==(const error_information_entry&,
+                                     const error_information_entry&) noexcept = default;
 };
 static_assert(sizeof(error_information_entry) == 64);
 static_assert(is_wire_type_v<error_information_entry>);
@@ -163,12 +165,14 @@ static_assert(offsetof(error_information_entry, rsvd42) == 42);
 /// bit is a current condition and may raise a SMART / Health asynchronous event.
 struct smart_critical_warning : word<smart_critical_warning, std::uint8_t> {
     using word::word;
+    // clang-format off
     static constexpr field<0, 1, bool> spare_below_threshold{};   // bit 00 available spare below threshold
     static constexpr field<1, 1, bool> temperature{};             // bit 01 temperature above over- or below under-threshold
     static constexpr field<2, 1, bool> reliability_degraded{};    // bit 02 NVM subsystem reliability degraded
     static constexpr field<3, 1, bool> read_only{};               // bit 03 all media placed in read-only mode
     static constexpr field<4, 1, bool> volatile_backup_failed{};  // bit 04 volatile memory backup device failed
     static constexpr field<5, 1, bool> pmr_read_only{};           // bit 05 Persistent Memory Region placed in read-only mode
+    // clang-format on
 };
 static_assert(sizeof(smart_critical_warning) == 1);
 static_assert(is_wire_type_v<smart_critical_warning>);
@@ -177,15 +181,16 @@ static_assert(is_wire_type_v<smart_critical_warning>);
 /// OR of the critical warnings of all Endurance Groups.
 struct endurance_group_critical_warning : word<endurance_group_critical_warning, std::uint8_t> {
     using word::word;
-    static constexpr field<0, 1, bool> spare_below_threshold{};   // bit 00
-    static constexpr field<2, 1, bool> reliability_degraded{};    // bit 02
-    static constexpr field<3, 1, bool> read_only{};               // bit 03
+    static constexpr field<0, 1, bool> spare_below_threshold{}; // bit 00
+    static constexpr field<2, 1, bool> reliability_degraded{};  // bit 02
+    static constexpr field<3, 1, bool> read_only{};             // bit 03
 };
 static_assert(sizeof(endurance_group_critical_warning) == 1);
 static_assert(is_wire_type_v<endurance_group_critical_warning>);
 
 /// SMART / Health Information log (log 02h, 512 bytes), Base 2.0 5.16.1.3.
 struct smart_health_log {
+    // clang-format off
     smart_critical_warning critical_warning;                        // byte 0 Critical Warning
     std::array<std::uint8_t, 2> composite_temperature;              // bytes 02:01 Composite Temperature (Kelvin)
     std::uint8_t available_spare;                                   // byte 3 Available Spare (percent)
@@ -211,6 +216,7 @@ struct smart_health_log {
     std::uint32_t thermal_management_temp1_total_time;              // bytes 227:224 Total Time For Thermal Management Temperature 1 (seconds)
     std::uint32_t thermal_management_temp2_total_time;              // bytes 231:228 Total Time For Thermal Management Temperature 2 (seconds)
     std::array<std::uint8_t, 280> rsvd232;                          // bytes 511:232
+    // clang-format on
 
     [[nodiscard]] constexpr std::uint16_t composite_temperature_kelvin() const noexcept
     {
@@ -252,8 +258,10 @@ static_assert(offsetof(smart_health_log, rsvd232) == 232);
 /// Active Firmware Info (AFI) of the Firmware Slot Information log (byte 0).
 struct active_firmware_info : word<active_firmware_info, std::uint8_t> {
     using word::word;
+    // clang-format off
     static constexpr field<0, 3, std::uint8_t> active_slot{};  // bits 02:00 slot of the running firmware
     static constexpr field<4, 3, std::uint8_t> next_slot{};    // bits 06:04 slot activated at the next reset (0 = none)
+    // clang-format on
 };
 static_assert(sizeof(active_firmware_info) == 1);
 static_assert(is_wire_type_v<active_firmware_info>);
@@ -265,10 +273,10 @@ struct firmware_slot_log {
     static constexpr std::size_t revision_length = 8;
     using revision_type = std::array<char, revision_length>;
 
-    active_firmware_info afi;                                // byte 0 Active Firmware Info
-    std::array<std::uint8_t, 7> rsvd1;                       // bytes 07:01
-    std::array<revision_type, slot_count> revisions;         // bytes 63:08 FRS1-FRS7, FRSn at 8 + 8 * (n - 1)
-    std::array<std::uint8_t, 448> rsvd64;                    // bytes 511:64
+    active_firmware_info afi;                        // byte 0 Active Firmware Info
+    std::array<std::uint8_t, 7> rsvd1;               // bytes 07:01
+    std::array<revision_type, slot_count> revisions; // bytes 63:08 FRS1-FRS7, FRSn at 8 + 8 * (n - 1)
+    std::array<std::uint8_t, 448> rsvd64;            // bytes 511:64
 
     /// The firmware revision in `slot` (1-7), up to its first NUL and without trailing spaces;
     /// empty when the slot holds no valid firmware.
@@ -305,7 +313,7 @@ struct changed_namespace_list {
     /// First entry when more than 1024 namespaces changed; the rest of the list is then zero.
     static constexpr std::uint32_t overflow_marker = 0xffffffff;
 
-    std::array<std::uint32_t, max_entries> nsids;  // bytes 4095:00, entry n at 4 * n
+    std::array<std::uint32_t, max_entries> nsids; // bytes 4095:00, entry n at 4 * n
 
     /// Whether more namespaces changed than the list can hold.
     [[nodiscard]] constexpr bool overflowed() const noexcept { return nsids[0] == overflow_marker; }
@@ -322,7 +330,8 @@ struct changed_namespace_list {
         return n;
     }
 
-    friend constexpr bool operator==(const changed_namespace_list&, const changed_namespace_list&) noexcept = default;
+    friend constexpr bool operator==(const changed_namespace_list&,
+                                     const changed_namespace_list&) noexcept = default;
 };
 static_assert(sizeof(changed_namespace_list) == 4096);
 static_assert(is_wire_type_v<changed_namespace_list>);
@@ -341,6 +350,7 @@ enum class command_submission_execution : std::uint8_t {
 /// Commands Supported and Effects data structure of one opcode, Base 2.0 5.16.1.6.
 struct command_effects : word<command_effects, std::uint32_t> {
     using word::word;
+    // clang-format off
     static constexpr field<0, 1, bool> csupp{};                              // CSUPP: bit 00 command supported
     static constexpr field<1, 1, bool> lbcc{};                               // LBCC: bit 01 logical block content change
     static constexpr field<2, 1, bool> ncc{};                                // NCC: bit 02 namespace capability change
@@ -348,6 +358,7 @@ struct command_effects : word<command_effects, std::uint32_t> {
     static constexpr field<4, 1, bool> ccc{};                                // CCC: bit 04 controller capability change
     static constexpr field<16, 3, command_submission_execution> cse{};       // CSE: bits 18:16
     static constexpr field<19, 1, bool> uss{};                               // USS: bit 19 UUID selection supported
+    // clang-format on
 };
 static_assert(sizeof(command_effects) == 4);
 static_assert(is_wire_type_v<command_effects>);
@@ -355,11 +366,12 @@ static_assert(is_wire_type_v<command_effects>);
 /// Commands Supported and Effects log (log 05h, 4096 bytes), Base 2.0 5.16.1.6, indexed by
 /// opcode. The I/O entries describe the command set chosen by the Get Log Page CSI.
 struct commands_supported_and_effects {
-    std::array<command_effects, 256> admin_commands;  // bytes 1023:00 ACS0-ACS255
-    std::array<command_effects, 256> io_commands;     // bytes 2047:1024 IOCS0-IOCS255
-    std::array<std::uint8_t, 2048> rsvd2048;          // bytes 4095:2048
+    std::array<command_effects, 256> admin_commands; // bytes 1023:00 ACS0-ACS255
+    std::array<command_effects, 256> io_commands;    // bytes 2047:1024 IOCS0-IOCS255
+    std::array<std::uint8_t, 2048> rsvd2048;         // bytes 4095:2048
 
-    friend constexpr bool operator==(const commands_supported_and_effects&, const commands_supported_and_effects&) noexcept = default;
+    friend constexpr bool operator==(const commands_supported_and_effects&,
+                                     const commands_supported_and_effects&) noexcept = default;
 };
 static_assert(sizeof(commands_supported_and_effects) == 4096);
 static_assert(is_wire_type_v<commands_supported_and_effects>);
@@ -387,11 +399,11 @@ enum class lba_status_action : std::uint8_t {
 /// LBA Status Information log (0Eh) header, Base 2.0 (LBA Status Information log page). Namespace
 /// elements follow it, each a `lba_status_namespace_element` and its LBA range descriptors.
 struct lba_status_log_header {
-    std::uint32_t lslplen;           // bytes 03:00 LSLPLEN LBA Status Log Page Length (bytes)
-    std::uint32_t nlslne;            // bytes 07:04 NLSLNE Number of LBA Status Log Namespace Elements
-    std::uint32_t estulb;            // bytes 11:08 ESTULB Estimate of Unrecoverable Logical Blocks
+    std::uint32_t lslplen;              // bytes 03:00 LSLPLEN LBA Status Log Page Length (bytes)
+    std::uint32_t nlslne;               // bytes 07:04 NLSLNE Number of LBA Status Log Namespace Elements
+    std::uint32_t estulb;               // bytes 11:08 ESTULB Estimate of Unrecoverable Logical Blocks
     std::array<std::uint8_t, 2> rsvd12; // bytes 13:12
-    std::uint16_t lsgc;              // bytes 15:14 LSGC LBA Status Generation Counter
+    std::uint16_t lsgc;                 // bytes 15:14 LSGC LBA Status Generation Counter
 };
 static_assert(sizeof(lba_status_log_header) == 16);
 static_assert(offsetof(lba_status_log_header, lslplen) == 0);
@@ -402,9 +414,9 @@ static_assert(is_wire_type_v<lba_status_log_header>);
 
 /// LBA Status Log Namespace Element header (16 bytes): NLRD LBA range descriptors follow it.
 struct lba_status_namespace_element {
-    std::uint32_t neid;               // bytes 03:00 NEID Namespace Element Identifier (the NSID)
-    std::uint32_t nlrd;               // bytes 07:04 NLRD Number of LBA Range Descriptors
-    lba_status_action ratype;         // byte 08 RATYPE Recommended Action Type
+    std::uint32_t neid;                // bytes 03:00 NEID Namespace Element Identifier (the NSID)
+    std::uint32_t nlrd;                // bytes 07:04 NLRD Number of LBA Range Descriptors
+    lba_status_action ratype;          // byte 08 RATYPE Recommended Action Type
     std::array<std::uint8_t, 7> rsvd9; // bytes 15:09
 };
 static_assert(sizeof(lba_status_namespace_element) == 16);
@@ -415,8 +427,8 @@ static_assert(is_wire_type_v<lba_status_namespace_element>);
 
 /// LBA Range Descriptor of a namespace element (16 bytes).
 struct lba_range_descriptor {
-    std::uint64_t rslba;               // bytes 07:00 RSLBA Range Starting LBA
-    std::uint32_t rnlb;                // bytes 11:08 RNLB Range Number of Logical Blocks
+    std::uint64_t rslba;                // bytes 07:00 RSLBA Range Starting LBA
+    std::uint32_t rnlb;                 // bytes 11:08 RNLB Range Number of Logical Blocks
     std::array<std::uint8_t, 4> rsvd12; // bytes 15:12
 };
 static_assert(sizeof(lba_range_descriptor) == 16);
@@ -430,6 +442,7 @@ static_assert(is_wire_type_v<lba_range_descriptor>);
 struct telemetry_log_header {
     static constexpr std::size_t block_size = 512;
 
+    // clang-format off
     std::uint8_t log_identifier;                     // byte 0 Log Identifier (07h or 08h)
     std::array<std::uint8_t, 4> rsvd1;               // bytes 04:01
     std::array<std::uint8_t, 3> ieee_oui;            // bytes 07:05 IEEE OUI Identifier
@@ -443,8 +456,10 @@ struct telemetry_log_header {
     std::uint8_t controller_data_available;          // byte 382 Telemetry Controller-Initiated Data Available
     std::uint8_t controller_data_generation_number;  // byte 383 Telemetry Controller-Initiated Data Generation Number
     std::array<std::uint8_t, 128> reason_identifier; // bytes 511:384 Reason Identifier
+    // clang-format on
 
-    friend constexpr bool operator==(const telemetry_log_header&, const telemetry_log_header&) noexcept = default;
+    friend constexpr bool operator==(const telemetry_log_header&,
+                                     const telemetry_log_header&) noexcept = default;
 };
 static_assert(sizeof(telemetry_log_header) == 512);
 static_assert(is_wire_type_v<telemetry_log_header>);
@@ -471,8 +486,8 @@ enum class async_event_type : std::uint8_t {
 
 /// Asynchronous Event Information for Error events, Base 2.0 5.2.1.
 enum class error_event : std::uint8_t {
-    invalid_doorbell_register = 0x00,  ///< Write to Invalid Doorbell Register
-    invalid_doorbell_value = 0x01,     ///< Invalid Doorbell Write Value
+    invalid_doorbell_register = 0x00, ///< Write to Invalid Doorbell Register
+    invalid_doorbell_value = 0x01,    ///< Invalid Doorbell Write Value
     diagnostic_failure = 0x02,
     persistent_internal_error = 0x03,
     transient_internal_error = 0x04,
@@ -495,23 +510,26 @@ enum class notice_event : std::uint8_t {
     predictable_latency_event_aggregate_log_change = 0x04,
     lba_status_information_alert = 0x05,
     endurance_group_event_aggregate_log_change = 0x06,
-    discovery_log_page_change = 0xf0,  ///< Fabrics discovery controllers only
+    discovery_log_page_change = 0xf0, ///< Fabrics discovery controllers only
 };
 
 /// Asynchronous Event Information for Immediate events, Base 2.0 5.2.1.
 enum class immediate_event : std::uint8_t {
-    normal_subsystem_shutdown = 0x00,  ///< Normal NVM Subsystem Shutdown
+    normal_subsystem_shutdown = 0x00, ///< Normal NVM Subsystem Shutdown
 };
 
 /// Completion Dword 0 of an Asynchronous Event Request, Base 2.0 5.2.1.
 struct async_event_completion : word<async_event_completion, std::uint32_t> {
     using word::word;
+    // clang-format off
     static constexpr field<0, 3, async_event_type> event_type{};       // Asynchronous Event Type: bits 02:00
     static constexpr field<8, 8, std::uint8_t> event_information{};    // Asynchronous Event Information: bits 15:08
     static constexpr field<16, 8, log_page_id> log_page{};             // Log Page Identifier: bits 23:16
+    // clang-format on
 
     constexpr async_event_completion() noexcept = default;
-    constexpr async_event_completion(async_event_type type, std::uint8_t information, log_page_id log) noexcept
+    constexpr async_event_completion(async_event_type type, std::uint8_t information,
+                                     log_page_id log) noexcept
     {
         set(event_type, type);
         set(event_information, information);
@@ -519,14 +537,18 @@ struct async_event_completion : word<async_event_completion, std::uint32_t> {
     }
     constexpr explicit async_event_completion(error_event information,
                                               log_page_id log = log_page_id::error_information) noexcept
-        : async_event_completion{async_event_type::error, static_cast<std::uint8_t>(information), log} {}
+        : async_event_completion{async_event_type::error, static_cast<std::uint8_t>(information), log}
+    {}
     constexpr explicit async_event_completion(smart_health_event information,
                                               log_page_id log = log_page_id::smart_health) noexcept
-        : async_event_completion{async_event_type::smart_health, static_cast<std::uint8_t>(information), log} {}
+        : async_event_completion{async_event_type::smart_health, static_cast<std::uint8_t>(information), log}
+    {}
     constexpr async_event_completion(notice_event information, log_page_id log) noexcept
-        : async_event_completion{async_event_type::notice, static_cast<std::uint8_t>(information), log} {}
+        : async_event_completion{async_event_type::notice, static_cast<std::uint8_t>(information), log}
+    {}
     constexpr async_event_completion(immediate_event information, log_page_id log) noexcept
-        : async_event_completion{async_event_type::immediate, static_cast<std::uint8_t>(information), log} {}
+        : async_event_completion{async_event_type::immediate, static_cast<std::uint8_t>(information), log}
+    {}
 };
 static_assert(sizeof(async_event_completion) == 4);
 static_assert(is_wire_type_v<async_event_completion>);
@@ -578,7 +600,8 @@ static_assert(is_wire_type_v<async_event_completion>);
     case firmware_activation_starting: return "Firmware Activation Starting";
     case telemetry_log_changed: return "Telemetry Log Changed";
     case asymmetric_namespace_access_change: return "Asymmetric Namespace Access Change";
-    case predictable_latency_event_aggregate_log_change: return "Predictable Latency Event Aggregate Log Change";
+    case predictable_latency_event_aggregate_log_change:
+        return "Predictable Latency Event Aggregate Log Change";
     case lba_status_information_alert: return "LBA Status Information Alert";
     case endurance_group_event_aggregate_log_change: return "Endurance Group Event Aggregate Log Page Change";
     case discovery_log_page_change: return "Discovery Log Page Change";

@@ -24,31 +24,31 @@ namespace spec {
 
 /// Offset of each controller register in BAR0, Base 2.0 Figure 33.
 enum class register_offset : std::uint16_t {
-    cap = 0x00,     ///< Controller Capabilities (64-bit)
-    vs = 0x08,      ///< Version
-    intms = 0x0c,   ///< Interrupt Mask Set
-    intmc = 0x10,   ///< Interrupt Mask Clear
-    cc = 0x14,      ///< Controller Configuration
-    csts = 0x1c,    ///< Controller Status
-    nssr = 0x20,    ///< NVM Subsystem Reset
-    aqa = 0x24,     ///< Admin Queue Attributes
-    asq = 0x28,     ///< Admin Submission Queue Base Address (64-bit)
-    acq = 0x30,     ///< Admin Completion Queue Base Address (64-bit)
-    cmbloc = 0x38,  ///< Controller Memory Buffer Location
-    cmbsz = 0x3c,   ///< Controller Memory Buffer Size
-    bpinfo = 0x40,  ///< Boot Partition Information
-    bprsel = 0x44,  ///< Boot Partition Read Select
-    bpmbl = 0x48,   ///< Boot Partition Memory Buffer Location (64-bit)
-    cmbmsc = 0x50,  ///< Controller Memory Buffer Memory Space Control (64-bit)
-    cmbsts = 0x58,  ///< Controller Memory Buffer Status
-    cmbebs = 0x5c,  ///< Controller Memory Buffer Elasticity Buffer Size
-    cmbswtp = 0x60, ///< Controller Memory Buffer Sustained Write Throughput
-    nssd = 0x64,    ///< NVM Subsystem Shutdown
-    crto = 0x68,    ///< Controller Ready Timeouts
-    pmrcap = 0xe00, ///< Persistent Memory Region Capabilities
-    pmrctl = 0xe04, ///< Persistent Memory Region Control
-    pmrsts = 0xe08, ///< Persistent Memory Region Status
-    pmrebs = 0xe0c, ///< Persistent Memory Region Elasticity Buffer Size
+    cap = 0x00,      ///< Controller Capabilities (64-bit)
+    vs = 0x08,       ///< Version
+    intms = 0x0c,    ///< Interrupt Mask Set
+    intmc = 0x10,    ///< Interrupt Mask Clear
+    cc = 0x14,       ///< Controller Configuration
+    csts = 0x1c,     ///< Controller Status
+    nssr = 0x20,     ///< NVM Subsystem Reset
+    aqa = 0x24,      ///< Admin Queue Attributes
+    asq = 0x28,      ///< Admin Submission Queue Base Address (64-bit)
+    acq = 0x30,      ///< Admin Completion Queue Base Address (64-bit)
+    cmbloc = 0x38,   ///< Controller Memory Buffer Location
+    cmbsz = 0x3c,    ///< Controller Memory Buffer Size
+    bpinfo = 0x40,   ///< Boot Partition Information
+    bprsel = 0x44,   ///< Boot Partition Read Select
+    bpmbl = 0x48,    ///< Boot Partition Memory Buffer Location (64-bit)
+    cmbmsc = 0x50,   ///< Controller Memory Buffer Memory Space Control (64-bit)
+    cmbsts = 0x58,   ///< Controller Memory Buffer Status
+    cmbebs = 0x5c,   ///< Controller Memory Buffer Elasticity Buffer Size
+    cmbswtp = 0x60,  ///< Controller Memory Buffer Sustained Write Throughput
+    nssd = 0x64,     ///< NVM Subsystem Shutdown
+    crto = 0x68,     ///< Controller Ready Timeouts
+    pmrcap = 0xe00,  ///< Persistent Memory Region Capabilities
+    pmrctl = 0xe04,  ///< Persistent Memory Region Control
+    pmrsts = 0xe08,  ///< Persistent Memory Region Status
+    pmrebs = 0xe0c,  ///< Persistent Memory Region Elasticity Buffer Size
     pmrswtp = 0xe10, ///< Persistent Memory Region Sustained Write Throughput
     pmrmscl = 0xe14, ///< Persistent Memory Region Controller Memory Space Control Lower
     pmrmscu = 0xe18, ///< Persistent Memory Region Controller Memory Space Control Upper
@@ -60,7 +60,10 @@ struct register_description {
     std::uint8_t width; ///< bytes: 4 or 8
     std::string_view name;
 
-    [[nodiscard]] constexpr std::uint32_t first_byte() const noexcept { return static_cast<std::uint32_t>(offset); }
+    [[nodiscard]] constexpr std::uint32_t first_byte() const noexcept
+    {
+        return static_cast<std::uint32_t>(offset);
+    }
     [[nodiscard]] constexpr std::uint32_t end_byte() const noexcept { return first_byte() + width; }
     [[nodiscard]] constexpr bool contains(std::uint64_t byte_offset) const noexcept
     {
@@ -69,6 +72,7 @@ struct register_description {
 };
 
 /// Every controller register of Base 2.0 Figure 33, in offset order.
+// clang-format off
 inline constexpr std::array<register_description, 28> controller_register_table{{
     {register_offset::cap, 8, "CAP"},
     {register_offset::vs, 4, "VS"},
@@ -99,6 +103,7 @@ inline constexpr std::array<register_description, 28> controller_register_table{
     {register_offset::pmrmscl, 4, "PMRMSCL"},
     {register_offset::pmrmscu, 4, "PMRMSCU"},
 }};
+// clang-format on
 
 /// The table row of `offset`, which must be a register_offset value.
 [[nodiscard]] constexpr const register_description& describe_register(register_offset offset) noexcept
@@ -113,10 +118,16 @@ inline constexpr std::array<register_description, 28> controller_register_table{
 }
 
 /// Width in bytes of the register at `offset` (4 or 8).
-[[nodiscard]] constexpr std::uint8_t register_width(register_offset offset) noexcept { return describe_register(offset).width; }
+[[nodiscard]] constexpr std::uint8_t register_width(register_offset offset) noexcept
+{
+    return describe_register(offset).width;
+}
 
 /// Spec mnemonic of the register at `offset`: "CAP", "CC", "PMRMSCU", ...
-[[nodiscard]] constexpr std::string_view name(register_offset offset) noexcept { return describe_register(offset).name; }
+[[nodiscard]] constexpr std::string_view name(register_offset offset) noexcept
+{
+    return describe_register(offset).name;
+}
 
 /// The register whose bytes include `byte_offset` (a 4-byte access at 04h lands in CAP), or
 /// nothing for reserved space and the doorbells.
@@ -178,36 +189,42 @@ struct cap_register : word<cap_register, std::uint64_t> {
     using word::word;
     static constexpr register_offset offset = register_offset::cap;
 
-    static constexpr field<0, 16, std::uint16_t> mqes{};       // MQES: bits 15:00, 0-based
-    static constexpr field<16, 1, bool> cqr{};                 // CQR: bit 16
-    static constexpr field<17, 2, std::uint8_t> ams{};         // AMS: bits 18:17, bit mask
+    static constexpr field<0, 16, std::uint16_t> mqes{};                   // MQES: bits 15:00, 0-based
+    static constexpr field<16, 1, bool> cqr{};                             // CQR: bit 16
+    static constexpr field<17, 2, std::uint8_t> ams{};                     // AMS: bits 18:17, bit mask
     static constexpr field<17, 1, bool> ams_weighted_round_robin_urgent{}; // AMS bit 17
-    static constexpr field<18, 1, bool> ams_vendor_specific{}; // AMS bit 18
-    static constexpr field<24, 8, std::uint8_t> to{};          // TO: bits 31:24, 500 ms units
-    static constexpr field<32, 4, std::uint8_t> dstrd{};       // DSTRD: bits 35:32
-    static constexpr field<36, 1, bool> nssrs{};               // NSSRS: bit 36
-    static constexpr field<37, 8, std::uint8_t> css{};         // CSS: bits 44:37, bit mask
-    static constexpr field<37, 1, bool> css_nvm{};             // CSS bit 37: NVM Command Set
-    static constexpr field<43, 1, bool> css_io_command_sets{}; // CSS bit 43: one or more I/O Command Sets
+    static constexpr field<18, 1, bool> ams_vendor_specific{};             // AMS bit 18
+    static constexpr field<24, 8, std::uint8_t> to{};                      // TO: bits 31:24, 500 ms units
+    static constexpr field<32, 4, std::uint8_t> dstrd{};                   // DSTRD: bits 35:32
+    static constexpr field<36, 1, bool> nssrs{};                           // NSSRS: bit 36
+    static constexpr field<37, 8, std::uint8_t> css{};                     // CSS: bits 44:37, bit mask
+    static constexpr field<37, 1, bool> css_nvm{};                         // CSS bit 37: NVM Command Set
+    static constexpr field<43, 1, bool> css_io_command_sets{};   // CSS bit 43: one or more I/O Command Sets
     static constexpr field<44, 1, bool> css_no_io_command_set{}; // CSS bit 44: Admin only
-    static constexpr field<45, 1, bool> bps{};                 // BPS: bit 45
+    static constexpr field<45, 1, bool> bps{};                   // BPS: bit 45
     static constexpr field<46, 2, controller_power_scope> cps{}; // CPS: bits 47:46
-    static constexpr field<48, 4, std::uint8_t> mpsmin{};      // MPSMIN: bits 51:48
-    static constexpr field<52, 4, std::uint8_t> mpsmax{};      // MPSMAX: bits 55:52
-    static constexpr field<56, 1, bool> pmrs{};                // PMRS: bit 56
-    static constexpr field<57, 1, bool> cmbs{};                // CMBS: bit 57
-    static constexpr field<58, 1, bool> nsss{};                // NSSS: bit 58
-    static constexpr field<59, 2, std::uint8_t> crms{};        // CRMS: bits 60:59, bit mask
-    static constexpr field<59, 1, bool> crwms{};               // CRMS bit 59: ready with media
-    static constexpr field<60, 1, bool> crims{};               // CRMS bit 60: ready independent of media
+    static constexpr field<48, 4, std::uint8_t> mpsmin{};        // MPSMIN: bits 51:48
+    static constexpr field<52, 4, std::uint8_t> mpsmax{};        // MPSMAX: bits 55:52
+    static constexpr field<56, 1, bool> pmrs{};                  // PMRS: bit 56
+    static constexpr field<57, 1, bool> cmbs{};                  // CMBS: bit 57
+    static constexpr field<58, 1, bool> nsss{};                  // NSSS: bit 58
+    static constexpr field<59, 2, std::uint8_t> crms{};          // CRMS: bits 60:59, bit mask
+    static constexpr field<59, 1, bool> crwms{};                 // CRMS bit 59: ready with media
+    static constexpr field<60, 1, bool> crims{};                 // CRMS bit 60: ready independent of media
 
     /// Largest queue size in entries (MQES is 0-based).
     [[nodiscard]] constexpr std::uint32_t max_queue_entries() const noexcept { return get(mqes) + 1U; }
     [[nodiscard]] constexpr std::uint32_t ready_timeout_ms() const noexcept { return timeout_ms(get(to)); }
     /// Distance in bytes between doorbells: 2^(2 + DSTRD).
     [[nodiscard]] constexpr std::uint32_t doorbell_stride_bytes() const noexcept { return 4U << get(dstrd); }
-    [[nodiscard]] constexpr std::uint64_t min_page_size_bytes() const noexcept { return memory_page_size_bytes(get(mpsmin)); }
-    [[nodiscard]] constexpr std::uint64_t max_page_size_bytes() const noexcept { return memory_page_size_bytes(get(mpsmax)); }
+    [[nodiscard]] constexpr std::uint64_t min_page_size_bytes() const noexcept
+    {
+        return memory_page_size_bytes(get(mpsmin));
+    }
+    [[nodiscard]] constexpr std::uint64_t max_page_size_bytes() const noexcept
+    {
+        return memory_page_size_bytes(get(mpsmax));
+    }
 };
 static_assert(sizeof(cap_register) == 8);
 static_assert(sizeof(cap_register) == register_width(cap_register::offset));
@@ -218,8 +235,8 @@ struct vs_register : word<vs_register, std::uint32_t> {
     using word::word;
     static constexpr register_offset offset = register_offset::vs;
 
-    static constexpr field<0, 8, std::uint8_t> ter{};   // TER: bits 07:00
-    static constexpr field<8, 8, std::uint8_t> mnr{};   // MNR: bits 15:08
+    static constexpr field<0, 8, std::uint8_t> ter{};    // TER: bits 07:00
+    static constexpr field<8, 8, std::uint8_t> mnr{};    // MNR: bits 15:08
     static constexpr field<16, 16, std::uint16_t> mjr{}; // MJR: bits 31:16
 };
 static_assert(sizeof(vs_register) == 4);
@@ -227,9 +244,13 @@ static_assert(sizeof(vs_register) == register_width(vs_register::offset));
 static_assert(is_wire_type_v<vs_register>);
 
 /// The VS value of version `major.minor.tertiary` (also the encoding of Identify VER).
-[[nodiscard]] constexpr vs_register make_version(std::uint16_t major, std::uint8_t minor, std::uint8_t tertiary) noexcept
+[[nodiscard]] constexpr vs_register make_version(std::uint16_t major, std::uint8_t minor,
+                                                 std::uint8_t tertiary) noexcept
 {
-    return vs_register{}.with(vs_register::mjr, major).with(vs_register::mnr, minor).with(vs_register::ter, tertiary);
+    return vs_register{}
+        .with(vs_register::mjr, major)
+        .with(vs_register::mnr, minor)
+        .with(vs_register::ter, tertiary);
 }
 
 /// The version nvmekit implements.
@@ -245,7 +266,10 @@ struct intms_register : word<intms_register, std::uint32_t> {
 
     static constexpr field<0, 32, std::uint32_t> ivms{}; // IVMS: bits 31:00
 
-    [[nodiscard]] constexpr bool vector(unsigned number) const noexcept { return number < 32 && ((raw >> number) & 1U) != 0; }
+    [[nodiscard]] constexpr bool vector(unsigned number) const noexcept
+    {
+        return number < 32 && ((raw >> number) & 1U) != 0;
+    }
 };
 static_assert(sizeof(intms_register) == 4);
 static_assert(sizeof(intms_register) == register_width(intms_register::offset));
@@ -258,7 +282,10 @@ struct intmc_register : word<intmc_register, std::uint32_t> {
 
     static constexpr field<0, 32, std::uint32_t> ivmc{}; // IVMC: bits 31:00
 
-    [[nodiscard]] constexpr bool vector(unsigned number) const noexcept { return number < 32 && ((raw >> number) & 1U) != 0; }
+    [[nodiscard]] constexpr bool vector(unsigned number) const noexcept
+    {
+        return number < 32 && ((raw >> number) & 1U) != 0;
+    }
 };
 static_assert(sizeof(intmc_register) == 4);
 static_assert(sizeof(intmc_register) == register_width(intmc_register::offset));
@@ -290,18 +317,27 @@ struct cc_register : word<cc_register, std::uint32_t> {
     using word::word;
     static constexpr register_offset offset = register_offset::cc;
 
-    static constexpr field<0, 1, bool> en{};                      // EN: bit 00
-    static constexpr field<4, 3, io_command_set_selected> css{};  // CSS: bits 06:04
-    static constexpr field<7, 4, std::uint8_t> mps{};             // MPS: bits 10:07
-    static constexpr field<11, 3, arbitration_mechanism> ams{};   // AMS: bits 13:11
-    static constexpr field<14, 2, shutdown_notification> shn{};   // SHN: bits 15:14
-    static constexpr field<16, 4, std::uint8_t> iosqes{};         // IOSQES: bits 19:16
-    static constexpr field<20, 4, std::uint8_t> iocqes{};         // IOCQES: bits 23:20
-    static constexpr field<24, 1, bool> crime{};                  // CRIME: bit 24
+    static constexpr field<0, 1, bool> en{};                     // EN: bit 00
+    static constexpr field<4, 3, io_command_set_selected> css{}; // CSS: bits 06:04
+    static constexpr field<7, 4, std::uint8_t> mps{};            // MPS: bits 10:07
+    static constexpr field<11, 3, arbitration_mechanism> ams{};  // AMS: bits 13:11
+    static constexpr field<14, 2, shutdown_notification> shn{};  // SHN: bits 15:14
+    static constexpr field<16, 4, std::uint8_t> iosqes{};        // IOSQES: bits 19:16
+    static constexpr field<20, 4, std::uint8_t> iocqes{};        // IOCQES: bits 23:20
+    static constexpr field<24, 1, bool> crime{};                 // CRIME: bit 24
 
-    [[nodiscard]] constexpr std::uint64_t page_size_bytes() const noexcept { return memory_page_size_bytes(get(mps)); }
-    [[nodiscard]] constexpr std::uint32_t io_sq_entry_size_bytes() const noexcept { return queue_entry_size_bytes(get(iosqes)); }
-    [[nodiscard]] constexpr std::uint32_t io_cq_entry_size_bytes() const noexcept { return queue_entry_size_bytes(get(iocqes)); }
+    [[nodiscard]] constexpr std::uint64_t page_size_bytes() const noexcept
+    {
+        return memory_page_size_bytes(get(mps));
+    }
+    [[nodiscard]] constexpr std::uint32_t io_sq_entry_size_bytes() const noexcept
+    {
+        return queue_entry_size_bytes(get(iosqes));
+    }
+    [[nodiscard]] constexpr std::uint32_t io_cq_entry_size_bytes() const noexcept
+    {
+        return queue_entry_size_bytes(get(iocqes));
+    }
 };
 static_assert(sizeof(cc_register) == 4);
 static_assert(sizeof(cc_register) == register_width(cc_register::offset));
@@ -319,12 +355,12 @@ struct csts_register : word<csts_register, std::uint32_t> {
     using word::word;
     static constexpr register_offset offset = register_offset::csts;
 
-    static constexpr field<0, 1, bool> rdy{};              // RDY: bit 00
-    static constexpr field<1, 1, bool> cfs{};              // CFS: bit 01
-    static constexpr field<2, 2, shutdown_status> shst{};  // SHST: bits 03:02
-    static constexpr field<4, 1, bool> nssro{};            // NSSRO: bit 04, RW1C
-    static constexpr field<5, 1, bool> pp{};               // PP: bit 05
-    static constexpr field<6, 1, bool> st{};               // ST: bit 06, 1 = NVM subsystem shutdown
+    static constexpr field<0, 1, bool> rdy{};             // RDY: bit 00
+    static constexpr field<1, 1, bool> cfs{};             // CFS: bit 01
+    static constexpr field<2, 2, shutdown_status> shst{}; // SHST: bits 03:02
+    static constexpr field<4, 1, bool> nssro{};           // NSSRO: bit 04, RW1C
+    static constexpr field<5, 1, bool> pp{};              // PP: bit 05
+    static constexpr field<6, 1, bool> st{};              // ST: bit 06, 1 = NVM subsystem shutdown
 };
 static_assert(sizeof(csts_register) == 4);
 static_assert(sizeof(csts_register) == register_width(csts_register::offset));
@@ -372,7 +408,10 @@ struct asq_register : word<asq_register, std::uint64_t> {
     static constexpr field<12, 52, std::uint64_t> asqb{}; // ASQB: bits 63:12
 
     /// The queue's host address (bits 11:00 are reserved and read as zero).
-    [[nodiscard]] constexpr std::uint64_t base_address() const noexcept { return raw & page_aligned_address_mask; }
+    [[nodiscard]] constexpr std::uint64_t base_address() const noexcept
+    {
+        return raw & page_aligned_address_mask;
+    }
 };
 static_assert(sizeof(asq_register) == 8);
 static_assert(sizeof(asq_register) == register_width(asq_register::offset));
@@ -385,7 +424,10 @@ struct acq_register : word<acq_register, std::uint64_t> {
 
     static constexpr field<12, 52, std::uint64_t> acqb{}; // ACQB: bits 63:12
 
-    [[nodiscard]] constexpr std::uint64_t base_address() const noexcept { return raw & page_aligned_address_mask; }
+    [[nodiscard]] constexpr std::uint64_t base_address() const noexcept
+    {
+        return raw & page_aligned_address_mask;
+    }
 };
 static_assert(sizeof(acq_register) == 8);
 static_assert(sizeof(acq_register) == register_width(acq_register::offset));
@@ -396,14 +438,14 @@ struct cmbloc_register : word<cmbloc_register, std::uint32_t> {
     using word::word;
     static constexpr register_offset offset = register_offset::cmbloc;
 
-    static constexpr field<0, 3, std::uint8_t> bir{};      // BIR: bits 02:00
-    static constexpr field<3, 1, bool> cqmms{};            // CQMMS: bit 03
-    static constexpr field<4, 1, bool> cqpds{};            // CQPDS: bit 04
-    static constexpr field<5, 1, bool> cdpmls{};           // CDPMLS: bit 05
-    static constexpr field<6, 1, bool> cdpcils{};          // CDPCILS: bit 06
-    static constexpr field<7, 1, bool> cdmmms{};           // CDMMMS: bit 07
-    static constexpr field<8, 1, bool> cqda{};             // CQDA: bit 08
-    static constexpr field<12, 20, std::uint32_t> ofst{};  // OFST: bits 31:12, in CMBSZ.SZU units
+    static constexpr field<0, 3, std::uint8_t> bir{};     // BIR: bits 02:00
+    static constexpr field<3, 1, bool> cqmms{};           // CQMMS: bit 03
+    static constexpr field<4, 1, bool> cqpds{};           // CQPDS: bit 04
+    static constexpr field<5, 1, bool> cdpmls{};          // CDPMLS: bit 05
+    static constexpr field<6, 1, bool> cdpcils{};         // CDPCILS: bit 06
+    static constexpr field<7, 1, bool> cdmmms{};          // CDMMMS: bit 07
+    static constexpr field<8, 1, bool> cqda{};            // CQDA: bit 08
+    static constexpr field<12, 20, std::uint32_t> ofst{}; // OFST: bits 31:12, in CMBSZ.SZU units
 };
 static_assert(sizeof(cmbloc_register) == 4);
 static_assert(sizeof(cmbloc_register) == register_width(cmbloc_register::offset));
@@ -425,13 +467,13 @@ struct cmbsz_register : word<cmbsz_register, std::uint32_t> {
     using word::word;
     static constexpr register_offset offset = register_offset::cmbsz;
 
-    static constexpr field<0, 1, bool> sqs{};                 // SQS: bit 00
-    static constexpr field<1, 1, bool> cqs{};                 // CQS: bit 01
-    static constexpr field<2, 1, bool> lists{};               // LISTS: bit 02
-    static constexpr field<3, 1, bool> rds{};                 // RDS: bit 03
-    static constexpr field<4, 1, bool> wds{};                 // WDS: bit 04
-    static constexpr field<8, 4, cmb_size_units> szu{};       // SZU: bits 11:08
-    static constexpr field<12, 20, std::uint32_t> sz{};       // SZ: bits 31:12, in SZU units
+    static constexpr field<0, 1, bool> sqs{};           // SQS: bit 00
+    static constexpr field<1, 1, bool> cqs{};           // CQS: bit 01
+    static constexpr field<2, 1, bool> lists{};         // LISTS: bit 02
+    static constexpr field<3, 1, bool> rds{};           // RDS: bit 03
+    static constexpr field<4, 1, bool> wds{};           // WDS: bit 04
+    static constexpr field<8, 4, cmb_size_units> szu{}; // SZU: bits 11:08
+    static constexpr field<12, 20, std::uint32_t> sz{}; // SZ: bits 31:12, in SZU units
 
     /// Bytes per SZU unit: 4 KiB * 16^SZU, or 0 for a reserved SZU.
     [[nodiscard]] constexpr std::uint64_t unit_bytes() const noexcept
@@ -458,9 +500,9 @@ struct bpinfo_register : word<bpinfo_register, std::uint32_t> {
     using word::word;
     static constexpr register_offset offset = register_offset::bpinfo;
 
-    static constexpr field<0, 15, std::uint16_t> bpsz{};    // BPSZ: bits 14:00, 128 KiB units
-    static constexpr field<24, 2, boot_read_status> brs{};  // BRS: bits 25:24
-    static constexpr field<31, 1, bool> abpid{};            // ABPID: bit 31
+    static constexpr field<0, 15, std::uint16_t> bpsz{};   // BPSZ: bits 14:00, 128 KiB units
+    static constexpr field<24, 2, boot_read_status> brs{}; // BRS: bits 25:24
+    static constexpr field<31, 1, bool> abpid{};           // ABPID: bit 31
 
     [[nodiscard]] constexpr std::uint64_t boot_partition_size_bytes() const noexcept
     {
@@ -476,12 +518,18 @@ struct bprsel_register : word<bprsel_register, std::uint32_t> {
     using word::word;
     static constexpr register_offset offset = register_offset::bprsel;
 
-    static constexpr field<0, 10, std::uint16_t> bprsz{};   // BPRSZ: bits 09:00, 4 KiB units
-    static constexpr field<10, 20, std::uint32_t> bprof{};  // BPROF: bits 29:10, 4 KiB units
-    static constexpr field<31, 1, bool> bpid{};             // BPID: bit 31
+    static constexpr field<0, 10, std::uint16_t> bprsz{};  // BPRSZ: bits 09:00, 4 KiB units
+    static constexpr field<10, 20, std::uint32_t> bprof{}; // BPROF: bits 29:10, 4 KiB units
+    static constexpr field<31, 1, bool> bpid{};            // BPID: bit 31
 
-    [[nodiscard]] constexpr std::uint32_t read_size_bytes() const noexcept { return std::uint32_t{get(bprsz)} * 4096; }
-    [[nodiscard]] constexpr std::uint64_t read_offset_bytes() const noexcept { return std::uint64_t{get(bprof)} * 4096; }
+    [[nodiscard]] constexpr std::uint32_t read_size_bytes() const noexcept
+    {
+        return std::uint32_t{get(bprsz)} * 4096;
+    }
+    [[nodiscard]] constexpr std::uint64_t read_offset_bytes() const noexcept
+    {
+        return std::uint64_t{get(bprof)} * 4096;
+    }
 };
 static_assert(sizeof(bprsel_register) == 4);
 static_assert(sizeof(bprsel_register) == register_width(bprsel_register::offset));
@@ -494,7 +542,10 @@ struct bpmbl_register : word<bpmbl_register, std::uint64_t> {
 
     static constexpr field<12, 52, std::uint64_t> bmbba{}; // BMBBA: bits 63:12
 
-    [[nodiscard]] constexpr std::uint64_t base_address() const noexcept { return raw & page_aligned_address_mask; }
+    [[nodiscard]] constexpr std::uint64_t base_address() const noexcept
+    {
+        return raw & page_aligned_address_mask;
+    }
 };
 static_assert(sizeof(bpmbl_register) == 8);
 static_assert(sizeof(bpmbl_register) == register_width(bpmbl_register::offset));
@@ -505,12 +556,15 @@ struct cmbmsc_register : word<cmbmsc_register, std::uint64_t> {
     using word::word;
     static constexpr register_offset offset = register_offset::cmbmsc;
 
-    static constexpr field<0, 1, bool> cre{};              // CRE: bit 00
-    static constexpr field<1, 1, bool> cmse{};             // CMSE: bit 01
-    static constexpr field<12, 52, std::uint64_t> cba{};   // CBA: bits 63:12
+    static constexpr field<0, 1, bool> cre{};            // CRE: bit 00
+    static constexpr field<1, 1, bool> cmse{};           // CMSE: bit 01
+    static constexpr field<12, 52, std::uint64_t> cba{}; // CBA: bits 63:12
 
     /// The controller base address of the CMB (CBA with bits 11:00 zero).
-    [[nodiscard]] constexpr std::uint64_t base_address() const noexcept { return raw & page_aligned_address_mask; }
+    [[nodiscard]] constexpr std::uint64_t base_address() const noexcept
+    {
+        return raw & page_aligned_address_mask;
+    }
 };
 static_assert(sizeof(cmbmsc_register) == 8);
 static_assert(sizeof(cmbmsc_register) == register_width(cmbmsc_register::offset));
@@ -539,11 +593,14 @@ struct cmbebs_register : word<cmbebs_register, std::uint32_t> {
     using word::word;
     static constexpr register_offset offset = register_offset::cmbebs;
 
-    static constexpr field<0, 4, std::uint8_t> cmbszu{};    // CMBSZU: bits 03:00
-    static constexpr field<4, 1, bool> rbb{};               // RBB: bit 04
-    static constexpr field<8, 24, std::uint32_t> cmbwbz{};  // CMBWBZ: bits 31:08
+    static constexpr field<0, 4, std::uint8_t> cmbszu{};   // CMBSZU: bits 03:00
+    static constexpr field<4, 1, bool> rbb{};              // RBB: bit 04
+    static constexpr field<8, 24, std::uint32_t> cmbwbz{}; // CMBWBZ: bits 31:08
 
-    [[nodiscard]] constexpr std::uint64_t size_bytes() const noexcept { return granularity_bytes(get(cmbszu)) * get(cmbwbz); }
+    [[nodiscard]] constexpr std::uint64_t size_bytes() const noexcept
+    {
+        return granularity_bytes(get(cmbszu)) * get(cmbwbz);
+    }
 };
 static_assert(sizeof(cmbebs_register) == 4);
 static_assert(sizeof(cmbebs_register) == register_width(cmbebs_register::offset));
@@ -589,7 +646,10 @@ struct crto_register : word<crto_register, std::uint32_t> {
     static constexpr field<0, 16, std::uint16_t> crwmt{};  // CRWMT: bits 15:00
     static constexpr field<16, 16, std::uint16_t> crimt{}; // CRIMT: bits 31:16
 
-    [[nodiscard]] constexpr std::uint32_t ready_with_media_timeout_ms() const noexcept { return timeout_ms(get(crwmt)); }
+    [[nodiscard]] constexpr std::uint32_t ready_with_media_timeout_ms() const noexcept
+    {
+        return timeout_ms(get(crwmt));
+    }
     [[nodiscard]] constexpr std::uint32_t ready_independent_of_media_timeout_ms() const noexcept
     {
         return timeout_ms(get(crimt));
@@ -610,13 +670,13 @@ struct pmrcap_register : word<pmrcap_register, std::uint32_t> {
     using word::word;
     static constexpr register_offset offset = register_offset::pmrcap;
 
-    static constexpr field<3, 1, bool> rds{};                 // RDS: bit 03
-    static constexpr field<4, 1, bool> wds{};                 // WDS: bit 04
-    static constexpr field<5, 3, std::uint8_t> bir{};         // BIR: bits 07:05
-    static constexpr field<8, 2, pmr_time_units> pmrtu{};     // PMRTU: bits 09:08
-    static constexpr field<10, 4, std::uint8_t> pmrwbm{};     // PMRWBM: bits 13:10, bit mask
-    static constexpr field<16, 8, std::uint8_t> pmrto{};      // PMRTO: bits 23:16, in PMRTU units
-    static constexpr field<24, 1, bool> cmss{};               // CMSS: bit 24
+    static constexpr field<3, 1, bool> rds{};             // RDS: bit 03
+    static constexpr field<4, 1, bool> wds{};             // WDS: bit 04
+    static constexpr field<5, 3, std::uint8_t> bir{};     // BIR: bits 07:05
+    static constexpr field<8, 2, pmr_time_units> pmrtu{}; // PMRTU: bits 09:08
+    static constexpr field<10, 4, std::uint8_t> pmrwbm{}; // PMRWBM: bits 13:10, bit mask
+    static constexpr field<16, 8, std::uint8_t> pmrto{};  // PMRTO: bits 23:16, in PMRTU units
+    static constexpr field<24, 1, bool> cmss{};           // CMSS: bit 24
 };
 static_assert(sizeof(pmrcap_register) == 4);
 static_assert(sizeof(pmrcap_register) == register_width(pmrcap_register::offset));
@@ -646,10 +706,10 @@ struct pmrsts_register : word<pmrsts_register, std::uint32_t> {
     using word::word;
     static constexpr register_offset offset = register_offset::pmrsts;
 
-    static constexpr field<0, 8, std::uint8_t> err{};         // ERR: bits 07:00
-    static constexpr field<8, 1, bool> nrdy{};                // NRDY: bit 08
-    static constexpr field<9, 3, pmr_health_status> hsts{};   // HSTS: bits 11:09
-    static constexpr field<12, 1, bool> cbai{};               // CBAI: bit 12
+    static constexpr field<0, 8, std::uint8_t> err{};       // ERR: bits 07:00
+    static constexpr field<8, 1, bool> nrdy{};              // NRDY: bit 08
+    static constexpr field<9, 3, pmr_health_status> hsts{}; // HSTS: bits 11:09
+    static constexpr field<12, 1, bool> cbai{};             // CBAI: bit 12
 };
 static_assert(sizeof(pmrsts_register) == 4);
 static_assert(sizeof(pmrsts_register) == register_width(pmrsts_register::offset));
@@ -660,11 +720,14 @@ struct pmrebs_register : word<pmrebs_register, std::uint32_t> {
     using word::word;
     static constexpr register_offset offset = register_offset::pmrebs;
 
-    static constexpr field<0, 4, std::uint8_t> pmrszu{};    // PMRSZU: bits 03:00
-    static constexpr field<4, 1, bool> rbb{};               // RBB: bit 04
-    static constexpr field<8, 24, std::uint32_t> pmrwbz{};  // PMRWBZ: bits 31:08
+    static constexpr field<0, 4, std::uint8_t> pmrszu{};   // PMRSZU: bits 03:00
+    static constexpr field<4, 1, bool> rbb{};              // RBB: bit 04
+    static constexpr field<8, 24, std::uint32_t> pmrwbz{}; // PMRWBZ: bits 31:08
 
-    [[nodiscard]] constexpr std::uint64_t size_bytes() const noexcept { return granularity_bytes(get(pmrszu)) * get(pmrwbz); }
+    [[nodiscard]] constexpr std::uint64_t size_bytes() const noexcept
+    {
+        return granularity_bytes(get(pmrszu)) * get(pmrwbz);
+    }
 };
 static_assert(sizeof(pmrebs_register) == 4);
 static_assert(sizeof(pmrebs_register) == register_width(pmrebs_register::offset));
@@ -693,8 +756,8 @@ struct pmrmscl_register : word<pmrmscl_register, std::uint32_t> {
     using word::word;
     static constexpr register_offset offset = register_offset::pmrmscl;
 
-    static constexpr field<1, 1, bool> cmse{};            // CMSE: bit 01
-    static constexpr field<12, 20, std::uint32_t> cba{};  // CBA: bits 31:12, address bits 31:12
+    static constexpr field<1, 1, bool> cmse{};           // CMSE: bit 01
+    static constexpr field<12, 20, std::uint32_t> cba{}; // CBA: bits 31:12, address bits 31:12
 };
 static_assert(sizeof(pmrmscl_register) == 4);
 static_assert(sizeof(pmrmscl_register) == register_width(pmrmscl_register::offset));
@@ -714,44 +777,45 @@ static_assert(is_wire_type_v<pmrmscu_register>);
 
 /// The controller base address of the PMR, joined from PMRMSCU (bits 63:32) and PMRMSCL
 /// (bits 31:12).
-[[nodiscard]] constexpr std::uint64_t pmr_base_address(pmrmscl_register lower, pmrmscu_register upper) noexcept
+[[nodiscard]] constexpr std::uint64_t pmr_base_address(pmrmscl_register lower,
+                                                       pmrmscu_register upper) noexcept
 {
     return join_dwords(lower.raw & 0xfffff000U, upper.raw);
 }
 
 /// The register part of BAR0 (00h to FFFh), Base 2.0 Figure 33; the doorbells follow at 1000h.
 struct controller_register_block {
-    cap_register cap;           // 07h:00h
-    vs_register vs;             // 0Bh:08h
-    intms_register intms;       // 0Fh:0Ch
-    intmc_register intmc;       // 13h:10h
-    cc_register cc;             // 17h:14h
-    std::array<std::uint8_t, 4> rsvd24; // 1Bh:18h
-    csts_register csts;         // 1Fh:1Ch
-    nssr_register nssr;         // 23h:20h
-    aqa_register aqa;           // 27h:24h
-    asq_register asq;           // 2Fh:28h
-    acq_register acq;           // 37h:30h
-    cmbloc_register cmbloc;     // 3Bh:38h
-    cmbsz_register cmbsz;       // 3Fh:3Ch
-    bpinfo_register bpinfo;     // 43h:40h
-    bprsel_register bprsel;     // 47h:44h
-    bpmbl_register bpmbl;       // 4Fh:48h
-    cmbmsc_register cmbmsc;     // 57h:50h
-    cmbsts_register cmbsts;     // 5Bh:58h
-    cmbebs_register cmbebs;     // 5Fh:5Ch
-    cmbswtp_register cmbswtp;   // 63h:60h
-    nssd_register nssd;         // 67h:64h
-    crto_register crto;         // 6Bh:68h
-    std::array<std::uint8_t, 3476> rsvd108; // DFFh:6Ch
-    pmrcap_register pmrcap;     // E03h:E00h
-    pmrctl_register pmrctl;     // E07h:E04h
-    pmrsts_register pmrsts;     // E0Bh:E08h
-    pmrebs_register pmrebs;     // E0Fh:E0Ch
-    pmrswtp_register pmrswtp;   // E13h:E10h
-    pmrmscl_register pmrmscl;   // E17h:E14h
-    pmrmscu_register pmrmscu;   // E1Bh:E18h
-    std::array<std::uint8_t, 228> rsvd3612; // EFFh:E1Ch
+    cap_register cap;                                   // 07h:00h
+    vs_register vs;                                     // 0Bh:08h
+    intms_register intms;                               // 0Fh:0Ch
+    intmc_register intmc;                               // 13h:10h
+    cc_register cc;                                     // 17h:14h
+    std::array<std::uint8_t, 4> rsvd24;                 // 1Bh:18h
+    csts_register csts;                                 // 1Fh:1Ch
+    nssr_register nssr;                                 // 23h:20h
+    aqa_register aqa;                                   // 27h:24h
+    asq_register asq;                                   // 2Fh:28h
+    acq_register acq;                                   // 37h:30h
+    cmbloc_register cmbloc;                             // 3Bh:38h
+    cmbsz_register cmbsz;                               // 3Fh:3Ch
+    bpinfo_register bpinfo;                             // 43h:40h
+    bprsel_register bprsel;                             // 47h:44h
+    bpmbl_register bpmbl;                               // 4Fh:48h
+    cmbmsc_register cmbmsc;                             // 57h:50h
+    cmbsts_register cmbsts;                             // 5Bh:58h
+    cmbebs_register cmbebs;                             // 5Fh:5Ch
+    cmbswtp_register cmbswtp;                           // 63h:60h
+    nssd_register nssd;                                 // 67h:64h
+    crto_register crto;                                 // 6Bh:68h
+    std::array<std::uint8_t, 3476> rsvd108;             // DFFh:6Ch
+    pmrcap_register pmrcap;                             // E03h:E00h
+    pmrctl_register pmrctl;                             // E07h:E04h
+    pmrsts_register pmrsts;                             // E0Bh:E08h
+    pmrebs_register pmrebs;                             // E0Fh:E0Ch
+    pmrswtp_register pmrswtp;                           // E13h:E10h
+    pmrmscl_register pmrmscl;                           // E17h:E14h
+    pmrmscu_register pmrmscu;                           // E1Bh:E18h
+    std::array<std::uint8_t, 228> rsvd3612;             // EFFh:E1Ch
     std::array<std::uint8_t, 256> command_set_specific; // FFFh:F00h
 };
 static_assert(sizeof(controller_register_block) == 0x1000);

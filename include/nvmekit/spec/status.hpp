@@ -164,19 +164,27 @@ enum class path_status : std::uint8_t {
 struct status : word<status, std::uint16_t> {
     using word::word;
 
-    static constexpr field<0, 8, std::uint8_t> sc{};            // SC: bits 07:00
-    static constexpr field<8, 3, status_code_type> sct{};       // SCT: bits 10:08
-    static constexpr field<11, 2, std::uint8_t> crd{};          // CRD: bits 12:11
-    static constexpr field<13, 1, bool> more{};                 // M: bit 13
-    static constexpr field<14, 1, bool> dnr{};                  // DNR: bit 14
+    static constexpr field<0, 8, std::uint8_t> sc{};      // SC: bits 07:00
+    static constexpr field<8, 3, status_code_type> sct{}; // SCT: bits 10:08
+    static constexpr field<11, 2, std::uint8_t> crd{};    // CRD: bits 12:11
+    static constexpr field<13, 1, bool> more{};           // M: bit 13
+    static constexpr field<14, 1, bool> dnr{};            // DNR: bit 14
 
-    constexpr status(generic_status code) noexcept : status{status_code_type::generic, static_cast<std::uint8_t>(code)} {}
+    constexpr status(generic_status code) noexcept
+        : status{status_code_type::generic, static_cast<std::uint8_t>(code)}
+    {}
     constexpr status(command_specific_status code) noexcept
-        : status{status_code_type::command_specific, static_cast<std::uint8_t>(code)} {}
+        : status{status_code_type::command_specific, static_cast<std::uint8_t>(code)}
+    {}
     constexpr status(fabrics_status code) noexcept
-        : status{status_code_type::command_specific, static_cast<std::uint8_t>(code)} {}
-    constexpr status(media_status code) noexcept : status{status_code_type::media_error, static_cast<std::uint8_t>(code)} {}
-    constexpr status(path_status code) noexcept : status{status_code_type::path_related, static_cast<std::uint8_t>(code)} {}
+        : status{status_code_type::command_specific, static_cast<std::uint8_t>(code)}
+    {}
+    constexpr status(media_status code) noexcept
+        : status{status_code_type::media_error, static_cast<std::uint8_t>(code)}
+    {}
+    constexpr status(path_status code) noexcept
+        : status{status_code_type::path_related, static_cast<std::uint8_t>(code)}
+    {}
     constexpr status(status_code_type type, std::uint8_t code) noexcept
     {
         set(sc, code);
@@ -282,14 +290,18 @@ static_assert(is_wire_type_v<status>);
     case invalid_interrupt_vector: return "Invalid Interrupt Vector";
     case invalid_log_page: return "Invalid Log Page";
     case invalid_format: return "Invalid Format";
-    case firmware_activation_requires_conventional_reset: return "Firmware Activation Requires Conventional Reset";
+    case firmware_activation_requires_conventional_reset:
+        return "Firmware Activation Requires Conventional Reset";
     case invalid_queue_deletion: return "Invalid Queue Deletion";
     case feature_not_saveable: return "Feature Identifier Not Saveable";
     case feature_not_changeable: return "Feature Not Changeable";
     case feature_not_namespace_specific: return "Feature Not Namespace Specific";
-    case firmware_activation_requires_subsystem_reset: return "Firmware Activation Requires NVM Subsystem Reset";
-    case firmware_activation_requires_controller_reset: return "Firmware Activation Requires Controller Level Reset";
-    case firmware_activation_requires_max_time_violation: return "Firmware Activation Requires Maximum Time Violation";
+    case firmware_activation_requires_subsystem_reset:
+        return "Firmware Activation Requires NVM Subsystem Reset";
+    case firmware_activation_requires_controller_reset:
+        return "Firmware Activation Requires Controller Level Reset";
+    case firmware_activation_requires_max_time_violation:
+        return "Firmware Activation Requires Maximum Time Violation";
     case firmware_activation_prohibited: return "Firmware Activation Prohibited";
     case overlapping_range: return "Overlapping Range";
     case namespace_insufficient_capacity: return "Namespace Insufficient Capacity";
@@ -305,12 +317,14 @@ static_assert(is_wire_type_v<status>);
     case invalid_secondary_controller_state: return "Invalid Secondary Controller State";
     case invalid_controller_resource_count: return "Invalid Number of Controller Resources";
     case invalid_resource_identifier: return "Invalid Resource Identifier";
-    case sanitize_prohibited_pmr_enabled: return "Sanitize Prohibited While Persistent Memory Region is Enabled";
+    case sanitize_prohibited_pmr_enabled:
+        return "Sanitize Prohibited While Persistent Memory Region is Enabled";
     case ana_group_identifier_invalid: return "ANA Group Identifier Invalid";
     case ana_attach_failed: return "ANA Attach Failed";
     case insufficient_capacity: return "Insufficient Capacity";
     case namespace_attachment_limit_exceeded: return "Namespace Attachment Limit Exceeded";
-    case prohibition_of_command_execution_not_supported: return "Prohibition of Command Execution Not Supported";
+    case prohibition_of_command_execution_not_supported:
+        return "Prohibition of Command Execution Not Supported";
     case io_command_set_not_supported: return "I/O Command Set Not Supported";
     case io_command_set_not_enabled: return "I/O Command Set Not Enabled";
     case io_command_set_combination_rejected: return "I/O Command Set Combination Rejected";

@@ -95,18 +95,20 @@ enum class pdu_type : std::uint8_t {
 /// FLAGS, byte 01 of the common header. Bits 02 and 03 exist only in the data PDUs.
 struct pdu_flags : word<pdu_flags, std::uint8_t> {
     using word::word;
+    // clang-format off
     static constexpr field<0, 1, bool> hdgstf{};   // HDGSTF, header digest present: bit 00
     static constexpr field<1, 1, bool> ddgstf{};   // DDGSTF, data digest present: bit 01
     static constexpr field<2, 1, bool> last_pdu{}; // LAST_PDU (H2CData, C2HData): bit 02
     static constexpr field<3, 1, bool> success{};  // SUCCESS (C2HData, with LAST_PDU; no CapsuleResp follows): bit 03
+    // clang-format on
 };
 
 /// PDU common header (CH), bytes 07:00 of every PDU.
 struct pdu_common_header {
-    pdu_type type;     // byte 00 PDU-type
-    pdu_flags flags;   // byte 01 FLAGS
-    std::uint8_t hlen; // byte 02 HLEN, PDU header length
-    std::uint8_t pdo;  // byte 03 PDO, PDU data offset (0 without data)
+    pdu_type type;      // byte 00 PDU-type
+    pdu_flags flags;    // byte 01 FLAGS
+    std::uint8_t hlen;  // byte 02 HLEN, PDU header length
+    std::uint8_t pdo;   // byte 03 PDO, PDU data offset (0 without data)
     std::uint32_t plen; // bytes 07:04 PLEN, total PDU length
 
     friend constexpr bool operator==(const pdu_common_header&, const pdu_common_header&) noexcept = default;
@@ -170,7 +172,8 @@ enum class fatal_error_status : std::uint16_t {
 };
 
 /// FES name; 05h is named for the PDU that carries it (H2CTermReq or C2HTermReq).
-[[nodiscard]] constexpr std::string_view name(fatal_error_status status, pdu_type carrier = pdu_type::c2h_term_req) noexcept
+[[nodiscard]] constexpr std::string_view name(fatal_error_status status,
+                                              pdu_type carrier = pdu_type::c2h_term_req) noexcept
 {
     using enum fatal_error_status;
     switch (status) {

@@ -71,11 +71,10 @@ public:
     /// mutex of its own). Copying a synchronized memory holds its mutex while the ranges are
     /// copied.
     flat_memory(const flat_memory& other)
-        : ranges_{other.guarded([&other] { return other.ranges_; })},
-          mutex_{other.mutex_ != nullptr ? std::make_unique<std::mutex>() : nullptr},
-          shared_{other.shared_}
-    {
-    }
+        : ranges_{other.guarded([&other] { return other.ranges_; })}
+        , mutex_{other.mutex_ != nullptr ? std::make_unique<std::mutex>() : nullptr}
+        , shared_{other.shared_}
+    {}
 
     /// Takes over `other`'s ranges and modes; `other` is left with no ranges, unsynchronized and
     /// not shared.
@@ -245,7 +244,7 @@ public:
     /// Reads a `T` at `address` (all of it under the mutex when synchronized, so never half of
     /// a concurrent store()); throws std::out_of_range as bytes().
     template <class T>
-    requires std::is_trivially_copyable_v<T>
+        requires std::is_trivially_copyable_v<T>
     [[nodiscard]] T load(std::uint64_t address) const
     {
         std::array<std::byte, sizeof(T)> raw{};
@@ -264,7 +263,7 @@ public:
     /// Writes `value` at `address` (under the mutex when synchronized); throws std::out_of_range
     /// as bytes().
     template <class T>
-    requires std::is_trivially_copyable_v<T>
+        requires std::is_trivially_copyable_v<T>
     void store(std::uint64_t address, const T& value)
     {
         if (mutex_ != nullptr) [[unlikely]] {
@@ -311,13 +310,15 @@ private:
 
     /// The synchronized paths of read and write, out of line so that the unsynchronized ones
     /// inline as they did before there was a mutex: one more branch, nothing else.
-    [[gnu::noinline]] std::error_code synchronized_read(std::uint64_t address, std::span<std::byte> destination) const
+    [[gnu::noinline]] std::error_code synchronized_read(std::uint64_t address,
+                                                        std::span<std::byte> destination) const
     {
         const std::lock_guard lock{*mutex_};
         return unsynchronized_read(address, destination);
     }
 
-    [[gnu::noinline]] std::error_code synchronized_write(std::uint64_t address, std::span<const std::byte> source)
+    [[gnu::noinline]] std::error_code synchronized_write(std::uint64_t address,
+                                                         std::span<const std::byte> source)
     {
         const std::lock_guard lock{*mutex_};
         return unsynchronized_write(address, source);

@@ -60,17 +60,17 @@ public:
 
 /// How the host brings the controller up.
 struct host_options {
-    std::uint16_t io_queue_pairs = 1;   ///< I/O SQ/CQ pairs to ask for and create
-    std::uint32_t admin_entries = 32;   ///< admin SQ and CQ entries
-    std::uint32_t io_entries = 256;     ///< entries of each I/O SQ and CQ
-    bool interrupts = true;             ///< I/O CQs with IEN = 1 (vector = qid); false: polled queues
-    bool physically_contiguous = true;  ///< PC = 1; false: queues described by PRP lists
-    bool shadow_doorbells = false;      ///< Doorbell Buffer Config when OACS bit 8 says it exists
+    std::uint16_t io_queue_pairs = 1;  ///< I/O SQ/CQ pairs to ask for and create
+    std::uint32_t admin_entries = 32;  ///< admin SQ and CQ entries
+    std::uint32_t io_entries = 256;    ///< entries of each I/O SQ and CQ
+    bool interrupts = true;            ///< I/O CQs with IEN = 1 (vector = qid); false: polled queues
+    bool physically_contiguous = true; ///< PC = 1; false: queues described by PRP lists
+    bool shadow_doorbells = false;     ///< Doorbell Buffer Config when OACS bit 8 says it exists
     /// With shadow doorbells: clear a new queue's shadow and EventIdx slots, as Linux does; false
     /// leaves what an earlier queue with that QID wrote there, as SPDK's driver does.
     bool clear_shadow_slots = true;
-    bool reap_by_interrupt = true;      ///< with an MSI-X recorder: read a CQ only after its vector fires
-    std::size_t max_polls = 10000;      ///< bound on every wait
+    bool reap_by_interrupt = true; ///< with an MSI-X recorder: read a CQ only after its vector fires
+    std::size_t max_polls = 10000; ///< bound on every wait
     std::chrono::nanoseconds poll_step{std::chrono::milliseconds{1}}; ///< clock advance per wait step
 };
 
@@ -98,16 +98,14 @@ public:
 
     in_process_host(Controller& controller, flat_memory& memory, manual_clock& clock)
         : controller_{controller}, memory_{memory}, clock_{clock}
-    {
-    }
+    {}
 
     /// A host that reaps completions the way an interrupt-driven driver does: it reads a CQ only
     /// after the CQ's MSI-X vector was raised (`msix` is the controller's interrupt provider), and
     /// reports a CQ that holds entries without an interrupt as a missed interrupt.
     in_process_host(Controller& controller, flat_memory& memory, manual_clock& clock, recording_msix& msix)
         : controller_{controller}, memory_{memory}, clock_{clock}, msix_{&msix}
-    {
-    }
+    {}
 
     void on_step(step_observer observer) { observer_ = std::move(observer); }
 
@@ -140,7 +138,10 @@ public:
         controller_.mmio_write(base, 4, value & 0xffffffffU);
         controller_.mmio_write(base + 4, 4, value >> 32);
     }
-    [[nodiscard]] spec::csts_register csts() { return spec::csts_register{read32(spec::register_offset::csts)}; }
+    [[nodiscard]] spec::csts_register csts()
+    {
+        return spec::csts_register{read32(spec::register_offset::csts)};
+    }
     [[nodiscard]] spec::cc_register cc() { return spec::cc_register{read32(spec::register_offset::cc)}; }
 
     // ---- controller life cycle ----------------------------------------------------------------
@@ -164,7 +165,8 @@ public:
         admin_sq_ = make_queue(0, admin_entries, 64, true);
         admin_cq_ = make_queue(0, admin_entries, 16, true);
         spec::aqa_register aqa{};
-        aqa.set(aqa.asqs, static_cast<std::uint16_t>(admin_entries - 1)).set(aqa.acqs, static_cast<std::uint16_t>(admin_entries - 1));
+        aqa.set(aqa.asqs, static_cast<std::uint16_t>(admin_entries - 1))
+            .set(aqa.acqs, static_cast<std::uint16_t>(admin_entries - 1));
         write32(spec::register_offset::aqa, aqa.raw);
         write64(spec::register_offset::asq, admin_sq_.base);
         write64(spec::register_offset::acq, admin_cq_.base);
@@ -178,10 +180,9 @@ public:
         result.identify = memory_.load<spec::identify_controller>(buffer);
         step("Identify Controller: mn \"" + std::string{spec::text_of(result.identify.mn)} + "\"");
 
-        const auto queues = admin(set_features_command(spec::feature_id::number_of_queues,
-                                                       spec::number_of_queues::from_counts(options.io_queue_pairs,
-                                                                                           options.io_queue_pairs)
-                                                           .raw));
+        const auto queues = admin(set_features_command(
+            spec::feature_id::number_of_queues,
+            spec::number_of_queues::from_counts(options.io_queue_pairs, options.io_queue_pairs).raw));
         expect_success(queues, "Set Features Number of Queues");
         const spec::number_of_queues granted{queues.cqe.dw0};
         result.submission_queues_granted = static_cast<std::uint16_t>(granted.submission_queue_count());
@@ -189,24 +190,28 @@ public:
         step("Number of Queues granted: " + std::to_string(result.submission_queues_granted) + " SQs, " +
              std::to_string(result.completion_queues_granted) + " CQs");
 
-        const std::uint16_t pairs = std::min<std::uint16_t>(
-            options.io_queue_pairs, std::min(result.submission_queues_granted, result.completion_queues_granted));
+        const std::uint16_t pairs =
+            std::min<std::uint16_t>(options.io_queue_pairs, std::min(result.submission_queues_granted,
+                                                                     result.completion_queues_granted));
         for (std::uint16_t qid = 1; qid <= pairs; ++qid) {
-            expect_success(create_io_cq(qid, options.io_entries, options.interrupts ? qid : 0, options.interrupts,
-                                        options.physically_contiguous),
+            expect_success(create_io_cq(qid, options.io_entries, options.interrupts ? qid : 0,
+                                        options.interrupts, options.physically_contiguous),
                            "Create I/O CQ");
         }
         for (std::uint16_t qid = 1; qid <= pairs; ++qid) {
-            expect_success(create_io_sq(qid, qid, options.io_entries, options.physically_contiguous), "Create I/O SQ");
+            expect_success(create_io_sq(qid, qid, options.io_entries, options.physically_contiguous),
+                           "Create I/O SQ");
         }
         result.io_queue_pairs = pairs;
-        step("created " + std::to_string(pairs) + " I/O queue pairs of " + std::to_string(options.io_entries) +
-             " entries");
+        step("created " + std::to_string(pairs) + " I/O queue pairs of " +
+             std::to_string(options.io_entries) + " entries");
 
-        if (options.shadow_doorbells && result.identify.oacs.get(spec::admin_command_support::doorbell_buffer_config)) {
+        if (options.shadow_doorbells &&
+            result.identify.oacs.get(spec::admin_command_support::doorbell_buffer_config)) {
             shadow_ = allocate(4096);
             event_index_ = allocate(4096);
-            expect_success(admin(doorbell_buffer_config_command(*shadow_, *event_index_)), "Doorbell Buffer Config");
+            expect_success(admin(doorbell_buffer_config_command(*shadow_, *event_index_)),
+                           "Doorbell Buffer Config");
             step("shadow doorbells configured");
         }
 
@@ -239,13 +244,15 @@ public:
         spec::cc_register cc_value{};
         cc_value.set(cc_value.iosqes, iosqes).set(cc_value.iocqes, iocqes).set(cc_value.en, true);
         write32(spec::register_offset::cc, cc_value.raw);
-        wait_until([this] {
-            const auto status = csts();
-            if (status.get(status.cfs)) {
-                throw host_error{"controller fatal status (CSTS.CFS = 1) while enabling"};
-            }
-            return status.get(status.rdy);
-        }, "CSTS.RDY = 1 after CC.EN = 1");
+        wait_until(
+            [this] {
+                const auto status = csts();
+                if (status.get(status.cfs)) {
+                    throw host_error{"controller fatal status (CSTS.CFS = 1) while enabling"};
+                }
+                return status.get(status.rdy);
+            },
+            "CSTS.RDY = 1 after CC.EN = 1");
         admin_sq_.tail = 0;
         admin_sq_.head = 0;
         admin_cq_.head = 0;
@@ -257,18 +264,21 @@ public:
     void shut_down()
     {
         for (auto& [qid, sq] : io_sqs_) {
-            expect_success(admin(delete_queue_command(spec::admin_opcode::delete_io_sq, qid)), "Delete I/O SQ");
+            expect_success(admin(delete_queue_command(spec::admin_opcode::delete_io_sq, qid)),
+                           "Delete I/O SQ");
         }
         io_sqs_.clear();
         for (auto& [qid, cq] : io_cqs_) {
-            expect_success(admin(delete_queue_command(spec::admin_opcode::delete_io_cq, qid)), "Delete I/O CQ");
+            expect_success(admin(delete_queue_command(spec::admin_opcode::delete_io_cq, qid)),
+                           "Delete I/O CQ");
         }
         io_cqs_.clear();
         auto cc_value = cc();
         cc_value.set(cc_value.shn, spec::shutdown_notification::normal);
         write32(spec::register_offset::cc, cc_value.raw);
-        wait_until([this] { return csts().get(spec::csts_register::shst) == spec::shutdown_status::complete; },
-                   "CSTS.SHST = complete after CC.SHN = normal");
+        wait_until(
+            [this] { return csts().get(spec::csts_register::shst) == spec::shutdown_status::complete; },
+            "CSTS.SHST = complete after CC.SHN = normal");
         step("shutdown complete");
     }
 
@@ -298,8 +308,11 @@ public:
         auto queue = make_queue(qid, entries, 16, physically_contiguous);
         clear_shadow_slot(qid, true);
         spec::submission_queue_entry sqe = command(spec::admin_opcode::create_io_cq);
-        spec::create_io_cq_view{.queue_id = qid, .queue_size = entries, .physically_contiguous = physically_contiguous,
-                                .interrupts_enabled = interrupts, .interrupt_vector = vector}
+        spec::create_io_cq_view{.queue_id = qid,
+                                .queue_size = entries,
+                                .physically_contiguous = physically_contiguous,
+                                .interrupts_enabled = interrupts,
+                                .interrupt_vector = vector}
             .encode(sqe);
         sqe.dptr.prp1 = queue.prp1;
         const auto result = admin(sqe);
@@ -311,13 +324,16 @@ public:
         return result;
     }
 
-    completion create_io_sq(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries, bool physically_contiguous = true)
+    completion create_io_sq(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries,
+                            bool physically_contiguous = true)
     {
         auto queue = make_queue(qid, entries, 64, physically_contiguous);
         clear_shadow_slot(qid, false);
         queue.cqid = cqid;
         spec::submission_queue_entry sqe = command(spec::admin_opcode::create_io_sq);
-        spec::create_io_sq_view{.queue_id = qid, .queue_size = entries, .physically_contiguous = physically_contiguous,
+        spec::create_io_sq_view{.queue_id = qid,
+                                .queue_size = entries,
+                                .physically_contiguous = physically_contiguous,
                                 .cq_id = cqid}
             .encode(sqe);
         sqe.dptr.prp1 = queue.prp1;
@@ -369,7 +385,10 @@ public:
     completion admin(spec::submission_queue_entry sqe) { return wait_for(0, submit(0, sqe)); }
 
     /// Submits a command on I/O queue `qid` and waits for its completion.
-    completion io(std::uint16_t qid, spec::submission_queue_entry sqe) { return wait_for(qid, submit(qid, sqe)); }
+    completion io(std::uint16_t qid, spec::submission_queue_entry sqe)
+    {
+        return wait_for(qid, submit(qid, sqe));
+    }
 
     /// Writes `sqe` (with a fresh command identifier) at the SQ tail and rings the doorbell (or
     /// the shadow doorbell). Returns the command identifier. Throws when the SQ is full.
@@ -416,15 +435,20 @@ public:
             clock_.advance(options_.poll_step);
         }
         if (interrupt_driven(cqid) && has_new_entry(cqid)) {
-            throw host_error{"missed interrupt: CQ " + std::to_string(cqid) + " holds completions but vector " +
+            throw host_error{"missed interrupt: CQ " + std::to_string(cqid) +
+                             " holds completions but vector " +
                              std::to_string(completion_queue(cqid).vector) + " was not raised"};
         }
-        throw host_error{"no completion for command " + std::to_string(cid) + " on queue " + std::to_string(qid)};
+        throw host_error{"no completion for command " + std::to_string(cid) + " on queue " +
+                         std::to_string(qid)};
     }
 
     /// Completions reaped while waiting for something else (an Asynchronous Event Request's, say).
     [[nodiscard]] std::vector<completion>& unclaimed() noexcept { return reaped_; }
-    [[nodiscard]] std::optional<std::uint16_t> async_event_request_cid() const noexcept { return async_event_cid_; }
+    [[nodiscard]] std::optional<std::uint16_t> async_event_request_cid() const noexcept
+    {
+        return async_event_cid_;
+    }
     [[nodiscard]] std::size_t outstanding(std::uint16_t qid) const
     {
         const auto it = outstanding_.find(qid);
@@ -568,7 +592,8 @@ public:
 
     // ---- command builders ---------------------------------------------------------------------
 
-    [[nodiscard]] static spec::submission_queue_entry command(spec::admin_opcode opcode, std::uint32_t nsid = 0)
+    [[nodiscard]] static spec::submission_queue_entry command(spec::admin_opcode opcode,
+                                                              std::uint32_t nsid = 0)
     {
         spec::submission_queue_entry sqe{};
         sqe.cdw0.set(spec::command_dword0::opc, static_cast<std::uint8_t>(opcode));
@@ -590,8 +615,8 @@ public:
         sqe.dptr.prp1 = buffer;
         return sqe;
     }
-    [[nodiscard]] static spec::submission_queue_entry set_features_command(spec::feature_id fid, std::uint32_t cdw11,
-                                                                           bool save = false)
+    [[nodiscard]] static spec::submission_queue_entry
+    set_features_command(spec::feature_id fid, std::uint32_t cdw11, bool save = false)
     {
         auto sqe = command(spec::admin_opcode::set_features);
         spec::set_features_view{.feature_id = fid, .save = save, .cdw11 = cdw11}.encode(sqe);
@@ -605,11 +630,10 @@ public:
         return sqe;
     }
     /// Get Log Page of `bytes` (a multiple of 4) into `buffer` (PRPs are the caller's: see build_prps).
-    [[nodiscard]] static spec::submission_queue_entry get_log_page_command(spec::log_page_id lid, std::uint32_t bytes,
-                                                                           std::uint32_t nsid = 0xffffffffU,
-                                                                           bool retain_async_event = false,
-                                                                           std::uint64_t offset = 0,
-                                                                           std::uint8_t log_specific_field = 0)
+    [[nodiscard]] static spec::submission_queue_entry
+    get_log_page_command(spec::log_page_id lid, std::uint32_t bytes, std::uint32_t nsid = 0xffffffffU,
+                         bool retain_async_event = false, std::uint64_t offset = 0,
+                         std::uint8_t log_specific_field = 0)
     {
         auto sqe = command(spec::admin_opcode::get_log_page, nsid);
         spec::get_log_page_view{.log_page_id = lid,
@@ -623,7 +647,7 @@ public:
     /// Read, Write, Compare or Verify of `blocks` blocks at `slba` (data pointer left to the caller).
     template <typename View = spec::read_view>
     [[nodiscard]] static spec::submission_queue_entry lba_command(spec::nvm_opcode opcode, std::uint32_t nsid,
-                                                                 std::uint64_t slba, std::uint32_t blocks)
+                                                                  std::uint64_t slba, std::uint32_t blocks)
     {
         auto sqe = command(opcode, nsid);
         View view{};
@@ -657,22 +681,24 @@ public:
     completion get_log_page(spec::log_page_id lid, std::size_t bytes, std::vector<std::byte>& out,
                             bool retain_async_event = false, std::uint32_t nsid = 0xffffffffU)
     {
-        return admin_read(get_log_page_command(lid, static_cast<std::uint32_t>(bytes), nsid, retain_async_event),
-                          bytes, out);
+        return admin_read(
+            get_log_page_command(lid, static_cast<std::uint32_t>(bytes), nsid, retain_async_event), bytes,
+            out);
     }
 
     [[nodiscard]] static spec::submission_queue_entry async_event_request_command()
     {
         return command(spec::admin_opcode::async_event_request);
     }
-    [[nodiscard]] static spec::submission_queue_entry doorbell_buffer_config_command(std::uint64_t shadow,
-                                                                                     std::uint64_t event_index)
+    [[nodiscard]] static spec::submission_queue_entry
+    doorbell_buffer_config_command(std::uint64_t shadow, std::uint64_t event_index)
     {
         auto sqe = command(spec::admin_opcode::doorbell_buffer_config);
         sqe.dptr = {shadow, event_index};
         return sqe;
     }
-    [[nodiscard]] static spec::submission_queue_entry delete_queue_command(spec::admin_opcode opcode, std::uint16_t qid)
+    [[nodiscard]] static spec::submission_queue_entry delete_queue_command(spec::admin_opcode opcode,
+                                                                           std::uint16_t qid)
     {
         auto sqe = command(opcode);
         sqe.cdw10 = qid;
@@ -685,13 +711,13 @@ private:
         std::uint16_t cqid = 0;
         std::uint32_t entries = 0;
         std::uint32_t entry_bytes = 0;
-        std::uint64_t base = 0;                ///< contiguous queues
-        std::vector<std::uint64_t> pages{};    ///< PRP-list queues
-        std::uint64_t prp1 = 0;                ///< what Create I/O SQ/CQ carries
-        std::uint32_t tail = 0;                ///< SQ: host's tail
-        std::uint32_t head = 0;                ///< SQ: last head the controller reported; CQ: host's head
-        std::uint32_t rung = 0;                ///< the last value written to its doorbell (or shadow slot)
-        bool phase = true;                     ///< CQ: the phase of new entries
+        std::uint64_t base = 0;             ///< contiguous queues
+        std::vector<std::uint64_t> pages{}; ///< PRP-list queues
+        std::uint64_t prp1 = 0;             ///< what Create I/O SQ/CQ carries
+        std::uint32_t tail = 0;             ///< SQ: host's tail
+        std::uint32_t head = 0;             ///< SQ: last head the controller reported; CQ: host's head
+        std::uint32_t rung = 0;             ///< the last value written to its doorbell (or shadow slot)
+        bool phase = true;                  ///< CQ: the phase of new entries
         std::uint16_t vector = 0;
         bool interrupts = true;
 
@@ -752,7 +778,8 @@ private:
         return true;
     }
 
-    host_queue make_queue(std::uint16_t qid, std::uint32_t entries, std::uint32_t entry_bytes, bool contiguous)
+    host_queue make_queue(std::uint16_t qid, std::uint32_t entries, std::uint32_t entry_bytes,
+                          bool contiguous)
     {
         host_queue queue{};
         queue.qid = qid;
@@ -811,7 +838,8 @@ private:
     [[nodiscard]] std::uint64_t shadow_slot_offset(std::uint16_t qid, bool completion_queue) const noexcept
     {
         const unsigned dstrd = cap_.get(cap_.dstrd);
-        return (completion_queue ? spec::cq_head_doorbell_offset(qid, dstrd) : spec::sq_tail_doorbell_offset(qid, dstrd)) -
+        return (completion_queue ? spec::cq_head_doorbell_offset(qid, dstrd)
+                                 : spec::sq_tail_doorbell_offset(qid, dstrd)) -
                spec::doorbell_base_offset;
     }
 
@@ -819,7 +847,8 @@ private:
     /// too, whatever an earlier queue with this identifier left there (Linux clears the buffers).
     void clear_shadow_slot(std::uint16_t qid, bool completion_queue)
     {
-        if (!shadow_ || !options_.clear_shadow_slots || (completion_queue ? io_cqs_.contains(qid) : io_sqs_.contains(qid))) {
+        if (!shadow_ || !options_.clear_shadow_slots ||
+            (completion_queue ? io_cqs_.contains(qid) : io_sqs_.contains(qid))) {
             return; // a queue the host still uses keeps its slot (creating it again is an error)
         }
         const std::uint64_t offset = shadow_slot_offset(qid, completion_queue);
@@ -868,14 +897,15 @@ private:
         }
         auto& sq = submission_queue(sqid);
         if (cqe.sq_head >= sq.entries) {
-            throw host_error{"CQE SQ head " + std::to_string(cqe.sq_head) + " outside SQ " + std::to_string(sqid)};
+            throw host_error{"CQE SQ head " + std::to_string(cqe.sq_head) + " outside SQ " +
+                             std::to_string(sqid)};
         }
         sq.head = cqe.sq_head;
         auto& pending = outstanding_[sqid];
         const auto it = std::find(pending.begin(), pending.end(), cqe.cid);
         if (it == pending.end()) {
-            throw host_error{"CQE for command " + std::to_string(cqe.cid) + " that is not outstanding on SQ " +
-                             std::to_string(sqid)};
+            throw host_error{"CQE for command " + std::to_string(cqe.cid) +
+                             " that is not outstanding on SQ " + std::to_string(sqid)};
         }
         pending.erase(it);
     }

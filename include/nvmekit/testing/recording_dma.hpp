@@ -92,10 +92,7 @@ namespace detail {
 /// every platform and standard library.
 class splitmix64 {
 public:
-    explicit constexpr splitmix64(std::uint64_t seed) noexcept
-        : state_{seed}
-    {
-    }
+    explicit constexpr splitmix64(std::uint64_t seed) noexcept : state_{seed} {}
 
     constexpr std::uint64_t next() noexcept
     {
@@ -128,25 +125,18 @@ template <DmaProvider Inner>
 class recording_dma {
 public:
     /// Wraps `inner`, which must outlive the wrapper.
-    explicit recording_dma(Inner& inner) noexcept
-        : inner_{&inner}
-    {
-    }
+    explicit recording_dma(Inner& inner) noexcept : inner_{&inner} {}
 
     /// Wraps the same provider with a copy of `other`'s records, counters and fault rules (taken
     /// under `other`'s mutex) and a mutex of its own.
-    recording_dma(const recording_dma& other)
-        : inner_{other.inner_}, state_{other.locked_state()}
-    {
-    }
+    recording_dma(const recording_dma& other) : inner_{other.inner_}, state_{other.locked_state()} {}
 
     /// Wraps `other`'s provider with its records, counters and fault rules; `other` keeps its
     /// provider with none of them, as after clear() and clear_faults(), recording on. Not
     /// synchronized: no other thread may use either object meanwhile.
     recording_dma(recording_dma&& other) noexcept
         : inner_{other.inner_}, state_{std::exchange(other.state_, {})}
-    {
-    }
+    {}
 
     /// As the copy constructor, holding both mutexes.
     recording_dma& operator=(const recording_dma& other)

@@ -53,9 +53,10 @@ public:
     {
         const std::lock_guard lock{mutex_};
         std::vector<trace_record> events;
-        std::copy_if(records_.begin(), records_.end(), std::back_inserter(events), [&](const trace_record& record) {
-            return carries_command(record.event) && record.qid == qid && record.cid == cid;
-        });
+        std::copy_if(records_.begin(), records_.end(), std::back_inserter(events),
+                     [&](const trace_record& record) {
+                         return carries_command(record.event) && record.qid == qid && record.cid == cid;
+                     });
         return events;
     }
 
@@ -63,8 +64,9 @@ public:
     [[nodiscard]] std::size_t count(trace_event event) const
     {
         const std::lock_guard lock{mutex_};
-        return static_cast<std::size_t>(std::count_if(records_.begin(), records_.end(),
-                                                      [&](const trace_record& record) { return record.event == event; }));
+        return static_cast<std::size_t>(
+            std::count_if(records_.begin(), records_.end(),
+                          [&](const trace_record& record) { return record.event == event; }));
     }
 
     void clear()

@@ -147,8 +147,7 @@ public:
         , nth_rules_{std::move(other.nth_rules_)}
         , media_errors_{std::move(other.media_errors_)}
         , records_{std::move(other.records_)}
-    {
-    }
+    {}
 
     /// Takes `other`'s state as the move constructor does; requests still waiting in this backend
     /// are forgotten without completing. No other thread may use either backend meanwhile.

@@ -48,8 +48,7 @@ struct simple_parameters {
 class simple_model {
 public:
     /// Throws std::invalid_argument when `parallelism` is 0 or a latency is negative.
-    explicit simple_model(simple_parameters parameters)
-        : parameters_{parameters}
+    explicit simple_model(simple_parameters parameters) : parameters_{parameters}
     {
         if (parameters.parallelism == 0) {
             throw std::invalid_argument("simple_model: parallelism must be at least 1");

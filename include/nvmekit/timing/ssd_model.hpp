@@ -110,10 +110,7 @@ struct ssd_parameters {
 /// erase. FEMU's channel transfer latency (ch_xfer_lat) defaults to 0 and is ignored, and it has
 /// no host link model and no write buffer, so those are 0 here too: a user who wants them sets
 /// channel_bytes_per_second, host_bytes_per_second and write_buffer_bytes.
-[[nodiscard]] constexpr ssd_parameters femu_defaults() noexcept
-{
-    return ssd_parameters{};
-}
+[[nodiscard]] constexpr ssd_parameters femu_defaults() noexcept { return ssd_parameters{}; }
 
 /// Counters of the NAND operations an ssd_model booked.
 struct ssd_statistics {
@@ -129,8 +126,7 @@ class ssd_model {
 public:
     /// Throws std::invalid_argument when a geometry count is 0, a latency negative, or the write
     /// buffer smaller than a page (but not 0); std::bad_alloc when memory runs out.
-    explicit ssd_model(ssd_parameters parameters)
-        : parameters_{parameters}
+    explicit ssd_model(ssd_parameters parameters) : parameters_{parameters}
     {
         const ssd_geometry& g = parameters.geometry;
         if (g.channels == 0 || g.luns_per_channel == 0 || g.planes_per_lun == 0 || g.blocks_per_plane == 0 ||

@@ -40,13 +40,12 @@ struct timing_request {
 };
 
 /// Times requests (see the table above).
+// clang-format off
 template <typename T>
-concept TimingModel = requires(T& model, const timing_request& request, std::chrono::nanoseconds now)
-{
-    {
-        model.complete_at(request, now)
-        } -> std::same_as<std::chrono::nanoseconds>;
+concept TimingModel = requires(T& model, const timing_request& request, std::chrono::nanoseconds now) {
+    { model.complete_at(request, now) } -> std::same_as<std::chrono::nanoseconds>;
 };
+// clang-format on
 
 /// Checks `T` models TimingModel with a readable diagnostic. Use it where a model enters the
 /// library: `static_assert(check_timing_model<T>());`.

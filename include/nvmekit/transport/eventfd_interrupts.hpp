@@ -102,7 +102,10 @@ public:
     [[nodiscard]] bool intx_masked() const noexcept { return intx_masked_; }
     [[nodiscard]] std::uint64_t intx_signals() const noexcept { return intx_signals_; }
 
-    [[nodiscard]] int fd(std::uint16_t vector) const noexcept { return vector < fds_.size() ? fds_[vector] : -1; }
+    [[nodiscard]] int fd(std::uint16_t vector) const noexcept
+    {
+        return vector < fds_.size() ? fds_[vector] : -1;
+    }
     [[nodiscard]] std::uint64_t raised() const noexcept { return raised_; }
     [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_; }
 

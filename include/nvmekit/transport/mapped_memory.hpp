@@ -138,14 +138,16 @@ private:
     /// all writable (dma_fault otherwise).
     // Out of line, so that the one-region paths of read() and write() stay small enough to be
     // inlined where the size is known (a 16-byte CQE becomes two moves, not a memcpy call).
-    [[gnu::noinline]] std::error_code read_across_regions(std::uint64_t address, std::span<std::byte> destination) const
+    [[gnu::noinline]] std::error_code read_across_regions(std::uint64_t address,
+                                                          std::span<std::byte> destination) const
     {
         return across_regions(address, destination.size(), false,
                               [&](const region& r, std::uint64_t into, std::size_t done, std::size_t length) {
                                   std::memcpy(destination.data() + done, r.data + into, length);
                               });
     }
-    [[gnu::noinline]] std::error_code write_across_regions(std::uint64_t address, std::span<const std::byte> source)
+    [[gnu::noinline]] std::error_code write_across_regions(std::uint64_t address,
+                                                           std::span<const std::byte> source)
     {
         return across_regions(address, source.size(), true,
                               [&](const region& r, std::uint64_t into, std::size_t done, std::size_t length) {
@@ -183,7 +185,8 @@ private:
         std::size_t done = 0;
         for (auto r = first; done < length; ++r) {
             const std::uint64_t into = address + done - r->address;
-            const auto piece = static_cast<std::size_t>(std::min<std::uint64_t>(r->size - into, length - done));
+            const auto piece =
+                static_cast<std::size_t>(std::min<std::uint64_t>(r->size - into, length - done));
             copy(*r, into, done, piece);
             done += piece;
         }
@@ -210,7 +213,9 @@ private:
             return nullptr;
         }
         const std::uint64_t last = length == 0 ? address : address + (length - 1);
-        const auto inside = [&](const region& r) { return address >= r.address && last <= r.address + (r.size - 1); };
+        const auto inside = [&](const region& r) {
+            return address >= r.address && last <= r.address + (r.size - 1);
+        };
         auto next = std::upper_bound(regions_.begin(), regions_.end(), address,
                                      [](std::uint64_t a, const region& r) { return a < r.address; });
         if (next == regions_.begin()) {

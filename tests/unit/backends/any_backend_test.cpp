@@ -8,9 +8,9 @@
 #include <span>
 #include <string>
 #include <type_traits>
-#include <unistd.h>
 #include <utility>
 #include <vector>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -50,14 +50,8 @@ struct counting_backend {
         int destroyed = 0;
     };
 
-    explicit counting_backend(counters& counts) noexcept
-        : counts_{&counts}
-    {
-    }
-    counting_backend(counting_backend&& other) noexcept
-        : counts_{std::exchange(other.counts_, nullptr)}
-    {
-    }
+    explicit counting_backend(counters& counts) noexcept : counts_{&counts} {}
+    counting_backend(counting_backend&& other) noexcept : counts_{std::exchange(other.counts_, nullptr)} {}
     counting_backend(const counting_backend&) = delete;
     counting_backend& operator=(const counting_backend&) = delete;
     counting_backend& operator=(counting_backend&&) = delete;
@@ -99,10 +93,7 @@ struct counting_backend {
 
 /// Neither movable nor copyable: only in-place construction can hold it.
 struct pinned_backend {
-    explicit pinned_backend(std::uint64_t capacity) noexcept
-        : capacity{capacity}
-    {
-    }
+    explicit pinned_backend(std::uint64_t capacity) noexcept : capacity{capacity} {}
     pinned_backend(const pinned_backend&) = delete;
     pinned_backend& operator=(const pinned_backend&) = delete;
     std::uint64_t capacity_bytes() const { return capacity; }

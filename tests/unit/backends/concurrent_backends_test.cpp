@@ -12,15 +12,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <fcntl.h>
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <system_error>
 #include <thread>
-#include <unistd.h>
 #include <vector>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -90,10 +90,7 @@ std::vector<std::byte> pattern(std::size_t length, std::uint32_t seed)
     return bytes;
 }
 
-std::vector<std::byte> zeros(std::size_t length)
-{
-    return std::vector<std::byte>(length, std::byte{0});
-}
+std::vector<std::byte> zeros(std::size_t length) { return std::vector<std::byte>(length, std::byte{0}); }
 
 /// Runs `body(thread_index)` on `count` threads at once and joins them.
 void run_threads(unsigned count, const std::function<void(unsigned)>& body)
@@ -352,13 +349,9 @@ TEST(null_backend_concurrent, every_thread_reads_zeros_and_its_writes_leave_its_
 
 namespace {
 
-
 class file_backend_concurrent : public ::testing::Test {
 protected:
-    void SetUp() override
-    {
-        path_ = nvmekit_test::make_temporary_file("nvmekit_concurrent_backend");
-    }
+    void SetUp() override { path_ = nvmekit_test::make_temporary_file("nvmekit_concurrent_backend"); }
 
     void TearDown() override { ::unlink(path_.c_str()); }
 

@@ -6,15 +6,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <fcntl.h>
 #include <memory>
 #include <span>
 #include <string>
-#include <sys/stat.h>
 #include <system_error>
-#include <unistd.h>
 #include <utility>
 #include <vector>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -33,9 +33,9 @@ namespace {
 
 constexpr std::uint64_t kib = 1024;
 
+using nvmekit_test::aligned_buffer;
 using nvmekit_test::outcome;
 using nvmekit_test::run;
-using nvmekit_test::aligned_buffer;
 
 block_status write_bytes(file_backend& backend, std::uint64_t offset, std::span<std::byte> bytes,
                          bool fua = false)
@@ -61,18 +61,11 @@ std::vector<std::byte> pattern(std::size_t length, std::uint8_t seed)
     return bytes;
 }
 
-std::vector<std::byte> zeros(std::size_t length)
-{
-    return std::vector<std::byte>(length, std::byte{0});
-}
-
+std::vector<std::byte> zeros(std::size_t length) { return std::vector<std::byte>(length, std::byte{0}); }
 
 class file_backend_test : public ::testing::Test {
 protected:
-    void SetUp() override
-    {
-        path_ = nvmekit_test::make_temporary_file("nvmekit_file_backend");
-    }
+    void SetUp() override { path_ = nvmekit_test::make_temporary_file("nvmekit_file_backend"); }
 
     void TearDown() override
     {
@@ -187,8 +180,7 @@ TEST_F(file_backend_test, writes_and_reads_with_several_segments_and_discards)
                               io_segment{second.data(), second.size()}};
     EXPECT_EQ(run(backend, block_operation::write, 1000, 8000, segments).status, block_status::success);
     std::vector<std::byte> expected(first.size() + second.size());
-    std::copy(second.begin(), second.end(),
-              std::copy(first.begin(), first.end(), expected.begin()));
+    std::copy(second.begin(), second.end(), std::copy(first.begin(), first.end(), expected.begin()));
     EXPECT_EQ(read_bytes(backend, 1000, 8000), expected);
     std::vector<std::byte> kept(100, std::byte{0xee});
     const std::array read_segments{io_segment{nullptr, 2950}, io_segment{kept.data(), kept.size()},

@@ -58,10 +58,7 @@ std::vector<std::byte> pattern(std::size_t length, std::uint8_t seed)
     return bytes;
 }
 
-std::vector<std::byte> zeros(std::size_t length)
-{
-    return std::vector<std::byte>(length, std::byte{0});
-}
+std::vector<std::byte> zeros(std::size_t length) { return std::vector<std::byte>(length, std::byte{0}); }
 
 } // namespace
 

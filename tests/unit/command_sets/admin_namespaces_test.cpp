@@ -49,9 +49,9 @@ struct pool_rig : rig {
 /// Namespace Management create as nvme-cli's create-ns sends it: SEL 0, CSI in CDW11, the host's
 /// Identify Namespace structure (4 KiB) in the data buffer; the new NSID comes back in DW0.
 template <typename Rig>
-nvmekit::testing::completion create_namespace(Rig& r, std::uint64_t nsze, std::uint64_t ncap, std::uint8_t flbas,
-                                              std::uint8_t nmic = 0, std::uint8_t dps = 0,
-                                              spec::command_set_identifier csi = spec::command_set_identifier::nvm)
+nvmekit::testing::completion
+create_namespace(Rig& r, std::uint64_t nsze, std::uint64_t ncap, std::uint8_t flbas, std::uint8_t nmic = 0,
+                 std::uint8_t dps = 0, spec::command_set_identifier csi = spec::command_set_identifier::nvm)
 {
     spec::identify_namespace data{};
     data.nsze = nsze;
@@ -62,7 +62,8 @@ nvmekit::testing::completion create_namespace(Rig& r, std::uint64_t nsze, std::u
     const std::uint64_t buffer = r.host.allocate(sizeof(data));
     r.memory.store(buffer, data);
     auto sqe = host_type::command(spec::admin_opcode::namespace_management, 0);
-    spec::namespace_management_view{.select = spec::namespace_management_select::create, .command_set_id = csi}
+    spec::namespace_management_view{.select = spec::namespace_management_select::create,
+                                    .command_set_id = csi}
         .encode(sqe);
     sqe.dptr = r.host.build_prps(buffer, sizeof(data));
     const auto result = r.host.admin(sqe);
@@ -125,7 +126,8 @@ template <typename Rig>
 }
 
 template <typename Rig>
-[[nodiscard]] std::vector<std::uint16_t> controller_ids(Rig& r, spec::cns cns, std::uint32_t nsid, std::uint16_t cntid = 0)
+[[nodiscard]] std::vector<std::uint16_t> controller_ids(Rig& r, spec::cns cns, std::uint32_t nsid,
+                                                        std::uint16_t cntid = 0)
 {
     std::vector<std::byte> out;
     EXPECT_TRUE(identify(r, cns, nsid, out, cntid).ok());
@@ -152,12 +154,12 @@ TEST(admin_namespace_management, effects_log_lists_management_attachment_and_get
     std::vector<std::byte> out;
     ASSERT_TRUE(r.host.get_log_page(spec::log_page_id::commands_supported_and_effects, 4096, out).ok());
     const auto effects = load<spec::commands_supported_and_effects>(out);
-    const auto inventory = spec::command_effects{}
-                               .with(spec::command_effects::csupp, true)
-                               .with(spec::command_effects::ncc, true)
-                               .with(spec::command_effects::nic, true)
-                               .with(spec::command_effects::cse,
-                                     spec::command_submission_execution::any_namespace_exclusive);
+    const auto inventory =
+        spec::command_effects{}
+            .with(spec::command_effects::csupp, true)
+            .with(spec::command_effects::ncc, true)
+            .with(spec::command_effects::nic, true)
+            .with(spec::command_effects::cse, spec::command_submission_execution::any_namespace_exclusive);
     EXPECT_EQ(effects.admin_commands[0x0d], inventory);
     EXPECT_EQ(effects.admin_commands[0x15], inventory);
     EXPECT_EQ(effects.admin_commands[0x86], spec::command_effects{}.with(spec::command_effects::csupp, true));
@@ -217,7 +219,8 @@ TEST(admin_namespace_management, create_refuses_what_the_spec_names)
     EXPECT_EQ(create_namespace(r, 16, 8, 0).status(),
               dnr(spec::command_specific_status::thin_provisioning_not_supported));
     EXPECT_EQ(create_namespace(r, 8, 8, 4).status(), dnr(spec::command_specific_status::invalid_format));
-    EXPECT_EQ(create_namespace(r, 8, 8, 0, 0, 1).status(), dnr(spec::command_specific_status::invalid_format));
+    EXPECT_EQ(create_namespace(r, 8, 8, 0, 0, 1).status(),
+              dnr(spec::command_specific_status::invalid_format));
     EXPECT_EQ(create_namespace(r, 8, 8, 0, 0, 0, spec::command_set_identifier::zoned).status(),
               dnr(spec::command_specific_status::io_command_set_not_supported));
     // 1 MiB - 64 KiB left: 241 blocks of 4 KiB are one too many.
@@ -294,12 +297,13 @@ TEST(admin_namespace_management, attach_raises_namespace_attribute_changed_and_f
     ASSERT_EQ(create_namespace(r, 32, 32, 0, 1).cqe.dw0, 2U);
     std::vector<std::byte> out;
     ASSERT_TRUE(r.host.get_log_page(spec::log_page_id::changed_namespace_list, 4096, out).ok());
-    ASSERT_TRUE(r.host
-                    .admin(host_type::set_features_command(spec::feature_id::async_event_configuration, 1U << 8))
-                    .ok());
+    ASSERT_TRUE(
+        r.host.admin(host_type::set_features_command(spec::feature_id::async_event_configuration, 1U << 8))
+            .ok());
     const auto cid = *r.host.async_event_request_cid();
     // nvme attach-ns /dev/nvme0 -n 2 -c <cntlid>
-    ASSERT_EQ(attachment(r, 2, spec::namespace_attachment_select::attach, {id}).status(), spec::status::success());
+    ASSERT_EQ(attachment(r, 2, spec::namespace_attachment_select::attach, {id}).status(),
+              spec::status::success());
     EXPECT_EQ(r.async_event(cid), 0x0004'0002U); // Notice, Namespace Attribute Changed, log 04h
     ASSERT_TRUE(r.host.get_log_page(spec::log_page_id::changed_namespace_list, 4096, out).ok());
     EXPECT_EQ(load<std::uint32_t>(out), 2U);
@@ -327,7 +331,8 @@ TEST(admin_namespace_management, a_private_namespace_attaches_to_one_controller)
     rig::controller_type second{r.memory, msix, r.clock, r.subsystem};
     const auto first_id = r.ctrl.controller_id();
     const auto second_id = second.controller_id();
-    EXPECT_EQ(controller_ids(r, spec::cns::controller_list, 0), (std::vector<std::uint16_t>{first_id, second_id}));
+    EXPECT_EQ(controller_ids(r, spec::cns::controller_list, 0),
+              (std::vector<std::uint16_t>{first_id, second_id}));
     ASSERT_EQ(create_namespace(r, 8, 8, 0, 0).cqe.dw0, 2U); // NMIC 0: private
     EXPECT_EQ(attachment(r, 2, spec::namespace_attachment_select::attach, {first_id, second_id}).status(),
               dnr(spec::command_specific_status::namespace_is_private));
@@ -391,10 +396,8 @@ TEST(admin_get_lba_status, reports_write_uncorrectable_ranges_as_unrecoverable)
     write_uncorrectable(r, 1, 100, 2);
     std::vector<std::byte> out;
     // nvme get-lba-status /dev/nvme0 -n 1 --start-lba=0 --max-dw=11 --action=0x11 --range-len=0
-    const auto view = spec::get_lba_status_view{.starting_lba = 0,
-                                                .dword_count = 12,
-                                                .range_length = 0,
-                                                .action = spec::lba_status_action::tracked};
+    const auto view = spec::get_lba_status_view{
+        .starting_lba = 0, .dword_count = 12, .range_length = 0, .action = spec::lba_status_action::tracked};
     ASSERT_EQ(get_lba_status(r, 1, view, out).status(), spec::status::success());
     auto header = load<spec::lba_status_list_header>(out);
     EXPECT_EQ(header.nlsd, 2U);
@@ -421,7 +424,8 @@ TEST(admin_get_lba_status, reports_write_uncorrectable_ranges_as_unrecoverable)
     EXPECT_EQ(load<spec::lba_status_descriptor>(out, 24).dslba, 100U);
     EXPECT_EQ(load<spec::lba_status_descriptor>(out, 24).nlb, 1U);
     // Room for one descriptor (6 dwords): incomplete.
-    ASSERT_TRUE(get_lba_status(r, 1, {.dword_count = 6, .action = spec::lba_status_action::tracked}, out).ok());
+    ASSERT_TRUE(
+        get_lba_status(r, 1, {.dword_count = 6, .action = spec::lba_status_action::tracked}, out).ok());
     header = load<spec::lba_status_list_header>(out);
     EXPECT_EQ(header.nlsd, 1U);
     EXPECT_EQ(header.cmpc, spec::lba_status_completion::incomplete);
@@ -439,17 +443,19 @@ TEST(admin_get_lba_status, refuses_what_the_spec_names)
     pool_rig r;
     std::vector<std::byte> out;
     const spec::get_lba_status_view tracked{.dword_count = 2, .action = spec::lba_status_action::tracked};
-    EXPECT_EQ(get_lba_status(r, 9, tracked, out).status(), dnr(spec::generic_status::invalid_namespace_or_format));
+    EXPECT_EQ(get_lba_status(r, 9, tracked, out).status(),
+              dnr(spec::generic_status::invalid_namespace_or_format));
     EXPECT_EQ(get_lba_status(r, all_namespaces, tracked, out).status(),
               dnr(spec::generic_status::invalid_namespace_or_format));
-    EXPECT_EQ(get_lba_status(r, 1, {.dword_count = 2, .action = static_cast<spec::lba_status_action>(0x02)}, out)
-                  .status(),
-              dnr(spec::generic_status::invalid_field));
-    EXPECT_EQ(get_lba_status(r, 1,
-                             {.starting_lba = 128, .dword_count = 2, .action = spec::lba_status_action::tracked},
-                             out)
-                  .status(),
-              dnr(spec::generic_status::lba_out_of_range));
+    EXPECT_EQ(
+        get_lba_status(r, 1, {.dword_count = 2, .action = static_cast<spec::lba_status_action>(0x02)}, out)
+            .status(),
+        dnr(spec::generic_status::invalid_field));
+    EXPECT_EQ(
+        get_lba_status(
+            r, 1, {.starting_lba = 128, .dword_count = 2, .action = spec::lba_status_action::tracked}, out)
+            .status(),
+        dnr(spec::generic_status::lba_out_of_range));
     // Nothing unrecoverable: an empty, complete list.
     ASSERT_TRUE(get_lba_status(r, 1, tracked, out).ok());
     EXPECT_EQ(load<spec::lba_status_list_header>(out).nlsd, 0U);

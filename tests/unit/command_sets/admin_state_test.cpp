@@ -127,7 +127,8 @@ TEST(admin_keep_alive, without_kato_keep_alive_succeeds_and_nothing_expires)
 {
     rig r;
     r.host.bring_up();
-    EXPECT_EQ(r.host.admin(host_type::command(spec::admin_opcode::keep_alive)).status(), spec::status::success());
+    EXPECT_EQ(r.host.admin(host_type::command(spec::admin_opcode::keep_alive)).status(),
+              spec::status::success());
     r.clock.advance(600s);
     r.ctrl.poll();
     EXPECT_FALSE(r.csts().get(spec::csts_register::cfs));
@@ -172,7 +173,8 @@ TEST(admin_abort, a_command_that_is_not_outstanding_is_not_aborted)
 {
     rig r;
     r.host.bring_up();
-    for (const auto& [sqid, cid] : std::array<std::pair<std::uint16_t, std::uint16_t>, 3>{{{1, 0xbeef}, {0, 0x1234}, {7, 1}}}) {
+    for (const auto& [sqid, cid] :
+         std::array<std::pair<std::uint16_t, std::uint16_t>, 3>{{{1, 0xbeef}, {0, 0x1234}, {7, 1}}}) {
         const auto result = r.host.admin(abort_command(sqid, cid));
         EXPECT_EQ(result.status(), spec::status::success());
         EXPECT_EQ(result.cqe.dw0 & 1U, 1U) << sqid << ":" << cid;
@@ -182,7 +184,8 @@ TEST(admin_abort, a_command_that_is_not_outstanding_is_not_aborted)
 TEST(admin_abort, a_command_waiting_for_a_staging_buffer_is_aborted)
 {
     staging_rig r;
-    auto& ns = r.subsystem.add_namespace(nvmekit::testing::test_backend<>{r.clock, 1 << 20, 8, {.delay = 50ms}});
+    auto& ns =
+        r.subsystem.add_namespace(nvmekit::testing::test_backend<>{r.clock, 1 << 20, 8, {.delay = 50ms}});
     r.host.bring_up();
     const auto first_buffer = r.host.allocate(4096);
     const auto second_buffer = r.host.allocate(4096);
@@ -267,8 +270,8 @@ template <typename Rig>
 std::vector<std::uint32_t> active_namespaces(Rig& r)
 {
     std::vector<std::byte> out;
-    const auto result =
-        r.host.admin_read(Rig::host_type::identify_command(spec::cns::active_namespace_list, 0, 0), 4096, out);
+    const auto result = r.host.admin_read(
+        Rig::host_type::identify_command(spec::cns::active_namespace_list, 0, 0), 4096, out);
     EXPECT_EQ(result.status(), spec::status::success());
     std::vector<std::uint32_t> nsids;
     for (std::size_t i = 0; i < 1024; ++i) {
@@ -286,8 +289,8 @@ template <typename Rig>
 spec::identify_namespace identify_namespace(Rig& r, std::uint32_t nsid)
 {
     std::vector<std::byte> out;
-    const auto result =
-        r.host.admin_read(Rig::host_type::identify_command(spec::cns::identify_namespace, nsid, 0), 4096, out);
+    const auto result = r.host.admin_read(
+        Rig::host_type::identify_command(spec::cns::identify_namespace, nsid, 0), 4096, out);
     EXPECT_EQ(result.status(), spec::status::success());
     spec::identify_namespace data{};
     std::memcpy(&data, out.data(), sizeof(data));
@@ -296,14 +299,15 @@ spec::identify_namespace identify_namespace(Rig& r, std::uint32_t nsid)
 
 /// Writes `blocks` 512-byte blocks of `fill` at `slba` of `nsid` through I/O queue 1.
 template <typename Rig>
-spec::status write_blocks(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::uint32_t blocks, std::byte fill,
-                          std::uint32_t block_bytes = 512)
+spec::status write_blocks(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::uint32_t blocks,
+                          std::byte fill, std::uint32_t block_bytes = 512)
 {
     const std::size_t bytes = std::size_t{blocks} * block_bytes;
     const auto buffer = r.host.allocate(bytes);
     const auto span = r.memory.bytes(buffer, bytes);
     std::fill(span.begin(), span.end(), fill);
-    auto sqe = Rig::host_type::template lba_command<spec::write_view>(spec::nvm_opcode::write, nsid, slba, blocks);
+    auto sqe =
+        Rig::host_type::template lba_command<spec::write_view>(spec::nvm_opcode::write, nsid, slba, blocks);
     sqe.dptr = r.host.build_prps(buffer, bytes);
     return r.host.io(1, sqe).status();
 }
@@ -342,7 +346,8 @@ TEST(admin_namespace_attachment, detach_and_attach_for_this_controller)
     EXPECT_EQ(identify_namespace(r, 2).nsze, 2048U);
     std::vector<std::byte> data;
     EXPECT_EQ(read_blocks(r, 1, 4, 2, data), dnr(spec::generic_status::invalid_namespace_or_format));
-    EXPECT_EQ(write_blocks(r, 1, 4, 2, std::byte{0x11}), dnr(spec::generic_status::invalid_namespace_or_format));
+    EXPECT_EQ(write_blocks(r, 1, 4, 2, std::byte{0x11}),
+              dnr(spec::generic_status::invalid_namespace_or_format));
     EXPECT_FALSE(r.subsystem.find(1)->attached_to(self));
 
     EXPECT_EQ(attach(r, 1, {self}).status(), spec::status::success());
@@ -387,12 +392,12 @@ TEST(admin_namespace_attachment, an_invalid_controller_list_changes_nothing)
     r.host.bring_up();
     const std::uint16_t self = r.ctrl.controller_id();
     const auto invalid = dnr(spec::command_specific_status::controller_list_invalid);
-    EXPECT_EQ(namespace_attachment(r, 1, 1, {}, 0).status(), invalid);           // no identifier
-    EXPECT_EQ(namespace_attachment(r, 1, 1, {self}, 0).status(), invalid);       // count 0
-    EXPECT_EQ(detach(r, 1, {0x77}).status(), invalid);                           // no such controller
-    EXPECT_EQ(detach(r, 1, {self, 0x77}).status(), invalid);                     // one of them unknown
-    EXPECT_EQ(detach(r, 1, {self, self}).status(), invalid);                     // duplicate
-    EXPECT_EQ(namespace_attachment(r, 1, 1, {self}, 2048).status(), invalid);   // more than 2047
+    EXPECT_EQ(namespace_attachment(r, 1, 1, {}, 0).status(), invalid);        // no identifier
+    EXPECT_EQ(namespace_attachment(r, 1, 1, {self}, 0).status(), invalid);    // count 0
+    EXPECT_EQ(detach(r, 1, {0x77}).status(), invalid);                        // no such controller
+    EXPECT_EQ(detach(r, 1, {self, 0x77}).status(), invalid);                  // one of them unknown
+    EXPECT_EQ(detach(r, 1, {self, self}).status(), invalid);                  // duplicate
+    EXPECT_EQ(namespace_attachment(r, 1, 1, {self}, 2048).status(), invalid); // more than 2047
     EXPECT_EQ(attach(r, 1, {0xffff}).status(), invalid);
     EXPECT_EQ(active_namespaces(r), (std::vector<std::uint32_t>{1}));
     EXPECT_TRUE(r.subsystem.find(1)->attached_to(self));
@@ -427,7 +432,8 @@ TEST(admin_namespace_attachment, a_list_naming_another_controller_changes_only_t
     EXPECT_FALSE(r.subsystem.find(1)->attached_to(other_id));
     EXPECT_EQ(active_namespaces(r), (std::vector<std::uint32_t>{1}));
     // Both at once: the other is not attached, so nothing changes.
-    EXPECT_EQ(detach(r, 1, {self, other_id}).status(), dnr(spec::command_specific_status::namespace_not_attached));
+    EXPECT_EQ(detach(r, 1, {self, other_id}).status(),
+              dnr(spec::command_specific_status::namespace_not_attached));
     EXPECT_TRUE(r.subsystem.find(1)->attached_to(self));
     EXPECT_EQ(attach(r, 1, {other_id}).status(), spec::status::success());
     EXPECT_EQ(detach(r, 1, {other_id, self}).status(), spec::status::success());
@@ -438,10 +444,10 @@ TEST(admin_namespace_attachment, a_list_naming_another_controller_changes_only_t
 
 // ---- Format NVM (Base 2.0 5.14) ------------------------------------------------------------------
 
-[[nodiscard]] spec::submission_queue_entry format_command(std::uint32_t nsid, std::uint8_t lbaf, bool extended = false,
-                                                          spec::format_secure_erase ses = spec::format_secure_erase::none,
-                                                          spec::format_protection_type pi =
-                                                              spec::format_protection_type::none)
+[[nodiscard]] spec::submission_queue_entry
+format_command(std::uint32_t nsid, std::uint8_t lbaf, bool extended = false,
+               spec::format_secure_erase ses = spec::format_secure_erase::none,
+               spec::format_protection_type pi = spec::format_protection_type::none)
 {
     auto sqe = host_type::command(spec::admin_opcode::format_nvm, nsid);
     spec::format_nvm_view{.format_index = lbaf,
@@ -539,12 +545,14 @@ TEST(admin_format, unsupported_formats_and_protection_are_invalid_format)
     const auto invalid_format = dnr(spec::command_specific_status::invalid_format);
     EXPECT_EQ(r.host.admin(format_command(1, 4)).status(), invalid_format);
     EXPECT_EQ(r.host.admin(format_command(1, 16)).status(), invalid_format); // LBAFU
-    EXPECT_EQ(r.host.admin(format_command(1, 1, false, spec::format_secure_erase::none,
-                                          spec::format_protection_type::type1))
+    EXPECT_EQ(r.host
+                  .admin(format_command(1, 1, false, spec::format_secure_erase::none,
+                                        spec::format_protection_type::type1))
                   .status(),
               invalid_format);
-    EXPECT_EQ(r.host.admin(format_command(1, 3, true, spec::format_secure_erase::none,
-                                          spec::format_protection_type::type3))
+    EXPECT_EQ(r.host
+                  .admin(format_command(1, 3, true, spec::format_secure_erase::none,
+                                        spec::format_protection_type::type3))
                   .status(),
               invalid_format);
     const auto id = identify_namespace(r, 1);
@@ -561,8 +569,9 @@ TEST(admin_format, cryptographic_and_reserved_secure_erase_are_invalid_field)
     r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
     r.host.bring_up();
     ASSERT_EQ(write_blocks(r, 1, 0, 1, std::byte{0x99}), spec::status::success());
-    EXPECT_EQ(r.host.admin(format_command(1, 2, false, spec::format_secure_erase::cryptographic_erase)).status(),
-              dnr(spec::generic_status::invalid_field));
+    EXPECT_EQ(
+        r.host.admin(format_command(1, 2, false, spec::format_secure_erase::cryptographic_erase)).status(),
+        dnr(spec::generic_status::invalid_field));
     auto reserved = format_command(1, 2);
     reserved.cdw10 |= 0b111U << 9; // SES 111b
     EXPECT_EQ(r.host.admin(reserved).status(), dnr(spec::generic_status::invalid_field));
@@ -627,8 +636,8 @@ TEST(admin_format, an_nsid_not_attached_is_invalid_namespace)
     r.host.bring_up();
     ASSERT_EQ(detach(r, 2, {r.ctrl.controller_id()}).status(), spec::status::success());
     const auto invalid_namespace = dnr(spec::generic_status::invalid_namespace_or_format);
-    EXPECT_EQ(r.host.admin(format_command(2, 2)).status(), invalid_namespace);   // exists, detached
-    EXPECT_EQ(r.host.admin(format_command(3, 2)).status(), invalid_namespace);   // no such namespace
+    EXPECT_EQ(r.host.admin(format_command(2, 2)).status(), invalid_namespace); // exists, detached
+    EXPECT_EQ(r.host.admin(format_command(3, 2)).status(), invalid_namespace); // no such namespace
     EXPECT_EQ(r.host.admin(format_command(0, 2)).status(), invalid_namespace);
     EXPECT_EQ(r.host.admin(format_command(0xfffffffeU, 2)).status(), invalid_namespace);
     EXPECT_EQ(r.subsystem.find(2)->lba_format(), 0U);
@@ -687,7 +696,8 @@ std::string identify_firmware_revision(Rig& r)
 {
     std::vector<std::byte> out;
     EXPECT_TRUE(
-        r.host.admin_read(Rig::host_type::identify_command(spec::cns::identify_controller, 0, 0), 4096, out).ok());
+        r.host.admin_read(Rig::host_type::identify_command(spec::cns::identify_controller, 0, 0), 4096, out)
+            .ok());
     spec::identify_controller id{};
     std::memcpy(&id, out.data(), sizeof(id));
     return std::string{id.firmware_revision()};
@@ -704,16 +714,17 @@ struct slot_state {
 
 std::ostream& operator<<(std::ostream& out, const slot_state& s)
 {
-    return out << "{active " << s.active << ", next " << s.next << ", FRS1 \"" << s.frs1 << "\", FRS2 \"" << s.frs2
-               << "\"}";
+    return out << "{active " << s.active << ", next " << s.next << ", FRS1 \"" << s.frs1 << "\", FRS2 \""
+               << s.frs2 << "\"}";
 }
 
 template <typename Rig>
 slot_state slots(Rig& r)
 {
     const auto log = firmware_log(r);
-    return {log.afi.get(spec::active_firmware_info::active_slot), log.afi.get(spec::active_firmware_info::next_slot),
-            std::string{log.revision(1)}, std::string{log.revision(2)}};
+    return {log.afi.get(spec::active_firmware_info::active_slot),
+            log.afi.get(spec::active_firmware_info::next_slot), std::string{log.revision(1)},
+            std::string{log.revision(2)}};
 }
 
 TEST(admin_firmware, identify_reports_two_slots_and_the_initial_revision)
@@ -837,7 +848,8 @@ TEST(admin_firmware, a_reset_discards_an_uncommitted_download)
     r.host.bring_up();
     ASSERT_EQ(download(r, firmware_image("LOST0001")).status(), spec::status::success());
     controller_reset(r);
-    EXPECT_EQ(commit(r, 2, action::replace).status(), dnr(spec::command_specific_status::invalid_firmware_image));
+    EXPECT_EQ(commit(r, 2, action::replace).status(),
+              dnr(spec::command_specific_status::invalid_firmware_image));
 }
 
 TEST(admin_firmware, slot_zero_lets_the_controller_choose)
@@ -864,8 +876,10 @@ TEST(admin_firmware, slots_beyond_the_count_and_boot_partitions_are_refused)
         EXPECT_EQ(commit(r, slot, action::replace).status(), invalid_slot) << int{slot};
         EXPECT_EQ(commit(r, slot, action::activate_on_reset).status(), invalid_slot) << int{slot};
     }
-    EXPECT_EQ(commit(r, 1, action::replace_boot_partition).status(), dnr(spec::generic_status::invalid_field));
-    EXPECT_EQ(commit(r, 1, action::activate_boot_partition).status(), dnr(spec::generic_status::invalid_field));
+    EXPECT_EQ(commit(r, 1, action::replace_boot_partition).status(),
+              dnr(spec::generic_status::invalid_field));
+    EXPECT_EQ(commit(r, 1, action::activate_boot_partition).status(),
+              dnr(spec::generic_status::invalid_field));
     EXPECT_EQ(commit(r, 1, static_cast<action>(0b100)).status(), dnr(spec::generic_status::invalid_field));
     EXPECT_EQ(commit(r, 1, static_cast<action>(0b101)).status(), dnr(spec::generic_status::invalid_field));
     // None of them consumed the download.
@@ -884,7 +898,8 @@ TEST(admin_firmware, pieces_may_arrive_out_of_order_but_not_overlap)
     EXPECT_EQ(download(r, all.subspan(6144, 4096), 6144).status(),
               dnr(spec::command_specific_status::overlapping_range));
     // A gap at the start: the image is incomplete.
-    EXPECT_EQ(commit(r, 2, action::replace).status(), dnr(spec::command_specific_status::invalid_firmware_image));
+    EXPECT_EQ(commit(r, 2, action::replace).status(),
+              dnr(spec::command_specific_status::invalid_firmware_image));
     // The missing piece completes it.
     ASSERT_EQ(download(r, all.first(4096), 0).status(), spec::status::success());
     EXPECT_EQ(commit(r, 2, action::replace).status(), spec::status::success());
@@ -923,7 +938,8 @@ TEST(admin_firmware, pieces_beyond_mdts_or_the_largest_image_are_invalid_field)
     const auto image = firmware_image("TOOLARGE", 128 * 1024 + 4);
     EXPECT_EQ(download(r, image).status(), dnr(spec::generic_status::invalid_field)); // above MDTS
     const auto piece = firmware_image("TOOLARGE", 4096);
-    EXPECT_EQ(download(r, piece, (std::size_t{1} << 20) - 2048).status(), dnr(spec::generic_status::invalid_field));
+    EXPECT_EQ(download(r, piece, (std::size_t{1} << 20) - 2048).status(),
+              dnr(spec::generic_status::invalid_field));
     EXPECT_EQ(download(r, piece, (std::size_t{1} << 20) - 4096).status(), spec::status::success());
 }
 

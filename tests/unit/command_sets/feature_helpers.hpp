@@ -10,8 +10,8 @@
 namespace nvmekit_test {
 
 template <typename Rig>
-nvmekit::testing::completion get_feature(Rig& r, nvmekit::spec::feature_id feature, nvmekit::spec::feature_select sel,
-                                         std::uint32_t cdw11 = 0)
+nvmekit::testing::completion get_feature(Rig& r, nvmekit::spec::feature_id feature,
+                                         nvmekit::spec::feature_select sel, std::uint32_t cdw11 = 0)
 {
     auto sqe = Rig::host_type::get_features_command(feature, sel);
     sqe.cdw11 = cdw11;

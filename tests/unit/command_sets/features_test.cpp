@@ -53,11 +53,11 @@ template <typename Rig>
 feature_values read_feature(Rig& r, fid feature, std::uint32_t cdw11 = 0)
 {
     feature_values values{};
-    const std::array<std::pair<select, std::uint32_t*>, 4> selects{{{select::current, &values.current},
-                                                                    {select::default_value, &values.default_value},
-                                                                    {select::saved, &values.saved},
-                                                                    {select::supported_capabilities,
-                                                                     &values.capabilities}}};
+    const std::array<std::pair<select, std::uint32_t*>, 4> selects{
+        {{select::current, &values.current},
+         {select::default_value, &values.default_value},
+         {select::saved, &values.saved},
+         {select::supported_capabilities, &values.capabilities}}};
     for (const auto& [sel, out] : selects) {
         const auto result = get_feature(r, feature, sel, cdw11);
         EXPECT_EQ(result.status(), spec::status::success()) << spec::name(sel);
@@ -66,9 +66,9 @@ feature_values read_feature(Rig& r, fid feature, std::uint32_t cdw11 = 0)
     return values;
 }
 
-constexpr std::uint32_t changeable = 0x4;                   // capabilities: changeable
-constexpr std::uint32_t saveable = 0x5;                     // saveable and changeable
-constexpr std::uint32_t saveable_per_namespace = 0x7;       // saveable, namespace specific, changeable
+constexpr std::uint32_t changeable = 0x4;             // capabilities: changeable
+constexpr std::uint32_t saveable = 0x5;               // saveable and changeable
+constexpr std::uint32_t saveable_per_namespace = 0x7; // saveable, namespace specific, changeable
 
 /// A saveable feature of Dword 11, its default, and two values it accepts (as they read back).
 struct saveable_feature {
@@ -195,7 +195,8 @@ TEST(admin_features, a_failed_set_with_save_changes_neither_value)
     rig r;
     r.host.bring_up();
     // Power state 1 does not exist (NPSS 0); DULBE is not supported.
-    EXPECT_EQ(set_feature(r, fid::power_management, 0x01, true).status(), dnr(spec::generic_status::invalid_field));
+    EXPECT_EQ(set_feature(r, fid::power_management, 0x01, true).status(),
+              dnr(spec::generic_status::invalid_field));
     EXPECT_EQ(set_feature(r, fid::error_recovery, 0x0001'0005, true).status(),
               dnr(spec::generic_status::invalid_field));
     EXPECT_EQ(read_feature(r, fid::power_management), (feature_values{0, 0, 0, saveable}));
@@ -223,10 +224,12 @@ TEST(admin_features, every_temperature_threshold_is_saved_on_its_own)
     ASSERT_TRUE(set_feature(r, fid::temperature_threshold, threshold(0, under, 250)).ok());
     controller_reset(r);
     EXPECT_EQ(read_feature(r, fid::temperature_threshold, threshold(0, over, 0)),
-              (feature_values{threshold(0, over, 360), threshold(0, over, 343), threshold(0, over, 360), saveable}));
+              (feature_values{threshold(0, over, 360), threshold(0, over, 343), threshold(0, over, 360),
+                              saveable}));
     // The under threshold was set again without SV: it reverted to its saved value.
     EXPECT_EQ(read_feature(r, fid::temperature_threshold, threshold(0, under, 0)),
-              (feature_values{threshold(0, under, 270), threshold(0, under, 0), threshold(0, under, 270), saveable}));
+              (feature_values{threshold(0, under, 270), threshold(0, under, 0), threshold(0, under, 270),
+                              saveable}));
 }
 
 TEST(admin_features, thresholds_exist_only_for_the_sensors_the_smart_log_reports)
@@ -235,7 +238,8 @@ TEST(admin_features, thresholds_exist_only_for_the_sensors_the_smart_log_reports
     r.host.bring_up();
     // The SMART / Health log reports the Composite Temperature and no Temperature Sensor 1-8.
     std::vector<std::byte> log;
-    ASSERT_EQ(r.host.get_log_page(spec::log_page_id::smart_health, 512, log).status(), spec::status::success());
+    ASSERT_EQ(r.host.get_log_page(spec::log_page_id::smart_health, 512, log).status(),
+              spec::status::success());
     spec::smart_health_log smart{};
     std::memcpy(&smart, log.data(), sizeof smart);
     EXPECT_EQ(smart.temperature_sensors, (std::array<std::uint16_t, 8>{}));
@@ -245,18 +249,22 @@ TEST(admin_features, thresholds_exist_only_for_the_sensors_the_smart_log_reports
     const auto over = spec::threshold_type::over;
     const auto under = spec::threshold_type::under;
     for (unsigned sensor = 1; sensor <= 8; ++sensor) {
-        EXPECT_EQ(set_feature(r, fid::temperature_threshold, threshold(sensor, over, 360)).status(), invalid_field)
+        EXPECT_EQ(set_feature(r, fid::temperature_threshold, threshold(sensor, over, 360)).status(),
+                  invalid_field)
             << sensor;
         EXPECT_EQ(set_feature(r, fid::temperature_threshold, threshold(sensor, under, 250), true).status(),
                   invalid_field)
             << sensor;
-        EXPECT_EQ(get_feature(r, fid::temperature_threshold, select::current, threshold(sensor, over, 0)).status(),
-                  invalid_field)
+        EXPECT_EQ(
+            get_feature(r, fid::temperature_threshold, select::current, threshold(sensor, over, 0)).status(),
+            invalid_field)
             << sensor;
     }
     // The composite's thresholds are there, and "every sensor" (TMPSEL 1111b) sets them alone.
-    EXPECT_EQ(set_feature(r, fid::temperature_threshold, threshold(0, over, 355)).status(), spec::status::success());
-    EXPECT_EQ(set_feature(r, fid::temperature_threshold, threshold(0xf, over, 351)).status(), spec::status::success());
+    EXPECT_EQ(set_feature(r, fid::temperature_threshold, threshold(0, over, 355)).status(),
+              spec::status::success());
+    EXPECT_EQ(set_feature(r, fid::temperature_threshold, threshold(0xf, over, 351)).status(),
+              spec::status::success());
     EXPECT_EQ(get_feature(r, fid::temperature_threshold, select::current, threshold(0, over, 0)).cqe.dw0,
               threshold(0, over, 351));
 }
@@ -278,7 +286,8 @@ TEST(admin_features, save_on_a_feature_that_is_not_saveable_is_refused)
     set_timestamp.dptr.prp1 = buffer;
     EXPECT_EQ(r.host.admin(set_timestamp).status(), not_saveable);
     std::vector<std::byte> out;
-    ASSERT_TRUE(r.host.admin_read(host_type::get_features_command(fid::timestamp, select::current), 8, out).ok());
+    ASSERT_TRUE(
+        r.host.admin_read(host_type::get_features_command(fid::timestamp, select::current), 8, out).ok());
     spec::timestamp_data read{};
     std::memcpy(&read, out.data(), sizeof(read));
     EXPECT_EQ(read.attributes.get(spec::timestamp_attributes::origin), spec::timestamp_origin::reset);
@@ -289,9 +298,10 @@ TEST(admin_features, save_on_a_feature_that_is_not_saveable_is_refused)
     auto set_behavior = host_type::set_features_command(fid::host_behavior_support, 0, true);
     set_behavior.dptr.prp1 = buffer;
     EXPECT_EQ(r.host.admin(set_behavior).status(), not_saveable);
-    ASSERT_TRUE(
-        r.host.admin_read(host_type::get_features_command(fid::host_behavior_support, select::current), 512, out)
-            .ok());
+    ASSERT_TRUE(r.host
+                    .admin_read(host_type::get_features_command(fid::host_behavior_support, select::current),
+                                512, out)
+                    .ok());
     EXPECT_EQ(out[0], std::byte{0});
 }
 
@@ -365,7 +375,8 @@ TEST(admin_timestamp, counts_from_the_controller_reset_until_the_host_sets_it)
     const std::uint64_t at_first_read = before.milliseconds();
     EXPECT_GE(at_first_read, 10'000U);
     r.clock.advance(1234ms);
-    EXPECT_EQ(get_timestamp(r, select::current), timestamp_of(at_first_read + 1234, spec::timestamp_origin::reset));
+    EXPECT_EQ(get_timestamp(r, select::current),
+              timestamp_of(at_first_read + 1234, spec::timestamp_origin::reset));
 }
 
 TEST(admin_timestamp, a_set_timestamp_round_trips_and_advances_with_the_clock)
@@ -376,11 +387,14 @@ TEST(admin_timestamp, a_set_timestamp_round_trips_and_advances_with_the_clock)
     ASSERT_EQ(set_timestamp(r, set_to).status(), spec::status::success());
     EXPECT_EQ(get_timestamp(r, select::current), timestamp_of(set_to, spec::timestamp_origin::set_features));
     r.clock.advance(2500ms);
-    EXPECT_EQ(get_timestamp(r, select::current), timestamp_of(set_to + 2500, spec::timestamp_origin::set_features));
+    EXPECT_EQ(get_timestamp(r, select::current),
+              timestamp_of(set_to + 2500, spec::timestamp_origin::set_features));
     r.clock.advance(999us); // below a millisecond
-    EXPECT_EQ(get_timestamp(r, select::current), timestamp_of(set_to + 2500, spec::timestamp_origin::set_features));
+    EXPECT_EQ(get_timestamp(r, select::current),
+              timestamp_of(set_to + 2500, spec::timestamp_origin::set_features));
     r.clock.advance(1us);
-    EXPECT_EQ(get_timestamp(r, select::current), timestamp_of(set_to + 2501, spec::timestamp_origin::set_features));
+    EXPECT_EQ(get_timestamp(r, select::current),
+              timestamp_of(set_to + 2501, spec::timestamp_origin::set_features));
 }
 
 TEST(admin_timestamp, reserved_attribute_bytes_of_a_set_are_ignored)
@@ -510,8 +524,8 @@ TEST(admin_features, a_saved_async_event_configuration_is_in_effect_after_a_rese
     rig r;
     r.subsystem.add_namespace(nvmekit::ram_backend{1 << 20});
     r.host.bring_up();
-    const auto notices =
-        spec::async_event_configuration{}.with(spec::async_event_configuration::namespace_attribute_notices, true);
+    const auto notices = spec::async_event_configuration{}.with(
+        spec::async_event_configuration::namespace_attribute_notices, true);
     ASSERT_TRUE(set_feature(r, fid::async_event_configuration, notices.raw, true).ok());
     ASSERT_TRUE(set_feature(r, fid::async_event_configuration, 0).ok());
     controller_reset(r);

@@ -54,10 +54,7 @@ using async_rig = basic_rig<async_traits>;
 /// a staging buffer. (recording_dma over flat_memory maps, as the static_assert below checks.)
 class unmapped_dma {
 public:
-    explicit unmapped_dma(nvmekit::testing::flat_memory& memory) noexcept
-        : memory_{&memory}
-    {
-    }
+    explicit unmapped_dma(nvmekit::testing::flat_memory& memory) noexcept : memory_{&memory} {}
     std::error_code read(std::uint64_t address, std::span<std::byte> destination)
     {
         ++reads_;
@@ -124,14 +121,14 @@ template <typename Rig>
 }
 
 template <typename View = spec::read_view>
-[[nodiscard]] spec::submission_queue_entry lba(spec::nvm_opcode opcode, std::uint32_t nsid, std::uint64_t slba,
-                                               std::uint32_t blocks)
+[[nodiscard]] spec::submission_queue_entry lba(spec::nvm_opcode opcode, std::uint32_t nsid,
+                                               std::uint64_t slba, std::uint32_t blocks)
 {
     return host_type::lba_command<View>(opcode, nsid, slba, blocks);
 }
 
-[[nodiscard]] spec::submission_queue_entry write_command(std::uint32_t nsid, std::uint64_t slba, std::uint32_t blocks,
-                                                         bool fua = false)
+[[nodiscard]] spec::submission_queue_entry write_command(std::uint32_t nsid, std::uint64_t slba,
+                                                         std::uint32_t blocks, bool fua = false)
 {
     auto sqe = host_type::command(spec::nvm_opcode::write, nsid);
     spec::write_view{.starting_lba = slba, .block_count = blocks, .force_unit_access = fua}.encode(sqe);
@@ -141,7 +138,8 @@ template <typename View = spec::read_view>
 /// Writes `data` (and separate `metadata` through MPTR) to `blocks` blocks at `slba`.
 template <typename Rig>
 completion write_blocks(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::uint32_t blocks,
-                        std::span<const std::byte> data, std::span<const std::byte> metadata = {}, bool fua = false)
+                        std::span<const std::byte> data, std::span<const std::byte> metadata = {},
+                        bool fua = false)
 {
     auto sqe = write_command(nsid, slba, blocks, fua);
     const auto buffer = host_buffer(r, data);
@@ -168,8 +166,8 @@ struct read_result {
 /// Reads `blocks` blocks at `slba` into `data_bytes` of data and `metadata_bytes` of separate
 /// metadata (through MPTR).
 template <typename Rig>
-read_result read_blocks(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::uint32_t blocks, std::size_t data_bytes,
-                        std::size_t metadata_bytes = 0)
+read_result read_blocks(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::uint32_t blocks,
+                        std::size_t data_bytes, std::size_t metadata_bytes = 0)
 {
     auto sqe = lba(spec::nvm_opcode::read, nsid, slba, blocks);
     // Filled with a marker, so a read that leaves the buffer alone is seen.
@@ -210,8 +208,8 @@ completion compare_blocks(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::u
 }
 
 template <typename Rig>
-completion write_zeroes(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::uint32_t blocks, bool deallocate = false,
-                        bool fua = false)
+completion write_zeroes(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::uint32_t blocks,
+                        bool deallocate = false, bool fua = false)
 {
     auto sqe = host_type::command(spec::nvm_opcode::write_zeroes, nsid);
     spec::write_zeroes_view{
@@ -249,8 +247,9 @@ completion flush(Rig& r, std::uint32_t nsid)
 }
 
 template <typename Rig>
-completion dataset_management(Rig& r, std::uint32_t nsid, std::span<const spec::dataset_management_range> ranges,
-                              bool deallocate = true, bool integral_read = false)
+completion dataset_management(Rig& r, std::uint32_t nsid,
+                              std::span<const spec::dataset_management_range> ranges, bool deallocate = true,
+                              bool integral_read = false)
 {
     auto sqe = host_type::command(spec::nvm_opcode::dataset_management, nsid);
     spec::dataset_management_view{.range_count = static_cast<std::uint16_t>(ranges.size()),
@@ -274,7 +273,8 @@ completion dataset_management(Rig& r, std::uint32_t nsid, std::span<const spec::
 }
 
 [[nodiscard]] spec::submission_queue_entry copy_command(std::uint32_t nsid, std::uint64_t destination,
-                                                        std::size_t ranges, std::uint8_t format = 0, bool fua = false)
+                                                        std::size_t ranges, std::uint8_t format = 0,
+                                                        bool fua = false)
 {
     auto sqe = host_type::command(spec::nvm_opcode::copy, nsid);
     spec::copy_view{.destination_lba = destination,
@@ -286,8 +286,8 @@ completion dataset_management(Rig& r, std::uint32_t nsid, std::span<const spec::
 }
 
 template <typename Rig>
-completion copy(Rig& r, std::uint32_t nsid, std::uint64_t destination, std::span<const spec::copy_source_range> ranges,
-                std::uint8_t format = 0, bool fua = false)
+completion copy(Rig& r, std::uint32_t nsid, std::uint64_t destination,
+                std::span<const spec::copy_source_range> ranges, std::uint8_t format = 0, bool fua = false)
 {
     auto sqe = copy_command(nsid, destination, ranges.size(), format, fua);
     const auto bytes = std::as_bytes(ranges);
@@ -311,7 +311,8 @@ template <typename Rig>
 [[nodiscard]] spec::error_information_entry newest_error(Rig& r)
 {
     std::vector<std::byte> log;
-    EXPECT_EQ(r.host.get_log_page(spec::log_page_id::error_information, 64, log).status(), spec::status::success());
+    EXPECT_EQ(r.host.get_log_page(spec::log_page_id::error_information, 64, log).status(),
+              spec::status::success());
     spec::error_information_entry entry{};
     std::memcpy(&entry, log.data(), sizeof(entry));
     return entry;
@@ -322,14 +323,16 @@ template <typename Rig>
 [[nodiscard]] std::uint64_t media_errors(Rig& r)
 {
     std::vector<std::byte> log;
-    EXPECT_EQ(r.host.get_log_page(spec::log_page_id::smart_health, 512, log).status(), spec::status::success());
+    EXPECT_EQ(r.host.get_log_page(spec::log_page_id::smart_health, 512, log).status(),
+              spec::status::success());
     spec::smart_health_log smart{};
     std::memcpy(&smart, log.data(), sizeof(smart));
     EXPECT_EQ(smart.media_errors.high(), 0U);
     return smart.media_errors.low();
 }
 
-[[nodiscard]] std::vector<std::byte> part(const std::vector<std::byte>& bytes, std::size_t offset, std::size_t size)
+[[nodiscard]] std::vector<std::byte> part(const std::vector<std::byte>& bytes, std::size_t offset,
+                                          std::size_t size)
 {
     return {bytes.begin() + static_cast<std::ptrdiff_t>(offset),
             bytes.begin() + static_cast<std::ptrdiff_t>(offset + size)};
@@ -416,32 +419,35 @@ TEST(nvm_read_write, fua_reaches_the_backend_and_a_disabled_write_cache_makes_ev
     const auto data = pattern(2 * 512, 3);
     ASSERT_EQ(write_blocks(r, 1, 4, 2, data).status(), spec::status::success());
     ASSERT_EQ(write_blocks(r, 1, 6, 2, data, {}, true).status(), spec::status::success());
-    EXPECT_EQ(backend.records(), (std::vector<block_request_record>{{block_operation::write, 2048, 1024, false},
-                                                                    {block_operation::write, 3072, 1024, true}}));
+    EXPECT_EQ(backend.records(),
+              (std::vector<block_request_record>{{block_operation::write, 2048, 1024, false},
+                                                 {block_operation::write, 3072, 1024, true}}));
     backend.clear_records();
 
     ASSERT_EQ(set_write_cache(r, false).status(), spec::status::success());
-    const auto current = r.host.admin(
-        host_type::get_features_command(spec::feature_id::volatile_write_cache, spec::feature_select::current));
+    const auto current = r.host.admin(host_type::get_features_command(spec::feature_id::volatile_write_cache,
+                                                                      spec::feature_select::current));
     EXPECT_EQ(current.cqe.dw0, 0U);
     ASSERT_EQ(write_blocks(r, 1, 8, 2, data).status(), spec::status::success());
     const std::array ranges{copy_range(4, 2)};
     ASSERT_EQ(copy(r, 1, 20, ranges).status(), spec::status::success());
     ASSERT_EQ(write_zeroes(r, 1, 30, 2).status(), spec::status::success());
-    EXPECT_EQ(backend.records(), (std::vector<block_request_record>{{block_operation::write, 4096, 1024, true},
-                                                                    {block_operation::read, 2048, 1024, false},
-                                                                    {block_operation::write, 10240, 1024, true},
-                                                                    {block_operation::write_zeroes, 15360, 1024, true}}));
+    EXPECT_EQ(backend.records(),
+              (std::vector<block_request_record>{{block_operation::write, 4096, 1024, true},
+                                                 {block_operation::read, 2048, 1024, false},
+                                                 {block_operation::write, 10240, 1024, true},
+                                                 {block_operation::write_zeroes, 15360, 1024, true}}));
     backend.clear_records();
 
     ASSERT_EQ(set_write_cache(r, true).status(), spec::status::success());
     ASSERT_EQ(write_blocks(r, 1, 8, 2, data).status(), spec::status::success());
     ASSERT_EQ(copy(r, 1, 20, ranges, 0, true).status(), spec::status::success());
     ASSERT_EQ(write_zeroes(r, 1, 30, 2, false, true).status(), spec::status::success());
-    EXPECT_EQ(backend.records(), (std::vector<block_request_record>{{block_operation::write, 4096, 1024, false},
-                                                                    {block_operation::read, 2048, 1024, false},
-                                                                    {block_operation::write, 10240, 1024, true},
-                                                                    {block_operation::write_zeroes, 15360, 1024, true}}));
+    EXPECT_EQ(backend.records(),
+              (std::vector<block_request_record>{{block_operation::write, 4096, 1024, false},
+                                                 {block_operation::read, 2048, 1024, false},
+                                                 {block_operation::write, 10240, 1024, true},
+                                                 {block_operation::write_zeroes, 15360, 1024, true}}));
     EXPECT_EQ(read_blocks(r, 1, 20, 2, 1024).data, data);
 }
 
@@ -480,10 +486,14 @@ template <typename Rig>
     }
 }
 
-constexpr std::array all_nvm_opcodes{spec::nvm_opcode::flush,   spec::nvm_opcode::write,
-                                     spec::nvm_opcode::read,    spec::nvm_opcode::write_uncorrectable,
-                                     spec::nvm_opcode::compare, spec::nvm_opcode::write_zeroes,
-                                     spec::nvm_opcode::dataset_management, spec::nvm_opcode::verify,
+constexpr std::array all_nvm_opcodes{spec::nvm_opcode::flush,
+                                     spec::nvm_opcode::write,
+                                     spec::nvm_opcode::read,
+                                     spec::nvm_opcode::write_uncorrectable,
+                                     spec::nvm_opcode::compare,
+                                     spec::nvm_opcode::write_zeroes,
+                                     spec::nvm_opcode::dataset_management,
+                                     spec::nvm_opcode::verify,
                                      spec::nvm_opcode::copy};
 
 TEST(nvm_errors, every_command_refuses_a_namespace_that_is_missing_or_not_attached)
@@ -510,7 +520,8 @@ TEST(nvm_errors, every_command_refuses_a_namespace_that_is_missing_or_not_attach
         EXPECT_EQ(result.status(), expected) << "opcode " << static_cast<int>(opcode);
     }
     // Only the broadcast flush reached a backend, and only the attached one.
-    EXPECT_EQ(ns1.backend().records(), (std::vector<block_request_record>{{block_operation::flush, 0, 0, false}}));
+    EXPECT_EQ(ns1.backend().records(),
+              (std::vector<block_request_record>{{block_operation::flush, 0, 0, false}}));
     EXPECT_TRUE(ns2.backend().records().empty());
     // The failures are logged with the command's identity.
     const auto entry = newest_error(r);
@@ -532,8 +543,9 @@ TEST(nvm_errors, lba_ranges_past_the_namespace_are_out_of_range)
     };
     const std::array ranges{range{blocks_512, 1}, range{blocks_512 - 1, 2}, range{blocks_512 - 8, 16},
                             range{~std::uint64_t{0}, 2}, range{~std::uint64_t{0} - 1, 4}};
-    const std::array opcodes{spec::nvm_opcode::read,    spec::nvm_opcode::write,        spec::nvm_opcode::compare,
-                             spec::nvm_opcode::verify,  spec::nvm_opcode::write_zeroes, spec::nvm_opcode::write_uncorrectable};
+    const std::array opcodes{spec::nvm_opcode::read,         spec::nvm_opcode::write,
+                             spec::nvm_opcode::compare,      spec::nvm_opcode::verify,
+                             spec::nvm_opcode::write_zeroes, spec::nvm_opcode::write_uncorrectable};
     for (const auto opcode : opcodes) {
         for (const auto& [slba, blocks] : ranges) {
             auto sqe = lba(opcode, 1, slba, blocks);
@@ -616,11 +628,8 @@ TEST(nvm_read_write, sgl_data_blocks_and_bit_buckets)
     const auto first = r.host.allocate(512);
     const auto second = r.host.allocate(512);
     const auto third = r.host.allocate(1024);
-    const std::array<host_type::sgl_piece, 5> read_pieces{{{first, 512},
-                                                           {0, 512, true},
-                                                           {second, 512},
-                                                           {0, 1536, true},
-                                                           {third, 1024}}};
+    const std::array<host_type::sgl_piece, 5> read_pieces{
+        {{first, 512}, {0, 512, true}, {second, 512}, {0, 1536, true}, {third, 1024}}};
     sqe = lba(spec::nvm_opcode::read, 1, 10, 8);
     sqe.dptr = r.host.build_sgl(read_pieces);
     host_type::use_sgl(sqe);
@@ -658,9 +667,12 @@ TEST(nvm_flush, specific_namespace_broadcast_and_namespaces_without_a_cache)
 {
     async_rig r;
     auto& cached = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.volatile_cache = true}});
-    auto& uncached = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.volatile_cache = false}});
-    auto& second = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.delay = 5ms, .volatile_cache = true}});
-    auto& detached = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.volatile_cache = true}});
+    auto& uncached =
+        r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.volatile_cache = false}});
+    auto& second = r.subsystem.add_namespace(
+        test_backend<>{r.clock, capacity, 64, {.delay = 5ms, .volatile_cache = true}});
+    auto& detached =
+        r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.volatile_cache = true}});
     r.host.bring_up();
     ASSERT_TRUE(r.subsystem.detach(4, r.ctrl.controller_id()));
     const std::vector<block_request_record> one_flush{{block_operation::flush, 0, 0, false}};
@@ -702,8 +714,9 @@ TEST(nvm_write_zeroes, with_and_without_deallocate_reads_back_zeroes)
 
     EXPECT_EQ(write_zeroes(r, 1, 2, 3).status(), spec::status::success());
     EXPECT_EQ(write_zeroes(r, 1, 20, 4, true).status(), spec::status::success());
-    EXPECT_EQ(backend.records(), (std::vector<block_request_record>{{block_operation::write_zeroes, 1024, 1536, false},
-                                                                    {block_operation::deallocate, 10240, 2048, false}}));
+    EXPECT_EQ(backend.records(),
+              (std::vector<block_request_record>{{block_operation::write_zeroes, 1024, 1536, false},
+                                                 {block_operation::deallocate, 10240, 2048, false}}));
     auto expected = data;
     std::fill_n(expected.begin() + 2 * 512, 3 * 512, std::byte{0});
     std::fill_n(expected.begin() + 20 * 512, 4 * 512, std::byte{0});
@@ -731,8 +744,9 @@ TEST(nvm_dataset_management, deallocated_ranges_read_back_as_zeroes)
 
     const std::array ranges{dsm_range(2, 3), dsm_range(5, 0), dsm_range(10, 1)};
     EXPECT_EQ(dataset_management(r, 1, ranges).status(), spec::status::success());
-    EXPECT_EQ(backend.records(), (std::vector<block_request_record>{{block_operation::deallocate, 1024, 1536, false},
-                                                                    {block_operation::deallocate, 5120, 512, false}}));
+    EXPECT_EQ(backend.records(),
+              (std::vector<block_request_record>{{block_operation::deallocate, 1024, 1536, false},
+                                                 {block_operation::deallocate, 5120, 512, false}}));
     auto expected = data;
     std::fill_n(expected.begin() + 2 * 512, 3 * 512, std::byte{0});
     std::fill_n(expected.begin() + 10 * 512, 512, std::byte{0});
@@ -748,7 +762,8 @@ TEST(nvm_dataset_management, out_of_range_ranges_change_nothing)
     const auto data = pattern(16 * 512, 8);
     ASSERT_EQ(write_blocks(r, 1, 0, 16, data).status(), spec::status::success());
     backend.clear_records();
-    for (const auto& bad : {dsm_range(blocks_512 - 1, 2), dsm_range(blocks_512, 1), dsm_range(~std::uint64_t{0}, 2)}) {
+    for (const auto& bad :
+         {dsm_range(blocks_512 - 1, 2), dsm_range(blocks_512, 1), dsm_range(~std::uint64_t{0}, 2)}) {
         const std::array ranges{dsm_range(0, 4), bad};
         EXPECT_EQ(dataset_management(r, 1, ranges).status(), dnr(spec::generic_status::lba_out_of_range));
     }
@@ -790,7 +805,8 @@ TEST(nvm_dataset_management, all_256_ranges_and_a_bad_range_pointer)
     for (std::uint32_t chunk = 0; chunk < 2; ++chunk) {
         const auto back = read_blocks(r, 1, chunk * 256, 256, 131072);
         for (std::size_t block = 0; block < 256; ++block) {
-            const auto expected = block % 2 == 1 ? zeroes(512) : part(data, chunk * 131072 + block * 512, 512);
+            const auto expected =
+                block % 2 == 1 ? zeroes(512) : part(data, chunk * 131072 + block * 512, 512);
             EXPECT_EQ(part(back.data, block * 512, 512), expected) << "block " << chunk * 256 + block;
         }
     }
@@ -839,8 +855,9 @@ TEST(nvm_verify, reads_the_media_without_a_transfer)
     EXPECT_EQ(verify(r, 1, 0, 8).status(), spec::status::success());
     // Verify is not limited by MDTS.
     EXPECT_EQ(verify(r, 1, 0, 1024).status(), spec::status::success());
-    EXPECT_EQ(backend.records(), (std::vector<block_request_record>{{block_operation::read, 0, 4096, false},
-                                                                    {block_operation::read, 0, 524288, false}}));
+    EXPECT_EQ(backend.records(),
+              (std::vector<block_request_record>{{block_operation::read, 0, 4096, false},
+                                                 {block_operation::read, 0, 524288, false}}));
     EXPECT_EQ(verify(r, 1, blocks_512, 1).status(), dnr(spec::generic_status::lba_out_of_range));
     backend.add_media_error(7 * 512, 1);
     EXPECT_EQ(verify(r, 1, 0, 8).status(), dnr(spec::media_status::unrecovered_read_error));
@@ -907,7 +924,8 @@ TEST(nvm_write_uncorrectable, blocks_fail_reads_until_rewritten)
     ASSERT_EQ(copy(r, 1, 9, onto).status(), spec::status::success());
     EXPECT_EQ(read_blocks(r, 1, 9, 1, 512).data, part(data, 0, 512));
 
-    EXPECT_EQ(write_uncorrectable(r, 1, blocks_512 - 1, 2).status(), dnr(spec::generic_status::lba_out_of_range));
+    EXPECT_EQ(write_uncorrectable(r, 1, blocks_512 - 1, 2).status(),
+              dnr(spec::generic_status::lba_out_of_range));
     EXPECT_EQ(media_errors(r), 9U); // reads of 4 and 6 after the Write, of 9 after the Deallocate
 }
 
@@ -928,8 +946,10 @@ TEST(nvm_copy, single_and_several_ranges)
     const std::array several{copy_range(10, 2), copy_range(0, 1), copy_range(60, 4), copy_range(10, 2)};
     EXPECT_EQ(copy(r, 1, 300, several).status(), spec::status::success());
     std::vector<std::byte> expected;
-    for (const auto& [slba, blocks] : {std::pair{10, 2}, std::pair{0, 1}, std::pair{60, 4}, std::pair{10, 2}}) {
-        const auto piece = part(data, static_cast<std::size_t>(slba) * 512, static_cast<std::size_t>(blocks) * 512);
+    for (const auto& [slba, blocks] :
+         {std::pair{10, 2}, std::pair{0, 1}, std::pair{60, 4}, std::pair{10, 2}}) {
+        const auto piece =
+            part(data, static_cast<std::size_t>(slba) * 512, static_cast<std::size_t>(blocks) * 512);
         expected.insert(expected.end(), piece.begin(), piece.end());
     }
     const auto back = read_blocks(r, 1, 299, 11, 11 * 512);
@@ -970,8 +990,9 @@ TEST(nvm_copy, limits_ranges_and_descriptor_format)
     ASSERT_EQ(write_blocks(r, 1, 0, 8, data).status(), spec::status::success());
     backend.clear_records();
 
-    const auto expect_refused = [&](std::span<const spec::copy_source_range> ranges, std::uint64_t destination,
-                                    spec::status expected, std::uint8_t format = 0) {
+    const auto expect_refused = [&](std::span<const spec::copy_source_range> ranges,
+                                    std::uint64_t destination, spec::status expected,
+                                    std::uint8_t format = 0) {
         const auto result = copy(r, 1, destination, ranges, format);
         EXPECT_EQ(result.status(), expected);
         EXPECT_EQ(result.cqe.dw0, 0U); // no data written to the destination
@@ -1005,9 +1026,10 @@ TEST(nvm_copy, limits_ranges_and_descriptor_format)
     EXPECT_EQ(copy(r, 1, 100, fine).status(), dnr(spec::media_status::unrecovered_read_error));
     backend.fail_nth(2, block_status::write_fault);
     EXPECT_EQ(copy(r, 1, 100, fine).status(), dnr(spec::media_status::write_fault));
-    EXPECT_EQ(backend.records(), (std::vector<block_request_record>{{block_operation::read, 0, 2048, false},
-                                                                    {block_operation::read, 0, 2048, false},
-                                                                    {block_operation::write, 51200, 2048, false}}));
+    EXPECT_EQ(backend.records(),
+              (std::vector<block_request_record>{{block_operation::read, 0, 2048, false},
+                                                 {block_operation::read, 0, 2048, false},
+                                                 {block_operation::write, 51200, 2048, false}}));
     EXPECT_EQ(copy(r, 1, 100, fine).status(), spec::status::success());
     EXPECT_EQ(read_blocks(r, 1, 100, 4, 2048).data, part(data, 0, 2048));
 }
@@ -1060,7 +1082,8 @@ TEST_P(nvm_lba_format, data_and_metadata_round_trip_through_every_command)
     EXPECT_EQ(compare_blocks(r, 1, 3, count, data, metadata).status(), spec::status::success());
     auto changed = data;
     changed[transfer - 1] ^= std::byte{4}; // the last block's metadata when interleaved
-    EXPECT_EQ(compare_blocks(r, 1, 3, count, changed, metadata).status(), dnr(spec::media_status::compare_failure));
+    EXPECT_EQ(compare_blocks(r, 1, 3, count, changed, metadata).status(),
+              dnr(spec::media_status::compare_failure));
     if (separate != 0) {
         auto changed_metadata = metadata;
         changed_metadata[separate - 1] ^= std::byte{4};
@@ -1095,13 +1118,16 @@ TEST_P(nvm_lba_format, data_and_metadata_round_trip_through_every_command)
 
     // MDTS counts the data buffer (metadata included when interleaved).
     const auto mdts_blocks = static_cast<std::uint32_t>(131072 / unit);
-    EXPECT_EQ(read_blocks(r, 1, 0, mdts_blocks, mdts_blocks * unit, mdts_blocks * metadata_unit).done.status(),
-              spec::status::success());
-    EXPECT_EQ(read_blocks(r, 1, 0, mdts_blocks + 1, (mdts_blocks + 1) * unit, (mdts_blocks + 1) * metadata_unit)
-                  .done.status(),
-              dnr(spec::generic_status::invalid_field));
+    EXPECT_EQ(
+        read_blocks(r, 1, 0, mdts_blocks, mdts_blocks * unit, mdts_blocks * metadata_unit).done.status(),
+        spec::status::success());
+    EXPECT_EQ(
+        read_blocks(r, 1, 0, mdts_blocks + 1, (mdts_blocks + 1) * unit, (mdts_blocks + 1) * metadata_unit)
+            .done.status(),
+        dnr(spec::generic_status::invalid_field));
     // The last block is in range, the one after it is not.
-    EXPECT_EQ(read_blocks(r, 1, ns.block_count() - 1, 1, unit, metadata_unit).done.status(), spec::status::success());
+    EXPECT_EQ(read_blocks(r, 1, ns.block_count() - 1, 1, unit, metadata_unit).done.status(),
+              spec::status::success());
     EXPECT_EQ(read_blocks(r, 1, ns.block_count(), 1, unit, metadata_unit).done.status(),
               dnr(spec::generic_status::lba_out_of_range));
 }
@@ -1124,8 +1150,8 @@ TEST_P(nvm_lba_format, sgl_data_with_a_byte_aligned_metadata_buffer)
     if (separate != 0) {
         std::copy(metadata.begin(), metadata.end(), r.memory.bytes(metadata_buffer, separate).begin());
     }
-    const std::array<host_type::sgl_piece, 2> pieces{{{a, static_cast<std::uint32_t>(half)},
-                                                      {b, static_cast<std::uint32_t>(transfer - half)}}};
+    const std::array<host_type::sgl_piece, 2> pieces{
+        {{a, static_cast<std::uint32_t>(half)}, {b, static_cast<std::uint32_t>(transfer - half)}}};
     auto sqe = write_command(1, 7, 2);
     sqe.dptr = r.host.build_sgl(pieces);
     sqe.mptr = metadata_buffer;
@@ -1155,7 +1181,8 @@ INSTANTIATE_TEST_SUITE_P(formats, nvm_lba_format,
                                     (info.param.extended ? "_extended" : "_separate");
                          });
 
-// ---- staging buffers ----------------------------------------------------------------------------------------
+// ---- staging buffers
+// ----------------------------------------------------------------------------------------
 
 TEST(nvm_staging, commands_wait_for_the_one_staging_buffer_and_all_complete)
 {
@@ -1244,7 +1271,8 @@ TEST(nvm_staging, unmappable_memory_with_inline_backends_and_sgl_bit_buckets)
     EXPECT_EQ(read_blocks(r, 1, 0, 8, 4096).data, data);
     EXPECT_EQ(compare_blocks(r, 1, 0, 8, data).status(), spec::status::success());
     const auto kept = r.host.allocate(1024);
-    const std::array<unmapped_rig::host_type::sgl_piece, 3> pieces{{{0, 1024, true}, {kept, 1024}, {0, 2048, true}}};
+    const std::array<unmapped_rig::host_type::sgl_piece, 3> pieces{
+        {{0, 1024, true}, {kept, 1024}, {0, 2048, true}}};
     auto sqe = lba(spec::nvm_opcode::read, 1, 0, 8);
     sqe.dptr = r.host.build_sgl(pieces);
     host_type::use_sgl(sqe);
@@ -1280,7 +1308,7 @@ TEST(nvm_staging, deleting_the_queue_drops_commands_waiting_for_a_buffer)
     EXPECT_GE(r.clock.now() - asked, 1s);
     EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
     EXPECT_EQ(r.ctrl.io_outstanding(), 0U);
-    EXPECT_EQ(ns.backend().submitted(), 1U); // the waiting writes never ran
+    EXPECT_EQ(ns.backend().submitted(), 1U);                        // the waiting writes never ran
     EXPECT_EQ(r.ctrl.statistics().completions_posted, posted + 1U); // the Delete I/O SQ only
     // The staging buffer is free again.
     ASSERT_EQ(r.host.create_io_sq(1, 1, 64).status(), spec::status::success());
@@ -1394,7 +1422,7 @@ TEST(nvm_async, deleting_an_sq_while_its_commands_are_in_the_backend)
     const auto posted = r.ctrl.statistics().completions_posted;
     ASSERT_EQ(r.host.delete_io_cq(1).status(), spec::status::success());
     EXPECT_EQ(r.ctrl.statistics().completions_posted, posted + 1U); // the Delete I/O CQ only
-    EXPECT_EQ(r.snapshot(cq, 16 * 8), cq_before); // none of the aborted reads was posted
+    EXPECT_EQ(r.snapshot(cq, 16 * 8), cq_before);                   // none of the aborted reads was posted
 
     // New queues with the same identifiers work.
     ASSERT_EQ(r.host.create_io_cq(1, 64, 1, true).status(), spec::status::success());

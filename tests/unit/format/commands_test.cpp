@@ -151,7 +151,8 @@ TEST(format_commands, identify_and_get_log_page)
                                               .uuid_index = 1})),
               "IDENTIFY cid=1 nsid=1 cns=0x05 cntid=0 csi=2 uuid=1 prp1=0x3000 prp2=0x0");
     EXPECT_EQ(admin(entry(0x02, 3, 0xffffffff, 0x4000,
-                          spec::get_log_page_view{.log_page_id = spec::log_page_id::smart_health, .dword_count = 128})),
+                          spec::get_log_page_view{.log_page_id = spec::log_page_id::smart_health,
+                                                  .dword_count = 128})),
               "GET_LOG_PAGE cid=3 nsid=0xffffffff lid=0x02 numd=128 offset=0 rae=0 prp1=0x4000 prp2=0x0");
     EXPECT_EQ(admin(entry(0x02, 3, 0, 0x4000,
                           spec::get_log_page_view{.log_page_id = spec::log_page_id::persistent_event,
@@ -164,23 +165,26 @@ TEST(format_commands, identify_and_get_log_page)
 
 TEST(format_commands, unnamed_identifiers_print_their_raw_numbers)
 {
-    EXPECT_EQ(admin(entry(0x06, 1, 0, 0x3000,
-                          spec::identify_view{.cns = static_cast<spec::cns>(0x1f),
-                                              .command_set_id = static_cast<spec::command_set_identifier>(0x30)})),
-              "IDENTIFY cid=1 nsid=0 cns=0x1f cntid=0 csi=48 prp1=0x3000 prp2=0x0");
+    EXPECT_EQ(
+        admin(entry(0x06, 1, 0, 0x3000,
+                    spec::identify_view{.cns = static_cast<spec::cns>(0x1f),
+                                        .command_set_id = static_cast<spec::command_set_identifier>(0x30)})),
+        "IDENTIFY cid=1 nsid=0 cns=0x1f cntid=0 csi=48 prp1=0x3000 prp2=0x0");
     EXPECT_EQ(admin(entry(0x02, 3, 0, 0x4000,
                           spec::get_log_page_view{.log_page_id = static_cast<spec::log_page_id>(0xc1),
                                                   .dword_count = 1,
                                                   .command_set_id = spec::command_set_identifier::zoned})),
               "GET_LOG_PAGE cid=3 nsid=0 lid=0xc1 numd=1 offset=0 rae=0 csi=2 prp1=0x4000 prp2=0x0");
-    EXPECT_EQ(admin(entry(0x0a, 12, 0, 0, spec::get_features_view{.feature_id = static_cast<spec::feature_id>(0xc0)})),
+    EXPECT_EQ(admin(entry(0x0a, 12, 0, 0,
+                          spec::get_features_view{.feature_id = static_cast<spec::feature_id>(0xc0)})),
               "GET_FEATURES cid=12 nsid=0 fid=0xc0 sel=0 cdw11=0x0 prp1=0x0 prp2=0x0");
 }
 
 TEST(format_commands, features_abort_and_events)
 {
-    EXPECT_EQ(admin(entry(0x09, 11, 0, 0, spec::set_features_view{.feature_id = spec::feature_id::number_of_queues,
-                                                                .cdw11 = 0x00030003})),
+    EXPECT_EQ(admin(entry(0x09, 11, 0, 0,
+                          spec::set_features_view{.feature_id = spec::feature_id::number_of_queues,
+                                                  .cdw11 = 0x00030003})),
               "SET_FEATURES cid=11 nsid=0 fid=0x07 sv=0 cdw11=0x30003 prp1=0x0 prp2=0x0");
     EXPECT_EQ(admin(entry(0x0a, 12, 1, 0,
                           spec::get_features_view{.feature_id = spec::feature_id::async_event_configuration,
@@ -203,8 +207,8 @@ TEST(format_commands, get_lba_status_prints_its_range_and_action)
               "GET_LBA_STATUS cid=20 nsid=1 slba=0x10 mndw=6 rl=64 atype=0x11 prp1=0x8000 prp2=0x0");
     EXPECT_EQ(fmt::format("{}", spec::get_lba_status_cdw13{0x1000'0008}), "rl=8 atype=16");
     EXPECT_EQ(fmt::format("{}", spec::lba_status_list_header{.nlsd = 2,
-                                                              .cmpc = spec::lba_status_completion::complete,
-                                                              .rsvd5 = {}}),
+                                                             .cmpc = spec::lba_status_completion::complete,
+                                                             .rsvd5 = {}}),
               "nlsd=2 cmpc=complete");
     EXPECT_EQ(fmt::format("{}", spec::lba_status_descriptor{.dslba = 0x20,
                                                             .nlb = 8,

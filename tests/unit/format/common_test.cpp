@@ -25,10 +25,7 @@ constexpr std::string_view name(color value) noexcept
     return value == color::red ? "Red" : std::string_view{};
 }
 
-constexpr bool is_vendor_specific(color value) noexcept
-{
-    return static_cast<unsigned>(value) >= 0xc0;
-}
+constexpr bool is_vendor_specific(color value) noexcept { return static_cast<unsigned>(value) >= 0xc0; }
 
 /// An enumeration the sample gives no name(): printed through a label function.
 enum class shade : std::uint8_t {
@@ -44,8 +41,7 @@ constexpr std::string_view label(shade value) noexcept
 } // namespace sample
 
 template <>
-struct fmt::formatter<sample::color> : nvmekit::detail::name_or_hex_formatter<sample::color> {
-};
+struct fmt::formatter<sample::color> : nvmekit::detail::name_or_hex_formatter<sample::color> {};
 
 template <>
 struct fmt::formatter<sample::shade> : nvmekit::detail::label_or_hex_formatter<sample::shade, sample::label> {
@@ -139,15 +135,23 @@ TEST(format_common, labelled_enums_fall_back_to_the_raw_number)
 
 TEST(format_common, flag_words_print_raw_hex_at_word_width_then_set_labels)
 {
+    EXPECT_EQ(
+        written([](auto out) {
+            return detail::flag_word(out, std::uint16_t{0x0106}, {{false, "a"}, {true, "b"}, {true, "c"}});
+        }),
+        "0x0106 [b c]");
     EXPECT_EQ(written([](auto out) {
-                  return detail::flag_word(out, std::uint16_t{0x0106}, {{false, "a"}, {true, "b"}, {true, "c"}});
+                  return detail::flag_word(out, std::uint8_t{0}, {{false, "a"}});
               }),
-              "0x0106 [b c]");
-    EXPECT_EQ(written([](auto out) { return detail::flag_word(out, std::uint8_t{0}, {{false, "a"}}); }), "0x00");
+              "0x00");
     // Bits without a label show in the raw value only.
-    EXPECT_EQ(written([](auto out) { return detail::flag_word(out, std::uint32_t{0x80000000}, {{false, "a"}}); }),
+    EXPECT_EQ(written([](auto out) {
+                  return detail::flag_word(out, std::uint32_t{0x80000000}, {{false, "a"}});
+              }),
               "0x80000000");
-    EXPECT_EQ(written([](auto out) { return detail::flag_word(out, std::uint64_t{5}, {{true, "nvm"}}); }),
+    EXPECT_EQ(written([](auto out) {
+                  return detail::flag_word(out, std::uint64_t{5}, {{true, "nvm"}});
+              }),
               "0x0000000000000005 [nvm]");
 }
 
@@ -155,7 +159,8 @@ TEST(format_common, byte_strings_print_as_hex_and_uuids)
 {
     const std::array<std::uint8_t, 16> bytes{0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
                                              0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
-    EXPECT_EQ(written([&bytes](auto out) { return detail::hex_bytes(out, std::span{bytes}.first(3)); }), "001122");
+    EXPECT_EQ(written([&bytes](auto out) { return detail::hex_bytes(out, std::span{bytes}.first(3)); }),
+              "001122");
     EXPECT_EQ(written([](auto out) { return detail::hex_bytes(out, {}); }), "");
     EXPECT_EQ(written([&bytes](auto out) { return detail::uuid_bytes(out, bytes); }),
               "00112233-4455-6677-8899-aabbccddeeff");

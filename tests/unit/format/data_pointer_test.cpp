@@ -6,19 +6,22 @@ namespace spec = nvmekit::spec;
 
 TEST(format_data_pointer, prints_each_descriptor_type_with_its_fields)
 {
-    EXPECT_EQ(fmt::format("{}", spec::sgl_descriptor::data_block(0x1000, 4096)), "DATA_BLOCK addr=0x1000 len=4096");
+    EXPECT_EQ(fmt::format("{}", spec::sgl_descriptor::data_block(0x1000, 4096)),
+              "DATA_BLOCK addr=0x1000 len=4096");
     EXPECT_EQ(fmt::format("{}", spec::sgl_descriptor::bit_bucket(512)), "BIT_BUCKET len=512");
     EXPECT_EQ(fmt::format("{}", spec::sgl_descriptor::segment(0x7f00'0000'2000ULL, 4096)),
               "SEGMENT addr=0x7f0000002000 len=4096");
-    EXPECT_EQ(fmt::format("{}", spec::sgl_descriptor::last_segment(0x2000, 48)), "LAST_SEGMENT addr=0x2000 len=48");
+    EXPECT_EQ(fmt::format("{}", spec::sgl_descriptor::last_segment(0x2000, 48)),
+              "LAST_SEGMENT addr=0x2000 len=48");
     EXPECT_EQ(fmt::format("{}", spec::sgl_descriptor::keyed_data_block(0x3000, 8192, 0x1234'5678)),
               "KEYED_DATA_BLOCK addr=0x3000 len=8192 key=0x12345678");
 }
 
 TEST(format_data_pointer, prints_subtype_when_not_address)
 {
-    EXPECT_EQ(fmt::format("{}", spec::sgl_descriptor::data_block(0, 512, spec::sgl_descriptor_subtype::offset)),
-              "DATA_BLOCK addr=0x0 len=512 subtype=OFFSET");
+    EXPECT_EQ(
+        fmt::format("{}", spec::sgl_descriptor::data_block(0, 512, spec::sgl_descriptor_subtype::offset)),
+        "DATA_BLOCK addr=0x0 len=512 subtype=OFFSET");
     EXPECT_EQ(fmt::format("{}", spec::sgl_descriptor::transport_data_block(
                                     4096, static_cast<spec::sgl_descriptor_subtype>(0xa))),
               "TRANSPORT_DATA_BLOCK len=4096 subtype=0xa");

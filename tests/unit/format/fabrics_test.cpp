@@ -32,7 +32,8 @@ TEST(format_fabrics, prints_property_get_and_set)
 
 TEST(format_fabrics, prints_disconnect_and_authentication)
 {
-    EXPECT_EQ(fmt::format("{}", spec::make_fabrics_command<spec::disconnect_command>(4)), "DISCONNECT cid=4 recfmt=0");
+    EXPECT_EQ(fmt::format("{}", spec::make_fabrics_command<spec::disconnect_command>(4)),
+              "DISCONNECT cid=4 recfmt=0");
     auto send = spec::make_fabrics_command<spec::authentication_send_command>(5);
     send.secp = 0xe9;
     send.spsp0 = 1;
@@ -50,7 +51,8 @@ TEST(format_fabrics, generic_command_prints_as_its_fctype)
     auto set = spec::make_fabrics_command<spec::property_set_command>(3);
     set.ofst = 0x14;
     set.value = 0x460001;
-    EXPECT_EQ(fmt::format("{}", spec::to_fabrics_command(set)), "PROPERTY_SET cid=3 ofst=0x14 size=4 value=0x460001");
+    EXPECT_EQ(fmt::format("{}", spec::to_fabrics_command(set)),
+              "PROPERTY_SET cid=3 ofst=0x14 size=4 value=0x460001");
 
     auto unknown = spec::to_fabrics_command(spec::make_fabrics_command<spec::disconnect_command>(7));
     unknown.fctype = static_cast<spec::fabrics_command_type>(0x7e);
@@ -60,7 +62,8 @@ TEST(format_fabrics, generic_command_prints_as_its_fctype)
 TEST(format_fabrics, prints_connect_data_with_uuid_shaped_hostid)
 {
     spec::connect_data data{};
-    data.hostid = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
+    data.hostid = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+                   0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
     data.cntlid = spec::dynamic_controller_id;
     data.set_subsystem_nqn("nqn.2014-08.org.example:disk1");
     data.set_host_nqn("nqn.2014-08.org.nvmexpress:uuid:1234");
@@ -94,15 +97,17 @@ TEST(format_fabrics, prints_discovery_log)
     entry.set_address("192.168.0.10");
     entry.set_service_id("4420");
     entry.set_subsystem_nqn("nqn.2014-08.org.example:disk1");
-    EXPECT_EQ(fmt::format("{}", entry), "trtype=tcp adrfam=ipv4 subtype=nvme portid=1 cntlid=0xffff "
-                                        "traddr=192.168.0.10 trsvcid=4420 subnqn=\"nqn.2014-08.org.example:disk1\"");
+    EXPECT_EQ(fmt::format("{}", entry),
+              "trtype=tcp adrfam=ipv4 subtype=nvme portid=1 cntlid=0xffff "
+              "traddr=192.168.0.10 trsvcid=4420 subnqn=\"nqn.2014-08.org.example:disk1\"");
 
     entry.trtype = static_cast<spec::transport_type>(0x09);
     entry.subtype = spec::discovery_subsystem_type::current_discovery;
     entry.set_subsystem_nqn(spec::discovery_nqn);
-    EXPECT_EQ(fmt::format("{}", entry), "trtype=0x9 adrfam=ipv4 subtype=current_discovery portid=1 cntlid=0xffff "
-                                        "traddr=192.168.0.10 trsvcid=4420 "
-                                        "subnqn=\"nqn.2014-08.org.nvmexpress.discovery\"");
+    EXPECT_EQ(fmt::format("{}", entry),
+              "trtype=0x9 adrfam=ipv4 subtype=current_discovery portid=1 cntlid=0xffff "
+              "traddr=192.168.0.10 trsvcid=4420 "
+              "subnqn=\"nqn.2014-08.org.nvmexpress.discovery\"");
 }
 
 TEST(format_fabrics, prints_connect_attributes)
@@ -138,8 +143,10 @@ TEST(format_fabrics, prints_transport_requirements)
     EXPECT_EQ(fmt::format("{}", spec::secure_channel_requirement::not_specified), "not specified");
     EXPECT_EQ(fmt::format("{}", spec::secure_channel_requirement::not_required), "not required");
     EXPECT_EQ(fmt::format("{}", static_cast<spec::secure_channel_requirement>(3)), "0x3");
-    EXPECT_EQ(fmt::format("{}", spec::transport_requirements{}), "secure_channel=not specified disable_sqfc=0");
-    EXPECT_EQ(fmt::format("{}", spec::transport_requirements{0x05}), "secure_channel=required disable_sqfc=1");
+    EXPECT_EQ(fmt::format("{}", spec::transport_requirements{}),
+              "secure_channel=not specified disable_sqfc=0");
+    EXPECT_EQ(fmt::format("{}", spec::transport_requirements{0x05}),
+              "secure_channel=required disable_sqfc=1");
 }
 
 TEST(format_fabrics, prints_discovery_entry_flags)

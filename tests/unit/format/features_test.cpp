@@ -54,10 +54,14 @@ TEST(format_features, simple_values_print_their_fields)
 
 TEST(format_features, temperature_threshold_names_sensor_and_type)
 {
-    EXPECT_EQ(fmt::format("{}", spec::temperature_threshold{0x00120157}), "tmpth=343 tmpsel=sensor2 thsel=under");
-    EXPECT_EQ(fmt::format("{}", spec::temperature_threshold{0x0000015e}), "tmpth=350 tmpsel=composite thsel=over");
-    EXPECT_EQ(fmt::format("{}", spec::temperature_threshold{0x003f0000}), "tmpth=0 tmpsel=all thsel=reserved(3)");
-    EXPECT_EQ(fmt::format("{}", spec::temperature_threshold{0x00090000}), "tmpth=0 tmpsel=reserved(9) thsel=over");
+    EXPECT_EQ(fmt::format("{}", spec::temperature_threshold{0x00120157}),
+              "tmpth=343 tmpsel=sensor2 thsel=under");
+    EXPECT_EQ(fmt::format("{}", spec::temperature_threshold{0x0000015e}),
+              "tmpth=350 tmpsel=composite thsel=over");
+    EXPECT_EQ(fmt::format("{}", spec::temperature_threshold{0x003f0000}),
+              "tmpth=0 tmpsel=all thsel=reserved(3)");
+    EXPECT_EQ(fmt::format("{}", spec::temperature_threshold{0x00090000}),
+              "tmpth=0 tmpsel=reserved(9) thsel=over");
 }
 
 TEST(format_features, async_event_configuration_prints_mask_and_enabled_notices)
@@ -65,7 +69,8 @@ TEST(format_features, async_event_configuration_prints_mask_and_enabled_notices)
     EXPECT_EQ(fmt::format("{}", spec::async_event_configuration{0x8000031f}),
               "smart=0x1f namespace_attribute firmware_activation discovery_log_change");
     EXPECT_EQ(fmt::format("{}", spec::async_event_configuration{0x0000fc00}),
-              "smart=0x00 telemetry_log ana_change predictable_latency lba_status_information endurance_group_event "
+              "smart=0x00 telemetry_log ana_change predictable_latency lba_status_information "
+              "endurance_group_event "
               "normal_subsystem_shutdown");
     EXPECT_EQ(fmt::format("{}", spec::async_event_configuration{}), "smart=0x00");
 }

@@ -96,7 +96,8 @@ TEST(format_identify, prints_power_states_in_watts)
     EXPECT_EQ(fmt::format("{}", psd), "mp:9.05W operational enlat:16 exlat:4 rrt:1 rrl:0 rwt:0 rwl:3");
 
     psd.mp = 250;
-    psd.flags.set(spec::power_state_flags::max_power_scale, true).set(spec::power_state_flags::non_operational, true);
+    psd.flags.set(spec::power_state_flags::max_power_scale, true)
+        .set(spec::power_state_flags::non_operational, true);
     EXPECT_EQ(fmt::format("{}", psd), "mp:0.0250W non-operational enlat:16 exlat:4 rrt:1 rrl:0 rwt:0 rwl:3");
 }
 
@@ -139,12 +140,13 @@ TEST(format_identify, prints_a_namespace_with_its_lba_formats)
     ns.lbaf[1] = spec::lba_format{}.with(spec::lba_format::lbads, 12);
     ns.lbaf[2] = spec::lba_format{}.with(spec::lba_format::lbads, 13); // beyond NLBAF: not printed
 
-    EXPECT_EQ(fmt::format("{}", ns),
-              "nsze 0x200000 ncap 0x200000 nuse 0x1000 nsfeat 0x01 nlbaf 1 flbas 0x01 mc 0x00 dpc 0x00 dps 0x00 "
-              "nmic 0x00\n"
-              "nguid 000102030405060708090a0b0c0d0e0f eui64 0011223344556677\n"
-              "lbaf0 ms:0 lbads:9 rp:0\n"
-              "lbaf1 ms:0 lbads:12 rp:0 (in use)");
+    EXPECT_EQ(
+        fmt::format("{}", ns),
+        "nsze 0x200000 ncap 0x200000 nuse 0x1000 nsfeat 0x01 nlbaf 1 flbas 0x01 mc 0x00 dpc 0x00 dps 0x00 "
+        "nmic 0x00\n"
+        "nguid 000102030405060708090a0b0c0d0e0f eui64 0011223344556677\n"
+        "lbaf0 ms:0 lbads:9 rp:0\n"
+        "lbaf1 ms:0 lbads:12 rp:0 (in use)");
 }
 
 TEST(format_identify, prints_a_single_format_namespace)
@@ -154,10 +156,11 @@ TEST(format_identify, prints_a_single_format_namespace)
     ns.ncap = 0x800;
     ns.lbaf[0] = spec::lba_format{}.with(spec::lba_format::lbads, 9);
     ns.flbas.set(spec::formatted_lba_size::extended_metadata, true);
-    EXPECT_EQ(fmt::format("{}", ns),
-              "nsze 0x800 ncap 0x800 nuse 0x0 nsfeat 0x00 nlbaf 0 flbas 0x10 mc 0x00 dpc 0x00 dps 0x00 nmic 0x00\n"
-              "nguid 00000000000000000000000000000000 eui64 0000000000000000\n"
-              "lbaf0 ms:0 lbads:9 rp:0 (in use)");
+    EXPECT_EQ(
+        fmt::format("{}", ns),
+        "nsze 0x800 ncap 0x800 nuse 0x0 nsfeat 0x00 nlbaf 0 flbas 0x10 mc 0x00 dpc 0x00 dps 0x00 nmic 0x00\n"
+        "nguid 00000000000000000000000000000000 eui64 0000000000000000\n"
+        "lbaf0 ms:0 lbads:9 rp:0 (in use)");
 }
 
 TEST(format_identify, prints_nvm_controller_limits)
@@ -180,7 +183,8 @@ TEST(format_identify, prints_power_state_fields)
     EXPECT_EQ(fmt::format("{}", spec::power_state_flags{}), "0x00");
     EXPECT_EQ(fmt::format("{}", spec::power_state_flags{0x03}), "0x03 [mxps nops]");
     EXPECT_EQ(fmt::format("{}", spec::power_state_flags{0x02}), "0x02 [nops]");
-    EXPECT_EQ(fmt::format("{}", spec::power_state_relative{}.with(spec::power_state_relative::value, 31)), "31");
+    EXPECT_EQ(fmt::format("{}", spec::power_state_relative{}.with(spec::power_state_relative::value, 31)),
+              "31");
     EXPECT_EQ(fmt::format("{}", spec::idle_power_attributes{0x80}), "ips=0.01W");
     EXPECT_EQ(fmt::format("{}", spec::active_power_attributes{0x42}), "apw=2 aps=0.0001W");
     EXPECT_EQ(fmt::format("{}", spec::active_power_attributes{}), "apw=0 aps=not_reported");
@@ -190,7 +194,8 @@ TEST(format_identify, prints_controller_capability_flags_with_their_names)
 {
     EXPECT_EQ(fmt::format("{}", spec::admin_command_support{0x0106}), "0x0106 [format firmware dbbuf]");
     EXPECT_EQ(fmt::format("{}", spec::admin_command_support{0x07ff}),
-              "0x07ff [security format firmware ns_mgmt self_test directives nvme_mi virt_mgmt dbbuf get_lba_status "
+              "0x07ff [security format firmware ns_mgmt self_test directives nvme_mi virt_mgmt dbbuf "
+              "get_lba_status "
               "lockdown]");
     EXPECT_EQ(fmt::format("{}", spec::admin_command_support{}), "0x0000");
     EXPECT_EQ(fmt::format("{}", spec::controller_multipath_caps{0x0b}), "0x0b [mports mctrs anars]");
@@ -217,16 +222,18 @@ TEST(format_identify, prints_controller_multi_field_bytes_as_name_value_pairs)
     EXPECT_EQ(fmt::format("{}", example_controller().sqes), "required=6 max=6");
     EXPECT_EQ(fmt::format("{}", spec::queue_entry_sizes{0x64}), "required=4 max=6");
     EXPECT_EQ(fmt::format("{}", example_controller().vwc), "present=1 flush_broadcast=supported");
-    EXPECT_EQ(fmt::format("{}", spec::volatile_write_cache_support{0x04}), "present=0 flush_broadcast=not_supported");
+    EXPECT_EQ(fmt::format("{}", spec::volatile_write_cache_support{0x04}),
+              "present=0 flush_broadcast=not_supported");
     EXPECT_EQ(fmt::format("{}", spec::volatile_write_cache_support{0x02}), "present=0 flush_broadcast=0x1");
     EXPECT_EQ(fmt::format("{}", spec::flush_broadcast::not_indicated), "not_indicated");
 }
 
 TEST(format_identify, prints_sgl_support_fields_in_bit_order)
 {
-    EXPECT_EQ(fmt::format("{}", example_controller().sgls),
-              "support=supported keyed=0 bit_bucket=0 byte_aligned_mptr=0 oversized=0 mptr_sgl=0 address_offset=0 "
-              "transport=0");
+    EXPECT_EQ(
+        fmt::format("{}", example_controller().sgls),
+        "support=supported keyed=0 bit_bucket=0 byte_aligned_mptr=0 oversized=0 mptr_sgl=0 address_offset=0 "
+        "transport=0");
     EXPECT_EQ(fmt::format("{}", spec::sgl_support{0x003f'0006}),
               "support=dword_aligned keyed=1 bit_bucket=1 byte_aligned_mptr=1 oversized=1 mptr_sgl=1 "
               "address_offset=1 transport=1");
@@ -282,14 +289,18 @@ TEST(format_identify, prints_namespace_enums_by_name)
 TEST(format_identify, prints_nvm_namespace_extended_lba_formats_that_are_set)
 {
     using elbaf = spec::extended_lba_format;
-    EXPECT_EQ(fmt::format("{}", elbaf{}.with(elbaf::sts, 48).with(elbaf::pif, spec::protection_information_format::guard_64b)),
-              "sts:48 pif:2");
+    EXPECT_EQ(
+        fmt::format(
+            "{}",
+            elbaf{}.with(elbaf::sts, 48).with(elbaf::pif, spec::protection_information_format::guard_64b)),
+        "sts:48 pif:2");
 
     spec::nvm_identify_namespace nvm{};
     EXPECT_EQ(fmt::format("{}", nvm), "lbstm=0x0 pic=0x0");
     nvm.lbstm = 0xffff;
     nvm.pic.set(spec::protection_information_capabilities::storage_tag_16b, true);
-    nvm.elbaf[1] = elbaf{}.with(elbaf::sts, 16).with(elbaf::pif, spec::protection_information_format::guard_64b);
+    nvm.elbaf[1] =
+        elbaf{}.with(elbaf::sts, 16).with(elbaf::pif, spec::protection_information_format::guard_64b);
     nvm.elbaf[63] = elbaf{}.with(elbaf::pif, spec::protection_information_format::guard_32b);
     EXPECT_EQ(fmt::format("{}", nvm), "lbstm=0xffff pic=0x1 elbaf1=(sts:16 pif:2) elbaf63=(sts:0 pif:1)");
 }
@@ -303,8 +314,9 @@ TEST(format_identify, prints_the_command_set_independent_namespace)
     ns.nvmsetid = 3;
     ns.endgid = 4;
     ns.nstat.set(spec::namespace_status::ready, true);
-    EXPECT_EQ(fmt::format("{}", ns),
-              "nsfeat 0x00 nmic 0x01 rescap 0x07 fpi 0x00 anagrpid 2 nsattr 0x00 nvmsetid 3 endgid 4 nstat 0x01");
+    EXPECT_EQ(
+        fmt::format("{}", ns),
+        "nsfeat 0x00 nmic 0x01 rescap 0x07 fpi 0x00 anagrpid 2 nsattr 0x00 nvmsetid 3 endgid 4 nstat 0x01");
 }
 
 TEST(format_identify, prints_active_namespace_ids_up_to_the_first_zero)
@@ -340,9 +352,9 @@ TEST(format_identify, prints_namespace_id_descriptors)
     offset = *list.put(offset, spec::namespace_id_type::nguid, nguid);
     offset = *list.put(offset, spec::namespace_id_type::uuid, uuid);
     static_cast<void>(*list.put(offset, spec::namespace_id_type::csi, csi));
-    EXPECT_EQ(fmt::format("{}", list),
-              "eui64=0011223344556677 nguid=f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff uuid=12345678-9abc-def0-0123-456789abcdef "
-              "csi=zoned");
+    EXPECT_EQ(fmt::format("{}", list), "eui64=0011223344556677 nguid=f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff "
+                                       "uuid=12345678-9abc-def0-0123-456789abcdef "
+                                       "csi=zoned");
     EXPECT_EQ(fmt::format("{}", *list.at(0)), "eui64=0011223344556677");
 }
 

@@ -43,7 +43,8 @@ TEST(format_log_pages, parameter_error_location_prints_byte_and_bit)
 TEST(format_log_pages, critical_warnings_print_raw_byte_and_set_bits)
 {
     EXPECT_EQ(fmt::format("{}", spec::smart_critical_warning{}), "0x00");
-    EXPECT_EQ(fmt::format("{}", spec::smart_critical_warning{0x09}), "0x09 [spare_below_threshold read_only]");
+    EXPECT_EQ(fmt::format("{}", spec::smart_critical_warning{0x09}),
+              "0x09 [spare_below_threshold read_only]");
     EXPECT_EQ(fmt::format("{}", spec::smart_critical_warning{0x72}),
               "0x72 [temperature volatile_backup_failed pmr_read_only reserved]");
     EXPECT_EQ(fmt::format("{}", spec::endurance_group_critical_warning{0x04}), "0x04 [reliability_degraded]");
@@ -83,37 +84,37 @@ TEST(format_log_pages, smart_health_log_prints_a_smart_log_summary)
     log.warning_temperature_time = 5;
     log.temperature_sensors[1] = 310;
     log.thermal_management_temp2_total_time = 9;
-    EXPECT_EQ(fmt::format("{}", log),
-              "critical_warning            : 0x01 [spare_below_threshold]\n"
-              "temperature                 : 308 K (35 C)\n"
-              "available_spare             : 100%\n"
-              "available_spare_threshold   : 10%\n"
-              "percentage_used             : 3%\n"
-              "endurance_group_warning     : 0x00\n"
-              "data_units_read             : 1234\n"
-              "data_units_written          : 5678\n"
-              "host_read_commands          : 100\n"
-              "host_write_commands         : 200\n"
-              "controller_busy_time        : 7\n"
-              "power_cycles                : 12\n"
-              "power_on_hours              : 42\n"
-              "unsafe_shutdowns            : 2\n"
-              "media_errors                : 1\n"
-              "num_err_log_entries         : 3\n"
-              "warning_temperature_time    : 5\n"
-              "critical_temperature_time   : 0\n"
-              "temperature_sensor_2        : 310 K (37 C)\n"
-              "thermal_mgmt_t1_transitions : 0\n"
-              "thermal_mgmt_t2_transitions : 0\n"
-              "thermal_mgmt_t1_total_time  : 0\n"
-              "thermal_mgmt_t2_total_time  : 9");
+    EXPECT_EQ(fmt::format("{}", log), "critical_warning            : 0x01 [spare_below_threshold]\n"
+                                      "temperature                 : 308 K (35 C)\n"
+                                      "available_spare             : 100%\n"
+                                      "available_spare_threshold   : 10%\n"
+                                      "percentage_used             : 3%\n"
+                                      "endurance_group_warning     : 0x00\n"
+                                      "data_units_read             : 1234\n"
+                                      "data_units_written          : 5678\n"
+                                      "host_read_commands          : 100\n"
+                                      "host_write_commands         : 200\n"
+                                      "controller_busy_time        : 7\n"
+                                      "power_cycles                : 12\n"
+                                      "power_on_hours              : 42\n"
+                                      "unsafe_shutdowns            : 2\n"
+                                      "media_errors                : 1\n"
+                                      "num_err_log_entries         : 3\n"
+                                      "warning_temperature_time    : 5\n"
+                                      "critical_temperature_time   : 0\n"
+                                      "temperature_sensor_2        : 310 K (37 C)\n"
+                                      "thermal_mgmt_t1_transitions : 0\n"
+                                      "thermal_mgmt_t2_transitions : 0\n"
+                                      "thermal_mgmt_t1_total_time  : 0\n"
+                                      "thermal_mgmt_t2_total_time  : 9");
 }
 
 TEST(format_log_pages, smart_health_log_prints_temperatures_below_freezing)
 {
     auto log = zeroed<spec::smart_health_log>();
     log.set_composite_temperature_kelvin(263);
-    EXPECT_NE(fmt::format("{}", log).find("temperature                 : 263 K (-10 C)\n"), std::string::npos);
+    EXPECT_NE(fmt::format("{}", log).find("temperature                 : 263 K (-10 C)\n"),
+              std::string::npos);
 }
 
 TEST(format_log_pages, firmware_slot_log_prints_afi_and_filled_slots)
@@ -164,10 +165,9 @@ TEST(format_log_pages, commands_supported_and_effects_lists_nonzero_entries)
     log.admin_commands[0x06] = spec::command_effects{0x1};
     log.admin_commands[0xc5] = spec::command_effects{0x1};
     log.io_commands[0x01] = spec::command_effects{0x3};
-    EXPECT_EQ(fmt::format("{}", log),
-              "admin 0x06 IDENTIFY: CSUPP\n"
-              "admin 0xc5: CSUPP\n"
-              "io 0x01: CSUPP LBCC");
+    EXPECT_EQ(fmt::format("{}", log), "admin 0x06 IDENTIFY: CSUPP\n"
+                                      "admin 0xc5: CSUPP\n"
+                                      "io 0x01: CSUPP LBCC");
 }
 
 TEST(format_log_pages, telemetry_header_prints_areas_and_generations)
@@ -200,19 +200,22 @@ TEST(format_log_pages, event_information_enums_print_names)
 {
     EXPECT_EQ(fmt::format("{}", spec::notice_event::telemetry_log_changed), "Telemetry Log Changed");
     EXPECT_EQ(fmt::format("{}", spec::smart_health_event::spare_below_threshold), "Spare Below Threshold");
-    EXPECT_EQ(fmt::format("{}", spec::immediate_event::normal_subsystem_shutdown), "Normal NVM Subsystem Shutdown");
+    EXPECT_EQ(fmt::format("{}", spec::immediate_event::normal_subsystem_shutdown),
+              "Normal NVM Subsystem Shutdown");
     EXPECT_EQ(fmt::format("{}", static_cast<spec::error_event>(0x07)), "Reserved (0x07)");
 }
 
 TEST(format_log_pages, lba_status_information_prints_header_elements_and_ranges)
 {
-    EXPECT_EQ(fmt::format("{}", spec::lba_status_log_header{.lslplen = 48, .nlslne = 1, .estulb = 8, .rsvd12 = {}, .lsgc = 2}),
+    EXPECT_EQ(fmt::format("{}",
+                          spec::lba_status_log_header{
+                              .lslplen = 48, .nlslne = 1, .estulb = 8, .rsvd12 = {}, .lsgc = 2}),
               "lslplen=48 nlslne=1 estulb=8 lsgc=2");
-    EXPECT_EQ(fmt::format("{}", spec::lba_status_namespace_element{.neid = 1,
-                                                                   .nlrd = 2,
-                                                                   .ratype = spec::lba_status_action::tracked,
-                                                                   .rsvd9 = {}}),
+    EXPECT_EQ(fmt::format("{}",
+                          spec::lba_status_namespace_element{
+                              .neid = 1, .nlrd = 2, .ratype = spec::lba_status_action::tracked, .rsvd9 = {}}),
               "neid=1 nlrd=2 ratype=tracked");
-    EXPECT_EQ(fmt::format("{}", spec::lba_range_descriptor{.rslba = 0x10, .rnlb = 8, .rsvd12 = {}}), "rslba=0x10 rnlb=8");
+    EXPECT_EQ(fmt::format("{}", spec::lba_range_descriptor{.rslba = 0x10, .rnlb = 8, .rsvd12 = {}}),
+              "rslba=0x10 rnlb=8");
     EXPECT_EQ(fmt::format("{}", static_cast<spec::lba_status_action>(0x12)), "Reserved (0x12)");
 }

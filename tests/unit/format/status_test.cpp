@@ -20,12 +20,15 @@ TEST(format_status, prints_type_name_code_and_flags)
 TEST(format_status, separates_every_set_flag_by_one_space)
 {
     const spec::status invalid_field{spec::generic_status::invalid_field};
-    EXPECT_EQ(fmt::format("{}", invalid_field.with_dnr().with(spec::status::more, true).with(spec::status::crd, 3)),
-              "Generic/Invalid Field (0x02) [DNR M CRD=3]");
+    EXPECT_EQ(
+        fmt::format("{}", invalid_field.with_dnr().with(spec::status::more, true).with(spec::status::crd, 3)),
+        "Generic/Invalid Field (0x02) [DNR M CRD=3]");
     EXPECT_EQ(fmt::format("{}", invalid_field.with_dnr().with(spec::status::crd, 1)),
               "Generic/Invalid Field (0x02) [DNR CRD=1]");
-    EXPECT_EQ(fmt::format("{}", invalid_field.with(spec::status::crd, 1)), "Generic/Invalid Field (0x02) [CRD=1]");
-    EXPECT_EQ(fmt::format("{}", invalid_field.with(spec::status::more, true)), "Generic/Invalid Field (0x02) [M]");
+    EXPECT_EQ(fmt::format("{}", invalid_field.with(spec::status::crd, 1)),
+              "Generic/Invalid Field (0x02) [CRD=1]");
+    EXPECT_EQ(fmt::format("{}", invalid_field.with(spec::status::more, true)),
+              "Generic/Invalid Field (0x02) [M]");
 }
 
 TEST(format_status, prints_unnamed_codes_by_number)
@@ -48,7 +51,8 @@ TEST(format_status, code_enums_print_the_code_part_of_a_status)
 TEST(format_status, fabrics_codes_print_their_own_names_not_the_nvm_ones)
 {
     // 83h is also Command Size Limit Exceeded among the NVM command set's command specific codes.
-    EXPECT_EQ(fmt::format("{}", spec::fabrics_status::connect_restart_discovery), "Connect Restart Discovery (0x83)");
+    EXPECT_EQ(fmt::format("{}", spec::fabrics_status::connect_restart_discovery),
+              "Connect Restart Discovery (0x83)");
     EXPECT_EQ(fmt::format("{}", spec::command_specific_status::command_size_limit_exceeded),
               "Command Size Limit Exceeded (0x83)");
     EXPECT_EQ(fmt::format("{}", spec::fabrics_status::connect_invalid_host), "Connect Invalid Host (0x84)");

@@ -18,7 +18,8 @@ TEST(format_tcp, prints_connection_setup_pdus)
     request.ch = {spec::pdu_type::icreq, spec::pdu_flags{}, 128, 0, 128};
     request.dgst.set(spec::digest_options::hdgst_enable, true);
     request.maxr2t = 0;
-    EXPECT_EQ(fmt::format("{}", request), "ICReq flags=0x0 hlen=128 pdo=0 plen=128 pfv=0 hpda=0 hdgst=1 ddgst=0 maxr2t=0");
+    EXPECT_EQ(fmt::format("{}", request),
+              "ICReq flags=0x0 hlen=128 pdo=0 plen=128 pfv=0 hpda=0 hdgst=1 ddgst=0 maxr2t=0");
 
     spec::icresp_pdu response{};
     response.ch = {spec::pdu_type::icresp, spec::pdu_flags{}, 128, 0, 128};
@@ -39,7 +40,8 @@ TEST(format_tcp, prints_termination_requests_for_their_direction)
               "H2CTermReq flags=0x0 hlen=24 pdo=0 plen=32 fes=Invalid PDU Header Field (0x01) fei=0x2");
     term.fes = spec::fatal_error_status::limit_exceeded;
     term.set_error_information(0);
-    EXPECT_EQ(fmt::format("{}", term), "H2CTermReq flags=0x0 hlen=24 pdo=0 plen=32 fes=R2T Limit Exceeded (0x05) fei=0x0");
+    EXPECT_EQ(fmt::format("{}", term),
+              "H2CTermReq flags=0x0 hlen=24 pdo=0 plen=32 fes=R2T Limit Exceeded (0x05) fei=0x0");
     term.ch.type = spec::pdu_type::c2h_term_req;
     EXPECT_EQ(fmt::format("{}", term),
               "C2HTermReq flags=0x0 hlen=24 pdo=0 plen=32 fes=Data Transfer Limit Exceeded (0x05) fei=0x0");
@@ -61,36 +63,41 @@ TEST(format_tcp, prints_capsules)
     connect.kato = 120000;
     command.ch = {spec::pdu_type::capsule_cmd, spec::pdu_flags{}, 72, 72, 1096};
     command.sqe = spec::to_sqe(connect);
-    EXPECT_EQ(fmt::format("{}", command),
-              "CapsuleCmd flags=0x0 hlen=72 pdo=72 plen=1096 CONNECT cid=1 qid=0 sqsize=31 kato=120000 recfmt=0");
+    EXPECT_EQ(
+        fmt::format("{}", command),
+        "CapsuleCmd flags=0x0 hlen=72 pdo=72 plen=1096 CONNECT cid=1 qid=0 sqsize=31 kato=120000 recfmt=0");
 
     spec::capsule_resp_pdu response{};
     response.ch = {spec::pdu_type::capsule_resp, spec::pdu_flags{}, 24, 0, 24};
     response.cqe.cid = 5;
     response.cqe.sq_head = 3;
     response.cqe.set_status(spec::status::success(), true);
-    EXPECT_EQ(fmt::format("{}", response),
-              "CapsuleResp flags=0x0 hlen=24 pdo=0 plen=24 cid=5 sqhd=3 status=Generic/Successful Completion (0x00)");
+    EXPECT_EQ(fmt::format("{}", response), "CapsuleResp flags=0x0 hlen=24 pdo=0 plen=24 cid=5 sqhd=3 "
+                                           "status=Generic/Successful Completion (0x00)");
     response.cqe.set_status(spec::status{spec::generic_status::invalid_field}.with_dnr(), false);
-    EXPECT_EQ(fmt::format("{}", response),
-              "CapsuleResp flags=0x0 hlen=24 pdo=0 plen=24 cid=5 sqhd=3 status=Generic/Invalid Field (0x02) [DNR]");
+    EXPECT_EQ(
+        fmt::format("{}", response),
+        "CapsuleResp flags=0x0 hlen=24 pdo=0 plen=24 cid=5 sqhd=3 status=Generic/Invalid Field (0x02) [DNR]");
 }
 
 TEST(format_tcp, prints_data_transfer_pdus)
 {
     spec::h2c_data_pdu h2c{};
-    h2c.ch = {spec::pdu_type::h2c_data, spec::pdu_flags{}.with(spec::pdu_flags::last_pdu, true), 24, 24, 4120};
+    h2c.ch = {spec::pdu_type::h2c_data, spec::pdu_flags{}.with(spec::pdu_flags::last_pdu, true), 24, 24,
+              4120};
     h2c.cccid = 5;
     h2c.ttag = 1;
     h2c.datal = 4096;
-    EXPECT_EQ(fmt::format("{}", h2c), "H2CData flags=0x4 hlen=24 pdo=24 plen=4120 cccid=5 ttag=1 datao=0 datal=4096");
+    EXPECT_EQ(fmt::format("{}", h2c),
+              "H2CData flags=0x4 hlen=24 pdo=24 plen=4120 cccid=5 ttag=1 datao=0 datal=4096");
 
     spec::c2h_data_pdu c2h{};
     c2h.ch = {spec::pdu_type::c2h_data, spec::pdu_flags{0x0c}, 24, 24, 4120};
     c2h.cccid = 5;
     c2h.datao = 8192;
     c2h.datal = 4096;
-    EXPECT_EQ(fmt::format("{}", c2h), "C2HData flags=0xc hlen=24 pdo=24 plen=4120 cccid=5 datao=8192 datal=4096");
+    EXPECT_EQ(fmt::format("{}", c2h),
+              "C2HData flags=0xc hlen=24 pdo=24 plen=4120 cccid=5 datao=8192 datal=4096");
 
     spec::r2t_pdu r2t{};
     r2t.ch = {spec::pdu_type::r2t, spec::pdu_flags{}, 24, 0, 24};

@@ -61,8 +61,8 @@ TEST(shadow_doorbells, reads_the_hosts_values_and_writes_event_indexes)
     rig r;
     shadow_doorbells doorbells;
     doorbells.configure(shadow_base, event_index_base, 8);
-    r.store(shadow_base + 2 * 8, 17);     // SQ 1 tail
-    r.store(shadow_base + 3 * 8, 5);      // CQ 1 head
+    r.store(shadow_base + 2 * 8, 17); // SQ 1 tail
+    r.store(shadow_base + 3 * 8, 5);  // CQ 1 head
     std::uint32_t value = 0;
     ASSERT_FALSE(doorbells.read(r.memory, 1, false, value));
     EXPECT_EQ(value, 17U);

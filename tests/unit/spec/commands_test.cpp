@@ -117,8 +117,9 @@ TEST(commands, get_log_page_splits_numd_and_offset_over_two_dwords)
                                               .command_set_id = spec::command_set_identifier::zoned},
                       {0x2345c502, 0xbeef0001, 0x00000200, 0x00000001, 0x02800055, 0});
     // SMART / Health Information: 512 bytes are 128 dwords, NUMDL 127.
-    expect_round_trip(spec::get_log_page_view{.log_page_id = spec::log_page_id::smart_health, .dword_count = 128},
-                      {0x007f0002, 0, 0, 0, 0, 0});
+    expect_round_trip(
+        spec::get_log_page_view{.log_page_id = spec::log_page_id::smart_health, .dword_count = 128},
+        {0x007f0002, 0, 0, 0, 0, 0});
 }
 
 TEST(commands, get_log_page_dword_count_holds_the_largest_numd)
@@ -193,7 +194,8 @@ TEST(commands, typed_identifiers_decode_and_encode_any_raw_value)
     EXPECT_EQ(static_cast<unsigned>(identify.command_set_id), 0xffU);
     expect_round_trip(identify, {0x000000ff, 0xff000000, 0, 0, 0, 0});
 
-    const auto vendor_log = spec::get_log_page_view::decode(with_dwords({0x000000c1, 0, 0, 0, 0x03000000, 0}));
+    const auto vendor_log =
+        spec::get_log_page_view::decode(with_dwords({0x000000c1, 0, 0, 0, 0x03000000, 0}));
     EXPECT_TRUE(spec::is_vendor_specific(vendor_log.log_page_id));
     EXPECT_EQ(static_cast<unsigned>(vendor_log.log_page_id), 0xc1U);
     EXPECT_EQ(static_cast<unsigned>(vendor_log.command_set_id), 0x03U);

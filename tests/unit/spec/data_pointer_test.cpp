@@ -101,7 +101,8 @@ TEST(sgl_descriptor, identifier_holds_type_in_high_nibble_and_subtype_in_low)
     EXPECT_EQ(spec::sgl_descriptor::bit_bucket(512).identifier.raw, 0x10);
     EXPECT_EQ(spec::sgl_descriptor::segment(0x2000, 64).identifier.raw, 0x20);
     EXPECT_EQ(spec::sgl_descriptor::last_segment(0x2000, 48).identifier.raw, 0x30);
-    EXPECT_EQ(spec::sgl_descriptor::data_block(0, 512, spec::sgl_descriptor_subtype::offset).identifier.raw, 0x01);
+    EXPECT_EQ(spec::sgl_descriptor::data_block(0, 512, spec::sgl_descriptor_subtype::offset).identifier.raw,
+              0x01);
     EXPECT_EQ(spec::sgl_descriptor::transport_data_block(4096, static_cast<spec::sgl_descriptor_subtype>(0xa))
                   .identifier.raw,
               0x5a);
@@ -164,7 +165,8 @@ TEST(sgl_descriptor, converts_to_and_from_the_sqe_data_pointer)
     EXPECT_EQ(read_back.type(), spec::sgl_descriptor_type::data_block);
     EXPECT_EQ(read_back.address, 0x4000U);
     EXPECT_EQ(read_back.length, 512U);
-    static_assert(spec::to_sgl_descriptor(spec::to_data_pointer(spec::sgl_descriptor::bit_bucket(8))).length == 8);
+    static_assert(
+        spec::to_sgl_descriptor(spec::to_data_pointer(spec::sgl_descriptor::bit_bucket(8))).length == 8);
 }
 
 TEST(sgl_descriptor, segment_length_is_a_non_zero_multiple_of_16)

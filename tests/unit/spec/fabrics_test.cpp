@@ -60,16 +60,17 @@ TEST(fabrics, connect_fields_land_in_command_dwords_10_to_12)
     connect.recfmt = 0;
     connect.qid = 3;
     connect.sqsize = 127;
-    connect.cattr.set(spec::connect_attributes::priority_class, 2).set(spec::connect_attributes::disable_sq_flow_control, true);
+    connect.cattr.set(spec::connect_attributes::priority_class, 2)
+        .set(spec::connect_attributes::disable_sq_flow_control, true);
     connect.kato = 120000;
     connect.sgl1 = spec::data_pointer{0x1000, 0x0000'0400};
     EXPECT_EQ(connect.cattr.raw, 0x06);
     EXPECT_EQ(connect.queue_entries(), 128U);
 
     const auto entry = spec::to_sqe(connect);
-    EXPECT_EQ(entry.cdw10, 0x0003'0000U);               // QID 43:42, RECFMT 41:40
-    EXPECT_EQ(entry.cdw11, 0x0006'007fU);               // CATTR 46, SQSIZE 45:44
-    EXPECT_EQ(entry.cdw12, 120000U);                    // KATO 51:48
+    EXPECT_EQ(entry.cdw10, 0x0003'0000U); // QID 43:42, RECFMT 41:40
+    EXPECT_EQ(entry.cdw11, 0x0006'007fU); // CATTR 46, SQSIZE 45:44
+    EXPECT_EQ(entry.cdw12, 120000U);      // KATO 51:48
     EXPECT_EQ(entry.dptr.prp1, 0x1000U);
     EXPECT_EQ(spec::fabrics_command_cast<spec::connect_command>(entry), connect);
     EXPECT_EQ(spec::fabrics_command_cast<spec::connect_command>(spec::to_fabrics_command(entry)), connect);

@@ -58,7 +58,8 @@ TEST(feature_values, arbitration_and_power_management_pack_as_the_spec_says)
                                  .with(spec::arbitration::hpw, 3);
     EXPECT_EQ(arbitration.raw, 0x03020107U);
 
-    const auto power = spec::power_management{}.with(spec::power_management::ps, 2).with(spec::power_management::wh, 1);
+    const auto power =
+        spec::power_management{}.with(spec::power_management::ps, 2).with(spec::power_management::wh, 1);
     EXPECT_EQ(power.raw, 0x22U);
     EXPECT_EQ(spec::power_management{0xffffffff}.get(spec::power_management::ps), 31);
     EXPECT_EQ(spec::power_management{0xffffffff}.get(spec::power_management::wh), 7);
@@ -77,7 +78,8 @@ TEST(feature_values, temperature_threshold_selects_sensor_and_type)
 
 TEST(feature_values, error_recovery_write_cache_and_write_atomicity)
 {
-    const auto recovery = spec::error_recovery{}.with(spec::error_recovery::tler, 10).with(spec::error_recovery::dulbe, true);
+    const auto recovery =
+        spec::error_recovery{}.with(spec::error_recovery::tler, 10).with(spec::error_recovery::dulbe, true);
     EXPECT_EQ(recovery.raw, 0x0001000aU);
     EXPECT_EQ(spec::volatile_write_cache{}.with(spec::volatile_write_cache::wce, true).raw, 1U);
     EXPECT_EQ(spec::write_atomicity_normal{}.with(spec::write_atomicity_normal::dn, true).raw, 1U);
@@ -125,7 +127,9 @@ TEST(feature_values, async_event_configuration_bits)
 
 TEST(feature_values, power_state_transition_host_memory_and_thermal)
 {
-    EXPECT_EQ(spec::autonomous_power_state_transition{}.with(spec::autonomous_power_state_transition::apste, true).raw,
+    EXPECT_EQ(spec::autonomous_power_state_transition{}
+                  .with(spec::autonomous_power_state_transition::apste, true)
+                  .raw,
               1U);
     const auto entry = spec::apst_entry{}.with(spec::apst_entry::itps, 3).with(spec::apst_entry::itpt, 100);
     EXPECT_EQ(entry.raw, 0x6418U);
@@ -134,7 +138,9 @@ TEST(feature_values, power_state_transition_host_memory_and_thermal)
                              .with(spec::host_controlled_thermal_management::tmt1, 353)
                              .with(spec::host_controlled_thermal_management::tmt2, 363);
     EXPECT_EQ(thermal.raw, 0x0161016bU);
-    EXPECT_EQ(spec::non_operational_power_state_config{}.with(spec::non_operational_power_state_config::noppme, true).raw,
+    EXPECT_EQ(spec::non_operational_power_state_config{}
+                  .with(spec::non_operational_power_state_config::noppme, true)
+                  .raw,
               1U);
     EXPECT_EQ(spec::keep_alive_timer{}.with(spec::keep_alive_timer::kato, 120000).raw, 120000U);
     EXPECT_EQ(spec::lba_range_type{}.with(spec::lba_range_type::num, 63).raw, 0x3fU);

@@ -43,7 +43,8 @@ TEST(identify_cns, values_follow_the_spec_and_are_named)
     EXPECT_EQ(static_cast<unsigned>(spec::cns::io_command_set), 0x1cU);
 
     EXPECT_EQ(spec::name(spec::cns::identify_controller), "Identify Controller");
-    EXPECT_EQ(spec::name(spec::cns::namespace_id_descriptor_list), "Namespace Identification Descriptor List");
+    EXPECT_EQ(spec::name(spec::cns::namespace_id_descriptor_list),
+              "Namespace Identification Descriptor List");
     EXPECT_EQ(spec::name(spec::cns::io_command_set), "Identify I/O Command Set");
     for (unsigned value = 0; value <= 0x1c; ++value) {
         const bool reserved = value == 0x09 || (value >= 0x0a && value <= 0x0f);
@@ -129,7 +130,8 @@ TEST(identify_controller, bit_fields_build_the_spec_values)
                           .with(admin_command_support::doorbell_buffer_config, true);
     EXPECT_EQ(oacs.raw, 0x010fU);
     EXPECT_EQ(admin_command_support{}.with(admin_command_support::lockdown, true).raw, 0x0400U);
-    EXPECT_EQ(admin_command_support{}.with(admin_command_support::virtualization_management, true).raw, 0x0080U);
+    EXPECT_EQ(admin_command_support{}.with(admin_command_support::virtualization_management, true).raw,
+              0x0080U);
 
     using spec::nvm_command_support;
     const auto oncs = nvm_command_support{}
@@ -161,16 +163,20 @@ TEST(identify_controller, bit_fields_build_the_spec_values)
     EXPECT_EQ(lpa.raw, 0x1fU);
 
     using spec::queue_entry_sizes;
-    EXPECT_EQ(queue_entry_sizes{}.with(queue_entry_sizes::required, 6).with(queue_entry_sizes::maximum, 6).raw, 0x66U);
+    EXPECT_EQ(
+        queue_entry_sizes{}.with(queue_entry_sizes::required, 6).with(queue_entry_sizes::maximum, 6).raw,
+        0x66U);
     EXPECT_EQ(queue_entry_sizes{0x64}.get(queue_entry_sizes::required), 4);
     EXPECT_EQ(queue_entry_sizes{0x64}.get(queue_entry_sizes::maximum), 6);
 
     using spec::volatile_write_cache_support;
-    const auto vwc = volatile_write_cache_support{}
-                         .with(volatile_write_cache_support::present, true)
-                         .with(volatile_write_cache_support::flush_behavior, spec::flush_broadcast::supported);
+    const auto vwc =
+        volatile_write_cache_support{}
+            .with(volatile_write_cache_support::present, true)
+            .with(volatile_write_cache_support::flush_behavior, spec::flush_broadcast::supported);
     EXPECT_EQ(vwc.raw, 0x07U);
-    EXPECT_EQ(volatile_write_cache_support{0x05}.get(volatile_write_cache_support::flush_behavior), spec::flush_broadcast::not_supported);
+    EXPECT_EQ(volatile_write_cache_support{0x05}.get(volatile_write_cache_support::flush_behavior),
+              spec::flush_broadcast::not_supported);
 
     using spec::sgl_support;
     const auto sgls = sgl_support{}
@@ -183,7 +189,9 @@ TEST(identify_controller, bit_fields_build_the_spec_values)
                           .with(sgl_support::address_as_offset, true)
                           .with(sgl_support::transport_data_block, true);
     EXPECT_EQ(sgls.raw, 0x003f0005U);
-    EXPECT_EQ(sgl_support{}.with(sgl_support::support, spec::sgl_data_block_support::supported_dword_aligned).raw, 0x2U);
+    EXPECT_EQ(
+        sgl_support{}.with(sgl_support::support, spec::sgl_data_block_support::supported_dword_aligned).raw,
+        0x2U);
 
     using spec::controller_multipath_caps;
     EXPECT_EQ(controller_multipath_caps{}
@@ -198,7 +206,8 @@ TEST(identify_controller, bit_fields_build_the_spec_values)
                   .with(async_events_supported::firmware_activation, true)
                   .raw,
               0x00000300U);
-    EXPECT_EQ(async_events_supported{}.with(async_events_supported::discovery_log_page_change, true).raw, 0x80000000U);
+    EXPECT_EQ(async_events_supported{}.with(async_events_supported::discovery_log_page_change, true).raw,
+              0x80000000U);
     EXPECT_EQ(async_events_supported{}.with(async_events_supported::ana_change, true).raw, 0x00000800U);
 
     using spec::controller_attributes;
@@ -208,8 +217,11 @@ TEST(identify_controller, bit_fields_build_the_spec_values)
                   .raw,
               0x8001U);
 
-    EXPECT_EQ(spec::format_nvm_attributes{}.with(spec::format_nvm_attributes::cryptographic_erase, true).raw, 0x04U);
-    EXPECT_EQ(spec::fused_operation_support{}.with(spec::fused_operation_support::compare_and_write, true).raw, 0x1U);
+    EXPECT_EQ(spec::format_nvm_attributes{}.with(spec::format_nvm_attributes::cryptographic_erase, true).raw,
+              0x04U);
+    EXPECT_EQ(
+        spec::fused_operation_support{}.with(spec::fused_operation_support::compare_and_write, true).raw,
+        0x1U);
 
     EXPECT_EQ(static_cast<unsigned>(spec::controller_type::io), 1U);
     EXPECT_EQ(static_cast<unsigned>(spec::controller_type::discovery), 2U);
@@ -281,8 +293,8 @@ TEST(identify_controller, fields_land_on_their_spec_offsets)
     EXPECT_EQ(le_at<std::uint32_t>(bytes, 536), 0x00000001U);
     const std::string_view nqn = "nqn.2023-01.io.nvmekit:subsystem0";
     EXPECT_EQ(chars_at(bytes, 768, nqn.size()), nqn);
-    EXPECT_TRUE(std::all_of(bytes.begin() + 768 + static_cast<std::ptrdiff_t>(nqn.size()), bytes.begin() + 1024,
-                            [](std::uint8_t byte) { return byte == 0; }));
+    EXPECT_TRUE(std::all_of(bytes.begin() + 768 + static_cast<std::ptrdiff_t>(nqn.size()),
+                            bytes.begin() + 1024, [](std::uint8_t byte) { return byte == 0; }));
     EXPECT_EQ(le_at<std::uint32_t>(bytes, 1792), 4U);
     EXPECT_EQ(bytes[1803], 1);
     EXPECT_EQ(le_at<std::uint16_t>(bytes, 2048), 2500);
@@ -369,7 +381,8 @@ TEST(identify_namespace, byte_fields_build_the_spec_values)
                   .with(spec::reservation_capabilities::ignore_existing_key, true)
                   .raw,
               0x81U);
-    EXPECT_EQ(spec::metadata_capabilities{}.with(spec::metadata_capabilities::separate_buffer, true).raw, 0x02U);
+    EXPECT_EQ(spec::metadata_capabilities{}.with(spec::metadata_capabilities::separate_buffer, true).raw,
+              0x02U);
 }
 
 TEST(identify_namespace, fields_land_on_their_spec_offsets)
@@ -575,7 +588,8 @@ TEST(identify_descriptors, put_rejects_wrong_lengths_and_overflow)
     const std::array<std::uint8_t, 16> sixteen{};
     EXPECT_FALSE(list.put(0, spec::namespace_id_type::eui64, sixteen).has_value());
     EXPECT_FALSE(list.put(0, static_cast<spec::namespace_id_type>(9), sixteen).has_value());
-    EXPECT_TRUE(std::all_of(list.bytes.begin(), list.bytes.end(), [](std::uint8_t byte) { return byte == 0; }));
+    EXPECT_TRUE(
+        std::all_of(list.bytes.begin(), list.bytes.end(), [](std::uint8_t byte) { return byte == 0; }));
 
     EXPECT_FALSE(list.put(4096 - 19, spec::namespace_id_type::uuid, sixteen).has_value());
     EXPECT_FALSE(list.put(5000, spec::namespace_id_type::uuid, sixteen).has_value());
@@ -599,9 +613,7 @@ TEST(identify_io_command_set, vectors_are_64_bit_entries)
 {
     spec::identify_io_command_set data{};
     data.vectors[0].set(spec::io_command_set_vector::nvm, true);
-    data.vectors[1]
-        .set(spec::io_command_set_vector::nvm, true)
-        .set(spec::io_command_set_vector::zoned, true);
+    data.vectors[1].set(spec::io_command_set_vector::nvm, true).set(spec::io_command_set_vector::zoned, true);
     data.vectors[511].set(spec::io_command_set_vector::key_value, true);
 
     EXPECT_EQ(data.vectors[1].raw, 0x5U);

@@ -11,13 +11,14 @@
 
 namespace spec = nvmekit::spec;
 using nvmekit_test::bytes_of;
-using nvmekit_test::zeroed;
 using nvmekit_test::le_at;
+using nvmekit_test::zeroed;
 
 TEST(log_page_id, names_the_pages_and_leaves_reserved_and_vendor_ids_unnamed)
 {
     EXPECT_EQ(spec::name(spec::log_page_id::smart_health), "SMART / Health Information");
-    EXPECT_EQ(spec::name(spec::log_page_id::commands_supported_and_effects), "Commands Supported and Effects");
+    EXPECT_EQ(spec::name(spec::log_page_id::commands_supported_and_effects),
+              "Commands Supported and Effects");
     EXPECT_EQ(spec::name(spec::log_page_id::sanitize_status), "Sanitize Status");
     EXPECT_EQ(static_cast<unsigned>(spec::log_page_id::telemetry_controller_initiated), 0x08U);
     EXPECT_EQ(static_cast<unsigned>(spec::log_page_id::persistent_event), 0x0dU);
@@ -98,11 +99,16 @@ TEST(smart_health_log, critical_warning_bits_follow_the_spec)
     warning.set(spec::smart_critical_warning::spare_below_threshold, true)
         .set(spec::smart_critical_warning::read_only, true);
     EXPECT_EQ(warning.raw, 0x09U);
-    EXPECT_EQ(spec::smart_critical_warning{}.with(spec::smart_critical_warning::temperature, true).raw, 0x02U);
-    EXPECT_EQ(spec::smart_critical_warning{}.with(spec::smart_critical_warning::reliability_degraded, true).raw, 0x04U);
-    EXPECT_EQ(spec::smart_critical_warning{}.with(spec::smart_critical_warning::volatile_backup_failed, true).raw,
-              0x10U);
-    EXPECT_EQ(spec::smart_critical_warning{}.with(spec::smart_critical_warning::pmr_read_only, true).raw, 0x20U);
+    EXPECT_EQ(spec::smart_critical_warning{}.with(spec::smart_critical_warning::temperature, true).raw,
+              0x02U);
+    EXPECT_EQ(
+        spec::smart_critical_warning{}.with(spec::smart_critical_warning::reliability_degraded, true).raw,
+        0x04U);
+    EXPECT_EQ(
+        spec::smart_critical_warning{}.with(spec::smart_critical_warning::volatile_backup_failed, true).raw,
+        0x10U);
+    EXPECT_EQ(spec::smart_critical_warning{}.with(spec::smart_critical_warning::pmr_read_only, true).raw,
+              0x20U);
 
     spec::endurance_group_critical_warning summary{};
     summary.set(spec::endurance_group_critical_warning::reliability_degraded, true)
@@ -232,19 +238,21 @@ TEST(changed_namespace_list, counts_entries_up_to_the_first_zero_and_detects_ove
 
 TEST(commands_supported_and_effects, effects_word_bits_follow_the_spec)
 {
-    const auto effects = spec::command_effects{}
-                             .with(spec::command_effects::csupp, true)
-                             .with(spec::command_effects::lbcc, true)
-                             .with(spec::command_effects::cse, spec::command_submission_execution::same_namespace_exclusive)
-                             .with(spec::command_effects::uss, true);
+    const auto effects =
+        spec::command_effects{}
+            .with(spec::command_effects::csupp, true)
+            .with(spec::command_effects::lbcc, true)
+            .with(spec::command_effects::cse, spec::command_submission_execution::same_namespace_exclusive)
+            .with(spec::command_effects::uss, true);
     EXPECT_EQ(effects.raw, 0x00090003U);
     EXPECT_EQ(spec::command_effects{}.with(spec::command_effects::ncc, true).raw, 0x4U);
     EXPECT_EQ(spec::command_effects{}.with(spec::command_effects::nic, true).raw, 0x8U);
     EXPECT_EQ(spec::command_effects{}.with(spec::command_effects::ccc, true).raw, 0x10U);
-    EXPECT_EQ(spec::command_effects{}
-                  .with(spec::command_effects::cse, spec::command_submission_execution::any_namespace_exclusive)
-                  .raw,
-              0x00020000U);
+    EXPECT_EQ(
+        spec::command_effects{}
+            .with(spec::command_effects::cse, spec::command_submission_execution::any_namespace_exclusive)
+            .raw,
+        0x00020000U);
 }
 
 TEST(commands_supported_and_effects, admin_and_io_entries_are_indexed_by_opcode)

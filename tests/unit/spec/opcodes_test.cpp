@@ -35,7 +35,8 @@ TEST(opcodes, the_low_two_bits_give_the_data_direction)
               spec::data_transfer::host_to_controller);
     EXPECT_EQ(spec::transfer_direction(static_cast<std::uint8_t>(spec::nvm_opcode::read)),
               spec::data_transfer::controller_to_host);
-    EXPECT_EQ(spec::transfer_direction(static_cast<std::uint8_t>(spec::nvm_opcode::flush)), spec::data_transfer::none);
+    EXPECT_EQ(spec::transfer_direction(static_cast<std::uint8_t>(spec::nvm_opcode::flush)),
+              spec::data_transfer::none);
     EXPECT_EQ(spec::transfer_direction(static_cast<std::uint8_t>(spec::admin_opcode::identify)),
               spec::data_transfer::controller_to_host);
     EXPECT_EQ(spec::transfer_direction(0x7f), spec::data_transfer::bidirectional);

@@ -44,16 +44,16 @@ TEST(queue_entries, an_sqe_is_64_little_endian_bytes_in_the_spec_order)
     sqe.cdw10 = 0xdeadbeef;
     sqe.cdw15 = 0xcafef00d;
     const auto raw = bytes_of(sqe);
-    EXPECT_EQ(raw[0], 0x01);   // OPC
-    EXPECT_EQ(raw[2], 0x34);   // CID, low byte first
+    EXPECT_EQ(raw[0], 0x01); // OPC
+    EXPECT_EQ(raw[2], 0x34); // CID, low byte first
     EXPECT_EQ(raw[3], 0x12);
-    EXPECT_EQ(raw[4], 0x0d);   // NSID
-    EXPECT_EQ(raw[16], 0x88);  // MPTR
-    EXPECT_EQ(raw[25], 0x20);  // PRP1 bits 15:08
-    EXPECT_EQ(raw[28], 0x01);  // PRP1 bits 39:32
-    EXPECT_EQ(raw[33], 0x30);  // PRP2 bits 15:08
-    EXPECT_EQ(raw[40], 0xef);  // CDW10
-    EXPECT_EQ(raw[63], 0xca);  // CDW15's last byte
+    EXPECT_EQ(raw[4], 0x0d);  // NSID
+    EXPECT_EQ(raw[16], 0x88); // MPTR
+    EXPECT_EQ(raw[25], 0x20); // PRP1 bits 15:08
+    EXPECT_EQ(raw[28], 0x01); // PRP1 bits 39:32
+    EXPECT_EQ(raw[33], 0x30); // PRP2 bits 15:08
+    EXPECT_EQ(raw[40], 0xef); // CDW10
+    EXPECT_EQ(raw[63], 0xca); // CDW15's last byte
     spec::submission_queue_entry copy{};
     std::memcpy(&copy, raw.data(), raw.size());
     EXPECT_EQ(copy, sqe);

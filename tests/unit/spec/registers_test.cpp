@@ -16,8 +16,10 @@ constexpr std::size_t spec_offset_of() noexcept
     return static_cast<std::size_t>(Register::offset);
 }
 
+// clang-format off
 template <typename Register, typename Field>
 concept readable_with = requires(Register value, Field field) { value.get(field); };
+// clang-format on
 
 } // namespace
 
@@ -249,9 +251,11 @@ TEST(registers, csts_fields_sit_at_their_spec_bits)
 
 TEST(registers, reset_and_shutdown_keys_spell_their_ascii_names)
 {
-    const auto spells = [](std::uint32_t value, const char (&text)[5]) {
-        return static_cast<char>(value >> 24) == text[0] && static_cast<char>((value >> 16) & 0xff) == text[1] &&
-               static_cast<char>((value >> 8) & 0xff) == text[2] && static_cast<char>(value & 0xff) == text[3];
+    const auto spells = [](std::uint32_t value, const char(&text)[5]) {
+        return static_cast<char>(value >> 24) == text[0] &&
+               static_cast<char>((value >> 16) & 0xff) == text[1] &&
+               static_cast<char>((value >> 8) & 0xff) == text[2] &&
+               static_cast<char>(value & 0xff) == text[3];
     };
     EXPECT_TRUE(spells(spec::nvm_subsystem_reset_value, "NVMe"));
     EXPECT_TRUE(spells(spec::nvm_subsystem_shutdown_normal_value, "Nrml"));
@@ -278,7 +282,8 @@ TEST(registers, queue_base_addresses_use_bits_63_12)
     const spec::asq_register asq{0x0000001234567fffULL};
     EXPECT_EQ(asq.base_address(), 0x0000001234567000ULL);
     EXPECT_EQ(asq.get(spec::asq_register::asqb), 0x1234567ULL);
-    EXPECT_EQ(spec::acq_register{}.with(spec::acq_register::acqb, 0xfffffffffffffULL).raw, 0xfffffffffffff000ULL);
+    EXPECT_EQ(spec::acq_register{}.with(spec::acq_register::acqb, 0xfffffffffffffULL).raw,
+              0xfffffffffffff000ULL);
     EXPECT_EQ(spec::bpmbl_register{0xabcdef0123ULL}.base_address(), 0xabcdef0000ULL);
     EXPECT_EQ(spec::bpmbl_register{}.with(spec::bpmbl_register::bmbba, 1).raw, 0x1000ULL);
 }

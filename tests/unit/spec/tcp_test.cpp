@@ -63,7 +63,8 @@ TEST(tcp, common_header_bytes)
     const std::array<std::uint8_t, 8> expected{0x04, 0x03, 72, 76, 0x78, 0x56, 0x34, 0x12};
     EXPECT_EQ(bytes_of(header), expected);
 
-    const spec::pdu_flags data_flags = spec::pdu_flags{}.with(spec::pdu_flags::last_pdu, true).with(spec::pdu_flags::success, true);
+    const spec::pdu_flags data_flags =
+        spec::pdu_flags{}.with(spec::pdu_flags::last_pdu, true).with(spec::pdu_flags::success, true);
     EXPECT_EQ(data_flags.raw, 0x0c);
 }
 
@@ -112,7 +113,8 @@ TEST(tcp, term_req_stores_unaligned_fei_little_endian)
 
 TEST(tcp, fatal_error_status_05h_is_named_by_direction)
 {
-    EXPECT_EQ(spec::name(spec::fatal_error_status::limit_exceeded, spec::pdu_type::h2c_term_req), "R2T Limit Exceeded");
+    EXPECT_EQ(spec::name(spec::fatal_error_status::limit_exceeded, spec::pdu_type::h2c_term_req),
+              "R2T Limit Exceeded");
     EXPECT_EQ(spec::name(spec::fatal_error_status::limit_exceeded, spec::pdu_type::c2h_term_req),
               "Data Transfer Limit Exceeded");
     EXPECT_EQ(spec::name(spec::fatal_error_status::header_digest_error), "Header Digest Error");
@@ -135,7 +137,7 @@ TEST(tcp, capsules_carry_the_queue_entry_after_the_common_header)
     response.cqe.cid = 0x0102;
     response.cqe.sq_head = 7;
     const auto response_bytes = bytes_of(response);
-    EXPECT_EQ(response_bytes[16], 7);  // SQHD: CQE bytes 09:08
+    EXPECT_EQ(response_bytes[16], 7);    // SQHD: CQE bytes 09:08
     EXPECT_EQ(response_bytes[20], 0x02); // CID: CQE bytes 13:12
     EXPECT_EQ(response_bytes[21], 0x01);
 }

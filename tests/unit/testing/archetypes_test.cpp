@@ -10,8 +10,8 @@
 #include <nvmekit/clock.hpp>
 #include <nvmekit/dma.hpp>
 #include <nvmekit/interrupts.hpp>
-#include <nvmekit/tracer.hpp>
 #include <nvmekit/testing/archetypes.hpp>
+#include <nvmekit/tracer.hpp>
 
 using nvmekit::testing::clock_archetype;
 using nvmekit::testing::dma_archetype;

@@ -28,8 +28,7 @@ constexpr std::uint64_t page = 4096;
 struct host_rig : rig {
     explicit host_rig(nvmekit::controller_config config = {})
         : rig{std::move(config), memory_size, host_memory_base}
-    {
-    }
+    {}
 
     [[nodiscard]] std::uint64_t entry(std::uint64_t list, std::size_t index)
     {
@@ -490,7 +489,8 @@ TEST(host_interrupts, a_cq_holding_entries_without_an_interrupt_is_a_missed_inte
         static_cast<void>(host.io(1, host_type::command(spec::nvm_opcode::flush, 1)));
         FAIL() << "the host should report a missed interrupt";
     } catch (const nt::host_error& error) {
-        EXPECT_NE(std::string_view{error.what()}.find("missed interrupt"), std::string_view::npos) << error.what();
+        EXPECT_NE(std::string_view{error.what()}.find("missed interrupt"), std::string_view::npos)
+            << error.what();
     }
     EXPECT_TRUE(r.ctrl.msix().pending(1));
 }

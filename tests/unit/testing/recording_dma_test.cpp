@@ -601,10 +601,7 @@ bool same_accesses(std::span<const dma_access> records, std::span<const dma_acce
 /// Clears `flag` on leaving its scope; declared after a thread_group, before the group joins, so
 /// that workers waiting on the flag stop also when an assertion returns early.
 struct clear_on_exit {
-    explicit clear_on_exit(std::atomic<bool>& cleared) noexcept
-        : flag{cleared}
-    {
-    }
+    explicit clear_on_exit(std::atomic<bool>& cleared) noexcept : flag{cleared} {}
     clear_on_exit(const clear_on_exit&) = delete;
     clear_on_exit& operator=(const clear_on_exit&) = delete;
     ~clear_on_exit() { flag = false; }

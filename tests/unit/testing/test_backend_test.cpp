@@ -46,8 +46,7 @@ struct journal {
 struct tracked_request {
     tracked_request(journal& log, int id, block_operation operation, std::uint64_t offset,
                     std::uint64_t length, std::span<const io_segment> segments = {}, bool fua = false)
-        : log{&log}
-        , id{id}
+        : log{&log}, id{id}
     {
         request = block_request{.operation = operation,
                                 .force_unit_access = fua,

@@ -243,30 +243,31 @@ TEST(threaded_manual_clock, readers_see_time_only_move_forward_and_what_was_writ
     // slot below t (release on advance, acquire on now()), which ThreadSanitizer checks.
     std::vector<std::uint64_t> slots(steps, 0);
     std::atomic<bool> readers_ok{true};
-    thread_group threads{3, [&](std::size_t index) {
-                             if (index == 0) {
-                                 for (std::size_t step = 0; step < steps; ++step) {
-                                     slots[step] = step + 1;
-                                     if (step % 2 == 0) {
-                                         clock.advance(1ns);
-                                     } else {
-                                         clock.set(std::chrono::nanoseconds{static_cast<std::int64_t>(step + 1)});
-                                     }
-                                 }
-                                 return;
-                             }
-                             std::int64_t last = 0;
-                             while (last != static_cast<std::int64_t>(steps)) {
-                                 const std::int64_t now = clock.now().count();
-                                 if (now < last || now > static_cast<std::int64_t>(steps) ||
-                                     (now > 0 && slots[static_cast<std::size_t>(now) - 1] !=
-                                                     static_cast<std::uint64_t>(now))) {
-                                     readers_ok = false;
-                                     return;
-                                 }
-                                 last = now;
-                             }
-                         }};
+    thread_group threads{
+        3, [&](std::size_t index) {
+            if (index == 0) {
+                for (std::size_t step = 0; step < steps; ++step) {
+                    slots[step] = step + 1;
+                    if (step % 2 == 0) {
+                        clock.advance(1ns);
+                    } else {
+                        clock.set(std::chrono::nanoseconds{static_cast<std::int64_t>(step + 1)});
+                    }
+                }
+                return;
+            }
+            std::int64_t last = 0;
+            while (last != static_cast<std::int64_t>(steps)) {
+                const std::int64_t now = clock.now().count();
+                if (now < last || now > static_cast<std::int64_t>(steps) ||
+                    (now > 0 &&
+                     slots[static_cast<std::size_t>(now) - 1] != static_cast<std::uint64_t>(now))) {
+                    readers_ok = false;
+                    return;
+                }
+                last = now;
+            }
+        }};
     threads.join();
     EXPECT_TRUE(readers_ok);
     EXPECT_EQ(clock.now(), std::chrono::nanoseconds{steps});
@@ -279,7 +280,8 @@ TEST(threaded_manual_clock, advances_from_several_threads_all_count)
     {
         thread_group threads{3, [&](std::size_t index) {
                                  for (int i = 0; i < per_thread; ++i) {
-                                     clock.advance(std::chrono::nanoseconds{static_cast<std::int64_t>(index + 1)});
+                                     clock.advance(
+                                         std::chrono::nanoseconds{static_cast<std::int64_t>(index + 1)});
                                  }
                              }};
     }
@@ -309,7 +311,10 @@ TEST(threaded_recording_dma, poll_group_threads_record_every_access_and_a_failed
     r.memory.set_synchronized(true); // before the groups' threads start
     r.subsystem.add_namespace(nvmekit::ram_backend{std::uint64_t{4} << 20, {.concurrent = true}},
                               {.lba_format = 0});
-    r.host.bring_up({.io_queue_pairs = 4, .io_entries = 32, .interrupts = false, .max_polls = 50'000'000,
+    r.host.bring_up({.io_queue_pairs = 4,
+                     .io_entries = 32,
+                     .interrupts = false,
+                     .max_polls = 50'000'000,
                      .poll_step = std::chrono::nanoseconds{100}});
     r.dma.clear();
     r.ctrl.start_poll_groups({.name = "recorded"});
@@ -389,8 +394,7 @@ public:
 
     explicit polled_elsewhere(controller_type& controller, bool host_waits = true)
         : controller_{controller}, host_waits_{host_waits}, poller_{[this] { run(); }}
-    {
-    }
+    {}
     polled_elsewhere(const polled_elsewhere&) = delete;
     polled_elsewhere& operator=(const polled_elsewhere&) = delete;
     ~polled_elsewhere() { stop(); }
@@ -506,8 +510,8 @@ struct threaded_rig {
 
 /// Writes then reads back `blocks` 512-byte blocks at every LBA step through `qid`, with data
 /// buffers described by PRP lists and SGLs, and checks every byte.
-void write_and_read_back(nt::in_process_host<polled_elsewhere>& host, nt::flat_memory& memory, std::uint16_t qid,
-                         std::uint32_t seed)
+void write_and_read_back(nt::in_process_host<polled_elsewhere>& host, nt::flat_memory& memory,
+                         std::uint16_t qid, std::uint32_t seed)
 {
     using host_type = nt::in_process_host<polled_elsewhere>;
     constexpr std::uint32_t blocks = 24; // 12 KiB: PRP1, then a PRP list of the other pages
@@ -552,7 +556,8 @@ TEST(threaded_host, brings_up_and_moves_data_while_another_thread_polls_the_cont
 {
     threaded_rig r{true};
     auto& host = *r.host;
-    const auto up = host.bring_up({.io_queue_pairs = 2, .physically_contiguous = false, .shadow_doorbells = true});
+    const auto up =
+        host.bring_up({.io_queue_pairs = 2, .physically_contiguous = false, .shadow_doorbells = true});
     ASSERT_EQ(up.io_queue_pairs, 2);
     ASSERT_TRUE(host.shadow_doorbell_buffer().has_value());
     for (std::uint16_t qid = 1; qid <= 2; ++qid) {
@@ -560,7 +565,8 @@ TEST(threaded_host, brings_up_and_moves_data_while_another_thread_polls_the_cont
     }
     // An admin command with data read back through the host (Identify Namespace 1).
     std::vector<std::byte> identify;
-    ASSERT_TRUE(host.admin_read(host.identify_command(spec::cns::identify_namespace, 1, 0), 4096, identify).ok());
+    ASSERT_TRUE(
+        host.admin_read(host.identify_command(spec::cns::identify_namespace, 1, 0), 4096, identify).ok());
     ASSERT_EQ(identify.size(), 4096U);
     std::uint64_t nsze = 0; // NSZE: bytes 07:00
     std::memcpy(&nsze, identify.data(), sizeof(nsze));
@@ -581,7 +587,10 @@ TEST(threaded_host, the_host_reaps_while_the_poller_completes_on_two_interrupt_d
     using host_type = nt::in_process_host<polled_elsewhere>;
     threaded_rig r{true, false};
     auto& host = *r.host;
-    host.bring_up({.io_queue_pairs = 2, .io_entries = 64, .shadow_doorbells = true, .max_polls = 10'000'000,
+    host.bring_up({.io_queue_pairs = 2,
+                   .io_entries = 64,
+                   .shadow_doorbells = true,
+                   .max_polls = 10'000'000,
                    .poll_step = 1us});
     ASSERT_TRUE(host.shadow_doorbell_buffer().has_value());
     constexpr std::uint32_t per_queue = 24;
@@ -605,7 +614,8 @@ TEST(threaded_host, the_host_reaps_while_the_poller_completes_on_two_interrupt_d
                 }
                 const std::uint64_t buffer = host.allocate(bytes);
                 ASSERT_EQ(r.memory.write(buffer, data), std::error_code{});
-                auto write = host_type::lba_command<spec::write_view>(spec::nvm_opcode::write, 1, slba, blocks);
+                auto write =
+                    host_type::lba_command<spec::write_view>(spec::nvm_opcode::write, 1, slba, blocks);
                 write.dptr = host.build_prps(buffer, bytes);
                 writes.push_back({qid, host.submit(qid, write), slba, buffer, std::move(data)});
             }
@@ -616,7 +626,8 @@ TEST(threaded_host, the_host_reaps_while_the_poller_completes_on_two_interrupt_d
         }
         for (const auto& write : writes) {
             const std::uint64_t buffer = host.allocate(bytes);
-            auto read = host_type::lba_command<spec::read_view>(spec::nvm_opcode::read, 1, write.slba, blocks);
+            auto read =
+                host_type::lba_command<spec::read_view>(spec::nvm_opcode::read, 1, write.slba, blocks);
             read.dptr = host.build_prps(buffer, bytes);
             ASSERT_TRUE(host.io(write.qid, read).ok());
             std::vector<std::byte> back(bytes);

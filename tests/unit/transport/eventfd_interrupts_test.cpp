@@ -2,10 +2,10 @@
 
 #include <cstdint>
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
+#include <gtest/gtest.h>
 
 namespace {
 

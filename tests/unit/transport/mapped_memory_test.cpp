@@ -48,10 +48,12 @@ TEST_F(two_regions, accesses_outside_or_across_regions_are_unmapped)
 {
     std::array<std::byte, 16> buffer{};
     EXPECT_EQ(memory.read(0x0, buffer), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
-    EXPECT_EQ(memory.read(0x1ff8, buffer), nvmekit::make_error_code(nvmekit::errc::dma_unmapped)); // runs past the end
+    // runs past the end
+    EXPECT_EQ(memory.read(0x1ff8, buffer), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
     EXPECT_EQ(memory.read(0x2000, buffer), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
     EXPECT_EQ(memory.write(0xfff8, buffer), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
-    EXPECT_EQ(memory.read(~std::uint64_t{0} - 4, buffer), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
+    EXPECT_EQ(memory.read(~std::uint64_t{0} - 4, buffer),
+              nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
     EXPECT_TRUE(memory.map(0x1ff8, 16).empty());
 }
 
@@ -107,9 +109,12 @@ TEST(adjacent_regions, reads_and_writes_are_split_across_them)
 
     std::vector<std::byte> buffer(0x1010);
     ASSERT_FALSE(memory.read(0x1ff8, buffer)); // 8 bytes of the first, all of the second, 8 of the third
-    EXPECT_TRUE(std::all_of(buffer.begin(), buffer.begin() + 8, [](std::byte b) { return b == std::byte{0x11}; }));
-    EXPECT_TRUE(std::all_of(buffer.begin() + 8, buffer.begin() + 0x1008, [](std::byte b) { return b == std::byte{0x22}; }));
-    EXPECT_TRUE(std::all_of(buffer.begin() + 0x1008, buffer.end(), [](std::byte b) { return b == std::byte{0x33}; }));
+    EXPECT_TRUE(
+        std::all_of(buffer.begin(), buffer.begin() + 8, [](std::byte b) { return b == std::byte{0x11}; }));
+    EXPECT_TRUE(std::all_of(buffer.begin() + 8, buffer.begin() + 0x1008,
+                            [](std::byte b) { return b == std::byte{0x22}; }));
+    EXPECT_TRUE(
+        std::all_of(buffer.begin() + 0x1008, buffer.end(), [](std::byte b) { return b == std::byte{0x33}; }));
 
     for (std::size_t i = 0; i < buffer.size(); ++i) {
         buffer[i] = static_cast<std::byte>(i);
@@ -150,7 +155,8 @@ TEST(adjacent_regions, a_gap_or_a_read_only_piece_fails_the_whole_access)
     EXPECT_EQ(buffer[0x0f], std::byte{0x22});
     EXPECT_EQ(buffer[0x10], std::byte{0x44});
     // Past the end of the address space.
-    EXPECT_EQ(memory.read(~std::uint64_t{0} - 4, buffer), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
+    EXPECT_EQ(memory.read(~std::uint64_t{0} - 4, buffer),
+              nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
 }
 
 // ---- The controller over mapped memory ------------------------------------------------------------
@@ -159,10 +165,10 @@ TEST(adjacent_regions, a_gap_or_a_read_only_piece_fails_the_whole_access)
 /// one region, or two adjacent ones split at a chosen address.
 class split_memory : public mapped_memory {
 public:
-    explicit split_memory(nvmekit::testing::flat_memory& memory)
-        : memory_{&memory}
+    explicit split_memory(nvmekit::testing::flat_memory& memory) : memory_{&memory}
     {
-        add(nvmekit_test::memory_base, memory.bytes(nvmekit_test::memory_base, nvmekit_test::memory_size).data(),
+        add(nvmekit_test::memory_base,
+            memory.bytes(nvmekit_test::memory_base, nvmekit_test::memory_size).data(),
             nvmekit_test::memory_size, true);
     }
     /// Two regions from now on: below `address` and from it on.

@@ -8,8 +8,8 @@
 ///     nvmekit::transport::mapped_memory memory;
 ///     nvmekit::transport::eventfd_interrupts interrupts{traits::limits.msix_vectors};
 ///     nvmekit::controller<traits> ctrl{memory, interrupts, clock, subsystem};
-///     nvmekit::transport::vfio_user::server server{ctrl, memory, interrupts, {.socket_path = "/tmp/nvme.sock"}};
-///     while (!stop) server.run_once(std::chrono::milliseconds{1});
+///     nvmekit::transport::vfio_user::server server{ctrl, memory, interrupts, {.socket_path =
+///     "/tmp/nvme.sock"}}; while (!stop) server.run_once(std::chrono::milliseconds{1});
 ///
 /// The controller's DMA provider must be `memory` and its interrupt provider `interrupts`. Nothing
 /// a client sends ends the server: malformed messages get an error reply, a stream that cannot
@@ -67,8 +67,8 @@ struct server_statistics {
 template <typename Controller>
 class server {
 public:
-    server(Controller& controller, mapped_memory& memory, eventfd_interrupts& interrupts, server_options options,
-           server_logger logger = {})
+    server(Controller& controller, mapped_memory& memory, eventfd_interrupts& interrupts,
+           server_options options, server_logger logger = {})
         : controller_{controller}
         , memory_{memory}
         , interrupts_{interrupts}
@@ -295,7 +295,8 @@ private:
             return false;
         }
         negotiated_ = true;
-        return send(encode_version_reply(message_.header, *version, request->capabilities, options_.limits, reply_));
+        return send(
+            encode_version_reply(message_.header, *version, request->capabilities, options_.limits, reply_));
     }
 
     bool handle_dma_map(std::span<const std::byte> payload, std::size_t fds)
@@ -509,7 +510,8 @@ private:
             }
             return;
         }
-        const auto event = config_.write(static_cast<std::uint32_t>(at), width, static_cast<std::uint32_t>(value));
+        const auto event =
+            config_.write(static_cast<std::uint32_t>(at), width, static_cast<std::uint32_t>(value));
         if (event.flr_requested) {
             log(server_log_level::info, "vfio-user: Function Level Reset");
             controller_.function_level_reset();
@@ -539,7 +541,9 @@ private:
         if (shn != 0) {
             log(server_log_level::info, std::string{"CC.SHN = "} + (shn == 1 ? "normal" : "abrupt") +
                                             " shutdown; CSTS.SHST = " +
-                                            (shst == 2 ? "complete" : shst == 1 ? "processing" : "normal"));
+                                            (shst == 2   ? "complete"
+                                             : shst == 1 ? "processing"
+                                                         : "normal"));
         } else {
             log(server_log_level::debug, std::string{"CC.EN = "} + ((cc & 1U) != 0 ? "1" : "0"));
         }

@@ -132,7 +132,8 @@ inline int read_exactly(int fd, std::span<std::byte> out, std::vector<unique_fd>
             }
             return errno;
         }
-        for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr; header = CMSG_NXTHDR(&message, header)) {
+        for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr;
+             header = CMSG_NXTHDR(&message, header)) {
             if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) {
                 continue;
             }
@@ -157,7 +158,8 @@ inline int read_exactly(int fd, std::span<std::byte> out, std::vector<unique_fd>
 } // namespace detail
 
 /// Receives one message from `fd` into `out`.
-[[nodiscard]] inline receive_status receive_message(int fd, received_message& out, const protocol_limits& limits = {})
+[[nodiscard]] inline receive_status receive_message(int fd, received_message& out,
+                                                    const protocol_limits& limits = {})
 {
     out.fds.clear();
     out.bytes.resize(header_size);

@@ -12,13 +12,13 @@
 #include <vector>
 
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <gtest/gtest.h>
 
 #include <nvmekit/backends/ram_backend.hpp>
 #include <nvmekit/controller.hpp>
@@ -119,7 +119,8 @@ public:
     [[nodiscard]] int fd() const noexcept { return fd_; }
 
     /// Sends a command and returns the reply (header + payload).
-    std::vector<std::byte> call(vu::command code, std::span<const std::byte> payload, std::span<const int> fds = {})
+    std::vector<std::byte> call(vu::command code, std::span<const std::byte> payload,
+                                std::span<const int> fds = {})
     {
         send_raw(message(code, payload), fds);
         return receive();
@@ -186,8 +187,7 @@ public:
         vu::message_header header{};
         std::memcpy(&header, bytes.data(), sizeof header);
         bytes.resize(header.message_size);
-        if (header.message_size > vu::header_size &&
-            !read_all(std::span{bytes}.subspan(vu::header_size))) {
+        if (header.message_size > vu::header_size && !read_all(std::span{bytes}.subspan(vu::header_size))) {
             return {};
         }
         return bytes;
@@ -251,7 +251,8 @@ struct guest_memory {
     guest_memory()
     {
         EXPECT_EQ(::ftruncate(fd, guest_bytes), 0);
-        data = static_cast<std::byte*>(::mmap(nullptr, guest_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+        data =
+            static_cast<std::byte*>(::mmap(nullptr, guest_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
     }
     ~guest_memory()
     {
@@ -279,7 +280,8 @@ std::string socket_path(const char* name)
 
 std::vector<std::byte> version_request()
 {
-    const char json[] = R"({"capabilities":{"max_msg_fds":16,"max_data_xfer_size":1048576,"pgsizes":4096,"max_dma_maps":65535}})";
+    const char json[] =
+        R"({"capabilities":{"max_msg_fds":16,"max_data_xfer_size":1048576,"pgsizes":4096,"max_dma_maps":65535}})";
     std::vector<std::byte> payload(4 + sizeof json);
     const std::uint16_t major = 0;
     const std::uint16_t minor = 0;
@@ -339,7 +341,8 @@ TEST(vfio_user_server, presents_an_nvme_pci_function)
     const auto path = socket_path("info");
     device d{path};
     client c{path};
-    EXPECT_EQ(client::error_of(c.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
+    EXPECT_EQ(client::error_of(c.call(vu::command::version, std::span<const std::byte>{version_request()})),
+              0U);
 
     vu::device_info info_request{};
     info_request.argsz = sizeof info_request;
@@ -368,7 +371,7 @@ TEST(vfio_user_server, presents_an_nvme_pci_function)
     // BAR0 does not decode until Memory Space Enable is set: reads give all ones, writes are dropped.
     EXPECT_EQ(c.read_region(vu::region_index::bar0, 8, 4), 0xffff'ffffU);
     c.write_region(vu::region_index::bar0, 0x24, 4, 0x000f'000f);
-    c.write_region(vu::region_index::config, 4, 2, 0x0002); // Memory Space Enable
+    c.write_region(vu::region_index::config, 4, 2, 0x0002);        // Memory Space Enable
     EXPECT_EQ(c.read_region(vu::region_index::bar0, 0x24, 4), 0U); // AQA kept its reset value
     // BAR0 registers: CAP and VS read through REGION_READ, 8 bytes at once.
     const spec::cap_register cap{c.read_region(vu::region_index::bar0, 0, 8)};
@@ -477,14 +480,18 @@ TEST(vfio_user_server, malformed_messages_get_errors_and_the_server_survives)
         info.argsz = sizeof info;
         EXPECT_EQ(client::error_of(c.call(vu::command::device_get_info, info)),
                   static_cast<std::uint32_t>(EINVAL));
-        EXPECT_EQ(client::error_of(c.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
+        EXPECT_EQ(
+            client::error_of(c.call(vu::command::version, std::span<const std::byte>{version_request()})),
+            0U);
         // Unknown command, short payload, region out of range, unsupported DMA_READ.
         EXPECT_EQ(client::error_of(c.call(static_cast<vu::command>(99), std::span<const std::byte>{})),
                   static_cast<std::uint32_t>(ENOTSUP));
         EXPECT_EQ(client::error_of(c.call(vu::command::device_get_info, std::span<const std::byte>{})),
                   static_cast<std::uint32_t>(EINVAL));
-        const vu::region_access beyond{d.ctrl.bar0_size() - 2, static_cast<std::uint32_t>(vu::region_index::bar0), 4};
-        EXPECT_EQ(client::error_of(c.call(vu::command::region_read, beyond)), static_cast<std::uint32_t>(EINVAL));
+        const vu::region_access beyond{d.ctrl.bar0_size() - 2,
+                                       static_cast<std::uint32_t>(vu::region_index::bar0), 4};
+        EXPECT_EQ(client::error_of(c.call(vu::command::region_read, beyond)),
+                  static_cast<std::uint32_t>(EINVAL));
         EXPECT_EQ(client::error_of(c.call(vu::command::dma_read, std::span<const std::byte>{})),
                   static_cast<std::uint32_t>(ENOTSUP));
         // A header claiming a huge message: the stream is closed, not trusted.
@@ -499,7 +506,8 @@ TEST(vfio_user_server, malformed_messages_get_errors_and_the_server_survives)
     }
     // The next client is served.
     client next{path};
-    EXPECT_EQ(client::error_of(next.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
+    EXPECT_EQ(
+        client::error_of(next.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
     EXPECT_EQ(next.read_region(vu::region_index::config, 0, 2), 0xf0e5U);
     EXPECT_GE(d.server.statistics().clients, 2U);
     EXPECT_EQ(d.server.statistics().broken_streams, 1U);
@@ -518,11 +526,16 @@ TEST(vfio_user_server, a_client_that_disconnects_leaves_the_function_reset)
         c.write_region(vu::region_index::bar0, 0x28, 8, guest_base + 0x10000);
         c.write_region(vu::region_index::bar0, 0x30, 8, guest_base + 0x20000);
         c.write_region(vu::region_index::bar0, 0x14, 4,
-                       spec::cc_register{}.with(spec::cc_register::en, true).with(spec::cc_register::iosqes, 6).with(spec::cc_register::iocqes, 4).raw);
+                       spec::cc_register{}
+                           .with(spec::cc_register::en, true)
+                           .with(spec::cc_register::iosqes, 6)
+                           .with(spec::cc_register::iocqes, 4)
+                           .raw);
         ::close(vector0);
     }
     client next{path};
-    EXPECT_EQ(client::error_of(next.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
+    EXPECT_EQ(
+        client::error_of(next.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
     EXPECT_EQ(next.read_region(vu::region_index::config, 4, 2), 0U); // Command back to its reset value
     next.write_region(vu::region_index::config, 4, 2, 0x0002);
     EXPECT_EQ(next.read_region(vu::region_index::bar0, 0x14, 4), 0U); // CC back to its reset value
@@ -550,11 +563,14 @@ TEST(vfio_user_server, an_unmap_that_matches_no_mapping_is_refused_and_unmaps_no
     const auto enoent = static_cast<std::uint32_t>(ENOENT); // as libvfio-user answers it
     // Part of the mapping, more than it, a range beside it: no mapping is exactly that range.
     EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(guest_base, 0x1000))), enoent);
-    EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(guest_base + 0x1000, guest_bytes - 0x1000))),
+    EXPECT_EQ(client::error_of(
+                  c.call(vu::command::dma_unmap, unmap_request(guest_base + 0x1000, guest_bytes - 0x1000))),
               enoent);
-    EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(guest_base, 2 * guest_bytes))), enoent);
-    EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(guest_base + guest_bytes, 0x1000))),
+    EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(guest_base, 2 * guest_bytes))),
               enoent);
+    EXPECT_EQ(
+        client::error_of(c.call(vu::command::dma_unmap, unmap_request(guest_base + guest_bytes, 0x1000))),
+        enoent);
     EXPECT_EQ(d.server.statistics().error_replies, 4U);
     // Every mapping is kept: the controller still reaches guest memory.
     ASSERT_EQ(d.memory.regions().size(), 1U);
@@ -568,7 +584,8 @@ TEST(vfio_user_server, an_unmap_that_matches_no_mapping_is_refused_and_unmaps_no
     // The exact range unmaps it, once.
     EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(guest_base, guest_bytes))), 0U);
     EXPECT_TRUE(d.memory.regions().empty());
-    EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(guest_base, guest_bytes))), enoent);
+    EXPECT_EQ(client::error_of(c.call(vu::command::dma_unmap, unmap_request(guest_base, guest_bytes))),
+              enoent);
     ::close(vector0);
 }
 
@@ -578,7 +595,8 @@ TEST(vfio_user_server, a_region_mapped_without_a_descriptor_unmaps_like_any_othe
     const auto path = socket_path("unmap-nofd");
     device d{path};
     client c{path};
-    EXPECT_EQ(client::error_of(c.call(vu::command::version, std::span<const std::byte>{version_request()})), 0U);
+    EXPECT_EQ(client::error_of(c.call(vu::command::version, std::span<const std::byte>{version_request()})),
+              0U);
     vu::dma_map map{};
     map.argsz = sizeof map;
     map.flags = vu::dma_map_flags{}.with(vu::dma_map_flags::read, true).with(vu::dma_map_flags::write, true);
@@ -605,7 +623,11 @@ bool enable_controller(client& c)
     c.write_region(vu::region_index::bar0, 0x28, 8, admin_sq);
     c.write_region(vu::region_index::bar0, 0x30, 8, admin_cq);
     c.write_region(vu::region_index::bar0, 0x14, 4,
-                   spec::cc_register{}.with(spec::cc_register::en, true).with(spec::cc_register::iosqes, 6).with(spec::cc_register::iocqes, 4).raw);
+                   spec::cc_register{}
+                       .with(spec::cc_register::en, true)
+                       .with(spec::cc_register::iosqes, 6)
+                       .with(spec::cc_register::iocqes, 4)
+                       .raw);
     return eventually([&] { return (c.read_region(vu::region_index::bar0, 0x1c, 4) & 1U) != 0; });
 }
 
@@ -702,7 +724,7 @@ TEST(vfio_user_server, nothing_is_fetched_posted_or_signalled_while_bus_master_e
     client c{path};
     guest_memory guest;
     const int vector0 = connect_and_map(c, guest);
-    c.write_region(vu::region_index::config, 4, 2, 0x0002); // memory space only
+    c.write_region(vu::region_index::config, 4, 2, 0x0002);        // memory space only
     c.write_region(vu::region_index::config, 0x50 + 2, 2, 0x8000); // MSI-X enabled
     const std::uint64_t table = d.ctrl.msix_table_offset();
     c.write_region(vu::region_index::bar0, table, 8, 0xfee00000);
@@ -754,24 +776,27 @@ TEST(vfio_user_server, an_unmask_right_after_the_cq_head_doorbell_signals_nothin
         guest.store(admin_sq + command * 64U,
                     identify_controller_command(static_cast<std::uint16_t>(0x70 + command), identify_buffer));
         c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, command + 1U);
-        ASSERT_EQ(::poll(&wait, 1, static_cast<int>(patience.count())), 1) << "no INTx signal for command " << command;
+        ASSERT_EQ(::poll(&wait, 1, static_cast<int>(patience.count())), 1)
+            << "no INTx signal for command " << command;
         ASSERT_EQ(::read(watcher, &count, sizeof count), static_cast<ssize_t>(sizeof count));
         EXPECT_EQ(count, 1U);
         EXPECT_EQ(guest.load<spec::completion_queue_entry>(admin_cq + command * 16U).cid, 0x70 + command);
 
         // The guest's handler: it consumed the entry, writes the CQ head doorbell; the client
         // unmasks right behind the write, without waiting for its reply.
-        auto batch = c.message(vu::command::region_write,
-                               client::region_write_payload(vu::region_index::bar0, spec::cq_head_doorbell_offset(0, 0), 4,
-                                                            command + 1U));
-        const auto unmask_bytes = c.message(vu::command::device_set_irqs, std::as_bytes(std::span{&unmask, 1}));
+        auto batch =
+            c.message(vu::command::region_write,
+                      client::region_write_payload(vu::region_index::bar0,
+                                                   spec::cq_head_doorbell_offset(0, 0), 4, command + 1U));
+        const auto unmask_bytes =
+            c.message(vu::command::device_set_irqs, std::as_bytes(std::span{&unmask, 1}));
         batch.insert(batch.end(), unmask_bytes.begin(), unmask_bytes.end());
         c.send_raw(batch);
         EXPECT_EQ(client::error_of(c.receive()), 0U) << "the doorbell write";
         EXPECT_EQ(client::error_of(c.receive()), 0U) << "the unmask";
         EXPECT_EQ(c.read_region(vu::region_index::bar0, 0x1c, 4) & 1U, 1U); // a round trip after both
-        EXPECT_EQ(::poll(&wait, 1, 0), 0) << "a spurious INTx signal after command " << command
-                                          << "'s entry was consumed";
+        EXPECT_EQ(::poll(&wait, 1, 0), 0)
+            << "a spurious INTx signal after command " << command << "'s entry was consumed";
         EXPECT_EQ(c.read_region(vu::region_index::config, 6, 2) & 0x8U, 0U) << "Status.Interrupt Status";
     }
     ::close(watcher);

@@ -271,7 +271,8 @@ private:
 };
 
 /// Parses the capabilities JSON text (without its NUL) into `caps`.
-[[nodiscard]] constexpr bool parse_capabilities_json(std::string_view text, client_capabilities& caps) noexcept
+[[nodiscard]] constexpr bool parse_capabilities_json(std::string_view text,
+                                                     client_capabilities& caps) noexcept
 {
     json_reader reader{text};
     if (reader.at_end()) {
@@ -302,12 +303,13 @@ private:
             return r.next_is_object() && r.skip_value(depth);
         }
         if (key == "twin_socket") {
-            return r.read_object(depth, [&caps](std::string_view inner_key, json_reader& inner, int inner_depth) {
-                if (inner_key == "supported") {
-                    return inner.read_bool(caps.twin_socket);
-                }
-                return inner.skip_value(inner_depth);
-            });
+            return r.read_object(depth,
+                                 [&caps](std::string_view inner_key, json_reader& inner, int inner_depth) {
+                                     if (inner_key == "supported") {
+                                         return inner.read_bool(caps.twin_socket);
+                                     }
+                                     return inner.skip_value(inner_depth);
+                                 });
         }
         return r.skip_value(depth);
     };

@@ -33,10 +33,10 @@ namespace transport::vfio_user {
 template <typename T>
 class parse_result {
 public:
-    constexpr parse_result(T value) noexcept(std::is_nothrow_move_constructible_v<T>) // NOLINT: implicit by design
+    // NOLINT: implicit by design
+    constexpr parse_result(T value) noexcept(std::is_nothrow_move_constructible_v<T>)
         : value_{std::move(value)}
-    {
-    }
+    {}
     constexpr parse_result(std::errc error) noexcept // NOLINT: implicit by design
         : error_{error}
     {
@@ -148,7 +148,8 @@ template <typename T>
 
 /// The version the server replies with: the proposed major (ENOTSUP unless it is
 /// protocol_major; the server then closes the connection) and min(proposed, our) minor.
-[[nodiscard]] constexpr parse_result<version_payload> negotiate_version(const version_request& request) noexcept
+[[nodiscard]] constexpr parse_result<version_payload>
+negotiate_version(const version_request& request) noexcept
 {
     if (request.major != protocol_major) {
         return std::errc::not_supported;
@@ -160,8 +161,9 @@ template <typename T>
 /// neither read nor write, zero size, address + size or offset + size above 2^64 - 1, a field not a
 /// multiple of limits.dma_page_size, more than one descriptor, or a non-zero offset without
 /// one. ENOTSUP: the Linux-only VADDR flag.
-[[nodiscard]] inline parse_result<dma_map> decode_dma_map(std::span<const std::byte> payload, std::size_t fd_count,
-                                                         const protocol_limits& limits = {}) noexcept
+[[nodiscard]] inline parse_result<dma_map> decode_dma_map(std::span<const std::byte> payload,
+                                                          std::size_t fd_count,
+                                                          const protocol_limits& limits = {}) noexcept
 {
     if (payload.size() != sizeof(dma_map) || fd_count > 1) {
         return std::errc::invalid_argument;
@@ -177,9 +179,9 @@ template <typename T>
         return std::errc::invalid_argument;
     }
     const std::uint64_t page = limits.dma_page_size;
-    if (map.size == 0 || !detail::fits_u64(map.address, map.size) || !detail::fits_u64(map.offset, map.size) ||
-        !detail::is_multiple(map.address, page) || !detail::is_multiple(map.size, page) ||
-        !detail::is_multiple(map.offset, page)) {
+    if (map.size == 0 || !detail::fits_u64(map.address, map.size) ||
+        !detail::fits_u64(map.offset, map.size) || !detail::is_multiple(map.address, page) ||
+        !detail::is_multiple(map.size, page) || !detail::is_multiple(map.offset, page)) {
         return std::errc::invalid_argument;
     }
     if (fd_count == 0 && map.offset != 0) {
@@ -193,8 +195,8 @@ template <typename T>
 /// attached, ALL with a non-zero address or size, or (without ALL) zero size, address + size
 /// above 2^64 - 1, or a field not a multiple of limits.dma_page_size.
 [[nodiscard]] inline parse_result<dma_unmap> decode_dma_unmap(std::span<const std::byte> payload,
-                                                             std::size_t fd_count,
-                                                             const protocol_limits& limits = {}) noexcept
+                                                              std::size_t fd_count,
+                                                              const protocol_limits& limits = {}) noexcept
 {
     if (payload.size() < sizeof(dma_unmap) || fd_count != 0) {
         return std::errc::invalid_argument;
@@ -226,7 +228,7 @@ template <typename T>
 /// Decodes a DEVICE_GET_INFO request. EINVAL: payload not 16 bytes, argsz below 16, or
 /// descriptors attached. The other fields are ignored.
 [[nodiscard]] inline parse_result<device_info> decode_device_get_info(std::span<const std::byte> payload,
-                                                                     std::size_t fd_count) noexcept
+                                                                      std::size_t fd_count) noexcept
 {
     if (payload.size() != sizeof(device_info) || fd_count != 0) {
         return std::errc::invalid_argument;
@@ -241,8 +243,8 @@ template <typename T>
 /// Decodes a DEVICE_GET_REGION_INFO request. EINVAL: payload not 32 bytes, argsz below 32,
 /// index >= num_regions, or descriptors attached. Only argsz and index are meaningful.
 [[nodiscard]] inline parse_result<region_info> decode_region_info(std::span<const std::byte> payload,
-                                                                 std::size_t fd_count,
-                                                                 std::uint32_t num_regions) noexcept
+                                                                  std::size_t fd_count,
+                                                                  std::uint32_t num_regions) noexcept
 {
     if (payload.size() != sizeof(region_info) || fd_count != 0) {
         return std::errc::invalid_argument;
@@ -256,8 +258,8 @@ template <typename T>
 
 /// Decodes a DEVICE_GET_IRQ_INFO request. EINVAL: payload not 16 bytes, argsz below 16,
 /// index >= num_irqs, or descriptors attached.
-[[nodiscard]] inline parse_result<irq_info> decode_irq_info(std::span<const std::byte> payload, std::size_t fd_count,
-                                                           std::uint32_t num_irqs) noexcept
+[[nodiscard]] inline parse_result<irq_info>
+decode_irq_info(std::span<const std::byte> payload, std::size_t fd_count, std::uint32_t num_irqs) noexcept
 {
     if (payload.size() != sizeof(irq_info) || fd_count != 0) {
         return std::errc::invalid_argument;
@@ -295,9 +297,9 @@ struct irq_set_request {
 /// index's interrupts (start must be below the count even when count is 0), count 0 with data
 /// other than NONE, DATA_BOOL payload not 20 + count bytes, extra bytes with NONE/EVENTFD,
 /// descriptors with NONE/BOOL, or with EVENTFD neither 0 nor count of them.
-[[nodiscard]] inline parse_result<irq_set_request> decode_set_irqs(std::span<const std::byte> payload,
-                                                                  std::size_t fd_count,
-                                                                  std::span<const std::uint32_t> irq_counts) noexcept
+[[nodiscard]] inline parse_result<irq_set_request>
+decode_set_irqs(std::span<const std::byte> payload, std::size_t fd_count,
+                std::span<const std::uint32_t> irq_counts) noexcept
 {
     if (payload.size() < sizeof(irq_set)) {
         return std::errc::invalid_argument;
@@ -369,8 +371,8 @@ namespace detail {
     if (access.count > limits.max_data_xfer_size) {
         return std::errc::argument_list_too_long;
     }
-    if (access.count == 0 || access.region >= region_sizes.size() ||
-        !fits_u64(access.offset, access.count) || access.offset + access.count > region_sizes[access.region]) {
+    if (access.count == 0 || access.region >= region_sizes.size() || !fits_u64(access.offset, access.count) ||
+        access.offset + access.count > region_sizes[access.region]) {
         return std::errc::invalid_argument;
     }
     return {};
@@ -380,16 +382,16 @@ namespace detail {
 /// Decodes a REGION_READ request; `region_sizes[i]` is the size of region i (0 when absent).
 /// E2BIG: count above limits.max_data_xfer_size. EINVAL: payload not 16 bytes, descriptors
 /// attached, count 0, region out of range, or offset + count past the region's end.
-[[nodiscard]] inline parse_result<region_access> decode_region_read(std::span<const std::byte> payload,
-                                                                   std::size_t fd_count,
-                                                                   std::span<const std::uint64_t> region_sizes,
-                                                                   const protocol_limits& limits = {}) noexcept
+[[nodiscard]] inline parse_result<region_access>
+decode_region_read(std::span<const std::byte> payload, std::size_t fd_count,
+                   std::span<const std::uint64_t> region_sizes, const protocol_limits& limits = {}) noexcept
 {
     if (payload.size() != sizeof(region_access) || fd_count != 0) {
         return std::errc::invalid_argument;
     }
     const auto access = detail::load<region_access>(payload);
-    if (const std::errc error = detail::check_region_access(access, region_sizes, limits); error != std::errc{}) {
+    if (const std::errc error = detail::check_region_access(access, region_sizes, limits);
+        error != std::errc{}) {
         return error;
     }
     return access;
@@ -397,15 +399,16 @@ namespace detail {
 
 /// Decodes a REGION_WRITE request, with the same checks as decode_region_read plus: the payload
 /// is exactly 16 + count bytes (EINVAL otherwise).
-[[nodiscard]] inline parse_result<region_write_request> decode_region_write(
-    std::span<const std::byte> payload, std::size_t fd_count, std::span<const std::uint64_t> region_sizes,
-    const protocol_limits& limits = {}) noexcept
+[[nodiscard]] inline parse_result<region_write_request>
+decode_region_write(std::span<const std::byte> payload, std::size_t fd_count,
+                    std::span<const std::uint64_t> region_sizes, const protocol_limits& limits = {}) noexcept
 {
     if (payload.size() < sizeof(region_access) || fd_count != 0) {
         return std::errc::invalid_argument;
     }
     const auto access = detail::load<region_access>(payload);
-    if (const std::errc error = detail::check_region_access(access, region_sizes, limits); error != std::errc{}) {
+    if (const std::errc error = detail::check_region_access(access, region_sizes, limits);
+        error != std::errc{}) {
         return error;
     }
     if (payload.size() - sizeof(region_access) != access.count) {
@@ -415,7 +418,8 @@ namespace detail {
 }
 
 /// Checks a DEVICE_RESET request: no payload, no descriptors (EINVAL otherwise).
-[[nodiscard]] constexpr std::errc check_device_reset(std::span<const std::byte> payload, std::size_t fd_count) noexcept
+[[nodiscard]] constexpr std::errc check_device_reset(std::span<const std::byte> payload,
+                                                     std::size_t fd_count) noexcept
 {
     return payload.empty() && fd_count == 0 ? std::errc{} : std::errc::invalid_argument;
 }

@@ -37,7 +37,8 @@ namespace transport::vfio_user {
 }
 
 /// Writes an error reply (header only, Error bit, errno) into `out`; returns 16.
-inline std::size_t encode_error_reply(const message_header& request, std::errc error, std::span<std::byte> out) noexcept
+inline std::size_t encode_error_reply(const message_header& request, std::errc error,
+                                      std::span<std::byte> out) noexcept
 {
     NVMEKIT_ASSERT(out.size() >= header_size, "encode_error_reply: output buffer too small");
     message_header reply = make_reply_header(request, 0);
@@ -64,7 +65,8 @@ inline std::size_t encode_reply(const message_header& request, std::span<const s
 /// dma_unmap, region_access ...).
 template <typename Payload>
     requires spec::is_wire_type_v<Payload>
-inline std::size_t encode_reply(const message_header& request, const Payload& payload, std::span<std::byte> out) noexcept
+inline std::size_t encode_reply(const message_header& request, const Payload& payload,
+                                std::span<std::byte> out) noexcept
 {
     return encode_reply(request, std::as_bytes(std::span{&payload, 1}), out);
 }
@@ -72,7 +74,8 @@ inline std::size_t encode_reply(const message_header& request, const Payload& pa
 /// Largest JSON text encode_version_reply writes, NUL excluded.
 inline constexpr std::size_t max_version_reply_json = 160;
 /// Output size that always holds a VERSION reply.
-inline constexpr std::size_t version_reply_capacity = header_size + sizeof(version_payload) + max_version_reply_json + 1;
+inline constexpr std::size_t version_reply_capacity =
+    header_size + sizeof(version_payload) + max_version_reply_json + 1;
 
 namespace detail {
 class text_builder {
@@ -109,7 +112,8 @@ private:
 /// The server's capabilities JSON: the members of `client` that the server also knows, with
 /// the server's values from `limits` (the reply names a subset of what the client proposed).
 /// Returns the text length written to `buffer` (no NUL).
-constexpr std::size_t write_capabilities_json(const client_capabilities& client, const protocol_limits& limits,
+constexpr std::size_t write_capabilities_json(const client_capabilities& client,
+                                              const protocol_limits& limits,
                                               std::span<char, max_version_reply_json> buffer) noexcept
 {
     detail::text_builder json{buffer};
@@ -163,7 +167,8 @@ inline std::size_t encode_version_reply(const message_header& request, const ver
 /// is not empty.
 [[nodiscard]] constexpr std::size_t region_info_full_size(std::size_t area_count) noexcept
 {
-    return sizeof(region_info) + (area_count == 0 ? 0 : sizeof(sparse_mmap_cap) + area_count * sizeof(sparse_mmap_area));
+    return sizeof(region_info) +
+           (area_count == 0 ? 0 : sizeof(sparse_mmap_cap) + area_count * sizeof(sparse_mmap_area));
 }
 
 /// Writes the GET_REGION_INFO reply for `info` (flags, index, size, offset; argsz and
@@ -178,7 +183,8 @@ inline std::size_t encode_region_info_reply(const message_header& request, std::
     const std::size_t full = region_info_full_size(areas.size());
     const bool with_caps = !areas.empty() && request_argsz >= full;
     const std::size_t payload_size = with_caps ? full : sizeof(region_info);
-    NVMEKIT_ASSERT(out.size() >= header_size + payload_size, "encode_region_info_reply: output buffer too small");
+    NVMEKIT_ASSERT(out.size() >= header_size + payload_size,
+                   "encode_region_info_reply: output buffer too small");
     info.argsz = static_cast<std::uint32_t>(full);
     info.flags.set(region_info_flags::caps, !areas.empty());
     info.cap_offset = with_caps ? static_cast<std::uint32_t>(sizeof(region_info)) : 0;
@@ -201,11 +207,13 @@ inline std::size_t encode_region_info_reply(const message_header& request, std::
 
 /// Writes the REGION_READ reply: the request's fixed part then `data` (its size is the count).
 inline std::size_t encode_region_read_reply(const message_header& request, const region_access& access,
-                                            std::span<const std::byte> data, std::span<std::byte> out) noexcept
+                                            std::span<const std::byte> data,
+                                            std::span<std::byte> out) noexcept
 {
     NVMEKIT_ASSERT(data.size() == access.count, "encode_region_read_reply: data size differs from count");
     const std::size_t payload_size = sizeof(region_access) + data.size();
-    NVMEKIT_ASSERT(out.size() >= header_size + payload_size, "encode_region_read_reply: output buffer too small");
+    NVMEKIT_ASSERT(out.size() >= header_size + payload_size,
+                   "encode_region_read_reply: output buffer too small");
     const message_header reply = make_reply_header(request, payload_size);
     std::memcpy(out.data(), &reply, header_size);
     std::memcpy(out.data() + header_size, &access, sizeof(region_access));

@@ -33,7 +33,8 @@ TEST(vfio_user_protocol, version_parses_qemu_capabilities)
     EXPECT_TRUE(caps.migration);
     EXPECT_TRUE(caps.write_multiple);
     EXPECT_FALSE(caps.twin_socket);
-    EXPECT_TRUE(caps.has_max_msg_fds && caps.has_max_data_xfer_size && caps.has_pgsizes && caps.has_max_dma_maps);
+    EXPECT_TRUE(caps.has_max_msg_fds && caps.has_max_data_xfer_size && caps.has_pgsizes &&
+                caps.has_max_dma_maps);
 }
 
 TEST(vfio_user_protocol, version_without_capabilities_keeps_the_defaults)

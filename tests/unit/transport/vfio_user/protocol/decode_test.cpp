@@ -70,9 +70,11 @@ TEST(vfio_user_protocol, parse_header_rejects_short_input_and_bad_sizes)
     EXPECT_EQ(limits.max_message_size(), 16U + 16U + (1U << 20));
     const auto largest = static_cast<std::uint32_t>(limits.max_message_size());
     EXPECT_TRUE(vu::parse_header(payload_of(command_header(vu::command::region_write, largest)), limits));
-    EXPECT_EQ(vu::parse_header(payload_of(command_header(vu::command::region_write, largest + 1)), limits).error(),
+    EXPECT_EQ(
+        vu::parse_header(payload_of(command_header(vu::command::region_write, largest + 1)), limits).error(),
+        e2big);
+    EXPECT_EQ(vu::parse_header(payload_of(command_header(vu::command::region_write, 0xFFFFFFFF))).error(),
               e2big);
-    EXPECT_EQ(vu::parse_header(payload_of(command_header(vu::command::region_write, 0xFFFFFFFF))).error(), e2big);
 
     vu::protocol_limits small{};
     small.max_data_xfer_size = 8;
@@ -98,7 +100,8 @@ TEST(vfio_user_protocol, whole_message_round_trip_through_header_and_decoder)
     message.insert(message.end(), body.begin(), body.end());
     const auto header = vu::parse_header(message);
     ASSERT_TRUE(header);
-    const auto map = vu::decode_dma_map(std::span{message}.subspan(vu::header_size, header->message_size - 16), 1);
+    const auto map =
+        vu::decode_dma_map(std::span{message}.subspan(vu::header_size, header->message_size - 16), 1);
     ASSERT_TRUE(map);
     EXPECT_EQ(map->address, 0x100000U);
     EXPECT_EQ(map->size, 0x200000U);
@@ -108,8 +111,8 @@ TEST(vfio_user_protocol, version_rejects_framing_errors)
 {
     EXPECT_EQ(vu::decode_version(std::vector<std::byte>(3), 0).error(), einval);
     EXPECT_EQ(vu::decode_version(version_payload_with(0, 0, "{}"), 0).error(), einval); // no NUL
-    EXPECT_EQ(vu::decode_version(with_tail(version_json("{}"), 1), 0).error(), einval);  // bytes after NUL
-    EXPECT_TRUE(vu::decode_version(with_tail(version_json("{}"), 3, std::byte{0}), 0));  // NUL padding
+    EXPECT_EQ(vu::decode_version(with_tail(version_json("{}"), 1), 0).error(), einval); // bytes after NUL
+    EXPECT_TRUE(vu::decode_version(with_tail(version_json("{}"), 3, std::byte{0}), 0)); // NUL padding
     EXPECT_EQ(vu::decode_version(version_json("{}"), 1).error(), einval);               // descriptor attached
 }
 
@@ -149,7 +152,8 @@ TEST(vfio_user_protocol, dma_map_round_trip)
     EXPECT_EQ(map->address, 0xC0000000U);
     EXPECT_EQ(map->size, 0x40000000U);
 
-    const auto read_only = vu::decode_dma_map(payload_of(vu::dma_map{32, vu::dma_map_flags{1}, 0, 0xF0000, 0x10000}), 0);
+    const auto read_only =
+        vu::decode_dma_map(payload_of(vu::dma_map{32, vu::dma_map_flags{1}, 0, 0xF0000, 0x10000}), 0);
     ASSERT_TRUE(read_only);
     EXPECT_FALSE(read_only->flags.get(vu::dma_map_flags::write));
     EXPECT_TRUE(vu::decode_dma_map(payload_of(vu::dma_map{32, vu::dma_map_flags{2}, 0, 0, 0x1000}), 1));
@@ -190,8 +194,8 @@ TEST(vfio_user_protocol, dma_map_rejects_every_malformed_request)
     vu::protocol_limits huge_pages{};
     huge_pages.dma_page_size = 0x200000;
     EXPECT_EQ(vu::decode_dma_map(payload_of(good), 1, huge_pages).error(), einval);
-    EXPECT_TRUE(vu::decode_dma_map(payload_of(vu::dma_map{32, vu::dma_map_flags{3}, 0x200000, 0x400000, 0x200000}),
-                                   1, huge_pages));
+    EXPECT_TRUE(vu::decode_dma_map(
+        payload_of(vu::dma_map{32, vu::dma_map_flags{3}, 0x200000, 0x400000, 0x200000}), 1, huge_pages));
 }
 
 TEST(vfio_user_protocol, dma_unmap_rejects_every_malformed_request)
@@ -204,7 +208,8 @@ TEST(vfio_user_protocol, dma_unmap_rejects_every_malformed_request)
     };
     EXPECT_EQ(vu::decode_dma_unmap(with([](auto& u) { u.flags.raw = 1; }), 0).error(), enotsup);
     // The dirty bitmap request carries a vfio_bitmap after the structure: still ENOTSUP.
-    EXPECT_EQ(vu::decode_dma_unmap(with_tail(with([](auto& u) { u.flags.raw = 1; }), 24), 0).error(), enotsup);
+    EXPECT_EQ(vu::decode_dma_unmap(with_tail(with([](auto& u) { u.flags.raw = 1; }), 24), 0).error(),
+              enotsup);
     EXPECT_EQ(vu::decode_dma_unmap(with([](auto& u) { u.flags.raw = 4; }), 0).error(), enotsup);
     EXPECT_EQ(vu::decode_dma_unmap(with([](auto& u) { u.flags.raw = 8; }), 0).error(), einval);
     EXPECT_EQ(vu::decode_dma_unmap(truncated(payload_of(good), 23), 0).error(), einval);
@@ -217,9 +222,9 @@ TEST(vfio_user_protocol, dma_unmap_rejects_every_malformed_request)
     EXPECT_EQ(vu::decode_dma_unmap(with([](auto& u) { u.size = 0x1800; }), 0).error(), einval);
     EXPECT_EQ(vu::decode_dma_unmap(with([](auto& u) { u.flags.raw = 2; }), 0).error(), einval); // ALL + range
     EXPECT_EQ(vu::decode_dma_unmap(with([](auto& u) {
-                  u.flags.raw = 2;
-                  u.address = 0;
-              }),
+                                       u.flags.raw = 2;
+                                       u.address = 0;
+                                   }),
                                    0)
                   .error(),
               einval);
@@ -260,7 +265,8 @@ TEST(vfio_user_protocol, irq_info_rejects_malformed_requests)
 
 TEST(vfio_user_protocol, set_irqs_eventfd_trigger_round_trip)
 {
-    const auto set = vu::decode_set_irqs(payload_of(vu::irq_set{20, vu::irq_set_flags{0x24}, 2, 4, 3}), 3, irq_counts);
+    const auto set =
+        vu::decode_set_irqs(payload_of(vu::irq_set{20, vu::irq_set_flags{0x24}, 2, 4, 3}), 3, irq_counts);
     ASSERT_TRUE(set);
     EXPECT_EQ(set->data, vu::irq_set_data::eventfd);
     EXPECT_EQ(set->action, vu::irq_set_action::trigger);
@@ -276,7 +282,8 @@ TEST(vfio_user_protocol, set_irqs_eventfd_trigger_round_trip)
     ASSERT_TRUE(deassign);
     EXPECT_EQ(deassign->fd_count, 0U);
     // A Linux-style argsz that counts the descriptors as data is accepted.
-    EXPECT_TRUE(vu::decode_set_irqs(payload_of(vu::irq_set{32, vu::irq_set_flags{0x24}, 2, 0, 3}), 3, irq_counts));
+    EXPECT_TRUE(
+        vu::decode_set_irqs(payload_of(vu::irq_set{32, vu::irq_set_flags{0x24}, 2, 0, 3}), 3, irq_counts));
 }
 
 TEST(vfio_user_protocol, set_irqs_none_and_bool)
@@ -287,7 +294,8 @@ TEST(vfio_user_protocol, set_irqs_none_and_bool)
     EXPECT_EQ(disable->data, vu::irq_set_data::none);
     EXPECT_TRUE(disable->disables_all());
 
-    const auto mask = vu::decode_set_irqs(payload_of(vu::irq_set{20, vu::irq_set_flags{0x09}, 2, 1, 1}), 0, irq_counts);
+    const auto mask =
+        vu::decode_set_irqs(payload_of(vu::irq_set{20, vu::irq_set_flags{0x09}, 2, 1, 1}), 0, irq_counts);
     ASSERT_TRUE(mask);
     EXPECT_EQ(mask->action, vu::irq_set_action::mask);
     EXPECT_FALSE(mask->disables_all());
@@ -310,32 +318,33 @@ TEST(vfio_user_protocol, set_irqs_rejects_every_malformed_request)
     const auto decode = [](vu::irq_set set, std::size_t fds, std::size_t extra = 0) {
         return vu::decode_set_irqs(with_tail(payload_of(set), extra, std::byte{1}), fds, irq_counts).error();
     };
-    EXPECT_EQ(vu::decode_set_irqs(truncated(payload_of(vu::irq_set{20, vu::irq_set_flags{0x21}, 2, 0, 0}), 19),
-                                  0, irq_counts)
+    EXPECT_EQ(vu::decode_set_irqs(
+                  truncated(payload_of(vu::irq_set{20, vu::irq_set_flags{0x21}, 2, 0, 0}), 19), 0, irq_counts)
                   .error(),
               einval);
-    EXPECT_EQ(decode({19, vu::irq_set_flags{0x21}, 2, 0, 0}, 0), einval);       // argsz below the structure
-    EXPECT_EQ(decode({20, vu::irq_set_flags{0x22}, 2, 0, 2}, 0, 2), einval);    // argsz below the data present
-    EXPECT_EQ(decode({20, vu::irq_set_flags{0x26}, 2, 0, 1}, 1), einval);       // two data types
-    EXPECT_EQ(decode({20, vu::irq_set_flags{0x20}, 2, 0, 1}, 0), einval);       // no data type
-    EXPECT_EQ(decode({20, vu::irq_set_flags{0x34}, 2, 0, 1}, 1), einval);       // two actions
-    EXPECT_EQ(decode({20, vu::irq_set_flags{0x04}, 2, 0, 1}, 1), einval);       // no action
-    EXPECT_EQ(decode({20, vu::irq_set_flags{0x64}, 2, 0, 1}, 1), einval);       // undefined bit 6
-    EXPECT_EQ(decode({20, vu::irq_set_flags{0x80000024}, 2, 0, 1}, 1), einval); // undefined bit 31
-    EXPECT_EQ(decode({20, vu::irq_set_flags{0x24}, 5, 0, 1}, 1), einval);       // index out of range
-    EXPECT_EQ(decode({20, vu::irq_set_flags{0x24}, 2, 63, 2}, 2), einval);      // past the last vector
-    EXPECT_EQ(decode({20, vu::irq_set_flags{0x24}, 2, 64, 0}, 0), einval);      // start past the end
-    EXPECT_EQ(decode({20, vu::irq_set_flags{0x21}, 1, 0, 0}, 0), einval);       // index without interrupts
+    EXPECT_EQ(decode({19, vu::irq_set_flags{0x21}, 2, 0, 0}, 0), einval); // argsz below the structure
+    // argsz below the data present
+    EXPECT_EQ(decode({20, vu::irq_set_flags{0x22}, 2, 0, 2}, 0, 2), einval);
+    EXPECT_EQ(decode({20, vu::irq_set_flags{0x26}, 2, 0, 1}, 1), einval);          // two data types
+    EXPECT_EQ(decode({20, vu::irq_set_flags{0x20}, 2, 0, 1}, 0), einval);          // no data type
+    EXPECT_EQ(decode({20, vu::irq_set_flags{0x34}, 2, 0, 1}, 1), einval);          // two actions
+    EXPECT_EQ(decode({20, vu::irq_set_flags{0x04}, 2, 0, 1}, 1), einval);          // no action
+    EXPECT_EQ(decode({20, vu::irq_set_flags{0x64}, 2, 0, 1}, 1), einval);          // undefined bit 6
+    EXPECT_EQ(decode({20, vu::irq_set_flags{0x80000024}, 2, 0, 1}, 1), einval);    // undefined bit 31
+    EXPECT_EQ(decode({20, vu::irq_set_flags{0x24}, 5, 0, 1}, 1), einval);          // index out of range
+    EXPECT_EQ(decode({20, vu::irq_set_flags{0x24}, 2, 63, 2}, 2), einval);         // past the last vector
+    EXPECT_EQ(decode({20, vu::irq_set_flags{0x24}, 2, 64, 0}, 0), einval);         // start past the end
+    EXPECT_EQ(decode({20, vu::irq_set_flags{0x21}, 1, 0, 0}, 0), einval);          // index without interrupts
     EXPECT_EQ(decode({20, vu::irq_set_flags{0x24}, 2, 1, 0xFFFFFFFF}, 0), einval); // start + count wraps
-    EXPECT_EQ(decode({20, vu::irq_set_flags{0x22}, 2, 0, 0}, 0), einval);       // count 0 with BOOL
-    EXPECT_EQ(decode({20, vu::irq_set_flags{0x24}, 2, 0, 0}, 0), einval);       // count 0 with EVENTFD
-    EXPECT_EQ(decode({21, vu::irq_set_flags{0x22}, 2, 0, 2}, 0, 1), einval);    // BOOL data too short
-    EXPECT_EQ(decode({23, vu::irq_set_flags{0x22}, 2, 0, 2}, 0, 3), einval);    // BOOL data too long
-    EXPECT_EQ(decode({22, vu::irq_set_flags{0x22}, 2, 0, 2}, 1, 2), einval);    // BOOL with a descriptor
-    EXPECT_EQ(decode({21, vu::irq_set_flags{0x21}, 2, 0, 1}, 0, 1), einval);    // NONE with data
-    EXPECT_EQ(decode({20, vu::irq_set_flags{0x21}, 2, 0, 1}, 1), einval);       // NONE with a descriptor
-    EXPECT_EQ(decode({24, vu::irq_set_flags{0x24}, 2, 0, 1}, 1, 4), einval);    // EVENTFD with in-band data
-    EXPECT_EQ(decode({20, vu::irq_set_flags{0x24}, 2, 0, 3}, 2), einval);       // descriptors != count
+    EXPECT_EQ(decode({20, vu::irq_set_flags{0x22}, 2, 0, 0}, 0), einval);          // count 0 with BOOL
+    EXPECT_EQ(decode({20, vu::irq_set_flags{0x24}, 2, 0, 0}, 0), einval);          // count 0 with EVENTFD
+    EXPECT_EQ(decode({21, vu::irq_set_flags{0x22}, 2, 0, 2}, 0, 1), einval);       // BOOL data too short
+    EXPECT_EQ(decode({23, vu::irq_set_flags{0x22}, 2, 0, 2}, 0, 3), einval);       // BOOL data too long
+    EXPECT_EQ(decode({22, vu::irq_set_flags{0x22}, 2, 0, 2}, 1, 2), einval);       // BOOL with a descriptor
+    EXPECT_EQ(decode({21, vu::irq_set_flags{0x21}, 2, 0, 1}, 0, 1), einval);       // NONE with data
+    EXPECT_EQ(decode({20, vu::irq_set_flags{0x21}, 2, 0, 1}, 1), einval);          // NONE with a descriptor
+    EXPECT_EQ(decode({24, vu::irq_set_flags{0x24}, 2, 0, 1}, 1, 4), einval); // EVENTFD with in-band data
+    EXPECT_EQ(decode({20, vu::irq_set_flags{0x24}, 2, 0, 3}, 2), einval);    // descriptors != count
     EXPECT_EQ(decode({20, vu::irq_set_flags{0x24}, 2, 0, 1}, 2), einval);
 }
 
@@ -345,12 +354,12 @@ TEST(vfio_user_protocol, region_read_rejects_every_malformed_request)
         return vu::decode_region_read(payload_of(access), 0, region_sizes, limits).error();
     };
     EXPECT_EQ(decode({0, 0, 0}), einval);
-    EXPECT_EQ(decode({0, 9, 4}), einval);                   // no such region
-    EXPECT_EQ(decode({0, 1, 4}), einval);                   // region of size 0
-    EXPECT_EQ(decode({0x3FFC, 0, 8}), einval);              // crosses the end
-    EXPECT_EQ(decode({0x4000, 0, 1}), einval);              // starts at the end
-    EXPECT_EQ(decode({0xFFFFFFFFFFFFFFFE, 0, 4}), einval);  // offset + count wraps
-    EXPECT_EQ(decode({0, 0, (1U << 20) + 1}), e2big);       // above max_data_xfer_size
+    EXPECT_EQ(decode({0, 9, 4}), einval);                  // no such region
+    EXPECT_EQ(decode({0, 1, 4}), einval);                  // region of size 0
+    EXPECT_EQ(decode({0x3FFC, 0, 8}), einval);             // crosses the end
+    EXPECT_EQ(decode({0x4000, 0, 1}), einval);             // starts at the end
+    EXPECT_EQ(decode({0xFFFFFFFFFFFFFFFE, 0, 4}), einval); // offset + count wraps
+    EXPECT_EQ(decode({0, 0, (1U << 20) + 1}), e2big);      // above max_data_xfer_size
     vu::protocol_limits small{};
     small.max_data_xfer_size = 4;
     EXPECT_EQ(decode({0, 0, 8}, small), e2big);
@@ -364,19 +373,24 @@ TEST(vfio_user_protocol, region_read_rejects_every_malformed_request)
 TEST(vfio_user_protocol, region_write_rejects_every_malformed_request)
 {
     const auto header_only = payload_of(vu::region_access{0, 0, 4});
-    EXPECT_EQ(vu::decode_region_write(header_only, 0, region_sizes).error(), einval);           // data missing
+    // data missing
+    EXPECT_EQ(vu::decode_region_write(header_only, 0, region_sizes).error(), einval);
     EXPECT_EQ(vu::decode_region_write(with_tail(header_only, 3), 0, region_sizes).error(), einval);
     EXPECT_EQ(vu::decode_region_write(with_tail(header_only, 5), 0, region_sizes).error(), einval);
     EXPECT_EQ(vu::decode_region_write(with_tail(header_only, 4), 1, region_sizes).error(), einval);
     EXPECT_EQ(vu::decode_region_write(std::span{header_only}.first(12), 0, region_sizes).error(), einval);
-    EXPECT_EQ(vu::decode_region_write(payload_of(vu::region_access{0, 0, 0}), 0, region_sizes).error(), einval);
-    EXPECT_EQ(vu::decode_region_write(with_tail(payload_of(vu::region_access{0x3FFE, 0, 4}), 4), 0, region_sizes)
+    EXPECT_EQ(vu::decode_region_write(payload_of(vu::region_access{0, 0, 0}), 0, region_sizes).error(),
+              einval);
+    EXPECT_EQ(
+        vu::decode_region_write(with_tail(payload_of(vu::region_access{0x3FFE, 0, 4}), 4), 0, region_sizes)
+            .error(),
+        einval);
+    EXPECT_EQ(vu::decode_region_write(with_tail(payload_of(vu::region_access{0, 9, 4}), 4), 0, region_sizes)
                   .error(),
               einval);
-    EXPECT_EQ(vu::decode_region_write(with_tail(payload_of(vu::region_access{0, 9, 4}), 4), 0, region_sizes).error(),
-              einval);
     // A count above the limit is E2BIG even when the data that follows is short.
-    EXPECT_EQ(vu::decode_region_write(with_tail(payload_of(vu::region_access{0, 0, 0xFFFFFFFF}), 4), 0, region_sizes)
+    EXPECT_EQ(vu::decode_region_write(with_tail(payload_of(vu::region_access{0, 0, 0xFFFFFFFF}), 4), 0,
+                                      region_sizes)
                   .error(),
               e2big);
 }

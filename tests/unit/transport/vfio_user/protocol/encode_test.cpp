@@ -29,11 +29,12 @@ TEST(vfio_user_protocol, version_reply_names_the_servers_values_for_the_proposed
 {
     const auto request = vu::decode_version(version_json(qemu_capabilities), 0);
     ASSERT_TRUE(request);
-    const auto header = command_header(vu::command::version, static_cast<std::uint32_t>(16 + 4 + qemu_capabilities.size() + 1), 9);
+    const auto header = command_header(vu::command::version,
+                                       static_cast<std::uint32_t>(16 + 4 + qemu_capabilities.size() + 1), 9);
     std::array<std::byte, vu::version_reply_capacity> out{};
     const vu::protocol_limits limits{};
-    const std::size_t size =
-        vu::encode_version_reply(header, *vu::negotiate_version(*request), request->capabilities, limits, out);
+    const std::size_t size = vu::encode_version_reply(header, *vu::negotiate_version(*request),
+                                                      request->capabilities, limits, out);
 
     const std::string_view expected_json =
         R"({"capabilities":{"max_msg_fds":16,"max_data_xfer_size":1048576,"pgsizes":4096,"max_dma_maps":65535}})";
@@ -46,7 +47,8 @@ TEST(vfio_user_protocol, version_reply_names_the_servers_values_for_the_proposed
     EXPECT_EQ(le_in<std::uint32_t>(out, 12), 0U);
     EXPECT_EQ(le_in<std::uint16_t>(out, 16), 0U);
     EXPECT_EQ(le_in<std::uint16_t>(out, 18), 0U);
-    EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(out.data() + 20), expected_json.size()), expected_json);
+    EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(out.data() + 20), expected_json.size()),
+              expected_json);
     EXPECT_EQ(out[size - 1], std::byte{0});
 
     const auto reparsed = vu::decode_version(std::span{out}.subspan(16, size - 16), 0);
@@ -58,19 +60,22 @@ TEST(vfio_user_protocol, version_reply_names_the_servers_values_for_the_proposed
 
 TEST(vfio_user_protocol, version_reply_omits_members_the_client_did_not_propose)
 {
-    const auto request = vu::decode_version(version_json(R"({"capabilities":{"max_data_xfer_size":4096}})"), 0);
+    const auto request =
+        vu::decode_version(version_json(R"({"capabilities":{"max_data_xfer_size":4096}})"), 0);
     ASSERT_TRUE(request);
     vu::protocol_limits limits{};
     limits.max_data_xfer_size = 65536;
     std::array<std::byte, vu::version_reply_capacity> out{};
-    const std::size_t size =
-        vu::encode_version_reply(command_header(vu::command::version, 64), {0, 0}, request->capabilities, limits, out);
+    const std::size_t size = vu::encode_version_reply(command_header(vu::command::version, 64), {0, 0},
+                                                      request->capabilities, limits, out);
     const std::string_view expected_json = R"({"capabilities":{"max_data_xfer_size":65536}})";
     ASSERT_EQ(size, 20 + expected_json.size() + 1);
-    EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(out.data() + 20), expected_json.size()), expected_json);
+    EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(out.data() + 20), expected_json.size()),
+              expected_json);
 
     std::array<char, vu::max_version_reply_json> json{};
-    EXPECT_EQ(std::string_view(json.data(), vu::write_capabilities_json({}, limits, json)), R"({"capabilities":{}})");
+    EXPECT_EQ(std::string_view(json.data(), vu::write_capabilities_json({}, limits, json)),
+              R"({"capabilities":{}})");
     vu::client_capabilities all{};
     all.has_max_msg_fds = all.has_max_data_xfer_size = all.has_pgsizes = all.has_max_dma_maps = true;
     limits.max_msg_fds = 0xFFFFFFFF;
@@ -103,7 +108,8 @@ TEST(vfio_user_protocol, dma_unmap_round_trip_and_reply_echoes_the_request)
     const auto all = vu::decode_dma_unmap(payload_of(vu::dma_unmap{24, vu::dma_unmap_flags{2}, 0, 0}), 0);
     ASSERT_TRUE(all);
     EXPECT_TRUE(all->flags.get(vu::dma_unmap_flags::all));
-    EXPECT_TRUE(vu::decode_dma_unmap(payload_of(vu::dma_unmap{64, vu::dma_unmap_flags{0}, 0x1000, 0x1000}), 0));
+    EXPECT_TRUE(
+        vu::decode_dma_unmap(payload_of(vu::dma_unmap{64, vu::dma_unmap_flags{0}, 0x1000, 0x1000}), 0));
 }
 
 TEST(vfio_user_protocol, device_get_info_round_trip)
@@ -131,7 +137,8 @@ TEST(vfio_user_protocol, region_info_reply_without_capabilities)
     info.size = 0x1000;
     info.flags.set(vu::region_info_flags::read, true).set(vu::region_info_flags::write, true);
     std::array<std::byte, 128> out{};
-    ASSERT_EQ(vu::encode_region_info_reply(command_header(vu::command::device_get_region_info, 48), 32, info, {}, out),
+    ASSERT_EQ(vu::encode_region_info_reply(command_header(vu::command::device_get_region_info, 48), 32, info,
+                                           {}, out),
               48U);
     EXPECT_EQ(le_in<std::uint32_t>(out, 4), 48U);
     EXPECT_EQ(le_in<std::uint32_t>(out, 16), 32U); // argsz
@@ -156,16 +163,16 @@ TEST(vfio_user_protocol, region_info_reply_asks_for_a_larger_argsz_before_sendin
     EXPECT_EQ(vu::region_info_full_size(0), 32U);
 
     std::array<std::byte, 128> out{};
-    ASSERT_EQ(vu::encode_region_info_reply(command_header(vu::command::device_get_region_info, 48), 79, info, areas,
-                                           out),
+    ASSERT_EQ(vu::encode_region_info_reply(command_header(vu::command::device_get_region_info, 48), 79, info,
+                                           areas, out),
               48U);
     EXPECT_EQ(le_in<std::uint32_t>(out, 16), 80U); // argsz: the size needed
     EXPECT_EQ(le_in<std::uint32_t>(out, 20), 0xFU);
     EXPECT_EQ(le_in<std::uint32_t>(out, 28), 0U); // no capability in this reply
 
     out.fill(std::byte{0xEE});
-    ASSERT_EQ(vu::encode_region_info_reply(command_header(vu::command::device_get_region_info, 48, 2), 80, info,
-                                           areas, out),
+    ASSERT_EQ(vu::encode_region_info_reply(command_header(vu::command::device_get_region_info, 48, 2), 80,
+                                           info, areas, out),
               96U);
     EXPECT_EQ(le_in<std::uint16_t>(out, 0), 2U);
     EXPECT_EQ(le_in<std::uint32_t>(out, 4), 96U);
@@ -215,7 +222,8 @@ TEST(vfio_user_protocol, region_read_round_trip_and_reply_layout)
 
     const std::array<std::byte, 4> data{std::byte{0x11}, std::byte{0x22}, std::byte{0x33}, std::byte{0x44}};
     std::array<std::byte, 36> out{};
-    ASSERT_EQ(vu::encode_region_read_reply(command_header(vu::command::region_read, 32, 5), *read, data, out), 36U);
+    ASSERT_EQ(vu::encode_region_read_reply(command_header(vu::command::region_read, 32, 5), *read, data, out),
+              36U);
     EXPECT_EQ(le_in<std::uint16_t>(out, 0), 5U);
     EXPECT_EQ(le_in<std::uint16_t>(out, 2), 9U);
     EXPECT_EQ(le_in<std::uint32_t>(out, 4), 36U);
@@ -261,9 +269,11 @@ TEST(vfio_user_protocol, replies_without_payload_and_error_replies)
     EXPECT_EQ(le_in<std::uint32_t>(out, 8), 1U);
     EXPECT_EQ(le_in<std::uint32_t>(out, 12), 0U);
 
-    for (const auto& [error, value] : {std::pair{einval, 22U}, std::pair{enotsup, 95U}, std::pair{e2big, 7U}}) {
+    for (const auto& [error, value] :
+         {std::pair{einval, 22U}, std::pair{enotsup, 95U}, std::pair{e2big, 7U}}) {
         out.fill(std::byte{0xFF});
-        ASSERT_EQ(vu::encode_error_reply(command_header(vu::command::device_feature, 24, 8), error, out), 16U);
+        ASSERT_EQ(vu::encode_error_reply(command_header(vu::command::device_feature, 24, 8), error, out),
+                  16U);
         EXPECT_EQ(le_in<std::uint16_t>(out, 0), 8U);
         EXPECT_EQ(le_in<std::uint16_t>(out, 2), 16U);
         EXPECT_EQ(le_in<std::uint32_t>(out, 4), 16U);
