@@ -32,4 +32,6 @@ nvmekit_build_packages=(cmake ninja-build g++ libfmt-dev libspdlog-dev libboost-
 # What the tests, benchmarks and packaging checks add.
 # nlohmann-json3-dev: the JSON-RPC headers (nvmekit::rpc) and their tests.
 # dpkg-dev: dpkg-shlibdeps computes the nvmekit-serve package's dependencies.
-nvmekit_test_packages=(clang libclang-rt-14-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev pkgconf dpkg-dev)
+# clang-format-14, clang-tidy-14: the style checks (cmake/style.sh).
+nvmekit_test_packages=(clang libclang-rt-14-dev clang-format-14 clang-tidy-14 libgtest-dev libbenchmark-dev
+    nlohmann-json3-dev pkgconf dpkg-dev)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, then builds and runs every test with g++ 12
+# The whole test suite: installs what is missing, checks formatting and the clang-tidy checks
+# (cmake/style.sh), then builds and runs every test with g++ 12
 # (Release, -Werror, header self-containment) and with clang 14 (-Werror, header
 # self-containment, under AddressSanitizer + UndefinedBehaviorSanitizer), runs the controller
 # tests again with their I/O queues over 2 and 4 poll groups and with groups on threads of their
@@ -17,6 +18,9 @@ source cmake/deps.sh
 nvmekit_install_missing "${nvmekit_build_packages[@]}" "${nvmekit_test_packages[@]}"
 
 start=$SECONDS
+echo "=== nvmekit: formatting (cmake/style.sh format)"
+bash cmake/style.sh format
+
 # First, so that a machine that cannot provision fails in minutes, not after the other tests.
 echo "=== nvmekit: end-to-end test prerequisites (tests/e2e/provision.sh)"
 if e2e_missing=$(bash tests/e2e/provision.sh check); then
@@ -50,6 +54,8 @@ for preset in ci-gcc ci-clang ci-tsan; do
     echo "=== nvmekit: ${preset}"
     cmake --workflow --preset "$preset" --fresh
     if [ "$preset" = ci-gcc ]; then
+        echo "=== nvmekit: clang-tidy (cmake/style.sh tidy)"
+        bash cmake/style.sh tidy build/ci-gcc
         # The controller tests again, with the I/O queues spread over 2 and 4 poll groups.
         for groups in 2 4; do
             echo "=== nvmekit: ci-gcc controller tests with ${groups} poll groups"
