@@ -8,6 +8,7 @@
 #include <span>
 #include <system_error>
 
+#include <nvmekit/async_dma.hpp>
 #include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/dma.hpp>
@@ -30,6 +31,14 @@ struct mapping_dma_archetype {
     std::error_code read(std::uint64_t, std::span<std::byte>) { return {}; }
     std::error_code write(std::uint64_t, std::span<const std::byte>) { return {}; }
     std::span<std::byte> map(std::uint64_t, std::size_t) { return {}; }
+};
+
+/// Models AsyncDmaProvider and nothing more: every request completes inside submit() with
+/// success, touching nothing.
+struct async_dma_archetype {
+    void submit(dma_request& request) { nvmekit::detail::complete_dma_request(request, {}); }
+    std::size_t poll() { return 0; }
+    std::size_t outstanding() const { return 0; }
 };
 
 /// Models InterruptProvider and nothing more.
@@ -65,6 +74,8 @@ static_assert(DmaProvider<dma_archetype> && !MappingDmaProvider<dma_archetype>);
 static_assert(check_dma_provider<dma_archetype>());
 static_assert(MappingDmaProvider<mapping_dma_archetype>);
 static_assert(check_dma_provider<mapping_dma_archetype>());
+static_assert(AsyncDmaProvider<async_dma_archetype> && !InlineAsyncDmaProvider<async_dma_archetype>);
+static_assert(check_async_dma_provider<async_dma_archetype>());
 static_assert(InterruptProvider<interrupt_archetype> && !IntxInterruptProvider<interrupt_archetype>);
 static_assert(check_interrupt_provider<interrupt_archetype>());
 static_assert(IntxInterruptProvider<intx_interrupt_archetype>);

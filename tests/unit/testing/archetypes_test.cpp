@@ -7,12 +7,14 @@
 
 #include <gtest/gtest.h>
 
+#include <nvmekit/async_dma.hpp>
 #include <nvmekit/clock.hpp>
 #include <nvmekit/dma.hpp>
 #include <nvmekit/interrupts.hpp>
 #include <nvmekit/testing/archetypes.hpp>
 #include <nvmekit/tracer.hpp>
 
+using nvmekit::testing::async_dma_archetype;
 using nvmekit::testing::clock_archetype;
 using nvmekit::testing::dma_archetype;
 using nvmekit::testing::interrupt_archetype;
@@ -60,6 +62,9 @@ static_assert(nvmekit::Clock<clock_archetype>);
 static_assert(!nvmekit::DmaProvider<interrupt_archetype>);
 static_assert(!nvmekit::InterruptProvider<dma_archetype>);
 static_assert(!nvmekit::Clock<dma_archetype>);
+static_assert(nvmekit::AsyncDmaProvider<async_dma_archetype>);
+static_assert(!nvmekit::DmaProvider<async_dma_archetype>);
+static_assert(!nvmekit::AsyncDmaProvider<dma_archetype>);
 
 TEST(archetypes, dma_archetypes_report_success_and_map_nothing)
 {
