@@ -1867,8 +1867,8 @@ public:
         return table;
     }
 
-    // The rest of the handlers' interface (HandlerContext and AdminHandlerContext in
-    // handler_context.hpp) follows; functions of it that live beside their state are public there.
+    // The whole of this public section is the handlers' interface: HandlerContext and
+    // AdminHandlerContext (handler_context.hpp); everything after it is the controller's own.
 
     using staging_type = detail::staging_buffer;
 
@@ -1969,20 +1969,6 @@ public:
         return false;
     }
 
-private:
-    [[nodiscard]] static spec::status dma_status(const command& cmd, spec::status status) noexcept
-    {
-        if (status.is_success()) {
-            return status;
-        }
-        if (status == spec::status{spec::generic_status::data_transfer_error}) {
-            ++cmd.group->dma_errors;
-            cmd.owner->trace_command(trace_event::err_dma, cmd, 0, status.with_dnr());
-        }
-        return status.with_dnr();
-    }
-
-public:
     [[nodiscard]] spec::status walk_data(const command& cmd, std::uint64_t length,
                                          transfer_direction direction, host_range_list& ranges)
     {
@@ -2011,10 +1997,6 @@ public:
         return dma_status(cmd, walk_metadata_pointer(dma_, cmd.sqe, length, options, ranges));
     }
 
-private:
-    // ---- staging buffers --------------------------------------------------------------------
-
-public:
     /// A free staging buffer for `cmd`, or null: the command is then parked and dispatched again
     /// when a buffer is released (its handler must not have changed any state yet).
     [[nodiscard]] detail::staging_buffer* acquire_staging(command& cmd)
@@ -2045,7 +2027,356 @@ public:
         return buffer;
     }
 
+    /// Submits `cmd.block[0..count)`; the continuation runs when all have completed.
+    void submit_blocks(command& cmd, std::uint8_t count)
+    {
+        NVMEKIT_ASSERT(cmd.ns != nullptr && count >= 1 && count <= cmd.block.size(), "bad block submission");
+        cmd.blocks_pending = count;
+        cmd.block_result = block_status::success;
+        cmd.group->io_outstanding += count;
+        for (std::uint8_t i = 0; i < count; ++i) {
+            cmd.block[i].complete = &on_block_complete;
+            cmd.block[i].context = &cmd;
+            trace_command(trace_event::backend_submitted, cmd, cmd.block[i].offset);
+        }
+        auto* ns = cmd.ns;
+        // A backend may complete inline, and the last completion may finish the command: read
+        // nothing from `cmd` after the last submit.
+        for (std::uint8_t i = 0; i < count; ++i) {
+            ns->backend().submit(cmd.block[i]);
+        }
+    }
+
+    /// Ends a command without a completion now: after a reset or the deletion of its queue, or an
+    /// Asynchronous Event Request (whose completion is built from the command identifier when an
+    /// event arrives).
+    static void release_without_completion(const command& cmd) noexcept
+    {
+        auto& request = cmd.sq->pool.at(cmd.request_index);
+        cmd.sq->pool.mark_completed(request);
+        cmd.sq->pool.release(request);
+    }
+
+    /// The coalescers of every context, configured alike (Set Features 08h and 09h, resets).
+    template <typename F>
+    void for_each_coalescer(F&& f)
+    {
+        f(interrupts_state_.coalescer());
+        for (auto& group : groups_) {
+            f(group->interrupts.coalescer());
+        }
+    }
+
+    /// Identify Namespace as this controller reports it: the namespace's data with the copy
+    /// limits of this controller.
+    [[nodiscard]] spec::identify_namespace identify_namespace_data(const namespace_type& ns) const
+    {
+        auto data = ns.identify();
+        using io_set = nvm_command_set<controller>;
+        const auto blocks = io_set::max_copy_blocks(ns.block_bytes() + ns.metadata_bytes());
+        data.mssrl = static_cast<std::uint16_t>(std::min<std::uint32_t>(blocks, 0xffffU));
+        data.mcl = blocks;
+        data.msrc = static_cast<std::uint8_t>(io_set::max_copy_ranges - 1U);
+        return data;
+    }
+
+    /// I/O Command Set specific Identify Controller for the NVM command set (CNS 06h): no limits
+    /// beyond the command fields themselves.
+    [[nodiscard]] static spec::nvm_identify_controller nvm_identify_controller_data() noexcept
+    {
+        spec::nvm_identify_controller data{};
+        data.dmrl = static_cast<std::uint8_t>(nvm_command_set<controller>::max_dsm_ranges - 1U);
+        return data;
+    }
+
+    /// The host read the log page of an event type without RAE: that type is reported again.
+    void acknowledge_event_type(spec::async_event_type type) noexcept { logs_.acknowledge_event_type(type); }
+
+    /// Traces `event` with the fields of `cmd`.
+    void trace_command(trace_event event, const command& cmd, std::uint64_t value = 0,
+                       spec::status status = spec::status::success()) noexcept
+    {
+        tracer_.trace(trace_record{.event = event,
+                                   .opcode = cmd.sqe.opcode(),
+                                   .qid = cmd.sq->ring.qid(),
+                                   .cid = cmd.sqe.command_id(),
+                                   .status = status,
+                                   .nsid = cmd.sqe.nsid,
+                                   .value = value});
+    }
+
+    /// A read of an uncorrectable or failing block: counted as a media error, at `lba`.
+    void record_media_error(command& cmd, std::uint64_t lba) noexcept
+    {
+        ++cmd.group->media_errors;
+        cmd.error_lba = lba;
+    }
+
+    /// The status of a failed backend request, counting media errors.
+    [[nodiscard]] spec::status backend_failure(command& cmd, block_status status) noexcept
+    {
+        if (status == block_status::unrecovered_read_error || status == block_status::write_fault) {
+            ++cmd.group->media_errors;
+            // The first block in error when the backend says which (Base 2.0 5.16.1.2: the LBA
+            // field holds the first LBA that experienced the error), else the first of the
+            // command's data request.
+            const block_request& data = cmd.block[0];
+            const std::uint64_t at =
+                data.error_offset != block_request::unknown_offset ? data.error_offset : data.offset;
+            cmd.error_lba = cmd.ns != nullptr ? at / cmd.ns->data_transfer_bytes(1) : 0;
+        }
+        return block_error(status);
+    }
+
+    void count_read(const command& cmd, std::uint64_t bytes) noexcept
+    {
+        auto& group = *cmd.group;
+        ++group.read_commands;
+        group.read_512_units += units_512(bytes);
+        group.statistics.add_bytes(bytes);
+    }
+
+    void count_write(const command& cmd, std::uint64_t bytes) noexcept
+    {
+        auto& group = *cmd.group;
+        ++group.write_commands;
+        group.written_512_units += units_512(bytes);
+        group.statistics.add_bytes(bytes);
+    }
+
+    /// SMART / Health Information (Base 2.0 5.16.1.3), controller-wide.
+    [[nodiscard]] spec::smart_health_log smart_health_data() const
+    {
+        health_log health = logs_.health(); // plus what the contexts counted
+        auto& counters = health.counters();
+        const auto add = [&](const group_type& group) {
+            counters.host_read_commands += group.read_commands.load();
+            counters.read_512_units += group.read_512_units.load();
+            counters.host_write_commands += group.write_commands.load();
+            counters.written_512_units += group.written_512_units.load();
+            counters.media_errors += group.media_errors.load();
+        };
+        add(admin_group_);
+        for (const auto& group : groups_) {
+            add(*group);
+        }
+        return health.build(clock_.now() - powered_on_at_, features_.over_temperature_threshold(0),
+                            features_.under_temperature_threshold(0));
+    }
+
+    /// Posts the SMART temperature event when the composite temperature crosses a threshold
+    /// (once per crossing) and the host enabled that critical warning (Base 2.0 5.27.1.4).
+    void check_temperature()
+    {
+        const auto event = logs_.health().evaluate_temperature(features_.over_temperature_threshold(0),
+                                                               features_.under_temperature_threshold(0));
+        const auto enabled = features_.async_event_configuration().get(
+            spec::async_event_configuration::smart_critical_warnings);
+        if (event && (enabled & 0x02U) != 0) { // bit 1: temperature
+            logs_.events().post(spec::async_event_completion{spec::async_event_type::smart_health,
+                                                             static_cast<std::uint8_t>(*event),
+                                                             spec::log_page_id::smart_health});
+        }
+    }
+
+    /// Telemetry Host-Initiated Create: a snapshot of the controller's counters.
+    void capture_telemetry()
+    {
+        const auto data = smart_health_data();
+        logs_.telemetry().capture(std::as_bytes(std::span{&data, 1}));
+    }
+
+    /// Firmware Commit (Base 2.0 5.12) on the emulated slots; the new revision becomes active at
+    /// the reset the commit action asks for.
+    command_result firmware_commit(const spec::firmware_commit_view& view)
+    {
+        const auto outcome = logs_.firmware().commit(view);
+        if (outcome.status.is_success()) {
+            return command_result::success();
+        }
+        // The "activation requires a reset" statuses report a commit that was done: hosts (nvme-cli)
+        // match them without DNR. Every other status refuses the command: DNR.
+        using spec::command_specific_status;
+        const bool committed =
+            outcome.status ==
+                spec::status{command_specific_status::firmware_activation_requires_conventional_reset} ||
+            outcome.status ==
+                spec::status{command_specific_status::firmware_activation_requires_subsystem_reset} ||
+            outcome.status ==
+                spec::status{command_specific_status::firmware_activation_requires_controller_reset};
+        return command_result::failure(committed ? outcome.status : outcome.status.with_dnr());
+    }
+
+    /// Create I/O Completion Queue, Base 2.0 5.4.
+    spec::status create_io_cq(const spec::submission_queue_entry& sqe)
+    {
+        const auto view = spec::create_io_cq_view::decode(sqe);
+        if (view.queue_id == 0 || view.queue_id > allowed_completion_queues() ||
+            completion_queue_exists(view.queue_id)) {
+            return error(spec::command_specific_status::invalid_queue_identifier);
+        }
+        if (view.queue_size < 2 || view.queue_size > registers_.cap().max_queue_entries()) {
+            return error(spec::command_specific_status::invalid_queue_size);
+        }
+        if (registers_.cc().get(spec::cc_register::iocqes) != 4) {
+            // The entries would not be the 16 bytes this controller posts (Identify CQES); the
+            // Base specification names no status of its own for this.
+            return error(spec::command_specific_status::invalid_queue_size);
+        }
+        if (view.interrupt_vector >= limits.msix_vectors) {
+            return error(spec::command_specific_status::invalid_interrupt_vector);
+        }
+        std::optional<queue_memory> memory;
+        if (const auto status =
+                make_queue_memory(sqe, view.physically_contiguous, view.queue_size, 16, memory);
+            !status.is_success()) {
+            return status;
+        }
+        completion_queues_[view.queue_id] = std::make_unique<detail::completion_queue<command>>(
+            view.queue_id, view.queue_size, std::move(*memory), view.interrupt_vector,
+            view.interrupts_enabled);
+        const std::uint16_t group =
+            place_completion_queue(view.queue_id, view.interrupt_vector, view.interrupts_enabled);
+        cq_group_[view.queue_id].store(group, std::memory_order_relaxed);
+        insert_queue(groups_[group]->completion_queues, view.queue_id);
+        publish_doorbell_entries(view.queue_id, true, view.queue_size);
+        io_queue_created_ = true;
+        write_new_queue_event_index(view.queue_id, true);
+        return spec::status::success();
+    }
+
+    /// Create I/O Submission Queue, Base 2.0 5.5.
+    spec::status create_io_sq(const spec::submission_queue_entry& sqe)
+    {
+        const auto view = spec::create_io_sq_view::decode(sqe);
+        if (view.queue_id == 0 || view.queue_id > allowed_submission_queues() ||
+            submission_queue_exists(view.queue_id)) {
+            return error(spec::command_specific_status::invalid_queue_identifier);
+        }
+        if (view.queue_size < 2 || view.queue_size > registers_.cap().max_queue_entries()) {
+            return error(spec::command_specific_status::invalid_queue_size);
+        }
+        if (registers_.cc().get(spec::cc_register::iosqes) != 6) {
+            return error(spec::command_specific_status::invalid_queue_size); // 64-byte entries only (SQES)
+        }
+        if (view.cq_id == 0 || !completion_queue_exists(view.cq_id)) {
+            return error(spec::command_specific_status::completion_queue_invalid);
+        }
+        std::optional<queue_memory> memory;
+        if (const auto status =
+                make_queue_memory(sqe, view.physically_contiguous, view.queue_size, 64, memory);
+            !status.is_success()) {
+            return status;
+        }
+        submission_queues_[view.queue_id] = std::make_unique<detail::submission_queue<command>>(
+            view.queue_id, view.cq_id, view.queue_size, limits.commands_per_queue, std::move(*memory));
+        // an SQ follows its CQ
+        const std::uint16_t group = cq_group_[view.cq_id].load(std::memory_order_relaxed);
+        sq_group_[view.queue_id].store(group, std::memory_order_relaxed);
+        insert_queue(groups_[group]->submission_queues, view.queue_id);
+        publish_doorbell_entries(view.queue_id, false, view.queue_size);
+        ++completion_queues_[view.cq_id]->bound_submission_queues;
+        io_queue_created_ = true;
+        write_new_queue_event_index(view.queue_id, false);
+        return spec::status::success();
+    }
+
+    /// Delete I/O Submission Queue, Base 2.0 5.7. Completions still waiting for CQ space are
+    /// dropped, as the host asked to delete the queue they belong to; commands still in a backend
+    /// end without a completion when the backend is done with them.
+    /// The command completes once every command of the queue is aborted: at once, or when the
+    /// backend returns the last of them (until then their data may still move, and the host
+    /// reuses their buffers as soon as the deletion completes).
+    command_result delete_io_sq(command& cmd)
+    {
+        const auto view = spec::delete_io_sq_view::decode(cmd.sqe);
+        if (view.queue_id == 0 || !submission_queue_exists(view.queue_id)) {
+            return command_result::failure(error(spec::command_specific_status::invalid_queue_identifier));
+        }
+        auto& sq = *submission_queues_[view.queue_id];
+        auto& cq = *completion_queues_[sq.ring.cqid()];
+        cq.held.remove_and_dispose_if([&](const command& cmd) { return cmd.sq == &sq; },
+                                      [](command* cmd) { drop_completion(*cmd); });
+        --cq.bound_submission_queues;
+        publish_doorbell_entries(view.queue_id, false, 0);
+        // A tail written before the deletion and not yet taken by a concurrent group dies with the
+        // queue (it would otherwise reach a queue created later with this QID).
+        group_of(sq).doorbells.forget(view.queue_id, false);
+        erase_queue(group_of(sq).submission_queues, view.queue_id);
+        if (auto* retired = retire_submission_queue(view.queue_id)) {
+            retired->deleting = &cmd;
+            return command_result::pending();
+        }
+        return command_result::success();
+    }
+
+    /// Delete I/O Completion Queue, Base 2.0 5.6.
+    spec::status delete_io_cq(const spec::submission_queue_entry& sqe)
+    {
+        const auto view = spec::delete_io_cq_view::decode(sqe);
+        if (view.queue_id == 0 || !completion_queue_exists(view.queue_id)) {
+            return error(spec::command_specific_status::invalid_queue_identifier);
+        }
+        if (completion_queues_[view.queue_id]->bound_submission_queues != 0) {
+            return error(spec::command_specific_status::invalid_queue_deletion);
+        }
+        publish_doorbell_entries(view.queue_id, true, 0);
+        cq_owner(view.queue_id).doorbells.forget(view.queue_id, true); // as for an SQ (delete_io_sq)
+        erase_queue(cq_owner(view.queue_id).completion_queues, view.queue_id);
+        completion_queues_[view.queue_id].reset();
+        return spec::status::success();
+    }
+
+    // ---- controller features (command_sets/features.hpp decides Set/Get Features) -------------
+
+    /// The feature table (feature_table.hpp).
+    [[nodiscard]] feature_table& features() noexcept { return features_; }
+    /// An I/O queue was created since the last Controller Reset (Number of Queues is then fixed).
+    [[nodiscard]] bool io_queue_created() const noexcept { return io_queue_created_; }
+    /// The I/O queues Set Features Number of Queues granted since the last Controller Reset.
+    [[nodiscard]] std::optional<spec::number_of_queues> granted_queues() const noexcept
+    {
+        return granted_queues_;
+    }
+    void grant_queues(spec::number_of_queues granted) noexcept { granted_queues_ = granted; }
+    /// I/O queue pairs this controller offers at most (controller_config::io_queues).
+    [[nodiscard]] std::uint16_t max_io_queues() const noexcept { return config_.io_queues; }
+    /// The admin context's interrupt coalescing; every context's is configured alike.
+    [[nodiscard]] const interrupt_coalescer& admin_coalescer() const noexcept
+    {
+        return interrupts_state_.coalescer();
+    }
+
+    /// Doorbell Buffer Config (Base 2.0 5.8): PRP1 the shadow doorbell buffer, PRP2 the EventIdx
+    /// buffer, each one memory page.
+    spec::status doorbell_buffer_config(const spec::submission_queue_entry& sqe)
+    {
+        const auto view = spec::doorbell_buffer_config_view::decode(sqe);
+        const std::uint64_t page_mask = memory_page_size() - 1U;
+        if (sqe.pointer_type() != spec::data_pointer_type::prp ||
+            (view.shadow_doorbell_address & page_mask) != 0 || (view.eventidx_address & page_mask) != 0) {
+            return error(spec::generic_status::invalid_field);
+        }
+        shadow_doorbells_.configure(view.shadow_doorbell_address, view.eventidx_address,
+                                    registers_.doorbell_stride_bytes());
+        return spec::status::success();
+    }
+
 private:
+    [[nodiscard]] static spec::status dma_status(const command& cmd, spec::status status) noexcept
+    {
+        if (status.is_success()) {
+            return status;
+        }
+        if (status == spec::status{spec::generic_status::data_transfer_error}) {
+            ++cmd.group->dma_errors;
+            cmd.owner->trace_command(trace_event::err_dma, cmd, 0, status.with_dnr());
+        }
+        return status.with_dnr();
+    }
+
+    // ---- staging buffers --------------------------------------------------------------------
+
     void release_staging(command& cmd) noexcept
     {
         if (cmd.staging != nullptr) {
@@ -2068,28 +2399,6 @@ private:
 
     // ---- backend requests -------------------------------------------------------------------
 
-public:
-    /// Submits `cmd.block[0..count)`; the continuation runs when all have completed.
-    void submit_blocks(command& cmd, std::uint8_t count)
-    {
-        NVMEKIT_ASSERT(cmd.ns != nullptr && count >= 1 && count <= cmd.block.size(), "bad block submission");
-        cmd.blocks_pending = count;
-        cmd.block_result = block_status::success;
-        cmd.group->io_outstanding += count;
-        for (std::uint8_t i = 0; i < count; ++i) {
-            cmd.block[i].complete = &on_block_complete;
-            cmd.block[i].context = &cmd;
-            trace_command(trace_event::backend_submitted, cmd, cmd.block[i].offset);
-        }
-        auto* ns = cmd.ns;
-        // A backend may complete inline, and the last completion may finish the command: read
-        // nothing from `cmd` after the last submit.
-        for (std::uint8_t i = 0; i < count; ++i) {
-            ns->backend().submit(cmd.block[i]);
-        }
-    }
-
-private:
     static void on_block_complete(block_request& request, block_status status)
     {
         auto& cmd = *static_cast<command*>(request.context);
@@ -2291,18 +2600,6 @@ private:
         cmd.sq->pool.release(cmd.sq->pool.at(cmd.request_index));
     }
 
-public:
-    /// Ends a command without a completion now: after a reset or the deletion of its queue, or an
-    /// Asynchronous Event Request (whose completion is built from the command identifier when an
-    /// event arrives).
-    static void release_without_completion(const command& cmd) noexcept
-    {
-        auto& request = cmd.sq->pool.at(cmd.request_index);
-        cmd.sq->pool.mark_completed(request);
-        cmd.sq->pool.release(request);
-    }
-
-private:
     void report_async_events()
     {
         if (!completion_queue_exists(0)) {
@@ -2381,18 +2678,6 @@ private:
         });
     }
 
-public:
-    /// The coalescers of every context, configured alike (Set Features 08h and 09h, resets).
-    template <typename F>
-    void for_each_coalescer(F&& f)
-    {
-        f(interrupts_state_.coalescer());
-        for (auto& group : groups_) {
-            f(group->interrupts.coalescer());
-        }
-    }
-
-private:
     [[nodiscard]] static bool cq_wants_intx(const detail::completion_queue<command>& cq) noexcept
     {
         return cq.ring.interrupts_enabled() && cq.ring.outstanding() != 0;
@@ -2444,30 +2729,6 @@ private:
 
     // ---- namespaces, logs, features and events ---------------------------------------------------
 
-public:
-    /// Identify Namespace as this controller reports it: the namespace's data with the copy
-    /// limits of this controller.
-    [[nodiscard]] spec::identify_namespace identify_namespace_data(const namespace_type& ns) const
-    {
-        auto data = ns.identify();
-        using io_set = nvm_command_set<controller>;
-        const auto blocks = io_set::max_copy_blocks(ns.block_bytes() + ns.metadata_bytes());
-        data.mssrl = static_cast<std::uint16_t>(std::min<std::uint32_t>(blocks, 0xffffU));
-        data.mcl = blocks;
-        data.msrc = static_cast<std::uint8_t>(io_set::max_copy_ranges - 1U);
-        return data;
-    }
-
-    /// I/O Command Set specific Identify Controller for the NVM command set (CNS 06h): no limits
-    /// beyond the command fields themselves.
-    [[nodiscard]] static spec::nvm_identify_controller nvm_identify_controller_data() noexcept
-    {
-        spec::nvm_identify_controller data{};
-        data.dmrl = static_cast<std::uint8_t>(nvm_command_set<controller>::max_dsm_ranges - 1U);
-        return data;
-    }
-
-private:
     /// A namespace was attached to or detached from this controller: the Changed Namespace List
     /// log records it and, when the host enabled the notice, an event reports it.
     void on_namespace_changed(std::uint32_t nsid)
@@ -2487,11 +2748,6 @@ private:
         }
     }
 
-public:
-    /// The host read the log page of an event type without RAE: that type is reported again.
-    void acknowledge_event_type(spec::async_event_type type) noexcept { logs_.acknowledge_event_type(type); }
-
-private:
     /// Records a failed command in the Error Information log.
     void on_command_error(const command& cmd, spec::status status)
     {
@@ -2553,21 +2809,6 @@ private:
         return trace_event::command_failed;
     }
 
-public:
-    /// Traces `event` with the fields of `cmd`.
-    void trace_command(trace_event event, const command& cmd, std::uint64_t value = 0,
-                       spec::status status = spec::status::success()) noexcept
-    {
-        tracer_.trace(trace_record{.event = event,
-                                   .opcode = cmd.sqe.opcode(),
-                                   .qid = cmd.sq->ring.qid(),
-                                   .cid = cmd.sqe.command_id(),
-                                   .status = status,
-                                   .nsid = cmd.sqe.nsid,
-                                   .value = value});
-    }
-
-private:
     void trace_doorbell_error(trace_event event, std::uint16_t qid, std::uint32_t value) noexcept
     {
         tracer_.trace(trace_record{.event = event, .qid = qid, .value = value});
@@ -2604,90 +2845,12 @@ private:
 
     void record_error(const error_record& record) { logs_.record_error(record); }
 
-public:
-    /// A read of an uncorrectable or failing block: counted as a media error, at `lba`.
-    void record_media_error(command& cmd, std::uint64_t lba) noexcept
-    {
-        ++cmd.group->media_errors;
-        cmd.error_lba = lba;
-    }
-
-    /// The status of a failed backend request, counting media errors.
-    [[nodiscard]] spec::status backend_failure(command& cmd, block_status status) noexcept
-    {
-        if (status == block_status::unrecovered_read_error || status == block_status::write_fault) {
-            ++cmd.group->media_errors;
-            // The first block in error when the backend says which (Base 2.0 5.16.1.2: the LBA
-            // field holds the first LBA that experienced the error), else the first of the
-            // command's data request.
-            const block_request& data = cmd.block[0];
-            const std::uint64_t at =
-                data.error_offset != block_request::unknown_offset ? data.error_offset : data.offset;
-            cmd.error_lba = cmd.ns != nullptr ? at / cmd.ns->data_transfer_bytes(1) : 0;
-        }
-        return block_error(status);
-    }
-
-    void count_read(const command& cmd, std::uint64_t bytes) noexcept
-    {
-        auto& group = *cmd.group;
-        ++group.read_commands;
-        group.read_512_units += units_512(bytes);
-        group.statistics.add_bytes(bytes);
-    }
-
-    void count_write(const command& cmd, std::uint64_t bytes) noexcept
-    {
-        auto& group = *cmd.group;
-        ++group.write_commands;
-        group.written_512_units += units_512(bytes);
-        group.statistics.add_bytes(bytes);
-    }
-
-private:
     /// The context that runs an SQ: its CQ's.
     [[nodiscard]] group_type& group_of(const detail::submission_queue<command>& sq) noexcept
     {
         return cq_owner(sq.ring.cqid());
     }
 
-public:
-    /// SMART / Health Information (Base 2.0 5.16.1.3), controller-wide.
-    [[nodiscard]] spec::smart_health_log smart_health_data() const
-    {
-        health_log health = logs_.health(); // plus what the contexts counted
-        auto& counters = health.counters();
-        const auto add = [&](const group_type& group) {
-            counters.host_read_commands += group.read_commands.load();
-            counters.read_512_units += group.read_512_units.load();
-            counters.host_write_commands += group.write_commands.load();
-            counters.written_512_units += group.written_512_units.load();
-            counters.media_errors += group.media_errors.load();
-        };
-        add(admin_group_);
-        for (const auto& group : groups_) {
-            add(*group);
-        }
-        return health.build(clock_.now() - powered_on_at_, features_.over_temperature_threshold(0),
-                            features_.under_temperature_threshold(0));
-    }
-
-    /// Posts the SMART temperature event when the composite temperature crosses a threshold
-    /// (once per crossing) and the host enabled that critical warning (Base 2.0 5.27.1.4).
-    void check_temperature()
-    {
-        const auto event = logs_.health().evaluate_temperature(features_.over_temperature_threshold(0),
-                                                               features_.under_temperature_threshold(0));
-        const auto enabled = features_.async_event_configuration().get(
-            spec::async_event_configuration::smart_critical_warnings);
-        if (event && (enabled & 0x02U) != 0) { // bit 1: temperature
-            logs_.events().post(spec::async_event_completion{spec::async_event_type::smart_health,
-                                                             static_cast<std::uint8_t>(*event),
-                                                             spec::log_page_id::smart_health});
-        }
-    }
-
-private:
     /// Keep Alive (Base 2.0 3.9): when KATO is set and no Keep Alive arrives in time the controller
     /// records the error and fails (CSTS.CFS) until the host resets it.
     void check_keep_alive()
@@ -2706,36 +2869,6 @@ private:
         }
     }
 
-public:
-    /// Telemetry Host-Initiated Create: a snapshot of the controller's counters.
-    void capture_telemetry()
-    {
-        const auto data = smart_health_data();
-        logs_.telemetry().capture(std::as_bytes(std::span{&data, 1}));
-    }
-
-    /// Firmware Commit (Base 2.0 5.12) on the emulated slots; the new revision becomes active at
-    /// the reset the commit action asks for.
-    command_result firmware_commit(const spec::firmware_commit_view& view)
-    {
-        const auto outcome = logs_.firmware().commit(view);
-        if (outcome.status.is_success()) {
-            return command_result::success();
-        }
-        // The "activation requires a reset" statuses report a commit that was done: hosts (nvme-cli)
-        // match them without DNR. Every other status refuses the command: DNR.
-        using spec::command_specific_status;
-        const bool committed =
-            outcome.status ==
-                spec::status{command_specific_status::firmware_activation_requires_conventional_reset} ||
-            outcome.status ==
-                spec::status{command_specific_status::firmware_activation_requires_subsystem_reset} ||
-            outcome.status ==
-                spec::status{command_specific_status::firmware_activation_requires_controller_reset};
-        return command_result::failure(committed ? outcome.status : outcome.status.with_dnr());
-    }
-
-private:
     // ---- admin commands of the controller core ---------------------------------------------------
 
     [[nodiscard]] static spec::status error(auto code) noexcept { return spec::status{code}.with_dnr(); }
@@ -2783,82 +2916,6 @@ private:
         return spec::status::success();
     }
 
-public:
-    /// Create I/O Completion Queue, Base 2.0 5.4.
-    spec::status create_io_cq(const spec::submission_queue_entry& sqe)
-    {
-        const auto view = spec::create_io_cq_view::decode(sqe);
-        if (view.queue_id == 0 || view.queue_id > allowed_completion_queues() ||
-            completion_queue_exists(view.queue_id)) {
-            return error(spec::command_specific_status::invalid_queue_identifier);
-        }
-        if (view.queue_size < 2 || view.queue_size > registers_.cap().max_queue_entries()) {
-            return error(spec::command_specific_status::invalid_queue_size);
-        }
-        if (registers_.cc().get(spec::cc_register::iocqes) != 4) {
-            // The entries would not be the 16 bytes this controller posts (Identify CQES); the
-            // Base specification names no status of its own for this.
-            return error(spec::command_specific_status::invalid_queue_size);
-        }
-        if (view.interrupt_vector >= limits.msix_vectors) {
-            return error(spec::command_specific_status::invalid_interrupt_vector);
-        }
-        std::optional<queue_memory> memory;
-        if (const auto status =
-                make_queue_memory(sqe, view.physically_contiguous, view.queue_size, 16, memory);
-            !status.is_success()) {
-            return status;
-        }
-        completion_queues_[view.queue_id] = std::make_unique<detail::completion_queue<command>>(
-            view.queue_id, view.queue_size, std::move(*memory), view.interrupt_vector,
-            view.interrupts_enabled);
-        const std::uint16_t group =
-            place_completion_queue(view.queue_id, view.interrupt_vector, view.interrupts_enabled);
-        cq_group_[view.queue_id].store(group, std::memory_order_relaxed);
-        insert_queue(groups_[group]->completion_queues, view.queue_id);
-        publish_doorbell_entries(view.queue_id, true, view.queue_size);
-        io_queue_created_ = true;
-        write_new_queue_event_index(view.queue_id, true);
-        return spec::status::success();
-    }
-
-    /// Create I/O Submission Queue, Base 2.0 5.5.
-    spec::status create_io_sq(const spec::submission_queue_entry& sqe)
-    {
-        const auto view = spec::create_io_sq_view::decode(sqe);
-        if (view.queue_id == 0 || view.queue_id > allowed_submission_queues() ||
-            submission_queue_exists(view.queue_id)) {
-            return error(spec::command_specific_status::invalid_queue_identifier);
-        }
-        if (view.queue_size < 2 || view.queue_size > registers_.cap().max_queue_entries()) {
-            return error(spec::command_specific_status::invalid_queue_size);
-        }
-        if (registers_.cc().get(spec::cc_register::iosqes) != 6) {
-            return error(spec::command_specific_status::invalid_queue_size); // 64-byte entries only (SQES)
-        }
-        if (view.cq_id == 0 || !completion_queue_exists(view.cq_id)) {
-            return error(spec::command_specific_status::completion_queue_invalid);
-        }
-        std::optional<queue_memory> memory;
-        if (const auto status =
-                make_queue_memory(sqe, view.physically_contiguous, view.queue_size, 64, memory);
-            !status.is_success()) {
-            return status;
-        }
-        submission_queues_[view.queue_id] = std::make_unique<detail::submission_queue<command>>(
-            view.queue_id, view.cq_id, view.queue_size, limits.commands_per_queue, std::move(*memory));
-        // an SQ follows its CQ
-        const std::uint16_t group = cq_group_[view.cq_id].load(std::memory_order_relaxed);
-        sq_group_[view.queue_id].store(group, std::memory_order_relaxed);
-        insert_queue(groups_[group]->submission_queues, view.queue_id);
-        publish_doorbell_entries(view.queue_id, false, view.queue_size);
-        ++completion_queues_[view.cq_id]->bound_submission_queues;
-        io_queue_created_ = true;
-        write_new_queue_event_index(view.queue_id, false);
-        return spec::status::success();
-    }
-
-private:
     /// A new queue's EventIdx is 0, its tail or head, before the host learns of the queue: whatever
     /// an earlier queue left in the slot, the host's first doorbell then goes to the register,
     /// which arms the shadow slot (read_shadow_doorbells).
@@ -2869,89 +2926,6 @@ private:
         }
     }
 
-public:
-    /// Delete I/O Submission Queue, Base 2.0 5.7. Completions still waiting for CQ space are
-    /// dropped, as the host asked to delete the queue they belong to; commands still in a backend
-    /// end without a completion when the backend is done with them.
-    /// The command completes once every command of the queue is aborted: at once, or when the
-    /// backend returns the last of them (until then their data may still move, and the host
-    /// reuses their buffers as soon as the deletion completes).
-    command_result delete_io_sq(command& cmd)
-    {
-        const auto view = spec::delete_io_sq_view::decode(cmd.sqe);
-        if (view.queue_id == 0 || !submission_queue_exists(view.queue_id)) {
-            return command_result::failure(error(spec::command_specific_status::invalid_queue_identifier));
-        }
-        auto& sq = *submission_queues_[view.queue_id];
-        auto& cq = *completion_queues_[sq.ring.cqid()];
-        cq.held.remove_and_dispose_if([&](const command& cmd) { return cmd.sq == &sq; },
-                                      [](command* cmd) { drop_completion(*cmd); });
-        --cq.bound_submission_queues;
-        publish_doorbell_entries(view.queue_id, false, 0);
-        // A tail written before the deletion and not yet taken by a concurrent group dies with the
-        // queue (it would otherwise reach a queue created later with this QID).
-        group_of(sq).doorbells.forget(view.queue_id, false);
-        erase_queue(group_of(sq).submission_queues, view.queue_id);
-        if (auto* retired = retire_submission_queue(view.queue_id)) {
-            retired->deleting = &cmd;
-            return command_result::pending();
-        }
-        return command_result::success();
-    }
-
-    /// Delete I/O Completion Queue, Base 2.0 5.6.
-    spec::status delete_io_cq(const spec::submission_queue_entry& sqe)
-    {
-        const auto view = spec::delete_io_cq_view::decode(sqe);
-        if (view.queue_id == 0 || !completion_queue_exists(view.queue_id)) {
-            return error(spec::command_specific_status::invalid_queue_identifier);
-        }
-        if (completion_queues_[view.queue_id]->bound_submission_queues != 0) {
-            return error(spec::command_specific_status::invalid_queue_deletion);
-        }
-        publish_doorbell_entries(view.queue_id, true, 0);
-        cq_owner(view.queue_id).doorbells.forget(view.queue_id, true); // as for an SQ (delete_io_sq)
-        erase_queue(cq_owner(view.queue_id).completion_queues, view.queue_id);
-        completion_queues_[view.queue_id].reset();
-        return spec::status::success();
-    }
-
-    // ---- controller features (command_sets/features.hpp decides Set/Get Features) -------------
-
-    /// The feature table (feature_table.hpp).
-    [[nodiscard]] feature_table& features() noexcept { return features_; }
-    /// An I/O queue was created since the last Controller Reset (Number of Queues is then fixed).
-    [[nodiscard]] bool io_queue_created() const noexcept { return io_queue_created_; }
-    /// The I/O queues Set Features Number of Queues granted since the last Controller Reset.
-    [[nodiscard]] std::optional<spec::number_of_queues> granted_queues() const noexcept
-    {
-        return granted_queues_;
-    }
-    void grant_queues(spec::number_of_queues granted) noexcept { granted_queues_ = granted; }
-    /// I/O queue pairs this controller offers at most (controller_config::io_queues).
-    [[nodiscard]] std::uint16_t max_io_queues() const noexcept { return config_.io_queues; }
-    /// The admin context's interrupt coalescing; every context's is configured alike.
-    [[nodiscard]] const interrupt_coalescer& admin_coalescer() const noexcept
-    {
-        return interrupts_state_.coalescer();
-    }
-
-    /// Doorbell Buffer Config (Base 2.0 5.8): PRP1 the shadow doorbell buffer, PRP2 the EventIdx
-    /// buffer, each one memory page.
-    spec::status doorbell_buffer_config(const spec::submission_queue_entry& sqe)
-    {
-        const auto view = spec::doorbell_buffer_config_view::decode(sqe);
-        const std::uint64_t page_mask = memory_page_size() - 1U;
-        if (sqe.pointer_type() != spec::data_pointer_type::prp ||
-            (view.shadow_doorbell_address & page_mask) != 0 || (view.eventidx_address & page_mask) != 0) {
-            return error(spec::generic_status::invalid_field);
-        }
-        shadow_doorbells_.configure(view.shadow_doorbell_address, view.eventidx_address,
-                                    registers_.doorbell_stride_bytes());
-        return spec::status::success();
-    }
-
-private:
     dma_guard<dma_type> dma_; ///< the embedder's provider, refusing the controller's own BAR0
     clock_type& clock_;
     controller_config config_;
