@@ -142,6 +142,8 @@ struct connection_params {
         max_in_capsule_data = admin ? admin_in_capsule_data_size : limits.io_in_capsule_data;
         sq_flow_control_disabled = disable_sq_flow_control;
     }
+
+    friend constexpr bool operator==(const connection_params&, const connection_params&) noexcept = default;
 };
 
 /// Offsets in ICReq of the fields negotiate() checks (FEI values).
