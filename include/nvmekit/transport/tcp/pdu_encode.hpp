@@ -244,7 +244,7 @@ struct c2h_data_fields {
 
 namespace detail {
 inline spec::c2h_data_pdu c2h_header(const c2h_data_fields& fields, std::uint32_t data_length,
-                                     const connection_params& params) noexcept
+                                     [[maybe_unused]] const connection_params& params) noexcept
 {
     NVMEKIT_ASSERT(data_length != 0, "tcp::encode_c2h_data: a C2HData carries data");
     NVMEKIT_ASSERT(!fields.success || (fields.last && may_skip_capsule_resp(params)),
