@@ -120,7 +120,9 @@ public:
             return {0, stream_event::need_more};
         }
         if (state_ == stream_state::awaiting_icresp) {
-            // The host sends nothing after ICReq until it has ICResp.
+            // The host sends nothing after ICReq until it has ICResp. No header of the PDU in
+            // error has been read: the termination request carries none.
+            header_size_ = 0;
             return {0, fail_at_header(fatal(spec::fatal_error_status::pdu_sequence_error))};
         }
         std::size_t at = 0;

@@ -324,6 +324,7 @@ TEST(tcp_pdu_stream, only_icreq_before_icresp)
     EXPECT_EQ(step, (tcp::feed_result{0, tcp::stream_event::fatal}));
     EXPECT_EQ(stream.error(), tcp::fatal(fes::pdu_sequence_error));
     EXPECT_EQ(stream.state(), tcp::stream_state::failed);
+    EXPECT_TRUE(stream.header_bytes().empty()); // the ICReq was not in error
     // Nothing more is taken.
     EXPECT_EQ(stream.feed(icreq), (tcp::feed_result{0, tcp::stream_event::fatal}));
 }
