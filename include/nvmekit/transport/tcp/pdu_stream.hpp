@@ -23,7 +23,9 @@
 ///
 /// Connection state: before ICReq only ICReq (or H2CTermReq) is accepted; after it, nothing is
 /// until the caller has sent ICResp and called establish(); then CapsuleCmd, H2CData and
-/// H2CTermReq. Every header field is checked; errors are:
+/// H2CTermReq. Every field that frames a PDU is checked (reserved fields are ignored, the SQE is
+/// the command layer's, ICReq's own fields are negotiate()'s, and an H2CData's CCCID, TTAG and
+/// DATAO are checked against its R2T by check_h2c_data()); errors are:
 /// - Invalid PDU Header Field, FEI = the offset of the field: a PDU-type the controller never
 ///   receives (0), FLAGS with a digest flag that differs from what was negotiated or a flag
 ///   this PDU does not define (1), HLEN other than the type's (2), PDO before the end of the
