@@ -94,6 +94,49 @@ write_seed("fuzz_controller", base + store(DATA, struct.pack("<IIQ", 0, 8, 0))
 # Shutdown.
 write_seed("fuzz_controller", base + bar_write(2, 0x14, 1 | (6 << 16) | (4 << 20) | (1 << 14)) + POLL)
 
+# ---- fuzz_tcp_pdu_stream -----------------------------------------------------------------------
+# Three bytes of target limits and read splitting, then a host's NVMe/TCP byte stream.
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFF
+
+
+def tcp_pdu(pdu_type, flags, specific, data=b"", hdgst=False, ddgst=False, cpda=0):
+    hlen = 8 + len(specific)
+    header_end = hlen + (4 if hdgst else 0)
+    alignment = (cpda + 1) * 4
+    pdo = (header_end + alignment - 1) // alignment * alignment if data else 0
+    flags |= (1 if hdgst else 0) | (2 if ddgst and data else 0)
+    plen = (pdo + len(data) + (4 if ddgst else 0)) if data else header_end
+    header = struct.pack("<BBBBI", pdu_type, flags, hlen, pdo, plen) + specific
+    pdu = header + (struct.pack("<I", crc32c(header)) if hdgst else b"")
+    if data:
+        pdu += bytes(pdo - len(pdu)) + data + (struct.pack("<I", crc32c(data)) if ddgst else b"")
+    return pdu
+
+
+def tcp_exchange(hdgst, ddgst, cpda=0):
+    icreq = tcp_pdu(0x00, 0, struct.pack("<HBBI", 0, 0, (1 if hdgst else 0) | (2 if ddgst else 0), 0) + bytes(112))
+    write = sqe(0x01, 1, nsid=1, cdw12=0)
+    connect = struct.pack("<BBHB", 0x7F, 0x40, 1, 0x01) + bytes(59)
+    payload = bytes(range(256)) * 4
+    return (icreq + tcp_pdu(0x04, 0, connect, payload, hdgst, ddgst, cpda)
+            + tcp_pdu(0x04, 0, write, payload[:512], hdgst, ddgst, cpda)
+            + tcp_pdu(0x04, 0, write, b"", hdgst, ddgst, cpda)
+            + tcp_pdu(0x06, 0, struct.pack("<HHII", 1, 3, 0, 1000) + bytes(4), payload[:1000], hdgst, ddgst, cpda)
+            + tcp_pdu(0x06, 4, struct.pack("<HHII", 1, 3, 1000, 24) + bytes(4), payload[:24], hdgst, ddgst, cpda))
+
+
+write_seed("fuzz_tcp_pdu_stream", bytes([0x03, 0x05, 0x11]) + tcp_exchange(False, False))
+write_seed("fuzz_tcp_pdu_stream", bytes([0x03, 0x25, 0x42]) + tcp_exchange(True, True))
+write_seed("fuzz_tcp_pdu_stream", bytes([0x7F, 0x0F, 0x07]) + tcp_exchange(True, False, cpda=31))
+write_seed("fuzz_tcp_pdu_stream", bytes([0x03, 0x00, 0x99]) + tcp_exchange(False, True)
+           + tcp_pdu(0x02, 0, struct.pack("<HI", 1, 2) + bytes(10), bytes(72)))
+
 # ---- fuzz_vfio_user_protocol -------------------------------------------------------------------
 json = b'{"capabilities":{"max_msg_fds":16,"max_data_xfer_size":1048576,"pgsizes":4096,"max_dma_maps":65535}}\0'
 write_seed("fuzz_vfio_user_protocol", bytes([0]) + struct.pack("<HH", 0, 0) + json)
