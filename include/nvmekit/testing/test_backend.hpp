@@ -63,6 +63,7 @@
 #include <nvmekit/block_backend.hpp>
 #include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/due_queue.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
@@ -117,6 +118,7 @@ public:
         , options_{options}
         , storage_{capacity_bytes, ram_backend_options{.chunk_size = options.chunk_size}}
         , generator_{options.seed}
+        , waiting_{max_outstanding}
     {
         if (max_outstanding == 0) {
             throw std::invalid_argument("test_backend: max_outstanding must be at least 1");
@@ -125,7 +127,6 @@ public:
             options.jitter < std::chrono::nanoseconds::zero()) {
             throw std::invalid_argument("test_backend: delays cannot be negative");
         }
-        slots_.resize(max_outstanding);
     }
 
     test_backend(const test_backend&) = delete;
@@ -139,9 +140,8 @@ public:
         , storage_{std::move(other.storage_)}
         , generator_{other.generator_}
         , delay_function_{std::move(other.delay_function_)}
-        , slots_{std::move(other.slots_)}
+        , waiting_{std::move(other.waiting_)}
         , outstanding_{other.outstanding_.load(std::memory_order_relaxed)}
-        , next_sequence_{other.next_sequence_}
         , submitted_{other.submitted_.load(std::memory_order_relaxed)}
         , overflows_{other.overflows_.load(std::memory_order_relaxed)}
         , nth_rules_{std::move(other.nth_rules_)}
@@ -159,9 +159,8 @@ public:
             storage_ = std::move(other.storage_);
             generator_ = other.generator_;
             delay_function_ = std::move(other.delay_function_);
-            slots_ = std::move(other.slots_);
+            waiting_ = std::move(other.waiting_);
             outstanding_.store(other.outstanding_.load(std::memory_order_relaxed), std::memory_order_relaxed);
-            next_sequence_ = other.next_sequence_;
             submitted_.store(other.submitted_.load(std::memory_order_relaxed), std::memory_order_relaxed);
             overflows_.store(other.overflows_.load(std::memory_order_relaxed), std::memory_order_relaxed);
             nth_rules_ = std::move(other.nth_rules_);
@@ -194,11 +193,8 @@ public:
                 injected = rule->status;
                 nth_rules_.erase(rule);
             }
-            const auto free_slot = std::find_if(slots_.begin(), slots_.end(), [](const slot& candidate) {
-                return candidate.request == nullptr;
-            });
-            if (free_slot != slots_.end()) {
-                *free_slot = slot{&request, due_time(request), next_sequence_++, injected};
+            if (!waiting_.full()) {
+                waiting_.push(waiting_request{&request, injected}, due_time(request));
                 outstanding_.fetch_add(1, std::memory_order_relaxed);
                 return;
             }
@@ -211,37 +207,16 @@ public:
     /// this header); returns how many. Calls each `complete` without holding the mutex.
     std::size_t poll()
     {
-        const std::chrono::nanoseconds now = clock_->now();
-        std::uint64_t submitted_before = 0;
-        {
-            const std::lock_guard lock{mutex_};
-            submitted_before = next_sequence_;
-        }
-        std::size_t completed = 0;
-        for (;;) {
-            block_request* request = nullptr;
-            block_status status = block_status::internal_error;
-            {
-                const std::lock_guard lock{mutex_};
-                slot* next = nullptr;
-                for (slot& candidate : slots_) {
-                    if (candidate.request != nullptr && candidate.sequence < submitted_before &&
-                        candidate.due <= now &&
-                        (next == nullptr || candidate.due < next->due ||
-                         (candidate.due == next->due && candidate.sequence < next->sequence))) {
-                        next = &candidate;
-                    }
-                }
-                if (next == nullptr) {
-                    return completed;
-                }
-                request = std::exchange(next->request, nullptr);
-                status = next->injected ? *next->injected : execute(*request);
+        return nvmekit::detail::complete_due(
+            mutex_, waiting_, clock_->now(),
+            [this](waiting_request& next) {
+                const block_status status = next.injected ? *next.injected : execute(*next.request);
                 outstanding_.fetch_sub(1, std::memory_order_relaxed);
-            }
-            ++completed;
-            nvmekit::detail::complete_request(*request, status);
-        }
+                return std::pair{next.request, status};
+            },
+            [](const std::pair<block_request*, block_status>& done) {
+                nvmekit::detail::complete_request(*done.first, done.second);
+            });
     }
 
     /// options.volatile_cache.
@@ -351,10 +326,8 @@ public:
     [[nodiscard]] ram_backend& storage() noexcept { return storage_; }
 
 private:
-    struct slot {
+    struct waiting_request {
         block_request* request = nullptr;
-        std::chrono::nanoseconds due{};
-        std::uint64_t sequence = 0;
         std::optional<block_status> injected{};
     };
 
@@ -452,9 +425,8 @@ private:
     ram_backend storage_;
     std::mt19937_64 generator_;
     delay_function delay_function_{};
-    std::vector<slot> slots_;
+    nvmekit::detail::due_queue<waiting_request> waiting_;
     std::atomic<std::size_t> outstanding_{0};
-    std::uint64_t next_sequence_ = 0;
     std::atomic<std::uint64_t> submitted_{0};
     std::atomic<std::uint64_t> overflows_{0};
     std::vector<nth_rule> nth_rules_;
