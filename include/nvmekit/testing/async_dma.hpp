@@ -73,6 +73,7 @@
 #include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/dma.hpp>
+#include <nvmekit/due_queue.hpp>
 #include <nvmekit/error.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
 
@@ -106,7 +107,7 @@ public:
     /// std::invalid_argument when `max_outstanding` is 0, a delay is negative or min_delay is
     /// greater than max_delay.
     async_dma(Dma& inner, const ClockType& clock, std::size_t max_outstanding, async_dma_options options = {})
-        : inner_{&inner}, clock_{&clock}, options_{options}, delays_{options.seed}
+        : inner_{&inner}, clock_{&clock}, options_{options}, delays_{options.seed}, waiting_{max_outstanding}
     {
         if (max_outstanding == 0) {
             throw std::invalid_argument("async_dma: max_outstanding must be at least 1");
@@ -118,7 +119,6 @@ public:
         if (options.min_delay > options.max_delay) {
             throw std::invalid_argument("async_dma: min_delay is greater than max_delay");
         }
-        slots_.resize(max_outstanding);
     }
 
     async_dma(const async_dma&) = delete;
@@ -137,12 +137,10 @@ public:
             const std::lock_guard lock{mutex_};
             ++counts_.submitted;
             const bool injected = inject(request);
-            for (slot& candidate : slots_) {
-                if (candidate.request == nullptr) {
-                    candidate = slot{&request, due_time(now), next_sequence_++, injected};
-                    ++counts_.outstanding;
-                    return;
-                }
+            if (!waiting_.full()) {
+                waiting_.push(waiting_request{&request, injected}, due_time(now));
+                ++counts_.outstanding;
+                return;
             }
             ++counts_.overflows;
             ++counts_.completed;
@@ -156,42 +154,21 @@ public:
     /// how many. Calls each `complete` without holding the mutex. Any thread.
     std::size_t poll()
     {
-        const std::chrono::nanoseconds now = clock_->now();
-        std::uint64_t submitted_before = 0;
-        {
-            const std::lock_guard lock{mutex_};
-            submitted_before = next_sequence_;
-        }
-        std::size_t completed = 0;
-        for (;;) {
-            dma_request* request = nullptr;
-            std::error_code result;
-            {
-                const std::lock_guard lock{mutex_};
-                slot* next = nullptr;
-                for (slot& candidate : slots_) {
-                    if (candidate.request != nullptr && candidate.sequence < submitted_before &&
-                        candidate.due <= now &&
-                        (next == nullptr || candidate.due < next->due ||
-                         (candidate.due == next->due && candidate.sequence < next->sequence))) {
-                        next = &candidate;
-                    }
-                }
-                if (next == nullptr) {
-                    return completed;
-                }
-                request = std::exchange(next->request, nullptr);
-                result = next->injected ? make_error_code(errc::dma_fault)
-                                        : execute_dma_request(*inner_, *request);
+        return nvmekit::detail::complete_due(
+            mutex_, waiting_, clock_->now(),
+            [this](waiting_request& next) {
+                const std::error_code result = next.injected ? make_error_code(errc::dma_fault)
+                                                             : execute_dma_request(*inner_, *next.request);
                 --counts_.outstanding;
                 ++counts_.completed;
                 if (result) {
                     ++counts_.failed;
                 }
-            }
-            ++completed;
-            nvmekit::detail::complete_dma_request(*request, result);
-        }
+                return std::pair{next.request, result};
+            },
+            [](const std::pair<dma_request*, std::error_code>& done) {
+                nvmekit::detail::complete_dma_request(*done.first, done.second);
+            });
     }
 
     /// Requests submitted and not yet taken by poll() (one whose callback is running no longer
@@ -206,13 +183,7 @@ public:
     [[nodiscard]] std::optional<std::chrono::nanoseconds> next_due() const
     {
         const std::lock_guard lock{mutex_};
-        std::optional<std::chrono::nanoseconds> earliest;
-        for (const slot& candidate : slots_) {
-            if (candidate.request != nullptr && (!earliest || candidate.due < *earliest)) {
-                earliest = candidate.due;
-            }
-        }
-        return earliest;
+        return waiting_.next_due();
     }
 
     /// Fails the `n`-th request submitted from now (1 = the next), once. Rules add up. Throws
@@ -276,7 +247,7 @@ public:
     }
 
     /// The bound given at construction.
-    [[nodiscard]] std::size_t max_outstanding() const noexcept { return slots_.size(); }
+    [[nodiscard]] std::size_t max_outstanding() const noexcept { return waiting_.capacity(); }
 
     /// The wrapped provider. Calls through it bypass the mutex.
     [[nodiscard]] Dma& inner() const noexcept { return *inner_; }
@@ -284,10 +255,8 @@ public:
 private:
     static constexpr std::errc overflow_errc = std::errc::resource_unavailable_try_again;
 
-    struct slot {
+    struct waiting_request {
         dma_request* request = nullptr;
-        std::chrono::nanoseconds due{};
-        std::uint64_t sequence = 0;
         bool injected = false;
     };
 
@@ -350,8 +319,7 @@ private:
     async_dma_options options_;
     mutable std::mutex mutex_; ///< guards every member below, and serializes the calls into *inner_
     std::mt19937_64 delays_;
-    std::vector<slot> slots_;
-    std::uint64_t next_sequence_ = 0;
+    nvmekit::detail::due_queue<waiting_request> waiting_;
     async_dma_counts counts_{};
     std::vector<std::uint64_t> nth_rules_; ///< the values of counts_.submitted that fail
     std::vector<range_rule> range_rules_;
