@@ -40,7 +40,6 @@
 /// capacity_bytes() and has_volatile_cache() are the inner backend's; outstanding() counts the
 /// requests submitted and not yet completed by this backend.
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -54,51 +53,43 @@
 #include <nvmekit/block_backend.hpp>
 #include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/due_queue.hpp>
 #include <nvmekit/timing/timing_model.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 
 namespace detail {
 
-/// What a timed_backend keeps on the heap: its slots point at it, so moves keep them valid.
+/// What a timed_backend keeps on the heap: its waiting requests point at it, so moves keep them
+/// valid.
 template <typename Model>
 struct timed_backend_state {
-    enum class slot_state : std::uint8_t { free, in_inner, ready };
-
-    struct slot {
+    /// A request from submit() until poll() completes it. Its slot is reserved at submit() and
+    /// scheduled when the inner backend completes the copy.
+    struct waiting_request {
         timed_backend_state* owner = nullptr;
+        std::size_t slot = 0; ///< its slot in `waiting`
         block_request* outer = nullptr;
         block_request inner{}; ///< the copy the inner backend runs
-        std::chrono::nanoseconds due{};
-        std::uint64_t sequence = 0;
-        slot_state state = slot_state::free;
         block_status status = block_status::internal_error;
     };
 
     timed_backend_state(Model timing_model, std::size_t max_outstanding)
-        : model{std::move(timing_model)}
-        , slots{std::make_unique<slot[]>(max_outstanding)}
-        , slot_count{max_outstanding}
-    {
-        for (std::size_t index = 0; index < slot_count; ++index) {
-            slots[index].owner = this;
-        }
-    }
+        : model{std::move(timing_model)}, waiting{max_outstanding}
+    {}
 
     /// The inner backend's completion: the request is ready once its time comes.
     static void inner_complete(block_request& inner, block_status status) noexcept
     {
-        auto* const done = static_cast<slot*>(inner.context);
+        auto* const done = static_cast<waiting_request*>(inner.context);
         const std::lock_guard lock{done->owner->mutex};
         done->status = status;
-        done->state = slot_state::ready;
+        done->owner->waiting.schedule(done->slot);
     }
 
     std::mutex mutex;
     Model model;
-    std::unique_ptr<slot[]> slots;
-    std::size_t slot_count = 0;
-    std::uint64_t next_sequence = 0;
+    due_queue<waiting_request> waiting;
     std::atomic<std::size_t> outstanding{0};
     std::atomic<std::uint64_t> overflows{0};
 };
@@ -115,7 +106,7 @@ class timed_backend {
     static_assert(check_clock<ClockType>());
 
     using state_type = detail::timed_backend_state<Model>;
-    using slot_state = typename state_type::slot_state;
+    using waiting_request = typename state_type::waiting_request;
 
 public:
     /// Wraps `inner`, timing its requests with `model`; at most `max_outstanding` requests wait
@@ -143,22 +134,17 @@ public:
             detail::complete_request(request, valid);
             return;
         }
-        typename state_type::slot* taken = nullptr;
+        waiting_request* taken = nullptr;
         {
             const std::lock_guard lock{state_->mutex};
-            const auto end = state_->slots.get() + state_->slot_count;
-            const auto free_slot = std::find_if(state_->slots.get(), end, [](const auto& candidate) {
-                return candidate.state == slot_state::free;
-            });
-            if (free_slot != end) {
-                taken = free_slot;
-                taken->outer = &request;
-                taken->inner = request;
+            if (!state_->waiting.full()) {
+                const auto slot = state_->waiting.reserve(
+                    state_->model.complete_at(timing::timing_request::of(request), clock_->now()));
+                taken = &state_->waiting[*slot];
+                *taken =
+                    waiting_request{state_.get(), *slot, &request, request, block_status::internal_error};
                 taken->inner.complete = &state_type::inner_complete;
                 taken->inner.context = taken;
-                taken->due = state_->model.complete_at(timing::timing_request::of(request), clock_->now());
-                taken->sequence = state_->next_sequence++;
-                taken->state = slot_state::in_inner;
                 state_->outstanding.fetch_add(1, std::memory_order_relaxed);
             } else {
                 state_->overflows.fetch_add(1, std::memory_order_relaxed);
@@ -176,40 +162,16 @@ public:
     std::size_t poll()
     {
         inner_.poll();
-        const std::chrono::nanoseconds now = clock_->now();
-        std::uint64_t submitted_before = 0;
-        {
-            const std::lock_guard lock{state_->mutex};
-            submitted_before = state_->next_sequence;
-        }
-        std::size_t completed = 0;
-        for (;;) {
-            block_request* request = nullptr;
-            block_status status = block_status::internal_error;
-            {
-                const std::lock_guard lock{state_->mutex};
-                typename state_type::slot* next = nullptr;
-                for (std::size_t index = 0; index < state_->slot_count; ++index) {
-                    auto& candidate = state_->slots[index];
-                    if (candidate.state == slot_state::ready && candidate.sequence < submitted_before &&
-                        candidate.due <= now &&
-                        (next == nullptr || candidate.due < next->due ||
-                         (candidate.due == next->due && candidate.sequence < next->sequence))) {
-                        next = &candidate;
-                    }
-                }
-                if (next == nullptr) {
-                    return completed;
-                }
-                request = std::exchange(next->outer, nullptr);
-                request->error_offset = next->inner.error_offset;
-                status = next->status;
-                next->state = slot_state::free;
+        return detail::complete_due(
+            state_->mutex, state_->waiting, clock_->now(),
+            [this](waiting_request& next) {
+                next.outer->error_offset = next.inner.error_offset;
                 state_->outstanding.fetch_sub(1, std::memory_order_relaxed);
-            }
-            ++completed;
-            detail::complete_request(*request, status);
-        }
+                return std::pair{next.outer, next.status};
+            },
+            [](const std::pair<block_request*, block_status>& done) {
+                detail::complete_request(*done.first, done.second);
+            });
     }
 
     /// The inner backend's has_volatile_cache().
@@ -234,14 +196,7 @@ public:
     [[nodiscard]] std::optional<std::chrono::nanoseconds> next_due() const
     {
         const std::lock_guard lock{state_->mutex};
-        std::optional<std::chrono::nanoseconds> earliest;
-        for (std::size_t index = 0; index < state_->slot_count; ++index) {
-            const auto& candidate = state_->slots[index];
-            if (candidate.state == slot_state::ready && (!earliest || candidate.due < *earliest)) {
-                earliest = candidate.due;
-            }
-        }
-        return earliest;
+        return state_->waiting.next_due();
     }
 
     /// The wrapped backend. Calls through it bypass the timing; make them only while no other
