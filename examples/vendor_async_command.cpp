@@ -1,9 +1,9 @@
 // nvmekit-vendor-async-command: a vendor-specific I/O command that completes asynchronously. The
-// traits add opcode 82h, "Read Checksummed", to the controller's I/O dispatch table. Its handler
-// uses only the HandlerContext expressions (handler_context.hpp): it stages the blocks in a
-// staging buffer, submits one read to the namespace's backend and returns pending; when the
-// backend completes, later, its continuation computes a CRC-32C of the data, copies the data to
-// the host and completes with the checksum in DW0.
+// traits add opcode 82h, "Read Checksummed" (read_checksummed.hpp), to the controller's I/O
+// dispatch table. Its handler uses only the HandlerContext expressions (handler_context.hpp): it
+// stages the blocks in a staging buffer, submits one read to the namespace's backend and returns
+// pending; when the backend completes, later, its continuation computes a CRC-32C of the data,
+// copies the data to the host and completes with the checksum in DW0.
 //
 // The namespace lives on a testing::test_backend whose requests complete only once the manual
 // clock has passed their delay and the backend is polled, so the program can show the command
@@ -12,6 +12,7 @@
 // posted, the host buffer is untouched, the request is released, and the command works again after
 // the host brings the controller up. It exits 0 only if every check held.
 #include "command_line.hpp"
+#include "read_checksummed.hpp"
 
 #include <nvmekit/controller.hpp>
 #include <nvmekit/format.hpp>
@@ -28,7 +29,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -39,154 +39,11 @@
 
 namespace spec = nvmekit::spec;
 namespace nt = nvmekit::testing;
+using nvmekit_examples::read_checksummed_command;
+using nvmekit_examples::read_checksummed_opcode;
 using namespace std::chrono_literals;
 
 namespace {
-
-// ---- the vendor command, as a device vendor would define it -----------------------------------
-
-/// I/O vendor-specific range 80h-FFh. Bits 01:00 of an opcode give its data transfer direction
-/// (Base 2.0 Figure 28): 10b, controller to host.
-constexpr std::uint8_t read_checksummed_opcode = 0x82;
-static_assert(read_checksummed_opcode >= 0x80, "an I/O vendor-specific opcode");
-static_assert((read_checksummed_opcode & 0x3U) == 0x2U,
-              "opcode bits 01:00 = 10b: data from controller to host");
-
-// CRC-32C (Castagnoli: reflected polynomial 82F63B78h, initial value and final XOR FFFFFFFFh).
-[[nodiscard]] constexpr std::array<std::uint32_t, 256> make_crc32c_table() noexcept
-{
-    std::array<std::uint32_t, 256> table{};
-    for (std::uint32_t index = 0; index < table.size(); ++index) {
-        std::uint32_t crc = index;
-        for (int bit = 0; bit < 8; ++bit) {
-            crc = (crc & 1U) != 0 ? (crc >> 1U) ^ 0x82f63b78U : crc >> 1U;
-        }
-        table[index] = crc;
-    }
-    return table;
-}
-constexpr std::array<std::uint32_t, 256> crc32c_table = make_crc32c_table();
-
-[[nodiscard]] constexpr std::uint32_t crc32c_update(std::uint32_t state, std::uint8_t byte) noexcept
-{
-    return (state >> 8U) ^ crc32c_table[(state ^ byte) & 0xffU];
-}
-
-/// The CRC-32C of `data`, as the controller computes it (a byte-wise table).
-[[nodiscard]] std::uint32_t crc32c(std::span<const std::byte> data) noexcept
-{
-    std::uint32_t state = 0xffffffffU;
-    for (const std::byte byte : data) {
-        state = crc32c_update(state, std::to_integer<std::uint8_t>(byte));
-    }
-    return ~state;
-}
-
-[[nodiscard]] constexpr std::uint32_t crc32c_of(std::string_view text) noexcept
-{
-    std::uint32_t state = 0xffffffffU;
-    for (const char c : text) {
-        state = crc32c_update(state, static_cast<std::uint8_t>(c));
-    }
-    return ~state;
-}
-static_assert(crc32c_of("123456789") == 0xe3069283U, "the CRC-32C check value");
-
-/// The fields of Read Checksummed: CDW10/11 SLBA, CDW12 bits 15:00 NLB (0's based); the data
-/// pointer describes the blocks' data. Other CDW12 bits are ignored.
-struct read_checksummed_fields {
-    std::uint64_t starting_lba = 0;
-    std::uint32_t block_count = 0; ///< NLB + 1
-
-    [[nodiscard]] static read_checksummed_fields decode(const spec::submission_queue_entry& sqe) noexcept
-    {
-        return {(std::uint64_t{sqe.cdw11} << 32U) | sqe.cdw10, (sqe.cdw12 & 0xffffU) + 1U};
-    }
-    void encode(spec::submission_queue_entry& sqe) const noexcept
-    {
-        sqe.cdw10 = static_cast<std::uint32_t>(starting_lba);
-        sqe.cdw11 = static_cast<std::uint32_t>(starting_lba >> 32U);
-        sqe.cdw12 = (block_count - 1U) & 0xffffU;
-    }
-};
-
-template <nvmekit::HandlerContext Controller>
-nvmekit::command_result read_checksummed_done(Controller& c, typename Controller::command& cmd);
-
-/// Read Checksummed (82h): a handler of the I/O table. Everything before acquire_staging only
-/// reads; when no staging buffer is free the command waits and this handler runs again from the
-/// start.
-template <nvmekit::HandlerContext Controller>
-nvmekit::command_result read_checksummed(Controller& c, typename Controller::command& cmd)
-{
-    using nvmekit::command_result;
-    const auto refuse = [](auto code) { return command_result::failure(spec::status{code}.with_dnr()); };
-    const auto fields = read_checksummed_fields::decode(cmd.sqe);
-    cmd.ns = c.attached_namespace(cmd.sqe.nsid);
-    if (cmd.ns == nullptr) {
-        return refuse(spec::generic_status::invalid_namespace_or_format);
-    }
-    auto& ns = *cmd.ns;
-    if (!ns.contains(fields.starting_lba, fields.block_count)) {
-        return refuse(spec::generic_status::lba_out_of_range);
-    }
-    const std::uint64_t bytes = ns.data_transfer_bytes(fields.block_count);
-    if (bytes > c.max_transfer_bytes()) {
-        return refuse(spec::generic_status::invalid_field);
-    }
-    // Blocks a Write Uncorrectable marked read as Unrecovered Read Error, as with Read.
-    if (const auto lba = ns.first_uncorrectable(fields.starting_lba, fields.block_count)) {
-        c.record_media_error(cmd, *lba);
-        return refuse(spec::media_status::unrecovered_read_error);
-    }
-    nvmekit::host_range_list ranges = c.scratch_ranges(cmd);
-    if (const auto status = c.walk_data(cmd, bytes, nvmekit::transfer_direction::controller_to_host, ranges);
-        !status.is_success()) {
-        return command_result::failure(status);
-    }
-    auto* staging = c.acquire_staging(cmd);
-    if (staging == nullptr) {
-        return command_result::pending();
-    }
-    // The scratch list lives only until this handler returns: the staging buffer keeps the ranges
-    // for the continuation.
-    for (const nvmekit::host_range& range : ranges.ranges()) {
-        if (!staging->ranges.push(range.address, range.length, range.bit_bucket)) {
-            return command_result::failure(spec::status{spec::generic_status::internal_error});
-        }
-    }
-    cmd.data_segments[0] = nvmekit::io_segment{staging->bytes.data(), static_cast<std::size_t>(bytes)};
-    cmd.data_segment_count = 1;
-    cmd.block[0] =
-        nvmekit::block_request{.operation = nvmekit::block_operation::read,
-                               .offset = ns.data_offset(fields.starting_lba),
-                               .length = bytes,
-                               .segments = std::span<const nvmekit::io_segment>{cmd.data_segments}.first(1)};
-    cmd.continuation = &read_checksummed_done<Controller>;
-    c.submit_blocks(cmd, 1);
-    return command_result::pending();
-}
-
-/// Runs when the backend has completed the read, on the command's context. The controller does
-/// not run it for a command whose queue a reset or Delete I/O SQ retired.
-template <nvmekit::HandlerContext Controller>
-nvmekit::command_result read_checksummed_done(Controller& c, typename Controller::command& cmd)
-{
-    using nvmekit::command_result;
-    if (cmd.block_result != nvmekit::block_status::success) {
-        return command_result::failure(c.backend_failure(cmd, cmd.block_result));
-    }
-    const auto fields = read_checksummed_fields::decode(cmd.sqe);
-    const std::uint64_t bytes = cmd.ns->data_transfer_bytes(fields.block_count);
-    const auto data = std::span<const std::byte>{cmd.staging->bytes}.first(static_cast<std::size_t>(bytes));
-    const std::uint32_t checksum = crc32c(data);
-    if (const auto status = c.write_host(cmd, cmd.staging->ranges, data); !status.is_success()) {
-        return command_result::failure(status);
-    }
-    c.trace_command(nvmekit::trace_event::data_prepared, cmd, bytes);
-    c.count_read(cmd, bytes);
-    return command_result::success(checksum);
-}
 
 // ---- the controller's traits ------------------------------------------------------------------
 
@@ -198,15 +55,8 @@ struct host_side_traits : nvmekit::default_traits {
     using backend = nt::test_backend<>;
 };
 
-/// host_side_traits with Read Checksummed in the I/O table. It reads only, so its effects are none.
-struct vendor_traits : host_side_traits {
-    template <typename Table>
-    static constexpr Table io_commands(Table table)
-    {
-        return table.with(read_checksummed_opcode, &read_checksummed<typename Table::context_type>,
-                          nvmekit::effects::none());
-    }
-};
+/// host_side_traits with Read Checksummed in the I/O table.
+struct vendor_traits : nvmekit_examples::with_read_checksummed<host_side_traits> {};
 
 using controller_type = nvmekit::controller<vendor_traits>;
 using host_type = nt::in_process_host<controller_type>;
@@ -217,19 +67,7 @@ static_assert(nvmekit::HandlerContext<controller_type>);
 constexpr std::uint32_t nsid = 1;
 constexpr std::chrono::nanoseconds backend_delay = 10ms;
 
-/// Read Checksummed of `blocks` blocks at `slba` into the PRPs `dptr`.
-spec::submission_queue_entry read_checksummed_command(std::uint32_t ns, std::uint64_t slba,
-                                                      std::uint32_t blocks, spec::data_pointer dptr = {})
-{
-    spec::submission_queue_entry sqe{};
-    sqe.cdw0.set(spec::command_dword0::opc, read_checksummed_opcode);
-    sqe.nsid = ns;
-    read_checksummed_fields{slba, blocks}.encode(sqe);
-    sqe.dptr = dptr;
-    return sqe;
-}
-
-/// The host's own CRC-32C, bit by bit, to check the controller's table-driven one against.
+/// The host's own CRC-32C, bit by bit, to check the controller's (the library's crc32c) against.
 [[nodiscard]] std::uint32_t host_crc32c(std::span<const std::byte> data) noexcept
 {
     std::uint32_t crc = 0xffffffffU;

@@ -6,7 +6,8 @@
 /// expressions below, and a vendor handler has exactly the same reach: it can resolve its
 /// namespace, walk or map its data, take a staging buffer, submit block requests to the
 /// namespace's backend, complete at once or later, record an error and count its I/O.
-/// examples/vendor_async_command.cpp is a vendor I/O command built on them.
+/// examples/read_checksummed.hpp is a vendor I/O command built on them, and
+/// examples/vendor_async_command.cpp runs it.
 ///
 /// | expression                                   | type                     | semantics |
 /// |----------------------------------------------|--------------------------|-----------|
