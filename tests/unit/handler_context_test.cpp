@@ -17,6 +17,7 @@
 #include <nvmekit/testing/test_backend.hpp>
 
 #include "controller_fixture.hpp"
+#include "read_checksummed.hpp"
 
 namespace {
 
@@ -84,12 +85,14 @@ TEST(handler_context, a_context_lacking_one_expression_does_not_model_it)
     EXPECT_FALSE(AdminHandlerContext<without_keep_alive>);
 }
 
-// ---- a vendor I/O command on the concept (examples/vendor_async_command.cpp, minimal) --------------
+// ---- a vendor I/O command on the concept (examples/read_checksummed.hpp) -------------------------
 
-/// Read Checksummed: CDW10/11 SLBA, CDW12 bits 15:00 NLB (0's based); DW0 the CRC-32C of the data.
-constexpr std::uint8_t read_checksummed_opcode = 0x82;
+using nvmekit_examples::read_checksummed_command;
+using nvmekit_examples::with_read_checksummed;
 
-[[nodiscard]] std::uint32_t crc32c(std::span<const std::byte> data) noexcept
+/// The CRC-32C of `data`, bit by bit: the test's own, independent of the library's that the
+/// handler uses.
+[[nodiscard]] std::uint32_t host_crc32c(std::span<const std::byte> data) noexcept
 {
     std::uint32_t crc = 0xffffffffU;
     for (const std::byte byte : data) {
@@ -100,86 +103,6 @@ constexpr std::uint8_t read_checksummed_opcode = 0x82;
     }
     return ~crc;
 }
-
-[[nodiscard]] std::uint64_t starting_lba(const spec::submission_queue_entry& sqe) noexcept
-{
-    return (std::uint64_t{sqe.cdw11} << 32U) | sqe.cdw10;
-}
-[[nodiscard]] std::uint32_t block_count(const spec::submission_queue_entry& sqe) noexcept
-{
-    return (sqe.cdw12 & 0xffffU) + 1U;
-}
-
-template <HandlerContext Controller>
-nvmekit::command_result read_checksummed_done(Controller& c, typename Controller::command& cmd)
-{
-    if (cmd.block_result != nvmekit::block_status::success) {
-        return nvmekit::command_result::failure(c.backend_failure(cmd, cmd.block_result));
-    }
-    const std::uint64_t bytes = cmd.ns->data_transfer_bytes(block_count(cmd.sqe));
-    const auto data = std::span<const std::byte>{cmd.staging->bytes}.first(static_cast<std::size_t>(bytes));
-    const std::uint32_t checksum = crc32c(data);
-    if (const auto status = c.write_host(cmd, cmd.staging->ranges, data); !status.is_success()) {
-        return nvmekit::command_result::failure(status);
-    }
-    c.count_read(cmd, bytes);
-    return nvmekit::command_result::success(checksum);
-}
-
-template <HandlerContext Controller>
-nvmekit::command_result read_checksummed(Controller& c, typename Controller::command& cmd)
-{
-    using nvmekit::command_result;
-    const auto refuse = [](auto code) { return command_result::failure(spec::status{code}.with_dnr()); };
-    const std::uint64_t slba = starting_lba(cmd.sqe);
-    const std::uint32_t blocks = block_count(cmd.sqe);
-    cmd.ns = c.attached_namespace(cmd.sqe.nsid);
-    if (cmd.ns == nullptr) {
-        return refuse(spec::generic_status::invalid_namespace_or_format);
-    }
-    if (!cmd.ns->contains(slba, blocks)) {
-        return refuse(spec::generic_status::lba_out_of_range);
-    }
-    const std::uint64_t bytes = cmd.ns->data_transfer_bytes(blocks);
-    if (bytes > c.max_transfer_bytes()) {
-        return refuse(spec::generic_status::invalid_field);
-    }
-    nvmekit::host_range_list ranges = c.scratch_ranges(cmd);
-    if (const auto status = c.walk_data(cmd, bytes, nvmekit::transfer_direction::controller_to_host, ranges);
-        !status.is_success()) {
-        return command_result::failure(status);
-    }
-    auto* staging = c.acquire_staging(cmd);
-    if (staging == nullptr) {
-        return command_result::pending();
-    }
-    for (const nvmekit::host_range& range : ranges.ranges()) {
-        if (!staging->ranges.push(range.address, range.length, range.bit_bucket)) {
-            return command_result::failure(spec::status{spec::generic_status::internal_error});
-        }
-    }
-    cmd.data_segments[0] = nvmekit::io_segment{staging->bytes.data(), static_cast<std::size_t>(bytes)};
-    cmd.data_segment_count = 1;
-    cmd.block[0] =
-        nvmekit::block_request{.operation = nvmekit::block_operation::read,
-                               .offset = cmd.ns->data_offset(slba),
-                               .length = bytes,
-                               .segments = std::span<const nvmekit::io_segment>{cmd.data_segments}.first(1)};
-    cmd.continuation = &read_checksummed_done<Controller>;
-    c.submit_blocks(cmd, 1);
-    return command_result::pending();
-}
-
-/// `Base` with Read Checksummed in its I/O table.
-template <typename Base>
-struct with_read_checksummed : Base {
-    template <typename Table>
-    static constexpr Table io_commands(Table table)
-    {
-        return table.with(read_checksummed_opcode, &read_checksummed<typename Table::context_type>,
-                          nvmekit::effects::none());
-    }
-};
 
 /// A DmaProvider that cannot map host memory: Read stages its data as Read Checksummed always does.
 class unmapped_dma {
@@ -221,18 +144,6 @@ constexpr std::chrono::nanoseconds delay = 5ms;
         data[i] = static_cast<std::byte>((i * 29U + seed * 53U + (i >> 9U) + 3U) & 0xffU);
     }
     return data;
-}
-
-[[nodiscard]] spec::submission_queue_entry read_checksummed_command(std::uint32_t nsid, std::uint64_t slba,
-                                                                    std::uint32_t blocks)
-{
-    spec::submission_queue_entry sqe{};
-    sqe.cdw0.set(spec::command_dword0::opc, read_checksummed_opcode);
-    sqe.nsid = nsid;
-    sqe.cdw10 = static_cast<std::uint32_t>(slba);
-    sqe.cdw11 = static_cast<std::uint32_t>(slba >> 32U);
-    sqe.cdw12 = (blocks - 1U) & 0xffffU;
-    return sqe;
 }
 
 [[nodiscard]] spec::submission_queue_entry read_blocks_command(std::uint32_t nsid, std::uint64_t slba,
@@ -289,7 +200,7 @@ TEST(handler_context_vendor_command, completes_when_the_backend_does_with_the_ch
     ASSERT_EQ(done.size(), 1U);
     EXPECT_EQ(done[0].cqe.cid, cid);
     EXPECT_EQ(done[0].status(), spec::status::success());
-    EXPECT_EQ(done[0].cqe.dw0, crc32c(data));
+    EXPECT_EQ(done[0].cqe.dw0, host_crc32c(data));
     EXPECT_EQ(r.snapshot(buffer, data.size()), data);
     EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
     EXPECT_EQ(r.ctrl.io_outstanding(), 0U);
