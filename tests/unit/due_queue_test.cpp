@@ -3,9 +3,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <mutex>
-#include <new>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -13,16 +11,15 @@
 #include <gtest/gtest.h>
 
 #include "asserts_enabled.hpp"
+#include "counting_new.hpp"
 #include "splitmix64.hpp"
 
 using namespace std::chrono_literals;
 using nvmekit::detail::complete_due;
+using nvmekit_test::allocation_count;
 using nvmekit_test::asserts_enabled;
 
 namespace {
-
-/// Counts calls of the replaced global operator new below.
-std::size_t allocation_count = 0;
 
 using queue_type = nvmekit::detail::due_queue<int>;
 constexpr std::uint64_t everything = ~std::uint64_t{0};
@@ -36,30 +33,6 @@ std::vector<int> drain(queue_type& queue, std::chrono::nanoseconds now, std::uin
     }
     return taken;
 }
-
-} // namespace
-
-// The replacement operators pair malloc with free; g++ -O2 cannot see that pairing through the
-// replaced operator new and warns about a mismatch that is not there.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-void* operator new(std::size_t size)
-{
-    ++allocation_count;
-    if (void* memory = std::malloc(size == 0 ? 1 : size)) {
-        return memory;
-    }
-    throw std::bad_alloc{};
-}
-void* operator new[](std::size_t size) { return ::operator new(size); }
-void operator delete(void* memory) noexcept { std::free(memory); }
-void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
-void operator delete[](void* memory) noexcept { std::free(memory); }
-void operator delete[](void* memory, std::size_t) noexcept { std::free(memory); }
-
-namespace {
 
 TEST(due_queue, a_new_queue_is_empty)
 {

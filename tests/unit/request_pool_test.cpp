@@ -11,14 +11,13 @@
 #include <gtest/gtest.h>
 
 #include "asserts_enabled.hpp"
+#include "counting_new.hpp"
 
 using nvmekit::request_state;
+using nvmekit_test::allocation_count;
 using nvmekit_test::asserts_enabled;
 
 namespace {
-
-/// Counts calls of the replaced global operator new below.
-std::size_t allocation_count = 0;
 
 struct command_payload {
     std::uint16_t cid = 0;
@@ -36,31 +35,6 @@ std::vector<std::uint32_t> in_flight_indexes(pool_type& pool)
 }
 
 } // namespace
-
-// The replacement operators pair malloc with free; g++ -O2 cannot see that pairing through the
-// replaced operator new and warns about a mismatch that is not there.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-void* operator new(std::size_t size)
-{
-    ++allocation_count;
-    if (void* memory = std::malloc(size == 0 ? 1 : size)) {
-        return memory;
-    }
-    throw std::bad_alloc{};
-}
-
-void* operator new[](std::size_t size) { return ::operator new(size); }
-
-void operator delete(void* memory) noexcept { std::free(memory); }
-
-void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
-
-void operator delete[](void* memory) noexcept { std::free(memory); }
-
-void operator delete[](void* memory, std::size_t) noexcept { std::free(memory); }
 
 TEST(request_pool, new_pool_has_every_request_free)
 {
