@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -23,6 +24,17 @@ namespace {
 
 using queue_type = nvmekit::detail::due_queue<int>;
 constexpr std::uint64_t everything = ~std::uint64_t{0};
+
+/// Pushes each value with its due time, in order; false once one does not fit.
+bool push_all(queue_type& queue, std::initializer_list<std::pair<int, std::chrono::nanoseconds>> entries)
+{
+    for (const auto& [value, due] : entries) {
+        if (!queue.push(value, due)) {
+            return false;
+        }
+    }
+    return true;
+}
 
 /// Pops every entry pop_due(now, before) gives, in order.
 std::vector<int> drain(queue_type& queue, std::chrono::nanoseconds now, std::uint64_t before = everything)
@@ -48,12 +60,7 @@ TEST(due_queue, a_new_queue_is_empty)
 TEST(due_queue, pops_in_due_order_ties_in_push_order)
 {
     queue_type queue{8};
-    ASSERT_TRUE(queue.push(1, 30ns));
-    ASSERT_TRUE(queue.push(2, 10ns));
-    ASSERT_TRUE(queue.push(3, 20ns));
-    ASSERT_TRUE(queue.push(4, 10ns));
-    ASSERT_TRUE(queue.push(5, 0ns));
-    ASSERT_TRUE(queue.push(6, 20ns));
+    ASSERT_TRUE(push_all(queue, {{1, 30ns}, {2, 10ns}, {3, 20ns}, {4, 10ns}, {5, 0ns}, {6, 20ns}}));
     EXPECT_EQ(queue.size(), 6U);
     EXPECT_EQ(queue.next_due(), 0ns);
     EXPECT_EQ(drain(queue, 30ns), (std::vector<int>{5, 2, 4, 3, 6, 1}));
@@ -63,9 +70,7 @@ TEST(due_queue, pops_in_due_order_ties_in_push_order)
 TEST(due_queue, leaves_entries_not_due_yet)
 {
     queue_type queue{4};
-    ASSERT_TRUE(queue.push(1, 15ns));
-    ASSERT_TRUE(queue.push(2, 5ns));
-    ASSERT_TRUE(queue.push(3, 10ns));
+    ASSERT_TRUE(push_all(queue, {{1, 15ns}, {2, 5ns}, {3, 10ns}}));
     EXPECT_EQ(drain(queue, 4ns), std::vector<int>{});
     EXPECT_EQ(drain(queue, 10ns), (std::vector<int>{2, 3}));
     EXPECT_EQ(queue.next_due(), 15ns);
@@ -77,8 +82,7 @@ TEST(due_queue, leaves_entries_not_due_yet)
 TEST(due_queue, a_full_queue_refuses_without_numbering_and_serves_again_after_a_pop)
 {
     queue_type queue{2};
-    ASSERT_TRUE(queue.push(1, 0ns));
-    ASSERT_TRUE(queue.push(2, 0ns));
+    ASSERT_TRUE(push_all(queue, {{1, 0ns}, {2, 0ns}}));
     EXPECT_TRUE(queue.full());
     EXPECT_FALSE(queue.push(3, 0ns));
     EXPECT_EQ(queue.reserve(0ns), std::nullopt);
@@ -93,13 +97,10 @@ TEST(due_queue, a_full_queue_refuses_without_numbering_and_serves_again_after_a_
 TEST(due_queue, takes_only_entries_numbered_below_before)
 {
     queue_type queue{8};
-    ASSERT_TRUE(queue.push(1, 20ns));
-    ASSERT_TRUE(queue.push(2, 10ns));
+    ASSERT_TRUE(push_all(queue, {{1, 20ns}, {2, 10ns}}));
     const std::uint64_t before = queue.next_sequence();
     // Pushed during the poll, due earlier than the entries before it: stepped over, not taken.
-    ASSERT_TRUE(queue.push(3, 0ns));
-    ASSERT_TRUE(queue.push(4, 10ns));
-    ASSERT_TRUE(queue.push(5, 5ns));
+    ASSERT_TRUE(push_all(queue, {{3, 0ns}, {4, 10ns}, {5, 5ns}}));
     EXPECT_EQ(drain(queue, 20ns, before), (std::vector<int>{2, 1}));
     EXPECT_EQ(queue.size(), 3U);
     EXPECT_EQ(queue.next_due(), 0ns);
@@ -203,9 +204,7 @@ TEST(due_queue, complete_due_finishes_without_the_mutex_and_leaves_what_it_finis
 {
     queue_type queue{8};
     std::mutex mutex;
-    ASSERT_TRUE(queue.push(1, 2ns));
-    ASSERT_TRUE(queue.push(2, 1ns));
-    ASSERT_TRUE(queue.push(3, 9ns));
+    ASSERT_TRUE(push_all(queue, {{1, 2ns}, {2, 1ns}, {3, 9ns}}));
     std::vector<int> finished;
     const std::size_t taken = complete_due(
         mutex, queue, 5ns, [](int entry) { return entry * 10; },
@@ -224,8 +223,7 @@ TEST(due_queue, complete_due_finishes_without_the_mutex_and_leaves_what_it_finis
 TEST(due_queue, a_moved_queue_keeps_its_entries)
 {
     queue_type queue{4};
-    ASSERT_TRUE(queue.push(1, 3ns));
-    ASSERT_TRUE(queue.push(2, 1ns));
+    ASSERT_TRUE(push_all(queue, {{1, 3ns}, {2, 1ns}}));
     queue_type moved{std::move(queue)};
     EXPECT_EQ(moved.size(), 2U);
     EXPECT_EQ(moved.next_sequence(), 2U);
