@@ -589,6 +589,15 @@ private:
     std::vector<std::string> declared_;
 };
 
+/// For a method that takes no parameters: refuses a request that has "params" at all (even an
+/// empty object or array) with Invalid Params and `message`, as SPDK's methods of that kind do.
+inline void refuse_params(const nlohmann::json& params, const std::string& message)
+{
+    if (!params.is_null()) {
+        throw exception{error_code::invalid_params, message};
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Method registry and dispatch
 
