@@ -128,31 +128,26 @@ inline nlohmann::json bdev_json(const bdev& device)
 
 inline nlohmann::json iostat_json(const bdev& device)
 {
-    const bdev_io_counters c = device.statistics().counters();
-    return {
-        {"name", device.name()},
-        {"bytes_read", c.bytes_read},
-        {"num_read_ops", c.num_read_ops},
-        {"bytes_written", c.bytes_written},
-        {"num_write_ops", c.num_write_ops},
-        {"bytes_unmapped", c.bytes_unmapped},
-        {"num_unmap_ops", c.num_unmap_ops},
-        {"bytes_copied", 0},
-        {"num_copy_ops", 0},
-        {"read_latency_ticks", c.read_latency_ticks},
-        {"max_read_latency_ticks", c.max_read_latency_ticks},
-        {"min_read_latency_ticks", c.min_read_latency_ticks},
-        {"write_latency_ticks", c.write_latency_ticks},
-        {"max_write_latency_ticks", c.max_write_latency_ticks},
-        {"min_write_latency_ticks", c.min_write_latency_ticks},
-        {"unmap_latency_ticks", c.unmap_latency_ticks},
-        {"max_unmap_latency_ticks", c.max_unmap_latency_ticks},
-        {"min_unmap_latency_ticks", c.min_unmap_latency_ticks},
-        {"copy_latency_ticks", 0},
-        {"max_copy_latency_ticks", 0},
-        {"min_copy_latency_ticks", 0},
-        {"io_error", nlohmann::json::object()},
+    const bdev_io_counters counters = device.statistics().counters();
+    struct kind {
+        const char* bytes;
+        const char* ops;
+        std::string name; ///< of the latency fields
+        bdev_io_kind_counters counters;
     };
+    nlohmann::json out = {{"name", device.name()}, {"io_error", nlohmann::json::object()}};
+    // SPDK reports copies too; nvmekit's backends have no copy operation.
+    for (const kind& k : {kind{"bytes_read", "num_read_ops", "read", counters.read},
+                          kind{"bytes_written", "num_write_ops", "write", counters.write},
+                          kind{"bytes_unmapped", "num_unmap_ops", "unmap", counters.unmap},
+                          kind{"bytes_copied", "num_copy_ops", "copy", {}}}) {
+        out[k.bytes] = k.counters.bytes;
+        out[k.ops] = k.counters.ops;
+        out[k.name + "_latency_ticks"] = k.counters.latency_ticks;
+        out["max_" + k.name + "_latency_ticks"] = k.counters.max_latency_ticks;
+        out["min_" + k.name + "_latency_ticks"] = k.counters.min_latency_ticks;
+    }
+    return out;
 }
 
 /// The "uuid" parameter: random when absent.
@@ -198,6 +193,28 @@ inline std::optional<rpc::error> check_geometry(std::uint32_t block_size, std::u
     return std::nullopt;
 }
 
+/// What SPDK's malloc and null modules both take: the geometry, the UUID, and the physical block
+/// size and metadata/DIF parameters, which nvmekit accepts only when they ask for nothing.
+struct create_parameters {
+    std::uint64_t num_blocks = 0;
+    std::uint32_t block_size = 0;
+    std::optional<uuid_bytes> uuid{};
+};
+
+inline create_parameters read_create_parameters(params& in)
+{
+    create_parameters out;
+    out.num_blocks = in.get(required<std::uint64_t>("num_blocks"));
+    out.block_size = in.get(required<std::uint32_t>("block_size"));
+    out.uuid = uuid_parameter(in.get(maybe<std::string>("uuid")));
+    check_physical_block_size(in.get(optional<std::uint32_t>("physical_block_size", 0)), out.block_size);
+    static_cast<void>(in.get(accepted_when_default<std::uint32_t>("md_size", 0)));
+    static_cast<void>(in.get(accepted_when_default<std::int32_t>("dif_type", 0)));
+    static_cast<void>(in.get(accepted_when_default<bool>("dif_is_head_of_md", false)));
+    static_cast<void>(in.get(accepted_when_default<std::uint32_t>("dif_pi_format", 0)));
+    return out;
+}
+
 /// The logical block size of a block device, or 512 for a regular file (SPDK's aio module detects
 /// it the same way).
 inline std::uint32_t detected_block_size(const std::string& path)
@@ -214,6 +231,20 @@ inline std::uint32_t detected_block_size(const std::string& path)
     const bool known = ::ioctl(fd, BLKSSZGET, &size) == 0 && size > 0;
     ::close(fd);
     return known ? static_cast<std::uint32_t>(size) : 512;
+}
+
+/// The bdev `name` (No such device when there is none, as SPDK answers), or every bdev.
+inline std::vector<std::shared_ptr<bdev>> selected_bdevs(const bdev_registry& bdevs,
+                                                         const std::optional<std::string>& name)
+{
+    if (!name) {
+        return bdevs.list();
+    }
+    auto device = bdevs.find(*name);
+    if (!device) {
+        throw exception{errno_error(std::errc::no_such_device)};
+    }
+    return {std::move(device)};
 }
 
 /// A delete method: removes the bdev `name` of `module`.
@@ -259,21 +290,12 @@ inline void add_bdev_methods(registry& methods, bdev_registry& bdevs, bdev_metho
     methods.add(
         "bdev_malloc_create",
         [&bdevs, shared, malloc_count](const nlohmann::json& p) -> outcome {
-            [[maybe_unused]] auto [name, num_blocks, block_size, uuid_text, physical_block_size,
-                                   optimal_io_boundary, md_size, md_interleave, dif_type, dif_is_head_of_md,
-                                   dif_pi_format, numa_id] =
-                params{p}.read(maybe<std::string>("name"), required<std::uint64_t>("num_blocks"),
-                               required<std::uint32_t>("block_size"), maybe<std::string>("uuid"),
-                               optional<std::uint32_t>("physical_block_size", 0),
-                               accepted_when_default<std::uint32_t>("optimal_io_boundary", 0),
-                               accepted_when_default<std::uint32_t>("md_size", 0),
-                               accepted_when_default<bool>("md_interleave", false),
-                               accepted_when_default<std::int32_t>("dif_type", 0),
-                               accepted_when_default<bool>("dif_is_head_of_md", false),
-                               accepted_when_default<std::uint32_t>("dif_pi_format", 0),
-                               accepted_when_default<std::int32_t>("numa_id", -1));
-            detail::check_physical_block_size(physical_block_size, block_size);
-            const auto uuid = detail::uuid_parameter(uuid_text);
+            params in{p};
+            const auto name = in.get(maybe<std::string>("name"));
+            const auto [num_blocks, block_size, uuid] = detail::read_create_parameters(in);
+            static_cast<void>(in.read(accepted_when_default<std::uint32_t>("optimal_io_boundary", 0),
+                                      accepted_when_default<bool>("md_interleave", false),
+                                      accepted_when_default<std::int32_t>("numa_id", -1)));
             if (auto failure = detail::check_geometry(block_size, num_blocks)) {
                 return *failure;
             }
@@ -301,24 +323,15 @@ inline void add_bdev_methods(registry& methods, bdev_registry& bdevs, bdev_metho
     methods.add(
         "bdev_null_create",
         [&bdevs](const nlohmann::json& p) -> outcome {
-            [[maybe_unused]] auto [name, num_blocks, block_size, uuid_text, physical_block_size, md_size,
-                                   dif_type, dif_is_head_of_md, dif_pi_format, write_alignment,
-                                   write_granularity, optimal_write_size, unmap_alignment,
-                                   unmap_granularity] =
-                params{p}.read(required<std::string>("name"), required<std::uint64_t>("num_blocks"),
-                               required<std::uint32_t>("block_size"), maybe<std::string>("uuid"),
-                               optional<std::uint32_t>("physical_block_size", 0),
-                               accepted_when_default<std::uint32_t>("md_size", 0),
-                               accepted_when_default<std::int32_t>("dif_type", 0),
-                               accepted_when_default<bool>("dif_is_head_of_md", false),
-                               accepted_when_default<std::uint32_t>("dif_pi_format", 0),
-                               accepted_when_default<std::uint32_t>("preferred_write_alignment", 0),
-                               accepted_when_default<std::uint32_t>("preferred_write_granularity", 0),
-                               accepted_when_default<std::uint32_t>("optimal_write_size", 0),
-                               accepted_when_default<std::uint32_t>("preferred_unmap_alignment", 0),
-                               accepted_when_default<std::uint32_t>("preferred_unmap_granularity", 0));
-            detail::check_physical_block_size(physical_block_size, block_size);
-            const auto uuid = detail::uuid_parameter(uuid_text);
+            params in{p};
+            const auto name = in.get(required<std::string>("name"));
+            const auto [num_blocks, block_size, uuid] = detail::read_create_parameters(in);
+            static_cast<void>(
+                in.read(accepted_when_default<std::uint32_t>("preferred_write_alignment", 0),
+                        accepted_when_default<std::uint32_t>("preferred_write_granularity", 0),
+                        accepted_when_default<std::uint32_t>("optimal_write_size", 0),
+                        accepted_when_default<std::uint32_t>("preferred_unmap_alignment", 0),
+                        accepted_when_default<std::uint32_t>("preferred_unmap_granularity", 0)));
             if (auto failure = detail::check_geometry(block_size, num_blocks)) {
                 return *failure;
             }
@@ -392,15 +405,7 @@ inline void add_bdev_methods(registry& methods, bdev_registry& bdevs, bdev_metho
             [[maybe_unused]] auto [name, timeout] =
                 params{p}.read(maybe<std::string>("name"), optional<std::uint64_t>("timeout", 0));
             nlohmann::json result = nlohmann::json::array();
-            if (name) {
-                const auto device = bdevs.find(*name);
-                if (!device) {
-                    return detail::errno_error(std::errc::no_such_device);
-                }
-                result.push_back(detail::bdev_json(*device));
-                return result;
-            }
-            for (const auto& device : bdevs.list()) {
+            for (const auto& device : detail::selected_bdevs(bdevs, name)) {
                 result.push_back(detail::bdev_json(*device));
             }
             return result;
@@ -413,16 +418,8 @@ inline void add_bdev_methods(registry& methods, bdev_registry& bdevs, bdev_metho
             [[maybe_unused]] auto [name, per_channel] =
                 params{p}.read(maybe<std::string>("name"), accepted_when_default<bool>("per_channel", false));
             nlohmann::json devices = nlohmann::json::array();
-            if (name) {
-                const auto device = bdevs.find(*name);
-                if (!device) {
-                    return detail::errno_error(std::errc::no_such_device);
-                }
+            for (const auto& device : detail::selected_bdevs(bdevs, name)) {
                 devices.push_back(detail::iostat_json(*device));
-            } else {
-                for (const auto& device : bdevs.list()) {
-                    devices.push_back(detail::iostat_json(*device));
-                }
             }
             return nlohmann::json{
                 {"tick_rate", shared->tick_rate}, {"ticks", shared->ticks()}, {"bdevs", std::move(devices)}};

@@ -115,24 +115,23 @@ using uuid_bytes = std::array<std::uint8_t, 16>;
     return out;
 }
 
-/// A copy of a bdev's I/O counters. Latencies are in the ticks the recorder used; a minimum is 0
-/// while no operation of its kind completed.
+/// A copy of the counters of one kind of operation. Latencies are in the ticks the recorder
+/// used; the minimum is 0 while no operation of the kind completed.
+struct bdev_io_kind_counters {
+    std::uint64_t bytes = 0;
+    std::uint64_t ops = 0;
+    std::uint64_t latency_ticks = 0;
+    std::uint64_t max_latency_ticks = 0;
+    std::uint64_t min_latency_ticks = 0;
+
+    friend bool operator==(const bdev_io_kind_counters&, const bdev_io_kind_counters&) = default;
+};
+
+/// A copy of a bdev's I/O counters: reads, writes and deallocates (SPDK's "unmap").
 struct bdev_io_counters {
-    std::uint64_t bytes_read = 0;
-    std::uint64_t num_read_ops = 0;
-    std::uint64_t bytes_written = 0;
-    std::uint64_t num_write_ops = 0;
-    std::uint64_t bytes_unmapped = 0;
-    std::uint64_t num_unmap_ops = 0;
-    std::uint64_t read_latency_ticks = 0;
-    std::uint64_t max_read_latency_ticks = 0;
-    std::uint64_t min_read_latency_ticks = 0;
-    std::uint64_t write_latency_ticks = 0;
-    std::uint64_t max_write_latency_ticks = 0;
-    std::uint64_t min_write_latency_ticks = 0;
-    std::uint64_t unmap_latency_ticks = 0;
-    std::uint64_t max_unmap_latency_ticks = 0;
-    std::uint64_t min_unmap_latency_ticks = 0;
+    bdev_io_kind_counters read;
+    bdev_io_kind_counters write;
+    bdev_io_kind_counters unmap;
 
     friend bool operator==(const bdev_io_counters&, const bdev_io_counters&) = default;
 };
@@ -170,14 +169,7 @@ public:
     /// The counters now (each exact; together not one atomic snapshot while I/O runs).
     [[nodiscard]] bdev_io_counters counters() const noexcept
     {
-        bdev_io_counters c;
-        read_.copy(c.bytes_read, c.num_read_ops, c.read_latency_ticks, c.max_read_latency_ticks,
-                   c.min_read_latency_ticks);
-        write_.copy(c.bytes_written, c.num_write_ops, c.write_latency_ticks, c.max_write_latency_ticks,
-                    c.min_write_latency_ticks);
-        unmap_.copy(c.bytes_unmapped, c.num_unmap_ops, c.unmap_latency_ticks, c.max_unmap_latency_ticks,
-                    c.min_unmap_latency_ticks);
-        return c;
+        return {read_.counters(), write_.counters(), unmap_.counters()};
     }
 
 private:
@@ -188,15 +180,12 @@ private:
         std::atomic<std::uint64_t> max_latency{0};
         std::atomic<std::uint64_t> min_latency{~std::uint64_t{0}};
 
-        void copy(std::uint64_t& b, std::uint64_t& o, std::uint64_t& l, std::uint64_t& max,
-                  std::uint64_t& min) const noexcept
+        [[nodiscard]] bdev_io_kind_counters counters() const noexcept
         {
-            b = bytes.load(std::memory_order_relaxed);
-            o = ops.load(std::memory_order_relaxed);
-            l = latency.load(std::memory_order_relaxed);
-            max = max_latency.load(std::memory_order_relaxed);
             const std::uint64_t smallest = min_latency.load(std::memory_order_relaxed);
-            min = smallest == ~std::uint64_t{0} ? 0 : smallest;
+            return {bytes.load(std::memory_order_relaxed), ops.load(std::memory_order_relaxed),
+                    latency.load(std::memory_order_relaxed), max_latency.load(std::memory_order_relaxed),
+                    smallest == ~std::uint64_t{0} ? 0 : smallest};
         }
     };
     kind read_;

@@ -119,22 +119,8 @@ TEST(bdev_io_statistics, counts_reads_writes_and_unmaps_with_latency_bounds)
     stats.record(nvmekit::block_operation::deallocate, 8192, 5);
     stats.record(nvmekit::block_operation::flush, 0, 100);
     stats.record(nvmekit::block_operation::write_zeroes, 512, 100);
-    rpc::bdev_io_counters expected;
-    expected.bytes_read = 4608;
-    expected.num_read_ops = 2;
-    expected.read_latency_ticks = 40;
-    expected.max_read_latency_ticks = 30;
-    expected.min_read_latency_ticks = 10;
-    expected.bytes_written = 1024;
-    expected.num_write_ops = 1;
-    expected.write_latency_ticks = 7;
-    expected.max_write_latency_ticks = 7;
-    expected.min_write_latency_ticks = 7;
-    expected.bytes_unmapped = 8192;
-    expected.num_unmap_ops = 1;
-    expected.unmap_latency_ticks = 5;
-    expected.max_unmap_latency_ticks = 5;
-    expected.min_unmap_latency_ticks = 5;
+    const rpc::bdev_io_counters expected{
+        .read = {4608, 2, 40, 30, 10}, .write = {1024, 1, 7, 7, 7}, .unmap = {8192, 1, 5, 5, 5}};
     EXPECT_EQ(stats.counters(), expected);
 }
 
