@@ -3,15 +3,15 @@
 /// shapes and errors (SPDK's doc/jsonrpc.md and its bdev modules), so that `scripts/rpc.py`
 /// manages nvmekit's block devices unchanged:
 ///
-/// | method | parameters | result |
-/// |---|---|---|
-/// | `bdev_malloc_create` | num_blocks, block_size; name (default Malloc0, Malloc1, ...), uuid; the metadata
-/// and DIF parameters when they ask for none | the name | | `bdev_malloc_delete` | name | true | |
-/// `bdev_null_create` | name, num_blocks, block_size; uuid; the metadata, DIF and alignment parameters when
-/// they ask for none | the name | | `bdev_null_delete` | name | true | | `bdev_aio_create` | filename, name;
-/// block_size (0: the device's), readonly, fallocate, uuid | the name | | `bdev_aio_delete` | name | true |
-/// | `bdev_get_bdevs` | name, timeout | an array of bdev objects |
-/// | `bdev_get_iostat` | name, per_channel (false only) | {tick_rate, ticks, bdevs: [...]} |
+/// - `bdev_malloc_create`: num_blocks, block_size; name (default Malloc0, Malloc1, ...), uuid, and
+///   the metadata and DIF parameters when they ask for none. Answers the name.
+/// - `bdev_null_create`: name, num_blocks, block_size; uuid, and the metadata, DIF and alignment
+///   parameters when they ask for none. Answers the name.
+/// - `bdev_aio_create`: filename, name; block_size (0: the device's), readonly, fallocate, uuid.
+///   Answers the name.
+/// - `bdev_malloc_delete`, `bdev_null_delete`, `bdev_aio_delete`: name. Answer true.
+/// - `bdev_get_bdevs`: name, timeout. Answers an array of bdev objects.
+/// - `bdev_get_iostat`: name, per_channel (false only). Answers {tick_rate, ticks, bdevs: [...]}.
 ///
 ///     nvmekit::rpc::registry methods;
 ///     nvmekit::rpc::bdev_registry bdevs;
@@ -20,11 +20,11 @@
 /// Errors, as SPDK answers them: a parameter missing, unknown, of the wrong type or asking for
 /// what nvmekit does not do is Invalid Params (-32602) naming it; the rest is a negative errno
 /// with its text, e.g. deleting (or asking for) a bdev that does not exist gives -19 "No such
-/// device", a name taken -17 "File exists". SPDK answers a decoding failure with -32603; nvmekit
-/// answers -32602, which its jsonrpc.md documents for it. Two deliberate differences: deleting a
-/// claimed bdev fails with -16 "Device or resource busy" (SPDK hot-removes it from under its
-/// user), and `timeout` of bdev_get_bdevs is accepted but not waited for (a bdev is created by
-/// the same thread that answers, so waiting could not make one appear).
+/// device", a name taken -17 "File exists". SPDK's modules answer a decoding failure with
+/// -32603; nvmekit answers -32602, the code SPDK's jsonrpc.md gives such failures. Two deliberate
+/// differences: deleting a claimed bdev fails with -16 "Device or resource busy" (SPDK hot-removes it from
+/// under its user), and `timeout` of bdev_get_bdevs is accepted but not waited for (a bdev is created by the
+/// same thread that answers, so waiting could not make one appear).
 ///
 /// The methods are callable at run time only (SPDK_RPC_RUNTIME), like SPDK's.
 
@@ -33,9 +33,11 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <linux/fs.h>

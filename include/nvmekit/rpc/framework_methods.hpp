@@ -1,12 +1,12 @@
 #pragma once
 /// SPDK's application-framework methods, with SPDK's names, results and errors:
 ///
-/// | method | result |
-/// |---|---|
-/// | `spdk_get_version` | {"version": "nvmekit v0.1.0", "fields": {"major", "minor", "patch", "suffix"}}:
-/// nvmekit's version in SPDK's shape | | `framework_get_subsystems` | [{"subsystem": name, "depends_on":
-/// [names]}], in initialisation order | | `framework_start_init` | true; the registry moves from the startup
-/// state to run time (SPDK's `--wait-for-rpc`); callable only at startup |
+/// - `spdk_get_version`: nvmekit's version in SPDK's shape,
+///   {"version": "nvmekit v0.1.0", "fields": {"major": 0, "minor": 1, "patch": 0, "suffix": ""}}.
+/// - `framework_get_subsystems`: [{"subsystem": name, "depends_on": [names]}], in the order they
+///   start.
+/// - `framework_start_init`: true; the registry moves from the startup state to run time (SPDK's
+///   `--wait-for-rpc`). Callable only at startup.
 ///
 /// (`rpc_get_methods` belongs to the registry itself, jsonrpc.hpp.) None takes parameters: a
 /// request with "params" at all is Invalid Params (-32602) with SPDK's message.

@@ -85,7 +85,7 @@ struct bdev_methods_fixture : ::testing::Test {
 
     std::string make_file(std::size_t bytes)
     {
-        const std::string path = directory + "/disk.img";
+        std::string path = directory + "/disk.img";
         std::ofstream{path} << std::string(bytes, 'x');
         return path;
     }
