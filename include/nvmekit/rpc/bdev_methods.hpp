@@ -286,7 +286,8 @@ inline void add_bdev_methods(registry& methods, bdev_registry& bdevs, bdev_metho
 {
     const method_options runtime_only{.allowed_states = states::runtime};
     auto shared = std::make_shared<bdev_method_options>(std::move(options));
-    // SPDK numbers unnamed malloc bdevs by how many it created before ("Malloc%d").
+    // SPDK names an unnamed malloc bdev "Malloc%d" with a counter that only generated names
+    // advance, once the bdev's memory is allocated and whether or not the name is then free.
     auto malloc_count = std::make_shared<std::uint64_t>(0);
 
     methods.add(
@@ -301,23 +302,20 @@ inline void add_bdev_methods(registry& methods, bdev_registry& bdevs, bdev_metho
             if (auto failure = detail::check_geometry(block_size, num_blocks)) {
                 return *failure;
             }
-            bdev_options description{.name = name.value_or("Malloc" + std::to_string(*malloc_count)),
-                                     .product_name = "Malloc disk",
-                                     .module = "malloc",
-                                     .block_size = block_size,
-                                     .num_blocks = num_blocks,
-                                     .uuid = uuid};
             std::optional<ram_backend> memory;
             try {
                 memory.emplace(num_blocks * block_size, shared->malloc_backend);
             } catch (const std::invalid_argument& e) {
                 return detail::errno_error(std::errc::invalid_argument, e.what());
             }
-            outcome result = detail::add_bdev(bdevs, std::move(description), std::move(*memory));
-            if (result.ok()) {
-                ++*malloc_count;
-            }
-            return result;
+            return detail::add_bdev(bdevs,
+                                    {.name = name ? *name : "Malloc" + std::to_string((*malloc_count)++),
+                                     .product_name = "Malloc disk",
+                                     .module = "malloc",
+                                     .block_size = block_size,
+                                     .num_blocks = num_blocks,
+                                     .uuid = uuid},
+                                    std::move(*memory));
         },
         runtime_only);
     methods.add("bdev_malloc_delete", detail::delete_method(bdevs, "malloc"), runtime_only);

@@ -119,16 +119,26 @@ TEST_F(bdev_methods_fixture, malloc_create_as_rpc_py_sends_it_then_bdev_get_bdev
 TEST_F(bdev_methods_fixture, malloc_names_itself_as_spdk_does)
 {
     EXPECT_EQ(result("bdev_malloc_create", R"({"num_blocks": 8, "block_size": 512})"), "Malloc0");
+    // Only generated names advance SPDK's counter.
     EXPECT_EQ(result("bdev_malloc_create", R"({"num_blocks": 8, "block_size": 512, "name": "x"})"), "x");
-    // SPDK counts every malloc bdev it created, named or not.
-    EXPECT_EQ(result("bdev_malloc_create", R"({"num_blocks": 8, "block_size": 512})"), "Malloc2");
+    EXPECT_EQ(result("bdev_malloc_create", R"({"num_blocks": 8, "block_size": 512})"), "Malloc1");
     const json all = result("bdev_get_bdevs");
     ASSERT_EQ(all.size(), 3U);
     EXPECT_EQ(all[0]["name"], "Malloc0");
     EXPECT_EQ(all[1]["name"], "x");
-    EXPECT_EQ(all[2]["name"], "Malloc2");
+    EXPECT_EQ(all[2]["name"], "Malloc1");
     EXPECT_NE(all[0]["uuid"], all[2]["uuid"]);
     EXPECT_TRUE(rpc::parse_uuid(all[0]["uuid"].get<std::string>()));
+}
+
+TEST_F(bdev_methods_fixture, a_generated_name_that_is_taken_is_used_up_as_in_spdk)
+{
+    result("bdev_malloc_create", R"({"num_blocks": 8, "block_size": 512, "name": "Malloc0"})");
+    EXPECT_EQ(error("bdev_malloc_create", R"({"num_blocks": 8, "block_size": 512})")["code"], -EEXIST);
+    EXPECT_EQ(result("bdev_malloc_create", R"({"num_blocks": 8, "block_size": 512})"), "Malloc1");
+    // Refused before its memory is allocated, a request uses up no name.
+    EXPECT_EQ(error("bdev_malloc_create", R"({"num_blocks": 8, "block_size": 100})")["code"], -EINVAL);
+    EXPECT_EQ(result("bdev_malloc_create", R"({"num_blocks": 8, "block_size": 512})"), "Malloc2");
 }
 
 TEST_F(bdev_methods_fixture, malloc_refuses_metadata_and_dif_naming_the_parameter)
@@ -180,8 +190,7 @@ TEST_F(bdev_methods_fixture, bad_geometry_and_taken_names_answer_negative_errno)
     e = error("bdev_null_create", R"({"name": "taken", "num_blocks": 8, "block_size": 512})");
     EXPECT_EQ(e["code"], -EEXIST);
     EXPECT_NE(e["message"].get<std::string>().find("'taken'"), std::string::npos) << e.dump();
-    // A failed creation does not use up a generated name.
-    EXPECT_EQ(result("bdev_malloc_create", R"({"num_blocks": 8, "block_size": 512})"), "Malloc1");
+    EXPECT_EQ(result("bdev_malloc_create", R"({"num_blocks": 8, "block_size": 512})"), "Malloc0");
 }
 
 TEST_F(bdev_methods_fixture, deletes_answer_true_or_no_such_device_as_spdk)
