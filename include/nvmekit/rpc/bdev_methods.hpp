@@ -7,8 +7,8 @@
 ///   the metadata and DIF parameters when they ask for none. Answers the name.
 /// - `bdev_null_create`: name, num_blocks, block_size; uuid, and the metadata, DIF and alignment
 ///   parameters when they ask for none. Answers the name.
-/// - `bdev_aio_create`: filename, name; block_size (0: the device's), readonly, fallocate, uuid.
-///   Answers the name.
+/// - `bdev_aio_create`: filename, name; block_size (0: the device's), readonly, fallocate, uuid;
+///   nowait when false. Answers the name.
 /// - `bdev_malloc_delete`, `bdev_null_delete`, `bdev_aio_delete`: name. Answer true.
 /// - `bdev_get_bdevs`: name, timeout. Answers an array of bdev objects.
 /// - `bdev_get_iostat`: name, per_channel (false only). Answers {tick_rate, ticks, bdevs: [...]}.
@@ -350,10 +350,12 @@ inline void add_bdev_methods(registry& methods, bdev_registry& bdevs, bdev_metho
     methods.add(
         "bdev_aio_create",
         [&bdevs](const nlohmann::json& p) -> outcome {
-            auto [filename, name, block_size, readonly, fallocate, uuid_text] =
+            // "nowait" asks SPDK's module for RWF_NOWAIT submissions; file_backend submits plainly.
+            [[maybe_unused]] auto [filename, name, block_size, readonly, fallocate, uuid_text, nowait] =
                 params{p}.read(required<std::string>("filename"), required<std::string>("name"),
                                optional<std::uint32_t>("block_size", 0), optional<bool>("readonly", false),
-                               optional<bool>("fallocate", false), maybe<std::string>("uuid"));
+                               optional<bool>("fallocate", false), maybe<std::string>("uuid"),
+                               accepted_when_default<bool>("nowait", false));
             const auto uuid = detail::uuid_parameter(uuid_text);
             if (bdevs.find(name)) {
                 return detail::errno_error(std::errc::file_exists,
@@ -384,7 +386,8 @@ inline void add_bdev_methods(registry& methods, bdev_registry& bdevs, bdev_metho
                                       {{"filename", filename},
                                        {"block_size_override", block_size != 0},
                                        {"readonly", readonly},
-                                       {"fallocate", fallocate}}}};
+                                       {"fallocate", fallocate},
+                                       {"nowait", false}}}};
             return detail::add_bdev(bdevs,
                                     {.name = name,
                                      .product_name = "AIO disk",

@@ -253,7 +253,8 @@ TEST_F(bdev_methods_fixture, aio_create_on_a_file)
                                               {{"filename", path},
                                                {"block_size_override", false},
                                                {"readonly", false},
-                                               {"fallocate", false}}}}));
+                                               {"fallocate", false},
+                                               {"nowait", false}}}}));
     EXPECT_EQ(info["supported_io_types"], io_types());
 
     EXPECT_EQ(result("bdev_aio_create", R"({"filename": ")" + path +
@@ -279,6 +280,9 @@ TEST_F(bdev_methods_fixture, aio_create_failures)
                     R"({"filename": ")" + path + R"(", "name": "a", "block_size": 8192})")["code"],
               -EINVAL);
     EXPECT_EQ(error("bdev_aio_create", R"({"name": "a"})")["code"], -32602);
+    e = error("bdev_aio_create", R"({"filename": ")" + path + R"(", "name": "a", "nowait": true})");
+    EXPECT_EQ(e["code"], -32602);
+    EXPECT_NE(e["message"].get<std::string>().find("'nowait'"), std::string::npos);
     EXPECT_EQ(bdevs.size(), 0U);
 }
 
