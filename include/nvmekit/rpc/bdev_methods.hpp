@@ -11,7 +11,8 @@
 ///   nowait when false. Answers the name.
 /// - `bdev_malloc_delete`, `bdev_null_delete`, `bdev_aio_delete`: name. Answer true.
 /// - `bdev_get_bdevs`: name, timeout. Answers an array of bdev objects.
-/// - `bdev_get_iostat`: name, per_channel (false only). Answers {tick_rate, ticks, bdevs: [...]}.
+/// - `bdev_get_iostat`: name or names, reset_mode ("none", "all", "maxmin": what to clear once
+///   reported), per_channel (false only). Answers {tick_rate, ticks, bdevs: [...]}.
 ///
 ///     nvmekit::rpc::registry methods;
 ///     nvmekit::rpc::bdev_registry bdevs;
@@ -418,11 +419,34 @@ inline void add_bdev_methods(registry& methods, bdev_registry& bdevs, bdev_metho
     methods.add(
         "bdev_get_iostat",
         [&bdevs, shared](const nlohmann::json& p) -> outcome {
-            [[maybe_unused]] auto [name, per_channel] =
-                params{p}.read(maybe<std::string>("name"), accepted_when_default<bool>("per_channel", false));
+            [[maybe_unused]] auto [name, names, per_channel, reset_mode] =
+                params{p}.read(maybe<std::string>("name"), maybe<std::vector<std::string>>("names"),
+                               accepted_when_default<bool>("per_channel", false),
+                               optional<std::string>("reset_mode", "none"));
+            if (reset_mode != "none" && reset_mode != "all" && reset_mode != "maxmin") {
+                throw exception{error_code::invalid_params,
+                                "parameter 'reset_mode' must be \"all\", \"maxmin\" or \"none\", not \"" +
+                                    reset_mode + "\""};
+            }
+            if (name && names) {
+                return detail::errno_error(std::errc::invalid_argument,
+                                           "give either 'name' or 'names', not both");
+            }
+            std::vector<std::shared_ptr<bdev>> selected;
+            if (names) {
+                for (const auto& each : *names) {
+                    selected.push_back(detail::selected_bdevs(bdevs, each).front());
+                }
+            } else {
+                selected = detail::selected_bdevs(bdevs, name);
+            }
             nlohmann::json devices = nlohmann::json::array();
-            for (const auto& device : detail::selected_bdevs(bdevs, name)) {
+            for (const auto& device : selected) {
                 devices.push_back(detail::iostat_json(*device));
+                if (reset_mode != "none") {
+                    device->statistics().reset(reset_mode == "all" ? bdev_io_reset::all
+                                                                   : bdev_io_reset::max_min);
+                }
             }
             return nlohmann::json{
                 {"tick_rate", shared->tick_rate}, {"ticks", shared->ticks()}, {"bdevs", std::move(devices)}};

@@ -136,6 +136,12 @@ struct bdev_io_counters {
     friend bool operator==(const bdev_io_counters&, const bdev_io_counters&) = default;
 };
 
+/// What bdev_io_statistics::reset() clears (SPDK's reset modes "all" and "maxmin").
+enum class bdev_io_reset : std::uint8_t {
+    all,    ///< every counter
+    max_min ///< only the latency maxima and minima
+};
+
 /// I/O statistics of one bdev, recorded by whoever completes its requests (relaxed atomics: any
 /// thread, no lock).
 class bdev_io_statistics {
@@ -172,6 +178,14 @@ public:
         return {read_.counters(), write_.counters(), unmap_.counters()};
     }
 
+    /// Clears the counters `what` names; a request recorded meanwhile may count in part.
+    void reset(bdev_io_reset what) noexcept
+    {
+        for (kind* k : {&read_, &write_, &unmap_}) {
+            k->reset(what);
+        }
+    }
+
 private:
     struct kind {
         std::atomic<std::uint64_t> bytes{0};
@@ -186,6 +200,17 @@ private:
             return {bytes.load(std::memory_order_relaxed), ops.load(std::memory_order_relaxed),
                     latency.load(std::memory_order_relaxed), max_latency.load(std::memory_order_relaxed),
                     smallest == ~std::uint64_t{0} ? 0 : smallest};
+        }
+
+        void reset(bdev_io_reset what) noexcept
+        {
+            if (what == bdev_io_reset::all) {
+                bytes.store(0, std::memory_order_relaxed);
+                ops.store(0, std::memory_order_relaxed);
+                latency.store(0, std::memory_order_relaxed);
+            }
+            max_latency.store(0, std::memory_order_relaxed);
+            min_latency.store(~std::uint64_t{0}, std::memory_order_relaxed);
         }
     };
     kind read_;

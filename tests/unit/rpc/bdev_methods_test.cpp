@@ -323,6 +323,36 @@ TEST_F(bdev_methods_fixture, iostat_reports_what_was_recorded_in_spdk_shape)
     EXPECT_EQ(error("bdev_get_iostat", R"({"per_channel": true})")["code"], -32602);
 }
 
+TEST_F(bdev_methods_fixture, iostat_by_names_and_with_reset_modes)
+{
+    for (const char* name : {"a", "b", "c"}) {
+        result("bdev_null_create",
+               R"({"name": ")" + std::string{name} + R"(", "num_blocks": 8, "block_size": 512})");
+        bdevs.find(name)->statistics().record(nvmekit::block_operation::write, 512, 40);
+    }
+    json stats = result("bdev_get_iostat", R"({"names": ["c", "a"]})");
+    ASSERT_EQ(stats["bdevs"].size(), 2U);
+    EXPECT_EQ(stats["bdevs"][0]["name"], "c");
+    EXPECT_EQ(stats["bdevs"][1]["name"], "a");
+    EXPECT_EQ(error("bdev_get_iostat", R"({"names": ["a", "missing"]})"),
+              json::parse(R"({"code": -19, "message": "No such device"})"));
+    EXPECT_EQ(error("bdev_get_iostat", R"({"name": "a", "names": ["b"]})")["code"], -EINVAL);
+    EXPECT_EQ(error("bdev_get_iostat", R"({"reset_mode": "some"})")["code"], -32602);
+
+    // maxmin clears the latency bounds once reported, all clears everything.
+    stats = result("bdev_get_iostat", R"({"name": "a", "reset_mode": "maxmin"})");
+    EXPECT_EQ(stats["bdevs"][0]["max_write_latency_ticks"], 40);
+    stats = result("bdev_get_iostat", R"({"name": "a", "reset_mode": "all"})")["bdevs"][0];
+    EXPECT_EQ(stats["num_write_ops"], 1);
+    EXPECT_EQ(stats["write_latency_ticks"], 40);
+    EXPECT_EQ(stats["max_write_latency_ticks"], 0);
+    EXPECT_EQ(stats["min_write_latency_ticks"], 0);
+    stats = result("bdev_get_iostat", R"({"name": "a", "reset_mode": "none"})")["bdevs"][0];
+    EXPECT_EQ(stats["num_write_ops"], 0);
+    EXPECT_EQ(stats["bytes_written"], 0);
+    EXPECT_EQ(result("bdev_get_iostat", R"({"name": "b"})")["bdevs"][0]["num_write_ops"], 1);
+}
+
 TEST_F(bdev_methods_fixture, callable_only_at_run_time)
 {
     methods.set_state(rpc::states::startup);

@@ -122,6 +122,13 @@ TEST(bdev_io_statistics, counts_reads_writes_and_unmaps_with_latency_bounds)
     const rpc::bdev_io_counters expected{
         .read = {4608, 2, 40, 30, 10}, .write = {1024, 1, 7, 7, 7}, .unmap = {8192, 1, 5, 5, 5}};
     EXPECT_EQ(stats.counters(), expected);
+
+    stats.reset(rpc::bdev_io_reset::max_min);
+    EXPECT_EQ(stats.counters().read, (rpc::bdev_io_kind_counters{4608, 2, 40, 0, 0}));
+    stats.record(nvmekit::block_operation::read, 512, 20);
+    EXPECT_EQ(stats.counters().read, (rpc::bdev_io_kind_counters{5120, 3, 60, 20, 20}));
+    stats.reset(rpc::bdev_io_reset::all);
+    EXPECT_EQ(stats.counters(), rpc::bdev_io_counters{});
 }
 
 } // namespace
