@@ -86,7 +86,7 @@ inline rpc::error errno_error(std::errc failure, const std::string& detail = {})
 
 inline rpc::error system_error_to_rpc(const std::system_error& e) { return {-e.code().value(), e.what()}; }
 
-/// SPDK's io types in its order (spdk_bdev_io_type); the ones nvmekit's backends serve.
+/// Every io type SPDK reports (spdk_bdev_io_type), true for those nvmekit's backends serve.
 inline nlohmann::json supported_io_types(const bdev& device)
 {
     const bool writable = !device.read_only();
@@ -281,7 +281,7 @@ inline outcome add_bdev(bdev_registry& bdevs, bdev_options options, any_backend 
 
 } // namespace detail
 
-/// Adds SPDK's bdev methods (see the table above) on `bdevs` to `methods`; both must outlive the
+/// Adds SPDK's bdev methods (see the list above) on `bdevs` to `methods`; both must outlive the
 /// methods' use.
 inline void add_bdev_methods(registry& methods, bdev_registry& bdevs, bdev_method_options options = {})
 {
