@@ -108,7 +108,11 @@ public:
         requires(!std::is_same_v<std::remove_cvref_t<T>, outcome> &&
                  !std::is_same_v<std::remove_cvref_t<T>, rpc::error> &&
                  std::is_constructible_v<nlohmann::json, T&&>)
-    outcome(T&& result) : value_{std::in_place_index<0>, std::forward<T>(result)} {}
+    // Implicit, so a handler returns any JSON value; the constraint keeps copies and moves of
+    // outcome away from it.
+    outcome(T&& result) // NOLINT(bugprone-forwarding-reference-overload)
+        : value_{std::in_place_index<0>, std::forward<T>(result)}
+    {}
 
     [[nodiscard]] bool ok() const noexcept { return value_.index() == 0; }
     [[nodiscard]] const nlohmann::json& result() const { return std::get<0>(value_); }
@@ -588,6 +592,15 @@ private:
     const nlohmann::json& value_;
     std::vector<std::string> declared_;
 };
+
+/// For a method that takes no parameters: refuses a request that has "params" at all (even an
+/// empty object or array) with Invalid Params and `message`, as SPDK's methods of that kind do.
+inline void refuse_params(const nlohmann::json& params, const std::string& message)
+{
+    if (!params.is_null()) {
+        throw exception{error_code::invalid_params, message};
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Method registry and dispatch

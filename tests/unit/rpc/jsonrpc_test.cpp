@@ -594,6 +594,20 @@ TEST(params, accepted_when_default)
     EXPECT_EQ(with({{"name", "x"}, {"mode", 1}}), "parameter 'mode' must be a string, not the number 1");
 }
 
+TEST(params, refuse_params_refuses_any_params_member)
+{
+    rpc::registry methods;
+    methods.add("framework_start_init", [](const json& p) -> rpc::outcome {
+        rpc::refuse_params(p, "framework_start_init requires no parameters");
+        return true;
+    });
+    EXPECT_EQ(call(methods, request("framework_start_init", nullptr))["result"], true);
+    for (const json& params : {json::object(), json::array(), json{{"x", 1}}}) {
+        expect_error(call(methods, request("framework_start_init", params)), rpc::error_code::invalid_params,
+                     "framework_start_init requires no parameters");
+    }
+}
+
 TEST(params, errors_reach_the_client_as_invalid_params)
 {
     rpc::registry methods;

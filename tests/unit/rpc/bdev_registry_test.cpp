@@ -1,0 +1,134 @@
+#include <nvmekit/rpc/bdev_registry.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <system_error>
+
+#include <gtest/gtest.h>
+
+#include <nvmekit/backends/null_backend.hpp>
+#include <nvmekit/backends/ram_backend.hpp>
+
+namespace {
+
+namespace rpc = nvmekit::rpc;
+
+rpc::bdev_options disk(std::string name, std::string module = "null", std::uint64_t blocks = 8)
+{
+    return {.name = std::move(name),
+            .product_name = "Null disk",
+            .module = std::move(module),
+            .block_size = 512,
+            .num_blocks = blocks};
+}
+
+TEST(uuid, parses_and_prints_the_canonical_form)
+{
+    const auto parsed = rpc::parse_uuid("2B6601BA-eada-44fb-9a83-a20eb9eb9e90");
+    ASSERT_TRUE(parsed);
+    EXPECT_EQ((*parsed)[0], 0x2b);
+    EXPECT_EQ((*parsed)[15], 0x90);
+    EXPECT_EQ(rpc::uuid_string(*parsed), "2b6601ba-eada-44fb-9a83-a20eb9eb9e90");
+}
+
+TEST(uuid, refuses_anything_else)
+{
+    for (const char* bad : {"", "2b6601ba-eada-44fb-9a83-a20eb9eb9e9",
+                            "2b6601ba-eada-44fb-9a83-a20eb9eb9e900", "2b6601baeada-44fb-9a83-a20eb9eb9e90-",
+                            "2b6601ba-eada-44fb-9a83-a20eb9eb9eg0", "{b6601ba-eada-44fb-9a83-a20eb9eb9e90"}) {
+        EXPECT_FALSE(rpc::parse_uuid(bad)) << bad;
+    }
+}
+
+TEST(uuid, random_ones_are_version_4_and_differ)
+{
+    const auto a = rpc::random_uuid();
+    const auto b = rpc::random_uuid();
+    EXPECT_NE(a, b);
+    EXPECT_EQ(a[6] >> 4, 4);
+    EXPECT_EQ(a[8] & 0xc0, 0x80);
+}
+
+TEST(bdev_registry, adds_finds_and_lists_in_order)
+{
+    rpc::bdev_registry bdevs;
+    const auto uuid = rpc::parse_uuid("2b6601ba-eada-44fb-9a83-a20eb9eb9e90");
+    auto options = disk("b");
+    options.uuid = uuid;
+    bdevs.add(options, nvmekit::null_backend{4096});
+    bdevs.add(disk("a"), nvmekit::ram_backend{4096});
+    ASSERT_EQ(bdevs.size(), 2U);
+    EXPECT_EQ(bdevs.list()[0]->name(), "b");
+    EXPECT_EQ(bdevs.list()[1]->name(), "a");
+    const auto b = bdevs.find("b");
+    ASSERT_TRUE(b);
+    EXPECT_EQ(b->uuid(), *uuid);
+    EXPECT_EQ(b->block_size(), 512U);
+    EXPECT_EQ(b->num_blocks(), 8U);
+    EXPECT_EQ(b->backend().capacity_bytes(), 4096U);
+    EXPECT_FALSE(bdevs.find("c"));
+    EXPECT_NE(bdevs.find("a")->uuid(), rpc::uuid_bytes{}); // generated
+}
+
+TEST(bdev_registry, refuses_a_taken_name_and_bad_geometry)
+{
+    rpc::bdev_registry bdevs;
+    bdevs.add(disk("a"), nvmekit::null_backend{4096});
+    const auto code_of = [&](rpc::bdev_options options, std::uint64_t capacity) {
+        try {
+            bdevs.add(std::move(options), nvmekit::null_backend{capacity});
+        } catch (const std::system_error& e) {
+            return e.code();
+        }
+        return std::error_code{};
+    };
+    EXPECT_EQ(code_of(disk("a"), 4096), std::errc::file_exists);
+    EXPECT_EQ(code_of(disk(""), 4096), std::errc::invalid_argument);
+    EXPECT_EQ(code_of(disk("b", "null", 0), 4096), std::errc::invalid_argument);
+    EXPECT_EQ(code_of(disk("b", "null", 9), 4096), std::errc::invalid_argument); // 9 blocks > 4096 bytes
+    EXPECT_EQ(bdevs.size(), 1U);
+}
+
+TEST(bdev_registry, removes_only_by_its_module_and_never_while_claimed)
+{
+    rpc::bdev_registry bdevs;
+    const auto a = bdevs.add(disk("a", "malloc"), nvmekit::ram_backend{4096});
+    EXPECT_EQ(bdevs.remove("missing"), std::errc::no_such_device);
+    EXPECT_EQ(bdevs.remove("a", "null"), std::errc::no_such_device);
+
+    EXPECT_TRUE(a->claim("nqn.2016-06.io.spdk:cnode1"));
+    EXPECT_FALSE(a->claim("someone else"));
+    EXPECT_TRUE(a->claimed());
+    EXPECT_EQ(a->claim_owner(), "nqn.2016-06.io.spdk:cnode1");
+    EXPECT_EQ(bdevs.remove("a", "malloc"), std::errc::device_or_resource_busy);
+    a->release();
+    EXPECT_EQ(bdevs.remove("a", "malloc"), std::errc{});
+    EXPECT_FALSE(bdevs.find("a"));
+    // A holder keeps a removed bdev alive.
+    EXPECT_EQ(a->backend().capacity_bytes(), 4096U);
+}
+
+TEST(bdev_io_statistics, counts_reads_writes_and_unmaps_with_latency_bounds)
+{
+    rpc::bdev_io_statistics stats;
+    EXPECT_EQ(stats.counters(), rpc::bdev_io_counters{});
+    stats.record(nvmekit::block_operation::read, 4096, 30);
+    stats.record(nvmekit::block_operation::read, 512, 10);
+    stats.record(nvmekit::block_operation::write, 1024, 7);
+    stats.record(nvmekit::block_operation::deallocate, 8192, 5);
+    stats.record(nvmekit::block_operation::flush, 0, 100);
+    stats.record(nvmekit::block_operation::write_zeroes, 512, 100);
+    const rpc::bdev_io_counters expected{
+        .read = {4608, 2, 40, 30, 10}, .write = {1024, 1, 7, 7, 7}, .unmap = {8192, 1, 5, 5, 5}};
+    EXPECT_EQ(stats.counters(), expected);
+
+    stats.reset(rpc::bdev_io_reset::max_min);
+    EXPECT_EQ(stats.counters().read, (rpc::bdev_io_kind_counters{4608, 2, 40, 0, 0}));
+    stats.record(nvmekit::block_operation::read, 512, 20);
+    EXPECT_EQ(stats.counters().read, (rpc::bdev_io_kind_counters{5120, 3, 60, 20, 20}));
+    stats.reset(rpc::bdev_io_reset::all);
+    EXPECT_EQ(stats.counters(), rpc::bdev_io_counters{});
+}
+
+} // namespace
