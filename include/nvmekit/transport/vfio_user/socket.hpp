@@ -157,9 +157,16 @@ inline int read_exactly(int fd, std::span<std::byte> out, std::vector<unique_fd>
 
 } // namespace detail
 
+/// Which message types a receive takes; any other type breaks the stream.
+enum class accepted_messages : std::uint8_t {
+    commands,             ///< commands only (parse_header)
+    commands_and_replies, ///< replies too, to requests the server sent (parse_message_header)
+};
+
 /// Receives one message from `fd` into `out`.
 [[nodiscard]] inline receive_status receive_message(int fd, received_message& out,
-                                                    const protocol_limits& limits = {})
+                                                    const protocol_limits& limits = {},
+                                                    accepted_messages accepted = accepted_messages::commands)
 {
     out.fds.clear();
     out.bytes.resize(header_size);
@@ -170,7 +177,8 @@ inline int read_exactly(int fd, std::span<std::byte> out, std::vector<unique_fd>
     if (first != 0) {
         return receive_status::broken;
     }
-    const auto header = parse_header(out.bytes, limits);
+    const auto header = accepted == accepted_messages::commands ? parse_header(out.bytes, limits)
+                                                                : parse_message_header(out.bytes, limits);
     if (!header) {
         return receive_status::broken;
     }

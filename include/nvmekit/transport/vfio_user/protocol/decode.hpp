@@ -1,9 +1,11 @@
 #pragma once
 /// Decoding what a vfio-user client sends: parse_result (a decoded value, or the errno value to
-/// put in the reply's error field), parse_header for the fixed header of every message, and one
-/// decoder per command payload: decode_version and negotiate_version, decode_dma_map,
-/// decode_dma_unmap, decode_device_get_info, decode_region_info, decode_irq_info,
-/// decode_set_irqs, decode_region_read, decode_region_write and check_device_reset.
+/// put in the reply's error field), parse_header for the fixed header of every command (and
+/// parse_message_header for one that may also be a reply), one decoder per command payload:
+/// decode_version and negotiate_version, decode_dma_map, decode_dma_unmap,
+/// decode_device_get_info, decode_region_info, decode_irq_info, decode_set_irqs,
+/// decode_region_read, decode_region_write and check_device_reset; and the client's replies to
+/// the server's own requests: is_reply_to, decode_dma_read_reply and check_dma_write_reply.
 ///
 /// Every decoder takes the payload (the bytes after the 16-byte header, exactly
 /// `message_size - 16` of them) and the number of file descriptors that arrived with the message
@@ -60,12 +62,12 @@ private:
     std::errc error_{};
 };
 
-/// Checks the fixed header of a client message: at least 16 bytes in `bytes` (only those are
-/// read), message size >= 16 and <= limits.max_message_size(), type Command. The command itself
-/// is not checked, so an unknown one can still be answered (ENOTSUP) with its message ID. An
-/// error here means the byte stream cannot be trusted: the transport closes the connection.
-[[nodiscard]] inline parse_result<message_header> parse_header(std::span<const std::byte> bytes,
-                                                               const protocol_limits& limits = {}) noexcept
+/// Checks the fixed header of a client message that may be a command or a reply (to one of the
+/// server's own requests): at least 16 bytes in `bytes` (only those are read), message size >= 16
+/// and <= limits.max_message_size(), type Command or Reply. An error here means the byte stream
+/// cannot be trusted: the transport closes the connection.
+[[nodiscard]] inline parse_result<message_header>
+parse_message_header(std::span<const std::byte> bytes, const protocol_limits& limits = {}) noexcept
 {
     if (bytes.size() < header_size) {
         return std::errc::invalid_argument;
@@ -78,7 +80,20 @@ private:
     if (header.message_size > limits.max_message_size()) {
         return std::errc::argument_list_too_long;
     }
-    if (header.flags.get(message_flags::type) != message_type::command) {
+    const message_type type = header.flags.get(message_flags::type);
+    if (type != message_type::command && type != message_type::reply) {
+        return std::errc::invalid_argument;
+    }
+    return header;
+}
+
+/// parse_message_header for a message that must be a command. The command itself is not
+/// checked, so an unknown one can still be answered (ENOTSUP) with its message ID.
+[[nodiscard]] inline parse_result<message_header> parse_header(std::span<const std::byte> bytes,
+                                                               const protocol_limits& limits = {}) noexcept
+{
+    const auto header = parse_message_header(bytes, limits);
+    if (header && header->flags.get(message_flags::type) != message_type::command) {
         return std::errc::invalid_argument;
     }
     return header;
@@ -415,6 +430,78 @@ decode_region_write(std::span<const std::byte> payload, std::size_t fd_count,
         return std::errc::invalid_argument;
     }
     return region_write_request{access, payload.subspan(sizeof(region_access))};
+}
+
+/// Whether `reply` (a header parse_message_header accepted) is the reply to the server's
+/// request `request`: type Reply, the request's message ID and command ("vfio-user: Header").
+[[nodiscard]] constexpr bool is_reply_to(const message_header& reply, const message_header& request) noexcept
+{
+    return reply.flags.get(message_flags::type) == message_type::reply &&
+           reply.message_id == request.message_id && reply.command_code == request.command_code;
+}
+
+namespace detail {
+/// The errno of an error reply (EIO when the client left it 0, which the protocol allows), or
+/// std::errc{} when the reply is not an error.
+[[nodiscard]] constexpr std::errc reply_error(const message_header& reply) noexcept
+{
+    if (!reply.flags.get(message_flags::error)) {
+        return std::errc{};
+    }
+    return reply.error_number == 0 ? std::errc::io_error : static_cast<std::errc>(reply.error_number);
+}
+} // namespace detail
+
+/// Decodes the client's reply to the server's DMA_READ `request` ("vfio-user: VFIO_USER_DMA_READ"):
+/// the data read, a view into `payload`. The reply's errno when it is an error reply (EIO when it
+/// carries none). EINVAL: descriptors attached, a payload that is not 16 + request.count bytes,
+/// or an address or count that differs from the request's.
+[[nodiscard]] inline parse_result<std::span<const std::byte>>
+decode_dma_read_reply(const message_header& reply, std::span<const std::byte> payload, std::size_t fd_count,
+                      const dma_access& request) noexcept
+{
+    if (const std::errc error = detail::reply_error(reply); error != std::errc{}) {
+        return error;
+    }
+    if (fd_count != 0 || payload.size() < sizeof(dma_access) ||
+        payload.size() - sizeof(dma_access) != request.count) {
+        return std::errc::invalid_argument;
+    }
+    const auto echoed = detail::load<dma_access>(payload);
+    if (echoed.address != request.address || echoed.count != request.count) {
+        return std::errc::invalid_argument;
+    }
+    return payload.subspan(sizeof(dma_access));
+}
+
+/// Checks the client's reply to the server's DMA_WRITE `request` ("vfio-user: VFIO_USER_DMA_WRITE"):
+/// std::errc{} when the write was done. The reply's errno when it is an error reply (EIO when it
+/// carries none). The payload may be empty (QEMU's hw/vfio-user/pci.c replies with the header
+/// alone), or echo the request's address and count in 16 bytes (as libvfio-user expects) or in 12
+/// (the 4-byte count the specification's reply table shows); anything else, a differing echo or
+/// descriptors attached is EINVAL.
+[[nodiscard]] inline std::errc check_dma_write_reply(const message_header& reply,
+                                                     std::span<const std::byte> payload, std::size_t fd_count,
+                                                     const dma_access& request) noexcept
+{
+    if (const std::errc error = detail::reply_error(reply); error != std::errc{}) {
+        return error;
+    }
+    if (fd_count != 0) {
+        return std::errc::invalid_argument;
+    }
+    if (payload.empty()) {
+        return std::errc{};
+    }
+    constexpr std::size_t short_echo = sizeof(std::uint64_t) + sizeof(std::uint32_t);
+    if (payload.size() != sizeof(dma_access) && payload.size() != short_echo) {
+        return std::errc::invalid_argument;
+    }
+    const auto address = detail::load<std::uint64_t>(payload);
+    const std::uint64_t count = payload.size() == short_echo
+                                    ? detail::load<std::uint32_t>(payload.subspan(sizeof(std::uint64_t)))
+                                    : detail::load<std::uint64_t>(payload.subspan(sizeof(std::uint64_t)));
+    return address == request.address && count == request.count ? std::errc{} : std::errc::invalid_argument;
 }
 
 /// Checks a DEVICE_RESET request: no payload, no descriptors (EINVAL otherwise).

@@ -3,8 +3,9 @@
 /// replies whose payload is bytes or one wire structure, and the replies whose payload is built
 /// here: VERSION (the negotiated version and the server's capabilities JSON, written by
 /// write_capabilities_json), DEVICE_GET_REGION_INFO (with its sparse mmap capability) and
-/// REGION_READ. Every encoder writes into a buffer the caller sized (version_reply_capacity,
-/// region_info_full_size) and returns the reply's size.
+/// REGION_READ. And the server's own requests to the client: DMA_READ and DMA_WRITE. Every
+/// encoder writes into a buffer the caller sized (version_reply_capacity, region_info_full_size)
+/// and returns the message's size.
 
 #include <algorithm>
 #include <array>
@@ -219,6 +220,49 @@ inline std::size_t encode_region_read_reply(const message_header& request, const
     std::memcpy(out.data() + header_size, &access, sizeof(region_access));
     if (!data.empty()) {
         std::memcpy(out.data() + header_size + sizeof(region_access), data.data(), data.size());
+    }
+    return header_size + payload_size;
+}
+
+/// The header of a request the server sends (DMA_READ, DMA_WRITE): type Command, a reply wanted.
+[[nodiscard]] constexpr message_header make_request_header(command code, std::uint16_t message_id,
+                                                           std::size_t payload_size) noexcept
+{
+    message_header request{};
+    request.message_id = message_id;
+    request.command_code = code;
+    request.message_size = static_cast<std::uint32_t>(header_size + payload_size);
+    request.flags.set(message_flags::type, message_type::command);
+    return request;
+}
+
+/// Writes a DMA_READ request for `access` into `out` (at least 32 bytes); returns 32.
+inline std::size_t encode_dma_read_request(std::uint16_t message_id, const dma_access& access,
+                                           std::span<std::byte> out) noexcept
+{
+    NVMEKIT_ASSERT(out.size() >= header_size + sizeof(dma_access),
+                   "encode_dma_read_request: output buffer too small");
+    const message_header request = make_request_header(command::dma_read, message_id, sizeof(dma_access));
+    std::memcpy(out.data(), &request, header_size);
+    std::memcpy(out.data() + header_size, &access, sizeof(dma_access));
+    return header_size + sizeof(dma_access);
+}
+
+/// Writes a DMA_WRITE request of `data` to client address `address` into `out` (at least
+/// 32 + data.size() bytes); returns its size.
+inline std::size_t encode_dma_write_request(std::uint16_t message_id, std::uint64_t address,
+                                            std::span<const std::byte> data,
+                                            std::span<std::byte> out) noexcept
+{
+    const std::size_t payload_size = sizeof(dma_access) + data.size();
+    NVMEKIT_ASSERT(out.size() >= header_size + payload_size,
+                   "encode_dma_write_request: output buffer too small");
+    const message_header request = make_request_header(command::dma_write, message_id, payload_size);
+    const dma_access access{address, data.size()};
+    std::memcpy(out.data(), &request, header_size);
+    std::memcpy(out.data() + header_size, &access, sizeof(dma_access));
+    if (!data.empty()) {
+        std::memcpy(out.data() + header_size + sizeof(dma_access), data.data(), data.size());
     }
     return header_size + payload_size;
 }

@@ -14,7 +14,9 @@ namespace transport::vfio_user {
 
 /// Server-side limits: what the server advertises in its VERSION reply and enforces.
 struct protocol_limits {
-    /// Largest `count` of a REGION_READ/REGION_WRITE the server accepts (max_data_xfer_size).
+    /// Largest `count` of a REGION_READ/REGION_WRITE the server accepts (max_data_xfer_size), and
+    /// the most a DMA_READ/DMA_WRITE of the server asks for at once (it also keeps to the client's
+    /// own max_data_xfer_size, the smaller of the two).
     std::uint32_t max_data_xfer_size = 1U << 20;
     /// Most file descriptors the server receives in one message (max_msg_fds). QEMU refuses
     /// values above 16.
@@ -27,10 +29,12 @@ struct protocol_limits {
     /// Longest JSON capabilities text accepted in a VERSION request, NUL included.
     std::uint32_t max_version_data = 4096;
 
-    /// Largest message parse_header accepts: a REGION_WRITE of max_data_xfer_size bytes or a
-    /// VERSION with max_version_data bytes of JSON, whichever is larger.
+    /// Largest message parse_header accepts: a REGION_WRITE (or the reply to a DMA_READ) of
+    /// max_data_xfer_size bytes or a VERSION with max_version_data bytes of JSON, whichever is
+    /// larger. Both fixed parts are 16 bytes.
     [[nodiscard]] constexpr std::uint64_t max_message_size() const noexcept
     {
+        static_assert(sizeof(dma_access) == sizeof(region_access));
         return std::max<std::uint64_t>(header_size + sizeof(region_access) + max_data_xfer_size,
                                        header_size + sizeof(version_payload) + max_version_data);
     }

@@ -328,6 +328,17 @@ static_assert(offsetof(region_access, region) == 8);
 static_assert(offsetof(region_access, count) == 12);
 static_assert(spec::is_wire_type_v<region_access>);
 
+/// VFIO_USER_DMA_READ / DMA_WRITE fixed part: in the server's requests, and echoed in the client's
+/// replies ("vfio-user: VFIO_USER_DMA_READ", "vfio-user: VFIO_USER_DMA_WRITE"). The data follows it
+/// in a DMA_WRITE request and a DMA_READ reply.
+struct dma_access {
+    std::uint64_t address; // bytes 07:00, client DMA address inside a region mapped without a descriptor
+    std::uint64_t count;   // bytes 15:08, data bytes
+};
+static_assert(sizeof(dma_access) == 16);
+static_assert(offsetof(dma_access, count) == 8);
+static_assert(spec::is_wire_type_v<dma_access>);
+
 /// The errno value a std::errc stands for, for the reply's error field.
 [[nodiscard]] constexpr std::uint32_t errno_value(std::errc error) noexcept
 {

@@ -1,6 +1,7 @@
 #include <nvmekit/transport/vfio_user/protocol/decode.hpp>
 
 #include <array>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <random>
@@ -433,4 +434,144 @@ TEST(vfio_user_protocol, random_payloads_never_crash_any_decoder)
         accepted += vu::decode_version(version_json(json), 0) ? 1U : 0U;
     }
     EXPECT_GT(accepted, 0U); // some random inputs are valid; none may crash or read out of bounds
+}
+
+namespace {
+
+/// The header of a request of the server's with `payload_size` bytes after it.
+vu::message_header request_header(vu::command cmd, std::uint16_t id, std::size_t payload_size)
+{
+    return command_header(cmd, static_cast<std::uint32_t>(vu::header_size + payload_size), id);
+}
+
+/// The client's reply to request `request`, `payload_size` bytes after the header.
+vu::message_header reply_to(const vu::message_header& request, std::size_t payload_size)
+{
+    vu::message_header reply = request;
+    reply.message_size = static_cast<std::uint32_t>(vu::header_size + payload_size);
+    reply.flags = vu::message_flags{}.with(vu::message_flags::type, vu::message_type::reply);
+    return reply;
+}
+
+vu::message_header error_reply_to(const vu::message_header& request, std::uint32_t error_number)
+{
+    vu::message_header reply = reply_to(request, 0);
+    reply.flags.set(vu::message_flags::error, true);
+    reply.error_number = error_number;
+    return reply;
+}
+
+/// A DMA_READ reply payload: the echoed address and count, then `data`.
+std::vector<std::byte> dma_read_reply_payload(vu::dma_access echoed, std::span<const std::byte> data)
+{
+    auto bytes = payload_of(echoed);
+    bytes.insert(bytes.end(), data.begin(), data.end());
+    return bytes;
+}
+
+} // namespace
+
+TEST(vfio_user_protocol, parse_message_header_takes_replies_that_parse_header_refuses)
+{
+    const auto request = request_header(vu::command::dma_read, 3, 16);
+    const auto reply = payload_of(reply_to(request, 16 + 8));
+    EXPECT_EQ(vu::parse_header(reply).error(), einval);
+    const auto parsed = vu::parse_message_header(reply);
+    ASSERT_TRUE(parsed);
+    EXPECT_EQ(parsed->flags.get(vu::message_flags::type), vu::message_type::reply);
+    EXPECT_TRUE(vu::parse_message_header(payload_of(request)));
+
+    vu::message_header other_type = request;
+    other_type.flags.set(vu::message_flags::type, static_cast<vu::message_type>(2));
+    EXPECT_EQ(vu::parse_message_header(payload_of(other_type)).error(), einval);
+    vu::message_header short_size = request;
+    short_size.message_size = 15;
+    EXPECT_EQ(vu::parse_message_header(payload_of(short_size)).error(), einval);
+    vu::message_header huge = reply_to(request, 0);
+    huge.message_size = 0xFFFFFFFF;
+    EXPECT_EQ(vu::parse_message_header(payload_of(huge)).error(), e2big);
+}
+
+TEST(vfio_user_protocol, is_reply_to_matches_type_message_id_and_command)
+{
+    const auto request = request_header(vu::command::dma_write, 40, 16);
+    EXPECT_TRUE(vu::is_reply_to(reply_to(request, 0), request));
+    EXPECT_TRUE(vu::is_reply_to(error_reply_to(request, 14), request));
+    EXPECT_FALSE(vu::is_reply_to(request, request)); // a command, not a reply
+    auto other_id = reply_to(request, 0);
+    other_id.message_id = 41;
+    EXPECT_FALSE(vu::is_reply_to(other_id, request));
+    auto other_command = reply_to(request, 0);
+    other_command.command_code = vu::command::dma_read;
+    EXPECT_FALSE(vu::is_reply_to(other_command, request));
+}
+
+TEST(vfio_user_protocol, dma_read_reply_gives_the_data_read)
+{
+    const vu::dma_access asked{0x8000'1000, 4};
+    const auto request = request_header(vu::command::dma_read, 5, sizeof asked);
+    const std::array data{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}};
+    const auto payload = dma_read_reply_payload(asked, data);
+    const auto read = vu::decode_dma_read_reply(reply_to(request, payload.size()), payload, 0, asked);
+    ASSERT_TRUE(read);
+    ASSERT_EQ(read->size(), 4U);
+    EXPECT_EQ((*read)[0], std::byte{1});
+    EXPECT_EQ((*read)[3], std::byte{4});
+    EXPECT_EQ(read->data(), payload.data() + 16); // a view into the payload
+}
+
+TEST(vfio_user_protocol, dma_read_reply_that_does_not_match_its_request_is_refused)
+{
+    const vu::dma_access asked{0x8000'1000, 4};
+    const auto request = request_header(vu::command::dma_read, 5, sizeof asked);
+    const std::array data{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}};
+    const auto good = dma_read_reply_payload(asked, data);
+    const auto header = reply_to(request, good.size());
+    EXPECT_EQ(vu::decode_dma_read_reply(header, good, 1, asked).error(), einval); // a descriptor
+    EXPECT_EQ(vu::decode_dma_read_reply(header, truncated(good, 19), 0, asked).error(), einval);
+    EXPECT_EQ(vu::decode_dma_read_reply(header, with_tail(good, 1), 0, asked).error(), einval);
+    EXPECT_EQ(vu::decode_dma_read_reply(header, truncated(good, 8), 0, asked).error(), einval);
+    EXPECT_EQ(vu::decode_dma_read_reply(header, std::span<const std::byte>{}, 0, asked).error(), einval);
+    const auto other_address = dma_read_reply_payload({0x8000'2000, 4}, data);
+    EXPECT_EQ(vu::decode_dma_read_reply(header, other_address, 0, asked).error(), einval);
+    const std::array three{std::byte{1}, std::byte{2}, std::byte{3}};
+    const auto other_count = dma_read_reply_payload({0x8000'1000, 3}, three);
+    EXPECT_EQ(vu::decode_dma_read_reply(header, other_count, 0, asked).error(), einval);
+}
+
+TEST(vfio_user_protocol, an_error_reply_to_a_dma_request_gives_its_errno_or_eio)
+{
+    const vu::dma_access asked{0x8000'0000, 8};
+    const auto read = request_header(vu::command::dma_read, 9, sizeof asked);
+    EXPECT_EQ(vu::decode_dma_read_reply(error_reply_to(read, EFAULT), {}, 0, asked).error(),
+              std::errc::bad_address);
+    EXPECT_EQ(vu::decode_dma_read_reply(error_reply_to(read, 0), {}, 0, asked).error(), std::errc::io_error);
+    const auto write = request_header(vu::command::dma_write, 10, sizeof asked + 8);
+    EXPECT_EQ(vu::check_dma_write_reply(error_reply_to(write, EPERM), {}, 0, asked),
+              std::errc::operation_not_permitted);
+    EXPECT_EQ(vu::check_dma_write_reply(error_reply_to(write, 0), {}, 0, asked), std::errc::io_error);
+}
+
+TEST(vfio_user_protocol, dma_write_reply_is_empty_or_echoes_the_request)
+{
+    const vu::dma_access written{0x8000'0000, 0x1000};
+    const auto request = request_header(vu::command::dma_write, 12, sizeof written + 0x1000);
+    // QEMU's client answers with the header alone; libvfio-user expects address and count back.
+    EXPECT_EQ(vu::check_dma_write_reply(reply_to(request, 0), {}, 0, written), std::errc{});
+    EXPECT_EQ(vu::check_dma_write_reply(reply_to(request, 16), payload_of(written), 0, written), std::errc{});
+    // The specification's reply table gives the count 4 bytes.
+    auto short_echo = payload_of(written.address);
+    const auto count32 = payload_of(std::uint32_t{0x1000});
+    short_echo.insert(short_echo.end(), count32.begin(), count32.end());
+    EXPECT_EQ(vu::check_dma_write_reply(reply_to(request, 12), short_echo, 0, written), std::errc{});
+
+    EXPECT_EQ(vu::check_dma_write_reply(reply_to(request, 0), {}, 1, written), einval);
+    EXPECT_EQ(vu::check_dma_write_reply(reply_to(request, 8), payload_of(written.address), 0, written),
+              einval);
+    EXPECT_EQ(vu::check_dma_write_reply(reply_to(request, 17), with_tail(payload_of(written), 1), 0, written),
+              einval);
+    const vu::dma_access elsewhere{0x8000'1000, 0x1000};
+    EXPECT_EQ(vu::check_dma_write_reply(reply_to(request, 16), payload_of(elsewhere), 0, written), einval);
+    const vu::dma_access shorter{0x8000'0000, 0x800};
+    EXPECT_EQ(vu::check_dma_write_reply(reply_to(request, 16), payload_of(shorter), 0, written), einval);
 }

@@ -287,3 +287,40 @@ TEST(vfio_user_protocol, replies_without_payload_and_error_replies)
     EXPECT_FALSE(header.flags.get(vu::message_flags::no_reply));
     EXPECT_FALSE(header.flags.get(vu::message_flags::error));
 }
+
+TEST(vfio_user_protocol, dma_read_request_asks_for_an_address_and_a_count)
+{
+    std::array<std::byte, 32> out{};
+    ASSERT_EQ(vu::encode_dma_read_request(0x1234, {0x7000'0000, 4096}, out), 32U);
+    EXPECT_EQ(le_in<std::uint16_t>(out, 0), 0x1234U);
+    EXPECT_EQ(le_in<std::uint16_t>(out, 2), 11U); // VFIO_USER_DMA_READ
+    EXPECT_EQ(le_in<std::uint32_t>(out, 4), 32U);
+    EXPECT_EQ(le_in<std::uint32_t>(out, 8), 0U); // Command, a reply wanted
+    EXPECT_EQ(le_in<std::uint32_t>(out, 12), 0U);
+    EXPECT_EQ(le_in<std::uint64_t>(out, 16), 0x7000'0000U);
+    EXPECT_EQ(le_in<std::uint64_t>(out, 24), 4096U);
+
+    const auto header = vu::parse_header(out);
+    ASSERT_TRUE(header);
+    EXPECT_EQ(header->command_code, vu::command::dma_read);
+}
+
+TEST(vfio_user_protocol, dma_write_request_carries_its_data_after_the_address_and_count)
+{
+    const std::array data{std::byte{0xA1}, std::byte{0xB2}, std::byte{0xC3}};
+    std::array<std::byte, 40> out{};
+    ASSERT_EQ(vu::encode_dma_write_request(7, 0x7000'0010, data, out), 35U);
+    EXPECT_EQ(le_in<std::uint16_t>(out, 0), 7U);
+    EXPECT_EQ(le_in<std::uint16_t>(out, 2), 12U); // VFIO_USER_DMA_WRITE
+    EXPECT_EQ(le_in<std::uint32_t>(out, 4), 35U);
+    EXPECT_EQ(le_in<std::uint32_t>(out, 8), 0U);
+    EXPECT_EQ(le_in<std::uint64_t>(out, 16), 0x7000'0010U);
+    EXPECT_EQ(le_in<std::uint64_t>(out, 24), 3U);
+    EXPECT_EQ(out[32], std::byte{0xA1});
+    EXPECT_EQ(out[34], std::byte{0xC3});
+
+    const auto header = vu::make_request_header(vu::command::dma_write, 7, 19);
+    EXPECT_EQ(header.message_size, 35U);
+    EXPECT_EQ(header.flags.get(vu::message_flags::type), vu::message_type::command);
+    EXPECT_FALSE(header.flags.get(vu::message_flags::no_reply));
+}
