@@ -11,6 +11,12 @@
 ///     memory.add(0x0, base_pointer, 1 << 30, true);   // guest physical 0..1 GiB, writable
 ///     nvmekit::controller<traits> ctrl{memory, interrupts, clock, subsystem};
 ///
+/// An access that no mapped region holds can be handed to a dma_fallback (set_fallback): the
+/// vfio-user server serves the regions a client shares without a file descriptor that way, with
+/// DMA_READ/DMA_WRITE messages. It is consulted only once the mapped lookup has missed, so
+/// mapped accesses cost what they cost without it; map() never reaches it (such memory has no
+/// span in this process, so the controller stages through read and write).
+///
 /// Regions may be added and removed while the controller runs (between polls, on the thread that
 /// polls): a removed region is unmapped for every later access. The object does not own the
 /// memory; the caller maps and unmaps it.
@@ -34,6 +40,20 @@
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace transport {
+
+/// Host memory that mapped_memory cannot reach by itself: reads and writes of ranges that no
+/// mapped region holds (dma_unmapped when the range is not the fallback's either).
+class dma_fallback {
+public:
+    virtual std::error_code read(std::uint64_t address, std::span<std::byte> destination) = 0;
+    virtual std::error_code write(std::uint64_t address, std::span<const std::byte> source) = 0;
+
+protected:
+    dma_fallback() = default;
+    dma_fallback(const dma_fallback&) = default;
+    dma_fallback& operator=(const dma_fallback&) = default;
+    ~dma_fallback() = default;
+};
 
 class mapped_memory {
 public:
@@ -89,6 +109,11 @@ public:
 
     [[nodiscard]] std::span<const region> regions() const noexcept { return regions_; }
 
+    /// Hands accesses outside every mapped region to `fallback` (null: none, the default); set
+    /// and cleared as regions are, never during an access. The object does not own it.
+    void set_fallback(dma_fallback* fallback) noexcept { fallback_ = fallback; }
+    [[nodiscard]] dma_fallback* fallback() const noexcept { return fallback_; }
+
     // ---- DmaProvider --------------------------------------------------------------------------
 
     /// Copies [address, address + destination.size()) out of the regions that hold it: one, or
@@ -135,24 +160,34 @@ private:
     /// An access that no single region holds: `copy(region, offset into it, bytes done, bytes)`
     /// for each piece, in address order, once the whole range is known to lie in regions that
     /// follow one another without a gap (dma_unmapped otherwise) and, when `writing`, that are
-    /// all writable (dma_fault otherwise).
+    /// all writable (dma_fault otherwise). A range that is not mapped goes to the fallback.
     // Out of line, so that the one-region paths of read() and write() stay small enough to be
     // inlined where the size is known (a 16-byte CQE becomes two moves, not a memcpy call).
     [[gnu::noinline]] std::error_code read_across_regions(std::uint64_t address,
                                                           std::span<std::byte> destination) const
     {
-        return across_regions(address, destination.size(), false,
-                              [&](const region& r, std::uint64_t into, std::size_t done, std::size_t length) {
-                                  std::memcpy(destination.data() + done, r.data + into, length);
-                              });
+        const std::error_code error =
+            across_regions(address, destination.size(), false,
+                           [&](const region& r, std::uint64_t into, std::size_t done, std::size_t length) {
+                               std::memcpy(destination.data() + done, r.data + into, length);
+                           });
+        if (error == errc::dma_unmapped && fallback_ != nullptr) {
+            return fallback_->read(address, destination);
+        }
+        return error;
     }
     [[gnu::noinline]] std::error_code write_across_regions(std::uint64_t address,
                                                            std::span<const std::byte> source)
     {
-        return across_regions(address, source.size(), true,
-                              [&](const region& r, std::uint64_t into, std::size_t done, std::size_t length) {
-                                  std::memcpy(r.data + into, source.data() + done, length);
-                              });
+        const std::error_code error =
+            across_regions(address, source.size(), true,
+                           [&](const region& r, std::uint64_t into, std::size_t done, std::size_t length) {
+                               std::memcpy(r.data + into, source.data() + done, length);
+                           });
+        if (error == errc::dma_unmapped && fallback_ != nullptr) {
+            return fallback_->write(address, source);
+        }
+        return error;
     }
 
     template <typename Copy>
@@ -233,6 +268,7 @@ private:
     /// A hint shared by every thread that reads and writes (a relaxed atomic: any region it names
     /// is a valid answer for the accesses inside it).
     mutable std::atomic<const region*> last_hit_{nullptr};
+    dma_fallback* fallback_ = nullptr;
 };
 
 } // namespace transport

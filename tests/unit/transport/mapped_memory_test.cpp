@@ -4,6 +4,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <system_error>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -93,6 +95,62 @@ TEST_F(two_regions, a_removed_region_is_unmapped_at_once)
     EXPECT_EQ(memory.read(0x1000, buffer), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
     memory.clear();
     EXPECT_EQ(memory.read(0x10000, buffer), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
+}
+
+/// A fallback that holds [base, base + bytes.size()) and counts what reaches it.
+struct recording_fallback final : nvmekit::transport::dma_fallback {
+    std::uint64_t base = 0x40000;
+    std::vector<std::byte> bytes = std::vector<std::byte>(4096, std::byte{0x33});
+    int reads = 0;
+    int writes = 0;
+    std::error_code read(std::uint64_t address, std::span<std::byte> destination) override
+    {
+        ++reads;
+        if (address < base || address - base + destination.size() > bytes.size()) {
+            return make_error_code(nvmekit::errc::dma_unmapped);
+        }
+        std::copy_n(bytes.begin() + static_cast<std::ptrdiff_t>(address - base), destination.size(),
+                    destination.begin());
+        return {};
+    }
+    std::error_code write(std::uint64_t address, std::span<const std::byte> source) override
+    {
+        ++writes;
+        if (address < base || address - base + source.size() > bytes.size()) {
+            return make_error_code(nvmekit::errc::dma_unmapped);
+        }
+        std::copy(source.begin(), source.end(), bytes.begin() + static_cast<std::ptrdiff_t>(address - base));
+        return {};
+    }
+};
+
+TEST_F(two_regions, only_accesses_no_region_holds_reach_the_fallback)
+{
+    recording_fallback fallback;
+    memory.set_fallback(&fallback);
+    EXPECT_EQ(memory.fallback(), &fallback);
+    std::array<std::byte, 8> buffer{};
+    ASSERT_FALSE(memory.read(0x1000, buffer));
+    ASSERT_FALSE(memory.write(0x1008, buffer));
+    EXPECT_EQ(fallback.reads + fallback.writes, 0);
+
+    ASSERT_FALSE(memory.read(0x40010, buffer));
+    EXPECT_EQ(buffer[0], std::byte{0x33});
+    buffer.fill(std::byte{0x44});
+    ASSERT_FALSE(memory.write(0x40ff8, buffer));
+    EXPECT_EQ(fallback.bytes[0xff8], std::byte{0x44});
+    EXPECT_EQ(fallback.reads, 1);
+    EXPECT_EQ(fallback.writes, 1);
+    // What the fallback does not hold either stays unmapped; a read-only region still refuses.
+    EXPECT_EQ(memory.read(0x90000, buffer), nvmekit::errc::dma_unmapped);
+    EXPECT_EQ(memory.write(0x10000, buffer), nvmekit::errc::dma_fault);
+    EXPECT_EQ(fallback.writes, 1);
+    // No span in this process: map() stays empty and the controller stages.
+    EXPECT_TRUE(memory.map(0x40000, 8).empty());
+
+    memory.set_fallback(nullptr);
+    EXPECT_EQ(memory.read(0x40010, buffer), nvmekit::errc::dma_unmapped);
+    EXPECT_EQ(fallback.reads, 2);
 }
 
 TEST(adjacent_regions, reads_and_writes_are_split_across_them)
