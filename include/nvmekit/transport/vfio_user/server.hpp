@@ -1,9 +1,10 @@
 #pragma once
 /// A vfio-user server presenting one controller as an NVMe PCI Express function (QEMU's
 /// docs/interop/vfio-user.rst): version negotiation, device/region/IRQ information, config space
-/// and BAR0 accesses, DMA regions mapped from the client's file descriptors (zero-copy DMA), MSI-X
-/// vectors on the client's eventfds, device reset. One client at a time; when it goes, the
-/// function is reset, its mappings and eventfds are released, and the next client is accepted.
+/// and BAR0 accesses, DMA regions mapped from the client's file descriptors (zero-copy DMA) or,
+/// for memory the client cannot share, served by DMA_READ/DMA_WRITE messages, MSI-X vectors on
+/// the client's eventfds, device reset. One client at a time; when it goes, the function is
+/// reset, its mappings and eventfds are released, and the next client is accepted.
 ///
 ///     nvmekit::transport::mapped_memory memory;
 ///     nvmekit::transport::eventfd_interrupts interrupts{traits::limits.msix_vectors};
@@ -14,6 +15,16 @@
 /// The controller's DMA provider must be `memory` and its interrupt provider `interrupts`. Nothing
 /// a client sends ends the server: malformed messages get an error reply, a stream that cannot
 /// be trusted is closed, and the server waits for the next client.
+///
+/// DMA to a region mapped without a file descriptor goes through messages: `memory` hands the
+/// access to the server (its dma_fallback, consulted only when no mapped region holds the
+/// address), which sends DMA_READ or DMA_WRITE requests of at most the smaller of the two
+/// max_data_xfer_size values and waits for each reply on the thread that calls run_once (the
+/// controller must poll there: an access from any other thread fails). Commands the client sends
+/// meanwhile are kept, in order, and handled once the access is over; an error reply, a malformed
+/// one, no reply within dma_reply_timeout or a client gone is a failed DMA (Data Transfer Error, or
+/// the controller's fatal status for queue memory). The zero-copy map() of such memory is empty,
+/// so the controller stages its data.
 
 #include <algorithm>
 #include <array>
@@ -21,11 +32,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include <poll.h>
@@ -48,6 +61,9 @@ struct server_options {
     std::string socket_path;
     pci::nvme_function_config function{}; ///< IDs; the BAR0 layout is taken from the controller
     protocol_limits limits{};
+    /// How long a DMA_READ/DMA_WRITE waits for the client's reply before the access fails (a
+    /// reply that comes later is dropped).
+    std::chrono::milliseconds dma_reply_timeout{5000};
 };
 
 /// What happened, for the embedder's log (level, text).
@@ -61,6 +77,12 @@ struct server_statistics {
     std::uint64_t error_replies = 0;
     std::uint64_t broken_streams = 0;
     std::uint64_t dma_maps = 0;
+    std::uint64_t message_dma_maps = 0;  ///< regions without a file descriptor, served by messages
+    std::uint64_t dma_read_requests = 0; ///< DMA_READ messages sent
+    std::uint64_t dma_write_requests = 0;
+    std::uint64_t failed_message_dma = 0; ///< accesses that got an error, a bad reply or none
+    std::uint64_t deferred_messages = 0;  ///< client commands that arrived while a reply was awaited
+    std::uint64_t stale_replies = 0;      ///< replies to no request awaited (late, or never asked)
     std::uint64_t undecoded_accesses = 0; ///< BAR0 accesses while Memory Space Enable was clear
 };
 
@@ -79,6 +101,7 @@ public:
     {
         reply_.resize(std::max<std::size_t>(options_.limits.max_message_size(), version_reply_capacity));
         scratch_.resize(options_.limits.max_data_xfer_size);
+        dma_request_.resize(header_size + sizeof(dma_access) + options_.limits.max_data_xfer_size);
         region_sizes_.fill(0);
         region_sizes_[static_cast<std::size_t>(region_index::bar0)] = controller_.bar0_size();
         region_sizes_[static_cast<std::size_t>(region_index::config)] = pci_config_size;
@@ -86,12 +109,14 @@ public:
         irq_counts_[static_cast<std::size_t>(irq_index::intx)] = 1;
         irq_counts_[static_cast<std::size_t>(irq_index::msix)] = interrupts_.vectors();
         controller_.set_bus_master(config_.bus_master()); // clear until the host sets it
+        memory_.set_fallback(&message_dma_);
     }
     server(const server&) = delete;
     server& operator=(const server&) = delete;
     ~server()
     {
         disconnect();
+        memory_.set_fallback(nullptr);
         ::unlink(options_.socket_path.c_str());
     }
 
@@ -103,29 +128,36 @@ public:
     /// controller. Returns the number of messages handled.
     std::size_t run_once(std::chrono::milliseconds timeout)
     {
+        serving_thread_ = std::this_thread::get_id();
         std::size_t handled = 0;
         pollfd waiting{connected() ? client_.get() : listener_.get(), POLLIN, 0};
-        const int ready = ::poll(&waiting, 1, static_cast<int>(timeout.count()));
-        if (ready > 0) {
-            if (!connected()) {
+        // Commands kept while a DMA reply was awaited are handled at once, before newer ones.
+        const int wait_ms = deferred_.empty() ? static_cast<int>(timeout.count()) : 0;
+        const int ready = ::poll(&waiting, 1, wait_ms);
+        if (!connected()) {
+            if (ready > 0) {
                 accept_client();
-            } else {
-                // Take every message already waiting, so doorbells do not queue behind polls.
-                do {
-                    if (!handle_message()) {
-                        break;
-                    }
-                    ++handled;
-                    waiting.revents = 0;
-                } while (connected() && ::poll(&waiting, 1, 0) > 0);
             }
+        } else if (ready > 0 || !deferred_.empty()) {
+            // Take every message already waiting, so doorbells do not queue behind polls.
+            do {
+                if (!handle_message()) {
+                    break;
+                }
+                ++handled;
+                waiting.revents = 0;
+            } while (still_connected() && (!deferred_.empty() || ::poll(&waiting, 1, 0) > 0));
         }
         controller_.poll();
+        static_cast<void>(still_connected());
         return handled;
     }
 
 private:
     static constexpr std::uint64_t pci_config_size = 4096;
+    /// Most client commands kept while one DMA reply is awaited; a client that sends more
+    /// without answering is not trusted.
+    static constexpr std::size_t max_deferred_messages = 4096;
 
     void log(server_log_level level, std::string_view text) const
     {
@@ -142,6 +174,8 @@ private:
         }
         client_.reset(fd);
         negotiated_ = false;
+        client_lost_ = false;
+        client_max_data_xfer_size_ = client_capabilities{}.max_data_xfer_size;
         ++statistics_.clients;
         log(server_log_level::info, "vfio-user client connected");
     }
@@ -153,6 +187,8 @@ private:
             return;
         }
         client_.reset();
+        client_lost_ = false;
+        deferred_.clear();
         controller_.function_level_reset();
         controller_.set_msix_control(false, false);
         config_.reset();
@@ -175,19 +211,42 @@ private:
         memory_.clear();
     }
 
-    /// Handles one message; false when the connection was closed.
+    /// Disconnects a client that went away while a DMA reply was awaited (noticed inside the
+    /// controller's poll, where the function cannot be reset); whether a client is connected.
+    bool still_connected()
+    {
+        if (client_lost_) {
+            disconnect();
+        }
+        return connected();
+    }
+
+    /// Handles one message, the oldest kept one first; false when the connection was closed.
     bool handle_message()
     {
-        const auto status = receive_message(client_.get(), message_, options_.limits);
-        if (status == receive_status::closed) {
-            disconnect();
-            return false;
-        }
-        if (status == receive_status::broken) {
-            ++statistics_.broken_streams;
-            log(server_log_level::warning, "vfio-user: the client's byte stream is malformed; closing it");
-            disconnect();
-            return false;
+        if (!deferred_.empty()) {
+            message_ = std::move(deferred_.front());
+            deferred_.pop_front();
+        } else {
+            const auto status = receive_message(client_.get(), message_, options_.limits,
+                                                accepted_messages::commands_and_replies);
+            if (status == receive_status::closed) {
+                disconnect();
+                return false;
+            }
+            if (status == receive_status::broken) {
+                ++statistics_.broken_streams;
+                log(server_log_level::warning,
+                    "vfio-user: the client's byte stream is malformed; closing it");
+                disconnect();
+                return false;
+            }
+            if (message_.header.flags.get(message_flags::type) == message_type::reply) {
+                // No request is awaited here: the reply came after its request timed out.
+                ++statistics_.stale_replies;
+                log(server_log_level::warning, "vfio-user: a reply to no request awaited; dropped");
+                return true;
+            }
         }
         ++statistics_.messages;
         const auto& header = message_.header;
@@ -295,6 +354,7 @@ private:
             return false;
         }
         negotiated_ = true;
+        client_max_data_xfer_size_ = request->capabilities.max_data_xfer_size;
         return send(
             encode_version_reply(message_.header, *version, request->capabilities, options_.limits, reply_));
     }
@@ -311,15 +371,16 @@ private:
         if (overlaps_a_mapping(request->address, request->size)) {
             return reply_error(std::errc::file_exists);
         }
+        const bool writable = request->flags.get(dma_map_flags::write);
         if (fds == 0) {
-            // A region the client cannot share: DMA to it would need DMA_READ/DMA_WRITE messages,
-            // which this server does not use. Its addresses stay unmapped (Data Transfer Error),
-            // but the region is recorded, so that the client's DMA_UNMAP of it finds it.
-            log(server_log_level::debug, "vfio-user: DMA region without a file descriptor; not mapped");
-            mappings_.push_back(mapping{request->address, request->size, nullptr});
+            // A region the client cannot share: `memory_` does not hold it, so its accesses come
+            // to message_dma_, which serves them with DMA_READ/DMA_WRITE messages.
+            log(server_log_level::debug,
+                "vfio-user: DMA region without a file descriptor; served by messages");
+            mappings_.push_back(mapping{request->address, request->size, nullptr, writable});
+            ++statistics_.message_dma_maps;
             return send(encode_reply(message_.header, std::span<const std::byte>{}, reply_));
         }
-        const bool writable = request->flags.get(dma_map_flags::write);
         const int protection = PROT_READ | (writable ? PROT_WRITE : 0);
         void* base = ::mmap(nullptr, request->size, protection, MAP_SHARED, message_.fds[0].get(),
                             static_cast<off_t>(request->offset));
@@ -330,7 +391,7 @@ private:
             ::munmap(base, request->size);
             return reply_error(std::errc::file_exists);
         }
-        mappings_.push_back(mapping{request->address, request->size, base});
+        mappings_.push_back(mapping{request->address, request->size, base, writable});
         ++statistics_.dma_maps;
         return send(encode_reply(message_.header, std::span<const std::byte>{}, reply_));
     }
@@ -357,6 +418,9 @@ private:
                 memory_.remove(it->address, it->length);
                 ::munmap(it->base, it->length);
             }
+            // A region without a descriptor has no DMA to wait for: message DMA runs to its end
+            // inside one controller poll, and commands that arrive meanwhile (this one too) are
+            // handled only after it.
             mappings_.erase(it);
         }
         return send(encode_reply(message_.header, *request, reply_));
@@ -418,8 +482,16 @@ private:
                     // message in the same batch. The pin's level is brought up to date with that
                     // doorbell first: unmasked on a stale level, the line would signal entries
                     // the guest has already consumed, and QEMU would hold the guest's line
-                    // asserted with nothing to handle until its next BAR access.
-                    controller_.poll();
+                    // asserted with nothing to handle until its next BAR access. The reply goes
+                    // first: that poll may DMA by messages, which QEMU serves only once the
+                    // thread waiting for this reply has it.
+                    const bool replied =
+                        send(encode_reply(message_.header, std::span<const std::byte>{}, reply_));
+                    if (replied) {
+                        controller_.poll();
+                        interrupts_.mask_intx(false);
+                    }
+                    return replied;
                 }
                 interrupts_.mask_intx(mask);
             }
@@ -554,7 +626,210 @@ private:
         std::uint64_t address;
         std::uint64_t length;
         void* base;
+        bool writable;
     };
+
+    // ---- DMA by messages ------------------------------------------------------------------------
+
+    /// What `memory_` hands the accesses no mapped region holds.
+    class message_dma final : public dma_fallback {
+    public:
+        explicit message_dma(server& owner) noexcept : owner_{owner} {}
+        std::error_code read(std::uint64_t address, std::span<std::byte> destination) override
+        {
+            return owner_.message_read(address, destination);
+        }
+        std::error_code write(std::uint64_t address, std::span<const std::byte> source) override
+        {
+            return owner_.message_write(address, source);
+        }
+
+    private:
+        server& owner_;
+    };
+
+    /// Whether [address, address + size) lies in regions mapped without a descriptor (adjacent
+    /// ones may share it) and, when `writing`, writable ones: dma_unmapped or dma_fault if not.
+    [[nodiscard]] std::error_code check_message_range(std::uint64_t address, std::uint64_t size,
+                                                      bool writing) const noexcept
+    {
+        if (size != 0 && size - 1 > UINT64_MAX - address) {
+            return make_error_code(errc::dma_unmapped);
+        }
+        const std::uint64_t last = size == 0 ? address : address + (size - 1);
+        std::uint64_t at = address;
+        for (;;) {
+            const auto holder = std::find_if(mappings_.begin(), mappings_.end(), [&](const mapping& m) {
+                return m.base == nullptr && at >= m.address && at - m.address < m.length;
+            });
+            if (holder == mappings_.end()) {
+                return make_error_code(errc::dma_unmapped);
+            }
+            if (writing && !holder->writable) {
+                return make_error_code(errc::dma_fault);
+            }
+            const std::uint64_t end_of_holder = holder->address + (holder->length - 1);
+            if (end_of_holder >= last) {
+                return {};
+            }
+            at = end_of_holder + 1;
+        }
+    }
+
+    /// The most one DMA_READ/DMA_WRITE moves: the client's max_data_xfer_size and the server's.
+    [[nodiscard]] std::size_t message_dma_chunk() const noexcept
+    {
+        return static_cast<std::size_t>(
+            std::min<std::uint64_t>(client_max_data_xfer_size_, options_.limits.max_data_xfer_size));
+    }
+
+    /// Whether message DMA may run now: on the thread in run_once, with a client that is there.
+    [[nodiscard]] std::error_code check_message_dma_allowed()
+    {
+        if (std::this_thread::get_id() != serving_thread_) {
+            log(server_log_level::warning,
+                "vfio-user: DMA by messages from a thread other than the server's");
+            return make_error_code(errc::dma_fault);
+        }
+        if (!connected() || client_lost_ || message_dma_chunk() == 0) {
+            return make_error_code(errc::dma_fault);
+        }
+        return {};
+    }
+
+    std::error_code message_read(std::uint64_t address, std::span<std::byte> destination)
+    {
+        if (const auto error = check_message_range(address, destination.size(), false)) {
+            return error;
+        }
+        if (const auto error = check_message_dma_allowed()) {
+            return failed_message_dma(error);
+        }
+        const std::size_t chunk = message_dma_chunk();
+        for (std::size_t done = 0; done < destination.size();) {
+            const std::size_t count = std::min(chunk, destination.size() - done);
+            const dma_access access{address + done, count};
+            const std::uint16_t id = ++dma_message_id_;
+            const std::size_t size = encode_dma_read_request(id, access, dma_request_);
+            ++statistics_.dma_read_requests;
+            if (const std::errc error =
+                    exchange(std::span{dma_request_}.first(size),
+                             make_request_header(command::dma_read, id, sizeof(dma_access)));
+                error != std::errc{}) {
+                return failed_message_dma(error);
+            }
+            const auto data =
+                decode_dma_read_reply(incoming_.header, payload_of(incoming_), incoming_.fds.size(), access);
+            if (!data) {
+                return failed_message_dma(data.error());
+            }
+            std::memcpy(destination.data() + done, data->data(), count);
+            done += count;
+        }
+        return {};
+    }
+
+    std::error_code message_write(std::uint64_t address, std::span<const std::byte> source)
+    {
+        if (const auto error = check_message_range(address, source.size(), true)) {
+            return error;
+        }
+        if (const auto error = check_message_dma_allowed()) {
+            return failed_message_dma(error);
+        }
+        const std::size_t chunk = message_dma_chunk();
+        for (std::size_t done = 0; done < source.size();) {
+            const std::size_t count = std::min(chunk, source.size() - done);
+            const dma_access access{address + done, count};
+            const std::uint16_t id = ++dma_message_id_;
+            const std::size_t size =
+                encode_dma_write_request(id, access.address, source.subspan(done, count), dma_request_);
+            ++statistics_.dma_write_requests;
+            if (const std::errc error =
+                    exchange(std::span{dma_request_}.first(size),
+                             make_request_header(command::dma_write, id, sizeof(dma_access) + count));
+                error != std::errc{}) {
+                return failed_message_dma(error);
+            }
+            if (const std::errc error = check_dma_write_reply(incoming_.header, payload_of(incoming_),
+                                                              incoming_.fds.size(), access);
+                error != std::errc{}) {
+                return failed_message_dma(error);
+            }
+            done += count;
+        }
+        return {};
+    }
+
+    [[nodiscard]] static std::span<const std::byte> payload_of(const received_message& message) noexcept
+    {
+        return std::span<const std::byte>{message.bytes}.subspan(header_size);
+    }
+
+    std::error_code failed_message_dma(std::errc error)
+    {
+        ++statistics_.failed_message_dma;
+        log(server_log_level::warning,
+            std::string{"vfio-user: DMA by messages failed: "} + std::make_error_code(error).message());
+        return make_error_code(errc::dma_fault);
+    }
+    std::error_code failed_message_dma(std::error_code error)
+    {
+        ++statistics_.failed_message_dma;
+        return error;
+    }
+
+    /// Sends the server's request `bytes` (whose header is `request`) and waits for its reply,
+    /// which it leaves in incoming_. Commands that arrive first are kept in deferred_, in order;
+    /// a reply to anything else is dropped. ENOTCONN when the client is gone (client_lost_ is
+    /// then set; still_connected() disconnects it after the controller's poll), ETIMEDOUT after
+    /// options_.dma_reply_timeout.
+    std::errc exchange(std::span<const std::byte> bytes, const message_header& request)
+    {
+        if (!send_message(client_.get(), bytes)) {
+            client_lost_ = true;
+            return std::errc::not_connected;
+        }
+        const auto deadline = std::chrono::steady_clock::now() + options_.dma_reply_timeout;
+        for (;;) {
+            const auto left =
+                std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0) {
+                return std::errc::timed_out;
+            }
+            pollfd waiting{client_.get(), POLLIN, 0};
+            if (::poll(&waiting, 1, static_cast<int>(left.count())) <= 0) {
+                continue; // EINTR, or the deadline: checked above
+            }
+            const auto status = receive_message(client_.get(), incoming_, options_.limits,
+                                                accepted_messages::commands_and_replies);
+            if (status != receive_status::message) {
+                if (status == receive_status::broken) {
+                    ++statistics_.broken_streams;
+                }
+                log(server_log_level::info, "vfio-user: the client went away while a DMA reply was awaited");
+                client_lost_ = true;
+                return std::errc::not_connected;
+            }
+            if (incoming_.header.flags.get(message_flags::type) == message_type::command) {
+                if (deferred_.size() >= max_deferred_messages) {
+                    ++statistics_.broken_streams;
+                    log(server_log_level::warning,
+                        "vfio-user: too many commands while a DMA reply was awaited");
+                    client_lost_ = true;
+                    return std::errc::not_connected;
+                }
+                ++statistics_.deferred_messages;
+                deferred_.push_back(std::move(incoming_));
+                continue;
+            }
+            if (is_reply_to(incoming_.header, request)) {
+                return std::errc{};
+            }
+            ++statistics_.stale_replies;
+            log(server_log_level::warning, "vfio-user: a reply to no request awaited; dropped");
+        }
+    }
 
     Controller& controller_;
     mapped_memory& memory_;
@@ -572,6 +847,14 @@ private:
     std::array<std::uint32_t, pci_num_irqs> irq_counts_{};
     std::vector<mapping> mappings_;
     server_statistics statistics_{};
+    message_dma message_dma_{*this};
+    std::thread::id serving_thread_{}; ///< the thread in run_once: the only one message DMA serves
+    bool client_lost_ = false;         ///< the client went away while a DMA reply was awaited
+    std::uint64_t client_max_data_xfer_size_ = client_capabilities{}.max_data_xfer_size;
+    std::uint16_t dma_message_id_ = 0;
+    std::vector<std::byte> dma_request_;
+    received_message incoming_;             ///< what arrived while a DMA reply was awaited
+    std::deque<received_message> deferred_; ///< commands that arrived then, oldest first
 };
 
 } // namespace transport::vfio_user

@@ -3,12 +3,18 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -73,9 +79,15 @@ struct device {
     std::atomic<bool> stop{false};
     std::thread thread;
 
-    explicit device(const std::string& path)
+    explicit device(const std::string& path,
+                    std::chrono::milliseconds dma_reply_timeout = std::chrono::seconds{5})
         : ctrl{memory, interrupts, clock, (subsystem.add_namespace(nvmekit::ram_backend{1 << 20}), subsystem)}
-        , server{ctrl, memory, interrupts, {.socket_path = path, .function = {.device_id = 0x0a0a}}}
+        , server{ctrl,
+                 memory,
+                 interrupts,
+                 {.socket_path = path,
+                  .function = {.device_id = 0x0a0a},
+                  .dma_reply_timeout = dma_reply_timeout}}
     {
         thread = std::thread{[this] {
             while (!stop.load()) {
@@ -83,10 +95,14 @@ struct device {
             }
         }};
     }
-    ~device()
+    ~device() { halt(); }
+    /// Stops the server's thread, after which its state can be read from the test's.
+    void halt()
     {
         stop = true;
-        thread.join();
+        if (thread.joinable()) {
+            thread.join();
+        }
     }
 };
 
@@ -800,6 +816,666 @@ TEST(vfio_user_server, an_unmask_right_after_the_cq_head_doorbell_signals_nothin
         EXPECT_EQ(c.read_region(vu::region_index::config, 6, 2) & 0x8U, 0U) << "Status.Interrupt Status";
     }
     ::close(watcher);
+}
+
+// ---- DMA by messages ------------------------------------------------------------------------------
+
+/// A client whose guest memory the server cannot map (QEMU without a shared memory backend): it
+/// maps it without a file descriptor and serves the server's DMA_READ/DMA_WRITE requests from a
+/// thread of its own, as QEMU's vfio-user proxy does, while the test sends commands.
+class messaging_client {
+public:
+    messaging_client(const std::string& path, std::uint64_t base, std::size_t bytes)
+        : base_{base}, memory_(bytes)
+    {
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::memcpy(address.sun_path, path.c_str(), path.size());
+        fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (::connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+            ADD_FAILURE() << "cannot connect to " << path << ": " << std::strerror(errno);
+        }
+        reader_ = std::thread{[this] { serve(); }};
+    }
+    messaging_client(const messaging_client&) = delete;
+    messaging_client& operator=(const messaging_client&) = delete;
+    ~messaging_client()
+    {
+        ::shutdown(fd_, SHUT_RDWR);
+        reader_.join();
+        ::close(fd_);
+    }
+
+    /// Errno the client answers DMA requests with (0: it serves them).
+    std::atomic<std::uint32_t> fail_with{0};
+    /// Whether the client closes its socket on the next DMA request instead of answering it.
+    std::atomic<bool> vanish_on_dma{false};
+    /// Whether the client leaves DMA requests unanswered.
+    std::atomic<bool> ignore_dma{false};
+    /// Runs `hook` on the client's thread when the next DMA request arrives, before it is answered.
+    void before_next_dma_reply(std::function<void(messaging_client&)> hook)
+    {
+        const std::lock_guard lock{hook_mutex_};
+        hook_ = std::move(hook);
+    }
+
+    std::atomic<std::uint64_t> dma_reads{0};
+    std::atomic<std::uint64_t> dma_writes{0};
+    std::atomic<std::uint64_t> largest_count{0};
+    std::atomic<std::uint64_t> bad_requests{0}; ///< outside the memory, or malformed
+
+    /// Sends a command, with `fds` as SCM_RIGHTS data; returns its message ID.
+    std::uint16_t send(vu::command code, std::span<const std::byte> payload, std::span<const int> fds = {})
+    {
+        const std::uint16_t id = ++id_;
+        std::vector<std::byte> bytes(vu::header_size + payload.size());
+        vu::message_header header{};
+        header.message_id = id;
+        header.command_code = code;
+        header.message_size = static_cast<std::uint32_t>(bytes.size());
+        std::memcpy(bytes.data(), &header, sizeof header);
+        if (!payload.empty()) {
+            std::memcpy(bytes.data() + vu::header_size, payload.data(), payload.size());
+        }
+        write_all(bytes, fds);
+        return id;
+    }
+    template <typename T>
+    std::uint16_t send(vu::command code, const T& payload, std::span<const int> fds = {})
+    {
+        return send(code, std::as_bytes(std::span{&payload, 1}), fds);
+    }
+
+    /// The next reply to one of the client's commands; empty when none came.
+    std::vector<std::byte> next_reply()
+    {
+        std::unique_lock lock{replies_mutex_};
+        if (!replies_ready_.wait_for(lock, patience, [&] { return !replies_.empty() || closed_; }) ||
+            replies_.empty()) {
+            return {};
+        }
+        auto reply = std::move(replies_.front());
+        replies_.pop_front();
+        return reply;
+    }
+    template <typename T>
+    std::vector<std::byte> call(vu::command code, const T& payload, std::span<const int> fds = {})
+    {
+        send(code, payload, fds);
+        return next_reply();
+    }
+
+    std::uint64_t read_region(vu::region_index region, std::uint64_t offset, std::uint32_t count)
+    {
+        const auto reply = call(vu::command::region_read,
+                                vu::region_access{offset, static_cast<std::uint32_t>(region), count});
+        std::uint64_t value = 0;
+        EXPECT_EQ(client::error_of(reply), 0U);
+        if (reply.size() >= vu::header_size + sizeof(vu::region_access) + count) {
+            std::memcpy(&value, reply.data() + vu::header_size + sizeof(vu::region_access), count);
+        }
+        return value;
+    }
+    void write_region(vu::region_index region, std::uint64_t offset, std::uint32_t count, std::uint64_t value)
+    {
+        const auto payload = client::region_write_payload(region, offset, count, value);
+        EXPECT_EQ(client::error_of(call(vu::command::region_write, std::span<const std::byte>{payload})), 0U);
+    }
+    std::vector<std::byte> call(vu::command code, std::span<const std::byte> payload)
+    {
+        send(code, payload);
+        return next_reply();
+    }
+
+    template <typename T>
+    void store(std::uint64_t address, const T& value)
+    {
+        const std::lock_guard lock{memory_mutex_};
+        std::memcpy(memory_.data() + (address - base_), &value, sizeof value);
+    }
+    template <typename T>
+    T load(std::uint64_t address)
+    {
+        const std::lock_guard lock{memory_mutex_};
+        T value{};
+        std::memcpy(&value, memory_.data() + (address - base_), sizeof value);
+        return value;
+    }
+    void fill(std::uint64_t address, std::size_t length, std::uint8_t seed)
+    {
+        const std::lock_guard lock{memory_mutex_};
+        for (std::size_t i = 0; i < length; ++i) {
+            memory_[address - base_ + i] = static_cast<std::byte>(seed + i * 7U);
+        }
+    }
+    bool equal(std::uint64_t first, std::uint64_t second, std::size_t length)
+    {
+        const std::lock_guard lock{memory_mutex_};
+        return std::memcmp(memory_.data() + (first - base_), memory_.data() + (second - base_), length) == 0;
+    }
+
+private:
+    void write_all(std::span<const std::byte> bytes, std::span<const int> fds = {})
+    {
+        const std::lock_guard lock{send_mutex_};
+        std::size_t done = 0;
+        if (!fds.empty()) {
+            // The descriptors go with the first byte; the rest follows as plain data.
+            iovec io{const_cast<std::byte*>(bytes.data()), bytes.size()};
+            std::vector<std::byte> control(CMSG_SPACE(sizeof(int) * fds.size()));
+            msghdr message{};
+            message.msg_iov = &io;
+            message.msg_iovlen = 1;
+            message.msg_control = control.data();
+            message.msg_controllen = control.size();
+            cmsghdr* header = CMSG_FIRSTHDR(&message);
+            header->cmsg_level = SOL_SOCKET;
+            header->cmsg_type = SCM_RIGHTS;
+            header->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+            std::memcpy(CMSG_DATA(header), fds.data(), sizeof(int) * fds.size());
+            const ssize_t sent = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
+            if (sent <= 0) {
+                return;
+            }
+            done = static_cast<std::size_t>(sent);
+        }
+        while (done < bytes.size()) {
+            const ssize_t sent = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+            if (sent <= 0) {
+                return;
+            }
+            done += static_cast<std::size_t>(sent);
+        }
+    }
+    bool read_all(std::span<std::byte> out)
+    {
+        std::size_t done = 0;
+        while (done < out.size()) {
+            const ssize_t got = ::read(fd_, out.data() + done, out.size() - done);
+            if (got <= 0) {
+                return false;
+            }
+            done += static_cast<std::size_t>(got);
+        }
+        return true;
+    }
+
+    /// The client's reading thread: replies go to the test, DMA requests are served.
+    void serve()
+    {
+        for (;;) {
+            std::vector<std::byte> message(vu::header_size);
+            if (!read_all(message)) {
+                break;
+            }
+            vu::message_header header{};
+            std::memcpy(&header, message.data(), sizeof header);
+            if (header.message_size < vu::header_size) {
+                break;
+            }
+            message.resize(header.message_size);
+            if (!read_all(std::span{message}.subspan(vu::header_size))) {
+                break;
+            }
+            if (header.flags.get(vu::message_flags::type) == vu::message_type::reply) {
+                const std::lock_guard lock{replies_mutex_};
+                replies_.push_back(std::move(message));
+                replies_ready_.notify_all();
+                continue;
+            }
+            if (vanish_on_dma) {
+                ::shutdown(fd_, SHUT_RDWR);
+                break;
+            }
+            std::function<void(messaging_client&)> hook;
+            {
+                const std::lock_guard lock{hook_mutex_};
+                hook = std::exchange(hook_, nullptr);
+            }
+            if (hook) {
+                hook(*this);
+            }
+            if (!ignore_dma) {
+                answer_dma(header, std::span<const std::byte>{message}.subspan(vu::header_size));
+            }
+        }
+        const std::lock_guard lock{replies_mutex_};
+        closed_ = true;
+        replies_ready_.notify_all();
+    }
+
+    void answer_dma(vu::message_header header, std::span<const std::byte> payload)
+    {
+        vu::dma_access access{};
+        const bool is_dma =
+            header.command_code == vu::command::dma_read || header.command_code == vu::command::dma_write;
+        if (is_dma && payload.size() >= sizeof access) {
+            std::memcpy(&access, payload.data(), sizeof access);
+        }
+        const bool inside = access.address >= base_ && access.count <= memory_.size() &&
+                            access.address - base_ <= memory_.size() - access.count;
+        const bool sized = header.command_code == vu::command::dma_read
+                               ? payload.size() == sizeof access
+                               : payload.size() == sizeof access + access.count;
+        std::uint64_t largest = largest_count.load();
+        while (access.count > largest && !largest_count.compare_exchange_weak(largest, access.count)) {
+        }
+        header.flags = vu::message_flags{}.with(vu::message_flags::type, vu::message_type::reply);
+        std::vector<std::byte> reply(vu::header_size);
+        if (!is_dma || !inside || !sized || fail_with != 0) {
+            if (!is_dma || !inside || !sized) {
+                ++bad_requests;
+            }
+            header.flags.set(vu::message_flags::error, true);
+            header.error_number = fail_with != 0 ? fail_with.load() : static_cast<std::uint32_t>(EINVAL);
+        } else if (header.command_code == vu::command::dma_read) {
+            ++dma_reads;
+            reply.resize(vu::header_size + sizeof access + access.count);
+            std::memcpy(reply.data() + vu::header_size, &access, sizeof access);
+            const std::lock_guard lock{memory_mutex_};
+            std::memcpy(reply.data() + vu::header_size + sizeof access,
+                        memory_.data() + (access.address - base_), access.count);
+        } else {
+            // As QEMU's client answers a DMA_WRITE: the header alone.
+            ++dma_writes;
+            const std::lock_guard lock{memory_mutex_};
+            std::memcpy(memory_.data() + (access.address - base_), payload.data() + sizeof access,
+                        access.count);
+        }
+        header.message_size = static_cast<std::uint32_t>(reply.size());
+        std::memcpy(reply.data(), &header, sizeof header);
+        write_all(reply);
+    }
+
+    int fd_ = -1;
+    std::uint64_t base_;
+    std::vector<std::byte> memory_;
+    std::mutex memory_mutex_;
+    std::mutex hook_mutex_;
+    std::function<void(messaging_client&)> hook_;
+    std::mutex send_mutex_;
+    std::mutex replies_mutex_;
+    std::condition_variable replies_ready_;
+    std::deque<std::vector<std::byte>> replies_;
+    bool closed_ = false;
+    std::atomic<std::uint16_t> id_{0};
+    std::thread reader_;
+};
+
+/// Where the message-served guest memory is, and what lives there.
+constexpr std::uint64_t message_base = 0x4000'0000;
+constexpr std::size_t message_bytes = 1U << 20;
+constexpr std::uint64_t message_admin_sq = message_base + 0x0000;
+constexpr std::uint64_t message_admin_cq = message_base + 0x1000;
+constexpr std::uint64_t message_io_sq = message_base + 0x2000;
+constexpr std::uint64_t message_io_cq = message_base + 0x3000;
+constexpr std::uint64_t message_identify = message_base + 0x4000;
+constexpr std::uint64_t message_data = message_base + 0x10000; // 4 pages written
+constexpr std::uint64_t message_read_back = message_base + 0x20000;
+constexpr std::uint64_t message_prp_list = message_base + 0x30000;
+
+/// VERSION with the capabilities QEMU proposes, but with `max_data_xfer_size`.
+std::vector<std::byte> version_request_with_max_transfer(std::uint64_t max_data_xfer_size)
+{
+    const std::string json = R"({"capabilities":{"max_msg_fds":16,"max_data_xfer_size":)" +
+                             std::to_string(max_data_xfer_size) + R"(,"pgsizes":4096,"max_dma_maps":65535}})";
+    std::vector<std::byte> payload(4 + json.size() + 1);
+    std::memcpy(payload.data() + 4, json.c_str(), json.size() + 1);
+    return payload;
+}
+
+/// VERSION, then the message-served memory mapped without a descriptor; true when both succeeded.
+bool connect_and_map_without_descriptor(messaging_client& c, std::uint64_t max_data_xfer_size = 1U << 20)
+{
+    const auto version =
+        c.call(vu::command::version,
+               std::span<const std::byte>{version_request_with_max_transfer(max_data_xfer_size)});
+    vu::dma_map map{};
+    map.argsz = sizeof map;
+    map.flags = vu::dma_map_flags{}.with(vu::dma_map_flags::read, true).with(vu::dma_map_flags::write, true);
+    map.address = message_base;
+    map.size = message_bytes;
+    return client::error_of(version) == 0U && client::error_of(c.call(vu::command::dma_map, map)) == 0U;
+}
+
+/// Memory space and bus master on, admin queues of 16 entries at `sq` and `cq`, CC.EN = 1; true
+/// once CSTS.RDY reads 1.
+template <typename Client>
+bool enable_controller_at(Client& c, std::uint64_t sq, std::uint64_t cq)
+{
+    c.write_region(vu::region_index::config, 4, 2, 0x0006);
+    c.write_region(vu::region_index::bar0, 0x24, 4, (15U << 16) | 15U);
+    c.write_region(vu::region_index::bar0, 0x28, 8, sq);
+    c.write_region(vu::region_index::bar0, 0x30, 8, cq);
+    c.write_region(vu::region_index::bar0, 0x14, 4,
+                   spec::cc_register{}
+                       .with(spec::cc_register::en, true)
+                       .with(spec::cc_register::iosqes, 6)
+                       .with(spec::cc_register::iocqes, 4)
+                       .raw);
+    return eventually([&] { return (c.read_region(vu::region_index::bar0, 0x1c, 4) & 1U) != 0; });
+}
+
+/// A host driving its queues in the client's message-served memory, polling for completions.
+class message_host {
+public:
+    explicit message_host(messaging_client& c) : c_{c} {}
+
+    /// Submits `sqe` to the admin queue and waits for its completion.
+    std::optional<spec::completion_queue_entry> admin(spec::submission_queue_entry sqe)
+    {
+        return run(sqe, 0, message_admin_sq, message_admin_cq, admin_tail_, admin_head_, admin_phase_);
+    }
+    /// Submits `sqe` to I/O queue 1 and waits for its completion.
+    std::optional<spec::completion_queue_entry> io(spec::submission_queue_entry sqe)
+    {
+        return run(sqe, 1, message_io_sq, message_io_cq, io_tail_, io_head_, io_phase_);
+    }
+
+private:
+    std::optional<spec::completion_queue_entry> run(spec::submission_queue_entry sqe, std::uint16_t qid,
+                                                    std::uint64_t sq, std::uint64_t cq, std::uint32_t& tail,
+                                                    std::uint32_t& head, bool& phase)
+    {
+        sqe.cdw0.set(spec::command_dword0::cid, ++cid_);
+        c_.store(sq + tail * 64U, sqe);
+        tail = (tail + 1) % 16;
+        c_.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(qid, 0), 4, tail);
+        spec::completion_queue_entry cqe{};
+        if (!eventually([&] {
+                cqe = c_.load<spec::completion_queue_entry>(cq + head * 16U);
+                return cqe.phase() == phase;
+            })) {
+            return std::nullopt;
+        }
+        head = (head + 1) % 16;
+        if (head == 0) {
+            phase = !phase;
+        }
+        c_.write_region(vu::region_index::bar0, spec::cq_head_doorbell_offset(qid, 0), 4, head);
+        return cqe;
+    }
+
+    messaging_client& c_;
+    std::uint16_t cid_ = 0;
+    std::uint32_t admin_tail_ = 0;
+    std::uint32_t admin_head_ = 0;
+    bool admin_phase_ = true;
+    std::uint32_t io_tail_ = 0;
+    std::uint32_t io_head_ = 0;
+    bool io_phase_ = true;
+};
+
+spec::submission_queue_entry admin_command(spec::admin_opcode opcode)
+{
+    spec::submission_queue_entry sqe{};
+    sqe.cdw0.set(spec::command_dword0::opc, static_cast<std::uint8_t>(opcode));
+    return sqe;
+}
+
+/// Read or Write of `blocks` 512-byte blocks at LBA 0 of namespace 1, its data at `prp1`/`prp2`.
+spec::submission_queue_entry rw_command(spec::nvm_opcode opcode, std::uint32_t blocks, std::uint64_t prp1,
+                                        std::uint64_t prp2)
+{
+    spec::submission_queue_entry sqe{};
+    sqe.cdw0.set(spec::command_dword0::opc, static_cast<std::uint8_t>(opcode));
+    sqe.nsid = 1;
+    if (opcode == spec::nvm_opcode::read) {
+        spec::read_view{.starting_lba = 0, .block_count = blocks}.encode(sqe);
+    } else {
+        spec::write_view{.starting_lba = 0, .block_count = blocks}.encode(sqe);
+    }
+    sqe.dptr.prp1 = prp1;
+    sqe.dptr.prp2 = prp2;
+    return sqe;
+}
+
+/// Number of Queues, then I/O CQ 1 (polled) and SQ 1, all in the message-served memory.
+bool create_io_queues(message_host& host)
+{
+    auto queues = admin_command(spec::admin_opcode::set_features);
+    spec::set_features_view{.feature_id = spec::feature_id::number_of_queues,
+                            .cdw11 = spec::number_of_queues::from_counts(1, 1).raw}
+        .encode(queues);
+    auto cq = admin_command(spec::admin_opcode::create_io_cq);
+    spec::create_io_cq_view{.queue_id = 1, .queue_size = 16, .physically_contiguous = true}.encode(cq);
+    cq.dptr.prp1 = message_io_cq;
+    auto sq = admin_command(spec::admin_opcode::create_io_sq);
+    spec::create_io_sq_view{.queue_id = 1, .queue_size = 16, .physically_contiguous = true, .cq_id = 1}
+        .encode(sq);
+    sq.dptr.prp1 = message_io_sq;
+    for (const auto& sqe : {queues, cq, sq}) {
+        const auto cqe = host.admin(sqe);
+        if (!cqe || !cqe->status().is_success()) {
+            return false;
+        }
+    }
+    return true;
+}
+
+TEST(vfio_user_server, memory_mapped_without_a_descriptor_is_reached_by_dma_messages)
+{
+    // Queues, PRP list and data all in memory the client shares without a file descriptor; the
+    // client takes at most 4 KiB per message, so 16 KiB transfers are split.
+    const auto path = socket_path("dma-messages");
+    device d{path};
+    messaging_client c{path, message_base, message_bytes};
+    ASSERT_TRUE(connect_and_map_without_descriptor(c, 4096));
+    ASSERT_TRUE(enable_controller_at(c, message_admin_sq, message_admin_cq));
+    message_host host{c};
+
+    auto identify = admin_command(spec::admin_opcode::identify);
+    spec::identify_view{.cns = spec::cns::identify_controller}.encode(identify);
+    identify.dptr.prp1 = message_identify;
+    const auto identified = host.admin(identify);
+    ASSERT_TRUE(identified) << "no completion for Identify";
+    EXPECT_TRUE(identified->status().is_success());
+    EXPECT_EQ(c.load<spec::identify_controller>(message_identify).subsystem_nqn(),
+              "nqn.2026-11.io.nvmekit:vfio-user-test");
+
+    ASSERT_TRUE(create_io_queues(host));
+    // 16 KiB from a PRP list: PRP1 the first page, PRP2 the list of the other three.
+    c.fill(message_data, 0x4000, 0x5a);
+    for (std::uint64_t page = 1; page < 4; ++page) {
+        c.store(message_prp_list + (page - 1) * 8, message_data + page * 0x1000);
+    }
+    const auto written = host.io(rw_command(spec::nvm_opcode::write, 32, message_data, message_prp_list));
+    ASSERT_TRUE(written) << "no completion for Write";
+    EXPECT_TRUE(written->status().is_success());
+    for (std::uint64_t page = 1; page < 4; ++page) {
+        c.store(message_prp_list + (page - 1) * 8, message_read_back + page * 0x1000);
+    }
+    const auto read = host.io(rw_command(spec::nvm_opcode::read, 32, message_read_back, message_prp_list));
+    ASSERT_TRUE(read) << "no completion for Read";
+    EXPECT_TRUE(read->status().is_success());
+    EXPECT_TRUE(c.equal(message_data, message_read_back, 0x4000));
+
+    EXPECT_GT(c.dma_reads.load(), 0U);
+    EXPECT_GT(c.dma_writes.load(), 0U);
+    EXPECT_EQ(c.largest_count.load(), 4096U);
+    EXPECT_EQ(c.bad_requests.load(), 0U);
+    d.halt();
+    EXPECT_TRUE(d.memory.regions().empty()); // nothing mapped into the server
+    EXPECT_EQ(d.server.statistics().message_dma_maps, 1U);
+    EXPECT_EQ(d.server.statistics().failed_message_dma, 0U);
+    EXPECT_EQ(d.server.statistics().dma_read_requests, c.dma_reads.load());
+}
+
+/// Admin commands through queues in shared guest memory (`guest`), rung through `c`.
+class shared_queue_host {
+public:
+    shared_queue_host(messaging_client& c, guest_memory& guest) : c_{c}, guest_{guest} {}
+
+    std::optional<spec::completion_queue_entry> admin(spec::submission_queue_entry sqe)
+    {
+        sqe.cdw0.set(spec::command_dword0::cid, ++cid_);
+        guest_.store(admin_sq + tail_ * 64U, sqe);
+        const std::uint64_t slot = admin_cq + tail_ * 16U;
+        tail_ = (tail_ + 1) % 16;
+        c_.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, tail_);
+        spec::completion_queue_entry cqe{};
+        if (!eventually([&] {
+                cqe = guest_.load<spec::completion_queue_entry>(slot);
+                return cqe.phase();
+            })) {
+            return std::nullopt;
+        }
+        c_.write_region(vu::region_index::bar0, spec::cq_head_doorbell_offset(0, 0), 4, tail_);
+        return cqe;
+    }
+
+private:
+    messaging_client& c_;
+    guest_memory& guest_;
+    std::uint16_t cid_ = 0;
+    std::uint32_t tail_ = 0;
+};
+
+/// Maps the shared guest memory (with its descriptor) next to the message-served memory.
+bool map_shared_memory(messaging_client& c, guest_memory& guest)
+{
+    vu::dma_map shared{};
+    shared.argsz = sizeof shared;
+    shared.flags =
+        vu::dma_map_flags{}.with(vu::dma_map_flags::read, true).with(vu::dma_map_flags::write, true);
+    shared.address = guest_base;
+    shared.size = guest_bytes;
+    const std::array fds{guest.fd};
+    return client::error_of(c.call(vu::command::dma_map, shared, fds)) == 0U;
+}
+
+spec::submission_queue_entry identify_into(std::uint64_t buffer)
+{
+    auto identify = admin_command(spec::admin_opcode::identify);
+    spec::identify_view{.cns = spec::cns::identify_controller}.encode(identify);
+    identify.dptr.prp1 = buffer;
+    return identify;
+}
+
+TEST(vfio_user_server, an_error_reply_to_a_dma_message_is_a_data_transfer_error)
+{
+    // Queues in shared memory, the data buffer in memory reached by messages: the client's error
+    // reply fails the transfer, and the command completes with Data Transfer Error.
+    const auto path = socket_path("dma-error");
+    device d{path};
+    messaging_client c{path, message_base, message_bytes};
+    guest_memory guest;
+    ASSERT_TRUE(connect_and_map_without_descriptor(c));
+    ASSERT_TRUE(map_shared_memory(c, guest));
+    ASSERT_TRUE(enable_controller_at(c, admin_sq, admin_cq));
+    shared_queue_host host{c, guest};
+
+    c.fail_with = EFAULT;
+    const auto failed = host.admin(identify_into(message_identify));
+    ASSERT_TRUE(failed) << "no completion for the Identify whose DMA failed";
+    EXPECT_EQ(failed->status(), spec::status{spec::generic_status::data_transfer_error}.with_dnr());
+
+    c.fail_with = 0;
+    const auto served = host.admin(identify_into(message_identify));
+    ASSERT_TRUE(served) << "no completion for the Identify after the failure";
+    EXPECT_TRUE(served->status().is_success());
+    EXPECT_EQ(c.load<spec::identify_controller>(message_identify).vid, 0xf0e5);
+    d.halt();
+    EXPECT_GE(d.server.statistics().failed_message_dma, 1U);
+}
+
+TEST(vfio_user_server, a_dma_message_left_unanswered_fails_after_the_timeout)
+{
+    const auto path = socket_path("dma-timeout");
+    device d{path, std::chrono::milliseconds{100}};
+    messaging_client c{path, message_base, message_bytes};
+    guest_memory guest;
+    ASSERT_TRUE(connect_and_map_without_descriptor(c));
+    ASSERT_TRUE(map_shared_memory(c, guest));
+    ASSERT_TRUE(enable_controller_at(c, admin_sq, admin_cq));
+    shared_queue_host host{c, guest};
+
+    c.ignore_dma = true;
+    const auto failed = host.admin(identify_into(message_identify));
+    ASSERT_TRUE(failed) << "no completion for the Identify whose DMA was never answered";
+    EXPECT_EQ(failed->status(), spec::status{spec::generic_status::data_transfer_error}.with_dnr());
+    c.ignore_dma = false;
+    const auto served = host.admin(identify_into(message_identify));
+    ASSERT_TRUE(served);
+    EXPECT_TRUE(served->status().is_success());
+}
+
+TEST(vfio_user_server, commands_sent_while_a_dma_reply_is_awaited_are_answered_in_order)
+{
+    // The client sends commands of its own before it answers the server's first DMA request
+    // (QEMU's vCPU threads do, while its proxy thread serves the request): the server keeps them
+    // while it waits, then answers every one, in the order sent.
+    const auto path = socket_path("dma-interleaved");
+    device d{path};
+    messaging_client c{path, message_base, message_bytes};
+    ASSERT_TRUE(connect_and_map_without_descriptor(c));
+    ASSERT_TRUE(enable_controller_at(c, message_admin_sq, message_admin_cq));
+
+    std::vector<std::uint16_t> sent;
+    c.before_next_dma_reply([&sent](messaging_client& self) {
+        const vu::region_access vendor{0, static_cast<std::uint32_t>(vu::region_index::config), 4};
+        sent.push_back(self.send(vu::command::region_read, vendor));
+        vu::device_info info{};
+        info.argsz = sizeof info;
+        sent.push_back(self.send(vu::command::device_get_info, info));
+        const vu::region_access csts{0x1c, static_cast<std::uint32_t>(vu::region_index::bar0), 4};
+        sent.push_back(self.send(vu::command::region_read, csts));
+    });
+    c.store(message_admin_sq, identify_controller_command(0x51, message_identify));
+    c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, 1);
+    spec::completion_queue_entry cqe{};
+    ASSERT_TRUE(eventually([&] {
+        cqe = c.load<spec::completion_queue_entry>(message_admin_cq);
+        return cqe.phase();
+    })) << "no completion for Identify";
+    EXPECT_TRUE(cqe.status().is_success());
+    EXPECT_EQ(c.load<spec::identify_controller>(message_identify).vid, 0xf0e5);
+
+    ASSERT_EQ(sent.size(), 3U);
+    std::vector<std::vector<std::byte>> replies;
+    for (std::size_t i = 0; i < sent.size(); ++i) {
+        replies.push_back(c.next_reply());
+        ASSERT_GE(replies.back().size(), vu::header_size) << "no reply to command " << i;
+        vu::message_header header{};
+        std::memcpy(&header, replies.back().data(), sizeof header);
+        EXPECT_EQ(header.message_id, sent[i]) << "reply " << i << " out of order";
+        EXPECT_EQ(client::error_of(replies.back()), 0U);
+    }
+    std::uint32_t vendor = 0;
+    std::memcpy(&vendor, replies[0].data() + vu::header_size + sizeof(vu::region_access), 4);
+    EXPECT_EQ(vendor, 0x0a0af0e5U);
+    vu::device_info info{};
+    std::memcpy(&info, replies[1].data() + vu::header_size, sizeof info);
+    EXPECT_EQ(info.num_regions, vu::pci_num_regions);
+    std::uint32_t csts = 0;
+    std::memcpy(&csts, replies[2].data() + vu::header_size + sizeof(vu::region_access), 4);
+    EXPECT_EQ(csts & 1U, 1U);
+    d.halt();
+    EXPECT_GE(d.server.statistics().deferred_messages, 3U);
+}
+
+TEST(vfio_user_server, a_client_that_disconnects_while_a_dma_reply_is_awaited_is_let_go)
+{
+    const auto path = socket_path("dma-disconnect");
+    device d{path};
+    {
+        messaging_client c{path, message_base, message_bytes};
+        ASSERT_TRUE(connect_and_map_without_descriptor(c));
+        ASSERT_TRUE(enable_controller_at(c, message_admin_sq, message_admin_cq));
+        c.vanish_on_dma = true;
+        c.store(message_admin_sq, identify_controller_command(0x52, message_identify));
+        c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, 1);
+        EXPECT_TRUE(c.next_reply().empty()); // the client is gone; nothing more comes
+    }
+    // The server reset the function and serves the next client.
+    client next{path};
+    guest_memory guest;
+    ASSERT_TRUE(connect_and_map_memory(next, guest));
+    next.write_region(vu::region_index::config, 4, 2, 0x0002);
+    EXPECT_EQ(next.read_region(vu::region_index::bar0, 0x1c, 4) & 1U, 0U); // CSTS.RDY: reset
+    d.halt();
+    EXPECT_EQ(d.server.statistics().clients, 2U);
+    EXPECT_GE(d.server.statistics().failed_message_dma, 1U);
 }
 
 } // namespace
