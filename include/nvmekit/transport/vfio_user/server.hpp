@@ -699,60 +699,62 @@ private:
 
     std::error_code message_read(std::uint64_t address, std::span<std::byte> destination)
     {
-        if (const auto error = check_message_range(address, destination.size(), false)) {
-            return error;
-        }
-        if (const auto error = check_message_dma_allowed()) {
-            return failed_message_dma(error);
-        }
-        const std::size_t chunk = message_dma_chunk();
-        for (std::size_t done = 0; done < destination.size();) {
-            const std::size_t count = std::min(chunk, destination.size() - done);
-            const dma_access access{address + done, count};
-            const std::uint16_t id = ++dma_message_id_;
-            const std::size_t size = encode_dma_read_request(id, access, dma_request_);
-            ++statistics_.dma_read_requests;
-            if (const std::errc error =
-                    exchange(std::span{dma_request_}.first(size),
-                             make_request_header(command::dma_read, id, sizeof(dma_access)));
-                error != std::errc{}) {
-                return failed_message_dma(error);
-            }
-            const auto data =
-                decode_dma_read_reply(incoming_.header, payload_of(incoming_), incoming_.fds.size(), access);
-            if (!data) {
-                return failed_message_dma(data.error());
-            }
-            std::memcpy(destination.data() + done, data->data(), count);
-            done += count;
-        }
-        return {};
+        return transfer_by_messages(
+            address, destination.size(), false, [&](const dma_access& access, std::size_t done) {
+                const std::uint16_t id = ++dma_message_id_;
+                const std::size_t size = encode_dma_read_request(id, access, dma_request_);
+                ++statistics_.dma_read_requests;
+                if (const std::errc error =
+                        exchange(std::span{dma_request_}.first(size),
+                                 make_request_header(command::dma_read, id, sizeof(dma_access)));
+                    error != std::errc{}) {
+                    return error;
+                }
+                const auto data = decode_dma_read_reply(incoming_.header, payload_of(incoming_),
+                                                        incoming_.fds.size(), access);
+                if (!data) {
+                    return data.error();
+                }
+                std::memcpy(destination.data() + done, data->data(), data->size());
+                return std::errc{};
+            });
     }
 
     std::error_code message_write(std::uint64_t address, std::span<const std::byte> source)
     {
-        if (const auto error = check_message_range(address, source.size(), true)) {
+        return transfer_by_messages(
+            address, source.size(), true, [&](const dma_access& access, std::size_t done) {
+                const std::uint16_t id = ++dma_message_id_;
+                const auto data = source.subspan(done, static_cast<std::size_t>(access.count));
+                const std::size_t size = encode_dma_write_request(id, access.address, data, dma_request_);
+                ++statistics_.dma_write_requests;
+                if (const std::errc error =
+                        exchange(std::span{dma_request_}.first(size),
+                                 make_request_header(command::dma_write, id, size - header_size));
+                    error != std::errc{}) {
+                    return error;
+                }
+                return check_dma_write_reply(incoming_.header, payload_of(incoming_), incoming_.fds.size(),
+                                             access);
+            });
+    }
+
+    /// Moves [address, address + size) by messages, `message(access, bytes done)` for each piece
+    /// of at most message_dma_chunk() bytes, in address order; stops at the first that fails.
+    template <typename Message>
+    std::error_code transfer_by_messages(std::uint64_t address, std::size_t size, bool writing,
+                                         Message&& message)
+    {
+        if (const auto error = check_message_range(address, size, writing)) {
             return error;
         }
         if (const auto error = check_message_dma_allowed()) {
             return failed_message_dma(error);
         }
         const std::size_t chunk = message_dma_chunk();
-        for (std::size_t done = 0; done < source.size();) {
-            const std::size_t count = std::min(chunk, source.size() - done);
-            const dma_access access{address + done, count};
-            const std::uint16_t id = ++dma_message_id_;
-            const std::size_t size =
-                encode_dma_write_request(id, access.address, source.subspan(done, count), dma_request_);
-            ++statistics_.dma_write_requests;
-            if (const std::errc error =
-                    exchange(std::span{dma_request_}.first(size),
-                             make_request_header(command::dma_write, id, sizeof(dma_access) + count));
-                error != std::errc{}) {
-                return failed_message_dma(error);
-            }
-            if (const std::errc error = check_dma_write_reply(incoming_.header, payload_of(incoming_),
-                                                              incoming_.fds.size(), access);
+        for (std::size_t done = 0; done < size;) {
+            const std::size_t count = std::min(chunk, size - done);
+            if (const std::errc error = message(dma_access{address + done, count}, done);
                 error != std::errc{}) {
                 return failed_message_dma(error);
             }

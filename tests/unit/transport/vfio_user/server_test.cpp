@@ -106,21 +106,25 @@ struct device {
     }
 };
 
+/// A stream socket connected to the server at `path`.
+int connect_to(const std::string& path)
+{
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::memcpy(address.sun_path, path.c_str(), path.size());
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    // The server listens from its construction (before the device's thread starts), so the
+    // connection is queued at once, even while the server still serves a previous client.
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+        ADD_FAILURE() << "cannot connect to " << path << ": " << std::strerror(errno);
+    }
+    return fd;
+}
+
 /// A minimal vfio-user client: the messages QEMU sends, over a real socket.
 class client {
 public:
-    explicit client(const std::string& path)
-    {
-        sockaddr_un address{};
-        address.sun_family = AF_UNIX;
-        std::memcpy(address.sun_path, path.c_str(), path.size());
-        fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        // The server listens from its construction (before the device's thread starts), so the
-        // connection is queued at once, even while the server still serves a previous client.
-        if (::connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-            ADD_FAILURE() << "cannot connect to " << path << ": " << std::strerror(errno);
-        }
-    }
+    explicit client(const std::string& path) : fd_{connect_to(path)} {}
     ~client()
     {
         if (fd_ >= 0) {
@@ -633,11 +637,12 @@ constexpr std::uint64_t admin_cq = guest_base + 0x20000;
 constexpr std::uint64_t identify_buffer = guest_base + 0x30000;
 
 /// AQA (16 entries each), ASQ and ACQ, then CC.EN = 1 as Linux writes it; true once CSTS.RDY reads 1.
-bool enable_controller(client& c)
+template <typename Client>
+bool enable_controller(Client& c, std::uint64_t sq = admin_sq, std::uint64_t cq = admin_cq)
 {
     c.write_region(vu::region_index::bar0, 0x24, 4, (15U << 16) | 15U);
-    c.write_region(vu::region_index::bar0, 0x28, 8, admin_sq);
-    c.write_region(vu::region_index::bar0, 0x30, 8, admin_cq);
+    c.write_region(vu::region_index::bar0, 0x28, 8, sq);
+    c.write_region(vu::region_index::bar0, 0x30, 8, cq);
     c.write_region(vu::region_index::bar0, 0x14, 4,
                    spec::cc_register{}
                        .with(spec::cc_register::en, true)
@@ -826,15 +831,8 @@ TEST(vfio_user_server, an_unmask_right_after_the_cq_head_doorbell_signals_nothin
 class messaging_client {
 public:
     messaging_client(const std::string& path, std::uint64_t base, std::size_t bytes)
-        : base_{base}, memory_(bytes)
+        : fd_{connect_to(path)}, base_{base}, memory_(bytes)
     {
-        sockaddr_un address{};
-        address.sun_family = AF_UNIX;
-        std::memcpy(address.sun_path, path.c_str(), path.size());
-        fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (::connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-            ADD_FAILURE() << "cannot connect to " << path << ": " << std::strerror(errno);
-        }
         reader_ = std::thread{[this] { serve(); }};
     }
     messaging_client(const messaging_client&) = delete;
@@ -1124,7 +1122,8 @@ std::vector<std::byte> version_request_with_max_transfer(std::uint64_t max_data_
     return payload;
 }
 
-/// VERSION, then the message-served memory mapped without a descriptor; true when both succeeded.
+/// VERSION, the message-served memory mapped without a descriptor, then memory space and bus
+/// master on; true when the client's commands succeeded.
 bool connect_and_map_without_descriptor(messaging_client& c, std::uint64_t max_data_xfer_size = 1U << 20)
 {
     const auto version =
@@ -1135,25 +1134,26 @@ bool connect_and_map_without_descriptor(messaging_client& c, std::uint64_t max_d
     map.flags = vu::dma_map_flags{}.with(vu::dma_map_flags::read, true).with(vu::dma_map_flags::write, true);
     map.address = message_base;
     map.size = message_bytes;
-    return client::error_of(version) == 0U && client::error_of(c.call(vu::command::dma_map, map)) == 0U;
+    if (client::error_of(version) != 0U || client::error_of(c.call(vu::command::dma_map, map)) != 0U) {
+        return false;
+    }
+    c.write_region(vu::region_index::config, 4, 2, 0x0006);
+    return true;
 }
 
-/// Memory space and bus master on, admin queues of 16 entries at `sq` and `cq`, CC.EN = 1; true
-/// once CSTS.RDY reads 1.
-template <typename Client>
-bool enable_controller_at(Client& c, std::uint64_t sq, std::uint64_t cq)
+/// connect_and_map_without_descriptor, then the controller enabled with its admin queues in the
+/// message-served memory; whether all succeeded.
+bool bring_up_in_message_memory(messaging_client& c, std::uint64_t max_data_xfer_size = 1U << 20)
 {
-    c.write_region(vu::region_index::config, 4, 2, 0x0006);
-    c.write_region(vu::region_index::bar0, 0x24, 4, (15U << 16) | 15U);
-    c.write_region(vu::region_index::bar0, 0x28, 8, sq);
-    c.write_region(vu::region_index::bar0, 0x30, 8, cq);
-    c.write_region(vu::region_index::bar0, 0x14, 4,
-                   spec::cc_register{}
-                       .with(spec::cc_register::en, true)
-                       .with(spec::cc_register::iosqes, 6)
-                       .with(spec::cc_register::iocqes, 4)
-                       .raw);
-    return eventually([&] { return (c.read_region(vu::region_index::bar0, 0x1c, 4) & 1U) != 0; });
+    return connect_and_map_without_descriptor(c, max_data_xfer_size) &&
+           enable_controller(c, message_admin_sq, message_admin_cq);
+}
+
+/// Places `sqe` first in the message-served admin SQ and rings its doorbell.
+void submit_first_admin_command(messaging_client& c, const spec::submission_queue_entry& sqe)
+{
+    c.store(message_admin_sq, sqe);
+    c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, 1);
 }
 
 /// A host driving its queues in the client's message-served memory, polling for completions.
@@ -1164,46 +1164,47 @@ public:
     /// Submits `sqe` to the admin queue and waits for its completion.
     std::optional<spec::completion_queue_entry> admin(spec::submission_queue_entry sqe)
     {
-        return run(sqe, 0, message_admin_sq, message_admin_cq, admin_tail_, admin_head_, admin_phase_);
+        return run(sqe, admin_);
     }
     /// Submits `sqe` to I/O queue 1 and waits for its completion.
-    std::optional<spec::completion_queue_entry> io(spec::submission_queue_entry sqe)
-    {
-        return run(sqe, 1, message_io_sq, message_io_cq, io_tail_, io_head_, io_phase_);
-    }
+    std::optional<spec::completion_queue_entry> io(spec::submission_queue_entry sqe) { return run(sqe, io_); }
 
 private:
-    std::optional<spec::completion_queue_entry> run(spec::submission_queue_entry sqe, std::uint16_t qid,
-                                                    std::uint64_t sq, std::uint64_t cq, std::uint32_t& tail,
-                                                    std::uint32_t& head, bool& phase)
+    /// A queue pair of 16 entries and where the host is in it.
+    struct queue_pair {
+        std::uint16_t qid;
+        std::uint64_t sq;
+        std::uint64_t cq;
+        std::uint32_t tail = 0;
+        std::uint32_t head = 0;
+        bool phase = true;
+    };
+
+    std::optional<spec::completion_queue_entry> run(spec::submission_queue_entry sqe, queue_pair& queues)
     {
         sqe.cdw0.set(spec::command_dword0::cid, ++cid_);
-        c_.store(sq + tail * 64U, sqe);
-        tail = (tail + 1) % 16;
-        c_.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(qid, 0), 4, tail);
+        c_.store(queues.sq + queues.tail * 64U, sqe);
+        queues.tail = (queues.tail + 1) % 16;
+        c_.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(queues.qid, 0), 4, queues.tail);
         spec::completion_queue_entry cqe{};
         if (!eventually([&] {
-                cqe = c_.load<spec::completion_queue_entry>(cq + head * 16U);
-                return cqe.phase() == phase;
+                cqe = c_.load<spec::completion_queue_entry>(queues.cq + queues.head * 16U);
+                return cqe.phase() == queues.phase;
             })) {
             return std::nullopt;
         }
-        head = (head + 1) % 16;
-        if (head == 0) {
-            phase = !phase;
+        queues.head = (queues.head + 1) % 16;
+        if (queues.head == 0) {
+            queues.phase = !queues.phase;
         }
-        c_.write_region(vu::region_index::bar0, spec::cq_head_doorbell_offset(qid, 0), 4, head);
+        c_.write_region(vu::region_index::bar0, spec::cq_head_doorbell_offset(queues.qid, 0), 4, queues.head);
         return cqe;
     }
 
     messaging_client& c_;
     std::uint16_t cid_ = 0;
-    std::uint32_t admin_tail_ = 0;
-    std::uint32_t admin_head_ = 0;
-    bool admin_phase_ = true;
-    std::uint32_t io_tail_ = 0;
-    std::uint32_t io_head_ = 0;
-    bool io_phase_ = true;
+    queue_pair admin_{0, message_admin_sq, message_admin_cq};
+    queue_pair io_{1, message_io_sq, message_io_cq};
 };
 
 spec::submission_queue_entry admin_command(spec::admin_opcode opcode)
@@ -1260,8 +1261,7 @@ TEST(vfio_user_server, memory_mapped_without_a_descriptor_is_reached_by_dma_mess
     const auto path = socket_path("dma-messages");
     device d{path};
     messaging_client c{path, message_base, message_bytes};
-    ASSERT_TRUE(connect_and_map_without_descriptor(c, 4096));
-    ASSERT_TRUE(enable_controller_at(c, message_admin_sq, message_admin_cq));
+    ASSERT_TRUE(bring_up_in_message_memory(c, 4096));
     message_host host{c};
 
     auto identify = admin_command(spec::admin_opcode::identify);
@@ -1352,28 +1352,48 @@ spec::submission_queue_entry identify_into(std::uint64_t buffer)
     return identify;
 }
 
-TEST(vfio_user_server, an_error_reply_to_a_dma_message_is_a_data_transfer_error)
-{
-    // Queues in shared memory, the data buffer in memory reached by messages: the client's error
-    // reply fails the transfer, and the command completes with Data Transfer Error.
-    const auto path = socket_path("dma-error");
-    device d{path};
-    messaging_client c{path, message_base, message_bytes};
+/// A device and a client whose admin queues are in shared memory and whose data buffers can be in
+/// memory reached by messages.
+struct queues_shared_data_by_messages {
+    device d;
+    messaging_client c;
     guest_memory guest;
-    ASSERT_TRUE(connect_and_map_without_descriptor(c));
-    ASSERT_TRUE(map_shared_memory(c, guest));
-    ASSERT_TRUE(enable_controller_at(c, admin_sq, admin_cq));
     shared_queue_host host{c, guest};
 
-    c.fail_with = EFAULT;
-    const auto failed = host.admin(identify_into(message_identify));
-    ASSERT_TRUE(failed) << "no completion for the Identify whose DMA failed";
-    EXPECT_EQ(failed->status(), spec::status{spec::generic_status::data_transfer_error}.with_dnr());
+    explicit queues_shared_data_by_messages(
+        const std::string& path, std::chrono::milliseconds dma_reply_timeout = std::chrono::seconds{5})
+        : d{path, dma_reply_timeout}, c{path, message_base, message_bytes}
+    {}
+    /// VERSION, both mappings, the controller enabled; whether all succeeded.
+    bool set_up()
+    {
+        return connect_and_map_without_descriptor(c) && map_shared_memory(c, guest) &&
+               enable_controller(c, admin_sq, admin_cq);
+    }
+};
 
+/// The status of an Identify Controller whose data goes to message-served memory (none when it
+/// never completes).
+std::optional<spec::status> identify_status(shared_queue_host& host)
+{
+    const auto cqe = host.admin(identify_into(message_identify));
+    return cqe ? std::optional{cqe->status()} : std::nullopt;
+}
+
+const spec::status data_transfer_error = spec::status{spec::generic_status::data_transfer_error}.with_dnr();
+const spec::status success{};
+
+TEST(vfio_user_server, an_error_reply_to_a_dma_message_is_a_data_transfer_error)
+{
+    // The client's error reply fails the transfer, and the command completes with Data Transfer
+    // Error; the next one, answered, succeeds.
+    queues_shared_data_by_messages setup{socket_path("dma-error")};
+    ASSERT_TRUE(setup.set_up());
+    auto& [d, c, guest, host] = setup;
+    c.fail_with = EFAULT;
+    EXPECT_EQ(identify_status(host), data_transfer_error);
     c.fail_with = 0;
-    const auto served = host.admin(identify_into(message_identify));
-    ASSERT_TRUE(served) << "no completion for the Identify after the failure";
-    EXPECT_TRUE(served->status().is_success());
+    EXPECT_EQ(identify_status(host), success);
     EXPECT_EQ(c.load<spec::identify_controller>(message_identify).vid, 0xf0e5);
     d.halt();
     EXPECT_GE(d.server.statistics().failed_message_dma, 1U);
@@ -1381,23 +1401,13 @@ TEST(vfio_user_server, an_error_reply_to_a_dma_message_is_a_data_transfer_error)
 
 TEST(vfio_user_server, a_dma_message_left_unanswered_fails_after_the_timeout)
 {
-    const auto path = socket_path("dma-timeout");
-    device d{path, std::chrono::milliseconds{100}};
-    messaging_client c{path, message_base, message_bytes};
-    guest_memory guest;
-    ASSERT_TRUE(connect_and_map_without_descriptor(c));
-    ASSERT_TRUE(map_shared_memory(c, guest));
-    ASSERT_TRUE(enable_controller_at(c, admin_sq, admin_cq));
-    shared_queue_host host{c, guest};
-
+    queues_shared_data_by_messages setup{socket_path("dma-timeout"), std::chrono::milliseconds{100}};
+    ASSERT_TRUE(setup.set_up());
+    auto& [d, c, guest, host] = setup;
     c.ignore_dma = true;
-    const auto failed = host.admin(identify_into(message_identify));
-    ASSERT_TRUE(failed) << "no completion for the Identify whose DMA was never answered";
-    EXPECT_EQ(failed->status(), spec::status{spec::generic_status::data_transfer_error}.with_dnr());
+    EXPECT_EQ(identify_status(host), data_transfer_error);
     c.ignore_dma = false;
-    const auto served = host.admin(identify_into(message_identify));
-    ASSERT_TRUE(served);
-    EXPECT_TRUE(served->status().is_success());
+    EXPECT_EQ(identify_status(host), success);
 }
 
 TEST(vfio_user_server, commands_sent_while_a_dma_reply_is_awaited_are_answered_in_order)
@@ -1408,8 +1418,7 @@ TEST(vfio_user_server, commands_sent_while_a_dma_reply_is_awaited_are_answered_i
     const auto path = socket_path("dma-interleaved");
     device d{path};
     messaging_client c{path, message_base, message_bytes};
-    ASSERT_TRUE(connect_and_map_without_descriptor(c));
-    ASSERT_TRUE(enable_controller_at(c, message_admin_sq, message_admin_cq));
+    ASSERT_TRUE(bring_up_in_message_memory(c));
 
     std::vector<std::uint16_t> sent;
     c.before_next_dma_reply([&sent](messaging_client& self) {
@@ -1421,8 +1430,7 @@ TEST(vfio_user_server, commands_sent_while_a_dma_reply_is_awaited_are_answered_i
         const vu::region_access csts{0x1c, static_cast<std::uint32_t>(vu::region_index::bar0), 4};
         sent.push_back(self.send(vu::command::region_read, csts));
     });
-    c.store(message_admin_sq, identify_controller_command(0x51, message_identify));
-    c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, 1);
+    submit_first_admin_command(c, identify_controller_command(0x51, message_identify));
     spec::completion_queue_entry cqe{};
     ASSERT_TRUE(eventually([&] {
         cqe = c.load<spec::completion_queue_entry>(message_admin_cq);
@@ -1460,11 +1468,9 @@ TEST(vfio_user_server, a_client_that_disconnects_while_a_dma_reply_is_awaited_is
     device d{path};
     {
         messaging_client c{path, message_base, message_bytes};
-        ASSERT_TRUE(connect_and_map_without_descriptor(c));
-        ASSERT_TRUE(enable_controller_at(c, message_admin_sq, message_admin_cq));
+        ASSERT_TRUE(bring_up_in_message_memory(c));
         c.vanish_on_dma = true;
-        c.store(message_admin_sq, identify_controller_command(0x52, message_identify));
-        c.write_region(vu::region_index::bar0, spec::sq_tail_doorbell_offset(0, 0), 4, 1);
+        submit_first_admin_command(c, identify_controller_command(0x52, message_identify));
         EXPECT_TRUE(c.next_reply().empty()); // the client is gone; nothing more comes
     }
     // The server reset the function and serves the next client.
