@@ -188,6 +188,26 @@ TEST(loopback, queue_creation_and_doorbell_buffer_config_are_not_offered)
         r.host.admin(host_type::doorbell_buffer_config_command(buffers_base, buffers_base + 4096)).status(),
         invalid);
     EXPECT_TRUE(r.ctrl.submission_queue_exists(1)); // untouched
+    // Nor does the Commands Supported and Effects log list them.
+    std::vector<std::byte> data;
+    ASSERT_TRUE(
+        r.host
+            .admin_read(host_type::get_log_page_command(spec::log_page_id::commands_supported_and_effects,
+                                                        sizeof(spec::commands_supported_and_effects)),
+                        sizeof(spec::commands_supported_and_effects), data)
+            .ok());
+    spec::commands_supported_and_effects effects{};
+    std::memcpy(&effects, data.data(), sizeof(effects));
+    const auto supported = [&](spec::admin_opcode opcode) {
+        return effects.admin_commands[static_cast<std::uint8_t>(opcode)].get(spec::command_effects::csupp);
+    };
+    EXPECT_FALSE(supported(spec::admin_opcode::create_io_sq));
+    EXPECT_FALSE(supported(spec::admin_opcode::create_io_cq));
+    EXPECT_FALSE(supported(spec::admin_opcode::delete_io_sq));
+    EXPECT_FALSE(supported(spec::admin_opcode::delete_io_cq));
+    EXPECT_FALSE(supported(spec::admin_opcode::doorbell_buffer_config));
+    EXPECT_TRUE(supported(spec::admin_opcode::identify));
+    EXPECT_TRUE(supported(spec::admin_opcode::get_log_page));
 }
 
 TEST(loopback, features_and_log_pages)
