@@ -1,16 +1,15 @@
 #pragma once
 /// The BlockBackend concept: the storage behind a namespace.
 ///
+// clang-format off
 /// | expression                | type            | semantics |
 /// |---------------------------|-----------------|-----------|
 /// | `b.capacity_bytes()`      | `std::uint64_t` | the fixed size of the backend in bytes |
-/// | `b.submit(request)`       | `void`          | starts `request`; never throws. `request.complete` runs
-/// exactly once, inside this call or inside a later `b.poll()`. A request that is invalid (see
-/// validate_block_request) completes with its status without touching storage | | `b.poll()`                |
-/// `std::size_t`   | completes whatever is ready and returns how many requests it completed; an inline
-/// backend returns 0 | | `b.has_volatile_cache()`  | `bool`          | true when flush does something (the
-/// controller then reports a volatile write cache, Identify Controller VWC) | | `b.outstanding()`         |
-/// `std::size_t`   | requests submitted and not yet completed |
+/// | `b.submit(request)`       | `void`          | starts `request`; never throws. `request.complete` runs exactly once, inside this call or inside a later `b.poll()`. A request that is invalid (see validate_block_request) completes with its status without touching storage |
+/// | `b.poll()`                | `std::size_t`   | completes whatever is ready and returns how many requests it completed; an inline backend returns 0 |
+/// | `b.has_volatile_cache()`  | `bool`          | true when flush does something (the controller then reports a volatile write cache, Identify Controller VWC) |
+/// | `b.outstanding()`         | `std::size_t`   | requests submitted and not yet completed |
+// clang-format on
 ///
 /// `b` is an lvalue of the backend type and `request` an lvalue `block_request`.
 ///

@@ -502,6 +502,140 @@ public:
     /// An internal fatal error: CSTS.CFS reads 1 until the host resets the controller.
     void fatal_error() { handle_event(controller_event::fatal_error); }
 
+    // ---- message-based transports ------------------------------------------------------------
+    // A transport without BAR0 (NVMe over Fabrics, the in-memory loopback of testing/loopback.hpp)
+    // reaches the controller's registers as properties, and its queues are message-based: each
+    // command arrives as an SQE the transport hands over (submit), each completion leaves as the
+    // CQE the transport takes (take_completion) and sends on. No doorbell, no queue memory in the
+    // host and no interrupt take part; a command's data is reached through its data pointer and
+    // the DMA provider, which for such a transport maps the buffers that carry the data. The
+    // admin queue is connected before the controller is enabled and lasts across Controller
+    // Resets, which delete the I/O queues (NVMe over Fabrics 1.1 3.4, 3.5; Base 2.0 3.7.2); Create
+    // and Delete I/O SQ/CQ and Doorbell Buffer Config are then not offered. Call these from the
+    // admin context for the admin queue, and from the context that runs an I/O queue's poll group
+    // for that queue (the admin context without concurrent poll groups).
+
+    /// Reads a controller property (Base 2.0 3.1.4): a register below the doorbells, 4 or 8 bytes
+    /// wide. Nothing when `offset` names no property.
+    [[nodiscard]] std::optional<std::uint64_t> property_read(std::uint64_t offset, unsigned width)
+    {
+        if (!is_property(offset, width)) {
+            return std::nullopt;
+        }
+        return mmio_read(offset, width);
+    }
+
+    /// Writes a controller property: CC, NSSR and the others act as the same register written
+    /// through BAR0 does (the reset state machine, shutdown, NVM Subsystem Reset). False, changing
+    /// nothing, when `offset` names no property.
+    bool property_write(std::uint64_t offset, unsigned width, std::uint64_t value)
+    {
+        if (!is_property(offset, width)) {
+            return false;
+        }
+        mmio_write(offset, width, value);
+        return true;
+    }
+
+    /// Connects the message-based admin queue pair of `entries` slots (2 to 4096). Only while the
+    /// controller is disabled (CC.EN = 0 and CSTS.RDY = 0), and only once: it stays connected for
+    /// the controller's life, and from then on CC.EN = 1 takes this queue instead of AQA, ASQ and
+    /// ACQ. Returns Invalid Queue Size or a Command Sequence Error otherwise.
+    spec::status connect_admin_queue(std::uint32_t entries)
+    {
+        if (message_based_ || registers_.cc().get(spec::cc_register::en) ||
+            registers_.csts().get(spec::csts_register::rdy)) {
+            return error(spec::generic_status::command_sequence_error);
+        }
+        if (entries < 2 || entries > max_admin_queue_entries) {
+            return error(spec::command_specific_status::invalid_queue_size);
+        }
+        message_based_ = true;
+        admin_queue_entries_ = entries;
+        return spec::status::success();
+    }
+
+    /// Connects message-based I/O queue pair `qid` (an SQ and its CQ of `entries` slots each)
+    /// while the controller is ready. `qid` must be within the queues Number of Queues granted
+    /// and not connected; `entries` 2 to CAP.MQES + 1. Returns Invalid Queue Identifier, Invalid
+    /// Queue Size or a Command Sequence Error (not ready, or no message-based admin queue).
+    spec::status connect_io_queue(std::uint16_t qid, std::uint32_t entries)
+    {
+        if (!message_based_ || state_machine_.state() != controller_state::ready) {
+            return error(spec::generic_status::command_sequence_error);
+        }
+        if (qid == 0 || qid > std::min(allowed_submission_queues(), allowed_completion_queues()) ||
+            submission_queue_exists(qid) || completion_queue_exists(qid)) {
+            return error(spec::command_specific_status::invalid_queue_identifier);
+        }
+        if (entries < 2 || entries > registers_.cap().max_queue_entries()) {
+            return error(spec::command_specific_status::invalid_queue_size);
+        }
+        return with_groups_paused([&] {
+            completion_queues_[qid] =
+                std::make_unique<detail::completion_queue<command>>(qid, entries, cq_ring::message_based);
+            const std::uint16_t group = place_completion_queue(qid, 0, false);
+            cq_group_[qid].store(group, std::memory_order_relaxed);
+            insert_queue(groups_[group]->completion_queues, qid);
+            submission_queues_[qid] = std::make_unique<detail::submission_queue<command>>(
+                qid, qid, entries, limits.commands_per_queue, sq_ring::message_based);
+            sq_group_[qid].store(group, std::memory_order_relaxed);
+            insert_queue(groups_[group]->submission_queues, qid);
+            completion_queues_[qid]->bound_submission_queues = 1;
+            io_queue_created_ = true;
+            return spec::status::success();
+        });
+    }
+
+    /// Disconnects message-based I/O queue pair `qid`: its waiting commands and untaken
+    /// completions are discarded; commands still in a backend end without a completion when the
+    /// backend returns them. False when no such queue pair is connected.
+    bool disconnect_io_queue(std::uint16_t qid)
+    {
+        if (qid == 0 || !submission_queue_exists(qid) || !submission_queues_[qid]->ring.is_message_based()) {
+            return false;
+        }
+        with_groups_paused([&] {
+            auto& cq = *completion_queues_[qid];
+            cq.held.clear_and_dispose([](command* cmd) { drop_completion(*cmd); });
+            erase_queue(group_of(*submission_queues_[qid]).submission_queues, qid);
+            static_cast<void>(retire_submission_queue(qid));
+            erase_queue(cq_owner(qid).completion_queues, qid);
+            completion_queues_[qid].reset();
+        });
+        return true;
+    }
+
+    /// Whether the admin queue is message-based (connect_admin_queue).
+    [[nodiscard]] bool message_based() const noexcept { return message_based_; }
+
+    /// Hands a command to message-based queue `qid`; it runs at a following poll. False, taking
+    /// nothing, when the queue holds entries - 1 commands not yet started (the host exceeded the
+    /// queue's size), when no such message-based queue is connected, or when the controller is
+    /// not ready (the admin queue takes commands only then).
+    [[nodiscard]] bool submit(std::uint16_t qid, const spec::submission_queue_entry& sqe)
+    {
+        if (!submission_queue_exists(qid) || state_machine_.state() != controller_state::ready) {
+            return false;
+        }
+        return submission_queues_[qid]->ring.push(sqe);
+    }
+
+    /// Takes the oldest completion of message-based queue `qid`, making room for one held while
+    /// the queue was full. Nothing when the queue holds none or is not connected.
+    [[nodiscard]] std::optional<spec::completion_queue_entry> take_completion(std::uint16_t qid)
+    {
+        if (!completion_queue_exists(qid)) {
+            return std::nullopt;
+        }
+        auto& cq = *completion_queues_[qid];
+        auto entry = cq.ring.pop();
+        if (entry && !cq.held.empty()) {
+            post_held_completions(qid == 0 ? admin_group_ : cq_owner(qid), cq);
+        }
+        return entry;
+    }
+
     // ---- processing side ----------------------------------------------------------------------
 
     /// Does all the work that is ready: finishes a pending enable or shutdown, takes doorbell
@@ -808,7 +942,7 @@ public:
         data.oacs.set(spec::admin_command_support::format_nvm, true)
             .set(spec::admin_command_support::firmware, true)
             .set(spec::admin_command_support::namespace_management, true)
-            .set(spec::admin_command_support::doorbell_buffer_config, true)
+            .set(spec::admin_command_support::doorbell_buffer_config, !message_based_)
             .set(spec::admin_command_support::get_lba_status, true);
         data.tnvmcap.set(subsystem_->total_capacity());
         data.unvmcap.set(subsystem_->unallocated_capacity());
@@ -861,6 +995,15 @@ private:
     using msix_type = msix_table<interrupts_type>;
     static constexpr std::uint64_t page_bytes = 4096;
     static constexpr std::size_t fetch_batch = 32;
+    /// The largest admin queue (AQA.ASQS and AQA.ACQS are 12 bits, 0's based).
+    static constexpr std::uint32_t max_admin_queue_entries = 4096;
+
+    /// A property is a register below the doorbells, accessed 4 or 8 bytes at a time.
+    [[nodiscard]] static constexpr bool is_property(std::uint64_t offset, unsigned width) noexcept
+    {
+        return (width == 4 || width == 8) && offset % width == 0 &&
+               offset + width <= spec::doorbell_base_offset;
+    }
 
     [[nodiscard]] static constexpr std::uint64_t round_up(std::uint64_t value,
                                                           std::uint64_t alignment) noexcept
@@ -1052,6 +1195,9 @@ private:
         }
         // CC.IOSQES and CC.IOCQES matter only once I/O queues are created (Base 2.0 Figure 41, CC):
         // Create I/O SQ/CQ check them, so a host that enables with them 0 still becomes ready.
+        if (message_based_) {
+            return true; // the admin queue is connected: AQA, ASQ and ACQ play no part
+        }
         const std::uint32_t asq_entries = aqa.get(aqa.asqs) + 1U;
         const std::uint32_t acq_entries = aqa.get(aqa.acqs) + 1U;
         if (asq_entries < 2 || asq_entries > 4096) {
@@ -1082,12 +1228,19 @@ private:
         enable_started_ = clock_.now();
         memory_page_bytes_ = std::uint64_t{4096} << registers_.cc().get(spec::cc_register::mps);
         const auto aqa = registers_.aqa();
-        const std::uint32_t asq_entries = aqa.get(aqa.asqs) + 1U;
-        const std::uint32_t acq_entries = aqa.get(aqa.acqs) + 1U;
-        completion_queues_[0] = std::make_unique<detail::completion_queue<command>>(
-            0, acq_entries, queue_memory::contiguous(registers_.acq().raw), 0, true);
-        submission_queues_[0] = std::make_unique<detail::submission_queue<command>>(
-            0, 0, asq_entries, limits.commands_per_queue, queue_memory::contiguous(registers_.asq().raw));
+        const std::uint32_t asq_entries = message_based_ ? admin_queue_entries_ : aqa.get(aqa.asqs) + 1U;
+        const std::uint32_t acq_entries = message_based_ ? admin_queue_entries_ : aqa.get(aqa.acqs) + 1U;
+        if (message_based_) {
+            completion_queues_[0] =
+                std::make_unique<detail::completion_queue<command>>(0, acq_entries, cq_ring::message_based);
+            submission_queues_[0] = std::make_unique<detail::submission_queue<command>>(
+                0, 0, asq_entries, limits.commands_per_queue, sq_ring::message_based);
+        } else {
+            completion_queues_[0] = std::make_unique<detail::completion_queue<command>>(
+                0, acq_entries, queue_memory::contiguous(registers_.acq().raw), 0, true);
+            submission_queues_[0] = std::make_unique<detail::submission_queue<command>>(
+                0, 0, asq_entries, limits.commands_per_queue, queue_memory::contiguous(registers_.asq().raw));
+        }
         completion_queues_[0]->bound_submission_queues = 1;
         // Doorbells written while the controller was disabled belong to no queue of this enable.
         for (std::size_t i = 0; i < doorbell_slots; ++i) {
@@ -1096,8 +1249,10 @@ private:
         clear_every_doorbell();
         invalid_doorbell_registers_.store(0, std::memory_order_relaxed);
         invalid_doorbell_values_.store(0, std::memory_order_relaxed);
-        publish_doorbell_entries(0, false, asq_entries);
-        publish_doorbell_entries(0, true, acq_entries);
+        if (!message_based_) { // a message-based queue has no doorbell
+            publish_doorbell_entries(0, false, asq_entries);
+            publish_doorbell_entries(0, true, acq_entries);
+        }
     }
 
     [[nodiscard]] static constexpr std::size_t doorbell_index(std::uint16_t qid,
@@ -1975,8 +2130,11 @@ public:
         if (length > max_transfer_bytes()) {
             return error(spec::generic_status::invalid_field);
         }
-        if (cmd.sq->ring.qid() == 0 && cmd.sqe.pointer_type() != spec::data_pointer_type::prp) {
-            return error(spec::generic_status::invalid_field); // admin commands use PRPs (PCIe)
+        const bool prp = cmd.sqe.pointer_type() == spec::data_pointer_type::prp;
+        if (cmd.sq->ring.is_message_based() ? prp : cmd.sq->ring.qid() == 0 && !prp) {
+            // Over PCIe admin commands use PRPs; message-based queues carry SGLs only (NVMe over
+            // Fabrics 1.1 2.3.1: PSDT 01b).
+            return error(spec::generic_status::invalid_field);
         }
         const sgl_walk_options options{.direction = direction,
                                        .bit_bucket_supported = true,
@@ -2210,6 +2368,9 @@ public:
     /// Create I/O Completion Queue, Base 2.0 5.4.
     spec::status create_io_cq(const spec::submission_queue_entry& sqe)
     {
+        if (message_based_) {
+            return error(spec::generic_status::invalid_opcode); // queues are connected, not created
+        }
         const auto view = spec::create_io_cq_view::decode(sqe);
         if (view.queue_id == 0 || view.queue_id > allowed_completion_queues() ||
             completion_queue_exists(view.queue_id)) {
@@ -2248,6 +2409,9 @@ public:
     /// Create I/O Submission Queue, Base 2.0 5.5.
     spec::status create_io_sq(const spec::submission_queue_entry& sqe)
     {
+        if (message_based_) {
+            return error(spec::generic_status::invalid_opcode); // queues are connected, not created
+        }
         const auto view = spec::create_io_sq_view::decode(sqe);
         if (view.queue_id == 0 || view.queue_id > allowed_submission_queues() ||
             submission_queue_exists(view.queue_id)) {
@@ -2289,6 +2453,9 @@ public:
     /// reuses their buffers as soon as the deletion completes).
     command_result delete_io_sq(command& cmd)
     {
+        if (message_based_) {
+            return command_result::failure(error(spec::generic_status::invalid_opcode));
+        }
         const auto view = spec::delete_io_sq_view::decode(cmd.sqe);
         if (view.queue_id == 0 || !submission_queue_exists(view.queue_id)) {
             return command_result::failure(error(spec::command_specific_status::invalid_queue_identifier));
@@ -2313,6 +2480,9 @@ public:
     /// Delete I/O Completion Queue, Base 2.0 5.6.
     spec::status delete_io_cq(const spec::submission_queue_entry& sqe)
     {
+        if (message_based_) {
+            return error(spec::generic_status::invalid_opcode); // queues are connected, not created
+        }
         const auto view = spec::delete_io_cq_view::decode(sqe);
         if (view.queue_id == 0 || !completion_queue_exists(view.queue_id)) {
             return error(spec::command_specific_status::invalid_queue_identifier);
@@ -2351,6 +2521,9 @@ public:
     /// buffer, each one memory page.
     spec::status doorbell_buffer_config(const spec::submission_queue_entry& sqe)
     {
+        if (message_based_) {
+            return error(spec::generic_status::invalid_opcode); // queues are connected, not created
+        }
         const auto view = spec::doorbell_buffer_config_view::decode(sqe);
         const std::uint64_t page_mask = memory_page_size() - 1U;
         if (sqe.pointer_type() != spec::data_pointer_type::prp ||
@@ -2961,7 +3134,10 @@ private:
     std::optional<spec::number_of_queues> granted_queues_;
     std::uint64_t bar0_address_ = 0;     ///< where the host decodes BAR0 (set_bar0_address)
     std::atomic<bool> bus_master_{true}; ///< PCI Command.Bus Master Enable (set_bus_master)
-    bool io_queue_created_ = false;      ///< an I/O SQ or CQ was created since the last Controller Reset
+    /// The admin queue is message-based (connect_admin_queue), of this many entries.
+    bool message_based_ = false;
+    std::uint32_t admin_queue_entries_ = 0;
+    bool io_queue_created_ = false; ///< an I/O SQ or CQ was created since the last Controller Reset
     pci::shadow_doorbells shadow_doorbells_;
     std::chrono::nanoseconds enable_started_{0};
     controller_statistics statistics_{};

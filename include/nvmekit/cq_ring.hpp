@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <system_error>
 #include <utility>
 
@@ -14,13 +16,22 @@
 
 NVMEKIT_BEGIN_NAMESPACE
 
-/// A circular completion queue of `entries` slots in host memory. The controller produces at the
-/// tail, the host consumes at the head (doorbell). It holds at most entries - 1 completions: full
-/// when one more entry would make tail == head (Base 2.0 3.3.1.5).
+/// A circular completion queue of `entries` slots. The controller produces at the tail, the host
+/// consumes at the head. It holds at most entries - 1 completions: full when one more entry would
+/// make tail == head (Base 2.0 3.3.1.5).
+///
+/// A memory-based queue (the PCIe function) is in host memory: post() writes entries there by
+/// DMA and the host returns them through its head doorbell. A message-based queue (fabrics, the
+/// in-memory loopback) is held by the controller: the transport takes each completion with pop()
+/// and sends it on.
 class cq_ring {
 public:
     /// Size of a completion queue entry: 16 bytes (CC.IOCQES = 4).
     static constexpr std::uint32_t cqe_size = sizeof(spec::completion_queue_entry);
+
+    /// Selects the message-based constructor.
+    struct message_based_t {};
+    static constexpr message_based_t message_based{};
 
     /// Precondition (validated by the controller): 2 <= `entries` <= 65536 (Base 2.0 4.1.3).
     cq_ring(std::uint16_t qid, std::uint32_t entries, queue_memory memory, std::uint16_t interrupt_vector,
@@ -32,6 +43,34 @@ public:
         , interrupts_enabled_{interrupts_enabled}
     {
         NVMEKIT_ASSERT(entries >= 2 && entries <= 65536, "cq_ring: queue size out of range");
+    }
+
+    /// A message-based queue of `entries` slots held by the controller (2 <= `entries` <= 65536);
+    /// it signals no interrupt.
+    cq_ring(std::uint16_t qid, std::uint32_t entries, message_based_t)
+        : memory_{queue_memory::contiguous(0)}
+        , local_{std::make_unique<spec::completion_queue_entry[]>(entries)}
+        , entries_{entries}
+        , qid_{qid}
+        , interrupt_vector_{0}
+        , interrupts_enabled_{false}
+    {
+        NVMEKIT_ASSERT(entries >= 2 && entries <= 65536, "cq_ring: queue size out of range");
+    }
+
+    /// True for a message-based queue (pop() drains it), false for one in host memory.
+    [[nodiscard]] bool is_message_based() const noexcept { return local_ != nullptr; }
+
+    /// A message-based queue gives up its oldest completion, which frees its slot; nothing when
+    /// it is empty or in host memory.
+    [[nodiscard]] std::optional<spec::completion_queue_entry> pop() noexcept
+    {
+        if (local_ == nullptr || head_ == tail_) {
+            return std::nullopt;
+        }
+        const auto entry = local_[head_];
+        head_ = next(head_);
+        return entry;
     }
 
     [[nodiscard]] std::uint16_t qid() const noexcept { return qid_; }
@@ -90,11 +129,15 @@ public:
         NVMEKIT_ASSERT(!full(), "cq_ring: posting into a full completion queue");
         entry.status_phase =
             static_cast<std::uint16_t>((entry.status_phase & ~std::uint16_t{1}) | (phase_ ? 1U : 0U));
-        const std::size_t offset = std::size_t{tail_} * cqe_size;
-        NVMEKIT_ASSERT(memory_.contiguous_bytes_from(offset) >= cqe_size,
-                       "cq_ring: a completion queue entry straddles a memory page");
-        if (auto error = dma_write_object(dma, memory_.address_of(offset), entry)) {
-            return error;
+        if (local_ != nullptr) {
+            local_[tail_] = entry;
+        } else {
+            const std::size_t offset = std::size_t{tail_} * cqe_size;
+            NVMEKIT_ASSERT(memory_.contiguous_bytes_from(offset) >= cqe_size,
+                           "cq_ring: a completion queue entry straddles a memory page");
+            if (auto error = dma_write_object(dma, memory_.address_of(offset), entry)) {
+                return error;
+            }
         }
         tail_ = next(tail_);
         if (tail_ == 0) {
@@ -119,6 +162,7 @@ private:
     }
 
     queue_memory memory_;
+    std::unique_ptr<spec::completion_queue_entry[]> local_; ///< a message-based queue's slots
     std::uint32_t entries_;
     std::uint32_t head_ = 0;
     std::uint32_t tail_ = 0;

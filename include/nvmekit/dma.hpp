@@ -1,15 +1,13 @@
 #pragma once
 /// The DmaProvider concept: how a controller reads and writes host memory.
 ///
+// clang-format off
 /// | expression                       | type                 | semantics |
 /// |----------------------------------|----------------------|-----------|
-/// | `d.read(addr, dst)`              | `std::error_code`    | copies `dst.size()` bytes of host memory at
-/// `addr` into `dst`; an empty code on success; on failure `dst` holds unspecified bytes and nothing else
-/// changed | | `d.write(addr, src)`             | `std::error_code`    | copies `src` into host memory at
-/// `addr`; an empty code on success; a failed write may have stored a prefix | | `d.map(addr, len)`
-/// (optional)    | `std::span<std::byte>` | zero-copy view of `len` bytes of host memory at `addr`, valid
-/// until the provider's mappings change; an empty span when the range cannot be mapped (the controller then
-/// falls back to read/write) |
+/// | `d.read(addr, dst)`              | `std::error_code`    | copies `dst.size()` bytes of host memory at `addr` into `dst`; an empty code on success; on failure `dst` holds unspecified bytes and nothing else changed |
+/// | `d.write(addr, src)`             | `std::error_code`    | copies `src` into host memory at `addr`; an empty code on success; a failed write may have stored a prefix |
+/// | `d.map(addr, len)` (optional)    | `std::span<std::byte>` | zero-copy view of `len` bytes of host memory at `addr`, valid until the provider's mappings change; an empty span when the range cannot be mapped (the controller then falls back to read/write) |
+// clang-format on
 ///
 /// `d` is an lvalue of the provider type, `addr` a `std::uint64_t`, `dst` a `std::span<std::byte>`,
 /// `src` a `std::span<const std::byte>`, `len` a `std::size_t`. Providers never throw for host

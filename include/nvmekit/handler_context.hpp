@@ -9,49 +9,35 @@
 /// examples/read_checksummed.hpp is a vendor I/O command built on them, and
 /// examples/vendor_async_command.cpp runs it.
 ///
+// clang-format off
 /// | expression                                   | type                     | semantics |
 /// |----------------------------------------------|--------------------------|-----------|
-/// | `C::command`                                 | type                     | one command from fetch to
-/// completion; `cmd.sqe` is the entry the host submitted, `cmd.ns` its resolved namespace, `cmd.block[0..1]`
-/// its backend requests, `cmd.block_result` their outcome (the first failure, else success) when the
-/// continuation runs, `cmd.data_segments` / `cmd.data_segment_count` and `cmd.metadata_segments` storage for
-/// the `io_segment`s those requests point at (it lives as long as the command), `cmd.continuation` what runs
-/// when they complete, `cmd.staging` its staging buffer, `cmd.progress` its progress (command_progress) | |
-/// `C::namespace_type`                          | type                     | the namespaces of the
-/// controller's subsystem | | `c.attached_namespace(nsid)`                 | `C::namespace_type*`     | the
-/// namespace `nsid` when it exists and is attached to this controller, else null | | `c.max_transfer_bytes()`
-/// | `std::uint64_t`          | MDTS in bytes | | `c.memory_page_size()`                       |
-/// `std::uint64_t`          | the host's memory page size (CC.MPS) | | `c.scratch_ranges(cmd)` |
-/// `host_range_list`        | an empty range list owned by the command's processing context, valid until the
-/// handler returns | | `c.scratch_metadata_ranges(cmd)`             | `host_range_list`        | the same for
-/// up to 16 metadata ranges | | `c.walk_data(cmd, len, dir, ranges)`         | `spec::status`           |
-/// walks the command's data pointer (PRP or SGL) for `len` bytes into `ranges`; the status the specification
-/// names for a bad pointer (DNR set) | | `c.walk_metadata(cmd, len, dir, ranges)`     | `spec::status` | the
-/// same for MPTR | | `c.map_host(addr, len)`                      | `std::span<std::byte>`   | a zero-copy
-/// view of host memory when the DMA provider maps it, else an empty span | | `c.read_host(cmd, ranges, dst)`
-/// | `spec::status`           | copies the host bytes `ranges` describe into `dst` (a failed DMA is Data
-/// Transfer Error and counts) | | `c.read_host(cmd, ranges, offset, dst)`      | `spec::status`           |
-/// the same from byte `offset` of the ranges on | | `c.write_host(cmd, ranges, src)`             |
-/// `spec::status`           | copies `src` to the host bytes `ranges` describe | | `c.transfer_from_host(cmd,
-/// dst)`             | `spec::status`           | walks the data pointer and reads `dst.size()` bytes | |
-/// `c.transfer_to_host(cmd, src)`               | `spec::status`           | walks the data pointer and
-/// writes `src` | | `c.acquire_staging(cmd)`                     | `C::staging_type*`       | a staging
-/// buffer (`bytes`, `ranges`, `metadata_ranges`) held until the command ends, or null: the command then waits
-/// and its handler runs again when one is free, so it must not have changed anything before asking | |
-/// `c.submit_blocks(cmd, n)`                    | `void`                   | submits `cmd.block[0..n)` (1 or
-/// 2) to `cmd.ns`'s backend; when all completed, `cmd.continuation(c, cmd)` runs on the command's context and
-/// its result completes the command (or it submits again and returns pending) | | `c.backend_failure(cmd,
-/// status)`             | `spec::status`           | the NVMe status of a failed block request, with the
-/// media error recorded | | `c.record_media_error(cmd, lba)`             | `void`                   | the LBA
-/// of a media error, for the command's Error Information entry | | `c.finish(cmd, result)` | `void` |
-/// completes a command its handler left pending; exactly once. After a reset or the deletion of its queue the
-/// command ends without a completion, as a built-in one does | | `c.release_without_completion(cmd)` | `void`
-/// | ends a command that will never be completed by the controller (its completion is built elsewhere, as
-/// Asynchronous Event Requests are) | | `c.count_read(cmd, bytes)`, `c.count_write(cmd, bytes)` | `void` |
-/// SMART / Health data units and command counts | | `c.volatile_write_cache_enabled()`           | `bool` |
-/// the Volatile Write Cache feature (writes must reach stable media unless it is on) | |
-/// `c.trace_command(event, cmd, value)`         | `void`                   | an event for the controller's
-/// tracer (tracer.hpp) |
+/// | `C::command`                                 | type                     | one command from fetch to completion; `cmd.sqe` is the entry the host submitted, `cmd.ns` its resolved namespace, `cmd.block[0..1]` its backend requests, `cmd.block_result` their outcome (the first failure, else success) when the continuation runs, `cmd.data_segments` / `cmd.data_segment_count` and `cmd.metadata_segments` storage for the `io_segment`s those requests point at (it lives as long as the command), `cmd.continuation` what runs when they complete, `cmd.staging` its staging buffer, `cmd.progress` its progress (command_progress) |
+/// | `C::namespace_type`                          | type                     | the namespaces of the controller's subsystem |
+/// | `c.attached_namespace(nsid)`                 | `C::namespace_type*`     | the namespace `nsid` when it exists and is attached to this controller, else null |
+/// | `c.max_transfer_bytes()`                     | `std::uint64_t`          | MDTS in bytes |
+/// | `c.memory_page_size()`                       | `std::uint64_t`          | the host's memory page size (CC.MPS) |
+/// | `c.message_based()`                          | `bool`                   | the controller's queues are message-based (a fabrics or loopback transport): data pointers are SGLs, never PRPs |
+/// | `c.scratch_ranges(cmd)`                      | `host_range_list`        | an empty range list owned by the command's processing context, valid until the handler returns |
+/// | `c.scratch_metadata_ranges(cmd)`             | `host_range_list`        | the same for up to 16 metadata ranges |
+/// | `c.walk_data(cmd, len, dir, ranges)`         | `spec::status`           | walks the command's data pointer (PRP or SGL) for `len` bytes into `ranges`; the status the specification names for a bad pointer (DNR set) |
+/// | `c.walk_metadata(cmd, len, dir, ranges)`     | `spec::status`           | the same for MPTR |
+/// | `c.map_host(addr, len)`                      | `std::span<std::byte>`   | a zero-copy view of host memory when the DMA provider maps it, else an empty span |
+/// | `c.read_host(cmd, ranges, dst)`              | `spec::status`           | copies the host bytes `ranges` describe into `dst` (a failed DMA is Data Transfer Error and counts) |
+/// | `c.read_host(cmd, ranges, offset, dst)`      | `spec::status`           | the same from byte `offset` of the ranges on |
+/// | `c.write_host(cmd, ranges, src)`             | `spec::status`           | copies `src` to the host bytes `ranges` describe |
+/// | `c.transfer_from_host(cmd, dst)`             | `spec::status`           | walks the data pointer and reads `dst.size()` bytes |
+/// | `c.transfer_to_host(cmd, src)`               | `spec::status`           | walks the data pointer and writes `src` |
+/// | `c.acquire_staging(cmd)`                     | `C::staging_type*`       | a staging buffer (`bytes`, `ranges`, `metadata_ranges`) held until the command ends, or null: the command then waits and its handler runs again when one is free, so it must not have changed anything before asking |
+/// | `c.submit_blocks(cmd, n)`                    | `void`                   | submits `cmd.block[0..n)` (1 or 2) to `cmd.ns`'s backend; when all completed, `cmd.continuation(c, cmd)` runs on the command's context and its result completes the command (or it submits again and returns pending) |
+/// | `c.backend_failure(cmd, status)`             | `spec::status`           | the NVMe status of a failed block request, with the media error recorded |
+/// | `c.record_media_error(cmd, lba)`             | `void`                   | the LBA of a media error, for the command's Error Information entry |
+/// | `c.finish(cmd, result)`                      | `void`                   | completes a command its handler left pending; exactly once. After a reset or the deletion of its queue the command ends without a completion, as a built-in one does |
+/// | `c.release_without_completion(cmd)`          | `void`                   | ends a command that will never be completed by the controller (its completion is built elsewhere, as Asynchronous Event Requests are) |
+/// | `c.count_read(cmd, bytes)`, `c.count_write(cmd, bytes)` | `void`        | SMART / Health data units and command counts |
+/// | `c.volatile_write_cache_enabled()`           | `bool`                   | the Volatile Write Cache feature (writes must reach stable media unless it is on) |
+/// | `c.trace_command(event, cmd, value)`         | `void`                   | an event for the controller's tracer (tracer.hpp) |
+// clang-format on
 ///
 /// AdminHandlerContext adds what the admin command set (command_sets/admin.hpp) needs of the
 /// controller's own state: identify data, logs, features, queues, asynchronous events, keep alive.
@@ -101,6 +87,7 @@ concept HandlerContext =
         { c.attached_namespace(nsid) } -> std::same_as<typename C::namespace_type*>;
         { cc.max_transfer_bytes() } -> std::same_as<std::uint64_t>;
         { cc.memory_page_size() } -> std::same_as<std::uint64_t>;
+        { cc.message_based() } -> std::same_as<bool>;
         { c.scratch_ranges(cmd) } -> std::same_as<host_range_list>;
         { c.scratch_metadata_ranges(cmd) } -> std::same_as<host_range_list>;
         { c.walk_data(cmd, u64, direction, ranges) } -> std::same_as<spec::status>;
@@ -136,26 +123,22 @@ concept HandlerContext =
 
 /// The context of the admin command set: a HandlerContext with the controller's own state.
 ///
+// clang-format off
 /// | expression                                   | semantics |
 /// |----------------------------------------------|-----------|
-/// | `c.nvm_subsystem()`, `c.controller_id()`, `c.clock()` | the subsystem, this controller's CNTLID, the
-/// time source | | `c.identify_controller_data()`, `c.nvm_identify_controller_data()`,
-/// `c.identify_namespace_data(ns)` | Identify data structures as this controller reports them | |
-/// `c.smart_health_data()`, `c.error_information_log()`, `c.firmware()`, `c.telemetry()`,
-/// `c.capture_telemetry()` | log page sources | | `c.changed_namespaces()`, `c.clear_changed_namespaces()` |
-/// the Changed Namespace List log and its reset when read with RAE clear | |
-/// `c.acknowledge_event_type(type)`, `c.async_events()` | asynchronous event requests and their
-/// acknowledgement by a log read | | `c.log_buffer()`, `c.admin_buffer()`         | controller-owned buffers
-/// of MDTS and 16 KiB for building log and identify data | | `c.keep_alive_received()`                    |
-/// restarts the Keep Alive timer | | `c.create_io_cq(sqe)`, `c.create_io_sq(sqe)`, `c.delete_io_cq(sqe)`,
-/// `c.delete_io_sq(cmd)`, `c.doorbell_buffer_config(sqe)` | queue management
-/// (Base 2.0 5.4, 5.5, 5.6, 5.7, 5.8) | | `c.features()`, `c.io_queue_created()`, `c.granted_queues()`,
-/// `c.grant_queues(value)`, `c.max_io_queues()`, `c.for_each_coalescer(f)`, `c.admin_coalescer()`,
-/// `c.check_temperature()` | Set/Get Features (command_sets/features.hpp): the feature table, Number of
-/// Queues, interrupt coalescing, a Temperature Threshold change | | `c.firmware_commit(view)` | Firmware
-/// Commit on the emulated slots | | `c.abort_waiting(sqid, cid)`                 | aborts the command `cid`
-/// of SQ `sqid` if it still waits for a staging buffer; true when it did | | `c.waits_for_staging(ns)` |
-/// whether a command naming `ns` waits for a staging buffer |
+/// | `c.nvm_subsystem()`, `c.controller_id()`, `c.clock()` | the subsystem, this controller's CNTLID, the time source |
+/// | `c.identify_controller_data()`, `c.nvm_identify_controller_data()`, `c.identify_namespace_data(ns)` | Identify data structures as this controller reports them |
+/// | `c.smart_health_data()`, `c.error_information_log()`, `c.firmware()`, `c.telemetry()`, `c.capture_telemetry()` | log page sources |
+/// | `c.changed_namespaces()`, `c.clear_changed_namespaces()` | the Changed Namespace List log and its reset when read with RAE clear |
+/// | `c.acknowledge_event_type(type)`, `c.async_events()` | asynchronous event requests and their acknowledgement by a log read |
+/// | `c.log_buffer()`, `c.admin_buffer()`         | controller-owned buffers of MDTS and 16 KiB for building log and identify data |
+/// | `c.keep_alive_received()`                    | restarts the Keep Alive timer |
+/// | `c.create_io_cq(sqe)`, `c.create_io_sq(sqe)`, `c.delete_io_cq(sqe)`, `c.delete_io_sq(cmd)`, `c.doorbell_buffer_config(sqe)` | queue management (Base 2.0 5.4, 5.5, 5.6, 5.7, 5.8) |
+/// | `c.features()`, `c.io_queue_created()`, `c.granted_queues()`, `c.grant_queues(value)`, `c.max_io_queues()`, `c.for_each_coalescer(f)`, `c.admin_coalescer()`, `c.check_temperature()` | Set/Get Features (command_sets/features.hpp): the feature table, Number of Queues, interrupt coalescing, a Temperature Threshold change |
+/// | `c.firmware_commit(view)`                    | Firmware Commit on the emulated slots |
+/// | `c.abort_waiting(sqid, cid)`                 | aborts the command `cid` of SQ `sqid` if it still waits for a staging buffer; true when it did |
+/// | `c.waits_for_staging(ns)`                    | whether a command naming `ns` waits for a staging buffer |
+// clang-format on
 // clang-format off
 template <typename C>
 concept AdminHandlerContext =

@@ -1,8 +1,8 @@
 #pragma once
-/// A queue pair's controller-side state: an I/O or admin submission queue (its ring in host
-/// memory, the request pool its commands run in, and its deletion state) and a completion queue
-/// (its ring, the completions held while it is full, the SQs bound to it). The controller owns
-/// one of each per QID; the commands of a queue's pool are the controller's `command` type.
+/// A queue pair's controller-side state: an I/O or admin submission queue (its ring, in host
+/// memory or held for a message-based transport, the request pool its commands run in, and its deletion
+/// state) and a completion queue (its ring, the completions held while it is full, the SQs bound to it). The
+/// controller owns one of each per QID; the commands of a queue's pool are the controller's `command` type.
 
 #include <algorithm>
 #include <cstdint>
@@ -43,6 +43,11 @@ struct submission_queue {
                      queue_memory memory)
         : ring{qid, cqid, entries, std::move(memory)}, pool{std::min(entries, commands)}
     {}
+    /// A message-based queue (sq_ring::message_based).
+    submission_queue(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries, std::uint32_t commands,
+                     sq_ring::message_based_t tag)
+        : ring{qid, cqid, entries, tag}, pool{std::min(entries, commands)}
+    {}
 };
 
 template <typename Command>
@@ -55,6 +60,10 @@ struct completion_queue {
     completion_queue(std::uint16_t qid, std::uint32_t entries, queue_memory memory, std::uint16_t vector,
                      bool ien)
         : ring{qid, entries, std::move(memory), vector, ien}
+    {}
+    /// A message-based queue (cq_ring::message_based).
+    completion_queue(std::uint16_t qid, std::uint32_t entries, cq_ring::message_based_t tag)
+        : ring{qid, entries, tag}
     {}
 };
 

@@ -10,24 +10,23 @@
 ///
 /// The ResetOps concept:
 ///
+// clang-format off
 /// | expression                            | type   | semantics |
 /// |---------------------------------------|--------|-----------|
-/// | `o.enable_configuration_valid()`      | `bool` | guard of `enable`: CC, AQA, ASQ and ACQ are consistent
-/// with CAP | | `o.ready_delay_elapsed()`             | `bool` | guard of `tick` in enabling: the configured
-/// ready delay (on the Clock; 0 = at once) has passed since `start_enable` | | `o.shutdown_flush_complete()`
-/// | `bool` | guard of `tick` in shutting_down: the volatile write cache has been flushed | |
-/// `o.start_enable()`                    | any    | records when enabling started; creates the admin queues
-/// from AQA/ASQ/ACQ | | `o.set_ready(b)`                      | any    | sets CSTS.RDY to `b` | |
-/// `o.stop_and_abort_all()`              | any    | stops all queues, aborts in-flight commands without
-/// posting their CQEs, deletes the I/O queues and ends any flush in progress | | `o.reset_controller_state()`
-/// | any    | registers to their reset values except AQA/ASQ/ACQ (CSTS.CFS and SHST cleared), features to
-/// saved or default values; MSI-X untouched | | `o.begin_shutdown(abrupt)`            | any    | CSTS.SHST =
-/// 01b; when `!abrupt`, starts flushing the volatile write cache | | `o.complete_shutdown()`               |
-/// any    | CSTS.SHST = 10b | | `o.subsystem_reset()`                 | any    | NVM Subsystem Reset:
-/// everything a power-on reset does to the controller, then CSTS.NSSRO = 1 | | `o.function_reset()` | any |
-/// Function Level Reset: everything a power-on reset does, MSI-X and PCI state included | | `o.set_fatal()`
-/// | any    | CSTS.CFS = 1 | | `o.host_protocol_error(state, event)` | any    | the host caused an event the
-/// state does not accept: count and log it |
+/// | `o.enable_configuration_valid()`      | `bool` | guard of `enable`: CC, AQA, ASQ and ACQ are consistent with CAP |
+/// | `o.ready_delay_elapsed()`             | `bool` | guard of `tick` in enabling: the configured ready delay (on the Clock; 0 = at once) has passed since `start_enable` |
+/// | `o.shutdown_flush_complete()`         | `bool` | guard of `tick` in shutting_down: the volatile write cache has been flushed |
+/// | `o.start_enable()`                    | any    | records when enabling started; creates the admin queues from AQA/ASQ/ACQ |
+/// | `o.set_ready(b)`                      | any    | sets CSTS.RDY to `b` |
+/// | `o.stop_and_abort_all()`              | any    | stops all queues, aborts in-flight commands without posting their CQEs, deletes the I/O queues and ends any flush in progress |
+/// | `o.reset_controller_state()`          | any    | registers to their reset values except AQA/ASQ/ACQ (CSTS.CFS and SHST cleared), features to saved or default values; MSI-X untouched |
+/// | `o.begin_shutdown(abrupt)`            | any    | CSTS.SHST = 01b; when `!abrupt`, starts flushing the volatile write cache |
+/// | `o.complete_shutdown()`               | any    | CSTS.SHST = 10b |
+/// | `o.subsystem_reset()`                 | any    | NVM Subsystem Reset: everything a power-on reset does to the controller, then CSTS.NSSRO = 1 |
+/// | `o.function_reset()`                  | any    | Function Level Reset: everything a power-on reset does, MSI-X and PCI state included |
+/// | `o.set_fatal()`                       | any    | CSTS.CFS = 1 |
+/// | `o.host_protocol_error(state, event)` | any    | the host caused an event the state does not accept: count and log it |
+// clang-format on
 ///
 /// `o` is an lvalue of the Ops type, `b` and `abrupt` are `bool`, `state` a `controller_state`,
 /// `event` a `controller_event`. Guards must not change state. Guards and actions must not call

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <span>
 #include <system_error>
 #include <utility>
@@ -16,12 +18,22 @@
 
 NVMEKIT_BEGIN_NAMESPACE
 
-/// A circular submission queue of `entries` slots in host memory. The host produces at the tail
-/// (doorbell), the controller consumes at the head. Empty when head == tail (Base 2.0 3.3.1.4).
+/// A circular submission queue of `entries` slots. The host produces at the tail, the controller
+/// consumes at the head. Empty when head == tail (Base 2.0 3.3.1.4).
+///
+/// Where the slots live depends on the transport. A memory-based queue (the PCIe function) is in
+/// host memory: the host writes entries there and the tail through its doorbell, and fetch()
+/// reads them by DMA. A message-based queue (fabrics, the in-memory loopback) is held by the
+/// controller itself: the transport hands it each command as it arrives (push()), and fetch()
+/// copies from there.
 class sq_ring {
 public:
     /// Size of a submission queue entry: the only one supported is 64 bytes (CC.IOSQES = 6).
     static constexpr std::uint32_t sqe_size = sizeof(spec::submission_queue_entry);
+
+    /// Selects the message-based constructor.
+    struct message_based_t {};
+    static constexpr message_based_t message_based{};
 
     /// Preconditions (validated by the controller): 2 <= `entries` <= 65536 (Base 2.0 4.1.3) and
     /// `entry_size` == 64.
@@ -32,6 +44,32 @@ public:
         NVMEKIT_ASSERT(entries >= 2 && entries <= 65536, "sq_ring: queue size out of range");
         NVMEKIT_ASSERT(entry_size == sqe_size,
                        "sq_ring: only 64-byte submission queue entries are supported");
+    }
+
+    /// A message-based queue of `entries` slots held by the controller (2 <= `entries` <= 65536).
+    sq_ring(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries, message_based_t)
+        : memory_{queue_memory::contiguous(0)}
+        , local_{std::make_unique<spec::submission_queue_entry[]>(entries)}
+        , entries_{entries}
+        , qid_{qid}
+        , cqid_{cqid}
+    {
+        NVMEKIT_ASSERT(entries >= 2 && entries <= 65536, "sq_ring: queue size out of range");
+    }
+
+    /// True for a message-based queue (push() feeds it), false for one in host memory.
+    [[nodiscard]] bool is_message_based() const noexcept { return local_ != nullptr; }
+
+    /// A message-based queue takes one command at its tail. False, changing nothing, when the
+    /// queue is full (entries - 1 commands waiting, Base 2.0 3.3.1.5) or is in host memory.
+    [[nodiscard]] bool push(const spec::submission_queue_entry& entry) noexcept
+    {
+        if (local_ == nullptr || pending() == entries_ - 1U) {
+            return false;
+        }
+        local_[tail_] = entry;
+        tail_ = tail_ + 1U == entries_ ? 0 : tail_ + 1U;
+        return true;
     }
 
     [[nodiscard]] std::uint16_t qid() const noexcept { return qid_; }
@@ -72,6 +110,11 @@ public:
     {
         fetched = 0;
         const auto count = static_cast<std::uint32_t>(std::min<std::size_t>(out.size(), pending()));
+        if (local_ != nullptr) {
+            take_local(out.first(count));
+            fetched = count;
+            return {};
+        }
         std::uint32_t position = head_;
         std::uint32_t done = 0;
         while (done < count) {
@@ -103,7 +146,16 @@ public:
     }
 
 private:
+    void take_local(std::span<spec::submission_queue_entry> out) noexcept
+    {
+        const auto first = static_cast<std::uint32_t>(std::min<std::size_t>(out.size(), entries_ - head_));
+        std::memcpy(out.data(), &local_[head_], std::size_t{first} * sqe_size);
+        std::memcpy(out.data() + first, &local_[0], (out.size() - first) * sqe_size);
+        head_ = static_cast<std::uint32_t>((head_ + out.size()) % entries_);
+    }
+
     queue_memory memory_;
+    std::unique_ptr<spec::submission_queue_entry[]> local_; ///< a message-based queue's slots
     std::uint32_t entries_;
     std::uint32_t head_ = 0;
     std::uint32_t tail_ = 0;

@@ -295,6 +295,15 @@ private:
             spec::commands_supported_and_effects data{};
             Controller::admin_table().fill_effects(data.admin_commands);
             Controller::io_table().fill_effects(data.io_commands);
+            if (c.message_based()) {
+                // Queues are connected, not created: the PCIe queue management commands are not
+                // offered (they complete with Invalid Command Opcode).
+                for (const auto opcode : {spec::admin_opcode::create_io_sq, spec::admin_opcode::create_io_cq,
+                                          spec::admin_opcode::delete_io_sq, spec::admin_opcode::delete_io_cq,
+                                          spec::admin_opcode::doorbell_buffer_config}) {
+                    data.admin_commands[static_cast<std::uint8_t>(opcode)] = {};
+                }
+            }
             log_size = sizeof(data);
             std::memcpy(log.data(), &data, sizeof(data));
             break;

@@ -210,22 +210,32 @@ TEST(threaded_recording_msix, clear_while_raising_forgets_exactly_what_came_befo
 {
     nt::recording_msix msix;
     constexpr std::uint32_t raises = 20000;
-    std::atomic<bool> done{false};
+    // The last `tail` raises come after the last clear: the raiser waits for the clearing to stop
+    // before making them, so that a slow raiser cannot have everything cleared.
+    constexpr std::uint32_t tail = 1000;
+    std::atomic<bool> stop_clearing{false};
+    std::atomic<bool> clearing_stopped{false};
     thread_group raiser{1, [&](std::size_t) {
                             for (std::uint32_t data = 0; data < raises; ++data) {
+                                if (data == raises - tail) {
+                                    stop_clearing = true;
+                                    while (!clearing_stopped) {
+                                        std::this_thread::yield();
+                                    }
+                                }
                                 msix.raise_msix(1, {0, data});
                             }
-                            done = true;
                         }};
     std::size_t clears = 0;
-    while (!done && clears < 50) {
+    while (!stop_clearing && clears < 50) {
         msix.clear();
         ++clears;
     }
+    clearing_stopped = true;
     raiser.join();
     // What is left is an unbroken run of the latest raises, and count agrees with it.
     const auto events = msix.snapshot();
-    ASSERT_FALSE(events.empty());
+    ASSERT_GE(events.size(), tail);
     EXPECT_EQ(events.back().message.data, raises - 1);
     for (std::size_t i = 1; i < events.size(); ++i) {
         ASSERT_EQ(events[i].message.data, events[i - 1].message.data + 1);
