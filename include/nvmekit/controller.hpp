@@ -552,6 +552,14 @@ public:
         }
         message_based_ = true;
         admin_queue_entries_ = entries;
+        cdw0_checked_ = spec::command_dword0{}
+                            .with(spec::command_dword0::fuse, spec::fused_operation{3})
+                            .with(spec::command_dword0::psdt, spec::data_pointer_type{3})
+                            .raw;
+        cdw0_required_ =
+            spec::command_dword0{}
+                .with(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata)
+                .raw;
         return spec::status::success();
     }
 
@@ -1902,7 +1910,9 @@ private:
         const std::uint8_t opcode = cmd.sqe.opcode();
         command_result result;
         trace_command(trace_event::command_dispatched, cmd);
-        if (cmd.sqe.cdw0.get(spec::command_dword0::fuse) != spec::fused_operation::normal) {
+        if ((cmd.sqe.cdw0.raw & cdw0_checked_) != cdw0_required_) {
+            // A fused operation (not supported), or on a message-based queue a data pointer that
+            // is not an SGL (NVMe over Fabrics 1.1 2.3.1: PSDT 01b for every command).
             result = command_result::failure(error(spec::generic_status::invalid_field));
         } else if (cmd.sq->ring.qid() == 0) {
             result = admin_table().dispatch(*this, opcode, cmd);
@@ -2130,10 +2140,9 @@ public:
         if (length > max_transfer_bytes()) {
             return error(spec::generic_status::invalid_field);
         }
-        const bool prp = cmd.sqe.pointer_type() == spec::data_pointer_type::prp;
-        if (cmd.sq->ring.is_message_based() ? prp : cmd.sq->ring.qid() == 0 && !prp) {
-            // Over PCIe admin commands use PRPs; message-based queues carry SGLs only (NVMe over
-            // Fabrics 1.1 2.3.1: PSDT 01b).
+        if (cmd.sq->ring.qid() == 0 && cmd.sqe.pointer_type() != spec::data_pointer_type::prp &&
+            !message_based_) {
+            // Over PCIe admin commands use PRPs (message-based queues carry SGLs only: execute()).
             return error(spec::generic_status::invalid_field);
         }
         const sgl_walk_options options{.direction = direction,
@@ -3137,6 +3146,11 @@ private:
     /// The admin queue is message-based (connect_admin_queue), of this many entries.
     bool message_based_ = false;
     std::uint32_t admin_queue_entries_ = 0;
+    /// The CDW0 bits every command is checked for, and the value they must have: FUSE 00b (fused
+    /// operations are not supported), and on message-based queues PSDT 01b as well.
+    std::uint32_t cdw0_checked_ =
+        spec::command_dword0{}.with(spec::command_dword0::fuse, spec::fused_operation{3}).raw;
+    std::uint32_t cdw0_required_ = 0;
     bool io_queue_created_ = false; ///< an I/O SQ or CQ was created since the last Controller Reset
     pci::shadow_doorbells shadow_doorbells_;
     std::chrono::nanoseconds enable_started_{0};

@@ -129,15 +129,15 @@ public:
         NVMEKIT_ASSERT(!full(), "cq_ring: posting into a full completion queue");
         entry.status_phase =
             static_cast<std::uint16_t>((entry.status_phase & ~std::uint16_t{1}) | (phase_ ? 1U : 0U));
-        if (local_ != nullptr) {
-            local_[tail_] = entry;
-        } else {
-            const std::size_t offset = std::size_t{tail_} * cqe_size;
-            NVMEKIT_ASSERT(memory_.contiguous_bytes_from(offset) >= cqe_size,
-                           "cq_ring: a completion queue entry straddles a memory page");
-            if (auto error = dma_write_object(dma, memory_.address_of(offset), entry)) {
-                return error;
-            }
+        if (local_ != nullptr) [[unlikely]] {
+            post_local(entry);
+            return {};
+        }
+        const std::size_t offset = std::size_t{tail_} * cqe_size;
+        NVMEKIT_ASSERT(memory_.contiguous_bytes_from(offset) >= cqe_size,
+                       "cq_ring: a completion queue entry straddles a memory page");
+        if (auto error = dma_write_object(dma, memory_.address_of(offset), entry)) {
+            return error;
         }
         tail_ = next(tail_);
         if (tail_ == 0) {
@@ -156,6 +156,16 @@ public:
     }
 
 private:
+    /// post() on a message-based queue, kept out of the memory-based path.
+    void post_local(const spec::completion_queue_entry& entry) noexcept
+    {
+        local_[tail_] = entry;
+        tail_ = next(tail_);
+        if (tail_ == 0) {
+            phase_ = !phase_;
+        }
+    }
+
     [[nodiscard]] std::uint32_t next(std::uint32_t index) const noexcept
     {
         return index + 1 == entries_ ? 0 : index + 1;

@@ -120,8 +120,8 @@ private:
     {
         if constexpr (MappingDmaProvider<typename Controller::dma_type>) {
             if (metadata_bytes != 0 || data_bytes == 0 || data_bytes > c.max_transfer_bytes() ||
-                cmd.sqe.pointer_type() != spec::data_pointer_type::prp || c.message_based()) {
-                return false; // the walk refuses PRPs on a message-based queue
+                cmd.sqe.pointer_type() != spec::data_pointer_type::prp) {
+                return false;
             }
             const std::uint64_t page = c.memory_page_size();
             const std::uint64_t prp1 = cmd.sqe.dptr.prp1;

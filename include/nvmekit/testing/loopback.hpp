@@ -131,9 +131,17 @@ public:
 
     // ---- commands -----------------------------------------------------------------------------
 
-    /// Hands `sqe` (with a fresh command identifier) to queue `qid`. Throws when the controller
-    /// refuses it (queue full, not connected, controller not ready).
+    /// Hands `sqe` (with a fresh command identifier and CDW0.PSDT = 01b, as fabrics hosts set on
+    /// every command) to queue `qid`. Throws when the controller refuses it (queue full, not
+    /// connected, controller not ready).
     std::uint16_t submit(std::uint16_t qid, spec::submission_queue_entry sqe)
+    {
+        sqe.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
+        return submit_as_is(qid, sqe);
+    }
+
+    /// submit() with `sqe`'s PSDT left as it is (to send what a host must not).
+    std::uint16_t submit_as_is(std::uint16_t qid, spec::submission_queue_entry sqe)
     {
         const std::uint16_t cid = next_cid_++;
         sqe.cdw0.set(spec::command_dword0::cid, cid);
@@ -205,8 +213,8 @@ public:
     }
     void release(std::uint64_t address) { buffers_.deallocate(address); }
 
-    /// Points `sqe`'s data at `length` bytes of buffer `address`: one SGL Data Block descriptor,
-    /// CDW0.PSDT = 01b.
+    /// Points `sqe`'s data at `length` bytes of buffer `address`: one SGL Data Block descriptor
+    /// (CDW0.PSDT = 01b).
     static void describe_data(spec::submission_queue_entry& sqe, std::uint64_t address, std::uint32_t length)
     {
         sqe.dptr = spec::to_data_pointer(spec::sgl_descriptor::data_block(address, length));

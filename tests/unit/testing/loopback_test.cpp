@@ -318,12 +318,19 @@ TEST(loopback, nvm_command_errors_are_those_of_the_pci_function)
     // Data outside the transport's buffers: the DMA provider refuses it.
     auto outside = rig::lba(spec::nvm_opcode::read, 0, 1, buffers_base + buffers_size);
     EXPECT_EQ(r.host.io(1, outside).status(), dnr(spec::generic_status::data_transfer_error));
-    // PRPs: a message-based queue carries SGLs only, on the admin queue as on I/O queues.
+    // PSDT other than 01b: a message-based queue carries SGLs only, for every command, on the
+    // admin queue as on I/O queues.
     auto prp = host_type::lba_command(spec::nvm_opcode::read, 1, 0, 1);
     prp.dptr.prp1 = buffer;
-    EXPECT_EQ(r.host.io(1, prp).status(), dnr(spec::generic_status::invalid_field));
-    auto identify = host_type::identify_command(spec::cns::identify_controller, 0, buffer);
-    EXPECT_EQ(r.host.admin(identify).status(), dnr(spec::generic_status::invalid_field));
+    EXPECT_EQ(r.host.wait_for(1, r.host.submit_as_is(1, prp)).status(),
+              dnr(spec::generic_status::invalid_field));
+    const auto flush = host_type::command(spec::nvm_opcode::flush, 1);
+    EXPECT_EQ(r.host.wait_for(1, r.host.submit_as_is(1, flush)).status(),
+              dnr(spec::generic_status::invalid_field));
+    EXPECT_TRUE(r.host.io(1, flush).ok());
+    const auto identify = host_type::identify_command(spec::cns::identify_controller, 0, buffer);
+    EXPECT_EQ(r.host.wait_for(0, r.host.submit_as_is(0, identify)).status(),
+              dnr(spec::generic_status::invalid_field));
 }
 
 // ---- queues -------------------------------------------------------------------------------------
