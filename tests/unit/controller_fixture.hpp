@@ -1,7 +1,9 @@
 #pragma once
 /// The rig of the controller tests: host memory, an MSI-X recorder, a manual clock, a controller
 /// and the in-process host driver over them, with the register, doorbell and command helpers
-/// several of those tests use. A test-only header: include it after the header under test.
+/// several of those tests use (basic_rig); and the same over the in-memory loopback transport
+/// (loopback_rig), for the command set tests that run over both (transport_rigs). A test-only
+/// header: include it after the header under test.
 ///
 ///     nvmekit_test::rig r{{.ready_delay = 10ms}};
 ///     r.host.bring_up({.io_queue_pairs = 2});
@@ -20,6 +22,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <ostream>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -32,6 +35,7 @@
 #include <nvmekit/format/status.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
 #include <nvmekit/testing/host.hpp>
+#include <nvmekit/testing/loopback.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
 #include <nvmekit/testing/recording_dma.hpp>
 #include <nvmekit/testing/recording_msix.hpp>
@@ -206,11 +210,13 @@ private:
     std::vector<std::thread> threads_; ///< last: started once the rest is constructed
 };
 
-/// Host memory, interrupt recorder, clock, controller and host driver of one test.
-template <typename Traits = test_traits>
-struct basic_rig {
+/// Host memory, interrupt recorder, clock, subsystem, controller and host of one test, with the
+/// helpers that mean the same over every transport; `Host` is the testing host that drives the
+/// controller over `memory` (in_process_host or loopback_host).
+template <typename Traits, template <typename> class Host>
+struct rig_base {
     using controller_type = lockstep_controller<Traits>;
-    using host_type = nvmekit::testing::in_process_host<controller_type>;
+    using host_type = Host<controller_type>;
     /// What the controller reaches host memory through: the memory itself when Traits::dma is
     /// flat_memory, else a Traits::dma (a wrapper such as recording_dma) over it.
     using dma_type = std::conditional_t<std::is_same_v<typename Traits::dma, nvmekit::testing::flat_memory>,
@@ -224,21 +230,39 @@ struct basic_rig {
     controller_type ctrl;
     host_type host;
 
-    explicit basic_rig(nvmekit::controller_config config = {}, std::size_t size = memory_size,
-                       std::uint64_t base = memory_base, nvmekit::subsystem_identity identity = {},
-                       nvmekit::subsystem_options subsystem_options = {})
+    /// Whether the host hands commands over from the test thread (message-based queues): the
+    /// controller's poll groups then never run on threads of their own.
+    static constexpr bool hands_commands_over =
+        !std::is_same_v<host_type, nvmekit::testing::in_process_host<controller_type>>;
+
+    /// A controller with `config`, its poll groups as the environment asks (with_test_poll_groups;
+    /// never concurrent when the host hands commands over), and `size` bytes of memory at `base`.
+    explicit rig_base(nvmekit::controller_config config = {}, std::size_t size = memory_size,
+                      std::uint64_t base = memory_base, nvmekit::subsystem_identity identity = {},
+                      nvmekit::subsystem_options subsystem_options = {})
         : memory{shared_if_threaded(host_memory{size, base})}
         , subsystem{std::move(identity), subsystem_options}
         , ctrl{dma,
                msix,
                clock,
                subsystem,
-               with_test_poll_groups<Traits>(config),
-               takes_test_poll_groups(config)}
+               controller_config_for(config),
+               !hands_commands_over && takes_test_poll_groups(config)}
         , host{ctrl, memory, clock}
     {}
-    basic_rig(const basic_rig&) = delete;
-    basic_rig& operator=(const basic_rig&) = delete;
+    rig_base(const rig_base&) = delete;
+    rig_base& operator=(const rig_base&) = delete;
+
+    /// `config` with the poll groups of the environment (with_test_poll_groups), run by the test
+    /// thread's poll() when the host hands commands over.
+    [[nodiscard]] static nvmekit::controller_config controller_config_for(nvmekit::controller_config config)
+    {
+        auto adjusted = with_test_poll_groups<Traits>(config);
+        if (hands_commands_over) {
+            adjusted.concurrent_poll_groups = config.concurrent_poll_groups;
+        }
+        return adjusted;
+    }
 
     /// `memory`, shared (flat_memory::set_shared) when the groups run on threads of their own:
     /// the host thread touches it only between steps, and the bytes stay unguarded so that
@@ -251,9 +275,69 @@ struct basic_rig {
         return memory;
     }
 
+    [[nodiscard]] nvmekit::spec::csts_register csts() { return host.csts(); }
+
+    /// `times` polls, each after a 1 ms clock advance.
+    void poll(int times)
+    {
+        for (int i = 0; i < times; ++i) {
+            clock.advance(std::chrono::milliseconds{1});
+            ctrl.poll();
+        }
+    }
+
+    /// A copy of `bytes` bytes of host memory at `address`.
+    [[nodiscard]] std::vector<std::byte> snapshot(std::uint64_t address, std::size_t bytes)
+    {
+        const auto span = memory.bytes(address, bytes);
+        return {span.begin(), span.end()};
+    }
+
+    // ---- asynchronous events --------------------------------------------------------------------
+
+    /// Posts an Asynchronous Event Request and lets the controller take it, so that a doorbell
+    /// written next does not replace the admin SQ tail before the controller has seen it.
+    [[nodiscard]] std::uint16_t post_async_event_request()
+    {
+        const auto cid = host.submit(0, host_type::async_event_request_command());
+        ctrl.poll();
+        return cid;
+    }
+    /// Reads the Error Information log without RAE: error events are reported again (Base 2.0
+    /// 5.2.2 masks an event type from its report until its log page is read).
+    void acknowledge_errors()
+    {
+        std::vector<std::byte> log;
+        const auto result = host.get_log_page(nvmekit::spec::log_page_id::error_information, 64, log);
+        EXPECT_EQ(result.status(), nvmekit::spec::status::success());
+    }
+    /// Completes the Asynchronous Event Request `cid` the host has outstanding and returns its DW0.
+    [[nodiscard]] std::uint32_t async_event(std::uint16_t cid)
+    {
+        const auto completion = host.wait_for(0, cid);
+        EXPECT_EQ(completion.status(), nvmekit::spec::status::success());
+        return completion.cqe.dw0;
+    }
+};
+
+/// The rig over PCIe: the in-process host driver over BAR0, doorbells, queues and PRPs in host
+/// memory, and MSI-X, with the register, doorbell and MSI-X helpers of the PCIe tests.
+template <typename Traits = test_traits>
+struct basic_rig : rig_base<Traits, nvmekit::testing::in_process_host> {
+    using common = rig_base<Traits, nvmekit::testing::in_process_host>;
+    using common::ctrl;
+    using common::host;
+    using common::memory;
+    using typename common::host_type;
+    /// The same transport with other traits.
+    template <typename OtherTraits>
+    using with_traits = basic_rig<OtherTraits>;
+    static constexpr const char* transport_name = "pcie";
+
+    using common::common;
+
     // ---- registers --------------------------------------------------------------------------
 
-    [[nodiscard]] nvmekit::spec::csts_register csts() { return host.csts(); }
     /// A 32-bit register read straight from BAR0.
     [[nodiscard]] std::uint32_t read32(nvmekit::spec::register_offset offset)
     {
@@ -296,16 +380,7 @@ struct basic_rig {
         ASSERT_TRUE(granted.ok());
     }
 
-    // ---- polling, doorbells and host memory ----------------------------------------------------
-
-    /// `times` polls, each after a 1 ms clock advance.
-    void poll(int times)
-    {
-        for (int i = 0; i < times; ++i) {
-            clock.advance(std::chrono::milliseconds{1});
-            ctrl.poll();
-        }
-    }
+    // ---- doorbells and queue memory -------------------------------------------------------------
 
     /// Writes the SQ `qid` Tail doorbell (CAP.DSTRD 0).
     void ring_sq_tail(std::uint16_t qid, std::uint32_t tail)
@@ -325,13 +400,6 @@ struct basic_rig {
             host.completion_entry_address(cqid, index));
     }
 
-    /// A copy of `bytes` bytes of host memory at `address`.
-    [[nodiscard]] std::vector<std::byte> snapshot(std::uint64_t address, std::size_t bytes)
-    {
-        const auto span = memory.bytes(address, bytes);
-        return {span.begin(), span.end()};
-    }
-
     // ---- MSI-X ----------------------------------------------------------------------------------
 
     /// Sets or clears the Mask bit of MSI-X vector `vector` through its table entry.
@@ -341,33 +409,52 @@ struct basic_rig {
     }
     /// The first 64 bits of the Pending Bit Array.
     [[nodiscard]] std::uint64_t pba() { return ctrl.mmio_read(ctrl.msix_pba_offset(), 8); }
+};
 
-    // ---- asynchronous events --------------------------------------------------------------------
+/// The rig over the in-memory loopback transport (testing/loopback.hpp): properties instead of
+/// BAR0, message-based queues, data in the transport's buffers (`memory`) described by SGLs, no
+/// interrupt. The test thread hands commands over and takes completions, so the poll groups of
+/// NVMEKIT_TEST_POLL_GROUPS run in its poll(), never on threads of their own.
+template <typename Traits = test_traits>
+struct loopback_rig : rig_base<Traits, nvmekit::testing::loopback_host> {
+    /// The same transport with other traits.
+    template <typename OtherTraits>
+    using with_traits = loopback_rig<OtherTraits>;
+    static constexpr const char* transport_name = "loopback";
 
-    /// Posts an Asynchronous Event Request and lets the controller take it, so that a doorbell
-    /// written next does not replace the admin SQ tail before the controller has seen it.
-    [[nodiscard]] std::uint16_t post_async_event_request()
+    using rig_base<Traits, nvmekit::testing::loopback_host>::rig_base;
+};
+
+/// Whether `Rig` drives its controller over PCIe (BAR0, doorbells, PRPs), for the few checks of a
+/// typed test that only PCIe has.
+template <typename Rig>
+inline constexpr bool over_pcie = !Rig::hands_commands_over;
+
+/// `Rig`'s transport with other traits: rig_for<TypeParam, async_traits> in a typed test.
+template <typename Rig, typename Traits>
+using rig_for = typename Rig::template with_traits<Traits>;
+
+/// The rigs of the command set tests that run over both transports (TYPED_TEST_SUITE), named
+/// after their transport in the test names.
+using transport_rigs = ::testing::Types<basic_rig<>, loopback_rig<>>;
+struct transport_names {
+    template <typename Rig>
+    static std::string GetName(int /*index*/)
     {
-        const auto cid = host.submit(0, host_type::async_event_request_command());
-        ctrl.poll();
-        return cid;
-    }
-    /// Reads the Error Information log without RAE: error events are reported again (Base 2.0
-    /// 5.2.2 masks an event type from its report until its log page is read).
-    void acknowledge_errors()
-    {
-        std::vector<std::byte> log;
-        const auto result = host.get_log_page(nvmekit::spec::log_page_id::error_information, 64, log);
-        EXPECT_EQ(result.status(), nvmekit::spec::status::success());
-    }
-    /// Completes the Asynchronous Event Request `cid` the host has outstanding and returns its DW0.
-    [[nodiscard]] std::uint32_t async_event(std::uint16_t cid)
-    {
-        const auto completion = host.wait_for(0, cid);
-        EXPECT_EQ(completion.status(), nvmekit::spec::status::success());
-        return completion.cqe.dw0;
+        return Rig::transport_name;
     }
 };
+/// The fixture of those suites (NVMEKIT_TEST_SUITE_OVER_TRANSPORTS).
+template <typename Rig>
+class transport_test : public ::testing::Test {};
+
+/// Declares `suite` a typed test suite over transport_rigs: each TYPED_TEST(suite, name) then runs
+/// over PCIe and over the loopback transport (suite/pcie.name, suite/loopback.name), with
+/// TypeParam the rig.
+#define NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(suite)      \
+    template <typename Rig>                            \
+    using suite = ::nvmekit_test::transport_test<Rig>; \
+    TYPED_TEST_SUITE(suite, ::nvmekit_test::transport_rigs, ::nvmekit_test::transport_names)
 
 using rig = basic_rig<>;
 using host_type = rig::host_type;

@@ -35,6 +35,12 @@ struct admin_command_set {
     using table_type = typename Controller::table_type;
     using namespace_type = typename Controller::namespace_type;
 
+    /// The queue management commands a controller with message-based queues does not offer: its
+    /// queues are connected, not created, and have no doorbells (NVMe over Fabrics 1.1).
+    static constexpr std::array queue_management_opcodes{
+        spec::admin_opcode::delete_io_sq, spec::admin_opcode::create_io_sq, spec::admin_opcode::delete_io_cq,
+        spec::admin_opcode::create_io_cq, spec::admin_opcode::doorbell_buffer_config};
+
     /// The built-in admin command table.
     [[nodiscard]] static constexpr table_type table()
     {
@@ -296,11 +302,8 @@ private:
             Controller::admin_table().fill_effects(data.admin_commands);
             Controller::io_table().fill_effects(data.io_commands);
             if (c.message_based()) {
-                // Queues are connected, not created: the PCIe queue management commands are not
-                // offered (they complete with Invalid Command Opcode).
-                for (const auto opcode : {spec::admin_opcode::create_io_sq, spec::admin_opcode::create_io_cq,
-                                          spec::admin_opcode::delete_io_sq, spec::admin_opcode::delete_io_cq,
-                                          spec::admin_opcode::doorbell_buffer_config}) {
+                // Refused as Invalid Command Opcode there, so not supported (CSUPP 0).
+                for (const auto opcode : queue_management_opcodes) {
                     data.admin_commands[static_cast<std::uint8_t>(opcode)] = {};
                 }
             }

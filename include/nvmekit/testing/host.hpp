@@ -47,17 +47,12 @@
 #include <nvmekit/spec/registers.hpp>
 #include <nvmekit/testing/command_builders.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
+#include <nvmekit/testing/host_base.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
 #include <nvmekit/testing/recording_msix.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace testing {
-
-/// A protocol violation seen by the host, or a controller that did not answer in time.
-class host_error : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
 
 /// How the host brings the controller up.
 struct host_options {
@@ -84,34 +79,29 @@ struct bring_up_result {
     std::uint16_t io_queue_pairs = 0;
 };
 
-/// One reaped completion.
-struct completion {
-    spec::completion_queue_entry cqe{};
-    [[nodiscard]] spec::status status() const noexcept { return cqe.status(); }
-    [[nodiscard]] bool ok() const noexcept { return cqe.status().is_success(); }
-};
-
 template <typename Controller>
-class in_process_host : public command_builders {
+class in_process_host : public command_builders, public host_base<in_process_host<Controller>> {
+    using base = host_base<in_process_host<Controller>>;
+    using base::zero;
+
 public:
     /// A step of the bring-up, for logging (the demo prints them).
     using step_observer = std::function<void(std::string_view)>;
 
     in_process_host(Controller& controller, flat_memory& memory, manual_clock& clock)
-        : controller_{controller}, memory_{memory}, clock_{clock}
+        : base{memory}, controller_{controller}, memory_{memory}, clock_{clock}
     {}
 
     /// A host that reaps completions the way an interrupt-driven driver does: it reads a CQ only
     /// after the CQ's MSI-X vector was raised (`msix` is the controller's interrupt provider), and
     /// reports a CQ that holds entries without an interrupt as a missed interrupt.
     in_process_host(Controller& controller, flat_memory& memory, manual_clock& clock, recording_msix& msix)
-        : controller_{controller}, memory_{memory}, clock_{clock}, msix_{&msix}
+        : base{memory}, controller_{controller}, memory_{memory}, clock_{clock}, msix_{&msix}
     {}
 
     void on_step(step_observer observer) { observer_ = std::move(observer); }
 
     [[nodiscard]] Controller& controller() noexcept { return controller_; }
-    [[nodiscard]] flat_memory& memory() noexcept { return memory_; }
     [[nodiscard]] const host_options& options() const noexcept { return options_; }
 
     // ---- registers ----------------------------------------------------------------------------
@@ -458,15 +448,32 @@ public:
 
     // ---- host memory --------------------------------------------------------------------------
 
-    /// Allocates zeroed host memory (page aligned by default).
-    std::uint64_t allocate(std::size_t size, std::size_t alignment = 4096)
+    using base::allocate;
+
+    /// Points `sqe`'s data at `length` bytes at `address` with PRPs (CDW0.PSDT = 00b): PRP1, PRP2
+    /// and, for a longer buffer, a PRP list (build_prps), whose pages release(address) frees.
+    void describe_data(spec::submission_queue_entry& sqe, std::uint64_t address, std::size_t length)
     {
-        const auto address = memory_.allocate(size, alignment);
-        if (!address) {
-            throw host_error{"host memory exhausted"};
+        const std::size_t descriptors_before = descriptor_memory_.size();
+        sqe.dptr = build_prps(address, length);
+        sqe.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::prp);
+        auto& lists = data_descriptors_[address];
+        lists.insert(lists.end(),
+                     descriptor_memory_.begin() + static_cast<std::ptrdiff_t>(descriptors_before),
+                     descriptor_memory_.end());
+        descriptor_memory_.resize(descriptors_before);
+    }
+
+    /// Frees a buffer allocate() returned, with the PRP list pages describe_data built for it.
+    void release(std::uint64_t address)
+    {
+        if (const auto it = data_descriptors_.find(address); it != data_descriptors_.end()) {
+            for (const std::uint64_t list : it->second) {
+                memory_.deallocate(list);
+            }
+            data_descriptors_.erase(it);
         }
-        zero(*address, size);
-        return *address;
+        memory_.deallocate(address);
     }
 
     /// PRP1/PRP2 for a buffer of `length` bytes at `address` with 4 KiB pages, building a PRP
@@ -589,37 +596,6 @@ public:
     static void use_sgl(spec::submission_queue_entry& sqe) noexcept
     {
         sqe.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
-    }
-
-    // ---- commands with data ------------------------------------------------------------------
-
-    /// Runs an admin command that returns `bytes` of data; the data lands in `out` (resized).
-    completion admin_read(spec::submission_queue_entry sqe, std::size_t bytes, std::vector<std::byte>& out)
-    {
-        const std::size_t descriptors_before = descriptor_memory_.size();
-        const std::uint64_t buffer = allocate(std::max<std::size_t>(bytes, 4));
-        sqe.dptr = build_prps(buffer, bytes);
-        const auto result = admin(sqe);
-        out.resize(bytes);
-        if (memory_.read(buffer, out)) {
-            throw host_error{"cannot read back the " + std::to_string(bytes) + " bytes of an admin command"};
-        }
-        memory_.deallocate(buffer);
-        // Only this command's PRP list: other commands may still be using theirs.
-        for (std::size_t i = descriptors_before; i < descriptor_memory_.size(); ++i) {
-            memory_.deallocate(descriptor_memory_[i]);
-        }
-        descriptor_memory_.resize(descriptors_before);
-        return result;
-    }
-
-    /// Reads a whole log page (RAE as given), e.g. to acknowledge an asynchronous event.
-    completion get_log_page(spec::log_page_id lid, std::size_t bytes, std::vector<std::byte>& out,
-                            bool retain_async_event = false, std::uint32_t nsid = 0xffffffffU)
-    {
-        return admin_read(
-            get_log_page_command(lid, static_cast<std::uint32_t>(bytes), nsid, retain_async_event), bytes,
-            out);
     }
 
 private:
@@ -877,19 +853,6 @@ private:
         return address;
     }
 
-    /// Zeroes `size` bytes of host memory at `address` through write(), a page at a time.
-    void zero(std::uint64_t address, std::size_t size)
-    {
-        static constexpr std::array<std::byte, 4096> zeroes{};
-        for (std::size_t done = 0; done < size;) {
-            const std::size_t chunk = std::min(zeroes.size(), size - done);
-            if (memory_.write(address + done, std::span{zeroes.data(), chunk})) {
-                throw host_error{"cannot zero " + std::to_string(size) + " bytes of host memory"};
-            }
-            done += chunk;
-        }
-    }
-
     void forget_queues()
     {
         io_sqs_.clear();
@@ -921,6 +884,8 @@ private:
     std::map<std::uint16_t, std::vector<std::uint16_t>> outstanding_{};
     std::vector<completion> reaped_{};
     std::vector<std::uint64_t> descriptor_memory_{}; ///< PRP list pages and SGL segments built for commands
+    /// The PRP list pages describe_data built, by data buffer: release() frees them.
+    std::map<std::uint64_t, std::vector<std::uint64_t>> data_descriptors_{};
     std::optional<std::uint64_t> shadow_{};
     std::optional<std::uint64_t> event_index_{};
     std::optional<std::uint16_t> async_event_cid_{};

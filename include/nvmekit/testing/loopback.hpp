@@ -35,7 +35,7 @@
 #include <nvmekit/spec/registers.hpp>
 #include <nvmekit/testing/command_builders.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
-#include <nvmekit/testing/host.hpp>
+#include <nvmekit/testing/host_base.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
@@ -51,10 +51,12 @@ struct loopback_options {
 };
 
 template <typename Controller>
-class loopback_host : public command_builders {
+class loopback_host : public command_builders, public host_base<loopback_host<Controller>> {
+    using base = host_base<loopback_host<Controller>>;
+
 public:
     loopback_host(Controller& controller, flat_memory& buffers, manual_clock& clock)
-        : controller_{controller}, buffers_{buffers}, clock_{clock}
+        : base{buffers}, controller_{controller}, clock_{clock}
     {}
 
     // ---- properties ---------------------------------------------------------------------------
@@ -81,7 +83,8 @@ public:
     // ---- controller life cycle ----------------------------------------------------------------
 
     /// Connects the admin queue (once), enables the controller, waits for CSTS.RDY, asks for
-    /// the I/O queues with Set Features Number of Queues and connects them.
+    /// the I/O queues with Set Features Number of Queues, connects them and posts an
+    /// Asynchronous Event Request (as a fabrics host does once connected).
     void bring_up(const loopback_options& options = {})
     {
         options_ = options;
@@ -107,6 +110,7 @@ public:
                 throw host_error{"I/O queue " + std::to_string(qid) + " refused"};
             }
         }
+        async_event_cid_ = submit(0, async_event_request_command());
     }
 
     /// CC.EN = 1 with 64-byte SQEs and 16-byte CQEs, then waits for CSTS.RDY = 1.
@@ -127,6 +131,7 @@ public:
         wait_until([&] { return !csts().get(spec::csts_register::rdy); }, "CSTS.RDY = 0");
         outstanding_.clear();
         reaped_.clear();
+        async_event_cid_.reset();
     }
 
     // ---- commands -----------------------------------------------------------------------------
@@ -179,9 +184,17 @@ public:
     /// Polls once and takes every completion of queue `qid`.
     std::vector<completion> reap(std::uint16_t qid)
     {
+        std::vector<completion> out;
+        reap(qid, out);
+        return out;
+    }
+
+    /// Polls once and appends every completion of queue `qid` to `out`; returns how many.
+    std::size_t reap(std::uint16_t qid, std::vector<completion>& out)
+    {
         controller_.poll();
         collect(qid);
-        std::vector<completion> out;
+        const std::size_t before = out.size();
         std::erase_if(reaped_, [&](const completion& c) {
             if (c.cqe.sq_id != qid) {
                 return false;
@@ -189,7 +202,13 @@ public:
             out.push_back(c);
             return true;
         });
-        return out;
+        return out.size() - before;
+    }
+
+    /// The Asynchronous Event Request bring_up() posted, while it is outstanding.
+    [[nodiscard]] std::optional<std::uint16_t> async_event_request_cid() const noexcept
+    {
+        return async_event_cid_;
     }
 
     [[nodiscard]] std::size_t outstanding(std::uint16_t qid) const
@@ -200,37 +219,18 @@ public:
 
     // ---- data buffers -------------------------------------------------------------------------
 
-    /// A zeroed data buffer of the transport.
-    std::uint64_t allocate(std::size_t size)
-    {
-        const auto address = buffers_.allocate(std::max<std::size_t>(size, 4), 16);
-        if (!address) {
-            throw host_error{"loopback buffers exhausted"};
-        }
-        const std::vector<std::byte> zeros(size);
-        static_cast<void>(buffers_.write(*address, zeros));
-        return *address;
-    }
-    void release(std::uint64_t address) { buffers_.deallocate(address); }
+    // allocate(size), release(address), memory(), admin_read and get_log_page: host_base.
 
     /// Points `sqe`'s data at `length` bytes of buffer `address`: one SGL Data Block descriptor
     /// (CDW0.PSDT = 01b).
-    static void describe_data(spec::submission_queue_entry& sqe, std::uint64_t address, std::uint32_t length)
+    static void describe_data(spec::submission_queue_entry& sqe, std::uint64_t address, std::size_t length)
     {
-        sqe.dptr = spec::to_data_pointer(spec::sgl_descriptor::data_block(address, length));
+        if (length > 0xffffffffU) {
+            throw host_error{"an SGL Data Block describes at most 4 GiB - 1"};
+        }
+        sqe.dptr = spec::to_data_pointer(
+            spec::sgl_descriptor::data_block(address, static_cast<std::uint32_t>(length)));
         sqe.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
-    }
-
-    /// Runs an admin command that returns `bytes` of data into `out` (resized).
-    completion admin_read(spec::submission_queue_entry sqe, std::size_t bytes, std::vector<std::byte>& out)
-    {
-        const auto buffer = allocate(bytes);
-        describe_data(sqe, buffer, static_cast<std::uint32_t>(bytes));
-        const auto result = admin(sqe);
-        out.resize(bytes);
-        static_cast<void>(buffers_.read(buffer, out));
-        release(buffer);
-        return result;
     }
 
 private:
@@ -276,11 +276,11 @@ private:
     }
 
     Controller& controller_;
-    flat_memory& buffers_;
     manual_clock& clock_;
     loopback_options options_{};
     std::map<std::uint16_t, std::vector<std::uint16_t>> outstanding_;
     std::vector<completion> reaped_;
+    std::optional<std::uint16_t> async_event_cid_{};
     std::uint16_t next_cid_ = 1;
 };
 

@@ -36,13 +36,14 @@ template <typename T>
     return value;
 }
 
-/// A rig whose subsystem has a 1 MiB capacity pool and one 64 KiB RAM namespace (NSID 1), so that
-/// namespaces the host creates get sparse RAM backends.
-struct pool_rig : rig {
-    pool_rig() : rig{{}, memory_size, memory_base, {}, {.nvm_capacity_bytes = pool_bytes}}
+/// A `Rig` whose subsystem has a 1 MiB capacity pool and one 64 KiB RAM namespace (NSID 1), so
+/// that namespaces the host creates get sparse RAM backends.
+template <typename Rig>
+struct pool_rig : Rig {
+    pool_rig() : Rig{{}, memory_size, memory_base, {}, {.nvm_capacity_bytes = pool_bytes}}
     {
-        subsystem.add_namespace(nvmekit::ram_backend{64 * 1024});
-        host.bring_up();
+        this->subsystem.add_namespace(nvmekit::ram_backend{64 * 1024});
+        this->host.bring_up();
     }
 };
 
@@ -65,9 +66,9 @@ create_namespace(Rig& r, std::uint64_t nsze, std::uint64_t ncap, std::uint8_t fl
     spec::namespace_management_view{.select = spec::namespace_management_select::create,
                                     .command_set_id = csi}
         .encode(sqe);
-    sqe.dptr = r.host.build_prps(buffer, sizeof(data));
+    r.host.describe_data(sqe, buffer, sizeof(data));
     const auto result = r.host.admin(sqe);
-    r.memory.deallocate(buffer);
+    r.host.release(buffer);
     return result;
 }
 
@@ -93,9 +94,9 @@ nvmekit::testing::completion attachment(Rig& r, std::uint32_t nsid, spec::namesp
     r.memory.store(buffer, list);
     auto sqe = host_type::command(spec::admin_opcode::namespace_attachment, nsid);
     spec::namespace_attachment_view{.select = select}.encode(sqe);
-    sqe.dptr = r.host.build_prps(buffer, sizeof(list));
+    r.host.describe_data(sqe, buffer, sizeof(list));
     const auto result = r.host.admin(sqe);
-    r.memory.deallocate(buffer);
+    r.host.release(buffer);
     return result;
 }
 
@@ -135,11 +136,17 @@ template <typename Rig>
     return {list.identifiers().begin(), list.identifiers().end()};
 }
 
+// ---- suites over both transports ---------------------------------------------------------------
+
+// Namespace Management, Attachment and Get LBA Status run over PCIe and over the loopback transport.
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_namespace_management);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_get_lba_status);
+
 // ---- capacity and Identify Controller -------------------------------------------------------------
 
-TEST(admin_namespace_management, identify_controller_reports_the_pool_and_oacs_bit_3)
+TYPED_TEST(admin_namespace_management, identify_controller_reports_the_pool_and_oacs_bit_3)
 {
-    pool_rig r;
+    pool_rig<TypeParam> r;
     const auto data = identify_controller(r);
     EXPECT_TRUE(data.oacs.get(spec::admin_command_support::namespace_management));
     EXPECT_TRUE(data.oacs.get(spec::admin_command_support::get_lba_status));
@@ -148,9 +155,9 @@ TEST(admin_namespace_management, identify_controller_reports_the_pool_and_oacs_b
     EXPECT_EQ(data.unvmcap.low(), pool_bytes - 64 * 1024);
 }
 
-TEST(admin_namespace_management, effects_log_lists_management_attachment_and_get_lba_status)
+TYPED_TEST(admin_namespace_management, effects_log_lists_management_attachment_and_get_lba_status)
 {
-    pool_rig r;
+    pool_rig<TypeParam> r;
     std::vector<std::byte> out;
     ASSERT_TRUE(r.host.get_log_page(spec::log_page_id::commands_supported_and_effects, 4096, out).ok());
     const auto effects = load<spec::commands_supported_and_effects>(out);
@@ -167,9 +174,9 @@ TEST(admin_namespace_management, effects_log_lists_management_attachment_and_get
 
 // ---- create-ns / delete-ns ---------------------------------------------------------------------------
 
-TEST(admin_namespace_management, create_returns_the_nsid_and_takes_capacity_from_the_pool)
+TYPED_TEST(admin_namespace_management, create_returns_the_nsid_and_takes_capacity_from_the_pool)
 {
-    pool_rig r;
+    pool_rig<TypeParam> r;
     // nvme create-ns /dev/nvme0 --nsze=128 --ncap=128 --flbas=2 (4 KiB blocks)
     const auto created = create_namespace(r, 128, 128, 2);
     ASSERT_EQ(created.status(), spec::status::success());
@@ -198,9 +205,9 @@ TEST(admin_namespace_management, create_returns_the_nsid_and_takes_capacity_from
               dnr(spec::generic_status::invalid_namespace_or_format));
 }
 
-TEST(admin_namespace_management, identify_namespace_of_all_nsids_lists_the_formats_to_create_with)
+TYPED_TEST(admin_namespace_management, identify_namespace_of_all_nsids_lists_the_formats_to_create_with)
 {
-    pool_rig r;
+    pool_rig<TypeParam> r;
     std::vector<std::byte> out;
     ASSERT_TRUE(identify(r, spec::cns::identify_namespace, all_namespaces, out).ok());
     const auto common = load<spec::identify_namespace>(out);
@@ -211,9 +218,9 @@ TEST(admin_namespace_management, identify_namespace_of_all_nsids_lists_the_forma
     EXPECT_TRUE(common.nmic.get(spec::namespace_multipath_caps::shared));
 }
 
-TEST(admin_namespace_management, create_refuses_what_the_spec_names)
+TYPED_TEST(admin_namespace_management, create_refuses_what_the_spec_names)
 {
-    pool_rig r;
+    pool_rig<TypeParam> r;
     EXPECT_EQ(create_namespace(r, 0, 0, 0).status(), dnr(spec::generic_status::invalid_field));
     EXPECT_EQ(create_namespace(r, 8, 16, 0).status(), dnr(spec::generic_status::invalid_field));
     EXPECT_EQ(create_namespace(r, 16, 8, 0).status(),
@@ -235,9 +242,9 @@ TEST(admin_namespace_management, create_refuses_what_the_spec_names)
     EXPECT_EQ(nsid_list(r, spec::cns::allocated_namespace_list), (std::vector<std::uint32_t>{1, 2}));
 }
 
-TEST(admin_namespace_management, no_free_nsid_is_namespace_identifier_unavailable)
+TYPED_TEST(admin_namespace_management, no_free_nsid_is_namespace_identifier_unavailable)
 {
-    rig r{{}, memory_size, memory_base, {}, {.max_namespaces = 2, .nvm_capacity_bytes = pool_bytes}};
+    TypeParam r{{}, memory_size, memory_base, {}, {.max_namespaces = 2, .nvm_capacity_bytes = pool_bytes}};
     r.subsystem.add_namespace(nvmekit::ram_backend{4096});
     r.host.bring_up();
     ASSERT_EQ(create_namespace(r, 8, 8, 0).cqe.dw0, 2U);
@@ -245,10 +252,10 @@ TEST(admin_namespace_management, no_free_nsid_is_namespace_identifier_unavailabl
               dnr(spec::command_specific_status::namespace_identifier_unavailable));
 }
 
-TEST(admin_namespace_management, without_a_backend_factory_creation_finds_no_capacity)
+TYPED_TEST(admin_namespace_management, without_a_backend_factory_creation_finds_no_capacity)
 {
     // A subsystem of null backends has no default factory.
-    rig r{{}, memory_size, memory_base, {}, {.nvm_capacity_bytes = pool_bytes}};
+    TypeParam r{{}, memory_size, memory_base, {}, {.nvm_capacity_bytes = pool_bytes}};
     r.subsystem.add_namespace(nvmekit::null_backend{4096});
     r.host.bring_up();
     EXPECT_EQ(create_namespace(r, 8, 8, 0).status(),
@@ -262,9 +269,9 @@ TEST(admin_namespace_management, without_a_backend_factory_creation_finds_no_cap
     EXPECT_EQ(asked, std::vector<std::uint64_t>{8U * (512U + 8U)});
 }
 
-TEST(admin_namespace_management, delete_returns_capacity_and_detaches_with_an_event)
+TYPED_TEST(admin_namespace_management, delete_returns_capacity_and_detaches_with_an_event)
 {
-    pool_rig r;
+    pool_rig<TypeParam> r;
     ASSERT_EQ(create_namespace(r, 16, 16, 0, 1).cqe.dw0, 2U);
     ASSERT_TRUE(attachment(r, 2, spec::namespace_attachment_select::attach, {r.ctrl.controller_id()}).ok());
     EXPECT_EQ(nsid_list(r, spec::cns::active_namespace_list), (std::vector<std::uint32_t>{1, 2}));
@@ -290,9 +297,9 @@ TEST(admin_namespace_management, delete_returns_capacity_and_detaches_with_an_ev
 
 // ---- attach-ns / detach-ns / list-ctrl -------------------------------------------------------------
 
-TEST(admin_namespace_management, attach_raises_namespace_attribute_changed_and_fills_the_list)
+TYPED_TEST(admin_namespace_management, attach_raises_namespace_attribute_changed_and_fills_the_list)
 {
-    pool_rig r;
+    pool_rig<TypeParam> r;
     const auto id = r.ctrl.controller_id();
     ASSERT_EQ(create_namespace(r, 32, 32, 0, 1).cqe.dw0, 2U);
     std::vector<std::byte> out;
@@ -324,11 +331,11 @@ TEST(admin_namespace_management, attach_raises_namespace_attribute_changed_and_f
     EXPECT_TRUE(controller_ids(r, spec::cns::namespace_controller_list, 2).empty());
 }
 
-TEST(admin_namespace_management, a_private_namespace_attaches_to_one_controller)
+TYPED_TEST(admin_namespace_management, a_private_namespace_attaches_to_one_controller)
 {
-    pool_rig r;
+    pool_rig<TypeParam> r;
     nvmekit::testing::recording_msix msix;
-    rig::controller_type second{r.memory, msix, r.clock, r.subsystem};
+    typename TypeParam::controller_type second{r.memory, msix, r.clock, r.subsystem};
     const auto first_id = r.ctrl.controller_id();
     const auto second_id = second.controller_id();
     EXPECT_EQ(controller_ids(r, spec::cns::controller_list, 0),
@@ -347,9 +354,9 @@ TEST(admin_namespace_management, a_private_namespace_attaches_to_one_controller)
 
 // ---- format after re-creating ---------------------------------------------------------------------------
 
-TEST(admin_namespace_management, format_runs_on_a_recreated_namespace)
+TYPED_TEST(admin_namespace_management, format_runs_on_a_recreated_namespace)
 {
-    pool_rig r;
+    pool_rig<TypeParam> r;
     const auto id = r.ctrl.controller_id();
     ASSERT_EQ(create_namespace(r, 64, 64, 0, 1).cqe.dw0, 2U);
     ASSERT_TRUE(attachment(r, 2, spec::namespace_attachment_select::attach, {id}).ok());
@@ -389,9 +396,9 @@ void write_uncorrectable(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::ui
     ASSERT_TRUE(r.host.io(1, sqe).ok());
 }
 
-TEST(admin_get_lba_status, reports_write_uncorrectable_ranges_as_unrecoverable)
+TYPED_TEST(admin_get_lba_status, reports_write_uncorrectable_ranges_as_unrecoverable)
 {
-    pool_rig r;
+    pool_rig<TypeParam> r;
     write_uncorrectable(r, 1, 8, 4);
     write_uncorrectable(r, 1, 100, 2);
     std::vector<std::byte> out;
@@ -438,9 +445,9 @@ TEST(admin_get_lba_status, reports_write_uncorrectable_ranges_as_unrecoverable)
     EXPECT_EQ(load<spec::lba_status_descriptor>(out, 8).dslba, 100U);
 }
 
-TEST(admin_get_lba_status, refuses_what_the_spec_names)
+TYPED_TEST(admin_get_lba_status, refuses_what_the_spec_names)
 {
-    pool_rig r;
+    pool_rig<TypeParam> r;
     std::vector<std::byte> out;
     const spec::get_lba_status_view tracked{.dword_count = 2, .action = spec::lba_status_action::tracked};
     EXPECT_EQ(get_lba_status(r, 9, tracked, out).status(),
@@ -462,9 +469,9 @@ TEST(admin_get_lba_status, refuses_what_the_spec_names)
     EXPECT_EQ(load<spec::lba_status_list_header>(out).cmpc, spec::lba_status_completion::complete);
 }
 
-TEST(admin_get_lba_status, information_log_lists_tracked_ranges_per_namespace)
+TYPED_TEST(admin_get_lba_status, information_log_lists_tracked_ranges_per_namespace)
 {
-    pool_rig r;
+    pool_rig<TypeParam> r;
     std::vector<std::byte> out;
     // nvme lba-status-log /dev/nvme0: the header first, then the whole log.
     ASSERT_TRUE(r.host.get_log_page(spec::log_page_id::lba_status_information, 16, out).ok());

@@ -34,11 +34,22 @@ using namespace std::chrono_literals;
 using select = spec::feature_select;
 using fid = spec::feature_id;
 
+// ---- suites over both transports ---------------------------------------------------------------
+
+// Keep Alive, Abort, Namespace Attachment, Format NVM and the firmware commands run over PCIe and
+// over the loopback transport; resets written straight to the CC or NSSR register stay TEST()s
+// over PCIe.
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_keep_alive);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_abort);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_namespace_attachment);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_format);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_firmware);
+
 // ---- Keep Alive (Base 2.0 3.9) ---------------------------------------------------------------------
 
-TEST(admin_keep_alive, no_keep_alive_within_kato_fails_the_controller)
+TYPED_TEST(admin_keep_alive, no_keep_alive_within_kato_fails_the_controller)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     ASSERT_EQ(set_feature(r, fid::keep_alive_timer, 1000).status(), spec::status::success());
     r.clock.advance(1000ms);
@@ -58,9 +69,17 @@ TEST(admin_keep_alive, no_keep_alive_within_kato_fails_the_controller)
     EXPECT_EQ(entry.nsid, 0U);
 
     // A failed controller runs no command; a reset recovers it, with the timer stopped.
-    r.host.submit(0, host_type::command(spec::admin_opcode::keep_alive));
-    r.poll(5);
-    EXPECT_EQ(r.host.outstanding(0), 2U); // the Asynchronous Event Request and the Keep Alive
+    if constexpr (over_pcie<TypeParam>) {
+        r.host.submit(0, host_type::command(spec::admin_opcode::keep_alive));
+        r.poll(5);
+        EXPECT_EQ(r.host.outstanding(0), 2U); // the Asynchronous Event Request and the Keep Alive
+    } else {
+        // A message-based queue refuses the command when it is handed over.
+        EXPECT_THROW(r.host.submit(0, host_type::command(spec::admin_opcode::keep_alive)),
+                     nvmekit::testing::host_error);
+        r.poll(5);
+        EXPECT_EQ(r.host.outstanding(0), 1U); // the Asynchronous Event Request
+    }
     controller_reset(r);
     EXPECT_FALSE(r.csts().get(spec::csts_register::cfs));
     // The Error Information log survives the reset: the host reads why the controller failed.
@@ -75,9 +94,9 @@ TEST(admin_keep_alive, no_keep_alive_within_kato_fails_the_controller)
     EXPECT_FALSE(r.csts().get(spec::csts_register::cfs));
 }
 
-TEST(admin_keep_alive, keep_alive_commands_keep_the_controller_alive)
+TYPED_TEST(admin_keep_alive, keep_alive_commands_keep_the_controller_alive)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     ASSERT_EQ(set_feature(r, fid::keep_alive_timer, 1000).status(), spec::status::success());
     for (int i = 0; i < 20; ++i) {
@@ -94,9 +113,9 @@ TEST(admin_keep_alive, keep_alive_commands_keep_the_controller_alive)
     EXPECT_TRUE(r.csts().get(spec::csts_register::cfs));
 }
 
-TEST(admin_keep_alive, other_commands_do_not_restart_the_timer)
+TYPED_TEST(admin_keep_alive, other_commands_do_not_restart_the_timer)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     ASSERT_EQ(set_feature(r, fid::keep_alive_timer, 1000).status(), spec::status::success());
     r.clock.advance(600ms);
@@ -106,9 +125,9 @@ TEST(admin_keep_alive, other_commands_do_not_restart_the_timer)
     EXPECT_TRUE(r.csts().get(spec::csts_register::cfs));
 }
 
-TEST(admin_keep_alive, setting_kato_restarts_the_timer_and_zero_stops_it)
+TYPED_TEST(admin_keep_alive, setting_kato_restarts_the_timer_and_zero_stops_it)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     ASSERT_EQ(set_feature(r, fid::keep_alive_timer, 1000).status(), spec::status::success());
     r.clock.advance(800ms);
@@ -123,9 +142,9 @@ TEST(admin_keep_alive, setting_kato_restarts_the_timer_and_zero_stops_it)
     EXPECT_EQ(r.ctrl.errors().size(), 0U);
 }
 
-TEST(admin_keep_alive, without_kato_keep_alive_succeeds_and_nothing_expires)
+TYPED_TEST(admin_keep_alive, without_kato_keep_alive_succeeds_and_nothing_expires)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     EXPECT_EQ(r.host.admin(host_type::command(spec::admin_opcode::keep_alive)).status(),
               spec::status::success());
@@ -160,8 +179,6 @@ struct one_staging_buffer_traits : test_traits {
     static constexpr nvmekit::limits limits{.staging_buffers = 1};
 };
 
-using staging_rig = basic_rig<one_staging_buffer_traits>;
-
 [[nodiscard]] spec::submission_queue_entry abort_command(std::uint16_t sqid, std::uint16_t cid)
 {
     auto sqe = host_type::command(spec::admin_opcode::abort);
@@ -169,9 +186,9 @@ using staging_rig = basic_rig<one_staging_buffer_traits>;
     return sqe;
 }
 
-TEST(admin_abort, a_command_that_is_not_outstanding_is_not_aborted)
+TYPED_TEST(admin_abort, a_command_that_is_not_outstanding_is_not_aborted)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     for (const auto& [sqid, cid] :
          std::array<std::pair<std::uint16_t, std::uint16_t>, 3>{{{1, 0xbeef}, {0, 0x1234}, {7, 1}}}) {
@@ -181,9 +198,9 @@ TEST(admin_abort, a_command_that_is_not_outstanding_is_not_aborted)
     }
 }
 
-TEST(admin_abort, a_command_waiting_for_a_staging_buffer_is_aborted)
+TYPED_TEST(admin_abort, a_command_waiting_for_a_staging_buffer_is_aborted)
 {
-    staging_rig r;
+    rig_for<TypeParam, one_staging_buffer_traits> r;
     auto& ns =
         r.subsystem.add_namespace(nvmekit::testing::test_backend<>{r.clock, 1 << 20, 8, {.delay = 50ms}});
     r.host.bring_up();
@@ -193,9 +210,9 @@ TEST(admin_abort, a_command_waiting_for_a_staging_buffer_is_aborted)
     std::ranges::copy(pattern, r.memory.bytes(first_buffer, 4096).begin());
     std::ranges::copy(pattern, r.memory.bytes(second_buffer, 4096).begin());
     auto first = host_type::lba_command<spec::write_view>(spec::nvm_opcode::write, 1, 0, 8);
-    first.dptr = r.host.build_prps(first_buffer, 4096);
+    r.host.describe_data(first, first_buffer, 4096);
     auto second = host_type::lba_command<spec::write_view>(spec::nvm_opcode::write, 1, 8, 8);
-    second.dptr = r.host.build_prps(second_buffer, 4096);
+    r.host.describe_data(second, second_buffer, 4096);
     const auto first_cid = r.host.submit(1, first);
     const auto second_cid = r.host.submit(1, second);
     r.ctrl.poll(); // the first write holds the only staging buffer in the backend; the second waits
@@ -230,7 +247,7 @@ TEST(admin_abort, a_command_waiting_for_a_staging_buffer_is_aborted)
 
     // The queue still works: a write after the abort gets the staging buffer.
     auto third = host_type::lba_command<spec::write_view>(spec::nvm_opcode::write, 1, 8, 8);
-    third.dptr = r.host.build_prps(second_buffer, 4096);
+    r.host.describe_data(third, second_buffer, 4096);
     EXPECT_EQ(r.host.io(1, third).status(), spec::status::success());
     EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
 }
@@ -249,7 +266,7 @@ nvmekit::testing::completion namespace_attachment(Rig& r, std::uint32_t nsid, st
     }
     auto sqe = Rig::host_type::command(spec::admin_opcode::namespace_attachment, nsid);
     sqe.cdw10 = sel;
-    sqe.dptr = r.host.build_prps(buffer, 4096);
+    r.host.describe_data(sqe, buffer, 4096);
     return r.host.admin(sqe);
 }
 
@@ -308,7 +325,7 @@ spec::status write_blocks(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::u
     std::fill(span.begin(), span.end(), fill);
     auto sqe =
         Rig::host_type::template lba_command<spec::write_view>(spec::nvm_opcode::write, nsid, slba, blocks);
-    sqe.dptr = r.host.build_prps(buffer, bytes);
+    r.host.describe_data(sqe, buffer, bytes);
     return r.host.io(1, sqe).status();
 }
 
@@ -322,15 +339,15 @@ spec::status read_blocks(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::ui
     const auto span = r.memory.bytes(buffer, bytes);
     std::fill(span.begin(), span.end(), std::byte{0xcc});
     auto sqe = Rig::host_type::lba_command(spec::nvm_opcode::read, nsid, slba, blocks);
-    sqe.dptr = r.host.build_prps(buffer, bytes);
+    r.host.describe_data(sqe, buffer, bytes);
     const auto status = r.host.io(1, sqe).status();
     out.assign(span.begin(), span.end());
     return status;
 }
 
-TEST(admin_namespace_attachment, detach_and_attach_for_this_controller)
+TYPED_TEST(admin_namespace_attachment, detach_and_attach_for_this_controller)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{1 << 20});
     r.subsystem.add_namespace(nvmekit::ram_backend{1 << 20});
     r.host.bring_up();
@@ -364,9 +381,9 @@ TEST(admin_namespace_attachment, detach_and_attach_for_this_controller)
     EXPECT_EQ(changed.nsids[1], 0U);
 }
 
-TEST(admin_namespace_attachment, attaching_an_attached_namespace_is_refused)
+TYPED_TEST(admin_namespace_attachment, attaching_an_attached_namespace_is_refused)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{1 << 20});
     r.host.bring_up();
     EXPECT_EQ(attach(r, 1, {r.ctrl.controller_id()}).status(),
@@ -374,9 +391,9 @@ TEST(admin_namespace_attachment, attaching_an_attached_namespace_is_refused)
     EXPECT_EQ(active_namespaces(r), (std::vector<std::uint32_t>{1}));
 }
 
-TEST(admin_namespace_attachment, detaching_a_detached_namespace_is_refused)
+TYPED_TEST(admin_namespace_attachment, detaching_a_detached_namespace_is_refused)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{1 << 20});
     r.host.bring_up();
     ASSERT_EQ(detach(r, 1, {r.ctrl.controller_id()}).status(), spec::status::success());
@@ -385,9 +402,9 @@ TEST(admin_namespace_attachment, detaching_a_detached_namespace_is_refused)
     EXPECT_TRUE(active_namespaces(r).empty());
 }
 
-TEST(admin_namespace_attachment, an_invalid_controller_list_changes_nothing)
+TYPED_TEST(admin_namespace_attachment, an_invalid_controller_list_changes_nothing)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{1 << 20});
     r.host.bring_up();
     const std::uint16_t self = r.ctrl.controller_id();
@@ -403,9 +420,9 @@ TEST(admin_namespace_attachment, an_invalid_controller_list_changes_nothing)
     EXPECT_TRUE(r.subsystem.find(1)->attached_to(self));
 }
 
-TEST(admin_namespace_attachment, broadcast_unknown_nsid_and_reserved_select_are_invalid_field)
+TYPED_TEST(admin_namespace_attachment, broadcast_unknown_nsid_and_reserved_select_are_invalid_field)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{1 << 20});
     r.host.bring_up();
     const std::uint16_t self = r.ctrl.controller_id();
@@ -418,11 +435,11 @@ TEST(admin_namespace_attachment, broadcast_unknown_nsid_and_reserved_select_are_
     EXPECT_EQ(active_namespaces(r), (std::vector<std::uint32_t>{1}));
 }
 
-TEST(admin_namespace_attachment, a_list_naming_another_controller_changes_only_that_controller)
+TYPED_TEST(admin_namespace_attachment, a_list_naming_another_controller_changes_only_that_controller)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{1 << 20});
-    rig::controller_type other{r.dma, r.msix, r.clock, r.subsystem};
+    typename TypeParam::controller_type other{r.dma, r.msix, r.clock, r.subsystem};
     r.host.bring_up();
     const std::uint16_t self = r.ctrl.controller_id();
     const std::uint16_t other_id = other.controller_id();
@@ -460,9 +477,9 @@ format_command(std::uint32_t nsid, std::uint8_t lbaf, bool extended = false,
 
 constexpr std::uint64_t namespace_bytes = 1 << 20;
 
-TEST(admin_format, a_new_lba_format_shows_in_identify_namespace_and_old_data_reads_zero)
+TYPED_TEST(admin_format, a_new_lba_format_shows_in_identify_namespace_and_old_data_reads_zero)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
     r.host.bring_up();
     ASSERT_EQ(write_blocks(r, 1, 0, 16, std::byte{0x5a}), spec::status::success());
@@ -492,9 +509,9 @@ TEST(admin_format, a_new_lba_format_shows_in_identify_namespace_and_old_data_rea
     EXPECT_EQ(data, std::vector<std::byte>(4096));
 }
 
-TEST(admin_format, mset_selects_extended_or_separate_metadata)
+TYPED_TEST(admin_format, mset_selects_extended_or_separate_metadata)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
     r.host.bring_up();
 
@@ -511,7 +528,7 @@ TEST(admin_format, mset_selects_extended_or_separate_metadata)
     }
     const std::vector<std::byte> written(span.begin(), span.end());
     auto write = host_type::lba_command<spec::write_view>(spec::nvm_opcode::write, 1, 10, 2);
-    write.dptr = r.host.build_prps(buffer, 1040);
+    r.host.describe_data(write, buffer, 1040);
     ASSERT_EQ(r.host.io(1, write).status(), spec::status::success());
     std::vector<std::byte> data;
     ASSERT_EQ(read_blocks(r, 1, 10, 2, data, 520), spec::status::success());
@@ -536,9 +553,9 @@ TEST(admin_format, mset_selects_extended_or_separate_metadata)
     EXPECT_FALSE(id.flbas.get(spec::formatted_lba_size::extended_metadata));
 }
 
-TEST(admin_format, unsupported_formats_and_protection_are_invalid_format)
+TYPED_TEST(admin_format, unsupported_formats_and_protection_are_invalid_format)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
     r.host.bring_up();
     ASSERT_EQ(write_blocks(r, 1, 0, 1, std::byte{0x99}), spec::status::success());
@@ -563,9 +580,9 @@ TEST(admin_format, unsupported_formats_and_protection_are_invalid_format)
     EXPECT_EQ(data, std::vector<std::byte>(512, std::byte{0x99})); // nothing was erased
 }
 
-TEST(admin_format, cryptographic_and_reserved_secure_erase_are_invalid_field)
+TYPED_TEST(admin_format, cryptographic_and_reserved_secure_erase_are_invalid_field)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
     r.host.bring_up();
     ASSERT_EQ(write_blocks(r, 1, 0, 1, std::byte{0x99}), spec::status::success());
@@ -581,9 +598,9 @@ TEST(admin_format, cryptographic_and_reserved_secure_erase_are_invalid_field)
     EXPECT_EQ(data, std::vector<std::byte>(512, std::byte{0x99}));
 }
 
-TEST(admin_format, broadcast_nsid_formats_every_attached_namespace)
+TYPED_TEST(admin_format, broadcast_nsid_formats_every_attached_namespace)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
     r.subsystem.add_namespace(nvmekit::ram_backend{2 * namespace_bytes});
     r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes}, {}, 7);
@@ -628,9 +645,9 @@ TEST(admin_format, broadcast_nsid_formats_every_attached_namespace)
     EXPECT_EQ(kept, expected);
 }
 
-TEST(admin_format, an_nsid_not_attached_is_invalid_namespace)
+TYPED_TEST(admin_format, an_nsid_not_attached_is_invalid_namespace)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
     r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
     r.host.bring_up();
@@ -669,7 +686,7 @@ nvmekit::testing::completion download(Rig& r, std::span<const std::byte> piece, 
     std::ranges::copy(piece, r.memory.bytes(buffer, piece.size()).begin());
     auto sqe = Rig::host_type::command(spec::admin_opcode::firmware_image_download);
     spec::firmware_image_download_view{.dword_count = piece.size() / 4, .offset_bytes = offset}.encode(sqe);
-    sqe.dptr = r.host.build_prps(buffer, piece.size());
+    r.host.describe_data(sqe, buffer, piece.size());
     return r.host.admin(sqe);
 }
 
@@ -694,13 +711,7 @@ spec::firmware_slot_log firmware_log(Rig& r)
 template <typename Rig>
 std::string identify_firmware_revision(Rig& r)
 {
-    std::vector<std::byte> out;
-    EXPECT_TRUE(
-        r.host.admin_read(Rig::host_type::identify_command(spec::cns::identify_controller, 0, 0), 4096, out)
-            .ok());
-    spec::identify_controller id{};
-    std::memcpy(&id, out.data(), sizeof(id));
-    return std::string{id.firmware_revision()};
+    return std::string{identify_controller(r).firmware_revision()};
 }
 
 /// AFI (active slot, next slot) and FRS1-FRS2 as one comparable value.
@@ -727,20 +738,21 @@ slot_state slots(Rig& r)
             std::string{log.revision(2)}};
 }
 
-TEST(admin_firmware, identify_reports_two_slots_and_the_initial_revision)
+TYPED_TEST(admin_firmware, identify_reports_two_slots_and_the_initial_revision)
 {
-    rig r;
-    const auto up = r.host.bring_up();
-    EXPECT_EQ(up.identify.frmw.get(spec::firmware_updates::slot_count), 2U);
-    EXPECT_FALSE(up.identify.frmw.get(spec::firmware_updates::slot1_read_only));
-    EXPECT_FALSE(up.identify.frmw.get(spec::firmware_updates::activation_without_reset));
-    EXPECT_EQ(up.identify.firmware_revision(), "0.1.0");
+    TypeParam r;
+    r.host.bring_up();
+    const auto identify = identify_controller(r);
+    EXPECT_EQ(identify.frmw.get(spec::firmware_updates::slot_count), 2U);
+    EXPECT_FALSE(identify.frmw.get(spec::firmware_updates::slot1_read_only));
+    EXPECT_FALSE(identify.frmw.get(spec::firmware_updates::activation_without_reset));
+    EXPECT_EQ(identify.firmware_revision(), "0.1.0");
     EXPECT_EQ(slots(r), (slot_state{1, 0, "0.1.0", ""}));
 }
 
-TEST(admin_firmware, replace_stores_the_image_without_activating_it)
+TYPED_TEST(admin_firmware, replace_stores_the_image_without_activating_it)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     const auto image = firmware_image("FWREV002");
     ASSERT_EQ(download(r, image).status(), spec::status::success());
@@ -785,9 +797,9 @@ TEST(admin_firmware, replace_and_activate_on_reset_runs_the_image_after_a_contro
     EXPECT_EQ(slots(r), (slot_state{1, 0, "0.1.0", "FW-3.0.1"}));
 }
 
-TEST(admin_firmware, replace_and_activate_now_asks_for_a_controller_reset)
+TYPED_TEST(admin_firmware, replace_and_activate_now_asks_for_a_controller_reset)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     ASSERT_EQ(download(r, firmware_image("NOWNOW01")).status(), spec::status::success());
     // The commit was done; the status says the activation waits. No DNR: nvme-cli matches the
@@ -817,9 +829,9 @@ TEST(admin_firmware, an_nvm_subsystem_reset_also_activates_the_pending_image)
     EXPECT_EQ(slots(r), (slot_state{2, 0, "0.1.0", "NSSR0001"}));
 }
 
-TEST(admin_firmware, commit_without_a_download_is_invalid_firmware_image)
+TYPED_TEST(admin_firmware, commit_without_a_download_is_invalid_firmware_image)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     const auto invalid_image = dnr(spec::command_specific_status::invalid_firmware_image);
     EXPECT_EQ(commit(r, 2, action::replace).status(), invalid_image);
@@ -842,9 +854,9 @@ TEST(admin_firmware, commit_without_a_download_is_invalid_firmware_image)
     EXPECT_EQ(slots(r), (slot_state{1, 0, "0.1.0", "ONCE0001"}));
 }
 
-TEST(admin_firmware, a_reset_discards_an_uncommitted_download)
+TYPED_TEST(admin_firmware, a_reset_discards_an_uncommitted_download)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     ASSERT_EQ(download(r, firmware_image("LOST0001")).status(), spec::status::success());
     controller_reset(r);
@@ -852,9 +864,9 @@ TEST(admin_firmware, a_reset_discards_an_uncommitted_download)
               dnr(spec::command_specific_status::invalid_firmware_image));
 }
 
-TEST(admin_firmware, slot_zero_lets_the_controller_choose)
+TYPED_TEST(admin_firmware, slot_zero_lets_the_controller_choose)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     ASSERT_EQ(download(r, firmware_image("CHOSEN01")).status(), spec::status::success());
     EXPECT_EQ(commit(r, 0, action::replace).status(), spec::status::success());
@@ -866,9 +878,9 @@ TEST(admin_firmware, slot_zero_lets_the_controller_choose)
     EXPECT_EQ(identify_firmware_revision(r), "CHOSEN01");
 }
 
-TEST(admin_firmware, slots_beyond_the_count_and_boot_partitions_are_refused)
+TYPED_TEST(admin_firmware, slots_beyond_the_count_and_boot_partitions_are_refused)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     ASSERT_EQ(download(r, firmware_image("SLOTS001")).status(), spec::status::success());
     const auto invalid_slot = dnr(spec::command_specific_status::invalid_firmware_slot);
@@ -887,9 +899,9 @@ TEST(admin_firmware, slots_beyond_the_count_and_boot_partitions_are_refused)
     EXPECT_EQ(slots(r), (slot_state{1, 0, "0.1.0", "SLOTS001"}));
 }
 
-TEST(admin_firmware, pieces_may_arrive_out_of_order_but_not_overlap)
+TYPED_TEST(admin_firmware, pieces_may_arrive_out_of_order_but_not_overlap)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     const auto image = firmware_image("PIECES01", 12288);
     const std::span<const std::byte> all{image};
@@ -906,9 +918,9 @@ TEST(admin_firmware, pieces_may_arrive_out_of_order_but_not_overlap)
     EXPECT_EQ(slots(r), (slot_state{1, 0, "0.1.0", "PIECES01"}));
 }
 
-TEST(admin_firmware, a_piece_at_offset_zero_restarts_the_download)
+TYPED_TEST(admin_firmware, a_piece_at_offset_zero_restarts_the_download)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     const auto old_image = firmware_image("OLDIMAGE", 8192);
     ASSERT_EQ(download(r, std::span{old_image}.first(4096)).status(), spec::status::success());
@@ -917,13 +929,13 @@ TEST(admin_firmware, a_piece_at_offset_zero_restarts_the_download)
     EXPECT_EQ(slots(r), (slot_state{1, 0, "0.1.0", "NEWIMAGE"}));
 }
 
-TEST(admin_firmware, large_pieces_up_to_mdts_are_taken_whole)
+TYPED_TEST(admin_firmware, large_pieces_up_to_mdts_are_taken_whole)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     const auto image = firmware_image("BIGIMAGE", 256 * 1024);
     const std::span<const std::byte> all{image};
-    ASSERT_EQ(rig::controller_type::limits.max_transfer_bytes(), 128U * 1024U);
+    ASSERT_EQ(TypeParam::controller_type::limits.max_transfer_bytes(), 128U * 1024U);
     EXPECT_EQ(download(r, all.first(32 * 1024)).status(), spec::status::success());
     EXPECT_EQ(download(r, all.subspan(32 * 1024, 96 * 1024), 32 * 1024).status(), spec::status::success());
     EXPECT_EQ(download(r, all.subspan(128 * 1024, 128 * 1024), 128 * 1024).status(), spec::status::success());
@@ -931,9 +943,9 @@ TEST(admin_firmware, large_pieces_up_to_mdts_are_taken_whole)
     EXPECT_EQ(slots(r), (slot_state{1, 0, "0.1.0", "BIGIMAGE"}));
 }
 
-TEST(admin_firmware, pieces_beyond_mdts_or_the_largest_image_are_invalid_field)
+TYPED_TEST(admin_firmware, pieces_beyond_mdts_or_the_largest_image_are_invalid_field)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     const auto image = firmware_image("TOOLARGE", 128 * 1024 + 4);
     EXPECT_EQ(download(r, image).status(), dnr(spec::generic_status::invalid_field)); // above MDTS

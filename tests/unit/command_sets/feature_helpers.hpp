@@ -1,11 +1,17 @@
 #pragma once
-// Set/Get Features and a Controller Level Reset through the in-process host, for the admin
-// command set's tests.
+// Set/Get Features, Identify Controller and a Controller Level Reset through the rig's host (over
+// PCIe or the loopback transport), for the admin command set's tests.
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
 
 #include <nvmekit/spec/features.hpp>
-#include <nvmekit/testing/host.hpp>
+#include <nvmekit/spec/identify.hpp>
+#include <nvmekit/testing/host_base.hpp>
 
 namespace nvmekit_test {
 
@@ -23,6 +29,21 @@ nvmekit::testing::completion set_feature(Rig& r, nvmekit::spec::feature_id featu
                                          bool save = false)
 {
     return r.host.admin(Rig::host_type::set_features_command(feature, cdw11, save));
+}
+
+/// The Identify Controller data structure (CNS 01h).
+template <typename Rig>
+nvmekit::spec::identify_controller identify_controller(Rig& r)
+{
+    std::vector<std::byte> out;
+    EXPECT_TRUE(
+        r.host
+            .admin_read(Rig::host_type::identify_command(nvmekit::spec::cns::identify_controller, 0, 0),
+                        sizeof(nvmekit::spec::identify_controller), out)
+            .ok());
+    nvmekit::spec::identify_controller data{};
+    std::memcpy(&data, out.data(), sizeof(data));
+    return data;
 }
 
 /// A Controller Level Reset the way Linux does it: CC.EN = 0, wait for RDY = 0, CC.EN = 1, wait

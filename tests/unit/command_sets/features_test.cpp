@@ -34,6 +34,14 @@ using namespace std::chrono_literals;
 using select = spec::feature_select;
 using fid = spec::feature_id;
 
+// ---- suites over both transports ---------------------------------------------------------------
+
+// Set and Get Features run over PCIe and over the loopback transport; a reset written straight to
+// the CC register stays a TEST() over PCIe.
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_features);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_timestamp);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_host_behavior);
+
 /// Current, default, saved and supported-capabilities DW0 of one feature, each checked to succeed.
 struct feature_values {
     std::uint32_t current = 0;
@@ -93,9 +101,9 @@ const std::array<saveable_feature, 7> saveable_features{{
 
 // ---- Get / Set Features through the controller ------------------------------------------------------
 
-TEST(admin_features, saveable_features_report_every_select_before_any_set)
+TYPED_TEST(admin_features, saveable_features_report_every_select_before_any_set)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     for (const auto& f : saveable_features) {
         SCOPED_TRACE(spec::name(f.feature));
@@ -104,9 +112,9 @@ TEST(admin_features, saveable_features_report_every_select_before_any_set)
     }
 }
 
-TEST(admin_features, set_with_save_changes_current_and_saved_and_keeps_the_default)
+TYPED_TEST(admin_features, set_with_save_changes_current_and_saved_and_keeps_the_default)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     for (const auto& f : saveable_features) {
         SCOPED_TRACE(spec::name(f.feature));
@@ -118,9 +126,9 @@ TEST(admin_features, set_with_save_changes_current_and_saved_and_keeps_the_defau
     }
 }
 
-TEST(admin_features, set_without_save_changes_only_the_current_value)
+TYPED_TEST(admin_features, set_without_save_changes_only_the_current_value)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     for (const auto& f : saveable_features) {
         SCOPED_TRACE(spec::name(f.feature));
@@ -130,9 +138,9 @@ TEST(admin_features, set_without_save_changes_only_the_current_value)
     }
 }
 
-TEST(admin_features, saved_values_survive_a_controller_reset_and_unsaved_ones_revert)
+TYPED_TEST(admin_features, saved_values_survive_a_controller_reset_and_unsaved_ones_revert)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     for (const auto& f : saveable_features) {
         // Saved `first`, then `second` as the current value only.
@@ -148,9 +156,9 @@ TEST(admin_features, saved_values_survive_a_controller_reset_and_unsaved_ones_re
     }
 }
 
-TEST(admin_features, unsaved_values_revert_to_the_default_at_a_controller_reset)
+TYPED_TEST(admin_features, unsaved_values_revert_to_the_default_at_a_controller_reset)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     for (const auto& f : saveable_features) {
         ASSERT_EQ(set_feature(r, f.feature, f.first).status(), spec::status::success());
@@ -180,9 +188,9 @@ TEST(admin_features, saved_values_also_survive_a_reset_by_cc_en_writes)
     EXPECT_EQ(get_feature(r, fid::volatile_write_cache, select::current).cqe.dw0, 1U);
 }
 
-TEST(admin_features, a_saved_value_can_be_saved_again)
+TYPED_TEST(admin_features, a_saved_value_can_be_saved_again)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     ASSERT_EQ(set_feature(r, fid::temperature_threshold, 350, true).status(), spec::status::success());
     ASSERT_EQ(set_feature(r, fid::temperature_threshold, 360, true).status(), spec::status::success());
@@ -190,9 +198,9 @@ TEST(admin_features, a_saved_value_can_be_saved_again)
     EXPECT_EQ(read_feature(r, fid::temperature_threshold), (feature_values{360, 343, 360, saveable}));
 }
 
-TEST(admin_features, a_failed_set_with_save_changes_neither_value)
+TYPED_TEST(admin_features, a_failed_set_with_save_changes_neither_value)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     // Power state 1 does not exist (NPSS 0); DULBE is not supported.
     EXPECT_EQ(set_feature(r, fid::power_management, 0x01, true).status(),
@@ -213,9 +221,9 @@ TEST(admin_features, a_failed_set_with_save_changes_neither_value)
         .raw;
 }
 
-TEST(admin_features, every_temperature_threshold_is_saved_on_its_own)
+TYPED_TEST(admin_features, every_temperature_threshold_is_saved_on_its_own)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     const auto over = spec::threshold_type::over;
     const auto under = spec::threshold_type::under;
@@ -232,9 +240,9 @@ TEST(admin_features, every_temperature_threshold_is_saved_on_its_own)
                               saveable}));
 }
 
-TEST(admin_features, thresholds_exist_only_for_the_sensors_the_smart_log_reports)
+TYPED_TEST(admin_features, thresholds_exist_only_for_the_sensors_the_smart_log_reports)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     // The SMART / Health log reports the Composite Temperature and no Temperature Sensor 1-8.
     std::vector<std::byte> log;
@@ -269,9 +277,9 @@ TEST(admin_features, thresholds_exist_only_for_the_sensors_the_smart_log_reports
               threshold(0, over, 351));
 }
 
-TEST(admin_features, save_on_a_feature_that_is_not_saveable_is_refused)
+TYPED_TEST(admin_features, save_on_a_feature_that_is_not_saveable_is_refused)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     const auto not_saveable = dnr(spec::command_specific_status::feature_not_saveable);
     EXPECT_EQ(set_feature(r, fid::keep_alive_timer, 1000, true).status(), not_saveable);
@@ -283,7 +291,7 @@ TEST(admin_features, save_on_a_feature_that_is_not_saveable_is_refused)
     stamp.set_milliseconds(123456);
     r.memory.store(buffer, stamp);
     auto set_timestamp = host_type::set_features_command(fid::timestamp, 0, true);
-    set_timestamp.dptr.prp1 = buffer;
+    r.host.describe_data(set_timestamp, buffer, sizeof(stamp));
     EXPECT_EQ(r.host.admin(set_timestamp).status(), not_saveable);
     std::vector<std::byte> out;
     ASSERT_TRUE(
@@ -296,7 +304,7 @@ TEST(admin_features, save_on_a_feature_that_is_not_saveable_is_refused)
     behavior.acre = 1;
     r.memory.store(buffer, behavior);
     auto set_behavior = host_type::set_features_command(fid::host_behavior_support, 0, true);
-    set_behavior.dptr.prp1 = buffer;
+    r.host.describe_data(set_behavior, buffer, sizeof(behavior));
     EXPECT_EQ(r.host.admin(set_behavior).status(), not_saveable);
     ASSERT_TRUE(r.host
                     .admin_read(host_type::get_features_command(fid::host_behavior_support, select::current),
@@ -305,9 +313,9 @@ TEST(admin_features, save_on_a_feature_that_is_not_saveable_is_refused)
     EXPECT_EQ(out[0], std::byte{0});
 }
 
-TEST(admin_features, features_that_are_not_saveable_report_changeable_only)
+TYPED_TEST(admin_features, features_that_are_not_saveable_report_changeable_only)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     for (const fid feature : {fid::timestamp, fid::keep_alive_timer, fid::host_behavior_support}) {
         SCOPED_TRACE(spec::name(feature));
@@ -317,11 +325,11 @@ TEST(admin_features, features_that_are_not_saveable_report_changeable_only)
     }
 }
 
-TEST(admin_features, keep_alive_timeout_is_rounded_to_the_granularity_and_not_saved)
+TYPED_TEST(admin_features, keep_alive_timeout_is_rounded_to_the_granularity_and_not_saved)
 {
-    rig r;
-    const auto up = r.host.bring_up();
-    EXPECT_EQ(up.identify.kas, 1U); // 100 ms
+    TypeParam r;
+    r.host.bring_up();
+    EXPECT_EQ(identify_controller(r).kas, 1U); // 100 ms
     EXPECT_EQ(set_feature(r, fid::keep_alive_timer, 1550).status(), spec::status::success());
     EXPECT_EQ(read_feature(r, fid::keep_alive_timer), (feature_values{1600, 0, 0, changeable}));
     controller_reset(r);
@@ -352,7 +360,7 @@ nvmekit::testing::completion set_timestamp(Rig& r, std::uint64_t milliseconds, s
     const auto buffer = r.host.allocate(4096);
     r.memory.store(buffer, data);
     auto sqe = Rig::host_type::set_features_command(fid::timestamp, 0);
-    sqe.dptr.prp1 = buffer;
+    r.host.describe_data(sqe, buffer, sizeof(data));
     return r.host.admin(sqe);
 }
 
@@ -364,9 +372,9 @@ spec::timestamp_data timestamp_of(std::uint64_t milliseconds, spec::timestamp_or
     return data;
 }
 
-TEST(admin_timestamp, counts_from_the_controller_reset_until_the_host_sets_it)
+TYPED_TEST(admin_timestamp, counts_from_the_controller_reset_until_the_host_sets_it)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     r.clock.advance(10s);
     const auto before = get_timestamp(r, select::current);
@@ -379,9 +387,9 @@ TEST(admin_timestamp, counts_from_the_controller_reset_until_the_host_sets_it)
               timestamp_of(at_first_read + 1234, spec::timestamp_origin::reset));
 }
 
-TEST(admin_timestamp, a_set_timestamp_round_trips_and_advances_with_the_clock)
+TYPED_TEST(admin_timestamp, a_set_timestamp_round_trips_and_advances_with_the_clock)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     constexpr std::uint64_t set_to = 1'700'000'000'123;
     ASSERT_EQ(set_timestamp(r, set_to).status(), spec::status::success());
@@ -397,17 +405,17 @@ TEST(admin_timestamp, a_set_timestamp_round_trips_and_advances_with_the_clock)
               timestamp_of(set_to + 2501, spec::timestamp_origin::set_features));
 }
 
-TEST(admin_timestamp, reserved_attribute_bytes_of_a_set_are_ignored)
+TYPED_TEST(admin_timestamp, reserved_attribute_bytes_of_a_set_are_ignored)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     ASSERT_EQ(set_timestamp(r, 5000, 0xff, 0xff).status(), spec::status::success());
     EXPECT_EQ(get_timestamp(r, select::current), timestamp_of(5000, spec::timestamp_origin::set_features));
 }
 
-TEST(admin_timestamp, default_and_saved_are_the_count_since_reset)
+TYPED_TEST(admin_timestamp, default_and_saved_are_the_count_since_reset)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     ASSERT_EQ(set_timestamp(r, 1'000'000).status(), spec::status::success());
     const auto since_reset = get_timestamp(r, select::default_value);
@@ -416,24 +424,24 @@ TEST(admin_timestamp, default_and_saved_are_the_count_since_reset)
     EXPECT_EQ(get_timestamp(r, select::saved), since_reset);
 }
 
-TEST(admin_timestamp, supported_capabilities_transfers_no_data)
+TYPED_TEST(admin_timestamp, supported_capabilities_transfers_no_data)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     const auto buffer = r.host.allocate(4096);
     const std::array<std::uint8_t, 8> marker{0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5};
     r.memory.store(buffer, marker);
     auto sqe = host_type::get_features_command(fid::timestamp, select::supported_capabilities);
-    sqe.dptr.prp1 = buffer;
+    r.host.describe_data(sqe, buffer, sizeof(marker));
     const auto result = r.host.admin(sqe);
     EXPECT_EQ(result.status(), spec::status::success());
     EXPECT_EQ(result.cqe.dw0, changeable);
-    EXPECT_EQ(r.memory.load<decltype(marker)>(buffer), marker);
+    EXPECT_EQ(r.memory.template load<decltype(marker)>(buffer), marker);
 }
 
-TEST(admin_timestamp, a_controller_reset_restarts_the_count_with_origin_reset)
+TYPED_TEST(admin_timestamp, a_controller_reset_restarts_the_count_with_origin_reset)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     ASSERT_EQ(set_timestamp(r, 1'700'000'000'000).status(), spec::status::success());
     r.clock.advance(5s);
@@ -458,17 +466,17 @@ spec::host_behavior_support get_host_behavior(Rig& r, select sel)
 template <typename Rig>
 nvmekit::testing::completion set_host_behavior(Rig& r, const spec::host_behavior_support& data)
 {
-    // A buffer that crosses a page: the 512 bytes are split between PRP1 and PRP2.
+    // A buffer that crosses a page: over PCIe the 512 bytes are split between PRP1 and PRP2.
     const auto buffer = r.host.allocate(8192) + 4096 - 256;
     r.memory.store(buffer, data);
     auto sqe = Rig::host_type::set_features_command(fid::host_behavior_support, 0);
-    sqe.dptr = r.host.build_prps(buffer, sizeof(data));
+    r.host.describe_data(sqe, buffer, sizeof(data));
     return r.host.admin(sqe);
 }
 
-TEST(admin_host_behavior, the_data_buffer_round_trips_without_reserved_bytes)
+TYPED_TEST(admin_host_behavior, the_data_buffer_round_trips_without_reserved_bytes)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     EXPECT_EQ(get_host_behavior(r, select::current), spec::host_behavior_support{});
     spec::host_behavior_support data{};
@@ -491,9 +499,9 @@ TEST(admin_host_behavior, the_data_buffer_round_trips_without_reserved_bytes)
     EXPECT_EQ(get_host_behavior(r, select::current), expected);
 }
 
-TEST(admin_host_behavior, a_reserved_value_is_invalid_field_and_changes_nothing)
+TYPED_TEST(admin_host_behavior, a_reserved_value_is_invalid_field_and_changes_nothing)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     spec::host_behavior_support data{};
     data.acre = 1;
@@ -508,9 +516,9 @@ TEST(admin_host_behavior, a_reserved_value_is_invalid_field_and_changes_nothing)
     EXPECT_EQ(get_host_behavior(r, select::current), data);
 }
 
-TEST(admin_host_behavior, a_controller_reset_reverts_to_the_default)
+TYPED_TEST(admin_host_behavior, a_controller_reset_reverts_to_the_default)
 {
-    rig r;
+    TypeParam r;
     r.host.bring_up();
     spec::host_behavior_support data{};
     data.acre = 1;
@@ -519,9 +527,9 @@ TEST(admin_host_behavior, a_controller_reset_reverts_to_the_default)
     EXPECT_EQ(get_host_behavior(r, select::current), spec::host_behavior_support{});
 }
 
-TEST(admin_features, a_saved_async_event_configuration_is_in_effect_after_a_reset)
+TYPED_TEST(admin_features, a_saved_async_event_configuration_is_in_effect_after_a_reset)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{1 << 20});
     r.host.bring_up();
     const auto notices = spec::async_event_configuration{}.with(

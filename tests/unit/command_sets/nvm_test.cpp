@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <system_error>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -143,16 +144,16 @@ completion write_blocks(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::uin
 {
     auto sqe = write_command(nsid, slba, blocks, fua);
     const auto buffer = host_buffer(r, data);
-    sqe.dptr = r.host.build_prps(buffer, data.size());
+    r.host.describe_data(sqe, buffer, data.size());
     std::uint64_t metadata_buffer = 0;
     if (!metadata.empty()) {
         metadata_buffer = host_buffer(r, metadata);
         sqe.mptr = metadata_buffer;
     }
     const auto result = r.host.io(1, sqe);
-    r.memory.deallocate(buffer);
+    r.host.release(buffer);
     if (metadata_buffer != 0) {
-        r.memory.deallocate(metadata_buffer);
+        r.host.release(metadata_buffer);
     }
     return result;
 }
@@ -172,7 +173,7 @@ read_result read_blocks(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::uin
     auto sqe = lba(spec::nvm_opcode::read, nsid, slba, blocks);
     // Filled with a marker, so a read that leaves the buffer alone is seen.
     const auto buffer = host_buffer(r, std::vector<std::byte>(data_bytes, std::byte{0xa5}));
-    sqe.dptr = r.host.build_prps(buffer, data_bytes);
+    r.host.describe_data(sqe, buffer, data_bytes);
     std::uint64_t metadata_buffer = 0;
     if (metadata_bytes != 0) {
         metadata_buffer = host_buffer(r, std::vector<std::byte>(metadata_bytes, std::byte{0xa5}));
@@ -181,9 +182,9 @@ read_result read_blocks(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::uin
     read_result result{r.host.io(1, sqe), r.snapshot(buffer, data_bytes), {}};
     if (metadata_buffer != 0) {
         result.metadata = r.snapshot(metadata_buffer, metadata_bytes);
-        r.memory.deallocate(metadata_buffer);
+        r.host.release(metadata_buffer);
     }
-    r.memory.deallocate(buffer);
+    r.host.release(buffer);
     return result;
 }
 
@@ -193,16 +194,16 @@ completion compare_blocks(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::u
 {
     auto sqe = lba<spec::compare_view>(spec::nvm_opcode::compare, nsid, slba, blocks);
     const auto buffer = host_buffer(r, data);
-    sqe.dptr = r.host.build_prps(buffer, data.size());
+    r.host.describe_data(sqe, buffer, data.size());
     std::uint64_t metadata_buffer = 0;
     if (!metadata.empty()) {
         metadata_buffer = host_buffer(r, metadata);
         sqe.mptr = metadata_buffer;
     }
     const auto result = r.host.io(1, sqe);
-    r.memory.deallocate(buffer);
+    r.host.release(buffer);
     if (metadata_buffer != 0) {
-        r.memory.deallocate(metadata_buffer);
+        r.host.release(metadata_buffer);
     }
     return result;
 }
@@ -258,9 +259,9 @@ completion dataset_management(Rig& r, std::uint32_t nsid,
         .encode(sqe);
     const auto bytes = std::as_bytes(ranges);
     const auto buffer = host_buffer(r, bytes);
-    sqe.dptr = r.host.build_prps(buffer, bytes.size());
+    r.host.describe_data(sqe, buffer, bytes.size());
     const auto result = r.host.io(1, sqe);
-    r.memory.deallocate(buffer);
+    r.host.release(buffer);
     return result;
 }
 
@@ -292,9 +293,9 @@ completion copy(Rig& r, std::uint32_t nsid, std::uint64_t destination,
     auto sqe = copy_command(nsid, destination, ranges.size(), format, fua);
     const auto bytes = std::as_bytes(ranges);
     const auto buffer = host_buffer(r, bytes);
-    sqe.dptr = r.host.build_prps(buffer, bytes.size());
+    r.host.describe_data(sqe, buffer, bytes.size());
     const auto result = r.host.io(1, sqe);
-    r.memory.deallocate(buffer);
+    r.host.release(buffer);
     return result;
 }
 
@@ -358,11 +359,27 @@ std::vector<completion> reap_all(Rig& r, std::uint16_t cqid, std::size_t count,
     return out;
 }
 
+// ---- suites over both transports ---------------------------------------------------------------
+
+// The tests of a command set run over PCIe and over the loopback transport; those about PRPs,
+// SGL segments in host memory, queue deletion or register-level resets stay TEST()s over PCIe.
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(nvm_read_write);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(nvm_errors);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(nvm_flush);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(nvm_write_zeroes);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(nvm_dataset_management);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(nvm_compare);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(nvm_verify);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(nvm_write_uncorrectable);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(nvm_copy);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(nvm_staging);
+NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(nvm_async);
+
 // ---- Read and Write -------------------------------------------------------------------------------
 
-TEST(nvm_read_write, multi_page_write_reads_back_exactly)
+TYPED_TEST(nvm_read_write, multi_page_write_reads_back_exactly)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{capacity});
     r.host.bring_up();
     const auto data = pattern(16 * 512, 1); // two pages: PRP1 + PRP2
@@ -394,25 +411,25 @@ TEST(nvm_read_write, full_mdts_transfer_through_a_prp_list_with_an_offset)
     EXPECT_EQ(back.data, data);
 }
 
-TEST(nvm_read_write, transfer_above_mdts_is_invalid_field)
+TYPED_TEST(nvm_read_write, transfer_above_mdts_is_invalid_field)
 {
-    async_rig r;
+    rig_for<TypeParam, async_traits> r;
     auto& ns = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64});
     r.host.bring_up();
     const std::size_t bytes = (std::size_t{mdts_blocks_512} + 1) * 512;
     const auto buffer = r.host.allocate(bytes);
     for (const auto opcode : {spec::nvm_opcode::read, spec::nvm_opcode::write, spec::nvm_opcode::compare}) {
         auto sqe = lba(opcode, 1, 0, mdts_blocks_512 + 1);
-        sqe.dptr = r.host.build_prps(buffer, bytes);
+        r.host.describe_data(sqe, buffer, bytes);
         EXPECT_EQ(r.host.io(1, sqe).status(), dnr(spec::generic_status::invalid_field))
             << static_cast<int>(opcode);
     }
     EXPECT_TRUE(ns.backend().records().empty());
 }
 
-TEST(nvm_read_write, fua_reaches_the_backend_and_a_disabled_write_cache_makes_every_write_fua)
+TYPED_TEST(nvm_read_write, fua_reaches_the_backend_and_a_disabled_write_cache_makes_every_write_fua)
 {
-    async_rig r;
+    rig_for<TypeParam, async_traits> r;
     auto& ns = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.volatile_cache = true}});
     auto& backend = ns.backend();
     r.host.bring_up();
@@ -469,18 +486,18 @@ template <typename Rig>
         r.memory.store(buffer, dsm_range(0, 1));
         auto sqe = host_type::command(opcode, nsid);
         spec::dataset_management_view{.range_count = 1, .deallocate = true}.encode(sqe);
-        sqe.dptr.prp1 = buffer;
+        r.host.describe_data(sqe, buffer, sizeof(spec::dataset_management_range));
         return sqe;
     }
     case spec::nvm_opcode::copy: {
         r.memory.store(buffer, copy_range(0, 1));
         auto sqe = copy_command(nsid, 8, 1);
-        sqe.dptr.prp1 = buffer;
+        r.host.describe_data(sqe, buffer, sizeof(spec::copy_source_range));
         return sqe;
     }
     default: {
         auto sqe = lba(opcode, nsid, 0, 1);
-        sqe.dptr.prp1 = buffer;
+        r.host.describe_data(sqe, buffer, 512);
         return sqe;
     }
     }
@@ -496,9 +513,9 @@ constexpr std::array all_nvm_opcodes{spec::nvm_opcode::flush,
                                      spec::nvm_opcode::verify,
                                      spec::nvm_opcode::copy};
 
-TEST(nvm_errors, every_command_refuses_a_namespace_that_is_missing_or_not_attached)
+TYPED_TEST(nvm_errors, every_command_refuses_a_namespace_that_is_missing_or_not_attached)
 {
-    async_rig r;
+    rig_for<TypeParam, async_traits> r;
     auto& ns1 = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.volatile_cache = true}});
     auto& ns2 = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.volatile_cache = true}});
     r.host.bring_up();
@@ -530,9 +547,9 @@ TEST(nvm_errors, every_command_refuses_a_namespace_that_is_missing_or_not_attach
     EXPECT_EQ(entry.status(), dnr(spec::generic_status::invalid_namespace_or_format));
 }
 
-TEST(nvm_errors, lba_ranges_past_the_namespace_are_out_of_range)
+TYPED_TEST(nvm_errors, lba_ranges_past_the_namespace_are_out_of_range)
 {
-    async_rig r;
+    rig_for<TypeParam, async_traits> r;
     auto& ns = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64});
     r.host.bring_up();
     ASSERT_EQ(ns.block_count(), blocks_512);
@@ -551,7 +568,7 @@ TEST(nvm_errors, lba_ranges_past_the_namespace_are_out_of_range)
             auto sqe = lba(opcode, 1, slba, blocks);
             if (opcode != spec::nvm_opcode::verify && opcode != spec::nvm_opcode::write_zeroes &&
                 opcode != spec::nvm_opcode::write_uncorrectable) {
-                sqe.dptr = r.host.build_prps(buffer, std::size_t{blocks} * 512);
+                r.host.describe_data(sqe, buffer, std::size_t{blocks} * 512);
             }
             EXPECT_EQ(r.host.io(1, sqe).status(), dnr(spec::generic_status::lba_out_of_range))
                 << "opcode " << static_cast<int>(opcode) << " slba " << slba;
@@ -663,9 +680,9 @@ TEST(nvm_read_write, sgl_data_blocks_and_bit_buckets)
 
 // ---- Flush ----------------------------------------------------------------------------------------
 
-TEST(nvm_flush, specific_namespace_broadcast_and_namespaces_without_a_cache)
+TYPED_TEST(nvm_flush, specific_namespace_broadcast_and_namespaces_without_a_cache)
 {
-    async_rig r;
+    rig_for<TypeParam, async_traits> r;
     auto& cached = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.volatile_cache = true}});
     auto& uncached =
         r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.volatile_cache = false}});
@@ -702,9 +719,9 @@ TEST(nvm_flush, specific_namespace_broadcast_and_namespaces_without_a_cache)
 
 // ---- Write Zeroes ----------------------------------------------------------------------------------
 
-TEST(nvm_write_zeroes, with_and_without_deallocate_reads_back_zeroes)
+TYPED_TEST(nvm_write_zeroes, with_and_without_deallocate_reads_back_zeroes)
 {
-    async_rig r;
+    rig_for<TypeParam, async_traits> r;
     auto& ns = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64});
     auto& backend = ns.backend();
     r.host.bring_up();
@@ -732,9 +749,9 @@ TEST(nvm_write_zeroes, with_and_without_deallocate_reads_back_zeroes)
 
 // ---- Dataset Management -----------------------------------------------------------------------------
 
-TEST(nvm_dataset_management, deallocated_ranges_read_back_as_zeroes)
+TYPED_TEST(nvm_dataset_management, deallocated_ranges_read_back_as_zeroes)
 {
-    async_rig r;
+    rig_for<TypeParam, async_traits> r;
     auto& ns = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64});
     auto& backend = ns.backend();
     r.host.bring_up();
@@ -753,9 +770,9 @@ TEST(nvm_dataset_management, deallocated_ranges_read_back_as_zeroes)
     EXPECT_EQ(read_blocks(r, 1, 0, 16, expected.size()).data, expected);
 }
 
-TEST(nvm_dataset_management, out_of_range_ranges_change_nothing)
+TYPED_TEST(nvm_dataset_management, out_of_range_ranges_change_nothing)
 {
-    async_rig r;
+    rig_for<TypeParam, async_traits> r;
     auto& ns = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64});
     auto& backend = ns.backend();
     r.host.bring_up();
@@ -771,9 +788,9 @@ TEST(nvm_dataset_management, out_of_range_ranges_change_nothing)
     EXPECT_EQ(read_blocks(r, 1, 0, 16, data.size()).data, data);
 }
 
-TEST(nvm_dataset_management, without_deallocate_is_a_hint_and_changes_nothing)
+TYPED_TEST(nvm_dataset_management, without_deallocate_is_a_hint_and_changes_nothing)
 {
-    async_rig r;
+    rig_for<TypeParam, async_traits> r;
     auto& ns = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64});
     auto& backend = ns.backend();
     r.host.bring_up();
@@ -787,9 +804,9 @@ TEST(nvm_dataset_management, without_deallocate_is_a_hint_and_changes_nothing)
     EXPECT_EQ(read_blocks(r, 1, 0, 8, data.size()).data, data);
 }
 
-TEST(nvm_dataset_management, all_256_ranges_and_a_bad_range_pointer)
+TYPED_TEST(nvm_dataset_management, all_256_ranges_and_a_bad_range_pointer)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{capacity});
     r.host.bring_up();
     const auto data = pattern(512 * 512, 10);
@@ -812,17 +829,19 @@ TEST(nvm_dataset_management, all_256_ranges_and_a_bad_range_pointer)
     }
     auto sqe = host_type::command(spec::nvm_opcode::dataset_management, 1);
     spec::dataset_management_view{.range_count = 4, .deallocate = true}.encode(sqe);
-    sqe.dptr.prp1 = 0x40000; // not host memory
+    r.host.describe_data(sqe, 0x40000, 4 * sizeof(spec::dataset_management_range)); // not host memory
     EXPECT_EQ(r.host.io(1, sqe).status(), dnr(spec::generic_status::data_transfer_error));
-    sqe.dptr.prp1 = r.host.allocate(4096) + 1;
-    EXPECT_EQ(r.host.io(1, sqe).status(), dnr(spec::generic_status::prp_offset_invalid));
+    if constexpr (over_pcie<TypeParam>) {
+        sqe.dptr.prp1 = r.host.allocate(4096) + 1;
+        EXPECT_EQ(r.host.io(1, sqe).status(), dnr(spec::generic_status::prp_offset_invalid));
+    }
 }
 
 // ---- Compare and Verify -------------------------------------------------------------------------------
 
-TEST(nvm_compare, match_mismatch_and_bad_pointers)
+TYPED_TEST(nvm_compare, match_mismatch_and_bad_pointers)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{capacity});
     r.host.bring_up();
     const auto data = pattern(16 * 512, 11);
@@ -838,17 +857,19 @@ TEST(nvm_compare, match_mismatch_and_bad_pointers)
     EXPECT_EQ(compare_blocks(r, 1, 41, 16, data).status(), dnr(spec::media_status::compare_failure));
 
     auto sqe = lba<spec::compare_view>(spec::nvm_opcode::compare, 1, 40, 8);
-    sqe.dptr.prp1 = 0x50000; // not host memory
+    r.host.describe_data(sqe, 0x50000, 4096); // not host memory
     EXPECT_EQ(r.host.io(1, sqe).status(), dnr(spec::generic_status::data_transfer_error));
-    sqe.dptr.prp1 = r.host.allocate(4096) + 3;
-    EXPECT_EQ(r.host.io(1, sqe).status(), dnr(spec::generic_status::prp_offset_invalid));
+    if constexpr (over_pcie<TypeParam>) {
+        sqe.dptr.prp1 = r.host.allocate(4096) + 3;
+        EXPECT_EQ(r.host.io(1, sqe).status(), dnr(spec::generic_status::prp_offset_invalid));
+    }
     // The data is unchanged by the compares.
     EXPECT_EQ(read_blocks(r, 1, 40, 16, data.size()).data, data);
 }
 
-TEST(nvm_verify, reads_the_media_without_a_transfer)
+TYPED_TEST(nvm_verify, reads_the_media_without_a_transfer)
 {
-    async_rig r;
+    rig_for<TypeParam, async_traits> r;
     auto& ns = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64});
     auto& backend = ns.backend();
     r.host.bring_up();
@@ -866,9 +887,9 @@ TEST(nvm_verify, reads_the_media_without_a_transfer)
 
 // ---- Write Uncorrectable --------------------------------------------------------------------------------
 
-TEST(nvm_write_uncorrectable, blocks_fail_reads_until_rewritten)
+TYPED_TEST(nvm_write_uncorrectable, blocks_fail_reads_until_rewritten)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{capacity});
     r.host.bring_up();
     const auto data = pattern(16 * 512, 12);
@@ -931,9 +952,9 @@ TEST(nvm_write_uncorrectable, blocks_fail_reads_until_rewritten)
 
 // ---- Copy -------------------------------------------------------------------------------------------------
 
-TEST(nvm_copy, single_and_several_ranges)
+TYPED_TEST(nvm_copy, single_and_several_ranges)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{capacity});
     r.host.bring_up();
     const auto data = pattern(64 * 512, 14);
@@ -965,9 +986,9 @@ TEST(nvm_copy, single_and_several_ranges)
     }
 }
 
-TEST(nvm_copy, destination_overlapping_a_source_gets_the_source_data)
+TYPED_TEST(nvm_copy, destination_overlapping_a_source_gets_the_source_data)
 {
-    rig r;
+    TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{capacity});
     r.host.bring_up();
     const auto data = pattern(16 * 512, 15);
@@ -980,9 +1001,9 @@ TEST(nvm_copy, destination_overlapping_a_source_gets_the_source_data)
     EXPECT_EQ(part(back.data, 6144, 2048), part(data, 6144, 2048));
 }
 
-TEST(nvm_copy, limits_ranges_and_descriptor_format)
+TYPED_TEST(nvm_copy, limits_ranges_and_descriptor_format)
 {
-    async_rig r;
+    rig_for<TypeParam, async_traits> r;
     auto& ns = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64});
     auto& backend = ns.backend();
     r.host.bring_up();
@@ -1017,7 +1038,7 @@ TEST(nvm_copy, limits_ranges_and_descriptor_format)
 
     // A bad pointer to the source ranges.
     auto sqe = copy_command(1, 100, 1);
-    sqe.dptr.prp1 = 0x60000;
+    r.host.describe_data(sqe, 0x60000, sizeof(spec::copy_source_range)); // not host memory
     EXPECT_EQ(r.host.io(1, sqe).status(), dnr(spec::generic_status::data_transfer_error));
 
     // Backend failures while reading and while writing.
@@ -1041,12 +1062,21 @@ struct format_case {
     bool extended;
 };
 
-class nvm_lba_format : public ::testing::TestWithParam<format_case> {};
-
-TEST_P(nvm_lba_format, data_and_metadata_round_trip_through_every_command)
+[[nodiscard]] std::string format_name(const format_case& format)
 {
-    const auto [format, extended] = GetParam();
-    async_rig r;
+    return "lbaf" + std::to_string(format.lba_format) + (format.extended ? "_extended" : "_separate");
+}
+
+constexpr std::array all_format_cases{format_case{0, false}, format_case{0, true},  format_case{1, false},
+                                      format_case{1, true},  format_case{2, false}, format_case{2, true},
+                                      format_case{3, false}, format_case{3, true}};
+
+/// Data and metadata of LBA format `format` through every command, over `Rig`'s transport.
+template <typename Rig>
+void round_trip_through_every_command(format_case format_and_layout)
+{
+    const auto [format, extended] = format_and_layout;
+    Rig r;
     auto& ns = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64},
                                          {.lba_format = format, .extended_metadata = extended});
     auto& backend = ns.backend();
@@ -1132,6 +1162,31 @@ TEST_P(nvm_lba_format, data_and_metadata_round_trip_through_every_command)
               dnr(spec::generic_status::lba_out_of_range));
 }
 
+/// An LBA format and the transport to run it over.
+using format_over_transport = std::tuple<format_case, bool /* loopback */>;
+
+class nvm_lba_format_over_transports : public ::testing::TestWithParam<format_over_transport> {};
+
+TEST_P(nvm_lba_format_over_transports, data_and_metadata_round_trip_through_every_command)
+{
+    const auto [format, loopback] = GetParam();
+    if (loopback) {
+        round_trip_through_every_command<loopback_rig<async_traits>>(format);
+    } else {
+        round_trip_through_every_command<basic_rig<async_traits>>(format);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(formats, nvm_lba_format_over_transports,
+                         ::testing::Combine(::testing::ValuesIn(all_format_cases), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<format_over_transport>& info) {
+                             return format_name(std::get<0>(info.param)) +
+                                    (std::get<1>(info.param) ? "_loopback" : "_pcie");
+                         });
+
+/// The PRP and SGL data pointers with metadata in host memory: over PCIe only.
+class nvm_lba_format : public ::testing::TestWithParam<format_case> {};
+
 TEST_P(nvm_lba_format, sgl_data_with_a_byte_aligned_metadata_buffer)
 {
     const auto [format, extended] = GetParam();
@@ -1172,21 +1227,17 @@ TEST_P(nvm_lba_format, sgl_data_with_a_byte_aligned_metadata_buffer)
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(formats, nvm_lba_format,
-                         ::testing::Values(format_case{0, false}, format_case{0, true}, format_case{1, false},
-                                           format_case{1, true}, format_case{2, false}, format_case{2, true},
-                                           format_case{3, false}, format_case{3, true}),
+INSTANTIATE_TEST_SUITE_P(formats, nvm_lba_format, ::testing::ValuesIn(all_format_cases),
                          [](const ::testing::TestParamInfo<format_case>& info) {
-                             return "lbaf" + std::to_string(info.param.lba_format) +
-                                    (info.param.extended ? "_extended" : "_separate");
+                             return format_name(info.param);
                          });
 
 // ---- staging buffers
 // ----------------------------------------------------------------------------------------
 
-TEST(nvm_staging, commands_wait_for_the_one_staging_buffer_and_all_complete)
+TYPED_TEST(nvm_staging, commands_wait_for_the_one_staging_buffer_and_all_complete)
 {
-    staging_rig r;
+    rig_for<TypeParam, staging_traits> r;
     auto& ns = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.delay = 200us}},
                                          {.lba_format = 1, .extended_metadata = false});
     r.host.bring_up();
@@ -1199,7 +1250,7 @@ TEST(nvm_staging, commands_wait_for_the_one_staging_buffer_and_all_complete)
         metadata.push_back(pattern(8 * 8, 80 + static_cast<unsigned>(i)));
         auto sqe = write_command(1, 16U * static_cast<unsigned>(i), 8);
         const auto buffer = host_buffer(r, data.back());
-        sqe.dptr = r.host.build_prps(buffer, 4096);
+        r.host.describe_data(sqe, buffer, 4096);
         sqe.mptr = host_buffer(r, metadata.back());
         cids.push_back(r.host.submit(1, sqe));
     }
@@ -1222,22 +1273,22 @@ TEST(nvm_staging, commands_wait_for_the_one_staging_buffer_and_all_complete)
         auto sqe = lba(spec::nvm_opcode::read, 1, 16U * static_cast<unsigned>(i), 8);
         read_buffers.push_back(r.host.allocate(4096));
         metadata_buffers.push_back(r.host.allocate(64));
-        sqe.dptr = r.host.build_prps(read_buffers.back(), 4096);
+        r.host.describe_data(sqe, read_buffers.back(), 4096);
         sqe.mptr = metadata_buffers.back();
         cids.push_back(r.host.submit(1, sqe));
     }
     auto compare = lba<spec::compare_view>(spec::nvm_opcode::compare, 1, 0, 8);
-    compare.dptr = r.host.build_prps(host_buffer(r, data[0]), 4096);
+    r.host.describe_data(compare, host_buffer(r, data[0]), 4096);
     compare.mptr = host_buffer(r, metadata[0]);
     cids.push_back(r.host.submit(1, compare));
     const std::array ranges{copy_range(16, 8)};
     auto copy_sqe = copy_command(1, 200, 1);
-    copy_sqe.dptr.prp1 = host_buffer(r, std::as_bytes(std::span{ranges}));
+    r.host.describe_data(copy_sqe, host_buffer(r, std::as_bytes(std::span{ranges})), sizeof(ranges));
     cids.push_back(r.host.submit(1, copy_sqe));
     const std::array dsm{dsm_range(48, 8)};
     auto dsm_sqe = host_type::command(spec::nvm_opcode::dataset_management, 1);
     spec::dataset_management_view{.range_count = 1, .deallocate = true}.encode(dsm_sqe);
-    dsm_sqe.dptr.prp1 = host_buffer(r, std::as_bytes(std::span{dsm}));
+    r.host.describe_data(dsm_sqe, host_buffer(r, std::as_bytes(std::span{dsm})), sizeof(dsm));
     cids.push_back(r.host.submit(1, dsm_sqe));
     const auto second = reap_all(r, 1, cids.size());
     ASSERT_EQ(second.size(), cids.size());
@@ -1319,9 +1370,9 @@ TEST(nvm_staging, deleting_the_queue_drops_commands_waiting_for_a_buffer)
 
 // ---- asynchronous completion ------------------------------------------------------------------------------
 
-TEST(nvm_async, completions_arrive_in_backend_order_with_their_command_ids)
+TYPED_TEST(nvm_async, completions_arrive_in_backend_order_with_their_command_ids)
 {
-    async_rig r;
+    rig_for<TypeParam, async_traits> r;
     auto& ns = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64});
     auto& backend = ns.backend();
     r.host.bring_up();
@@ -1336,7 +1387,7 @@ TEST(nvm_async, completions_arrive_in_backend_order_with_their_command_ids)
     for (std::uint64_t block = 0; block < 8; ++block) {
         auto sqe = lba(spec::nvm_opcode::read, 1, block, 1);
         buffers.push_back(r.host.allocate(512));
-        sqe.dptr.prp1 = buffers.back();
+        r.host.describe_data(sqe, buffers.back(), 512);
         cids.push_back(r.host.submit(1, sqe));
     }
     r.ctrl.poll();
@@ -1357,9 +1408,9 @@ TEST(nvm_async, completions_arrive_in_backend_order_with_their_command_ids)
     EXPECT_EQ(r.ctrl.io_outstanding(), 0U);
 }
 
-TEST(nvm_async, jittered_commands_on_two_queues_all_complete)
+TYPED_TEST(nvm_async, jittered_commands_on_two_queues_all_complete)
 {
-    async_rig r;
+    rig_for<TypeParam, async_traits> r;
     auto& ns = r.subsystem.add_namespace(
         test_backend<>{r.clock, capacity, 256, {.delay = 50us, .jitter = 2ms, .seed = 7}});
     r.host.bring_up({.io_queue_pairs = 2});
@@ -1369,7 +1420,7 @@ TEST(nvm_async, jittered_commands_on_two_queues_all_complete)
         const auto qid = static_cast<std::uint16_t>(1 + i % 2);
         data.push_back(pattern(1024, static_cast<unsigned>(130 + i)));
         auto sqe = write_command(1, 2 * i, 2);
-        sqe.dptr.prp1 = host_buffer(r, data.back());
+        r.host.describe_data(sqe, host_buffer(r, data.back()), data.back().size());
         which[{qid, r.host.submit(qid, sqe)}] = i;
     }
     std::vector<completion> done;
@@ -1508,9 +1559,9 @@ TEST(nvm_async, commands_of_a_reset_controller_finish_silently_after_it_is_enabl
     EXPECT_EQ(read_blocks(r, 1, 0, 1, 512).data, data);
 }
 
-TEST(nvm_async, backend_failures_map_to_nvme_statuses)
+TYPED_TEST(nvm_async, backend_failures_map_to_nvme_statuses)
 {
-    async_rig r;
+    rig_for<TypeParam, async_traits> r;
     auto& ns = r.subsystem.add_namespace(test_backend<>{r.clock, capacity, 64, {.delay = 100us}});
     auto& backend = ns.backend();
     r.host.bring_up();

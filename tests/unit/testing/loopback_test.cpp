@@ -248,7 +248,9 @@ TEST(loopback, asynchronous_event_on_a_namespace_change)
         r.host
             .admin(host_type::set_features_command(spec::feature_id::async_event_configuration, notices.raw))
             .ok());
-    const auto aer = r.host.submit(0, host_type::async_event_request_command());
+    // bring_up() posted an Asynchronous Event Request, as a fabrics host does.
+    ASSERT_TRUE(r.host.async_event_request_cid().has_value());
+    const auto aer = *r.host.async_event_request_cid();
     EXPECT_TRUE(r.host.reap(0).empty()); // outstanding until an event
     r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
     const auto event = r.host.wait_for(0, aer);
