@@ -35,33 +35,11 @@ constexpr std::uint64_t kib = 1024;
 
 using nvmekit_test::aligned_buffer;
 using nvmekit_test::outcome;
+using nvmekit_test::pattern;
+using nvmekit_test::read_bytes;
 using nvmekit_test::run;
-
-block_status write_bytes(file_backend& backend, std::uint64_t offset, std::span<std::byte> bytes,
-                         bool fua = false)
-{
-    const std::array segments{io_segment{bytes.data(), bytes.size()}};
-    return run(backend, block_operation::write, offset, bytes.size(), segments, fua).status;
-}
-
-std::vector<std::byte> read_bytes(file_backend& backend, std::uint64_t offset, std::size_t length)
-{
-    std::vector<std::byte> bytes(length, std::byte{0xee});
-    const std::array segments{io_segment{bytes.data(), bytes.size()}};
-    EXPECT_EQ(run(backend, block_operation::read, offset, length, segments).status, block_status::success);
-    return bytes;
-}
-
-std::vector<std::byte> pattern(std::size_t length, std::uint8_t seed)
-{
-    std::vector<std::byte> bytes(length);
-    for (std::size_t i = 0; i < length; ++i) {
-        bytes[i] = static_cast<std::byte>((i * 13 + seed) % 251 + 1);
-    }
-    return bytes;
-}
-
-std::vector<std::byte> zeros(std::size_t length) { return std::vector<std::byte>(length, std::byte{0}); }
+using nvmekit_test::write_bytes;
+using nvmekit_test::zeros;
 
 class file_backend_test : public ::testing::Test {
 protected:

@@ -38,30 +38,12 @@ constexpr std::uint64_t kib = 1024;
 
 using nvmekit_test::aligned_buffer;
 using nvmekit_test::outcome;
+using nvmekit_test::pattern;
+using nvmekit_test::read_bytes;
+using nvmekit_test::write_bytes;
+using nvmekit_test::zeros;
 
-/// A request with its outcome, submitted and polled to completion by finish().
-struct pending {
-    outcome result;
-    block_request request;
-
-    pending(block_operation operation, std::uint64_t offset, std::uint64_t length,
-            std::span<const io_segment> segments = {}, bool force_unit_access = false)
-        : request{.operation = operation,
-                  .force_unit_access = force_unit_access,
-                  .offset = offset,
-                  .length = length,
-                  .segments = segments,
-                  .complete =
-                      [](block_request& done, block_status status) {
-                          auto* self = static_cast<outcome*>(done.context);
-                          ++self->calls;
-                          self->status = status;
-                      },
-                  .context = &result}
-    {}
-    pending(const pending&) = delete;
-    pending& operator=(const pending&) = delete;
-};
+using pending = nvmekit_test::recorded_request;
 
 /// Polls until `done` holds, for at most 10 s.
 template <typename Predicate>
@@ -74,43 +56,15 @@ void poll_until(uring_backend& backend, Predicate done)
     ASSERT_TRUE(done()) << "the backend did not complete in 10 s";
 }
 
-/// Submits one request, polls until it completes, and returns its outcome.
+/// Runs one request to completion; nothing is outstanding afterwards.
 outcome run(uring_backend& backend, block_operation operation, std::uint64_t offset, std::uint64_t length,
             std::span<const io_segment> segments = {}, bool force_unit_access = false)
 {
-    pending one{operation, offset, length, segments, force_unit_access};
-    backend.submit(one.request);
-    poll_until(backend, [&] { return one.result.calls != 0; });
-    EXPECT_EQ(one.result.calls, 1);
+    const outcome result =
+        nvmekit_test::run_polled(backend, operation, offset, length, segments, force_unit_access);
     EXPECT_EQ(backend.outstanding(), 0U);
-    return one.result;
+    return result;
 }
-
-block_status write_bytes(uring_backend& backend, std::uint64_t offset, std::span<std::byte> bytes,
-                         bool fua = false)
-{
-    const std::array segments{io_segment{bytes.data(), bytes.size()}};
-    return run(backend, block_operation::write, offset, bytes.size(), segments, fua).status;
-}
-
-std::vector<std::byte> read_bytes(uring_backend& backend, std::uint64_t offset, std::size_t length)
-{
-    std::vector<std::byte> bytes(length, std::byte{0xee});
-    const std::array segments{io_segment{bytes.data(), bytes.size()}};
-    EXPECT_EQ(run(backend, block_operation::read, offset, length, segments).status, block_status::success);
-    return bytes;
-}
-
-std::vector<std::byte> pattern(std::size_t length, std::uint8_t seed)
-{
-    std::vector<std::byte> bytes(length);
-    for (std::size_t i = 0; i < length; ++i) {
-        bytes[i] = static_cast<std::byte>((i * 13 + seed) % 251 + 1);
-    }
-    return bytes;
-}
-
-std::vector<std::byte> zeros(std::size_t length) { return std::vector<std::byte>(length, std::byte{0}); }
 
 uring_backend_options sized(std::uint64_t bytes, unsigned ring_entries = 128)
 {
