@@ -72,10 +72,8 @@ struct page_aligned_allocator {
     {
         return static_cast<T*>(::operator new(count * sizeof(T), alignment));
     }
-    void deallocate(T* pointer, std::size_t count) noexcept
-    {
-        ::operator delete(pointer, count * sizeof(T), alignment);
-    }
+    // Unsized: clang 14 declares the sized forms only with -fsized-deallocation.
+    void deallocate(T* pointer, std::size_t /*count*/) noexcept { ::operator delete(pointer, alignment); }
     friend bool operator==(const page_aligned_allocator& /*left*/,
                            const page_aligned_allocator& /*right*/) noexcept
     {
