@@ -4,6 +4,7 @@
 /// polls a backend that completes later until it does), page-aligned buffers for O_DIRECT, and
 /// temporary files (in scratch_directory.hpp's directory, where O_DIRECT works).
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -119,6 +121,59 @@ inline std::vector<std::byte> zeros(std::size_t length)
 {
     return std::vector<std::byte>(length, std::byte{0});
 }
+
+/// Writes 3000 and 5000 bytes from two segments at offset 1000 and reads them back in one piece;
+/// returns the 8000 bytes written.
+template <typename Backend>
+std::vector<std::byte> expect_two_segment_round_trip(Backend& backend)
+{
+    auto first = pattern(3000, 2);
+    auto second = pattern(5000, 3);
+    const std::array segments{nvmekit::io_segment{first.data(), first.size()},
+                              nvmekit::io_segment{second.data(), second.size()}};
+    EXPECT_EQ(run_polled(backend, nvmekit::block_operation::write, 1000, 8000, segments).status,
+              nvmekit::block_status::success);
+    std::vector<std::byte> expected(first.size() + second.size());
+    std::copy(second.begin(), second.end(), std::copy(first.begin(), first.end(), expected.begin()));
+    EXPECT_EQ(read_bytes(backend, 1000, 8000), expected);
+    return expected;
+}
+
+/// A test with a temporary file of its own at `path_` (in the scratch directory), removed after it.
+class temporary_file_test : public ::testing::Test {
+protected:
+    void SetUp() override { path_ = make_temporary_file("nvmekit_backend"); }
+    void TearDown() override { ::unlink(path_.c_str()); }
+
+    [[nodiscard]] struct stat file_status() const
+    {
+        struct stat status {};
+        EXPECT_EQ(::stat(path_.c_str(), &status), 0);
+        return status;
+    }
+
+    /// On a backend of 256 KiB over `path_`: 256 KiB written with FUA, then the middle 128 KiB
+    /// deallocated by fallocate (not by writing zeros): the file loses those blocks, keeps its
+    /// size, and the range reads back as zeros.
+    template <typename Backend>
+    void expect_deallocate_punches_a_hole(Backend& backend)
+    {
+        constexpr std::uint64_t kib = 1024;
+        auto data = pattern(256 * kib, 9);
+        ASSERT_EQ(write_bytes(backend, 0, data, true), nvmekit::block_status::success);
+        const blkcnt_t blocks_before = file_status().st_blocks;
+        EXPECT_EQ(run_polled(backend, nvmekit::block_operation::deallocate, 64 * kib, 128 * kib).status,
+                  nvmekit::block_status::success);
+        EXPECT_EQ(backend.zero_fill_count(), 0U);
+        EXPECT_EQ(file_status().st_blocks, blocks_before - 128 * 1024 / 512);
+        EXPECT_EQ(file_status().st_size, 256 * 1024);
+        std::vector<std::byte> expected = data;
+        std::fill(expected.begin() + 64 * kib, expected.begin() + 192 * kib, std::byte{0});
+        EXPECT_EQ(read_bytes(backend, 0, 256 * kib), expected);
+    }
+
+    std::string path_;
+};
 
 struct aligned_deleter {
     void operator()(std::byte* bytes) const noexcept { std::free(bytes); }

@@ -71,20 +71,7 @@ uring_backend_options sized(std::uint64_t bytes, unsigned ring_entries = 128)
     return {.file = {.create_size = bytes}, .ring_entries = ring_entries};
 }
 
-class uring_backend_test : public ::testing::Test {
-protected:
-    void SetUp() override { path_ = nvmekit_test::make_temporary_file("nvmekit_uring_backend"); }
-    void TearDown() override { ::unlink(path_.c_str()); }
-
-    [[nodiscard]] struct stat file_status() const
-    {
-        struct stat status {};
-        EXPECT_EQ(::stat(path_.c_str(), &status), 0);
-        return status;
-    }
-
-    std::string path_;
-};
+class uring_backend_test : public nvmekit_test::temporary_file_test {};
 
 } // namespace
 
@@ -125,14 +112,7 @@ TEST_F(uring_backend_test, requests_complete_in_a_later_poll)
 TEST_F(uring_backend_test, writes_and_reads_with_several_segments_and_discards)
 {
     uring_backend backend{path_, sized(64 * kib)};
-    auto first = pattern(3000, 2);
-    auto second = pattern(5000, 3);
-    const std::array segments{io_segment{first.data(), first.size()},
-                              io_segment{second.data(), second.size()}};
-    EXPECT_EQ(run(backend, block_operation::write, 1000, 8000, segments).status, block_status::success);
-    std::vector<std::byte> expected(first.size() + second.size());
-    std::copy(second.begin(), second.end(), std::copy(first.begin(), first.end(), expected.begin()));
-    EXPECT_EQ(read_bytes(backend, 1000, 8000), expected);
+    const auto expected = nvmekit_test::expect_two_segment_round_trip(backend);
 
     std::vector<std::byte> kept(100, std::byte{0xee});
     std::vector<std::byte> tail(40, std::byte{0xee});
@@ -221,16 +201,7 @@ TEST_F(uring_backend_test, without_a_volatile_cache_nothing_syncs)
 TEST_F(uring_backend_test, deallocate_punches_a_hole_that_reads_back_zeros)
 {
     uring_backend backend{path_, sized(256 * kib)};
-    auto data = pattern(256 * kib, 8);
-    ASSERT_EQ(write_bytes(backend, 0, data, true), block_status::success);
-    const blkcnt_t blocks_before = file_status().st_blocks;
-    EXPECT_EQ(run(backend, block_operation::deallocate, 64 * kib, 128 * kib).status, block_status::success);
-    EXPECT_EQ(backend.zero_fill_count(), 0U);
-    EXPECT_EQ(file_status().st_blocks, blocks_before - 128 * 1024 / 512);
-    EXPECT_EQ(file_status().st_size, 256 * 1024);
-    std::vector<std::byte> expected = data;
-    std::fill(expected.begin() + 64 * kib, expected.begin() + 192 * kib, std::byte{0});
-    EXPECT_EQ(read_bytes(backend, 0, 256 * kib), expected);
+    expect_deallocate_punches_a_hole(backend);
 }
 
 TEST_F(uring_backend_test, write_zeroes_reads_back_zeros_with_and_without_fallocate)
