@@ -43,36 +43,12 @@ constexpr std::uint64_t file_bytes = std::uint64_t{1} << 20;
 TEST(controller_file_backend, flushed_data_survives_the_controller_and_the_subsystem)
 {
     temporary_file file;
-    const auto first = pattern(8 * 512, 1);
-    const auto second = pattern(16 * 512, 2);
-    {
-        rig r;
-        r.subsystem.add_namespace(nvmekit::file_backend{file.path(), {.create_size = file_bytes}});
-        r.host.bring_up();
-        ASSERT_EQ(write_blocks(r, 3, first), spec::status::success());
-        ASSERT_EQ(write_blocks(r, 1000, second), spec::status::success());
-        EXPECT_EQ(file_of(r).sync_count(), 0U); // the writes sit in the volatile write cache
-        EXPECT_EQ(flush(r), spec::status::success());
-        EXPECT_EQ(file_of(r).sync_count(), 1U);
-        EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
-        EXPECT_EQ(r.ctrl.io_outstanding(), 0U);
-    }
-    // The bytes are in the file, at block n * 512.
-    EXPECT_EQ(file.read(3 * 512, first.size()), first);
-    EXPECT_EQ(file.read(1000 * 512, second.size()), second);
-
-    rig r;
-    auto& ns = r.subsystem.add_namespace(nvmekit::file_backend{file.path()});
-    EXPECT_EQ(ns.block_count(), file_bytes / 512);
-    r.host.bring_up();
-    std::vector<std::byte> data;
-    EXPECT_EQ(read_blocks(r, 3, 8, data), spec::status::success());
-    EXPECT_EQ(data, first);
-    EXPECT_EQ(read_blocks(r, 1000, 16, data), spec::status::success());
-    EXPECT_EQ(data, second);
-    EXPECT_EQ(read_blocks(r, 11, 4, data), spec::status::success());
-    EXPECT_EQ(data, std::vector<std::byte>(4 * 512)); // never written: zeros
-    EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
+    expect_flushed_data_survives<nvmekit::file_backend>(
+        file,
+        [&] {
+            return nvmekit::file_backend{file.path(), {.create_size = file_bytes}};
+        },
+        [&] { return nvmekit::file_backend{file.path()}; });
 }
 
 TEST(controller_file_backend, separate_metadata_survives_reopening_the_file)

@@ -49,33 +49,9 @@ constexpr nvmekit::testing::host_options patient_host{.max_polls = 5'000'000};
 TEST(controller_uring_backend, flushed_data_survives_the_controller)
 {
     temporary_file file;
-    const auto first = pattern(8 * 512, 1);
-    const auto second = pattern(16 * 512, 2);
-    {
-        rig r;
-        r.subsystem.add_namespace(make_backend(file));
-        r.host.bring_up(patient_host);
-        ASSERT_EQ(write_blocks(r, 3, first), spec::status::success());
-        ASSERT_EQ(write_blocks(r, 1000, second), spec::status::success());
-        EXPECT_EQ(uring_of(r).sync_count(), 0U);
-        EXPECT_EQ(flush(r), spec::status::success());
-        EXPECT_EQ(uring_of(r).sync_count(), 1U);
-        EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
-        EXPECT_EQ(r.ctrl.io_outstanding(), 0U);
-    }
-    EXPECT_EQ(file.read(3 * 512, first.size()), first);
-    EXPECT_EQ(file.read(1000 * 512, second.size()), second);
-
-    rig r;
-    r.subsystem.add_namespace(nvmekit::uring_backend{file.path()});
-    r.host.bring_up(patient_host);
-    std::vector<std::byte> data;
-    EXPECT_EQ(read_blocks(r, 3, 8, data), spec::status::success());
-    EXPECT_EQ(data, first);
-    EXPECT_EQ(read_blocks(r, 1000, 16, data), spec::status::success());
-    EXPECT_EQ(data, second);
-    EXPECT_EQ(read_blocks(r, 11, 4, data), spec::status::success());
-    EXPECT_EQ(data, std::vector<std::byte>(4 * 512));
+    expect_flushed_data_survives<nvmekit::uring_backend>(
+        file, [&] { return make_backend(file); }, [&] { return nvmekit::uring_backend{file.path()}; },
+        patient_host);
 }
 
 TEST(controller_uring_backend, fua_writes_are_dsync_and_shutdown_flushes)

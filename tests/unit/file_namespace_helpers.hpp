@@ -112,4 +112,44 @@ inline nvmekit::spec::status read_blocks(rig& r, std::uint64_t slba, std::uint32
     return r.host.io(1, host_type::command(nvmekit::spec::nvm_opcode::flush, nsid)).status();
 }
 
+/// Writes two ranges through a controller on `make()`'s backend (a `Backend`, which counts its
+/// syncs in sync_count()) and flushes; then the bytes are in `file`, at block n * 512, and a
+/// second controller on `reopen()`'s backend reads them back, and never-written blocks as zeros.
+template <typename Backend, typename Make, typename Reopen>
+void expect_flushed_data_survives(const temporary_file& file, Make make, Reopen reopen,
+                                  const nvmekit::testing::host_options& host = {})
+{
+    namespace spec = nvmekit::spec;
+    const auto first = pattern(8 * 512, 1);
+    const auto second = pattern(16 * 512, 2);
+    {
+        rig r;
+        auto& ns = r.subsystem.add_namespace(make());
+        r.host.bring_up(host);
+        const auto syncs = [&] { return ns.backend().template get_if<Backend>()->sync_count(); };
+        ASSERT_EQ(write_blocks(r, 3, first), spec::status::success());
+        ASSERT_EQ(write_blocks(r, 1000, second), spec::status::success());
+        EXPECT_EQ(syncs(), 0U); // the writes sit in the volatile write cache
+        EXPECT_EQ(flush(r), spec::status::success());
+        EXPECT_EQ(syncs(), 1U);
+        EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
+        EXPECT_EQ(r.ctrl.io_outstanding(), 0U);
+    }
+    EXPECT_EQ(file.read(3 * 512, first.size()), first);
+    EXPECT_EQ(file.read(1000 * 512, second.size()), second);
+
+    rig r;
+    auto& ns = r.subsystem.add_namespace(reopen());
+    EXPECT_EQ(ns.block_count(), ns.backend().capacity_bytes() / 512);
+    r.host.bring_up(host);
+    std::vector<std::byte> data;
+    EXPECT_EQ(read_blocks(r, 3, 8, data), spec::status::success());
+    EXPECT_EQ(data, first);
+    EXPECT_EQ(read_blocks(r, 1000, 16, data), spec::status::success());
+    EXPECT_EQ(data, second);
+    EXPECT_EQ(read_blocks(r, 11, 4, data), spec::status::success());
+    EXPECT_EQ(data, std::vector<std::byte>(4 * 512)); // never written: zeros
+    EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
+}
+
 } // namespace nvmekit_test
