@@ -1,14 +1,21 @@
 // nvmekit-perf: an in-process host driving an nvmekit controller as fast as it can, in the style
 // of spdk_nvme_perf and fio.
 //
-//     nvmekit-perf [--backend null|ram] [--rw randread|randwrite|randrw|read|write] [--bs 4096]
-//                  [--qd 128] [--queues 1] [--size 1G] [--time 3] [--mix 50] [--count N] [--json]
+//     nvmekit-perf [--backend null|ram|file|uring] [--rw randread|randwrite|randrw|read|write]
+//                  [--bs 4096] [--qd 128] [--queues 1] [--size 1G] [--time 3] [--mix 50] [--count N]
+//                  [--file PATH] [--direct] [--json]
 //
 // One thread runs both sides: the host writes SQEs straight into queue memory and rings doorbells,
 // the controller runs inside poll(), and the host reaps CQEs by their phase tag. Time spent inside
 // poll() is the controller's; the rest of the loop is the host's. The run first measures the
 // machine's own ceiling, single-core memcpy bandwidth at the chosen block size, and reports the
 // data rate as a fraction of it.
+//
+// --backend file (file_backend: pread/pwrite inside the command) and --backend uring
+// (uring_backend: io_uring, completing in poll(); built when liburing is found) run on the file
+// --file names (/var/tmp/nvmekit-perf.img by default), created at --size and filled with data
+// first unless it already is, so that reads do not read holes; --direct opens it with O_DIRECT
+// too (the host's buffers are 4 KiB aligned, so 4 KiB requests go direct).
 
 #include "command_line.hpp"
 
@@ -16,6 +23,7 @@
 #include <array>
 #include <atomic>
 #include <bit>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstddef>
@@ -33,10 +41,18 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <nvmekit/backends/any_backend.hpp>
+#include <nvmekit/backends/file_backend.hpp>
 #include <nvmekit/backends/null_backend.hpp>
 #include <nvmekit/backends/ram_backend.hpp>
+#ifdef NVMEKIT_PERF_HAVE_URING
+#include <nvmekit/backends/uring_backend.hpp>
+#endif
 #include <nvmekit/clock.hpp>
 #include <nvmekit/controller.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
@@ -67,14 +83,16 @@ struct options {
     std::uint16_t groups = 1;    ///< poll groups the queues are spread over
     bool threads = false;        ///< each group on a thread of its own (else all on this thread)
     bool multi_threaded = false; ///< the controller built with the multi_threaded policy (--threads needs it)
+    std::string file = "/var/tmp/nvmekit-perf.img"; ///< --backend file or uring
+    bool direct = false;                            ///< the file also opened with O_DIRECT
 };
 
 constexpr nvmekit_programs::program perf_program{
     "nvmekit-perf",
-    "nvmekit-perf [--backend null|ram] [--rw randread|randwrite|randrw|read|write]\n"
+    "nvmekit-perf [--backend null|ram|file|uring] [--rw randread|randwrite|randrw|read|write]\n"
     "                    [--bs BYTES] [--qd N] [--queues N] [--size BYTES[K|M|G]] [--time SECONDS]\n"
     "                    [--mix READ_PERCENT] [--count COMMANDS] [--groups N] [--threads] [--json]\n"
-    "                    [--multi-threaded] [--help] [--version]\n"};
+    "                    [--file PATH] [--direct] [--multi-threaded] [--help] [--version]\n"};
 
 [[noreturn]] void usage(const std::string& problem) { nvmekit_programs::bad_usage(perf_program, problem); }
 
@@ -114,9 +132,18 @@ options parse(int argc, char** argv)
         };
         if (arg == "--backend") {
             o.backend = value();
-            if (o.backend != "null" && o.backend != "ram") {
-                usage("--backend is null or ram");
+            if (o.backend != "null" && o.backend != "ram" && o.backend != "file" && o.backend != "uring") {
+                usage("--backend is null, ram, file or uring");
             }
+#ifndef NVMEKIT_PERF_HAVE_URING
+            if (o.backend == "uring") {
+                usage("--backend uring: this nvmekit-perf was built without liburing");
+            }
+#endif
+        } else if (arg == "--file") {
+            o.file = value();
+        } else if (arg == "--direct") {
+            o.direct = true;
         } else if (arg == "--rw") {
             const auto rw = value();
             if (rw == "randread") {
@@ -435,8 +462,10 @@ results run_with(const options& o, Backend backend, std::uint32_t lba_bytes)
             }
         }
         const auto poll_start = steady::now();
-        if (!o.threads || rounds % 1024 == 0) {
-            ctrl.poll(); // with --threads, only the admin context: the groups poll on their threads
+        if (!o.threads || rounds % 1024 == 0 || o.backend == "uring") {
+            // With --threads, only the admin context: the groups poll on their threads. It also
+            // polls the backends, which an asynchronous one needs to complete anything.
+            ctrl.poll();
         }
         const auto poll_end = steady::now();
         controller_time += poll_end - poll_start;
@@ -518,6 +547,63 @@ results run(const options& o, Backend backend, std::uint32_t lba_bytes)
     return run_with<nvmekit::single_threaded>(o, std::move(backend), lba_bytes);
 }
 
+/// Creates the file of --backend file|uring at `o.size` bytes and writes data into every block
+/// unless every block is allocated already (reads of holes would not read the file system).
+void prepare_file(const options& o)
+{
+    const int fd = ::open(o.file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        throw std::runtime_error(fmt::format("cannot open {}: {}", o.file, std::strerror(errno)));
+    }
+    struct stat status {};
+    const bool filled = ::fstat(fd, &status) == 0 && static_cast<std::uint64_t>(status.st_size) == o.size &&
+                        static_cast<std::uint64_t>(status.st_blocks) * 512 >= o.size;
+    std::string problem;
+    if (!filled) {
+        if (!o.json) {
+            fmt::print(stderr, "filling {} ({} MiB)\n", o.file, o.size >> 20);
+        }
+        std::vector<std::byte> chunk(std::size_t{1} << 20);
+        std::mt19937_64 random{1};
+        for (auto& byte : chunk) {
+            byte = static_cast<std::byte>(random());
+        }
+        if (::ftruncate(fd, static_cast<off_t>(o.size)) != 0) {
+            problem = std::strerror(errno);
+        }
+        for (std::uint64_t offset = 0; problem.empty() && offset < o.size; offset += chunk.size()) {
+            const auto piece =
+                static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), o.size - offset));
+            if (::pwrite(fd, chunk.data(), piece, static_cast<off_t>(offset)) !=
+                static_cast<ssize_t>(piece)) {
+                problem = "short write";
+            }
+        }
+        if (problem.empty() && ::fsync(fd) != 0) {
+            problem = std::strerror(errno);
+        }
+    }
+    ::close(fd);
+    if (!problem.empty()) {
+        throw std::runtime_error(fmt::format("cannot fill {}: {}", o.file, problem));
+    }
+}
+
+/// The backend of --backend file or uring, type-erased so that both share one controller type.
+nvmekit::any_backend file_namespace(const options& o)
+{
+    const nvmekit::file_backend_options file{.direct = o.direct};
+#ifdef NVMEKIT_PERF_HAVE_URING
+    if (o.backend == "uring") {
+        // A ring as deep as every queue's commands together: none waits in the backend.
+        const auto depth =
+            std::bit_ceil(std::min<std::uint32_t>(std::uint32_t{o.queues} * o.queue_depth, 4096));
+        return nvmekit::uring_backend{o.file, {.file = file, .ring_entries = depth}};
+    }
+#endif
+    return nvmekit::file_backend{o.file, file};
+}
+
 std::string_view name(workload w)
 {
     switch (w) {
@@ -547,6 +633,9 @@ int main(int argc, char** argv)
     try {
         if (o.backend == "null") {
             r = run(o, nvmekit::null_backend{o.size, {.fill_reads = false}}, lba_bytes);
+        } else if (o.backend == "file" || o.backend == "uring") {
+            prepare_file(o);
+            r = run(o, file_namespace(o), lba_bytes);
         } else {
             // Chunks as large as the namespace (up to 1 GiB): one allocation, few TLB misses.
             const std::size_t chunk = std::min<std::size_t>(std::bit_ceil(o.size), std::size_t{1} << 30);

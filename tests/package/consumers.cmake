@@ -5,6 +5,7 @@
 #                       namespace, a controller, the in-process host's bring-up and one read
 #   transport_consumer  the transport headers: a vfio-user server over mapped memory and eventfd
 #                       interrupts accepts a client on its socket
+# and, when nvmekit has them, rpc_consumer (nvmekit::rpc) and uring_consumer (nvmekit::uring).
 # Included by find_package/CMakeLists.txt and add_subdirectory/CMakeLists.txt once nvmekit::nvmekit
 # exists; the .deb check (deb.sh) builds find_package/ against the installed package.
 set(nvmekit_consumer_sources
@@ -19,11 +20,15 @@ while(nvmekit_consumer_sources)
     target_link_libraries(${program} PRIVATE nvmekit::nvmekit)
     add_test(NAME ${program} COMMAND ${program})
 endwhile()
-if(TARGET nvmekit::rpc)
-    add_executable(rpc_consumer "${CMAKE_CURRENT_LIST_DIR}/rpc_consumer.cpp")
-    target_link_libraries(rpc_consumer PRIVATE nvmekit::rpc)
-    add_test(NAME rpc_consumer COMMAND rpc_consumer)
-elseif(NVMEKIT_EXPECT_RPC)
-    message(FATAL_ERROR "nvmekit was built with nvmekit::rpc, but this consumer does not find it")
-endif()
+# The components' consumers, when nvmekit has them (NVMEKIT_EXPECT_<COMPONENT> says it must).
+foreach(component IN ITEMS rpc uring)
+    string(TOUPPER "${component}" upper)
+    if(TARGET nvmekit::${component})
+        add_executable(${component}_consumer "${CMAKE_CURRENT_LIST_DIR}/${component}_consumer.cpp")
+        target_link_libraries(${component}_consumer PRIVATE nvmekit::${component})
+        add_test(NAME ${component}_consumer COMMAND ${component}_consumer)
+    elseif(NVMEKIT_EXPECT_${upper})
+        message(FATAL_ERROR "nvmekit was built with nvmekit::${component}, but this consumer does not find it")
+    endif()
+endforeach()
 set_tests_properties(consumer PROPERTIES PASS_REGULAR_EXPRESSION "nvmekit 0\\.1\\.0: READ cid=5 nsid=1")

@@ -24,7 +24,9 @@ for expected in ./usr/share/cmake/nvmekit/nvmekitConfig.cmake ./usr/share/cmake/
     ./usr/share/pkgconfig/nvmekit.pc ./usr/include/nvmekit/spec.hpp ./usr/include/nvmekit/controller.hpp \
     ./usr/include/nvmekit/testing/host.hpp ./usr/include/nvmekit/transport/vfio_user/server.hpp \
     $([ -f "$build_dir/nvmekit-rpc.pc" ] && echo ./usr/include/nvmekit/rpc/server.hpp \
-        ./usr/share/pkgconfig/nvmekit-rpc.pc ./usr/share/cmake/nvmekit/nvmekitRpcTargets.cmake); do
+        ./usr/share/pkgconfig/nvmekit-rpc.pc ./usr/share/cmake/nvmekit/nvmekitRpcTargets.cmake) \
+    $([ -f "$build_dir/nvmekit-uring.pc" ] && echo ./usr/include/nvmekit/backends/uring_backend.hpp \
+        ./usr/share/pkgconfig/nvmekit-uring.pc ./usr/share/cmake/nvmekit/nvmekitUringTargets.cmake); do
     if ! grep -qF "$expected" <<<"$contents"; then
         echo "deb package: $expected is missing" >&2
         exit 1

@@ -20,6 +20,7 @@ expect_failure(2 "--mdts: not a number from 1 to 5: 6" --vfio-user "${socket}" -
 expect_failure(2 "--cntlid: not a number from 1 to 65519: 65520" --vfio-user "${socket}" --cntlid 65520)
 expect_failure(2 "--max-namespaces 1 is below the 2 namespaces given"
                --vfio-user "${socket}" --ram 16M --ram 16M --max-namespaces 1)
+expect_failure(2 "--io is psync or uring: aio" --vfio-user "${socket}" --io aio)
 expect_failure(1 "larger than the unallocated NVM capacity" --vfio-user "${socket}" --ram 64M --capacity 32M)
 if(EXISTS "${socket}")
     message(FATAL_ERROR "nvmekit-serve listened although its configuration was refused: ${socket}")

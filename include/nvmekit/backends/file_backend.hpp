@@ -210,6 +210,28 @@ public:
     /// The ordinary (not O_DIRECT) file descriptor, or -1 once closed.
     [[nodiscard]] int native_handle() const noexcept { return fd_; }
 
+    /// The O_DIRECT file descriptor, or -1 when the file was not opened for direct I/O or is closed.
+    [[nodiscard]] int direct_handle() const noexcept { return direct_fd_; }
+
+    /// Whether `request` (a read or write) goes through the O_DIRECT descriptor: the file was
+    /// opened for direct I/O and the request's offset and every segment's address and size are
+    /// multiples of direct_alignment.
+    [[nodiscard]] bool direct_eligible(const block_request& request) const noexcept
+    {
+        if (direct_fd_ < 0) {
+            return false;
+        }
+        const std::size_t mask = options_.direct_alignment - 1;
+        if ((request.offset & mask) != 0) {
+            return false;
+        }
+        return std::all_of(request.segments.begin(), request.segments.end(),
+                           [mask](const io_segment& segment) {
+                               return (segment.size & mask) == 0 &&
+                                      (reinterpret_cast<std::uintptr_t>(segment.data) & mask) == 0;
+                           });
+    }
+
     /// Whether the file is open (not closed and not moved from).
     [[nodiscard]] bool is_open() const noexcept { return fd_ >= 0; }
     /// Whether the backend is a block device rather than a regular file.
@@ -331,22 +353,6 @@ private:
             return status;
         }
         return sync() == 0 ? block_status::success : write_error(errno);
-    }
-
-    [[nodiscard]] bool direct_eligible(const block_request& request) const noexcept
-    {
-        if (direct_fd_ < 0) {
-            return false;
-        }
-        const std::size_t mask = options_.direct_alignment - 1;
-        if ((request.offset & mask) != 0) {
-            return false;
-        }
-        return std::all_of(request.segments.begin(), request.segments.end(),
-                           [mask](const io_segment& segment) {
-                               return (segment.size & mask) == 0 &&
-                                      (reinterpret_cast<std::uintptr_t>(segment.data) & mask) == 0;
-                           });
     }
 
     block_status transfer(const block_request& request, bool is_write) noexcept

@@ -37,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -54,6 +55,32 @@ NVMEKIT_BEGIN_NAMESPACE
 namespace testing {
 
 namespace detail {
+/// An allocator of storage aligned to 4 KiB, as host pages are: in a range whose base is page
+/// aligned, a page-aligned host address is page aligned in local memory too, as O_DIRECT needs
+/// of a zero-copy buffer.
+template <typename T>
+struct page_aligned_allocator {
+    using value_type = T;
+    static constexpr std::align_val_t alignment{4096};
+
+    page_aligned_allocator() noexcept = default;
+    template <typename U>
+    explicit page_aligned_allocator(const page_aligned_allocator<U>& /*other*/) noexcept
+    {}
+
+    [[nodiscard]] T* allocate(std::size_t count)
+    {
+        return static_cast<T*>(::operator new(count * sizeof(T), alignment));
+    }
+    // Unsized: clang 14 declares the sized forms only with -fsized-deallocation.
+    void deallocate(T* pointer, std::size_t /*count*/) noexcept { ::operator delete(pointer, alignment); }
+    friend bool operator==(const page_aligned_allocator& /*left*/,
+                           const page_aligned_allocator& /*right*/) noexcept
+    {
+        return true;
+    }
+};
+
 [[nodiscard]] inline std::string hex_address(std::uint64_t value)
 {
     std::array<char, 16> digits{};
@@ -362,7 +389,7 @@ private:
                                         " overlaps the range at " +
                                         detail::hex_address(std::prev(next)->first));
         }
-        auto& added = ranges_.emplace_hint(next, base, range{last, std::vector<std::byte>(size), {}})->second;
+        auto& added = ranges_.emplace_hint(next, base, range{last, page_aligned_bytes(size), {}})->second;
         return added.storage;
     }
 
@@ -397,9 +424,11 @@ private:
 
     static constexpr std::uint64_t max_address = std::numeric_limits<std::uint64_t>::max();
 
+    using page_aligned_bytes = std::vector<std::byte, detail::page_aligned_allocator<std::byte>>;
+
     struct range {
         std::uint64_t last{};                                 ///< inclusive, so a range may end at 2^64 - 1
-        std::vector<std::byte> storage;                       ///< the range's bytes, zero-filled
+        page_aligned_bytes storage;                           ///< the range's bytes, zero-filled
         std::map<std::uint64_t, std::uint64_t> allocations{}; ///< live allocations: address -> size
     };
 

@@ -35,41 +35,17 @@ constexpr std::uint64_t kib = 1024;
 
 using nvmekit_test::aligned_buffer;
 using nvmekit_test::outcome;
+using nvmekit_test::pattern;
+using nvmekit_test::read_bytes;
 using nvmekit_test::run;
+using nvmekit_test::write_bytes;
+using nvmekit_test::zeros;
 
-block_status write_bytes(file_backend& backend, std::uint64_t offset, std::span<std::byte> bytes,
-                         bool fua = false)
-{
-    const std::array segments{io_segment{bytes.data(), bytes.size()}};
-    return run(backend, block_operation::write, offset, bytes.size(), segments, fua).status;
-}
-
-std::vector<std::byte> read_bytes(file_backend& backend, std::uint64_t offset, std::size_t length)
-{
-    std::vector<std::byte> bytes(length, std::byte{0xee});
-    const std::array segments{io_segment{bytes.data(), bytes.size()}};
-    EXPECT_EQ(run(backend, block_operation::read, offset, length, segments).status, block_status::success);
-    return bytes;
-}
-
-std::vector<std::byte> pattern(std::size_t length, std::uint8_t seed)
-{
-    std::vector<std::byte> bytes(length);
-    for (std::size_t i = 0; i < length; ++i) {
-        bytes[i] = static_cast<std::byte>((i * 13 + seed) % 251 + 1);
-    }
-    return bytes;
-}
-
-std::vector<std::byte> zeros(std::size_t length) { return std::vector<std::byte>(length, std::byte{0}); }
-
-class file_backend_test : public ::testing::Test {
+class file_backend_test : public nvmekit_test::temporary_file_test {
 protected:
-    void SetUp() override { path_ = nvmekit_test::make_temporary_file("nvmekit_file_backend"); }
-
     void TearDown() override
     {
-        ::unlink(path_.c_str());
+        temporary_file_test::TearDown();
         ::unlink(missing().c_str());
     }
 
@@ -78,15 +54,6 @@ protected:
     /// Whether the file system of the temporary file supports FALLOC_FL_ZERO_RANGE (tmpfs does not). Zeroes
     /// the first 4 KiB of the file.
     [[nodiscard]] bool zero_range_supported() const { return nvmekit_test::zero_range_supported(path_); }
-
-    [[nodiscard]] struct stat file_status() const
-    {
-        struct stat status {};
-        EXPECT_EQ(::stat(path_.c_str(), &status), 0);
-        return status;
-    }
-
-    std::string path_;
 };
 
 } // namespace
@@ -174,14 +141,7 @@ TEST_F(file_backend_test, capacity_of_an_existing_file_is_its_size)
 TEST_F(file_backend_test, writes_and_reads_with_several_segments_and_discards)
 {
     file_backend backend{path_, {.create_size = 64 * kib}};
-    auto first = pattern(3000, 2);
-    auto second = pattern(5000, 3);
-    const std::array segments{io_segment{first.data(), first.size()},
-                              io_segment{second.data(), second.size()}};
-    EXPECT_EQ(run(backend, block_operation::write, 1000, 8000, segments).status, block_status::success);
-    std::vector<std::byte> expected(first.size() + second.size());
-    std::copy(second.begin(), second.end(), std::copy(first.begin(), first.end(), expected.begin()));
-    EXPECT_EQ(read_bytes(backend, 1000, 8000), expected);
+    const auto expected = nvmekit_test::expect_two_segment_round_trip(backend);
     std::vector<std::byte> kept(100, std::byte{0xee});
     const std::array read_segments{io_segment{nullptr, 2950}, io_segment{kept.data(), kept.size()},
                                    io_segment{nullptr, 10}};
@@ -286,16 +246,7 @@ TEST_F(file_backend_test, write_zeroes_reads_back_zeros)
 TEST_F(file_backend_test, deallocate_punches_a_hole_that_reads_back_zeros)
 {
     file_backend backend{path_, {.create_size = 256 * kib}};
-    auto data = pattern(256 * kib, 9);
-    ASSERT_EQ(write_bytes(backend, 0, data, true), block_status::success);
-    const blkcnt_t blocks_before = file_status().st_blocks;
-    EXPECT_EQ(run(backend, block_operation::deallocate, 64 * kib, 128 * kib).status, block_status::success);
-    EXPECT_EQ(backend.zero_fill_count(), 0U);
-    EXPECT_EQ(file_status().st_blocks, blocks_before - 128 * 1024 / 512);
-    EXPECT_EQ(file_status().st_size, 256 * 1024);
-    std::vector<std::byte> expected = data;
-    std::fill(expected.begin() + 64 * kib, expected.begin() + 192 * kib, std::byte{0});
-    EXPECT_EQ(read_bytes(backend, 0, 256 * kib), expected);
+    expect_deallocate_punches_a_hole(backend);
 }
 
 TEST_F(file_backend_test, deallocate_without_fallocate_writes_zeros)
