@@ -824,8 +824,13 @@ TEST(fault_backend, faults_among_late_reordered_completions)
     for (const auto& [ordinal, status] : injected) {
         expected[records[ordinal - 1].offset / (blocks * 512)] = status_of(status);
     }
+    // An injected failure takes precedence over the media error (test_backend.hpp). With poll
+    // groups on threads of their own the submission order varies, and an injected failure may hit
+    // the media-error read itself: then three commands fail, else four.
     expected.emplace(media_error_command, dnr(spec::media_status::unrecovered_read_error));
-    ASSERT_EQ(expected.size(), 4U);
+    const std::size_t failed = expected.size();
+    ASSERT_GE(failed, 3U);
+    ASSERT_LE(failed, 4U);
 
     bool reordered = false;
     std::size_t previous = 0;
@@ -855,15 +860,15 @@ TEST(fault_backend, faults_among_late_reordered_completions)
     std::vector<std::byte> log;
     ASSERT_TRUE(r.host.get_log_page(spec::log_page_id::error_information, 64 * 5, log).ok());
     std::set<std::tuple<std::uint16_t, std::uint16_t, std::uint16_t>> logged;
-    for (std::size_t index = 0; index < 4; ++index) {
+    for (std::size_t index = 0; index < failed; ++index) {
         spec::error_information_entry entry{};
         std::memcpy(&entry, log.data() + 64 * index, sizeof entry);
-        EXPECT_EQ(entry.error_count, count + 4 - index);
+        EXPECT_EQ(entry.error_count, count + failed - index);
         EXPECT_EQ(entry.nsid, 1U);
         logged.emplace(entry.sqid, entry.cid, entry.status().raw);
     }
     spec::error_information_entry older{};
-    std::memcpy(&older, log.data() + 64 * 4, sizeof older);
+    std::memcpy(&older, log.data() + 64 * failed, sizeof older);
     EXPECT_EQ(older.error_count, count); // the entry before this run (0: none)
     EXPECT_EQ(logged, failures);
     EXPECT_EQ(r.backend().outstanding(), 0U);
