@@ -139,10 +139,7 @@ public:
         if (auto error = dma_write_object(dma, memory_.address_of(offset), entry)) {
             return error;
         }
-        tail_ = next(tail_);
-        if (tail_ == 0) {
-            phase_ = !phase_;
-        }
+        advance_tail();
         return {};
     }
 
@@ -160,6 +157,12 @@ private:
     void post_local(const spec::completion_queue_entry& entry) noexcept
     {
         local_[tail_] = entry;
+        advance_tail();
+    }
+
+    /// Past a posted entry: the phase inverts on wrap.
+    void advance_tail() noexcept
+    {
         tail_ = next(tail_);
         if (tail_ == 0) {
             phase_ = !phase_;

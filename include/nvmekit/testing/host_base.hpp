@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -26,6 +27,7 @@
 #include <nvmekit/spec/queue_entries.hpp>
 #include <nvmekit/testing/command_builders.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
+#include <nvmekit/testing/manual_clock.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace testing {
@@ -93,6 +95,22 @@ public:
     }
 
 protected:
+    /// Polls `controller` until `done()` holds, advancing `clock` by `step` after each poll that
+    /// did not end the wait; throws host_error naming `what` after `max_polls` polls.
+    template <typename Controller, typename Predicate>
+    static void poll_until(Controller& controller, manual_clock& clock, std::size_t max_polls,
+                           std::chrono::nanoseconds step, Predicate&& done, const char* what)
+    {
+        for (std::size_t poll = 0; poll < max_polls; ++poll) {
+            controller.poll();
+            if (done()) {
+                return;
+            }
+            clock.advance(step);
+        }
+        throw host_error{std::string{"timed out waiting for "} + what};
+    }
+
     /// Zeroes `size` bytes at `address` through write(), a page at a time.
     void zero(std::uint64_t address, std::size_t size)
     {

@@ -26,6 +26,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nvmekit/config.hpp>
@@ -265,14 +266,8 @@ private:
     template <typename Predicate>
     void wait_until(Predicate&& done, const char* what)
     {
-        for (std::size_t poll = 0; poll < options_.max_polls; ++poll) {
-            controller_.poll();
-            if (done()) {
-                return;
-            }
-            clock_.advance(options_.poll_step);
-        }
-        throw host_error{std::string{"timed out waiting for "} + what};
+        base::poll_until(controller_, clock_, options_.max_polls, options_.poll_step,
+                         std::forward<Predicate>(done), what);
     }
 
     Controller& controller_;
