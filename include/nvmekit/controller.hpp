@@ -66,6 +66,7 @@
 #include <nvmekit/command_sets/nvm.hpp>
 #include <nvmekit/completion_inbox.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/controller_config.hpp>
 #include <nvmekit/controller_logs.hpp>
 #include <nvmekit/cq_ring.hpp>
 #include <nvmekit/dispatcher.hpp>
@@ -77,6 +78,7 @@
 #include <nvmekit/firmware_slots.hpp>
 #include <nvmekit/handler_context.hpp>
 #include <nvmekit/health_log.hpp>
+#include <nvmekit/host_mistakes.hpp>
 #include <nvmekit/host_ranges.hpp>
 #include <nvmekit/interrupt_coalescing.hpp>
 #include <nvmekit/interrupts.hpp>
@@ -95,6 +97,7 @@
 #include <nvmekit/request_pool.hpp>
 #include <nvmekit/reset_state_machine.hpp>
 #include <nvmekit/sgl_walker.hpp>
+#include <nvmekit/shutdown_flushes.hpp>
 #include <nvmekit/spec/commands.hpp>
 #include <nvmekit/spec/features.hpp>
 #include <nvmekit/spec/identify.hpp>
@@ -110,108 +113,6 @@
 #include <nvmekit/tracer.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
-
-/// Sizes the controller is built for. They bound every allocation the host can cause.
-struct limits {
-    std::uint16_t io_queues = 64;       ///< I/O submission queues, and as many completion queues
-    std::uint32_t queue_entries = 4096; ///< entries of the largest queue (CAP.MQES + 1), 2 to 65536
-    std::uint8_t mdts = 5;              ///< Maximum Data Transfer Size, 2^n 4 KiB pages, 1 to 10
-    std::uint16_t msix_vectors = 65;    ///< MSI-X table size, 1 to 2048
-    std::uint8_t aerl = 3;              ///< Asynchronous Event Request Limit, 0's based
-    /// Commands of one SQ in execution at once (its request pool); further entries wait in the SQ.
-    std::uint32_t commands_per_queue = 256;
-    /// Host memory ranges one command's data may use (PRP entries or SGL descriptors, merged
-    /// where contiguous); an SGL needing more completes with Invalid Number of SGL Descriptors.
-    std::uint32_t max_segments = 256;
-    /// Controller-wide staging buffers of MDTS bytes, for data that cannot be mapped zero-copy
-    /// and for commands that need one (Compare, Copy, Dataset Management). A command that finds
-    /// none free waits for one. With poll groups they are shared out among the groups (at least
-    /// one each), since a group uses only its own.
-    std::uint16_t staging_buffers = 16;
-
-    /// MDTS in bytes.
-    [[nodiscard]] constexpr std::uint64_t max_transfer_bytes() const noexcept
-    {
-        return std::uint64_t{4096} << mdts;
-    }
-};
-
-/// Base of the traits users derive from; it names the defaults a user does not override.
-struct default_traits {
-    /// ThreadingPolicy (threading.hpp): multi_threaded to allow concurrent_poll_groups.
-    using threading = single_threaded;
-    /// The namespaces' block backend: type-erased, so RAM, file and user backends can mix.
-    using backend = any_backend;
-    /// Receives a named event for every host mistake and each step of a command (tracer.hpp).
-    using tracer = null_tracer;
-    static constexpr nvmekit::limits limits{};
-    /// Customises the admin command table: add vendor commands (C0h-FFh) or replace handlers.
-    template <typename Table>
-    static constexpr Table admin_commands(Table table)
-    {
-        return table;
-    }
-    /// Customises the NVM I/O command table: add vendor commands (80h-FFh) or replace handlers.
-    template <typename Table>
-    static constexpr Table io_commands(Table table)
-    {
-        return table;
-    }
-};
-
-/// What the controller reports about itself beyond the subsystem's identity.
-struct controller_identity {
-    /// PCI VID and SSVID: by default pci::unassigned_vendor_id (F0E5h), which no vendor holds;
-    /// an embedder gives the same values as its PCI function.
-    std::uint16_t vendor_id = 0xf0e5;           ///< PCI VID
-    std::uint16_t subsystem_vendor_id = 0xf0e5; ///< PCI SSVID
-    std::uint16_t controller_id = 0;            ///< CNTLID; 0: the subsystem assigns one
-};
-
-/// Run-time configuration of one controller.
-struct controller_config {
-    controller_identity identity{};
-    /// Time from CC.EN = 1 to CSTS.RDY = 1, measured on the Clock, so hosts' timeouts can be
-    /// exercised.
-    std::chrono::nanoseconds ready_delay{0};
-    std::uint8_t ready_timeout_500ms = 20;   ///< CAP.TO
-    std::uint8_t doorbell_stride = 0;        ///< CAP.DSTRD
-    bool contiguous_queues_required = false; ///< CAP.CQR
-    bool subsystem_reset_supported = true;   ///< CAP.NSSRS
-    /// Run-time caps below the compile-time limits (0: the limit itself). They change what the
-    /// host is offered (Number of Queues, CAP.MQES, MDTS), not what is allocated.
-    std::uint16_t io_queues = 0;     ///< I/O queue pairs granted at most, 1 to limits.io_queues
-    std::uint32_t queue_entries = 0; ///< entries per queue at most (CAP.MQES + 1), 2 to limits.queue_entries
-    std::uint8_t mdts = 0;           ///< MDTS, 1 to limits.mdts
-    /// Poll groups the I/O queues are spread over, 1 to limits.io_queues (threading model: poll_group.hpp).
-    /// An I/O CQ and every SQ bound to it belong to one group: the group's doorbells, commands,
-    /// completions and interrupts are processed together by poll_group(), and poll() runs the
-    /// admin queue and every group. 1: every I/O queue in one group.
-    std::uint16_t poll_groups = 1;
-    /// The group of a new I/O CQ, from its QID and interrupt vector (a result of poll_groups or
-    /// more is taken modulo poll_groups); empty: with the I/O CQs that signal the same vector,
-    /// else round-robin in creation order. Called on the admin context.
-    std::function<std::uint16_t(std::uint16_t cqid, std::uint16_t vector)> queue_placement{};
-    /// false: poll() runs the admin context and every group on the caller's thread. true: the
-    /// groups run concurrently with the admin context and with each other: poll() runs only the
-    /// admin context, and group i runs when poll_group(i) is called, from any thread (one call at
-    /// a time per group): by the threads start_poll_groups() starts, or by the embedder's own
-    /// loops (poll_group.hpp states the threading model and what backends must guarantee).
-    /// true needs Traits::threading = multi_threaded: with single_threaded the controller's
-    /// constructor throws std::invalid_argument.
-    bool concurrent_poll_groups = false;
-};
-
-/// Counters of what the host did wrong and what the controller did, for tests and logs.
-struct controller_statistics {
-    std::uint64_t commands = 0;
-    std::uint64_t completions_posted = 0;
-    std::uint64_t completions_held = 0;  ///< times a completion waited for CQ space
-    std::uint64_t invalid_doorbells = 0; ///< invalid doorbell values and writes to missing doorbells
-    std::uint64_t dma_errors = 0;
-    std::uint64_t host_protocol_errors = 0;
-    std::uint64_t staging_waits = 0; ///< times a command waited for a staging buffer
-};
 
 template <typename Traits>
 class controller {
@@ -280,9 +181,10 @@ public:
                controller_config config = {})
         : dma_{dma}
         , clock_{clock}
-        , config_{checked(std::move(config))}
+        , config_{detail::checked_controller_config(std::move(config), limits,
+                                                    threading_type::concurrent_groups)}
         , subsystem_{&subsystem}
-        , registers_{make_register_config(config_)}
+        , registers_{detail::controller_register_config(config_)}
         , msix_{interrupts, limits.msix_vectors}
         , intx_{interrupts}
         , interrupts_state_{limits.msix_vectors}
@@ -1019,72 +921,6 @@ private:
         return (value + alignment - 1) / alignment * alignment;
     }
 
-    /// `config` with its run-time caps resolved (0 -> the compile-time limit); throws
-    /// std::invalid_argument when a cap is above its limit.
-    [[nodiscard]] static controller_config checked(controller_config config)
-    {
-        const auto resolve = [](auto value, auto limit, auto minimum, const char* name) {
-            if (value == 0) {
-                return limit;
-            }
-            if (value < minimum || value > limit) {
-                throw std::invalid_argument(std::string{"controller_config: "} + name + " is " +
-                                            std::to_string(value) + "; it must be " +
-                                            std::to_string(minimum) + " to " + std::to_string(limit) +
-                                            " (the traits' limits)");
-            }
-            return static_cast<decltype(limit)>(value);
-        };
-        config.io_queues = resolve(config.io_queues, limits.io_queues, std::uint16_t{1}, "io_queues");
-        config.queue_entries =
-            resolve(config.queue_entries, limits.queue_entries, std::uint32_t{2}, "queue_entries");
-        config.mdts = resolve(config.mdts, limits.mdts, std::uint8_t{1}, "mdts");
-        if (!threading_type::concurrent_groups && config.concurrent_poll_groups) {
-            throw std::invalid_argument(
-                "controller_config: concurrent_poll_groups needs the multi_threaded policy "
-                "(Traits::threading = nvmekit::multi_threaded); these traits are single_threaded");
-        }
-        if (config.poll_groups == 0 || config.poll_groups > limits.io_queues) {
-            throw std::invalid_argument("controller_config: poll_groups is " +
-                                        std::to_string(config.poll_groups) + "; it must be 1 to " +
-                                        std::to_string(limits.io_queues) + " (the traits' limits.io_queues)");
-        }
-        return config;
-    }
-
-    /// Temperature Sensors 1-8 the SMART / Health log reports: none, only the Composite
-    /// Temperature (set_temperature), so Temperature Threshold accepts no TMPSEL naming one
-    /// (Base 2.0 5.27.1.3).
-    static constexpr std::uint8_t reported_temperature_sensors = 0;
-
-    /// The feature table matching what Identify Controller and the SMART / Health log report. A
-    /// volatile write cache is always reported: with WCE cleared every write is durable before it
-    /// completes (as FUA).
-    [[nodiscard]] static feature_table_config make_feature_config()
-    {
-        return feature_table_config{.temperature_sensors = reported_temperature_sensors,
-                                    .volatile_write_cache_present = true,
-                                    .supported_async_events = 0x0000'010fU};
-    }
-
-    [[nodiscard]] static register_file_config make_register_config(const controller_config& config)
-    {
-        spec::cap_register cap{};
-        cap.set(cap.mqes, static_cast<std::uint16_t>(config.queue_entries - 1U))
-            .set(cap.cqr, config.contiguous_queues_required)
-            .set(cap.to, config.ready_timeout_500ms)
-            .set(cap.dstrd, config.doorbell_stride)
-            .set(cap.nssrs, config.subsystem_reset_supported)
-            .set(cap.css_nvm, true)
-            .set(cap.mpsmin, 0)
-            .set(cap.mpsmax, 4)
-            // Ready with media only (CC.CRIME = 0), as a 2.0 controller reports it: CRMS.CRWMS = 1
-            // and CRIMS = 0 (Base 2.0 3.1.4.1), so CRTO reads CRWMT = CAP.TO, CRIMT = 0 and
-            // CC.CRIME is read-only 0.
-            .set(cap.crwms, true);
-        return register_file_config{.cap = cap};
-    }
-
     /// The state machine's hands: what each transition does to this controller.
     struct reset_operations {
         controller* self;
@@ -1096,10 +932,10 @@ private:
         }
         [[nodiscard]] bool shutdown_flush_complete() const
         {
-            if (self->shutdown_flushes_pending_ != 0) {
+            if (self->shutdown_flushes_.pending() != 0) {
                 self->poll_backends();
             }
-            return self->shutdown_flushes_pending_ == 0;
+            return self->shutdown_flushes_.pending() == 0;
         }
         void start_enable() { self->start_enable(); }
         void set_ready(bool ready)
@@ -1280,9 +1116,7 @@ private:
     /// held completions are discarded, and all queues, admin included, are deleted.
     void stop_and_abort_all()
     {
-        // A shutdown in progress is abandoned: flushes still in a backend no longer count.
-        ++shutdown_generation_;
-        shutdown_flushes_pending_ = 0;
+        shutdown_flushes_.abandon(); // flushes still in a backend no longer count
         for (auto& cq : completion_queues_) {
             if (cq) {
                 cq->held.clear_and_dispose([](command* cmd) { drop_completion(*cmd); });
@@ -1307,81 +1141,35 @@ private:
         update_intx(); // no CQ holds an entry any more
     }
 
-    /// One namespace's shutdown flush; its address is stable while the backend holds it.
-    struct shutdown_flush {
-        controller* owner = nullptr;
-        namespace_type* ns = nullptr;
-        block_request request{};
-        bool in_backend = false;
-        routed_completion routed{};  ///< its completion, when it ran outside the admin context
-        std::uint64_t submitted = 0; ///< shutdown generation of the flush in the backend
-        std::uint64_t wanted = 0;    ///< latest shutdown generation that needs this flush
-    };
+    using shutdown_flush_set = detail::shutdown_flushes<namespace_type, routed_completion>;
 
-    /// CC.SHN normal: flush every volatile cache of the attached namespaces (Base 2.0 3.6.2).
-    /// Each namespace has one flush request for the controller's life. A shutdown that finds its
-    /// namespace's flush still in the backend (from a shutdown a reset abandoned) does not reuse
-    /// it: the flush is submitted again when that one returns, since writes completed since may
-    /// not be covered by it, and only a flush of this shutdown's generation counts.
+    /// CC.SHN normal: flush every volatile cache of the attached namespaces (shutdown_flushes.hpp).
     void start_shutdown_flush()
     {
-        ++shutdown_generation_;
-        shutdown_flushes_pending_ = 0;
-        subsystem_->for_each_namespace([&](namespace_type& ns) {
-            if (!ns.attached_to(controller_id_) || !ns.backend().has_volatile_cache()) {
-                return;
-            }
-            shutdown_flush& flush = shutdown_flush_for(ns);
-            flush.wanted = shutdown_generation_;
-            ++shutdown_flushes_pending_;
-            if (!flush.in_backend) {
-                submit_shutdown_flush(flush);
-            }
+        shutdown_flushes_.start(this, &on_shutdown_flush_complete, [&](auto&& flush) {
+            subsystem_->for_each_namespace([&](namespace_type& ns) {
+                if (ns.attached_to(controller_id_) && ns.backend().has_volatile_cache()) {
+                    flush(ns);
+                }
+            });
         });
     }
 
-    [[nodiscard]] shutdown_flush& shutdown_flush_for(namespace_type& ns)
+    /// A shutdown flush's completion, on whichever thread the backend completed it: finished in
+    /// the admin context.
+    static void on_shutdown_flush_complete(block_request& request, block_status status)
     {
-        for (auto& flush : shutdown_flushes_) {
-            if (flush->ns == &ns) {
-                return *flush;
-            }
+        auto& done = *static_cast<typename shutdown_flush_set::flush*>(request.context);
+        auto& self = *static_cast<controller*>(done.owner);
+        if (!self.routed_elsewhere(self.admin_group_, done.routed, request, status, &finish_shutdown_flush)) {
+            finish_shutdown_flush(request, status);
         }
-        auto& flush = *shutdown_flushes_.emplace_back(std::make_unique<shutdown_flush>());
-        flush.owner = this;
-        flush.ns = &ns;
-        return flush;
     }
 
-    void submit_shutdown_flush(shutdown_flush& flush)
-    {
-        flush.request = block_request{.operation = block_operation::flush};
-        flush.request.context = &flush;
-        flush.request.complete = [](block_request& request, block_status status) {
-            auto& done = *static_cast<shutdown_flush*>(request.context);
-            if (!done.owner->routed_elsewhere(done.owner->admin_group_, done.routed, request, status,
-                                              &finish_shutdown_flush)) {
-                finish_shutdown_flush(request, status);
-            }
-        };
-        flush.submitted = shutdown_generation_;
-        flush.in_backend = true;
-        ++shutdown_flushes_in_backend_;
-        flush.ns->backend().submit(flush.request);
-    }
-
-    /// A shutdown flush's completion, in the admin context.
     static void finish_shutdown_flush(block_request& request, block_status)
     {
-        auto& done = *static_cast<shutdown_flush*>(request.context);
-        auto& self = *done.owner;
-        done.in_backend = false;
-        --self.shutdown_flushes_in_backend_;
-        if (done.submitted == self.shutdown_generation_) {
-            --self.shutdown_flushes_pending_;
-        } else if (done.wanted == self.shutdown_generation_) {
-            self.submit_shutdown_flush(done); // the current shutdown still needs its own flush
-        }
+        auto& done = *static_cast<typename shutdown_flush_set::flush*>(request.context);
+        static_cast<controller*>(done.owner)->shutdown_flushes_.finished(done);
     }
 
     void reset_controller_state()
@@ -2014,7 +1802,7 @@ public:
     /// shutdown flush (which may outlive the shutdown a reset abandoned). Then it may be destroyed.
     [[nodiscard]] bool backend_idle() const noexcept
     {
-        return io_outstanding() == 0 && shutdown_flushes_in_backend_ == 0;
+        return io_outstanding() == 0 && shutdown_flushes_.in_backend() == 0;
     }
 
     /// The admin command table this controller uses: the built-in one as Traits customised it.
@@ -2933,7 +2721,7 @@ private:
     /// Records a failed command in the Error Information log.
     void on_command_error(const command& cmd, spec::status status)
     {
-        trace_command(command_error_event(status), cmd, 0, status);
+        trace_command(host_mistake_event(status), cmd, 0, status);
         error_record record{};
         record.sq_id = cmd.sq->ring.qid();
         record.command_id = cmd.sqe.command_id();
@@ -2958,39 +2746,6 @@ private:
         record_error(record);
     }
 
-    /// The trace event of a failed command: the host mistake its status names, else command_failed.
-    [[nodiscard]] static constexpr trace_event command_error_event(spec::status status) noexcept
-    {
-        using spec::command_specific_status;
-        using spec::generic_status;
-        constexpr std::pair<spec::status, trace_event> host_mistakes[]{
-            {generic_status::invalid_opcode, trace_event::err_invalid_opcode},
-            {generic_status::invalid_field, trace_event::err_invalid_field},
-            {generic_status::invalid_namespace_or_format, trace_event::err_invalid_namespace},
-            {generic_status::lba_out_of_range, trace_event::err_lba_out_of_range},
-            {generic_status::prp_offset_invalid, trace_event::err_invalid_prp_offset},
-            {generic_status::invalid_sgl_segment_descriptor, trace_event::err_invalid_sgl},
-            {generic_status::sgl_descriptor_type_invalid, trace_event::err_invalid_sgl},
-            {generic_status::sgl_offset_invalid, trace_event::err_invalid_sgl},
-            {generic_status::invalid_sgl_descriptor_count, trace_event::err_invalid_sgl_count},
-            {generic_status::data_sgl_length_invalid, trace_event::err_invalid_sgl_length},
-            {generic_status::metadata_sgl_length_invalid, trace_event::err_invalid_sgl_length},
-            {command_specific_status::completion_queue_invalid, trace_event::err_invalid_create_cqid},
-            {command_specific_status::invalid_queue_identifier, trace_event::err_invalid_qid},
-            {command_specific_status::invalid_queue_size, trace_event::err_invalid_queue_size},
-            {command_specific_status::invalid_queue_deletion, trace_event::err_invalid_queue_deletion},
-            {command_specific_status::invalid_interrupt_vector, trace_event::err_invalid_vector},
-            {command_specific_status::invalid_log_page, trace_event::err_invalid_log_page},
-            {command_specific_status::invalid_format, trace_event::err_invalid_format},
-        };
-        for (const auto& [mistake, event] : host_mistakes) {
-            if (status.same_code(mistake)) {
-                return event;
-            }
-        }
-        return trace_event::command_failed;
-    }
-
     void trace_doorbell_error(trace_event event, std::uint16_t qid, std::uint32_t value) noexcept
     {
         tracer_.trace(trace_record{.event = event, .qid = qid, .value = value});
@@ -3000,29 +2755,10 @@ private:
     /// `host_errors_before`.
     void trace_register_error(std::uint64_t host_errors_before, std::uint64_t offset) noexcept
     {
-        if (registers_.host_error_count() == host_errors_before) {
-            return;
+        if (registers_.host_error_count() != host_errors_before) {
+            tracer_.trace(
+                trace_record{.event = register_error_event(registers_.last_host_error()), .value = offset});
         }
-        trace_event event = trace_event::err_mmio_unsupported_width;
-        switch (registers_.last_host_error()) {
-        case register_host_error::none:
-        case register_host_error::unsupported_width: event = trace_event::err_mmio_unsupported_width; break;
-        case register_host_error::misaligned: event = trace_event::err_mmio_misaligned; break;
-        case register_host_error::width_mismatch: event = trace_event::err_mmio_width_mismatch; break;
-        case register_host_error::reserved_space_write: event = trace_event::err_mmio_reserved_write; break;
-        case register_host_error::read_only_register_write:
-            event = trace_event::err_mmio_read_only_register_write;
-            break;
-        case register_host_error::read_only_bits_write:
-            event = trace_event::err_mmio_read_only_bits_write;
-            break;
-        case register_host_error::not_a_doorbell: event = trace_event::err_mmio_not_a_doorbell; break;
-        case register_host_error::doorbell_beyond_max_queue:
-            event = trace_event::err_mmio_doorbell_beyond_max_queue;
-            break;
-        case register_host_error::nssr_not_supported: event = trace_event::err_mmio_nssr_unsupported; break;
-        }
-        tracer_.trace(trace_record{.event = event, .value = offset});
     }
 
     void record_error(const error_record& record) { logs_.record_error(record); }
@@ -3174,13 +2910,9 @@ private:
     static constexpr std::size_t staging_bytes =
         limits.max_transfer_bytes() + limits.max_transfer_bytes() / 16U + 4096U;
     std::vector<std::unique_ptr<detail::submission_queue<command>>> retired_queues_;
-    std::vector<std::unique_ptr<shutdown_flush>> shutdown_flushes_;
-    /// Counts normal shutdowns and resets: a flush counts only for the shutdown it was sent for.
-    std::uint64_t shutdown_generation_ = 0;
-    std::size_t shutdown_flushes_pending_ = 0; ///< of the current generation
-    std::size_t shutdown_flushes_in_backend_ = 0;
+    shutdown_flush_set shutdown_flushes_;
     std::optional<std::chrono::nanoseconds> last_keep_alive_;
-    feature_table features_{make_feature_config(), clock_.now()};
+    feature_table features_{detail::controller_feature_config(), clock_.now()};
     /// Error Information, SMART / Health, Firmware Slot, Telemetry, Changed Namespace List, events.
     controller_logs logs_{
         controller_logs_config{.firmware_revision = subsystem_->identity().firmware_revision,
