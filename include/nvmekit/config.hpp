@@ -33,6 +33,11 @@ namespace detail {
 } // namespace detail
 NVMEKIT_END_NAMESPACE
 
+/// Marks a small helper on the I/O path that must be inlined into its callers whatever else the
+/// translation unit holds: left to its unit-wide budget, g++ stops inlining such a helper when
+/// unrelated code grows, and every command pays a call (bench/README.md).
+#define NVMEKIT_HOT_INLINE [[gnu::always_inline]]
+
 /// Checks an internal invariant. Define NVMEKIT_ASSERT before including nvmekit to replace it.
 #ifndef NVMEKIT_ASSERT
 #ifdef NDEBUG

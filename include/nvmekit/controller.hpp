@@ -2162,136 +2162,107 @@ public:
         return command_result::failure(committed ? outcome.status : outcome.status.with_dnr());
     }
 
-    /// Create I/O Completion Queue, Base 2.0 5.4.
-    spec::status create_io_cq(const spec::submission_queue_entry& sqe)
+    // ---- queues in host memory (command_sets/queue_management.hpp creates and deletes them) ----
+
+    /// The number of I/O queues the host may use: what Set Features Number of Queues granted, or
+    /// the controller's maximum before it was set.
+    [[nodiscard]] std::uint16_t allowed_submission_queues() const noexcept
     {
-        if (message_based_) {
-            return error(spec::generic_status::invalid_opcode); // queues are connected, not created
-        }
-        const auto view = spec::create_io_cq_view::decode(sqe);
-        if (view.queue_id == 0 || view.queue_id > allowed_completion_queues() ||
-            completion_queue_exists(view.queue_id)) {
-            return error(spec::command_specific_status::invalid_queue_identifier);
-        }
-        if (view.queue_size < 2 || view.queue_size > registers_.cap().max_queue_entries()) {
-            return error(spec::command_specific_status::invalid_queue_size);
-        }
-        if (registers_.cc().get(spec::cc_register::iocqes) != 4) {
-            // The entries would not be the 16 bytes this controller posts (Identify CQES); the
-            // Base specification names no status of its own for this.
-            return error(spec::command_specific_status::invalid_queue_size);
-        }
-        if (view.interrupt_vector >= limits.msix_vectors) {
-            return error(spec::command_specific_status::invalid_interrupt_vector);
-        }
-        std::optional<queue_memory> memory;
-        if (const auto status =
-                make_queue_memory(sqe, view.physically_contiguous, view.queue_size, 16, memory);
-            !status.is_success()) {
-            return status;
-        }
-        completion_queues_[view.queue_id] = std::make_unique<detail::completion_queue<command>>(
-            view.queue_id, view.queue_size, std::move(*memory), view.interrupt_vector,
-            view.interrupts_enabled);
-        const std::uint16_t group =
-            place_completion_queue(view.queue_id, view.interrupt_vector, view.interrupts_enabled);
-        cq_group_[view.queue_id].store(group, std::memory_order_relaxed);
-        insert_queue(groups_[group]->completion_queues, view.queue_id);
-        publish_doorbell_entries(view.queue_id, true, view.queue_size);
-        io_queue_created_ = true;
-        write_new_queue_event_index(view.queue_id, true);
-        return spec::status::success();
+        return granted_queues_ ? static_cast<std::uint16_t>(granted_queues_->submission_queue_count())
+                               : config_.io_queues;
+    }
+    [[nodiscard]] std::uint16_t allowed_completion_queues() const noexcept
+    {
+        return granted_queues_ ? static_cast<std::uint16_t>(granted_queues_->completion_queue_count())
+                               : config_.io_queues;
     }
 
-    /// Create I/O Submission Queue, Base 2.0 5.5.
-    spec::status create_io_sq(const spec::submission_queue_entry& sqe)
+    // registers() (introspection, above) gives CAP and CC as the host set them.
+
+    /// The queue memory of `bytes` a PRP list at `prp_list` describes, read through the
+    /// controller's DMA (queue_memory::from_prp_list).
+    [[nodiscard]] spec::status queue_memory_from_prp_list(std::uint64_t prp_list, std::size_t bytes,
+                                                          queue_memory& out)
     {
-        if (message_based_) {
-            return error(spec::generic_status::invalid_opcode); // queues are connected, not created
-        }
-        const auto view = spec::create_io_sq_view::decode(sqe);
-        if (view.queue_id == 0 || view.queue_id > allowed_submission_queues() ||
-            submission_queue_exists(view.queue_id)) {
-            return error(spec::command_specific_status::invalid_queue_identifier);
-        }
-        if (view.queue_size < 2 || view.queue_size > registers_.cap().max_queue_entries()) {
-            return error(spec::command_specific_status::invalid_queue_size);
-        }
-        if (registers_.cc().get(spec::cc_register::iosqes) != 6) {
-            return error(spec::command_specific_status::invalid_queue_size); // 64-byte entries only (SQES)
-        }
-        if (view.cq_id == 0 || !completion_queue_exists(view.cq_id)) {
-            return error(spec::command_specific_status::completion_queue_invalid);
-        }
-        std::optional<queue_memory> memory;
-        if (const auto status =
-                make_queue_memory(sqe, view.physically_contiguous, view.queue_size, 64, memory);
-            !status.is_success()) {
-            return status;
-        }
-        submission_queues_[view.queue_id] = std::make_unique<detail::submission_queue<command>>(
-            view.queue_id, view.cq_id, view.queue_size, limits.commands_per_queue, std::move(*memory));
-        // an SQ follows its CQ
-        const std::uint16_t group = cq_group_[view.cq_id].load(std::memory_order_relaxed);
-        sq_group_[view.queue_id].store(group, std::memory_order_relaxed);
-        insert_queue(groups_[group]->submission_queues, view.queue_id);
-        publish_doorbell_entries(view.queue_id, false, view.queue_size);
-        ++completion_queues_[view.cq_id]->bound_submission_queues;
-        io_queue_created_ = true;
-        write_new_queue_event_index(view.queue_id, false);
-        return spec::status::success();
+        return queue_memory::from_prp_list(dma_, prp_list, bytes,
+                                           static_cast<std::uint32_t>(memory_page_size()), out);
     }
 
-    /// Delete I/O Submission Queue, Base 2.0 5.7. Completions still waiting for CQ space are
-    /// dropped, as the host asked to delete the queue they belong to; commands still in a backend
-    /// end without a completion when the backend is done with them.
-    /// The command completes once every command of the queue is aborted: at once, or when the
-    /// backend returns the last of them (until then their data may still move, and the host
-    /// reuses their buffers as soon as the deletion completes).
-    command_result delete_io_sq(command& cmd)
+    /// Adds I/O CQ `qid` in `memory`, its identifier, size and vector checked by the caller: placed
+    /// in a poll group, its doorbell live.
+    void add_completion_queue(std::uint16_t qid, std::uint32_t entries, queue_memory memory,
+                              std::uint16_t vector, bool interrupts_enabled)
     {
-        if (message_based_) {
-            return command_result::failure(error(spec::generic_status::invalid_opcode));
-        }
-        const auto view = spec::delete_io_sq_view::decode(cmd.sqe);
-        if (view.queue_id == 0 || !submission_queue_exists(view.queue_id)) {
-            return command_result::failure(error(spec::command_specific_status::invalid_queue_identifier));
-        }
-        auto& sq = *submission_queues_[view.queue_id];
+        completion_queues_[qid] = std::make_unique<detail::completion_queue<command>>(
+            qid, entries, std::move(memory), vector, interrupts_enabled);
+        const std::uint16_t group = place_completion_queue(qid, vector, interrupts_enabled);
+        cq_group_[qid].store(group, std::memory_order_relaxed);
+        insert_queue(groups_[group]->completion_queues, qid);
+        publish_doorbell_entries(qid, true, entries);
+        io_queue_created_ = true;
+        write_new_queue_event_index(qid, true);
+    }
+
+    /// Adds I/O SQ `qid` in `memory`, bound to the existing I/O CQ `cqid`, in that CQ's poll group.
+    void add_submission_queue(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries,
+                              queue_memory memory)
+    {
+        submission_queues_[qid] = std::make_unique<detail::submission_queue<command>>(
+            qid, cqid, entries, limits.commands_per_queue, std::move(memory));
+        const std::uint16_t group = cq_group_[cqid].load(std::memory_order_relaxed); // an SQ follows its CQ
+        sq_group_[qid].store(group, std::memory_order_relaxed);
+        insert_queue(groups_[group]->submission_queues, qid);
+        publish_doorbell_entries(qid, false, entries);
+        ++completion_queues_[cqid]->bound_submission_queues;
+        io_queue_created_ = true;
+        write_new_queue_event_index(qid, false);
+    }
+
+    /// Deletes the existing I/O SQ `qid` for the command `cmd`. Completions still waiting for CQ
+    /// space are dropped, as the host asked to delete the queue they belong to; commands still in a
+    /// backend end without a completion when the backend is done with them. Returns pending when
+    /// such commands remain: `cmd` then completes when the backend returns the last of them (until
+    /// then their data may still move, and the host reuses their buffers as soon as the deletion
+    /// completes).
+    [[nodiscard]] command_result delete_submission_queue(command& cmd, std::uint16_t qid)
+    {
+        auto& sq = *submission_queues_[qid];
         auto& cq = *completion_queues_[sq.ring.cqid()];
-        cq.held.remove_and_dispose_if([&](const command& cmd) { return cmd.sq == &sq; },
-                                      [](command* cmd) { drop_completion(*cmd); });
+        cq.held.remove_and_dispose_if([&](const command& held) { return held.sq == &sq; },
+                                      [](command* held) { drop_completion(*held); });
         --cq.bound_submission_queues;
-        publish_doorbell_entries(view.queue_id, false, 0);
+        publish_doorbell_entries(qid, false, 0);
         // A tail written before the deletion and not yet taken by a concurrent group dies with the
         // queue (it would otherwise reach a queue created later with this QID).
-        group_of(sq).doorbells.forget(view.queue_id, false);
-        erase_queue(group_of(sq).submission_queues, view.queue_id);
-        if (auto* retired = retire_submission_queue(view.queue_id)) {
+        group_of(sq).doorbells.forget(qid, false);
+        erase_queue(group_of(sq).submission_queues, qid);
+        if (auto* retired = retire_submission_queue(qid)) {
             retired->deleting = &cmd;
             return command_result::pending();
         }
         return command_result::success();
     }
 
-    /// Delete I/O Completion Queue, Base 2.0 5.6.
-    spec::status delete_io_cq(const spec::submission_queue_entry& sqe)
+    /// The I/O SQs bound to the existing CQ `qid`.
+    [[nodiscard]] std::uint32_t bound_submission_queues(std::uint16_t qid) const noexcept
     {
-        if (message_based_) {
-            return error(spec::generic_status::invalid_opcode); // queues are connected, not created
-        }
-        const auto view = spec::delete_io_cq_view::decode(sqe);
-        if (view.queue_id == 0 || !completion_queue_exists(view.queue_id)) {
-            return error(spec::command_specific_status::invalid_queue_identifier);
-        }
-        if (completion_queues_[view.queue_id]->bound_submission_queues != 0) {
-            return error(spec::command_specific_status::invalid_queue_deletion);
-        }
-        publish_doorbell_entries(view.queue_id, true, 0);
-        cq_owner(view.queue_id).doorbells.forget(view.queue_id, true); // as for an SQ (delete_io_sq)
-        erase_queue(cq_owner(view.queue_id).completion_queues, view.queue_id);
-        completion_queues_[view.queue_id].reset();
-        return spec::status::success();
+        return completion_queues_[qid]->bound_submission_queues;
+    }
+
+    /// Deletes the existing I/O CQ `qid`, which no SQ is bound to.
+    void delete_completion_queue(std::uint16_t qid)
+    {
+        publish_doorbell_entries(qid, true, 0);
+        cq_owner(qid).doorbells.forget(qid, true); // as for an SQ (delete_submission_queue)
+        erase_queue(cq_owner(qid).completion_queues, qid);
+        completion_queues_[qid].reset();
+    }
+
+    /// Doorbell Buffer Config's buffers: shadow doorbells at `shadow_address`, EventIdx at
+    /// `event_index_address` (each one memory page, checked by the caller).
+    void configure_shadow_doorbells(std::uint64_t shadow_address, std::uint64_t event_index_address)
+    {
+        shadow_doorbells_.configure(shadow_address, event_index_address, registers_.doorbell_stride_bytes());
     }
 
     // ---- controller features (command_sets/features.hpp decides Set/Get Features) -------------
@@ -2312,24 +2283,6 @@ public:
     [[nodiscard]] const interrupt_coalescer& admin_coalescer() const noexcept
     {
         return interrupts_state_.coalescer();
-    }
-
-    /// Doorbell Buffer Config (Base 2.0 5.8): PRP1 the shadow doorbell buffer, PRP2 the EventIdx
-    /// buffer, each one memory page.
-    spec::status doorbell_buffer_config(const spec::submission_queue_entry& sqe)
-    {
-        if (message_based_) {
-            return error(spec::generic_status::invalid_opcode); // queues are connected, not created
-        }
-        const auto view = spec::doorbell_buffer_config_view::decode(sqe);
-        const std::uint64_t page_mask = memory_page_size() - 1U;
-        if (sqe.pointer_type() != spec::data_pointer_type::prp ||
-            (view.shadow_doorbell_address & page_mask) != 0 || (view.eventidx_address & page_mask) != 0) {
-            return error(spec::generic_status::invalid_field);
-        }
-        shadow_doorbells_.configure(view.shadow_doorbell_address, view.eventidx_address,
-                                    registers_.doorbell_stride_bytes());
-        return spec::status::success();
     }
 
 private:
@@ -2790,49 +2743,6 @@ private:
     // ---- admin commands of the controller core ---------------------------------------------------
 
     [[nodiscard]] static spec::status error(auto code) noexcept { return spec::status{code}.with_dnr(); }
-
-    /// The number of I/O queues the host may use: what Set Features Number of Queues granted, or
-    /// the controller's maximum before it was set.
-    [[nodiscard]] std::uint16_t allowed_submission_queues() const noexcept
-    {
-        return granted_queues_ ? static_cast<std::uint16_t>(granted_queues_->submission_queue_count())
-                               : config_.io_queues;
-    }
-    [[nodiscard]] std::uint16_t allowed_completion_queues() const noexcept
-    {
-        return granted_queues_ ? static_cast<std::uint16_t>(granted_queues_->completion_queue_count())
-                               : config_.io_queues;
-    }
-
-    /// Validates the queue memory of a Create I/O SQ/CQ and builds its description.
-    spec::status make_queue_memory(const spec::submission_queue_entry& sqe, bool physically_contiguous,
-                                   std::uint32_t entries, std::size_t entry_bytes,
-                                   std::optional<queue_memory>& out)
-    {
-        const std::uint64_t page_mask = memory_page_size() - 1U;
-        if (physically_contiguous) {
-            if ((sqe.dptr.prp1 & page_mask) != 0) {
-                return error(spec::generic_status::prp_offset_invalid);
-            }
-            if (sqe.dptr.prp1 > ~std::uint64_t{0} - std::uint64_t{entries} * entry_bytes) {
-                return error(spec::generic_status::invalid_field); // the queue would wrap the address space
-            }
-            out.emplace(queue_memory::contiguous(sqe.dptr.prp1));
-            return spec::status::success();
-        }
-        if (registers_.cap().get(spec::cap_register::cqr)) {
-            return error(spec::generic_status::invalid_field);
-        }
-        queue_memory memory = queue_memory::contiguous(0);
-        const spec::status status =
-            queue_memory::from_prp_list(dma_, sqe.dptr.prp1, std::size_t{entries} * entry_bytes,
-                                        static_cast<std::uint32_t>(memory_page_size()), memory);
-        if (!status.is_success()) {
-            return status.with_dnr();
-        }
-        out.emplace(std::move(memory));
-        return spec::status::success();
-    }
 
     /// A new queue's EventIdx is 0, its tail or head, before the host learns of the queue: whatever
     /// an earlier queue left in the slot, the host's first doorbell then goes to the register,

@@ -56,6 +56,7 @@
 #include <nvmekit/dispatcher.hpp>
 #include <nvmekit/host_ranges.hpp>
 #include <nvmekit/interrupt_coalescing.hpp>
+#include <nvmekit/queue_memory.hpp>
 #include <nvmekit/spec/features.hpp>
 #include <nvmekit/spec/log_pages.hpp>
 #include <nvmekit/spec/queue_entries.hpp>
@@ -133,7 +134,8 @@ concept HandlerContext =
 /// | `c.acknowledge_event_type(type)`, `c.async_events()` | asynchronous event requests and their acknowledgement by a log read |
 /// | `c.log_buffer()`, `c.admin_buffer()`         | controller-owned buffers of MDTS and 16 KiB for building log and identify data |
 /// | `c.keep_alive_received()`                    | restarts the Keep Alive timer |
-/// | `c.create_io_cq(sqe)`, `c.create_io_sq(sqe)`, `c.delete_io_cq(sqe)`, `c.delete_io_sq(cmd)`, `c.doorbell_buffer_config(sqe)` | queue management (Base 2.0 5.4, 5.5, 5.6, 5.7, 5.8) |
+/// | `cc.registers()`, `cc.allowed_submission_queues()`, `cc.allowed_completion_queues()`, `cc.submission_queue_exists(qid)`, `cc.completion_queue_exists(qid)`, `cc.bound_submission_queues(qid)` | what queue management checks a command against: CAP and CC, the queues Number of Queues allows, the queues that exist |
+/// | `c.queue_memory_from_prp_list(prp, bytes, memory)`, `c.add_completion_queue(qid, entries, memory, vector, ien)`, `c.add_submission_queue(qid, cqid, entries, memory)`, `c.delete_submission_queue(cmd, qid)`, `c.delete_completion_queue(qid)`, `c.configure_shadow_doorbells(shadow, eventidx)` | queues in host memory and shadow doorbells (command_sets/queue_management.hpp, Base 2.0 5.4 - 5.8) |
 /// | `c.features()`, `c.io_queue_created()`, `c.granted_queues()`, `c.grant_queues(value)`, `c.max_io_queues()`, `c.for_each_coalescer(f)`, `c.admin_coalescer()`, `c.check_temperature()` | Set/Get Features (command_sets/features.hpp): the feature table, Number of Queues, interrupt coalescing, a Temperature Threshold change |
 /// | `c.firmware_commit(view)`                    | Firmware Commit on the emulated slots |
 /// | `c.abort_waiting(sqid, cid)`                 | aborts the command `cid` of SQ `sqid` if it still waits for a staging buffer; true when it did |
@@ -142,8 +144,9 @@ concept HandlerContext =
 // clang-format off
 template <typename C>
 concept AdminHandlerContext =
-    HandlerContext<C> && requires(C& c, const C& cc, typename C::command& cmd, const spec::submission_queue_entry& sqe,
-                                  const typename C::namespace_type& ns, spec::async_event_type type) {
+    HandlerContext<C> && requires(C& c, const C& cc, typename C::command& cmd,
+                                  const typename C::namespace_type& ns, spec::async_event_type type,
+                                  queue_memory& memory) {
         c.nvm_subsystem();
         { cc.controller_id() } -> std::same_as<std::uint16_t>;
         c.clock();
@@ -162,11 +165,18 @@ concept AdminHandlerContext =
         { c.log_buffer() } -> std::same_as<std::span<std::byte>>;
         { c.admin_buffer() } -> std::same_as<std::span<std::byte>>;
         c.keep_alive_received();
-        { c.create_io_cq(sqe) } -> std::same_as<spec::status>;
-        { c.create_io_sq(sqe) } -> std::same_as<spec::status>;
-        { c.delete_io_cq(sqe) } -> std::same_as<spec::status>;
-        { c.delete_io_sq(cmd) } -> std::same_as<command_result>;
-        { c.doorbell_buffer_config(sqe) } -> std::same_as<spec::status>;
+        cc.registers();
+        { cc.allowed_submission_queues() } -> std::same_as<std::uint16_t>;
+        { cc.allowed_completion_queues() } -> std::same_as<std::uint16_t>;
+        { cc.submission_queue_exists(std::uint16_t{}) } -> std::same_as<bool>;
+        { cc.completion_queue_exists(std::uint16_t{}) } -> std::same_as<bool>;
+        { cc.bound_submission_queues(std::uint16_t{}) } -> std::same_as<std::uint32_t>;
+        { c.queue_memory_from_prp_list(std::uint64_t{}, std::size_t{}, memory) } -> std::same_as<spec::status>;
+        c.add_completion_queue(std::uint16_t{}, std::uint32_t{}, queue_memory::contiguous(0), std::uint16_t{}, bool{});
+        c.add_submission_queue(std::uint16_t{}, std::uint16_t{}, std::uint32_t{}, queue_memory::contiguous(0));
+        { c.delete_submission_queue(cmd, std::uint16_t{}) } -> std::same_as<command_result>;
+        c.delete_completion_queue(std::uint16_t{});
+        c.configure_shadow_doorbells(std::uint64_t{}, std::uint64_t{});
         c.features();
         { cc.io_queue_created() } -> std::same_as<bool>;
         cc.granted_queues();

@@ -1,7 +1,7 @@
 #pragma once
 /// The admin command set (Base 2.0 section 5) as handlers of the controller's admin dispatch
-/// table: queue management, Identify, Get Log Page, Get/Set Features, Asynchronous Event Request,
-/// Abort, Keep Alive, Namespace Management, Namespace Attachment, Format NVM, Firmware Image
+/// table: queue management (queue_management.hpp), Identify, Get Log Page, Get/Set Features, Asynchronous
+/// Event Request, Abort, Keep Alive, Namespace Management, Namespace Attachment, Format NVM, Firmware Image
 /// Download and Commit, Doorbell Buffer Config, Get LBA Status.
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <nvmekit/command_sets/features.hpp>
+#include <nvmekit/command_sets/queue_management.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/dispatcher.hpp>
 #include <nvmekit/handler_context.hpp>
@@ -35,23 +36,18 @@ struct admin_command_set {
     using table_type = typename Controller::table_type;
     using namespace_type = typename Controller::namespace_type;
 
-    /// The queue management commands a controller with message-based queues does not offer: its
-    /// queues are connected, not created, and have no doorbells (NVMe over Fabrics 1.1).
-    static constexpr std::array queue_management_opcodes{
-        spec::admin_opcode::delete_io_sq, spec::admin_opcode::create_io_sq, spec::admin_opcode::delete_io_cq,
-        spec::admin_opcode::create_io_cq, spec::admin_opcode::doorbell_buffer_config};
-
     /// The built-in admin command table.
     [[nodiscard]] static constexpr table_type table()
     {
         using spec::admin_opcode;
+        using queues = queue_management_commands<Controller>;
         const auto op = [](admin_opcode opcode) { return static_cast<std::uint8_t>(opcode); };
         return table_type{}
-            .with(op(admin_opcode::delete_io_sq), &delete_io_sq)
-            .with(op(admin_opcode::create_io_sq), &create_io_sq)
+            .with(op(admin_opcode::delete_io_sq), &queues::delete_io_sq)
+            .with(op(admin_opcode::create_io_sq), &queues::create_io_sq)
             .with(op(admin_opcode::get_log_page), &get_log_page)
-            .with(op(admin_opcode::delete_io_cq), &delete_io_cq)
-            .with(op(admin_opcode::create_io_cq), &create_io_cq)
+            .with(op(admin_opcode::delete_io_cq), &queues::delete_io_cq)
+            .with(op(admin_opcode::create_io_cq), &queues::create_io_cq)
             .with(op(admin_opcode::identify), &identify)
             .with(op(admin_opcode::abort), &abort)
             .with(op(admin_opcode::set_features), &feature_commands<Controller>::set_features)
@@ -62,7 +58,7 @@ struct admin_command_set {
             .with(op(admin_opcode::namespace_management), &namespace_management, effects::changes_inventory())
             .with(op(admin_opcode::namespace_attachment), &namespace_attachment, effects::changes_inventory())
             .with(op(admin_opcode::keep_alive), &keep_alive)
-            .with(op(admin_opcode::doorbell_buffer_config), &doorbell_buffer_config)
+            .with(op(admin_opcode::doorbell_buffer_config), &queues::doorbell_buffer_config)
             .with(op(admin_opcode::format_nvm), &format_nvm, effects::changes_namespaces())
             .with(op(admin_opcode::get_lba_status), &get_lba_status);
     }
@@ -84,26 +80,6 @@ private:
     [[nodiscard]] static command_result send(Controller& c, command& cmd, const T& data)
     {
         return result_of(c.transfer_to_host(cmd, std::as_bytes(std::span{&data, 1})));
-    }
-
-    // ---- queues (Base 2.0 5.4 - 5.7), in the controller core ----------------------------------
-
-    static command_result create_io_cq(Controller& c, command& cmd)
-    {
-        return result_of(c.create_io_cq(cmd.sqe));
-    }
-    static command_result create_io_sq(Controller& c, command& cmd)
-    {
-        return result_of(c.create_io_sq(cmd.sqe));
-    }
-    static command_result delete_io_cq(Controller& c, command& cmd)
-    {
-        return result_of(c.delete_io_cq(cmd.sqe));
-    }
-    static command_result delete_io_sq(Controller& c, command& cmd) { return c.delete_io_sq(cmd); }
-    static command_result doorbell_buffer_config(Controller& c, command& cmd)
-    {
-        return result_of(c.doorbell_buffer_config(cmd.sqe));
     }
 
     // ---- Identify (Base 2.0 5.17) ---------------------------------------------------------------
@@ -303,7 +279,7 @@ private:
             Controller::io_table().fill_effects(data.io_commands);
             if (c.message_based()) {
                 // Refused as Invalid Command Opcode there, so not supported (CSUPP 0).
-                for (const auto opcode : queue_management_opcodes) {
+                for (const auto opcode : queue_management_commands<Controller>::opcodes) {
                     data.admin_commands[static_cast<std::uint8_t>(opcode)] = {};
                 }
             }

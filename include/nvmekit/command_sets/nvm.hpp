@@ -294,8 +294,8 @@ private:
     /// Resolves the command's namespace into `cmd.ns` and checks that [slba, slba + blocks) lies
     /// in it (Invalid Namespace or Format, LBA Out of Range) and, for a command that moves the
     /// blocks' data, that it fits MDTS (Invalid Field).
-    [[nodiscard]] static spec::status locate(Controller& c, command& cmd, std::uint64_t slba,
-                                             std::uint64_t blocks, bool moves_data = false)
+    [[nodiscard]] NVMEKIT_HOT_INLINE static spec::status
+    locate(Controller& c, command& cmd, std::uint64_t slba, std::uint64_t blocks, bool moves_data = false)
     {
         auto* ns = resolve(c, cmd);
         if (ns == nullptr) {
