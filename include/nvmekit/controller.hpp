@@ -63,6 +63,7 @@
 #include <nvmekit/clock.hpp>
 #include <nvmekit/command_sets/admin.hpp>
 #include <nvmekit/command_sets/features.hpp>
+#include <nvmekit/command_sets/identify.hpp>
 #include <nvmekit/command_sets/nvm.hpp>
 #include <nvmekit/completion_inbox.hpp>
 #include <nvmekit/config.hpp>
@@ -830,63 +831,15 @@ public:
     {
         return qid <= limits.io_queues && completion_queues_[qid] != nullptr;
     }
-    /// The Identify Controller data this controller returns: every capability bit names
-    /// something implemented.
+    /// The Identify Controller data this controller returns (command_sets/identify.hpp).
     [[nodiscard]] spec::identify_controller identify_controller_data() const
     {
-        spec::identify_controller data{};
-        const auto& identity = subsystem_->identity();
-        data.vid = config_.identity.vendor_id;
-        data.ssvid = config_.identity.subsystem_vendor_id;
-        spec::assign_space_padded(data.sn, identity.serial_number);
-        spec::assign_space_padded(data.mn, identity.model_number);
-        spec::assign_space_padded(data.fr, logs_.firmware().active_revision());
-        spec::assign_null_padded(data.subnqn, identity.nqn);
-        data.ieee = identity.ieee_oui;
-        data.cmic.set(spec::controller_multipath_caps::multiple_controllers, true);
-        data.mdts = config_.mdts;
-        data.cntlid = controller_id_;
-        data.ver = registers_.vs().raw;
-        data.oaes.set(spec::async_events_supported::namespace_attribute, true);
-        data.cntrltype = spec::controller_type::io;
-        data.oacs.set(spec::admin_command_support::format_nvm, true)
-            .set(spec::admin_command_support::firmware, true)
-            .set(spec::admin_command_support::namespace_management, true)
-            .set(spec::admin_command_support::doorbell_buffer_config, !message_based_)
-            .set(spec::admin_command_support::get_lba_status, true);
-        data.tnvmcap.set(subsystem_->total_capacity());
-        data.unvmcap.set(subsystem_->unallocated_capacity());
-        data.acl = 3;
-        data.aerl = limits.aerl;
-        data.frmw = logs_.firmware().attributes();
-        data.lpa.set(spec::log_page_attributes::commands_effects, true)
-            .set(spec::log_page_attributes::extended_data, true)
-            .set(spec::log_page_attributes::telemetry, true);
-        data.elpe = logs_.errors().elpe();
-        data.npss = 0;
-        data.wctemp = features_.config().warning_composite_temperature;
-        data.cctemp = 373;
-        data.fwug = logs_.firmware().fwug();
-        data.kas = static_cast<std::uint16_t>(features_.config().keep_alive_granularity_ms / 100U);
-        data.sqes.set(spec::queue_entry_sizes::required, 6).set(spec::queue_entry_sizes::maximum, 6);
-        data.cqes.set(spec::queue_entry_sizes::required, 4).set(spec::queue_entry_sizes::maximum, 4);
-        data.nn = subsystem_->options().max_namespaces;
-        data.oncs.set(spec::nvm_command_support::compare, true)
-            .set(spec::nvm_command_support::write_uncorrectable, true)
-            .set(spec::nvm_command_support::dataset_management, true)
-            .set(spec::nvm_command_support::write_zeroes, true)
-            .set(spec::nvm_command_support::save_select_features, true)
-            .set(spec::nvm_command_support::timestamp, features_.config().timestamp_supported)
-            .set(spec::nvm_command_support::verify, true)
-            .set(spec::nvm_command_support::copy, true);
-        data.vwc
-            .set(spec::volatile_write_cache_support::present, features_.config().volatile_write_cache_present)
-            .set(spec::volatile_write_cache_support::flush_behavior, spec::flush_broadcast::supported);
-        data.ocfs = 1; // Copy source range format 0
-        data.sgls = sgl_support_for(sgl_walk_options{.direction = transfer_direction::controller_to_host});
-        data.psd[0].mp = 2500; // 25 W in 0.01 W units
-        return data;
+        return identify_data<controller>::controller_data(*this);
     }
+    /// What Identify Controller reports of this controller beyond the subsystem's identity.
+    [[nodiscard]] const controller_identity& identity() const noexcept { return config_.identity; }
+    /// MDTS as Identify Controller reports it (controller_config::mdts).
+    [[nodiscard]] std::uint8_t mdts() const noexcept { return config_.mdts; }
 
     /// The composite temperature the controller reports, in Kelvin.
     [[nodiscard]] std::uint16_t temperature() const noexcept
@@ -1875,6 +1828,7 @@ public:
 
     [[nodiscard]] error_log& error_information_log() noexcept { return logs_.errors(); }
     [[nodiscard]] firmware_slots& firmware() noexcept { return logs_.firmware(); }
+    [[nodiscard]] const firmware_slots& firmware() const noexcept { return logs_.firmware(); }
     [[nodiscard]] telemetry_host_log& telemetry() noexcept { return logs_.telemetry(); }
     [[nodiscard]] async_event_queue& async_events() noexcept { return logs_.events(); }
     /// The Changed Namespace List log as it stands.
@@ -2020,28 +1974,6 @@ public:
         for (auto& group : groups_) {
             f(group->interrupts.coalescer());
         }
-    }
-
-    /// Identify Namespace as this controller reports it: the namespace's data with the copy
-    /// limits of this controller.
-    [[nodiscard]] spec::identify_namespace identify_namespace_data(const namespace_type& ns) const
-    {
-        auto data = ns.identify();
-        using io_set = nvm_command_set<controller>;
-        const auto blocks = io_set::max_copy_blocks(ns.block_bytes() + ns.metadata_bytes());
-        data.mssrl = static_cast<std::uint16_t>(std::min<std::uint32_t>(blocks, 0xffffU));
-        data.mcl = blocks;
-        data.msrc = static_cast<std::uint8_t>(io_set::max_copy_ranges - 1U);
-        return data;
-    }
-
-    /// I/O Command Set specific Identify Controller for the NVM command set (CNS 06h): no limits
-    /// beyond the command fields themselves.
-    [[nodiscard]] static spec::nvm_identify_controller nvm_identify_controller_data() noexcept
-    {
-        spec::nvm_identify_controller data{};
-        data.dmrl = static_cast<std::uint8_t>(nvm_command_set<controller>::max_dsm_ranges - 1U);
-        return data;
     }
 
     /// The host read the log page of an event type without RAE: that type is reported again.
@@ -2269,6 +2201,7 @@ public:
 
     /// The feature table (feature_table.hpp).
     [[nodiscard]] feature_table& features() noexcept { return features_; }
+    [[nodiscard]] const feature_table& features() const noexcept { return features_; }
     /// An I/O queue was created since the last Controller Reset (Number of Queues is then fixed).
     [[nodiscard]] bool io_queue_created() const noexcept { return io_queue_created_; }
     /// The I/O queues Set Features Number of Queues granted since the last Controller Reset.

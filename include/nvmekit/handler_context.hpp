@@ -128,7 +128,7 @@ concept HandlerContext =
 /// | expression                                   | semantics |
 /// |----------------------------------------------|-----------|
 /// | `c.nvm_subsystem()`, `c.controller_id()`, `c.clock()` | the subsystem, this controller's CNTLID, the time source |
-/// | `c.identify_controller_data()`, `c.nvm_identify_controller_data()`, `c.identify_namespace_data(ns)` | Identify data structures as this controller reports them |
+/// | `cc.identity()`, `cc.mdts()`, `cc.registers()`, `cc.message_based()`, `cc.errors()`, `cc.firmware()`, `cc.features()` | what Identify Controller reports (command_sets/identify.hpp): PCI vendor IDs, MDTS, VS, queue management, ELPE, firmware slots, features |
 /// | `c.smart_health_data()`, `c.error_information_log()`, `c.firmware()`, `c.telemetry()`, `c.capture_telemetry()` | log page sources |
 /// | `c.changed_namespaces()`, `c.clear_changed_namespaces()` | the Changed Namespace List log and its reset when read with RAE clear |
 /// | `c.acknowledge_event_type(type)`, `c.async_events()` | asynchronous event requests and their acknowledgement by a log read |
@@ -150,9 +150,11 @@ concept AdminHandlerContext =
         c.nvm_subsystem();
         { cc.controller_id() } -> std::same_as<std::uint16_t>;
         c.clock();
-        cc.identify_controller_data();
-        C::nvm_identify_controller_data();
-        cc.identify_namespace_data(ns);
+        cc.identity();
+        { cc.mdts() } -> std::same_as<std::uint8_t>;
+        cc.errors();
+        cc.firmware();
+        cc.features();
         cc.smart_health_data();
         c.error_information_log();
         c.firmware();

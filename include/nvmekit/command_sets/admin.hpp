@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <nvmekit/command_sets/features.hpp>
+#include <nvmekit/command_sets/identify.hpp>
 #include <nvmekit/command_sets/queue_management.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/dispatcher.hpp>
@@ -114,14 +115,17 @@ private:
                 return send(c, cmd, spec::nvm_identify_namespace{});
             }
             // An inactive NSID returns a zero-filled structure (Base 2.0 5.17.2.1).
-            return send(c, cmd, ns != nullptr ? c.identify_namespace_data(*ns) : spec::identify_namespace{});
+            return send(c, cmd,
+                        ns != nullptr ? identify_data<Controller>::namespace_data(*ns)
+                                      : spec::identify_namespace{});
         }
-        case spec::cns::identify_controller: return send(c, cmd, c.identify_controller_data());
+        case spec::cns::identify_controller:
+            return send(c, cmd, identify_data<Controller>::controller_data(c));
         case spec::cns::io_command_set_controller:
             if (!nvm_set) {
                 return fail(spec::generic_status::invalid_field);
             }
-            return send(c, cmd, c.nvm_identify_controller_data());
+            return send(c, cmd, identify_data<Controller>::nvm_controller_data());
         case spec::cns::active_namespace_list:
         case spec::cns::io_command_set_active_namespace_list: {
             if (view.cns == spec::cns::io_command_set_active_namespace_list && !nvm_set) {
@@ -184,7 +188,9 @@ private:
                 return send(c, cmd, spec::nvm_identify_namespace{});
             }
             // An unallocated NSID returns a zero-filled structure (Base 2.0 5.17.2.11).
-            return send(c, cmd, ns != nullptr ? c.identify_namespace_data(*ns) : spec::identify_namespace{});
+            return send(c, cmd,
+                        ns != nullptr ? identify_data<Controller>::namespace_data(*ns)
+                                      : spec::identify_namespace{});
         }
         case spec::cns::namespace_controller_list: {
             if (!valid_nsid(c, nsid)) {
