@@ -77,6 +77,7 @@
 #include <nvmekit/error_log.hpp>
 #include <nvmekit/feature_table.hpp>
 #include <nvmekit/firmware_slots.hpp>
+#include <nvmekit/group_coordination.hpp>
 #include <nvmekit/handler_context.hpp>
 #include <nvmekit/health_log.hpp>
 #include <nvmekit/host_mistakes.hpp>
@@ -175,6 +176,8 @@ public:
 
     using table_type = dispatch_table<controller, command>;
     using group_type = detail::poll_group_state<command, threading_type::concurrent_groups>;
+    using coordination_type = detail::group_coordination<group_type, threading_type::concurrent_groups>;
+    using coordination_scope = typename coordination_type::scope;
 
     /// A controller of `subsystem`, which must outlive it. The controller registers with the
     /// subsystem (which assigns CNTLID unless the config names one).
@@ -195,9 +198,10 @@ public:
         submission_queues_.resize(std::size_t{limits.io_queues} + 1U);
         completion_queues_.resize(std::size_t{limits.io_queues} + 1U);
         staging_per_group_ = std::max<std::size_t>(1, limits.staging_buffers / config_.poll_groups);
+        coordination_.set_concurrent(config_.concurrent_poll_groups);
         for (std::uint16_t group = 0; group < config_.poll_groups; ++group) {
-            groups_.push_back(std::make_unique<group_type>(limits.io_queues, fetch_batch, limits.max_segments,
-                                                           limits.msix_vectors));
+            coordination_.add_group(std::make_unique<group_type>(limits.io_queues, fetch_batch,
+                                                                 limits.max_segments, limits.msix_vectors));
         }
         for (std::size_t qid = 0; qid <= limits.io_queues; ++qid) {
             sq_group_[qid].store(0, std::memory_order_relaxed);
@@ -284,10 +288,10 @@ public:
         if (offset >= msix_table_offset()) {
             return msix_.read_table(offset - msix_table_offset(), width);
         }
-        if (fatal_pending_.load(std::memory_order_acquire)) {
+        if (coordination_.fatal_pending()) {
             // A concurrent group's fatal queue DMA error shows in CSTS.CFS from now, not only
             // after the admin context's next poll.
-            const context_scope scope{admin_group_};
+            const coordination_scope scope{coordination_.admin()};
             take_fatal_error();
         }
         const std::uint64_t host_errors = registers_.host_error_count();
@@ -391,7 +395,7 @@ public:
         bus_master_.store(enabled, std::memory_order_release);
         if (enabled) {
             dma_.exclude(bar0_address_, bar0_address_ == 0 ? 0 : bar0_size());
-            for (auto& group : groups_) {
+            for (auto& group : coordination_.groups()) {
                 if (group->runner) {
                     group->runner->notify(); // it may have slept through doorbells meanwhile
                 }
@@ -487,11 +491,11 @@ public:
                 std::make_unique<detail::completion_queue<command>>(qid, entries, cq_ring::message_based);
             const std::uint16_t group = place_completion_queue(qid, 0, false);
             cq_group_[qid].store(group, std::memory_order_relaxed);
-            insert_queue(groups_[group]->completion_queues, qid);
+            insert_queue(coordination_.groups()[group]->completion_queues, qid);
             submission_queues_[qid] = std::make_unique<detail::submission_queue<command>>(
                 qid, qid, entries, limits.commands_per_queue, sq_ring::message_based);
             sq_group_[qid].store(group, std::memory_order_relaxed);
-            insert_queue(groups_[group]->submission_queues, qid);
+            insert_queue(coordination_.groups()[group]->submission_queues, qid);
             completion_queues_[qid]->bound_submission_queues = 1;
             io_queue_created_ = true;
             return spec::status::success();
@@ -542,7 +546,7 @@ public:
         auto& cq = *completion_queues_[qid];
         auto entry = cq.ring.pop();
         if (entry && !cq.held.empty()) {
-            post_held_completions(qid == 0 ? admin_group_ : cq_owner(qid), cq);
+            post_held_completions(qid == 0 ? coordination_.admin() : cq_owner(qid), cq);
         }
         return entry;
     }
@@ -556,7 +560,7 @@ public:
     /// poll_group().
     std::size_t poll()
     {
-        const context_scope scope{admin_group_};
+        const coordination_scope scope{coordination_.admin()};
         handle_event(controller_event::tick);
         take_group_reports();
         const auto state = state_machine_.state();
@@ -597,13 +601,13 @@ public:
         }
         drain_doorbells();
         if (!concurrent()) {
-            for (auto& group : groups_) {
+            for (auto& group : coordination_.groups()) {
                 read_shadow_doorbells(*group);
             }
         }
         poll_backends();
         if (!concurrent()) {
-            for (auto& group : groups_) {
+            for (auto& group : coordination_.groups()) {
                 resume_staging_waiters(*group);
             }
         }
@@ -613,10 +617,10 @@ public:
             // Admin commands change what the groups use (queues, features, namespaces): concurrent
             // groups are paused while they run.
             with_groups_paused(
-                [&] { executed += process_submission_queue(*submission_queues_[0], admin_group_); });
+                [&] { executed += process_submission_queue(*submission_queues_[0], coordination_.admin()); });
         }
         if (!concurrent()) {
-            for (auto& group : groups_) {
+            for (auto& group : coordination_.groups()) {
                 if (state_machine_.state() != controller_state::ready) {
                     break; // a command (or a DMA failure) changed the state
                 }
@@ -628,7 +632,7 @@ public:
         free_retired_queues();
         report_async_events();
         if (!concurrent()) {
-            for (auto& group : groups_) {
+            for (auto& group : coordination_.groups()) {
                 write_event_indexes(*group);
             }
         }
@@ -645,8 +649,8 @@ public:
     /// threads run).
     std::size_t poll_group(std::uint16_t index)
     {
-        NVMEKIT_ASSERT(index < groups_.size(), "poll_group: no such group");
-        auto& group = *groups_[index];
+        NVMEKIT_ASSERT(index < coordination_.groups().size(), "poll_group: no such group");
+        auto& group = *coordination_.groups()[index];
         if (!concurrent()) {
             if (state_machine_.state() != controller_state::ready ||
                 !bus_master_.load(std::memory_order_relaxed)) {
@@ -660,15 +664,15 @@ public:
             signal_interrupts();
             return executed;
         }
-        if (!enter_poll(group)) {
+        if (!coordination_type::enter_poll(group)) {
             return 0;
         }
         if (group.stopped || !bus_master_.load(std::memory_order_acquire)) {
-            leave_poll(group);
+            coordination_type::leave_poll(group);
             return 0;
         }
-        const context_scope scope{group};
-        take_routed(group);
+        const coordination_scope scope{group};
+        coordination_type::take_routed(group);
         group.doorbells.drain([&](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
             apply_doorbell(group, qid, completion_queue, value);
         });
@@ -677,7 +681,7 @@ public:
         const std::size_t executed = process_group_queues(group);
         write_event_indexes(group);
         signal_group_interrupts(group);
-        leave_poll(group);
+        coordination_type::leave_poll(group);
         return executed;
     }
 
@@ -699,18 +703,18 @@ public:
         if (poll_groups_started()) {
             return;
         }
-        for (std::size_t index = 0; index < groups_.size(); ++index) {
+        for (std::size_t index = 0; index < coordination_.groups().size(); ++index) {
             auto group_options = options;
             group_options.name += std::to_string(index);
             if (!cpus.empty()) {
                 group_options.cpu = cpus[index % cpus.size()];
             }
-            auto& group = *groups_[index];
+            auto& group = *coordination_.groups()[index];
             group.runner = std::make_unique<poll_group_runner<>>(
                 [this, index] { return poll_group(static_cast<std::uint16_t>(index)); },
                 std::move(group_options));
         }
-        for (auto& group : groups_) {
+        for (auto& group : coordination_.groups()) {
             group->runner->start();
         }
     }
@@ -722,16 +726,19 @@ public:
         if (!poll_groups_started()) {
             return;
         }
-        for (auto& group : groups_) {
+        for (auto& group : coordination_.groups()) {
             group->runner->stop();
         }
-        for (auto& group : groups_) {
+        for (auto& group : coordination_.groups()) {
             group->runner.reset();
         }
     }
 
     /// True between start_poll_groups() and stop_poll_groups().
-    [[nodiscard]] bool poll_groups_started() const noexcept { return groups_.front()->runner != nullptr; }
+    [[nodiscard]] bool poll_groups_started() const noexcept
+    {
+        return coordination_.groups().front()->runner != nullptr;
+    }
 
     /// Runs `f` while no poll group runs: with concurrent groups, each is asked to pause and
     /// waited for until it is between polls; they resume when `f` returns. The controller does
@@ -745,21 +752,21 @@ public:
             controller& self;
             ~resume_on_exit() { self.resume_groups(); }
         } resume{*this};
-        pause_groups();
+        coordination_.pause();
         return std::forward<F>(f)();
     }
 
     /// Number of poll groups (controller_config::poll_groups).
     [[nodiscard]] std::uint16_t poll_group_count() const noexcept
     {
-        return static_cast<std::uint16_t>(groups_.size());
+        return static_cast<std::uint16_t>(coordination_.groups().size());
     }
     /// Counters of poll group `index`: polls (busy and idle), commands executed, data bytes read
     /// and written by its commands. Readable while the controller runs.
     [[nodiscard]] poll_group_counters group_statistics(std::uint16_t index) const
     {
-        NVMEKIT_ASSERT(index < groups_.size(), "group_statistics: no such group");
-        return groups_[index]->statistics.snapshot();
+        NVMEKIT_ASSERT(index < coordination_.groups().size(), "group_statistics: no such group");
+        return coordination_.groups()[index]->statistics.snapshot();
     }
     /// The poll group of I/O CQ `qid`, when it exists.
     [[nodiscard]] std::optional<std::uint16_t> completion_queue_group(std::uint16_t qid) const noexcept
@@ -792,8 +799,8 @@ public:
             sum.staging_waits += group.staging_waits.load();
             sum.dma_errors += group.dma_errors.load();
         };
-        add(admin_group_);
-        for (const auto& group : groups_) {
+        add(coordination_.admin());
+        for (const auto& group : coordination_.groups()) {
             add(*group);
         }
         return sum;
@@ -1082,7 +1089,7 @@ private:
             cq.reset();
         }
         clear_every_doorbell();
-        for (auto& group : groups_) {
+        for (auto& group : coordination_.groups()) {
             group->completion_queues.clear();
             group->submission_queues.clear();
             group->intx_wanted.store(false, std::memory_order_relaxed);
@@ -1114,7 +1121,8 @@ private:
     {
         auto& done = *static_cast<typename shutdown_flush_set::flush*>(request.context);
         auto& self = *static_cast<controller*>(done.owner);
-        if (!self.routed_elsewhere(self.admin_group_, done.routed, request, status, &finish_shutdown_flush)) {
+        if (!self.coordination_.route(self.coordination_.admin(), done.routed, request, status,
+                                      &finish_shutdown_flush)) {
             finish_shutdown_flush(request, status);
         }
     }
@@ -1152,7 +1160,7 @@ private:
         take_doorbell_errors();
         if (concurrent()) {
             doorbells_.drain([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
-                apply_doorbell(admin_group_, qid, completion_queue, value);
+                apply_doorbell(coordination_.admin(), qid, completion_queue, value);
             });
             return;
         }
@@ -1214,7 +1222,8 @@ private:
     void ring_doorbell(std::uint16_t qid, bool completion_queue, std::uint32_t value)
     {
         const auto& table = completion_queue ? cq_group_ : sq_group_;
-        group_type* group = qid == 0 ? nullptr : groups_[table[qid].load(std::memory_order_acquire)].get();
+        group_type* group =
+            qid == 0 ? nullptr : coordination_.groups()[table[qid].load(std::memory_order_acquire)].get();
         auto& channel = group != nullptr ? group->doorbells : doorbells_;
         if (completion_queue) {
             channel.ring_cq_head(qid, value);
@@ -1229,147 +1238,24 @@ private:
     /// The context that owns CQ `qid`: the admin context for the admin CQ, else its poll group.
     [[nodiscard]] group_type& cq_owner(std::uint16_t qid) noexcept
     {
-        return qid == 0 ? admin_group_ : *groups_[cq_group_[qid].load(std::memory_order_relaxed)];
+        return qid == 0 ? coordination_.admin()
+                        : *coordination_.groups()[cq_group_[qid].load(std::memory_order_relaxed)];
     }
 
     /// True when poll groups run concurrently with the admin context (poll_group()); a constant
     /// false with single_threaded, so that what only concurrent groups need is compiled out.
-    [[nodiscard]] bool concurrent() const noexcept
-    {
-        if constexpr (threading_type::concurrent_groups) {
-            return config_.concurrent_poll_groups;
-        } else {
-            return false;
-        }
-    }
+    [[nodiscard]] bool concurrent() const noexcept { return coordination_.concurrent(); }
 
-    /// The processing context the calling thread runs (admin_group_ or a group) while inside
-    /// poll(), poll_group() or a register event; null elsewhere. Backend completions use it to
-    /// tell whether they run on their command's thread.
-    // NOLINTNEXTLINE(readability-identifier-naming): private static, suffixed like the other members
-    static inline thread_local const void* current_context_ = nullptr;
-
-    /// Sets current_context_ for a scope; nothing with single_threaded, where owns() needs no
-    /// context.
-    struct context_scope {
-        explicit context_scope([[maybe_unused]] const group_type& context) noexcept
-        {
-            if constexpr (threading_type::concurrent_groups) {
-                previous = std::exchange(current_context_, &context);
-            }
-        }
-        context_scope(const context_scope&) = delete;
-        context_scope& operator=(const context_scope&) = delete;
-        ~context_scope()
-        {
-            if constexpr (threading_type::concurrent_groups) {
-                current_context_ = previous;
-            }
-        }
-        const void* previous = nullptr;
-    };
-
-    /// True when the calling thread may act on `context`'s state: always on one thread; with
-    /// concurrent groups, on the context's own thread, or on the admin context's while the groups
-    /// are paused or stopped by it (a stopped group touches nothing: the admin context acts for
-    /// it).
-    [[nodiscard]] bool owns(const group_type& context) const noexcept
-    {
-        if (!concurrent() || current_context_ == &context) {
-            return true;
-        }
-        return current_context_ == &admin_group_ && (pause_depth_ > 0 || groups_stopped_);
-    }
-
-    /// A backend completion for `context`'s state: when the calling thread does not own
-    /// `context` (owns()), hands it over in `node`, to be finished by `finish` at the context's
-    /// next poll (take_routed), and returns true; else returns false: finish it here.
-    bool routed_elsewhere(group_type& context, routed_completion& node, block_request& request,
-                          block_status status, void (*finish)(block_request&, block_status)) noexcept
-    {
-        if (owns(context)) {
-            return false;
-        }
-        node.request = &request;
-        node.status = status;
-        node.finish = finish;
-        context.routed.push(node);
-        if (&context != &admin_group_ && context.runner) {
-            context.runner->notify();
-        }
-        return true;
-    }
-
-    /// Finishes the completions routed to `context`; the caller owns it (see owns()).
-    static void take_routed(group_type& context)
-    {
-        context.routed.drain([](routed_completion& node) { node.finish(*node.request, node.status); });
-    }
-
-    /// A group's poll begins: false when the admin context asked it to pause (the poll is then
-    /// skipped). With the admin side's pause_groups() this is the store-load handshake of
-    /// Dekker's algorithm: both store their flag, then read the other's, with seq_cst, so at least
-    /// one sees the other: the admin context never proceeds while the group is inside a poll,
-    /// and the group never starts one while a pause is requested.
-    [[nodiscard]] static bool enter_poll(group_type& group) noexcept
-    {
-        group.in_poll.store(true, std::memory_order_seq_cst);
-        if (group.pause_requested.load(std::memory_order_seq_cst)) {
-            group.in_poll.store(false, std::memory_order_release);
-            return false;
-        }
-        return true;
-    }
-    static void leave_poll(group_type& group) noexcept
-    {
-        group.in_poll.store(false, std::memory_order_release);
-    }
-
-    /// Asks every concurrent group to pause and waits until none is inside a poll (nested calls
-    /// count). Admin context only.
-    void pause_groups()
-    {
-        if (pause_depth_++ != 0 || !concurrent()) {
-            return;
-        }
-        for (auto& group : groups_) {
-            group->pause_requested.store(true, std::memory_order_seq_cst);
-        }
-        for (auto& group : groups_) {
-            while (group->in_poll.load(std::memory_order_seq_cst)) {
-                std::this_thread::yield(); // a poll is bounded: fetch batches over the group's queues
-            }
-        }
-    }
-
-    /// Ends the outermost pause: the groups learn the controller's state (a group runs commands
-    /// only while it is ready) and resume.
+    /// Ends a pause (with_groups_paused): a fatal error a context raised takes effect, and the
+    /// groups learn whether the controller is ready (a group runs commands only while it is).
     void resume_groups()
     {
-        if (--pause_depth_ != 0) {
-            return;
-        }
-        if (fatal_pending_.exchange(false, std::memory_order_acquire)) {
-            state_machine_.handle(controller_event::fatal_error);
-        }
-        const bool stopped = state_machine_.state() != controller_state::ready;
-        groups_stopped_ = stopped;
-        admin_group_.stopped = stopped;
-        for (auto& group : groups_) {
-            group->stopped = stopped;
-            if (stopped && concurrent()) {
-                take_routed(*group); // from now on the admin context acts for the group (owns())
+        coordination_.resume([this] {
+            if (coordination_.take_fatal()) {
+                state_machine_.handle(controller_event::fatal_error);
             }
-        }
-        if (!concurrent()) {
-            return;
-        }
-        for (auto& group : groups_) {
-            group->pause_requested.store(false, std::memory_order_release);
-            if (group->runner) {
-                group->runner->notify(); // it may have slept through doorbells rung during the pause
-            }
-        }
+            return state_machine_.state() != controller_state::ready;
+        });
     }
 
     /// A state machine event from the admin context: with the groups paused, unless it is a tick
@@ -1384,23 +1270,14 @@ private:
             }
             return;
         }
-        const context_scope scope{admin_group_};
+        const coordination_scope scope{coordination_.admin()};
         with_groups_paused([&] { state_machine_.handle(event); });
-    }
-
-    /// A context failed a queue DMA: it stops at once, and the admin context puts the controller
-    /// into the fatal state (Base 2.0 9.5).
-    void raise_fatal_error(group_type& group) noexcept
-    {
-        ++group.dma_errors;
-        group.stopped = true;
-        fatal_pending_.store(true, std::memory_order_release);
     }
 
     /// Admin context: a fatal error a context raised takes effect.
     void take_fatal_error()
     {
-        if (fatal_pending_.load(std::memory_order_acquire)) {
+        if (coordination_.fatal_pending()) {
             with_groups_paused([] {}); // resume_groups() handles it
         }
     }
@@ -1414,7 +1291,7 @@ private:
         if (!concurrent()) {
             return;
         }
-        for (auto& group : groups_) {
+        for (auto& group : coordination_.groups()) {
             group->errors.drain([this](error_record&& record) { record_error(record); },
                                 std::size_t{1} << 20);
             if (const auto lost = group->errors_lost.load() - group->errors_lost_taken; lost != 0) {
@@ -1428,7 +1305,7 @@ private:
     void clear_every_doorbell() noexcept
     {
         doorbells_.clear();
-        for (auto& group : groups_) {
+        for (auto& group : coordination_.groups()) {
             group->doorbells.clear();
         }
     }
@@ -1438,7 +1315,7 @@ private:
     void drain_every_doorbell(F&& f)
     {
         doorbells_.drain(f);
-        for (auto& group : groups_) {
+        for (auto& group : coordination_.groups()) {
             group->doorbells.drain(f);
         }
     }
@@ -1467,7 +1344,7 @@ private:
     [[nodiscard]] std::uint16_t place_completion_queue(std::uint16_t qid, std::uint16_t vector,
                                                        bool interrupts_enabled)
     {
-        const auto groups = static_cast<std::uint16_t>(groups_.size());
+        const auto groups = static_cast<std::uint16_t>(coordination_.groups().size());
         if (config_.queue_placement) {
             return static_cast<std::uint16_t>(config_.queue_placement(qid, vector) % groups);
         }
@@ -1626,7 +1503,7 @@ private:
                 // The SQ cannot be read: a controller fatal status is what the spec offers
                 // (Base 2.0 9.5); the host recovers by resetting the controller.
                 tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = sq.ring.qid()});
-                raise_fatal_error(group);
+                coordination_.raise_fatal(group);
                 break;
             }
             for (std::uint32_t i = 0; i < fetched; ++i) {
@@ -1745,8 +1622,8 @@ public:
     /// Backend requests this controller's commands are waiting for.
     [[nodiscard]] std::size_t io_outstanding() const noexcept
     {
-        std::uint64_t outstanding = admin_group_.io_outstanding.load();
-        for (const auto& group : groups_) {
+        std::uint64_t outstanding = coordination_.admin().io_outstanding.load();
+        for (const auto& group : coordination_.groups()) {
             outstanding += group->io_outstanding.load();
         }
         return outstanding;
@@ -1849,7 +1726,7 @@ public:
     /// with Command Abort Requested); true when it did.
     bool abort_waiting(std::uint16_t sq_id, std::uint16_t command_id)
     {
-        for (auto& group : groups_) {
+        for (auto& group : coordination_.groups()) {
             auto& waiting_list = group->waiting_for_staging;
             for (auto& waiting : waiting_list) {
                 if (waiting.sq->ring.qid() == sq_id && waiting.sqe.command_id() == command_id) {
@@ -1866,7 +1743,7 @@ public:
     /// Whether a command of this controller that waits for a staging buffer names `ns`.
     [[nodiscard]] bool waits_for_staging(const namespace_type* ns) const noexcept
     {
-        for (const auto& group : groups_) {
+        for (const auto& group : coordination_.groups()) {
             for (const auto& waiting : group->waiting_for_staging) {
                 if (waiting.ns == ns) {
                     return true;
@@ -1971,7 +1848,7 @@ public:
     void for_each_coalescer(F&& f)
     {
         f(interrupts_state_.coalescer());
-        for (auto& group : groups_) {
+        for (auto& group : coordination_.groups()) {
             f(group->interrupts.coalescer());
         }
     }
@@ -2043,8 +1920,8 @@ public:
             counters.written_512_units += group.written_512_units.load();
             counters.media_errors += group.media_errors.load();
         };
-        add(admin_group_);
-        for (const auto& group : groups_) {
+        add(coordination_.admin());
+        for (const auto& group : coordination_.groups()) {
             add(*group);
         }
         return health.build(clock_.now() - powered_on_at_, features_.over_temperature_threshold(0),
@@ -2129,7 +2006,7 @@ public:
             qid, entries, std::move(memory), vector, interrupts_enabled);
         const std::uint16_t group = place_completion_queue(qid, vector, interrupts_enabled);
         cq_group_[qid].store(group, std::memory_order_relaxed);
-        insert_queue(groups_[group]->completion_queues, qid);
+        insert_queue(coordination_.groups()[group]->completion_queues, qid);
         publish_doorbell_entries(qid, true, entries);
         io_queue_created_ = true;
         write_new_queue_event_index(qid, true);
@@ -2143,7 +2020,7 @@ public:
             qid, cqid, entries, limits.commands_per_queue, std::move(memory));
         const std::uint16_t group = cq_group_[cqid].load(std::memory_order_relaxed); // an SQ follows its CQ
         sq_group_[qid].store(group, std::memory_order_relaxed);
-        insert_queue(groups_[group]->submission_queues, qid);
+        insert_queue(coordination_.groups()[group]->submission_queues, qid);
         publish_doorbell_entries(qid, false, entries);
         ++completion_queues_[cqid]->bound_submission_queues;
         io_queue_created_ = true;
@@ -2259,7 +2136,7 @@ private:
     {
         auto& cmd = *static_cast<command*>(request.context);
         auto& node = cmd.routed[static_cast<std::size_t>(&request - cmd.block.data())];
-        if (!cmd.owner->routed_elsewhere(*cmd.group, node, request, status, &finish_block)) {
+        if (!cmd.owner->coordination_.route(*cmd.group, node, request, status, &finish_block)) {
             finish_block(request, status);
         }
     }
@@ -2307,7 +2184,7 @@ private:
     }
 
     /// Admin context: polls every backend with requests outstanding. With concurrent groups, the
-    /// completions of a running group's commands are routed to it (owns()).
+    /// completions of a running group's commands are routed to it (coordination_.owns()).
     void poll_backends()
     {
         subsystem_->for_each_namespace([](namespace_type& ns) {
@@ -2315,8 +2192,8 @@ private:
                 ns.backend().poll();
             }
         });
-        if (!admin_group_.routed.empty_approx()) {
-            take_routed(admin_group_);
+        if (!coordination_.admin().routed.empty_approx()) {
+            coordination_type::take_routed(coordination_.admin());
         }
     }
 
@@ -2400,7 +2277,7 @@ private:
         auto& group = *cmd.group;
         if (cq.ring.post(dma_, cmd.cqe)) {
             tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = cq.ring.qid()});
-            raise_fatal_error(group);
+            coordination_.raise_fatal(group);
             return false;
         }
         trace_command(trace_event::cqe_posted, cmd, cq.ring.qid(), cmd.cqe.status());
@@ -2470,7 +2347,7 @@ private:
             }
             spec::submission_queue_entry request{};
             request.cdw0.set(spec::command_dword0::cid, report->command_id);
-            auto& cmd = acquire_request(admin_sq, admin_group_, request);
+            auto& cmd = acquire_request(admin_sq, coordination_.admin(), request);
             complete(admin_sq, *completion_queues_[0], cmd, spec::status::success(), report->event.raw);
         }
     }
@@ -2550,8 +2427,8 @@ private:
             const bool allowed = !msix_.enabled() && (registers_.interrupt_mask() & 1U) == 0;
             if (concurrent()) {
                 intx_.report_admin(allowed, completion_queues_[0] && cq_wants_intx(*completion_queues_[0]));
-                if (pause_depth_ > 0 || groups_stopped_) {
-                    for (auto& group : groups_) {
+                if (coordination_.paused_or_stopped()) {
+                    for (auto& group : coordination_.groups()) {
                         group->intx_wanted.store(group_wants_intx(*group), std::memory_order_relaxed);
                     }
                 }
@@ -2576,9 +2453,9 @@ private:
     {
         if constexpr (IntxInterruptProvider<interrupts_type>) {
             intx_.refresh([this] {
-                return std::any_of(groups_.begin(), groups_.end(), [](const auto& group) {
-                    return group->intx_wanted.load(std::memory_order_relaxed);
-                });
+                return std::any_of(
+                    coordination_.groups().begin(), coordination_.groups().end(),
+                    [](const auto& group) { return group->intx_wanted.load(std::memory_order_relaxed); });
             });
         }
     }
@@ -2621,7 +2498,7 @@ private:
         if (cmd.ns != nullptr && status.type() == spec::status_code_type::media_error) {
             record.lba = cmd.error_lba;
         }
-        if (concurrent() && cmd.group != &admin_group_) {
+        if (concurrent() && cmd.group != &coordination_.admin()) {
             // The log belongs to the admin context, which takes the entry before it runs the next
             // admin command (a Get Log Page after this completion finds it).
             if (!cmd.group->errors.try_push(record)) {
@@ -2683,7 +2560,7 @@ private:
     void write_new_queue_event_index(std::uint16_t qid, bool completion_queue)
     {
         if (shadow_doorbells_.enabled()) {
-            write_event_index(admin_group_, qid, completion_queue, 0);
+            write_event_index(coordination_.admin(), qid, completion_queue, 0);
         }
     }
 
@@ -2698,8 +2575,8 @@ private:
     /// when each group has its own (configured alike).
     pci::vector_signalling interrupts_state_;
     doorbell_channel doorbells_; ///< the admin queue's; the I/O queues' are in their poll groups
-    std::vector<std::unique_ptr<group_type>> groups_;
-    group_type admin_group_{0, fetch_batch, limits.max_segments, 1}; ///< runs the admin queue
+    /// The admin context and the poll groups.
+    coordination_type coordination_{std::uint16_t{0}, fetch_batch, limits.max_segments, std::uint16_t{1}};
     /// limits.staging_buffers shared out among the poll groups, at least one each.
     std::size_t staging_per_group_ = 1;
     /// By QID: the poll group of the I/O SQ / CQ (read by the MMIO side to route doorbells).
@@ -2766,13 +2643,6 @@ private:
     /// The page size CC.MPS set when the controller was enabled (a CC write while enabled does not
     /// change it; groups read it without synchronisation).
     std::uint64_t memory_page_bytes_ = 4096;
-    /// Concurrent groups: a group's fatal DMA error, for the admin context.
-    std::atomic<bool> fatal_pending_{false};
-    int pause_depth_ = 0; ///< nested with_groups_paused() calls
-    /// The admin context stopped the groups (the controller is not ready); admin context only (a
-    /// group also stops itself on a fatal DMA error, in its own flag, until the admin context
-    /// takes the error).
-    bool groups_stopped_ = true;
 };
 
 NVMEKIT_END_NAMESPACE
