@@ -48,9 +48,9 @@ public:
         bump(sleeps_, 1);
     }
     /// Adds `count` processed commands. Group thread.
-    void add_commands(std::uint64_t count) noexcept { bump(commands_, count); }
+    NVMEKIT_HOT_INLINE void add_commands(std::uint64_t count) noexcept { bump(commands_, count); }
     /// Adds `count` transferred bytes. Group thread.
-    void add_bytes(std::uint64_t count) noexcept { bump(bytes_, count); }
+    NVMEKIT_HOT_INLINE void add_bytes(std::uint64_t count) noexcept { bump(bytes_, count); }
 
     /// The counters now. Any thread (see the class comment for consistency).
     [[nodiscard]] poll_group_counters snapshot() const noexcept
@@ -67,7 +67,7 @@ public:
     }
 
 private:
-    static void bump(std::atomic<std::uint64_t>& counter, std::uint64_t count) noexcept
+    NVMEKIT_HOT_INLINE static void bump(std::atomic<std::uint64_t>& counter, std::uint64_t count) noexcept
     {
         counter.store(counter.load(std::memory_order_relaxed) + count, std::memory_order_relaxed);
     }
