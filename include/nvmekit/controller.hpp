@@ -87,6 +87,7 @@
 #include <nvmekit/mailbox.hpp>
 #include <nvmekit/msix.hpp>
 #include <nvmekit/nvm_namespace.hpp>
+#include <nvmekit/pci/doorbell_table.hpp>
 #include <nvmekit/pci/interrupt_signalling.hpp>
 #include <nvmekit/pci/shadow_doorbells.hpp>
 #include <nvmekit/poll_group.hpp>
@@ -202,10 +203,6 @@ public:
         for (std::uint16_t group = 0; group < config_.poll_groups; ++group) {
             coordination_.add_group(std::make_unique<group_type>(limits.io_queues, fetch_batch,
                                                                  limits.max_segments, limits.msix_vectors));
-        }
-        for (std::size_t qid = 0; qid <= limits.io_queues; ++qid) {
-            sq_group_[qid].store(0, std::memory_order_relaxed);
-            cq_group_[qid].store(0, std::memory_order_relaxed);
         }
         admin_data_.resize(admin_data_bytes);
         logs_.health().record_power_on(false);
@@ -334,24 +331,20 @@ public:
             // Checked here, on the host-facing side, so that a bad write never replaces a good one
             // still waiting in the channel: hardware applies doorbell writes one by one.
             const auto value = static_cast<std::uint32_t>(event.new_value);
-            const std::uint32_t entries =
-                event.queue_id <= limits.io_queues
-                    ? doorbell_entries_[doorbell_index(event.queue_id, event.completion_queue)].load(
-                          std::memory_order_acquire)
-                    : 0U;
-            if (entries == 0) {
-                // No such queue: a write to an invalid doorbell register (Base 2.0 5.2).
-                invalid_doorbell_registers_.fetch_add(1, std::memory_order_relaxed);
+            switch (doorbell_table_.check(event.queue_id, event.completion_queue, value)) {
+            case pci::doorbell_table::write_check::valid:
+                ring_doorbell(event.queue_id, event.completion_queue, value);
+                break;
+            case pci::doorbell_table::write_check::no_queue: // an invalid doorbell register (Base 2.0 5.2)
                 trace_doorbell_error(event.completion_queue ? trace_event::err_doorbell_invalid_cq
                                                             : trace_event::err_doorbell_invalid_sq,
                                      event.queue_id, value);
-            } else if (value >= entries) {
-                invalid_doorbell_values_.fetch_add(1, std::memory_order_relaxed);
+                break;
+            case pci::doorbell_table::write_check::beyond_queue:
                 trace_doorbell_error(event.completion_queue ? trace_event::err_doorbell_invalid_cq_head
                                                             : trace_event::err_doorbell_invalid_sq_tail,
                                      event.queue_id, value);
-            } else {
-                ring_doorbell(event.queue_id, event.completion_queue, value);
+                break;
             }
             break;
         }
@@ -490,11 +483,11 @@ public:
             completion_queues_[qid] =
                 std::make_unique<detail::completion_queue<command>>(qid, entries, cq_ring::message_based);
             const std::uint16_t group = place_completion_queue(qid, 0, false);
-            cq_group_[qid].store(group, std::memory_order_relaxed);
+            doorbell_table_.set_group(qid, true, group);
             insert_queue(coordination_.groups()[group]->completion_queues, qid);
             submission_queues_[qid] = std::make_unique<detail::submission_queue<command>>(
                 qid, qid, entries, limits.commands_per_queue, sq_ring::message_based);
-            sq_group_[qid].store(group, std::memory_order_relaxed);
+            doorbell_table_.set_group(qid, false, group);
             insert_queue(coordination_.groups()[group]->submission_queues, qid);
             completion_queues_[qid]->bound_submission_queues = 1;
             io_queue_created_ = true;
@@ -568,8 +561,7 @@ public:
             // The queues still exist: the host may consume completions, but commands no longer run
             // until a Controller Reset (Base 2.0 3.6), so a submission is a host protocol error.
             // (Concurrent groups are stopped: their doorbells are taken here.)
-            statistics_.host_protocol_errors +=
-                invalid_doorbell_registers_.exchange(0, std::memory_order_relaxed);
+            statistics_.host_protocol_errors += doorbell_table_.take_invalid_registers();
             drain_every_doorbell([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
                 if (completion_queue) {
                     apply_cq_head(cq_owner(qid), qid, value);
@@ -591,8 +583,7 @@ public:
             set_csts_bit(spec::csts_register::rdy, false); // the Controller Reset is complete
         }
         if (state != controller_state::ready) {
-            statistics_.host_protocol_errors +=
-                invalid_doorbell_registers_.exchange(0, std::memory_order_relaxed);
+            statistics_.host_protocol_errors += doorbell_table_.take_invalid_registers();
             drain_every_doorbell([this](std::uint16_t qid, bool, std::uint32_t value) {
                 ++statistics_.host_protocol_errors;
                 trace_doorbell_error(trace_event::err_doorbell_not_ready, qid, value);
@@ -774,7 +765,7 @@ public:
         if (qid == 0 || !completion_queue_exists(qid)) {
             return std::nullopt;
         }
-        return cq_group_[qid].load(std::memory_order_relaxed);
+        return doorbell_table_.group(qid, true);
     }
     /// The poll group of I/O SQ `qid` (that of its CQ), when it exists.
     [[nodiscard]] std::optional<std::uint16_t> submission_queue_group(std::uint16_t qid) const noexcept
@@ -782,7 +773,7 @@ public:
         if (qid == 0 || !submission_queue_exists(qid)) {
             return std::nullopt;
         }
-        return sq_group_[qid].load(std::memory_order_relaxed);
+        return doorbell_table_.group(qid, false);
     }
 
     // ---- introspection ------------------------------------------------------------------------
@@ -1047,29 +1038,14 @@ private:
         }
         completion_queues_[0]->bound_submission_queues = 1;
         // Doorbells written while the controller was disabled belong to no queue of this enable.
-        for (std::size_t i = 0; i < doorbell_slots; ++i) {
-            doorbell_entries_[i].store(0, std::memory_order_release);
-        }
+        doorbell_table_.clear();
         clear_every_doorbell();
-        invalid_doorbell_registers_.store(0, std::memory_order_relaxed);
-        invalid_doorbell_values_.store(0, std::memory_order_relaxed);
+        static_cast<void>(doorbell_table_.take_invalid_registers());
+        static_cast<void>(doorbell_table_.take_invalid_values());
         if (!message_based_) { // a message-based queue has no doorbell
-            publish_doorbell_entries(0, false, asq_entries);
-            publish_doorbell_entries(0, true, acq_entries);
+            doorbell_table_.publish(0, false, asq_entries);
+            doorbell_table_.publish(0, true, acq_entries);
         }
-    }
-
-    [[nodiscard]] static constexpr std::size_t doorbell_index(std::uint16_t qid,
-                                                              bool completion_queue) noexcept
-    {
-        return 2U * std::size_t{qid} + (completion_queue ? 1U : 0U);
-    }
-
-    /// Tells the host-facing side how many entries a queue has (0: no queue), for its doorbell
-    /// checks.
-    void publish_doorbell_entries(std::uint16_t qid, bool completion_queue, std::uint32_t entries) noexcept
-    {
-        doorbell_entries_[doorbell_index(qid, completion_queue)].store(entries, std::memory_order_release);
     }
 
     /// Stops every queue: in-flight commands are dropped without a completion (Base 2.0 3.7.2),
@@ -1095,7 +1071,7 @@ private:
             group->intx_wanted.store(false, std::memory_order_relaxed);
         }
         next_group_ = 0;
-        invalid_doorbell_registers_.store(0, std::memory_order_relaxed);
+        static_cast<void>(doorbell_table_.take_invalid_registers());
         logs_.clear_events();
         shadow_doorbells_.disable();
         update_intx(); // no CQ holds an entry any more
@@ -1173,12 +1149,10 @@ private:
     /// logged and reported as asynchronous events.
     void take_doorbell_errors()
     {
-        if (const auto writes = invalid_doorbell_registers_.exchange(0, std::memory_order_relaxed);
-            writes != 0) {
+        if (const auto writes = doorbell_table_.take_invalid_registers(); writes != 0) {
             record_invalid_doorbells(spec::error_event::invalid_doorbell_register, writes);
         }
-        if (const auto writes = invalid_doorbell_values_.exchange(0, std::memory_order_relaxed);
-            writes != 0) {
+        if (const auto writes = doorbell_table_.take_invalid_values(); writes != 0) {
             record_invalid_doorbells(spec::error_event::invalid_doorbell_value, writes);
         }
     }
@@ -1218,12 +1192,11 @@ private:
 
     /// Hands a checked doorbell value to the context that owns the queue, and wakes that
     /// context's thread when it sleeps. A queue's group is stored before its doorbell becomes
-    /// valid (publish_doorbell_entries).
+    /// valid (pci::doorbell_table).
     void ring_doorbell(std::uint16_t qid, bool completion_queue, std::uint32_t value)
     {
-        const auto& table = completion_queue ? cq_group_ : sq_group_;
         group_type* group =
-            qid == 0 ? nullptr : coordination_.groups()[table[qid].load(std::memory_order_acquire)].get();
+            qid == 0 ? nullptr : coordination_.groups()[doorbell_table_.group(qid, completion_queue)].get();
         auto& channel = group != nullptr ? group->doorbells : doorbells_;
         if (completion_queue) {
             channel.ring_cq_head(qid, value);
@@ -1238,8 +1211,7 @@ private:
     /// The context that owns CQ `qid`: the admin context for the admin CQ, else its poll group.
     [[nodiscard]] group_type& cq_owner(std::uint16_t qid) noexcept
     {
-        return qid == 0 ? coordination_.admin()
-                        : *coordination_.groups()[cq_group_[qid].load(std::memory_order_relaxed)];
+        return qid == 0 ? coordination_.admin() : *coordination_.groups()[doorbell_table_.group(qid, true)];
     }
 
     /// True when poll groups run concurrently with the admin context (poll_group()); a constant
@@ -1353,7 +1325,7 @@ private:
                 const auto& cq = completion_queues_[other];
                 if (other != qid && cq && cq->ring.interrupts_enabled() &&
                     cq->ring.interrupt_vector() == vector) {
-                    return cq_group_[other].load(std::memory_order_relaxed);
+                    return doorbell_table_.group(other, true);
                 }
             }
         }
@@ -1407,9 +1379,11 @@ private:
     void report_invalid_doorbell(spec::error_event event)
     {
         if (concurrent()) { // counted and reported by the admin context
-            auto& count = event == spec::error_event::invalid_doorbell_register ? invalid_doorbell_registers_
-                                                                                : invalid_doorbell_values_;
-            count.fetch_add(1, std::memory_order_relaxed);
+            if (event == spec::error_event::invalid_doorbell_register) {
+                doorbell_table_.count_invalid_register();
+            } else {
+                doorbell_table_.count_invalid_value();
+            }
             return;
         }
         record_invalid_doorbells(event, 1);
@@ -2005,9 +1979,9 @@ public:
         completion_queues_[qid] = std::make_unique<detail::completion_queue<command>>(
             qid, entries, std::move(memory), vector, interrupts_enabled);
         const std::uint16_t group = place_completion_queue(qid, vector, interrupts_enabled);
-        cq_group_[qid].store(group, std::memory_order_relaxed);
+        doorbell_table_.set_group(qid, true, group);
         insert_queue(coordination_.groups()[group]->completion_queues, qid);
-        publish_doorbell_entries(qid, true, entries);
+        doorbell_table_.publish(qid, true, entries);
         io_queue_created_ = true;
         write_new_queue_event_index(qid, true);
     }
@@ -2018,10 +1992,10 @@ public:
     {
         submission_queues_[qid] = std::make_unique<detail::submission_queue<command>>(
             qid, cqid, entries, limits.commands_per_queue, std::move(memory));
-        const std::uint16_t group = cq_group_[cqid].load(std::memory_order_relaxed); // an SQ follows its CQ
-        sq_group_[qid].store(group, std::memory_order_relaxed);
+        const std::uint16_t group = doorbell_table_.group(cqid, true); // an SQ follows its CQ
+        doorbell_table_.set_group(qid, false, group);
         insert_queue(coordination_.groups()[group]->submission_queues, qid);
-        publish_doorbell_entries(qid, false, entries);
+        doorbell_table_.publish(qid, false, entries);
         ++completion_queues_[cqid]->bound_submission_queues;
         io_queue_created_ = true;
         write_new_queue_event_index(qid, false);
@@ -2040,7 +2014,7 @@ public:
         cq.held.remove_and_dispose_if([&](const command& held) { return held.sq == &sq; },
                                       [](command* held) { drop_completion(*held); });
         --cq.bound_submission_queues;
-        publish_doorbell_entries(qid, false, 0);
+        doorbell_table_.publish(qid, false, 0);
         // A tail written before the deletion and not yet taken by a concurrent group dies with the
         // queue (it would otherwise reach a queue created later with this QID).
         group_of(sq).doorbells.forget(qid, false);
@@ -2061,7 +2035,7 @@ public:
     /// Deletes the existing I/O CQ `qid`, which no SQ is bound to.
     void delete_completion_queue(std::uint16_t qid)
     {
-        publish_doorbell_entries(qid, true, 0);
+        doorbell_table_.publish(qid, true, 0);
         cq_owner(qid).doorbells.forget(qid, true); // as for an SQ (delete_submission_queue)
         erase_queue(cq_owner(qid).completion_queues, qid);
         completion_queues_[qid].reset();
@@ -2579,19 +2553,9 @@ private:
     coordination_type coordination_{std::uint16_t{0}, fetch_batch, limits.max_segments, std::uint16_t{1}};
     /// limits.staging_buffers shared out among the poll groups, at least one each.
     std::size_t staging_per_group_ = 1;
-    /// By QID: the poll group of the I/O SQ / CQ (read by the MMIO side to route doorbells).
-    std::unique_ptr<std::atomic<std::uint16_t>[]> sq_group_ =
-        std::make_unique<std::atomic<std::uint16_t>[]>(std::size_t{limits.io_queues} + 1U);
-    std::unique_ptr<std::atomic<std::uint16_t>[]> cq_group_ =
-        std::make_unique<std::atomic<std::uint16_t>[]>(std::size_t{limits.io_queues} + 1U);
+    /// By doorbell: its queue's entries and poll group, and the invalid writes not yet taken.
+    pci::doorbell_table doorbell_table_{limits.io_queues};
     std::uint16_t next_group_ = 0; ///< round-robin placement
-    /// Doorbell writes of queues above limits.io_queues, not yet taken by poll().
-    std::atomic<std::uint32_t> invalid_doorbell_registers_{0};
-    std::atomic<std::uint32_t> invalid_doorbell_values_{0}; ///< doorbell values beyond their queue's size
-    static constexpr std::size_t doorbell_slots = 2U * (std::size_t{limits.io_queues} + 1U);
-    /// Per doorbell (SQ tail 2*qid, CQ head 2*qid+1): the queue's entries, 0 when it does not exist.
-    std::unique_ptr<std::atomic<std::uint32_t>[]> doorbell_entries_ =
-        std::make_unique<std::atomic<std::uint32_t>[]>(doorbell_slots);
     reset_operations reset_ops_{this};
     reset_state_machine<reset_operations> state_machine_;
     std::vector<std::unique_ptr<detail::submission_queue<command>>> submission_queues_;
