@@ -148,8 +148,8 @@ struct poll_group_state {
     /// then runs no command. Written by the admin context while the group is paused, and by the
     /// group itself when it fails.
     bool stopped = true;
-    // The pause handshake between the admin context and a concurrent group (controller::enter_poll
-    // and pause_groups).
+    // The pause handshake between the admin context and a concurrent group
+    // (group_coordination::enter_poll and pause).
     std::atomic<bool> in_poll{false};
     std::atomic<bool> pause_requested{false};
     std::unique_ptr<poll_group_runner<>> runner; ///< the group's thread, after start_poll_groups()
