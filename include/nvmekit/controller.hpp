@@ -68,6 +68,7 @@
 #include <nvmekit/completion_inbox.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/controller_config.hpp>
+#include <nvmekit/controller_enable.hpp>
 #include <nvmekit/controller_logs.hpp>
 #include <nvmekit/cq_ring.hpp>
 #include <nvmekit/dispatcher.hpp>
@@ -946,69 +947,19 @@ private:
 
     void on_cc_written(spec::cc_register old_cc, spec::cc_register new_cc)
     {
-        const bool was_enabled = old_cc.get(old_cc.en);
-        const bool enabled = new_cc.get(new_cc.en);
-        if (!enabled) {
-            // Every write of EN = 0 resets (a no-op when already disabled); it is also how the
-            // host leaves the failed state.
-            state_machine_.handle(controller_event::disable);
-            return;
-        }
-        if (!was_enabled) {
-            state_machine_.handle(controller_event::enable);
-        }
-        const auto old_shn = old_cc.get(old_cc.shn);
-        const auto shn = new_cc.get(new_cc.shn);
-        if (shn != old_shn) {
-            if (shn == spec::shutdown_notification::normal) {
-                state_machine_.handle(controller_event::shutdown_normal);
-            } else if (shn == spec::shutdown_notification::abrupt) {
-                state_machine_.handle(controller_event::shutdown_abrupt);
-            }
+        for (const controller_event event : cc_write_events(old_cc, new_cc)) {
+            state_machine_.handle(event);
         }
     }
 
-    /// CC, AQA, ASQ and ACQ against CAP (Base 2.0 3.5.1): the values a controller can run with.
+    /// CC, AQA, ASQ and ACQ against CAP (controller_enable.hpp); a refusal is traced.
     [[nodiscard]] bool enable_configuration_valid()
     {
-        const auto cap = registers_.cap();
-        const auto cc = registers_.cc();
-        const auto aqa = registers_.aqa();
-        const auto refuse = [this](trace_event event, std::uint64_t value) {
-            tracer_.trace(trace_record{.event = event, .value = value});
-            return false;
-        };
-        const unsigned mps = cc.get(cc.mps);
-        if (mps < cap.get(cap.mpsmin) || mps > cap.get(cap.mpsmax)) {
-            return refuse(trace_event::err_startfail_page_size, cc.raw);
+        const auto refusal = enable_refusal(registers_, message_based_);
+        if (refusal) {
+            tracer_.trace(trace_record{.event = refusal->event, .value = refusal->value});
         }
-        if (cc.get(cc.css) != spec::io_command_set_selected::nvm) {
-            return refuse(trace_event::err_startfail_css, cc.raw);
-        }
-        if (cc.get(cc.ams) != spec::arbitration_mechanism::round_robin) {
-            return refuse(trace_event::err_startfail_ams, cc.raw);
-        }
-        // CC.IOSQES and CC.IOCQES matter only once I/O queues are created (Base 2.0 Figure 41, CC):
-        // Create I/O SQ/CQ check them, so a host that enables with them 0 still becomes ready.
-        if (message_based_) {
-            return true; // the admin queue is connected: AQA, ASQ and ACQ play no part
-        }
-        const std::uint32_t asq_entries = aqa.get(aqa.asqs) + 1U;
-        const std::uint32_t acq_entries = aqa.get(aqa.acqs) + 1U;
-        if (asq_entries < 2 || asq_entries > 4096) {
-            return refuse(trace_event::err_startfail_asq_size, aqa.raw);
-        }
-        if (acq_entries < 2 || acq_entries > 4096) {
-            return refuse(trace_event::err_startfail_acq_size, aqa.raw);
-        }
-        const std::uint64_t page_mask = (std::uint64_t{4096} << mps) - 1U;
-        if ((registers_.asq().raw & page_mask) != 0) {
-            return refuse(trace_event::err_startfail_asq_misaligned, registers_.asq().raw);
-        }
-        if ((registers_.acq().raw & page_mask) != 0) {
-            return refuse(trace_event::err_startfail_acq_misaligned, registers_.acq().raw);
-        }
-        return true;
+        return !refusal;
     }
 
     void start_enable()
