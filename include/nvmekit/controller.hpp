@@ -85,8 +85,10 @@
 #include <nvmekit/host_ranges.hpp>
 #include <nvmekit/interrupt_coalescing.hpp>
 #include <nvmekit/interrupts.hpp>
+#include <nvmekit/keep_alive_timer.hpp>
 #include <nvmekit/mailbox.hpp>
 #include <nvmekit/msix.hpp>
+#include <nvmekit/namespace_table.hpp>
 #include <nvmekit/nvm_namespace.hpp>
 #include <nvmekit/pci/doorbell_table.hpp>
 #include <nvmekit/pci/interrupt_signalling.hpp>
@@ -213,12 +215,10 @@ public:
                                    static_cast<controller*>(self)->on_namespace_changed(nsid);
                                }},
             config_.identity.controller_id);
-        namespace_slots_ = std::size_t{subsystem_->options().max_namespaces} + 1U;
-        attached_namespaces_ = std::make_unique<std::atomic<namespace_type*>[]>(namespace_slots_);
-        for (std::uint32_t nsid = 0; nsid < namespace_slots_; ++nsid) {
-            attached_namespaces_[nsid].store(nsid == 0 ? nullptr
-                                                       : subsystem_->attached_namespace(nsid, controller_id_),
-                                             std::memory_order_relaxed);
+        attached_namespaces_ =
+            namespace_table<namespace_type>{std::size_t{subsystem_->options().max_namespaces} + 1U};
+        for (std::uint32_t nsid = 1; nsid < attached_namespaces_.slots(); ++nsid) {
+            attached_namespaces_.set(nsid, subsystem_->attached_namespace(nsid, controller_id_));
         }
     }
 
@@ -1072,7 +1072,7 @@ private:
         io_queue_created_ = false;
         for_each_coalescer([](interrupt_coalescer& coalescer) { coalescer.reset(); });
         features_.controller_reset(clock_.now());
-        last_keep_alive_.reset();
+        keep_alive_.stop();
         static_cast<void>(logs_.firmware().on_controller_reset());
         // The Error Information log is kept across controller resets, so that a host can read
         // why the controller failed (a Keep Alive expiry, say) after the reset that recovers it.
@@ -1533,7 +1533,7 @@ public:
     /// The namespace `nsid` when it exists and is attached to this controller.
     [[nodiscard]] namespace_type* attached_namespace(std::uint32_t nsid) noexcept
     {
-        return nsid < namespace_slots_ ? attached_namespaces_[nsid].load(std::memory_order_acquire) : nullptr;
+        return attached_namespaces_.find(nsid);
     }
 
     [[nodiscard]] subsystem_type& nvm_subsystem() noexcept { return *subsystem_; }
@@ -1645,7 +1645,7 @@ public:
     /// A 16 KiB buffer for building identify and other admin data.
     [[nodiscard]] std::span<std::byte> admin_buffer() noexcept { return admin_data_; }
     /// Keep Alive received: the timer restarts.
-    void keep_alive_received() { last_keep_alive_ = clock_.now(); }
+    void keep_alive_received() { keep_alive_.restart(clock_.now()); }
 
     /// Aborts command `command_id` of SQ `sq_id` if it waits for a staging buffer (it completes
     /// with Command Abort Requested); true when it did.
@@ -1873,27 +1873,6 @@ public:
     {
         const auto data = smart_health_data();
         logs_.telemetry().capture(std::as_bytes(std::span{&data, 1}));
-    }
-
-    /// Firmware Commit (Base 2.0 5.12) on the emulated slots; the new revision becomes active at
-    /// the reset the commit action asks for.
-    command_result firmware_commit(const spec::firmware_commit_view& view)
-    {
-        const auto outcome = logs_.firmware().commit(view);
-        if (outcome.status.is_success()) {
-            return command_result::success();
-        }
-        // The "activation requires a reset" statuses report a commit that was done: hosts (nvme-cli)
-        // match them without DNR. Every other status refuses the command: DNR.
-        using spec::command_specific_status;
-        const bool committed =
-            outcome.status ==
-                spec::status{command_specific_status::firmware_activation_requires_conventional_reset} ||
-            outcome.status ==
-                spec::status{command_specific_status::firmware_activation_requires_subsystem_reset} ||
-            outcome.status ==
-                spec::status{command_specific_status::firmware_activation_requires_controller_reset};
-        return command_result::failure(committed ? outcome.status : outcome.status.with_dnr());
     }
 
     // ---- queues in host memory (command_sets/queue_management.hpp creates and deletes them) ----
@@ -2391,11 +2370,7 @@ private:
     /// log records it and, when the host enabled the notice, an event reports it.
     void on_namespace_changed(std::uint32_t nsid)
     {
-        if (nsid < namespace_slots_) {
-            // Atomic, so that concurrent poll groups see the change at their next command.
-            attached_namespaces_[nsid].store(subsystem_->attached_namespace(nsid, controller_id_),
-                                             std::memory_order_release);
-        }
+        attached_namespaces_.set(nsid, subsystem_->attached_namespace(nsid, controller_id_));
         logs_.note_changed_namespace(nsid);
         if (features_.async_event_configuration().get(
                 spec::async_event_configuration::namespace_attribute_notices)) {
@@ -2462,11 +2437,7 @@ private:
     void check_keep_alive()
     {
         const std::uint32_t kato = features_.keep_alive_timeout_ms();
-        if (kato == 0 || !last_keep_alive_) {
-            return;
-        }
-        if (clock_.now() - *last_keep_alive_ > std::chrono::milliseconds{kato}) {
-            last_keep_alive_.reset();
+        if (keep_alive_.expired(clock_.now(), kato)) {
             tracer_.trace(trace_record{.event = trace_event::err_keep_alive_expired, .value = kato});
             error_record record{};
             record.status = spec::status{spec::generic_status::keep_alive_timer_expired};
@@ -2533,10 +2504,9 @@ private:
 
     std::unique_ptr<subsystem_type> owned_subsystem_;
     std::uint16_t controller_id_ = 0;
-    /// By NSID: the namespace when attached to this controller, else null (kept in step with
-    /// the subsystem's notifications), so that an I/O command finds its namespace in O(1).
-    std::size_t namespace_slots_ = 0;
-    std::unique_ptr<std::atomic<namespace_type*>[]> attached_namespaces_;
+    /// By NSID: the namespace when attached to this controller (kept in step with the subsystem's
+    /// notifications).
+    namespace_table<namespace_type> attached_namespaces_;
     /// Admin data built or received by a handler (Identify, logs, features).
     static constexpr std::size_t admin_data_bytes = 16384;
     std::vector<std::byte> admin_data_;
@@ -2546,7 +2516,7 @@ private:
         limits.max_transfer_bytes() + limits.max_transfer_bytes() / 16U + 4096U;
     std::vector<std::unique_ptr<detail::submission_queue<command>>> retired_queues_;
     shutdown_flush_set shutdown_flushes_;
-    std::optional<std::chrono::nanoseconds> last_keep_alive_;
+    keep_alive_timer keep_alive_;
     feature_table features_{detail::controller_feature_config(), clock_.now()};
     /// Error Information, SMART / Health, Firmware Slot, Telemetry, Changed Namespace List, events.
     controller_logs logs_{

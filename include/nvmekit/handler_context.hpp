@@ -137,7 +137,6 @@ concept HandlerContext =
 /// | `cc.registers()`, `cc.allowed_submission_queues()`, `cc.allowed_completion_queues()`, `cc.submission_queue_exists(qid)`, `cc.completion_queue_exists(qid)`, `cc.bound_submission_queues(qid)` | what queue management checks a command against: CAP and CC, the queues Number of Queues allows, the queues that exist |
 /// | `c.queue_memory_from_prp_list(prp, bytes, memory)`, `c.add_completion_queue(qid, entries, memory, vector, ien)`, `c.add_submission_queue(qid, cqid, entries, memory)`, `c.delete_submission_queue(cmd, qid)`, `c.delete_completion_queue(qid)`, `c.configure_shadow_doorbells(shadow, eventidx)` | queues in host memory and shadow doorbells (command_sets/queue_management.hpp, Base 2.0 5.4 - 5.8) |
 /// | `c.features()`, `c.io_queue_created()`, `c.granted_queues()`, `c.grant_queues(value)`, `c.max_io_queues()`, `c.for_each_coalescer(f)`, `c.admin_coalescer()`, `c.check_temperature()` | Set/Get Features (command_sets/features.hpp): the feature table, Number of Queues, interrupt coalescing, a Temperature Threshold change |
-/// | `c.firmware_commit(view)`                    | Firmware Commit on the emulated slots |
 /// | `c.abort_waiting(sqid, cid)`                 | aborts the command `cid` of SQ `sqid` if it still waits for a staging buffer; true when it did |
 /// | `c.waits_for_staging(ns)`                    | whether a command naming `ns` waits for a staging buffer |
 // clang-format on

@@ -675,10 +675,25 @@ private:
         return result_of(status.is_success() ? status : status.with_dnr());
     }
 
+    /// Firmware Commit (Base 2.0 5.12) on the emulated slots; the new revision becomes active at
+    /// the reset the commit action asks for.
     static command_result firmware_commit(Controller& c, command& cmd)
     {
-        const auto view = spec::firmware_commit_view::decode(cmd.sqe);
-        return c.firmware_commit(view);
+        const auto outcome = c.firmware().commit(spec::firmware_commit_view::decode(cmd.sqe));
+        if (outcome.status.is_success()) {
+            return command_result::success();
+        }
+        // The "activation requires a reset" statuses report a commit that was done: hosts (nvme-cli)
+        // match them without DNR. Every other status refuses the command: DNR.
+        using spec::command_specific_status;
+        const bool committed =
+            outcome.status ==
+                spec::status{command_specific_status::firmware_activation_requires_conventional_reset} ||
+            outcome.status ==
+                spec::status{command_specific_status::firmware_activation_requires_subsystem_reset} ||
+            outcome.status ==
+                spec::status{command_specific_status::firmware_activation_requires_controller_reset};
+        return command_result::failure(committed ? outcome.status : outcome.status.with_dnr());
     }
 };
 
