@@ -93,10 +93,10 @@ struct nvmf_transport_options {
 /// A listen address (SPDK's listen_address object). For VFIOUSER, traddr is a directory in
 /// which the socket `cntrl` is created and trsvcid is unused.
 struct nvmf_listen_address {
-    std::string trtype;
-    std::string adrfam; ///< "IPv4" or "IPv6" for TCP; empty when not given for VFIOUSER
-    std::string traddr;
-    std::string trsvcid;
+    std::string trtype{};
+    std::string adrfam{}; ///< "IPv4" or "IPv6" for TCP; empty when not given for VFIOUSER
+    std::string traddr{};
+    std::string trsvcid{};
 
     friend bool operator==(const nvmf_listen_address&, const nvmf_listen_address&) = default;
 };
@@ -108,7 +108,7 @@ using eui64_bytes = std::array<std::uint8_t, 8>;
 /// lowest free NSID, the bdev's UUID; the NGUID is the UUID's bytes unless given.
 struct nvmf_namespace {
     std::uint32_t nsid = 0;
-    std::shared_ptr<rpc::bdev> device;
+    std::shared_ptr<rpc::bdev> device{};
     std::optional<uuid_bytes> uuid{};
     std::optional<nguid_bytes> nguid{};
     std::optional<eui64_bytes> eui64{};
