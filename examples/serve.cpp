@@ -29,6 +29,14 @@
 // mistake at debug level, each step of every command at trace level; the log level becomes trace
 // unless --log says otherwise (--trace --log debug: the host mistakes alone). Without --trace the
 // controller is built with the null tracer, so tracing costs nothing.
+//
+// Management (built when nlohmann-json is found): -r/--rpc-socket PATH serves SPDK's JSON-RPC
+// methods (rpc_get_methods, spdk_get_version, framework_*, bdev_*, nvmf_*) on a Unix socket, so
+// SPDK's scripts/rpc.py -s PATH manages the target; -c/--json FILE loads a configuration in SPDK's
+// format (what rpc.py save_config writes) at start and refuses to start when a call in it fails.
+// Without --vfio-user the program serves the management socket alone (default
+// /var/tmp/nvmekit.sock). The management state is recorded only for now: the transports,
+// subsystems, namespaces and listeners created through it do not start vfio-user or TCP servers.
 
 #include "command_line.hpp"
 
@@ -43,8 +51,10 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -62,6 +72,13 @@
 #include <nvmekit/transport/eventfd_interrupts.hpp>
 #include <nvmekit/transport/mapped_memory.hpp>
 #include <nvmekit/transport/vfio_user/server.hpp>
+#ifdef NVMEKIT_SERVE_HAVE_RPC
+#include <nvmekit/rpc/bdev_methods.hpp>
+#include <nvmekit/rpc/framework_methods.hpp>
+#include <nvmekit/rpc/json_config.hpp>
+#include <nvmekit/rpc/nvmf_methods.hpp>
+#include <nvmekit/rpc/server.hpp>
+#endif
 
 namespace {
 
@@ -109,17 +126,20 @@ struct options {
     std::uint32_t max_namespaces = 0;
     std::optional<std::string> log_level; ///< empty: info, or trace with --trace
     bool trace = false;
+    std::optional<std::string> rpc_socket;  ///< -r: the JSON-RPC socket
+    std::optional<std::string> json_config; ///< -c: a configuration to load at start
 };
 
 constexpr nvmekit_programs::program serve_program{
     "nvmekit-serve",
-    "nvmekit-serve --vfio-user SOCKET [--ram SIZE]... [--file PATH]... [--4k] [--direct]\n"
+    "nvmekit-serve [--vfio-user SOCKET] [--ram SIZE]... [--file PATH]... [--4k] [--direct]\n"
     "                     [--io psync|uring]\n"
     "                     [--capacity SIZE] [--max-namespaces 1-1024]\n"
     "                     [--queues 1-64] [--queue-depth 2-4096] [--mdts 1-5] [--groups 1-64]\n"
     "                     [--nqn NQN] [--serial SN] [--cntlid 1-65519] [--vendor-id HEX]\n"
     "                     [--device-id HEX] [--subsystem-vendor-id HEX] [--subsystem-id HEX]\n"
     "                     [--log trace|debug|info|warn] [--trace] [--help] [--version]\n"
+    "                     [-r|--rpc-socket PATH] [-c|--json FILE]\n"
     "  SIZE takes K, M or G; with no namespace option one 1G RAM namespace is served.\n"
     "  --capacity gives the subsystem NVM capacity from which the host creates RAM namespaces\n"
     "  (nvme create-ns); the namespaces given take theirs from it too.\n"
@@ -128,7 +148,10 @@ constexpr nvmekit_programs::program serve_program{
     "  F0E5 (held by no vendor), device 0A0A, subsystem F0E5:0000.\n"
     "  --io: how file namespaces do I/O: psync (pread/pwrite, the default) or uring (io_uring).\n"
     "  --trace prints the controller's trace events: host mistakes (err_*) at debug level, each\n"
-    "  step of every command at trace level; it sets --log trace unless --log is given.\n"};
+    "  step of every command at trace level; it sets --log trace unless --log is given.\n"
+    "  -r serves SPDK's JSON-RPC methods on a Unix socket (scripts/rpc.py -s PATH); -c loads a\n"
+    "  configuration in SPDK's JSON format at start. Without --vfio-user only the management\n"
+    "  socket is served (default /var/tmp/nvmekit.sock).\n"};
 
 [[noreturn]] void usage(const std::string& problem) { nvmekit_programs::bad_usage(serve_program, problem); }
 
@@ -263,12 +286,30 @@ options parse(int argc, char** argv)
             o.log_level = value();
         } else if (arg == "--trace") {
             o.trace = true;
+        } else if (arg == "-r" || arg == "--rpc-socket") {
+            o.rpc_socket = value();
+        } else if (arg == "-c" || arg == "--json") {
+            o.json_config = value();
         } else if (!nvmekit_programs::standard_option(serve_program, arg)) {
             usage("unknown option " + std::string{arg});
         }
     }
+#ifndef NVMEKIT_SERVE_HAVE_RPC
+    if (o.rpc_socket || o.json_config) {
+        usage("-r and -c: this nvmekit-serve was built without nlohmann-json");
+    }
+#endif
+    if (o.socket.empty() && !o.rpc_socket && !o.json_config) {
+        usage("--vfio-user SOCKET (or -r/--rpc-socket PATH, -c/--json FILE) is required");
+    }
     if (o.socket.empty()) {
-        usage("--vfio-user SOCKET is required");
+        if (!o.namespaces.empty()) {
+            usage("--ram and --file need --vfio-user SOCKET");
+        }
+        if (!o.rpc_socket) {
+            o.rpc_socket = "/var/tmp/nvmekit.sock";
+        }
+        return o;
     }
     if (o.namespaces.empty()) {
         o.namespaces.push_back({false, std::uint64_t{1} << 30, {}});
@@ -357,11 +398,87 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
     }
 }
 
+#ifdef NVMEKIT_SERVE_HAVE_RPC
+/// SPDK's management interface: the bdevs and NVMe-oF target it records, the methods on them, a
+/// JSON-RPC server for them when -r is given.
+class management {
+public:
+    explicit management(const options& o)
+    {
+        namespace rpc = nvmekit::rpc;
+        rpc::add_framework_methods(methods_, {.subsystems = {{"bdev", {}}, {"nvmf", {"bdev"}}}});
+        rpc::add_bdev_methods(methods_, bdevs_);
+        rpc::add_nvmf_methods(methods_, bdevs_, target_);
+        rpc::add_config_methods(methods_, bdevs_, target_);
+        if (o.json_config) {
+            std::ifstream file{*o.json_config};
+            if (!file) {
+                throw std::runtime_error("-c " + *o.json_config + ": cannot be read");
+            }
+            nlohmann::json config;
+            try {
+                config = nlohmann::json::parse(file);
+            } catch (const nlohmann::json::exception& e) {
+                throw std::runtime_error("-c " + *o.json_config + ": " + e.what());
+            }
+            rpc::load_config(methods_, config);
+            spdlog::info("loaded {}: {} bdev(s), {} subsystem(s)", *o.json_config, bdevs_.size(),
+                         target_.subsystems().size());
+        }
+        if (o.rpc_socket) {
+            server_.emplace(methods_, rpc::server_options{.socket_path = *o.rpc_socket},
+                            [](std::string_view text) { spdlog::debug("rpc: {}", text); });
+            server_->start();
+            spdlog::info("JSON-RPC on {}", *o.rpc_socket);
+        }
+    }
+    management(const management&) = delete;
+    management& operator=(const management&) = delete;
+    ~management()
+    {
+        if (server_) {
+            server_->stop();
+        }
+    }
+
+private:
+    nvmekit::rpc::registry methods_;
+    nvmekit::rpc::bdev_registry bdevs_;
+    nvmekit::rpc::nvmf_registry target_;
+    std::optional<nvmekit::rpc::server> server_;
+};
+#endif
+
 } // namespace
 
 int main(int argc, char** argv)
 {
     const options o = parse(argc, argv);
+    spdlog::set_level(spdlog::level::from_str(o.log_level.value_or(o.trace ? "trace" : "info")));
+    spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGPIPE, SIG_IGN);
+
+#ifdef NVMEKIT_SERVE_HAVE_RPC
+    std::optional<management> managed;
+    try {
+        if (o.rpc_socket || o.json_config) {
+            managed.emplace(o);
+        }
+    } catch (const std::exception& e) {
+        spdlog::error("{}", e.what());
+        return 1;
+    }
+    if (o.socket.empty()) {
+        while (!stop_requested.load()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds{100});
+        }
+        spdlog::info("stopped");
+        return 0;
+    }
+#endif
+
     // The socket path names the instance: absolute, with the symbolic links of its existing
     // directories resolved, so that the same socket named differently is the same instance.
     std::error_code path_error;
@@ -374,12 +491,6 @@ int main(int argc, char** argv)
     const std::string nqn = o.nqn.value_or(derived.nqn);
     const std::string serial = o.serial.value_or(derived.serial_number);
     const std::uint16_t controller_id = o.controller_id.value_or(derived.controller_id);
-    spdlog::set_level(spdlog::level::from_str(o.log_level.value_or(o.trace ? "trace" : "info")));
-    spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    std::signal(SIGPIPE, SIG_IGN);
-
     try {
         // Without --capacity the namespaces are fixed by the command line, so the highest valid
         // NSID (Identify Controller NN) is their number; with it the host may create more.
