@@ -35,8 +35,10 @@
 // SPDK's scripts/rpc.py -s PATH manages the target; -c/--json FILE loads a configuration in SPDK's
 // format (what rpc.py save_config writes) at start and refuses to start when a call in it fails.
 // Without --vfio-user the program serves the management socket alone (default
-// /var/tmp/nvmekit.sock). The management state is recorded only for now: the transports,
-// subsystems, namespaces and listeners created through it do not start vfio-user or TCP servers.
+// /var/tmp/nvmekit.sock). A VFIOUSER listener added through it (nvmf_subsystem_add_listener)
+// starts an emulated function on the socket `cntrl` in the listener's directory, with a controller
+// of its subsystem; removing it (or the subsystem) stops the function; namespaces added or
+// removed meanwhile reach every controller of the subsystem. TCP listeners are recorded only.
 
 #include "command_line.hpp"
 
@@ -50,6 +52,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -78,6 +81,8 @@
 #include <nvmekit/rpc/json_config.hpp>
 #include <nvmekit/rpc/nvmf_methods.hpp>
 #include <nvmekit/rpc/server.hpp>
+
+#include "served_target.hpp"
 #endif
 
 namespace {
@@ -337,10 +342,31 @@ nvmekit::any_backend file_namespace_backend(const std::string& path, const optio
     return nvmekit::file_backend{path, {.direct = o.direct}};
 }
 
-/// Serves `subsystem` until SIGINT or SIGTERM with a controller of `Traits`.
+/// The vfio-user servers' log, through spdlog.
+void vfio_user_log(nvmekit::transport::vfio_user::server_log_level level, std::string_view text)
+{
+    using nvmekit::transport::vfio_user::server_log_level;
+    switch (level) {
+    case server_log_level::debug: spdlog::debug("{}", text); break;
+    case server_log_level::info: spdlog::info("{}", text); break;
+    case server_log_level::warning: spdlog::warn("{}", text); break;
+    }
+}
+
+/// The PCI IDs of every function served.
+nvmekit::pci::nvme_function_config pci_function(const options& o)
+{
+    return {.vendor_id = o.vendor_id,
+            .device_id = o.device_id,
+            .subsystem_vendor_id = o.subsystem_vendor_id,
+            .subsystem_id = o.subsystem_id};
+}
+
+/// Serves `subsystem` until SIGINT or SIGTERM with a controller of `Traits`, running `also` (the
+/// functions added through management) in the same loop.
 template <typename Traits>
 void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem, const std::string& nqn,
-           const std::string& serial, std::uint16_t controller_id)
+           const std::string& serial, std::uint16_t controller_id, const std::function<void()>& also)
 {
     using controller_type = nvmekit::controller<Traits>;
     nvmekit::transport::mapped_memory memory;
@@ -357,24 +383,9 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
                           .queue_entries = o.queue_depth,
                           .mdts = o.mdts,
                           .poll_groups = o.groups}};
-    const auto logger = [](nvmekit::transport::vfio_user::server_log_level level, std::string_view text) {
-        using nvmekit::transport::vfio_user::server_log_level;
-        switch (level) {
-        case server_log_level::debug: spdlog::debug("{}", text); break;
-        case server_log_level::info: spdlog::info("{}", text); break;
-        case server_log_level::warning: spdlog::warn("{}", text); break;
-        }
-    };
+    const auto logger = vfio_user_log;
     nvmekit::transport::vfio_user::server<controller_type> server{
-        ctrl,
-        memory,
-        interrupts,
-        {.socket_path = o.socket,
-         .function = {.vendor_id = o.vendor_id,
-                      .device_id = o.device_id,
-                      .subsystem_vendor_id = o.subsystem_vendor_id,
-                      .subsystem_id = o.subsystem_id}},
-        logger};
+        ctrl, memory, interrupts, {.socket_path = o.socket, .function = pci_function(o)}, logger};
     spdlog::info("serving {} on {} (BAR0 {} KiB, {} MSI-X vectors)", nqn, o.socket, ctrl.bar0_size() >> 10,
                  Traits::limits.msix_vectors);
     spdlog::info("identity: serial {}, CNTLID {}, PCI {:04x}:{:04x} subsystem {:04x}:{:04x}", serial,
@@ -388,6 +399,9 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
         // polls it: no sleeping while any is outstanding.
         const int timeout = ctrl.io_outstanding() != 0 ? 0 : server.connected() ? 1 : 100;
         server.run_once(std::chrono::milliseconds{timeout});
+        if (also) {
+            also();
+        }
     }
     spdlog::info("shutting down: {} client(s), {} messages, {} error replies", server.statistics().clients,
                  server.statistics().messages, server.statistics().error_replies);
@@ -403,12 +417,12 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
 /// JSON-RPC server for them when -r is given.
 class management {
 public:
-    explicit management(const options& o)
+    explicit management(const options& o) : served_{target_, pci_function(o), vfio_user_log}
     {
         namespace rpc = nvmekit::rpc;
         rpc::add_framework_methods(methods_, {.subsystems = {{"bdev", {}}, {"nvmf", {"bdev"}}}});
         rpc::add_bdev_methods(methods_, bdevs_);
-        rpc::add_nvmf_methods(methods_, bdevs_, target_);
+        rpc::add_nvmf_methods(methods_, bdevs_, target_, served_.hooks());
         rpc::add_config_methods(methods_, bdevs_, target_);
         if (o.json_config) {
             std::ifstream file{*o.json_config};
@@ -436,15 +450,21 @@ public:
     management& operator=(const management&) = delete;
     ~management()
     {
+        served_.close();
         if (server_) {
             server_->stop();
         }
     }
 
+    /// Serves the functions added through management once; waits up to `idle_wait` when none
+    /// is busy.
+    void run_once(std::chrono::milliseconds idle_wait) { served_.run_once(idle_wait); }
+
 private:
     nvmekit::rpc::registry methods_;
     nvmekit::rpc::bdev_registry bdevs_;
     nvmekit::rpc::nvmf_registry target_;
+    nvmekit_serve::served_target<serve_traits> served_;
     std::optional<nvmekit::rpc::server> server_;
 };
 #endif
@@ -472,11 +492,18 @@ int main(int argc, char** argv)
     }
     if (o.socket.empty()) {
         while (!stop_requested.load()) {
-            std::this_thread::sleep_for(std::chrono::milliseconds{100});
+            managed->run_once(std::chrono::milliseconds{100});
         }
+        managed.reset();
         spdlog::info("stopped");
         return 0;
     }
+    std::function<void()> also;
+    if (managed) {
+        also = [&managed] { managed->run_once(std::chrono::milliseconds{0}); };
+    }
+#else
+    const std::function<void()> also;
 #endif
 
     // The socket path names the instance: absolute, with the symbolic links of its existing
@@ -517,9 +544,9 @@ int main(int argc, char** argv)
             }
         }
         if (o.trace) {
-            serve<traced_serve_traits>(o, subsystem, nqn, serial, controller_id);
+            serve<traced_serve_traits>(o, subsystem, nqn, serial, controller_id, also);
         } else {
-            serve<serve_traits>(o, subsystem, nqn, serial, controller_id);
+            serve<serve_traits>(o, subsystem, nqn, serial, controller_id, also);
         }
     } catch (const std::exception& e) {
         spdlog::error("{}", e.what());

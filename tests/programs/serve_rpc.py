@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Manages nvmekit-serve through its JSON-RPC socket with SPDK's method names, as scripts/rpc.py
-would, then saves the configuration, restarts from it and compares nvmf_get_subsystems.
+would, then saves the configuration, restarts from it and compares nvmf_get_subsystems. A
+VFIOUSER listener starts a function a vfio-user client reaches (VERSION, then NVMe registers read
+from BAR0); removing it stops the function.
 
     serve_rpc.py PATH-TO-nvmekit-serve WORK-DIRECTORY
 """
@@ -9,6 +11,7 @@ import json
 import os
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -43,6 +46,33 @@ def error(path, method, params=None):
     if "error" not in response:
         raise AssertionError(f"{method} {params}: expected an error, got {response}")
     return response["error"]
+
+
+def vfio_user_message(s, message_id, command, payload):
+    """Sends a vfio-user command; the reply's payload (an error reply raises)."""
+    s.sendall(struct.pack("<HHIII", message_id, command, 16 + len(payload), 0, 0) + payload)
+    header = b""
+    while len(header) < 16:
+        header += s.recv(16 - len(header))
+    reply_id, reply_command, size, flags, error_number = struct.unpack("<HHIII", header)
+    assert reply_id == message_id and reply_command == command, (reply_id, reply_command)
+    body = b""
+    while len(body) < size - 16:
+        body += s.recv(size - 16 - len(body))
+    if flags & 0x20:
+        raise AssertionError(f"vfio-user command {command}: error {error_number}")
+    return body
+
+
+def nvme_version(path):
+    """VS, read from BAR0 over vfio-user after the version handshake."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(path)
+        vfio_user_message(s, 1, 1, struct.pack("<HH", 0, 0) + b'{"capabilities":{"max_msg_fds":8}}\0')
+        # REGION_WRITE: Memory Space Enable in the PCI command register (config space, region 7).
+        vfio_user_message(s, 2, 10, struct.pack("<QIIH", 4, 7, 2, 0x0002))
+        reply = vfio_user_message(s, 3, 9, struct.pack("<QII", 8, 0, 4))  # REGION_READ: VS in BAR0
+        return struct.unpack("<I", reply[16:20])[0]
 
 
 def start(program, *arguments, wait_for):
@@ -82,9 +112,27 @@ def main():
                                                      "ana_reporting": False, "passthrough": False,
                                                      "enable_nssr": False}) is True
         assert result(rpc, "nvmf_subsystem_add_ns", {"nqn": nqn, "namespace": {"bdev_name": "Malloc0"}}) == 1
-        assert result(rpc, "nvmf_subsystem_add_listener", {
-            "nqn": nqn, "listen_address": {"trtype": "VFIOUSER", "adrfam": "IPv4",
-                                           "traddr": os.path.join(work, "vm0"), "trsvcid": "0"}}) is True
+        vm0 = {"trtype": "VFIOUSER", "adrfam": "IPv4", "traddr": os.path.join(work, "vm0"), "trsvcid": "0"}
+        assert result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": vm0}) is True
+        # The listener is a function: NVMe 2.0 registers behind its socket.
+        cntrl = os.path.join(work, "vm0", "cntrl")
+        assert nvme_version(cntrl) == 0x00020000
+        # A namespace added and removed while the function runs.
+        assert result(rpc, "bdev_null_create", {"name": "Null1", "num_blocks": 64, "block_size": 4096}) == "Null1"
+        assert result(rpc, "nvmf_subsystem_add_ns", {"nqn": nqn, "namespace": {"bdev_name": "Null1"}}) == 2
+        assert result(rpc, "nvmf_subsystem_remove_ns", {"nqn": nqn, "nsid": 2}) is True
+        assert result(rpc, "bdev_null_delete", {"name": "Null1"}) is True
+        assert result(rpc, "nvmf_subsystem_remove_listener", {"nqn": nqn, "listen_address": vm0}) is True
+        assert not os.path.exists(cntrl), "the function outlived its listener"
+        assert result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": vm0}) is True
+        assert nvme_version(cntrl) == 0x00020000
+        # A second subsystem's function goes with the subsystem.
+        os.makedirs(os.path.join(work, "vm1"))
+        assert result(rpc, "nvmf_create_subsystem", {"nqn": nqn + "x"}) is True
+        assert result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn + "x", "listen_address": dict(
+            vm0, traddr=os.path.join(work, "vm1"))}) is True
+        assert result(rpc, "nvmf_delete_subsystem", {"nqn": nqn + "x"}) is True
+        assert not os.path.exists(os.path.join(work, "vm1", "cntrl"))
         assert error(rpc, "bdev_malloc_delete", {"name": "Malloc0"})["code"] == -16
         assert error(rpc, "nvmf_create_subsystem", {"nqn": nqn})["code"] == -32603
         assert error(rpc, "nvmf_subsystem_add_ns", {"nqn": nqn})["code"] == -32602
@@ -105,6 +153,18 @@ def main():
     serve = start(program, "-r", rpc, "-c", saved, wait_for=[rpc])
     try:
         assert result(rpc, "nvmf_get_subsystems") == subsystems
+        assert nvme_version(os.path.join(work, "vm0", "cntrl")) == 0x00020000
+    finally:
+        stop(serve)
+
+    # A transport beyond this build's limits: the listener is refused, naming the option.
+    serve = start(program, "-r", rpc, wait_for=[rpc])
+    try:
+        result(rpc, "nvmf_create_transport", {"trtype": "VFIOUSER", "max_queue_depth": 65536})
+        result(rpc, "nvmf_create_subsystem", {"nqn": nqn})
+        e = error(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": vm0})
+        assert e["code"] == -32603 and "max_queue_depth 65536" in e["message"], e
+        assert result(rpc, "nvmf_get_subsystems")[1]["listen_addresses"] == []
     finally:
         stop(serve)
 

@@ -74,13 +74,14 @@ struct nvmf_transport_options {
 }
 
 /// nvmekit's defaults for `trtype` (an upper-case type is_nvmf_transport_type accepts): SPDK's
-/// for TCP; for VFIOUSER a deeper queue, no in-capsule data and no shared buffers, as SPDK's
-/// vfio-user transport has.
+/// for TCP; for VFIOUSER a deeper queue, 64 queue pairs with the admin queue, no in-capsule data
+/// and no shared buffers, as SPDK's vfio-user transport has.
 [[nodiscard]] inline nvmf_transport_options default_transport(std::string trtype)
 {
     nvmf_transport_options options;
     if (trtype == "VFIOUSER") {
         options.max_queue_depth = 256;
+        options.max_io_qpairs_per_ctrlr = 63;
         options.in_capsule_data_size = 0;
         options.max_aq_depth = 32;
         options.num_shared_buffers = 0;
