@@ -5,7 +5,6 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
-#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
