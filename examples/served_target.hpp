@@ -125,8 +125,8 @@ public:
         }
     }
 
-    /// Runs what is still handed over, then refuses further changes; the functions stay until
-    /// the object is destroyed.
+    /// Runs what is still handed over, then refuses further changes and lets the backend
+    /// requests in flight finish; the functions stay until the object is destroyed.
     void close()
     {
         {
@@ -134,6 +134,11 @@ public:
             closed_ = true;
         }
         run_pending();
+        for (auto& [nqn, served] : subsystems_) {
+            for (auto& f : served->functions) {
+                drain(*f);
+            }
+        }
     }
 
 private:
