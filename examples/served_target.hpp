@@ -96,7 +96,16 @@ public:
                     });
                 },
             .subsystem_removed =
-                [this](const rpc::nvmf_subsystem& s) { on_loop([&] { subsystems_.erase(s.nqn); }); },
+                [this](const rpc::nvmf_subsystem& s) {
+                    on_loop([&] {
+                        if (auto* served = find(s.nqn)) {
+                            for (auto& f : served->functions) {
+                                drain(*f);
+                            }
+                            subsystems_.erase(s.nqn);
+                        }
+                    });
+                },
         };
     }
 
