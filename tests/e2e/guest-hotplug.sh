@@ -6,13 +6,7 @@
 # namespace 2 to go away". Each check prints "E2E ok: ..." or "E2E FAIL: ..."; the last line is
 # "E2E: result N" (N failed checks).
 . /e2e/expected
-
-failures=0
-ok() { echo "E2E ok: $*"; }
-fail() { echo "E2E FAIL: $*"; failures=$((failures + 1)); }
-expect() {
-    if [ "$2" = "$3" ]; then ok "$1 = $3"; else fail "$1: expected $2, got $3"; fi
-}
+. /e2e/checks.sh
 field() { sed -n "s/^$1 *: *//p" "$2" | head -n 1 | sed 's/ *$//'; }
 # wait_for TEST SECONDS: until the shell test holds
 wait_for() {

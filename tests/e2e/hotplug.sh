@@ -75,6 +75,7 @@ rpc nvmf_subsystem_add_ns "{\"nqn\": \"$nqn\", \"namespace\": {\"bdev_name\": \"
 rpc nvmf_subsystem_add_listener "{\"nqn\": \"$nqn\", \"listen_address\": {\"trtype\": \"VFIOUSER\", \"traddr\": \"$work/vm0\", \"trsvcid\": \"0\"}}" >/dev/null
 
 cp "$here/guest-hotplug.sh" "$work/overlay/e2e/run"
+cp "$here/guest-checks.sh" "$work/overlay/e2e/checks.sh"
 cat >"$work/overlay/e2e/expected" <<EOF2
 NQN=$nqn
 SERIAL=SPDK00000000000001
