@@ -30,6 +30,8 @@
 /// - `nvmf_subsystem_add_host` (nqn, host; psk, dhchap_key, dhchap_ctrlr_key when absent),
 ///   `nvmf_subsystem_remove_host` (nqn, host), `nvmf_subsystem_allow_any_host` (nqn,
 ///   allow_any_host). Answer true.
+/// - `nvmf_subsystem_get_controllers`, `nvmf_subsystem_get_qpairs` (nqn) and `nvmf_get_stats`:
+///   what the embedder's hooks report of the controllers it serves.
 /// - `nvmf_subsystem_add_listener` / `nvmf_subsystem_remove_listener`: nqn, listen_address
 ///   {trtype, adrfam, traddr, trsvcid}; secure_channel, ana_state, sock_impl when they ask for
 ///   nothing. TCP takes adrfam IPv4 (the default) or IPv6 and a port in trsvcid; for VFIOUSER
@@ -71,15 +73,22 @@
 NVMEKIT_BEGIN_NAMESPACE
 namespace rpc {
 
-/// What the embedder does when the target changes, e.g. start a vfio-user server for a listener.
-/// A hook that throws fails the call with Internal Error (-32603) and its message; for the
-/// additions the registry is then put back as it was.
+/// What the embedder does when the target changes, e.g. start a vfio-user server for a listener,
+/// and what it reports of the controllers it serves. A hook that throws fails the call with
+/// Internal Error (-32603) and its message; for the additions the registry is then put back as
+/// it was.
 struct nvmf_method_hooks {
     std::function<void(const nvmf_subsystem&, const nvmf_listen_address&)> listener_added{};
     std::function<void(const nvmf_subsystem&, const nvmf_listen_address&)> listener_removed{};
     std::function<void(const nvmf_subsystem&, const nvmf_namespace&)> namespace_added{};
     std::function<void(const nvmf_subsystem&, const nvmf_namespace&)> namespace_removed{};
     std::function<void(const nvmf_subsystem&)> subsystem_removed{};
+    /// nvmf_subsystem_get_controllers' answer for a subsystem (none: an empty array).
+    std::function<nlohmann::json(const nvmf_subsystem&)> controllers{};
+    /// nvmf_subsystem_get_qpairs' answer for a subsystem (none: an empty array).
+    std::function<nlohmann::json(const nvmf_subsystem&)> qpairs{};
+    /// nvmf_get_stats' answer (none: {"tick_rate": 1000000000, "poll_groups": []}).
+    std::function<nlohmann::json()> stats{};
 };
 
 /// The name of nvmekit's one NVMe-oF target, as SPDK names its default target.
@@ -562,6 +571,45 @@ inline void add_nvmf_methods(registry& methods, bdev_registry& bdevs, nvmf_regis
             nlohmann::json out = nlohmann::json::array({discovery_subsystem_json()});
             for (const auto& s : target.subsystems()) {
                 out.push_back(subsystem_json(s));
+            }
+            return out;
+        },
+        runtime_only);
+
+    const auto report = [&methods, &target, shared_hooks, runtime_only](
+                            const char* name,
+                            std::function<nlohmann::json(const nvmf_subsystem&)> nvmf_method_hooks::*hook) {
+        methods.add(
+            name,
+            [&target, shared_hooks, hook](const nlohmann::json& p) -> outcome {
+                params in{p};
+                const auto nqn = in.get(required<std::string>("nqn"));
+                detail::read_target_name(in);
+                in.finish();
+                const auto found = target.subsystem(nqn);
+                if (!found) {
+                    detail::invalid_param("Unable to find subsystem with NQN " + nqn);
+                }
+                nlohmann::json out = nlohmann::json::array();
+                if (const auto& answer = (*shared_hooks).*hook) {
+                    detail::run_hook([&] { out = answer(*found); }, [] {});
+                }
+                return out;
+            },
+            runtime_only);
+    };
+    report("nvmf_subsystem_get_controllers", &nvmf_method_hooks::controllers);
+    report("nvmf_subsystem_get_qpairs", &nvmf_method_hooks::qpairs);
+
+    methods.add(
+        "nvmf_get_stats",
+        [shared_hooks](const nlohmann::json& p) -> outcome {
+            params in{p};
+            detail::read_target_name(in);
+            in.finish();
+            nlohmann::json out = {{"tick_rate", 1'000'000'000}, {"poll_groups", nlohmann::json::array()}};
+            if (shared_hooks->stats) {
+                detail::run_hook([&] { out = shared_hooks->stats(); }, [] {});
             }
             return out;
         },

@@ -447,6 +447,42 @@ TEST_F(nvmf_methods_fixture, a_failing_hook_undoes_the_addition)
     EXPECT_EQ(removed, cnode1);
 }
 
+TEST_F(nvmf_methods_fixture, controllers_qpairs_and_stats_come_from_the_embedder)
+{
+    add_methods();
+    make_subsystem();
+    // Without hooks: nothing served.
+    EXPECT_EQ(result("nvmf_subsystem_get_controllers", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"),
+              json::array());
+    EXPECT_EQ(result("nvmf_subsystem_get_qpairs", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"), json::array());
+    EXPECT_EQ(result("nvmf_get_stats"), json::parse(R"({"tick_rate": 1000000000, "poll_groups": []})"));
+    expect_error(error("nvmf_subsystem_get_controllers", R"({"nqn": "nqn.x:9"})"), -32602,
+                 "Unable to find subsystem with NQN nqn.x:9");
+    expect_error(error("nvmf_subsystem_get_qpairs"), -32602, "missing parameter 'nqn'");
+    expect_error(error("nvmf_get_stats", R"({"x": 1})"), -32602, "unknown parameter 'x'");
+}
+
+TEST(nvmf_methods, controllers_qpairs_and_stats_hooks_answer)
+{
+    rpc::registry methods;
+    rpc::bdev_registry bdevs;
+    rpc::nvmf_registry target;
+    target.add_subsystem({.nqn = cnode1});
+    rpc::nvmf_method_hooks hooks;
+    hooks.controllers = [](const rpc::nvmf_subsystem& s) {
+        return json::array({{{"cntlid", 1}, {"hostnqn", s.nqn}}});
+    };
+    hooks.qpairs = [](const rpc::nvmf_subsystem&) -> json { throw std::runtime_error("no qpairs here"); };
+    hooks.stats = [] { return json{{"tick_rate", 5}, {"poll_groups", json::array({{{"name", "g0"}}})}}; };
+    rpc::add_nvmf_methods(methods, bdevs, target, hooks);
+    const nvmekit_test::method_calls calls{methods};
+    EXPECT_EQ(calls.result("nvmf_subsystem_get_controllers", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"),
+              json::parse(R"([{"cntlid": 1, "hostnqn": "nqn.2016-06.io.spdk:cnode1"}])"));
+    EXPECT_EQ(calls.error("nvmf_subsystem_get_qpairs", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"),
+              json::parse(R"({"code": -32603, "message": "no qpairs here"})"));
+    EXPECT_EQ(calls.result("nvmf_get_stats")["poll_groups"][0]["name"], "g0");
+}
+
 TEST_F(nvmf_methods_fixture, the_methods_are_listed_and_callable_at_run_time_only)
 {
     add_methods();
