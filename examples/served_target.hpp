@@ -106,6 +106,15 @@ public:
                         }
                     });
                 },
+            .controllers =
+                [this](const rpc::nvmf_subsystem& s) { return report(s.nqn, &served_target::controllers); },
+            .qpairs = [this](const rpc::nvmf_subsystem& s) { return report(s.nqn, &served_target::qpairs); },
+            .stats =
+                [this] {
+                    nlohmann::json out;
+                    on_loop([&] { out = stats(); });
+                    return out;
+                },
         };
     }
 
@@ -174,6 +183,97 @@ private:
         nvmekit::subsystem<nvmekit::any_backend> subsystem;
         std::vector<std::unique_ptr<function>> functions;
     };
+
+    /// One report of the functions of subsystem `nqn`, made on the loop thread.
+    nlohmann::json report(const std::string& nqn,
+                          nlohmann::json (served_target::*what)(const function&) const)
+    {
+        nlohmann::json out = nlohmann::json::array();
+        on_loop([&] {
+            if (auto* served = find(nqn)) {
+                for (const auto& f : served->functions) {
+                    for (auto& entry : (this->*what)(*f)) {
+                        out.push_back(std::move(entry));
+                    }
+                }
+            }
+        });
+        return out;
+    }
+
+    /// Whether a host has the function's controller running (vfio-user: connected, CSTS.RDY).
+    static bool in_use(const function& f)
+    {
+        return f.server.connected() && f.ctrl.state() == nvmekit::controller_state::ready;
+    }
+
+    /// The I/O queue IDs of the function's controller.
+    static std::vector<std::uint16_t> io_queues(const function& f)
+    {
+        std::vector<std::uint16_t> qids;
+        for (std::uint16_t qid = 1; qid <= Traits::limits.io_queues; ++qid) {
+            if (f.ctrl.submission_queue_exists(qid)) {
+                qids.push_back(qid);
+            }
+        }
+        return qids;
+    }
+
+    /// nvmf_subsystem_get_controllers' entry of a function (vfio-user has no host NQN or ID).
+    nlohmann::json controllers(const function& f) const
+    {
+        if (!in_use(f)) {
+            return nlohmann::json::array();
+        }
+        return nlohmann::json::array({{{"cntlid", f.ctrl.controller_id()},
+                                       {"hostnqn", ""},
+                                       {"hostid", ""},
+                                       {"num_io_qpairs", io_queues(f).size()}}});
+    }
+
+    /// nvmf_subsystem_get_qpairs' entries of a function: its admin queue and its I/O queues.
+    nlohmann::json qpairs(const function& f) const
+    {
+        nlohmann::json out = nlohmann::json::array();
+        if (!in_use(f)) {
+            return out;
+        }
+        std::vector<std::uint16_t> qids = io_queues(f);
+        qids.insert(qids.begin(), 0);
+        for (const std::uint16_t qid : qids) {
+            out.push_back({{"cntlid", f.ctrl.controller_id()},
+                           {"qid", qid},
+                           {"state", "active"},
+                           {"listen_address", nvmekit::rpc::listen_address_json(f.address)}});
+        }
+        return out;
+    }
+
+    /// nvmf_get_stats: each poll group of each function, with the queues it holds now and the
+    /// commands it completed (cumulative queue counts are not kept, so SPDK's admin_qpairs and
+    /// io_qpairs are left out).
+    nlohmann::json stats() const
+    {
+        nlohmann::json groups = nlohmann::json::array();
+        for (const auto& [nqn, served] : subsystems_) {
+            for (const auto& f : served->functions) {
+                const std::vector<std::uint16_t> qids =
+                    in_use(*f) ? io_queues(*f) : std::vector<std::uint16_t>{};
+                for (std::uint16_t group = 0; group < f->ctrl.poll_group_count(); ++group) {
+                    const auto in_group = std::count_if(qids.begin(), qids.end(), [&](std::uint16_t qid) {
+                        return f->ctrl.submission_queue_group(qid) == group;
+                    });
+                    groups.push_back({{"name", f->address.traddr + "/cntrl group " + std::to_string(group)},
+                                      {"current_admin_qpairs", group == 0 && in_use(*f) ? 1 : 0},
+                                      {"current_io_qpairs", in_group},
+                                      {"pending_bdev_io", group == 0 ? f->ctrl.io_outstanding() : 0},
+                                      {"completed_nvme_io", f->ctrl.group_statistics(group).commands},
+                                      {"transports", nlohmann::json::array({{{"trtype", "VFIOUSER"}}})}});
+                }
+            }
+        }
+        return {{"tick_rate", 1'000'000'000}, {"poll_groups", std::move(groups)}};
+    }
 
     /// Runs `change` on the thread of run_once() and waits for it; its exception is rethrown here.
     template <typename Change>

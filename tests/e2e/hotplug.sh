@@ -93,6 +93,20 @@ wait_line() {
     return 1
 }
 if wait_line "E2E: waiting for namespace 2 to appear" 600; then
+    # The guest's controller as the management interface reports it: its I/O queues (one a CPU,
+    # 2 here), the admin queue pair with them, and the commands its poll group completed.
+    controllers=$(rpc nvmf_subsystem_get_controllers "{\"nqn\": \"$nqn\"}")
+    python3 -c 'import json, sys; c = json.loads(sys.argv[1]); assert len(c) == 1 and c[0]["num_io_qpairs"] == 2, c' \
+        "$controllers" && host_ok "nvmf_subsystem_get_controllers: one controller with 2 I/O queue pairs" \
+        || host_fail "nvmf_subsystem_get_controllers: expected one controller with 2 I/O queue pairs, got $controllers"
+    qpairs=$(rpc nvmf_subsystem_get_qpairs "{\"nqn\": \"$nqn\"}")
+    python3 -c 'import json, sys; q = json.loads(sys.argv[1]); assert [p["qid"] for p in q] == [0, 1, 2], q' \
+        "$qpairs" && host_ok "nvmf_subsystem_get_qpairs: queue pairs 0, 1 and 2" \
+        || host_fail "nvmf_subsystem_get_qpairs: expected queue pairs 0, 1 and 2, got $qpairs"
+    stats=$(rpc nvmf_get_stats)
+    python3 -c 'import json, sys; g = json.loads(sys.argv[1])["poll_groups"]; assert len(g) == 1 and g[0]["current_io_qpairs"] == 2 and g[0]["completed_nvme_io"] > 0, g' \
+        "$stats" && host_ok "nvmf_get_stats: the poll group holds 2 I/O queue pairs and completed commands" \
+        || host_fail "nvmf_get_stats: expected a poll group with 2 I/O queue pairs and completed commands, got $stats"
     rpc nvmf_subsystem_add_ns "{\"nqn\": \"$nqn\", \"namespace\": {\"bdev_name\": \"Malloc1\", \"nsid\": 2}}" >/dev/null
     if wait_line "E2E: waiting for namespace 2 to go away" 300; then
         rpc nvmf_subsystem_remove_ns "{\"nqn\": \"$nqn\", \"nsid\": 2}" >/dev/null

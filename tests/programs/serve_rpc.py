@@ -117,6 +117,11 @@ def main():
         # The listener is a function: NVMe 2.0 registers behind its socket.
         cntrl = os.path.join(work, "vm0", "cntrl")
         assert nvme_version(cntrl) == 0x00020000
+        # No host has the controller running: no controller, no queue pair, one idle poll group.
+        assert result(rpc, "nvmf_subsystem_get_controllers", {"nqn": nqn}) == []
+        assert result(rpc, "nvmf_subsystem_get_qpairs", {"nqn": nqn}) == []
+        stats = result(rpc, "nvmf_get_stats")
+        assert [g["current_admin_qpairs"] for g in stats["poll_groups"]] == [0], stats
         # A namespace added and removed while the function runs.
         assert result(rpc, "bdev_null_create", {"name": "Null1", "num_blocks": 64, "block_size": 4096}) == "Null1"
         assert result(rpc, "nvmf_subsystem_add_ns", {"nqn": nqn, "namespace": {"bdev_name": "Null1"}}) == 2
