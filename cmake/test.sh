@@ -84,4 +84,7 @@ bash tests/package/deb.sh build/ci-gcc
 echo "=== nvmekit: end to end (Linux guest under QEMU, over vfio-user)"
 bash tests/e2e/run.sh build/ci-gcc/examples/nvmekit-serve
 
+echo "=== nvmekit: end to end, managed by JSON-RPC (namespaces hot-plugged into the guest)"
+bash tests/e2e/hotplug.sh build/ci-gcc/examples/nvmekit-serve
+
 echo "=== nvmekit: all checks passed in $((SECONDS - start)) s"

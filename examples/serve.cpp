@@ -29,6 +29,16 @@
 // mistake at debug level, each step of every command at trace level; the log level becomes trace
 // unless --log says otherwise (--trace --log debug: the host mistakes alone). Without --trace the
 // controller is built with the null tracer, so tracing costs nothing.
+//
+// Management (built when nlohmann-json is found): -r/--rpc-socket PATH serves SPDK's JSON-RPC
+// methods (rpc_get_methods, spdk_get_version, framework_*, bdev_*, nvmf_*) on a Unix socket, so
+// SPDK's scripts/rpc.py -s PATH manages the target; -c/--json FILE loads a configuration in SPDK's
+// format (what rpc.py save_config writes) at start and refuses to start when a call in it fails.
+// Without --vfio-user the program serves the management socket alone (default
+// /var/tmp/nvmekit.sock). A VFIOUSER listener added through it (nvmf_subsystem_add_listener)
+// starts an emulated function on the socket `cntrl` in the listener's directory, with a controller
+// of its subsystem; removing it (or the subsystem) stops the function; namespaces added or
+// removed meanwhile reach every controller of the subsystem. TCP listeners are recorded only.
 
 #include "command_line.hpp"
 
@@ -42,9 +52,12 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -62,6 +75,15 @@
 #include <nvmekit/transport/eventfd_interrupts.hpp>
 #include <nvmekit/transport/mapped_memory.hpp>
 #include <nvmekit/transport/vfio_user/server.hpp>
+#ifdef NVMEKIT_SERVE_HAVE_RPC
+#include <nvmekit/rpc/bdev_methods.hpp>
+#include <nvmekit/rpc/framework_methods.hpp>
+#include <nvmekit/rpc/json_config.hpp>
+#include <nvmekit/rpc/nvmf_methods.hpp>
+#include <nvmekit/rpc/server.hpp>
+
+#include "served_target.hpp"
+#endif
 
 namespace {
 
@@ -109,17 +131,20 @@ struct options {
     std::uint32_t max_namespaces = 0;
     std::optional<std::string> log_level; ///< empty: info, or trace with --trace
     bool trace = false;
+    std::optional<std::string> rpc_socket;  ///< -r: the JSON-RPC socket
+    std::optional<std::string> json_config; ///< -c: a configuration to load at start
 };
 
 constexpr nvmekit_programs::program serve_program{
     "nvmekit-serve",
-    "nvmekit-serve --vfio-user SOCKET [--ram SIZE]... [--file PATH]... [--4k] [--direct]\n"
+    "nvmekit-serve [--vfio-user SOCKET] [--ram SIZE]... [--file PATH]... [--4k] [--direct]\n"
     "                     [--io psync|uring]\n"
     "                     [--capacity SIZE] [--max-namespaces 1-1024]\n"
     "                     [--queues 1-64] [--queue-depth 2-4096] [--mdts 1-5] [--groups 1-64]\n"
     "                     [--nqn NQN] [--serial SN] [--cntlid 1-65519] [--vendor-id HEX]\n"
     "                     [--device-id HEX] [--subsystem-vendor-id HEX] [--subsystem-id HEX]\n"
     "                     [--log trace|debug|info|warn] [--trace] [--help] [--version]\n"
+    "                     [-r|--rpc-socket PATH] [-c|--json FILE]\n"
     "  SIZE takes K, M or G; with no namespace option one 1G RAM namespace is served.\n"
     "  --capacity gives the subsystem NVM capacity from which the host creates RAM namespaces\n"
     "  (nvme create-ns); the namespaces given take theirs from it too.\n"
@@ -128,7 +153,10 @@ constexpr nvmekit_programs::program serve_program{
     "  F0E5 (held by no vendor), device 0A0A, subsystem F0E5:0000.\n"
     "  --io: how file namespaces do I/O: psync (pread/pwrite, the default) or uring (io_uring).\n"
     "  --trace prints the controller's trace events: host mistakes (err_*) at debug level, each\n"
-    "  step of every command at trace level; it sets --log trace unless --log is given.\n"};
+    "  step of every command at trace level; it sets --log trace unless --log is given.\n"
+    "  -r serves SPDK's JSON-RPC methods on a Unix socket (scripts/rpc.py -s PATH); -c loads a\n"
+    "  configuration in SPDK's JSON format at start. Without --vfio-user only the management\n"
+    "  socket is served (default /var/tmp/nvmekit.sock).\n"};
 
 [[noreturn]] void usage(const std::string& problem) { nvmekit_programs::bad_usage(serve_program, problem); }
 
@@ -263,12 +291,30 @@ options parse(int argc, char** argv)
             o.log_level = value();
         } else if (arg == "--trace") {
             o.trace = true;
+        } else if (arg == "-r" || arg == "--rpc-socket") {
+            o.rpc_socket = value();
+        } else if (arg == "-c" || arg == "--json") {
+            o.json_config = value();
         } else if (!nvmekit_programs::standard_option(serve_program, arg)) {
             usage("unknown option " + std::string{arg});
         }
     }
+#ifndef NVMEKIT_SERVE_HAVE_RPC
+    if (o.rpc_socket || o.json_config) {
+        usage("-r and -c: this nvmekit-serve was built without nlohmann-json");
+    }
+#endif
+    if (o.socket.empty() && !o.rpc_socket && !o.json_config) {
+        usage("--vfio-user SOCKET (or -r/--rpc-socket PATH, -c/--json FILE) is required");
+    }
     if (o.socket.empty()) {
-        usage("--vfio-user SOCKET is required");
+        if (!o.namespaces.empty()) {
+            usage("--ram and --file need --vfio-user SOCKET");
+        }
+        if (!o.rpc_socket) {
+            o.rpc_socket = "/var/tmp/nvmekit.sock";
+        }
+        return o;
     }
     if (o.namespaces.empty()) {
         o.namespaces.push_back({false, std::uint64_t{1} << 30, {}});
@@ -296,10 +342,31 @@ nvmekit::any_backend file_namespace_backend(const std::string& path, const optio
     return nvmekit::file_backend{path, {.direct = o.direct}};
 }
 
-/// Serves `subsystem` until SIGINT or SIGTERM with a controller of `Traits`.
+/// The vfio-user servers' log, through spdlog.
+void vfio_user_log(nvmekit::transport::vfio_user::server_log_level level, std::string_view text)
+{
+    using nvmekit::transport::vfio_user::server_log_level;
+    switch (level) {
+    case server_log_level::debug: spdlog::debug("{}", text); break;
+    case server_log_level::info: spdlog::info("{}", text); break;
+    case server_log_level::warning: spdlog::warn("{}", text); break;
+    }
+}
+
+/// The PCI IDs of every function served.
+nvmekit::pci::nvme_function_config pci_function(const options& o)
+{
+    return {.vendor_id = o.vendor_id,
+            .device_id = o.device_id,
+            .subsystem_vendor_id = o.subsystem_vendor_id,
+            .subsystem_id = o.subsystem_id};
+}
+
+/// Serves `subsystem` until SIGINT or SIGTERM with a controller of `Traits`, running `also` (the
+/// functions added through management) in the same loop.
 template <typename Traits>
 void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem, const std::string& nqn,
-           const std::string& serial, std::uint16_t controller_id)
+           const std::string& serial, std::uint16_t controller_id, const std::function<void()>& also)
 {
     using controller_type = nvmekit::controller<Traits>;
     nvmekit::transport::mapped_memory memory;
@@ -316,24 +383,9 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
                           .queue_entries = o.queue_depth,
                           .mdts = o.mdts,
                           .poll_groups = o.groups}};
-    const auto logger = [](nvmekit::transport::vfio_user::server_log_level level, std::string_view text) {
-        using nvmekit::transport::vfio_user::server_log_level;
-        switch (level) {
-        case server_log_level::debug: spdlog::debug("{}", text); break;
-        case server_log_level::info: spdlog::info("{}", text); break;
-        case server_log_level::warning: spdlog::warn("{}", text); break;
-        }
-    };
+    const auto logger = vfio_user_log;
     nvmekit::transport::vfio_user::server<controller_type> server{
-        ctrl,
-        memory,
-        interrupts,
-        {.socket_path = o.socket,
-         .function = {.vendor_id = o.vendor_id,
-                      .device_id = o.device_id,
-                      .subsystem_vendor_id = o.subsystem_vendor_id,
-                      .subsystem_id = o.subsystem_id}},
-        logger};
+        ctrl, memory, interrupts, {.socket_path = o.socket, .function = pci_function(o)}, logger};
     spdlog::info("serving {} on {} (BAR0 {} KiB, {} MSI-X vectors)", nqn, o.socket, ctrl.bar0_size() >> 10,
                  Traits::limits.msix_vectors);
     spdlog::info("identity: serial {}, CNTLID {}, PCI {:04x}:{:04x} subsystem {:04x}:{:04x}", serial,
@@ -347,6 +399,9 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
         // polls it: no sleeping while any is outstanding.
         const int timeout = ctrl.io_outstanding() != 0 ? 0 : server.connected() ? 1 : 100;
         server.run_once(std::chrono::milliseconds{timeout});
+        if (also) {
+            also();
+        }
     }
     spdlog::info("shutting down: {} client(s), {} messages, {} error replies", server.statistics().clients,
                  server.statistics().messages, server.statistics().error_replies);
@@ -357,11 +412,100 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
     }
 }
 
+#ifdef NVMEKIT_SERVE_HAVE_RPC
+/// SPDK's management interface: the bdevs and NVMe-oF target it records, the methods on them, a
+/// JSON-RPC server for them when -r is given.
+class management {
+public:
+    explicit management(const options& o) : served_{target_, pci_function(o), vfio_user_log}
+    {
+        namespace rpc = nvmekit::rpc;
+        rpc::add_framework_methods(methods_, {.subsystems = {{"bdev", {}}, {"nvmf", {"bdev"}}}});
+        rpc::add_bdev_methods(methods_, bdevs_);
+        rpc::add_nvmf_methods(methods_, bdevs_, target_, served_.hooks());
+        rpc::add_config_methods(methods_, bdevs_, target_);
+        if (o.json_config) {
+            std::ifstream file{*o.json_config};
+            if (!file) {
+                throw std::runtime_error("-c " + *o.json_config + ": cannot be read");
+            }
+            nlohmann::json config;
+            try {
+                config = nlohmann::json::parse(file);
+            } catch (const nlohmann::json::exception& e) {
+                throw std::runtime_error("-c " + *o.json_config + ": " + e.what());
+            }
+            rpc::load_config(methods_, config);
+            spdlog::info("loaded {}: {} bdev(s), {} subsystem(s)", *o.json_config, bdevs_.size(),
+                         target_.subsystems().size());
+        }
+        if (o.rpc_socket) {
+            server_.emplace(methods_, rpc::server_options{.socket_path = *o.rpc_socket},
+                            [](std::string_view text) { spdlog::debug("rpc: {}", text); });
+            server_->start();
+            spdlog::info("JSON-RPC on {}", *o.rpc_socket);
+        }
+    }
+    management(const management&) = delete;
+    management& operator=(const management&) = delete;
+    ~management()
+    {
+        served_.close();
+        if (server_) {
+            server_->stop();
+        }
+    }
+
+    /// Serves the functions added through management once; waits up to `idle_wait` when none
+    /// is busy.
+    void run_once(std::chrono::milliseconds idle_wait) { served_.run_once(idle_wait); }
+
+private:
+    nvmekit::rpc::registry methods_;
+    nvmekit::rpc::bdev_registry bdevs_;
+    nvmekit::rpc::nvmf_registry target_;
+    nvmekit_serve::served_target<serve_traits> served_;
+    std::optional<nvmekit::rpc::server> server_;
+};
+#endif
+
 } // namespace
 
 int main(int argc, char** argv)
 {
     const options o = parse(argc, argv);
+    spdlog::set_level(spdlog::level::from_str(o.log_level.value_or(o.trace ? "trace" : "info")));
+    spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGPIPE, SIG_IGN);
+
+#ifdef NVMEKIT_SERVE_HAVE_RPC
+    std::optional<management> managed;
+    try {
+        if (o.rpc_socket || o.json_config) {
+            managed.emplace(o);
+        }
+    } catch (const std::exception& e) {
+        spdlog::error("{}", e.what());
+        return 1;
+    }
+    if (o.socket.empty()) {
+        while (!stop_requested.load()) {
+            managed->run_once(std::chrono::milliseconds{100});
+        }
+        managed.reset();
+        spdlog::info("stopped");
+        return 0;
+    }
+    std::function<void()> also;
+    if (managed) {
+        also = [&managed] { managed->run_once(std::chrono::milliseconds{0}); };
+    }
+#else
+    const std::function<void()> also;
+#endif
+
     // The socket path names the instance: absolute, with the symbolic links of its existing
     // directories resolved, so that the same socket named differently is the same instance.
     std::error_code path_error;
@@ -374,12 +518,6 @@ int main(int argc, char** argv)
     const std::string nqn = o.nqn.value_or(derived.nqn);
     const std::string serial = o.serial.value_or(derived.serial_number);
     const std::uint16_t controller_id = o.controller_id.value_or(derived.controller_id);
-    spdlog::set_level(spdlog::level::from_str(o.log_level.value_or(o.trace ? "trace" : "info")));
-    spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    std::signal(SIGPIPE, SIG_IGN);
-
     try {
         // Without --capacity the namespaces are fixed by the command line, so the highest valid
         // NSID (Identify Controller NN) is their number; with it the host may create more.
@@ -406,9 +544,9 @@ int main(int argc, char** argv)
             }
         }
         if (o.trace) {
-            serve<traced_serve_traits>(o, subsystem, nqn, serial, controller_id);
+            serve<traced_serve_traits>(o, subsystem, nqn, serial, controller_id, also);
         } else {
-            serve<serve_traits>(o, subsystem, nqn, serial, controller_id);
+            serve<serve_traits>(o, subsystem, nqn, serial, controller_id, also);
         }
     } catch (const std::exception& e) {
         spdlog::error("{}", e.what());

@@ -116,11 +116,13 @@ public:
     [[nodiscard]] const subsystem_identity& identity() const noexcept { return identity_; }
     [[nodiscard]] const subsystem_options& options() const noexcept { return options_; }
 
-    /// Adds a namespace on `backend` with NSID `nsid` (0: the lowest free NSID). Its NGUID, EUI-64
-    /// and UUID are derived from the subsystem NQN and the NSID, so they are unique within the
-    /// subsystem and differ between subsystems with different NQNs. Throws std::invalid_argument
-    /// for an NSID in use or out of range, a full subsystem, or a backend smaller than one block.
-    namespace_type& add_namespace(Backend backend, namespace_options options = {}, std::uint32_t nsid = 0)
+    /// Adds a namespace on `backend` with NSID `nsid` (0: the lowest free NSID). Unless
+    /// `identifiers` gives them (as a management client may), its NGUID, EUI-64 and UUID are
+    /// derived from the subsystem NQN and the NSID, so they are unique within the subsystem and
+    /// differ between subsystems with different NQNs. Throws std::invalid_argument for an NSID in
+    /// use or out of range, a full subsystem, or a backend smaller than one block.
+    namespace_type& add_namespace(Backend backend, namespace_options options = {}, std::uint32_t nsid = 0,
+                                  std::optional<namespace_identifiers> identifiers = std::nullopt)
     {
         if (nsid == 0) {
             nsid = 1;
@@ -152,8 +154,8 @@ public:
             total_capacity_ += backend.capacity_bytes();
         }
         allocated_capacity_ += backend.capacity_bytes();
-        auto entry =
-            std::make_unique<namespace_type>(nsid, std::move(backend), make_identifiers(nsid, 0), options);
+        auto entry = std::make_unique<namespace_type>(
+            nsid, std::move(backend), identifiers.value_or(make_identifiers(nsid, 0)), options);
         auto& added = *entry;
         namespaces_.emplace(nsid, std::move(entry));
         if (options_.attach_automatically) {

@@ -12,13 +12,7 @@
 # controller is matched to its server by its serial number. Each check prints "E2E ok: ..." or
 # "E2E FAIL: NAME: expected ..., got ..."; the last line is "E2E: result N" (N failed checks).
 . /e2e/expected
-
-failures=0
-ok() { echo "E2E ok: $*"; }
-fail() { echo "E2E FAIL: $*"; failures=$((failures + 1)); }
-expect() {
-    if [ "$2" = "$3" ]; then ok "$1 = $3"; else fail "$1: expected $2, got $3"; fi
-}
+. /e2e/checks.sh
 # field KEY FILE: the value of "KEY : value" in nvme-cli's plain output, spaces trimmed
 field() { sed -n "s/^$1 *: *//p" "$2" | head -n 1 | sed 's/ *$//'; }
 

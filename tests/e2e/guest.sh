@@ -19,14 +19,7 @@
 # Each check prints "E2E ok: NAME ..." or "E2E FAIL: NAME: expected ..., got ...". The last line
 # is "E2E: result N" with N the number of failed checks; the exit status is 0 only if none failed.
 . /e2e/expected
-
-failures=0
-ok() { echo "E2E ok: $*"; }
-fail() { echo "E2E FAIL: $*"; failures=$((failures + 1)); }
-# expect NAME EXPECTED ACTUAL
-expect() {
-    if [ "$2" = "$3" ]; then ok "$1 = $3"; else fail "$1: expected $2, got $3"; fi
-}
+. /e2e/checks.sh
 # run NAME COMMAND...: the command must succeed; its output is in /tmp/out
 run() {
     name=$1

@@ -124,6 +124,7 @@ run_config() {
 
     # The guest's checks, what they expect, and a pattern only the host and the guest know.
     cp "$here/guest.sh" "$dir/overlay/e2e/run"
+    cp "$here/guest-checks.sh" "$dir/overlay/e2e/checks.sh"
     head -c "$pattern_bytes" /dev/urandom >"$dir/overlay/e2e/pattern.bin"
     cat >"$dir/overlay/e2e/expected" <<EOF
 NS_BYTES="${ns_bytes[*]}"
@@ -229,6 +230,7 @@ run_pair() {
     echo "e2e [pair]: server A: NQN ${a[0]:-?}, serial ${a[1]:-?}, CNTLID ${a[2]:-?}"
     echo "e2e [pair]: server B: NQN ${b[0]:-?}, serial ${b[1]:-?}, CNTLID ${b[2]:-?}"
     cp "$here/guest-pair.sh" "$dir/overlay/e2e/run"
+    cp "$here/guest-checks.sh" "$dir/overlay/e2e/checks.sh"
     cat >"$dir/overlay/e2e/expected" <<EOF
 A_BYTES=$((64 << 20))
 B_BYTES=$((32 << 20))

@@ -330,3 +330,65 @@ write_seed("fuzz_commands", bytes([0]) + cmd(0, sqe(0x05, 1, cdw10=(7 << 16) | 3
 # Format NVM namespace 3 to 512-byte blocks, then a read of it.
 write_seed("fuzz_commands", bytes([2]) + cmd(0, sqe(0x80, 1, nsid=3, cdw10=0)) + bytes([7, 50]) + REAP
            + cmd(1, sqe(0x02, 1, nsid=3, prp1=D, cdw12=7)) + bytes([7, 50]) + REAP)
+
+# fuzz_rpc_requests: a read size, then a management client's byte stream.
+
+
+def rpc_requests(*calls, pretty=False):
+    import json
+    out = ""
+    for index, (method, params) in enumerate(calls, start=1):
+        request = {"jsonrpc": "2.0", "method": method, "id": index}
+        if params is not None:
+            request["params"] = params
+        out += json.dumps(request, indent=2 if pretty else None) + "\n"
+    return out.encode()
+
+
+NQN = "nqn.2016-06.io.spdk:cnode1"
+# A target built as rpc.py builds one, then taken apart.
+write_seed("fuzz_rpc_requests", bytes([7]) + rpc_requests(
+    ("bdev_malloc_create", {"name": "Malloc0", "num_blocks": 64, "block_size": 512}),
+    ("bdev_null_create", {"name": "Null0", "num_blocks": 16, "block_size": 4096,
+                          "uuid": "2b6601ba-eada-44fb-9a83-a20eb9eb9e90"}),
+    ("nvmf_create_transport", {"trtype": "VFIOUSER", "max_queue_depth": 64}),
+    ("nvmf_create_transport", {"trtype": "tcp", "in_capsule_data_size": 8192}),
+    ("nvmf_create_subsystem", {"nqn": NQN, "allow_any_host": True, "serial_number": "SPDK01",
+                               "ana_reporting": False}),
+    ("nvmf_subsystem_add_host", {"nqn": NQN, "host": "nqn.2016-06.io.spdk:host1"}),
+    ("nvmf_subsystem_add_ns", {"nqn": NQN, "namespace": {"bdev_name": "Malloc0", "nsid": 3,
+                                                         "eui64": "0011223344556677"}}),
+    ("nvmf_subsystem_add_ns", {"nqn": NQN, "namespace": {"bdev_name": "Null0",
+                                                         "nguid": "00112233445566778899AABBCCDDEEFF"}}),
+    ("nvmf_subsystem_add_listener", {"nqn": NQN, "listen_address": {"trtype": "VFIOUSER", "traddr": "/tmp"}}),
+    ("nvmf_subsystem_add_listener", {"nqn": NQN, "listen_address": {"trtype": "TCP", "adrfam": "IPv4",
+                                                                    "traddr": "127.0.0.1", "trsvcid": "4420"}}),
+    ("bdev_malloc_delete", {"name": "Malloc0"}),
+    ("nvmf_get_subsystems", None),
+    ("nvmf_get_transports", {"trtype": "TCP"}),
+    ("framework_get_config", {"name": "nvmf"}),
+    ("nvmf_subsystem_remove_ns", {"nqn": NQN, "nsid": 3}),
+    ("nvmf_subsystem_remove_listener", {"nqn": NQN, "listen_address": {"trtype": "TCP",
+                                                                       "traddr": "127.0.0.1", "trsvcid": "4420"}}),
+    ("nvmf_subsystem_remove_host", {"nqn": NQN, "host": "nqn.2016-06.io.spdk:host1"}),
+    ("nvmf_subsystem_allow_any_host", {"nqn": NQN, "allow_any_host": False}),
+    ("nvmf_delete_subsystem", {"nqn": NQN}),
+    ("bdev_malloc_delete", {"name": "Malloc0"}),
+    ("bdev_get_bdevs", None),
+    ("bdev_get_iostat", {"reset_mode": "all"}),
+    ("rpc_get_methods", {"current": True}),
+    ("spdk_get_version", None),
+    ("framework_get_subsystems", None)))
+# Pretty-printed as rpc.py sends requests, with refusals, and a notification.
+write_seed("fuzz_rpc_requests", bytes([0]) + rpc_requests(
+    ("nvmf_create_subsystem", {"nqn": NQN, "max_cntlid": 70000}),
+    ("nvmf_create_subsystem", {"nqn": NQN}),
+    ("nvmf_create_subsystem", {"nqn": NQN}),
+    ("nvmf_subsystem_add_ns", {"nqn": NQN, "namespace": "Malloc0"}),
+    ("nvmf_create_transport", {"trtype": "RDMA"}),
+    ("nvmf_subsystem_add_listener", {"nqn": NQN, "listen_address": {"trtype": "VFIOUSER", "traddr": "/tmp"}}),
+    ("no_such_method", [1, 2]), pretty=True)
+           + b'{"jsonrpc": "2.0", "method": "nvmf_get_subsystems"}' + b"[]")
+# A stream that breaks off in garbage.
+write_seed("fuzz_rpc_requests", bytes([63]) + rpc_requests(("bdev_get_bdevs", {"name": "x"}))
+           + b'{"jsonrpc": "2.0", "id": 9, "method": "bdev_get_bdevs"} }garbage')

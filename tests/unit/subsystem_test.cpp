@@ -54,6 +54,17 @@ TEST(subsystem, identifiers_are_unique_per_namespace_and_per_subsystem)
     EXPECT_EQ(a1.uuid[8] & 0xc0, 0x80); // variant 10b
 }
 
+TEST(subsystem, identifiers_given_are_kept)
+{
+    subsystem_type s{{.nqn = "nqn.2026-11.io.nvmekit:given"}};
+    const nvmekit::namespace_identifiers given{.nguid = {1, 2}, .eui64 = {3}, .uuid = {4, 5, 6}};
+    const auto& ns = s.add_namespace(nvmekit::null_backend{1 << 20}, {}, 3, given);
+    EXPECT_EQ(ns.identifiers().nguid, given.nguid);
+    EXPECT_EQ(ns.identifiers().eui64, given.eui64);
+    EXPECT_EQ(ns.identifiers().uuid, given.uuid);
+    EXPECT_NE(s.add_namespace(nvmekit::null_backend{1 << 20}).identifiers().nguid, given.nguid);
+}
+
 TEST(subsystem, controllers_get_ids_and_see_namespaces_attached_automatically)
 {
     subsystem_type s;

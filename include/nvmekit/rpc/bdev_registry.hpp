@@ -293,6 +293,31 @@ private:
     bdev_io_statistics statistics_;
 };
 
+/// A BlockBackend on a bdev's backend, holding the bdev alive: what a namespace on a bdev is
+/// built on. Requests go to the bdev's backend as they are (its statistics are not recorded).
+/// The bdev's backend must be used from one thread at a time, or be one that allows more.
+class bdev_backend {
+public:
+    explicit bdev_backend(std::shared_ptr<bdev> device) : device_{std::move(device)}
+    {
+        NVMEKIT_ASSERT(device_ != nullptr, "bdev_backend needs a bdev");
+    }
+
+    [[nodiscard]] std::uint64_t capacity_bytes() const
+    {
+        return std::uint64_t{device_->block_size()} * device_->num_blocks();
+    }
+    void submit(block_request& request) { device_->backend().submit(request); }
+    std::size_t poll() { return device_->backend().poll(); }
+    [[nodiscard]] bool has_volatile_cache() const { return device_->backend().has_volatile_cache(); }
+    [[nodiscard]] std::size_t outstanding() const { return device_->backend().outstanding(); }
+
+    [[nodiscard]] const std::shared_ptr<bdev>& device() const noexcept { return device_; }
+
+private:
+    std::shared_ptr<bdev> device_;
+};
+
 /// The bdevs by name, in the order they were added.
 class bdev_registry {
 public:

@@ -36,8 +36,8 @@ struct framework_subsystem {
 };
 
 struct framework_options {
-    /// What framework_get_subsystems lists (SPDK's subsystems nvmekit has: "bdev" now; "nvmf",
-    /// depending on "bdev", once nvmekit-serve serves the nvmf methods).
+    /// What framework_get_subsystems lists (SPDK's subsystems nvmekit has: "bdev", and "nvmf"
+    /// depending on "bdev" where the nvmf methods are served, as nvmekit-serve does).
     std::vector<framework_subsystem> subsystems{{"bdev", {}}};
     /// Run by framework_start_init before the registry moves to run time; an exception fails the
     /// call with SPDK's Internal Error and leaves the state at startup.

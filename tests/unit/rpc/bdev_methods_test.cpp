@@ -5,7 +5,6 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
-#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +15,8 @@
 #include <gtest/gtest.h>
 
 #include <nvmekit/rpc/server.hpp>
+
+#include "rpc/method_calls.hpp"
 
 namespace {
 
@@ -37,6 +38,7 @@ json io_types(bool writable = true)
 struct bdev_methods_fixture : ::testing::Test {
     rpc::registry methods;
     rpc::bdev_registry bdevs;
+    nvmekit_test::method_calls calls{methods};
     std::string directory;
 
     void SetUp() override
@@ -56,31 +58,14 @@ struct bdev_methods_fixture : ::testing::Test {
         ::rmdir(directory.c_str());
     }
 
-    /// The response to `request` (literal JSON text), parsed.
-    json call(const std::string& request)
+    json call(const std::string& request) const { return calls.call(request); }
+    json result(const std::string& method, const std::string& params = "") const
     {
-        const auto response = methods.dispatch(json::parse(request));
-        if (!response) {
-            throw std::runtime_error("no response to " + request);
-        }
-        EXPECT_EQ(response->back(), '\n');
-        return json::parse(*response);
+        return calls.result(method, params);
     }
-    /// The result of a call that must succeed.
-    json result(const std::string& method, const std::string& params = "")
+    json error(const std::string& method, const std::string& params = "") const
     {
-        const json response = call(R"({"jsonrpc": "2.0", "id": 1, "method": ")" + method + "\"" +
-                                   (params.empty() ? "" : ", \"params\": " + params) + "}");
-        EXPECT_TRUE(response.contains("result")) << response.dump();
-        return response.value("result", json{});
-    }
-    /// The error of a call that must fail.
-    json error(const std::string& method, const std::string& params = "")
-    {
-        const json response = call(R"({"jsonrpc": "2.0", "id": 1, "method": ")" + method + "\"" +
-                                   (params.empty() ? "" : ", \"params\": " + params) + "}");
-        EXPECT_TRUE(response.contains("error")) << response.dump();
-        return response.value("error", json{});
+        return calls.error(method, params);
     }
 
     std::string make_file(std::size_t bytes)

@@ -1,5 +1,7 @@
 #include <nvmekit/rpc/bdev_registry.hpp>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -129,6 +131,54 @@ TEST(bdev_io_statistics, counts_reads_writes_and_unmaps_with_latency_bounds)
     EXPECT_EQ(stats.counters().read, (rpc::bdev_io_kind_counters{5120, 3, 60, 20, 20}));
     stats.reset(rpc::bdev_io_reset::all);
     EXPECT_EQ(stats.counters(), rpc::bdev_io_counters{});
+}
+
+} // namespace
+
+namespace {
+
+TEST(bdev_backend, serves_the_bdevs_backend_and_keeps_it_alive)
+{
+    static_assert(nvmekit::BlockBackend<rpc::bdev_backend>);
+    rpc::bdev_registry bdevs;
+    // The backend is larger than the blocks: a namespace sees the blocks only.
+    rpc::bdev_backend backend{bdevs.add(disk("r", "malloc", 4), nvmekit::ram_backend{4096})};
+    EXPECT_EQ(backend.capacity_bytes(), 2048U);
+    EXPECT_FALSE(backend.has_volatile_cache());
+
+    std::array<std::byte, 512> written{};
+    written.fill(std::byte{0x5a});
+    std::array<std::byte, 512> read{};
+    const nvmekit::io_segment out{written.data(), written.size()};
+    const nvmekit::io_segment in{read.data(), read.size()};
+    int completed = 0;
+    const auto count = [](nvmekit::block_request& r, nvmekit::block_status status) {
+        EXPECT_EQ(status, nvmekit::block_status::success);
+        ++*static_cast<int*>(r.context);
+    };
+    nvmekit::block_request write{.operation = nvmekit::block_operation::write,
+                                 .offset = 512,
+                                 .length = 512,
+                                 .segments = {&out, 1},
+                                 .complete = count,
+                                 .context = &completed};
+    backend.submit(write);
+    nvmekit::block_request read_back{.operation = nvmekit::block_operation::read,
+                                     .offset = 512,
+                                     .length = 512,
+                                     .segments = {&in, 1},
+                                     .complete = count,
+                                     .context = &completed};
+    backend.submit(read_back);
+    backend.poll();
+    EXPECT_EQ(completed, 2);
+    EXPECT_EQ(read, written);
+    EXPECT_EQ(backend.outstanding(), 0U);
+
+    // Removed from the registry, the bdev lives on while the namespace holds it.
+    EXPECT_EQ(bdevs.remove("r"), std::errc{});
+    EXPECT_EQ(backend.device()->name(), "r");
+    EXPECT_EQ(backend.device().use_count(), 1);
 }
 
 } // namespace

@@ -1,0 +1,518 @@
+#include <nvmekit/rpc/nvmf_methods.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+#include <gtest/gtest.h>
+
+#include <nvmekit/rpc/bdev_methods.hpp>
+
+#include "rpc/method_calls.hpp"
+
+namespace {
+
+namespace rpc = nvmekit::rpc;
+using nlohmann::json;
+
+constexpr const char* cnode1 = "nqn.2016-06.io.spdk:cnode1";
+
+struct nvmf_methods_fixture : ::testing::Test {
+    rpc::registry methods;
+    rpc::bdev_registry bdevs;
+    rpc::nvmf_registry target;
+    rpc::nvmf_method_hooks hooks;
+    nvmekit_test::method_calls calls{methods};
+    std::string directory;
+
+    void SetUp() override
+    {
+        std::string pattern = "/tmp/nvmekit-nvmf-XXXXXX";
+        ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+        directory = pattern;
+    }
+    void TearDown() override { ::rmdir(directory.c_str()); }
+
+    /// Adds the methods (after the test set `hooks`).
+    void add_methods()
+    {
+        rpc::add_bdev_methods(methods, bdevs);
+        rpc::add_nvmf_methods(methods, bdevs, target, hooks);
+    }
+    json result(const std::string& method, const std::string& params = "") const
+    {
+        return calls.result(method, params);
+    }
+    json error(const std::string& method, const std::string& params = "") const
+    {
+        return calls.error(method, params);
+    }
+    /// The error's code, and whether its message contains `part`.
+    static void expect_error(const json& e, int code, const std::string& part)
+    {
+        EXPECT_EQ(e.value("code", 0), code) << e.dump();
+        EXPECT_NE(e.value("message", std::string{}).find(part), std::string::npos) << e.dump();
+    }
+    void make_subsystem(const std::string& nqn = cnode1)
+    {
+        ASSERT_EQ(result("nvmf_create_subsystem", R"({"nqn": ")" + nqn + R"(", "allow_any_host": true})"),
+                  true);
+    }
+    void make_bdev(const std::string& name, const std::string& uuid = "")
+    {
+        ASSERT_EQ(result("bdev_null_create", R"({"name": ")" + name +
+                                                 R"(", "num_blocks": 64, "block_size": 512)" +
+                                                 (uuid.empty() ? "" : R"(, "uuid": ")" + uuid + "\"") + "}"),
+                  name);
+    }
+    std::string vfio_user_address(const std::string& traddr) const
+    {
+        return R"({"trtype": "VFIOUSER", "adrfam": "IPv4", "traddr": ")" + traddr + R"(", "trsvcid": "0"})";
+    }
+};
+
+TEST_F(nvmf_methods_fixture, create_transport_records_the_options_and_get_transports_lists_them)
+{
+    add_methods();
+    // scripts/rpc.py nvmf_create_transport -t VFIOUSER -q 512 -m 15 -i 262144
+    EXPECT_EQ(result("nvmf_create_transport", R"({"trtype": "VFIOUSER", "max_queue_depth": 512,
+        "max_io_qpairs_per_ctrlr": 15, "max_io_size": 262144, "disable_mappable_bar0": true})"),
+              true);
+    // Lower case as rpc.py's -t tcp sends it; max_qpairs_per_ctrlr counts the admin queue too.
+    EXPECT_EQ(result("nvmf_create_transport", R"({"trtype": "tcp", "max_qpairs_per_ctrlr": 9,
+        "in_capsule_data_size": 8192, "num_shared_buffers": 1023, "c2h_success": true, "no_srq": true})"),
+              true);
+    EXPECT_EQ(result("nvmf_get_transports"), json::parse(R"([
+      {"trtype": "VFIOUSER", "max_queue_depth": 512, "max_io_qpairs_per_ctrlr": 15,
+       "in_capsule_data_size": 0, "max_io_size": 262144, "io_unit_size": 131072, "max_aq_depth": 32,
+       "num_shared_buffers": 0, "buf_cache_size": 0, "abort_timeout_sec": 1,
+       "dif_insert_or_strip": false, "zcopy": false, "disable_mappable_bar0": true,
+       "disable_adaptive_irq": false, "disable_shadow_doorbells": false},
+      {"trtype": "TCP", "max_queue_depth": 128, "max_io_qpairs_per_ctrlr": 8,
+       "in_capsule_data_size": 8192, "max_io_size": 131072, "io_unit_size": 131072, "max_aq_depth": 128,
+       "num_shared_buffers": 1023, "buf_cache_size": 4294967295, "abort_timeout_sec": 1,
+       "dif_insert_or_strip": false, "zcopy": false, "c2h_success": true, "sock_priority": 0,
+       "control_msg_num": 32}])"));
+    EXPECT_EQ(result("nvmf_get_transports", R"({"trtype": "Tcp"})").size(), 1U);
+    EXPECT_EQ(result("nvmf_get_transports", R"({"tgt_name": "nvmf_tgt"})").size(), 2U);
+    expect_error(error("nvmf_get_transports", R"({"trtype": "RDMA"})"), -32602, "'RDMA' does not exist");
+}
+
+TEST_F(nvmf_methods_fixture, create_transport_refuses_what_nvmekit_cannot_do_naming_it)
+{
+    add_methods();
+    expect_error(error("nvmf_create_transport"), -32602, "missing parameter 'trtype'");
+    expect_error(error("nvmf_create_transport", R"({"trtype": 4})"), -32602, "'trtype' must be a string");
+    expect_error(error("nvmf_create_transport", R"({"trtype": "RDMA"})"), -32602, "'RDMA' is not supported");
+    expect_error(error("nvmf_create_transport", R"({"trtype": "TCP", "sock_priority": 6})"), -32602,
+                 "'sock_priority'");
+    expect_error(error("nvmf_create_transport", R"({"trtype": "TCP", "c2h_success": false})"), -32602,
+                 "'c2h_success'");
+    expect_error(error("nvmf_create_transport", R"({"trtype": "VFIOUSER", "max_aq_depth": 64})"), -32602,
+                 "'max_aq_depth'");
+    expect_error(error("nvmf_create_transport", R"({"trtype": "VFIOUSER", "in_capsule_data_size": 4096})"),
+                 -32602, "'in_capsule_data_size'");
+    expect_error(
+        error("nvmf_create_transport", R"({"trtype": "VFIOUSER", "disable_shadow_doorbells": true})"), -32602,
+        "'disable_shadow_doorbells'");
+    expect_error(error("nvmf_create_transport", R"({"trtype": "TCP", "in_capsule_data_size": 100})"), -32602,
+                 "'in_capsule_data_size'");
+    expect_error(error("nvmf_create_transport", R"({"trtype": "TCP", "max_io_size": 100000})"), -32602,
+                 "'max_io_size'");
+    expect_error(error("nvmf_create_transport", R"({"trtype": "TCP", "max_queue_depth": 1})"), -32602,
+                 "'max_queue_depth'");
+    expect_error(error("nvmf_create_transport", R"({"trtype": "TCP", "max_queue_depth": -1})"), -32602,
+                 "'max_queue_depth'");
+    expect_error(error("nvmf_create_transport", R"({"trtype": "TCP", "zcopy": true})"), -32602, "'zcopy'");
+    expect_error(error("nvmf_create_transport", R"({"trtype": "TCP", "bogus": 1})"), -32602,
+                 "unknown parameter 'bogus'");
+    expect_error(error("nvmf_create_transport", R"({"trtype": "TCP", "tgt_name": "other"})"), -32602,
+                 "Unable to find target other");
+    EXPECT_EQ(result("nvmf_get_transports"), json::array());
+
+    EXPECT_EQ(result("nvmf_create_transport", R"({"trtype": "TCP"})"), true);
+    expect_error(error("nvmf_create_transport", R"({"trtype": "TCP", "max_queue_depth": 64})"), -32602,
+                 "'TCP' already exists");
+    EXPECT_EQ(result("nvmf_get_transports")[0]["max_queue_depth"], 128);
+}
+
+TEST_F(nvmf_methods_fixture, create_subsystem_as_rpc_py_sends_it_and_get_subsystems_in_spdks_shape)
+{
+    add_methods();
+    // scripts/rpc.py nvmf_create_subsystem nqn.2016-06.io.spdk:cnode1 -a -s SPDK001 -d Ctrl1, with
+    // the fields it sends unset.
+    EXPECT_EQ(result("nvmf_create_subsystem", R"({"nqn": "nqn.2016-06.io.spdk:cnode1",
+        "serial_number": "SPDK001", "model_number": "Ctrl1", "allow_any_host": true,
+        "ana_reporting": false, "passthrough": false, "enable_nssr": false, "max_namespaces": 0,
+        "min_cntlid": 1, "max_cntlid": 65519})"),
+              true);
+    EXPECT_EQ(result("nvmf_create_subsystem", R"({"nqn": "nqn.2016-06.io.spdk:cnode2"})"), true);
+    EXPECT_EQ(result("nvmf_get_subsystems"), json::parse(R"([
+      {"nqn": "nqn.2014-08.org.nvmexpress.discovery", "subtype": "Discovery", "listen_addresses": [],
+       "allow_any_host": true, "hosts": []},
+      {"nqn": "nqn.2016-06.io.spdk:cnode1", "subtype": "NVMe", "listen_addresses": [],
+       "allow_any_host": true, "hosts": [], "serial_number": "SPDK001", "model_number": "Ctrl1",
+       "max_namespaces": 32, "min_cntlid": 1, "max_cntlid": 65519, "namespaces": []},
+      {"nqn": "nqn.2016-06.io.spdk:cnode2", "subtype": "NVMe", "listen_addresses": [],
+       "allow_any_host": false, "hosts": [], "serial_number": "00000000000000000000",
+       "model_number": "nvmekit Controller", "max_namespaces": 32, "min_cntlid": 1,
+       "max_cntlid": 65519, "namespaces": []}])"));
+}
+
+TEST_F(nvmf_methods_fixture, create_subsystem_refusals_name_the_problem_and_create_nothing)
+{
+    add_methods();
+    make_subsystem();
+    expect_error(error("nvmf_create_subsystem", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"), -32603,
+                 "Unable to create subsystem nqn.2016-06.io.spdk:cnode1");
+    expect_error(error("nvmf_create_subsystem", R"({"nqn": "nqn.2014-08.org.nvmexpress.discovery"})"), -32603,
+                 "Unable to create subsystem");
+    expect_error(error("nvmf_create_subsystem"), -32602, "missing parameter 'nqn'");
+    expect_error(error("nvmf_create_subsystem", R"({"nqn": true})"), -32602, "'nqn' must be a string");
+    expect_error(error("nvmf_create_subsystem", R"({"nqn": "cnode3"})"), -32602, "'cnode3' is not an NQN");
+    expect_error(
+        error("nvmf_create_subsystem", R"({"nqn": "nqn.x:3", "serial_number": "123456789012345678901"})"),
+        -32602, "Invalid SN");
+    expect_error(error("nvmf_create_subsystem", R"({"nqn": "nqn.x:3", "model_number": ""})"), -32602,
+                 "Invalid MN");
+    expect_error(error("nvmf_create_subsystem", R"({"nqn": "nqn.x:3", "min_cntlid": 9, "max_cntlid": 8})"),
+                 -32602, "Invalid cntlid range [9-8]");
+    expect_error(error("nvmf_create_subsystem", R"({"nqn": "nqn.x:3", "max_cntlid": 65520})"), -32602,
+                 "Invalid cntlid range");
+    expect_error(error("nvmf_create_subsystem", R"({"nqn": "nqn.x:3", "ana_reporting": true})"), -32602,
+                 "'ana_reporting'");
+    expect_error(error("nvmf_create_subsystem", R"({"nqn": "nqn.x:3", "max_namespaces": 2000})"), -32602,
+                 "'max_namespaces'");
+    expect_error(error("nvmf_create_subsystem", R"({"nqn": "nqn.x:3", "min_cntlid": 70000})"), -32602,
+                 "'min_cntlid'");
+    EXPECT_EQ(result("nvmf_get_subsystems").size(), 2U);
+}
+
+TEST_F(nvmf_methods_fixture, delete_subsystem_releases_its_bdevs)
+{
+    add_methods();
+    make_subsystem();
+    make_bdev("Null0");
+    EXPECT_EQ(result("nvmf_subsystem_add_ns", R"({"nqn": "nqn.2016-06.io.spdk:cnode1",
+        "namespace": {"bdev_name": "Null0"}})"),
+              1);
+    expect_error(error("bdev_null_delete", R"({"name": "Null0"})"), -EBUSY, cnode1);
+    expect_error(error("nvmf_delete_subsystem", R"({"nqn": "nqn.2016-06.io.spdk:cnode9"})"), -32602,
+                 "Unable to find subsystem with NQN nqn.2016-06.io.spdk:cnode9");
+    expect_error(error("nvmf_delete_subsystem"), -32602, "missing parameter 'nqn'");
+    EXPECT_EQ(result("nvmf_delete_subsystem", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"), true);
+    EXPECT_EQ(result("nvmf_get_subsystems").size(), 1U);
+    EXPECT_EQ(result("bdev_null_delete", R"({"name": "Null0"})"), true);
+}
+
+TEST_F(nvmf_methods_fixture, add_ns_numbers_identifies_and_claims)
+{
+    add_methods();
+    make_subsystem();
+    make_bdev("a", "11111111-2222-3333-4444-555555555555");
+    make_bdev("b");
+    make_bdev("c");
+    EXPECT_EQ(result("nvmf_subsystem_add_ns", R"({"nqn": "nqn.2016-06.io.spdk:cnode1",
+        "namespace": {"bdev_name": "a", "eui64": "0011223344556677"}})"),
+              1);
+    EXPECT_EQ(result("nvmf_subsystem_add_ns", R"({"nqn": "nqn.2016-06.io.spdk:cnode1",
+        "namespace": {"bdev_name": "b", "nsid": 5, "uuid": "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee",
+                      "nguid": "ffeeddcc-bbaa9988-77665544-33221100", "anagrpid": 0,
+                      "no_auto_visible": false}})"),
+              5);
+    EXPECT_EQ(result("nvmf_subsystem_add_ns", R"({"nqn": "nqn.2016-06.io.spdk:cnode1",
+        "namespace": {"bdev_name": "c"}})"),
+              2);
+    const json subsystem = result("nvmf_get_subsystems")[1];
+    EXPECT_EQ(subsystem["namespaces"][0], json::parse(R"({"nsid": 1, "bdev_name": "a", "name": "a",
+        "uuid": "11111111-2222-3333-4444-555555555555", "nguid": "11111111222233334444555555555555",
+        "eui64": "0011223344556677"})"));
+    EXPECT_EQ(subsystem["namespaces"][1]["nsid"], 2);
+    EXPECT_EQ(subsystem["namespaces"][2], json::parse(R"({"nsid": 5, "bdev_name": "b", "name": "b",
+        "uuid": "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee", "nguid": "FFEEDDCCBBAA99887766554433221100"})"));
+    EXPECT_EQ(result("bdev_get_bdevs", R"({"name": "a"})")[0]["claimed"], true);
+    expect_error(error("bdev_null_delete", R"({"name": "b"})"), -EBUSY, "claimed");
+
+    EXPECT_EQ(result("nvmf_subsystem_remove_ns", R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "nsid": 5})"),
+              true);
+    EXPECT_EQ(result("bdev_null_delete", R"({"name": "b"})"), true);
+    EXPECT_EQ(result("nvmf_get_subsystems")[1]["namespaces"].size(), 2U);
+}
+
+TEST_F(nvmf_methods_fixture, add_ns_and_remove_ns_refusals_change_nothing)
+{
+    add_methods();
+    make_subsystem();
+    make_subsystem("nqn.2016-06.io.spdk:cnode2");
+    make_bdev("a");
+    make_bdev("b");
+    const auto add_ns = [&](const std::string& nqn, const std::string& ns) {
+        return error("nvmf_subsystem_add_ns", R"({"nqn": ")" + nqn + R"(", "namespace": )" + ns + "}");
+    };
+    ASSERT_EQ(result("nvmf_subsystem_add_ns", R"({"nqn": "nqn.2016-06.io.spdk:cnode1",
+        "namespace": {"bdev_name": "a", "nsid": 3}})"),
+              3);
+    expect_error(add_ns(cnode1, R"({"bdev_name": "b", "nsid": 3})"), -32602, "nsid 3 is in use");
+    expect_error(add_ns("nqn.2016-06.io.spdk:cnode2", R"({"bdev_name": "a"})"), -32602,
+                 "bdev 'a' is claimed by nqn.2016-06.io.spdk:cnode1");
+    expect_error(add_ns("nqn.2016-06.io.spdk:cnode9", R"({"bdev_name": "b"})"), -32602,
+                 "Unable to find subsystem with NQN nqn.2016-06.io.spdk:cnode9");
+    expect_error(add_ns(cnode1, R"({"bdev_name": "zz"})"), -32602, "Unable to find bdev 'zz'");
+    expect_error(add_ns(cnode1, R"({"nsid": 4})"), -32602, "missing parameter 'bdev_name'");
+    expect_error(add_ns(cnode1, R"("b")"), -32602, "'namespace' must be an object");
+    expect_error(add_ns(cnode1, R"({"bdev_name": "b", "nsid": 33})"), -32602, "max_namespaces");
+    expect_error(add_ns(cnode1, R"({"bdev_name": "b", "nsid": 4294967295})"), -32602, "'nsid'");
+    expect_error(add_ns(cnode1, R"({"bdev_name": "b", "nguid": "12"})"), -32602, "'nguid'");
+    expect_error(add_ns(cnode1, R"({"bdev_name": "b", "eui64": "zz11223344556677"})"), -32602, "'eui64'");
+    expect_error(add_ns(cnode1, R"({"bdev_name": "b", "uuid": "x"})"), -32602, "'uuid'");
+    expect_error(add_ns(cnode1, R"({"bdev_name": "b", "ptpl_file": "/tmp/pr.json"})"), -32602, "'ptpl_file'");
+    expect_error(add_ns(cnode1, R"({"bdev_name": "b", "hide_metadata": true})"), -32602, "'hide_metadata'");
+    expect_error(error("nvmf_subsystem_add_ns", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"), -32602,
+                 "missing parameter 'namespace'");
+    // The same UUID twice in one subsystem.
+    const std::string uuid = result("bdev_get_bdevs", R"({"name": "a"})")[0]["uuid"];
+    expect_error(add_ns(cnode1, R"({"bdev_name": "b", "uuid": ")" + uuid + R"("})"), -32602, "same uuid");
+    EXPECT_EQ(result("bdev_get_bdevs", R"({"name": "b"})")[0]["claimed"], false);
+    EXPECT_EQ(result("nvmf_get_subsystems")[1]["namespaces"].size(), 1U);
+
+    expect_error(error("nvmf_subsystem_remove_ns", R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "nsid": 1})"),
+                 -32602, "has no namespace 1");
+    expect_error(error("nvmf_subsystem_remove_ns", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"), -32602,
+                 "missing parameter 'nsid'");
+    expect_error(error("nvmf_subsystem_remove_ns", R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "nsid": "3"})"),
+                 -32602, "'nsid' must be an integer");
+    expect_error(error("nvmf_subsystem_remove_ns", R"({"nqn": "nqn.2016-06.io.spdk:cnode7", "nsid": 3})"),
+                 -32602, "Unable to find subsystem");
+    EXPECT_EQ(result("nvmf_get_subsystems")[1]["namespaces"].size(), 1U);
+}
+
+TEST_F(nvmf_methods_fixture, hosts_are_added_removed_and_any_host_switched)
+{
+    add_methods();
+    make_subsystem();
+    const std::string host1 = R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "host": "nqn.2016-06.io.spdk:host1")";
+    EXPECT_EQ(result("nvmf_subsystem_add_host", host1 + "}"), true);
+    EXPECT_EQ(result("nvmf_subsystem_add_host", host1 + "}"), true); // allowed already: as SPDK, no error
+    EXPECT_EQ(result("nvmf_subsystem_allow_any_host",
+                     R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "allow_any_host": false})"),
+              true);
+    json subsystem = result("nvmf_get_subsystems")[1];
+    EXPECT_EQ(subsystem["hosts"], json::parse(R"([{"nqn": "nqn.2016-06.io.spdk:host1"}])"));
+    EXPECT_EQ(subsystem["allow_any_host"], false);
+
+    expect_error(error("nvmf_subsystem_add_host", host1 + R"(, "psk": "/tmp/key"})"), -32602, "'psk'");
+    expect_error(error("nvmf_subsystem_add_host", R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "host": "h"})"),
+                 -32602, "'h' is not an NQN");
+    expect_error(error("nvmf_subsystem_add_host", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"), -32602,
+                 "missing parameter 'host'");
+    expect_error(error("nvmf_subsystem_allow_any_host", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"), -32602,
+                 "missing parameter 'allow_any_host'");
+    expect_error(error("nvmf_subsystem_allow_any_host",
+                       R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "allow_any_host": 1})"),
+                 -32602, "'allow_any_host' must be a boolean");
+    expect_error(error("nvmf_subsystem_allow_any_host", R"({"nqn": "nqn.x:9", "allow_any_host": true})"),
+                 -32602, "Unable to find subsystem with NQN nqn.x:9");
+
+    EXPECT_EQ(result("nvmf_subsystem_remove_host", host1 + "}"), true);
+    expect_error(error("nvmf_subsystem_remove_host", host1 + "}"), -32602,
+                 "host nqn.2016-06.io.spdk:host1 is not allowed");
+    EXPECT_EQ(result("nvmf_get_subsystems")[1]["hosts"], json::array());
+}
+
+TEST_F(nvmf_methods_fixture, vfio_user_listeners_need_the_transport_and_a_directory)
+{
+    add_methods();
+    make_subsystem();
+    make_subsystem("nqn.2016-06.io.spdk:cnode2");
+    const auto listener = [&](const std::string& nqn, const std::string& address) {
+        return R"({"nqn": ")" + nqn + R"(", "listen_address": )" + address + "}";
+    };
+    expect_error(error("nvmf_subsystem_add_listener", listener(cnode1, vfio_user_address(directory))), -32602,
+                 "Unable to find VFIOUSER transport");
+    ASSERT_EQ(result("nvmf_create_transport", R"({"trtype": "VFIOUSER"})"), true);
+    expect_error(error("nvmf_subsystem_add_listener", listener(cnode1, vfio_user_address(directory + "/no"))),
+                 -32602, "is not a directory");
+    EXPECT_EQ(result("nvmf_subsystem_add_listener", listener(cnode1, vfio_user_address(directory))), true);
+    expect_error(error("nvmf_subsystem_add_listener", listener(cnode1, vfio_user_address(directory))), -32602,
+                 "listens on VFIOUSER " + directory + " already");
+    expect_error(error("nvmf_subsystem_add_listener",
+                       listener("nqn.2016-06.io.spdk:cnode2", vfio_user_address(directory))),
+                 -32602, "in use by subsystem nqn.2016-06.io.spdk:cnode1");
+    expect_error(error("nvmf_subsystem_add_listener", listener("nqn.x:7", vfio_user_address(directory))),
+                 -32602, "Unable to find subsystem with NQN nqn.x:7");
+    expect_error(error("nvmf_subsystem_add_listener", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"), -32602,
+                 "missing parameter 'listen_address'");
+    expect_error(error("nvmf_subsystem_add_listener", listener(cnode1, R"({"trtype": "VFIOUSER"})")), -32602,
+                 "missing parameter 'traddr'");
+    expect_error(error("nvmf_subsystem_add_listener",
+                       R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "secure_channel": true, "listen_address": )" +
+                           vfio_user_address(directory) + "}"),
+                 -32602, "'secure_channel'");
+    EXPECT_EQ(result("nvmf_get_subsystems")[1]["listen_addresses"],
+              json::array({json::parse(vfio_user_address(directory))}));
+    EXPECT_EQ(result("nvmf_get_subsystems")[2]["listen_addresses"], json::array());
+
+    EXPECT_EQ(result("nvmf_subsystem_remove_listener", listener(cnode1, vfio_user_address(directory))), true);
+    expect_error(error("nvmf_subsystem_remove_listener", listener(cnode1, vfio_user_address(directory))),
+                 -32602, "does not listen on VFIOUSER " + directory);
+    EXPECT_EQ(result("nvmf_subsystem_add_listener",
+                     listener("nqn.2016-06.io.spdk:cnode2", vfio_user_address(directory))),
+              true);
+}
+
+TEST_F(nvmf_methods_fixture, tcp_listeners_take_an_address_family_and_a_port)
+{
+    add_methods();
+    make_subsystem();
+    make_subsystem("nqn.2016-06.io.spdk:cnode2");
+    ASSERT_EQ(result("nvmf_create_transport", R"({"trtype": "TCP"})"), true);
+    const auto listener = [](const std::string& nqn, const std::string& address) {
+        return R"({"nqn": ")" + nqn + R"(", "listen_address": )" + address + "}";
+    };
+    // rpc.py -t tcp -a 127.0.0.1 -s 4420 without -f: adrfam IPv4.
+    const std::string tcp = R"({"trtype": "tcp", "traddr": "127.0.0.1", "trsvcid": "4420"})";
+    EXPECT_EQ(result("nvmf_subsystem_add_listener", listener(cnode1, tcp)), true);
+    // One TCP address may serve several subsystems.
+    EXPECT_EQ(result("nvmf_subsystem_add_listener", listener("nqn.2016-06.io.spdk:cnode2", tcp)), true);
+    EXPECT_EQ(result("nvmf_get_subsystems")[1]["listen_addresses"], json::parse(R"([
+        {"trtype": "TCP", "adrfam": "IPv4", "traddr": "127.0.0.1", "trsvcid": "4420"}])"));
+    expect_error(
+        error("nvmf_subsystem_add_listener",
+              listener(cnode1,
+                       R"({"trtype": "TCP", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "4420"})")),
+        -32602, "listens on TCP IPv4 127.0.0.1:4420 already");
+    expect_error(error("nvmf_subsystem_add_listener",
+                       listener(cnode1, R"({"trtype": "TCP", "traddr": "127.0.0.1", "trsvcid": "70000"})")),
+                 -32602, "'trsvcid'");
+    expect_error(
+        error("nvmf_subsystem_add_listener", listener(cnode1, R"({"trtype": "TCP", "traddr": "::1"})")),
+        -32602, "'trsvcid'");
+    expect_error(
+        error("nvmf_subsystem_add_listener",
+              listener(cnode1, R"({"trtype": "TCP", "adrfam": "IB", "traddr": "a", "trsvcid": "1"})")),
+        -32602, "'adrfam'");
+    expect_error(error("nvmf_subsystem_add_listener",
+                       listener(cnode1, R"({"trtype": "RDMA", "traddr": "a", "trsvcid": "1"})")),
+                 -32602, "'RDMA' is not supported");
+    expect_error(error("nvmf_subsystem_add_listener",
+                       listener(cnode1, R"({"trtype": "TCP", "traddr": "a", "trsvcid": "1", "x": 1})")),
+                 -32602, "unknown parameter 'x'");
+    EXPECT_EQ(result("nvmf_subsystem_remove_listener", listener(cnode1, tcp)), true);
+    EXPECT_EQ(result("nvmf_get_subsystems")[1]["listen_addresses"], json::array());
+}
+
+TEST_F(nvmf_methods_fixture, a_failing_hook_undoes_the_addition)
+{
+    int listeners_started = 0;
+    hooks.listener_added = [&](const rpc::nvmf_subsystem& s, const rpc::nvmf_listen_address& a) {
+        EXPECT_EQ(s.listeners.back(), a);
+        if (a.traddr == "10.0.0.9") {
+            throw std::runtime_error("cannot listen on 10.0.0.9");
+        }
+        ++listeners_started;
+    };
+    hooks.namespace_added = [](const rpc::nvmf_subsystem&, const rpc::nvmf_namespace& ns) {
+        if (ns.device->name() == "bad") {
+            throw std::runtime_error("namespace refused");
+        }
+    };
+    std::string removed;
+    hooks.subsystem_removed = [&](const rpc::nvmf_subsystem& s) { removed = s.nqn; };
+    add_methods();
+    make_subsystem();
+    make_bdev("bad");
+    ASSERT_EQ(result("nvmf_create_transport", R"({"trtype": "TCP"})"), true);
+    expect_error(error("nvmf_subsystem_add_listener", R"({"nqn": "nqn.2016-06.io.spdk:cnode1",
+        "listen_address": {"trtype": "TCP", "traddr": "10.0.0.9", "trsvcid": "4420"}})"),
+                 -32603, "cannot listen on 10.0.0.9");
+    EXPECT_EQ(result("nvmf_subsystem_add_listener", R"({"nqn": "nqn.2016-06.io.spdk:cnode1",
+        "listen_address": {"trtype": "TCP", "traddr": "10.0.0.8", "trsvcid": "4420"}})"),
+              true);
+    EXPECT_EQ(listeners_started, 1);
+    expect_error(error("nvmf_subsystem_add_ns", R"({"nqn": "nqn.2016-06.io.spdk:cnode1",
+        "namespace": {"bdev_name": "bad"}})"),
+                 -32603, "namespace refused");
+    const json subsystem = result("nvmf_get_subsystems")[1];
+    EXPECT_EQ(subsystem["listen_addresses"].size(), 1U);
+    EXPECT_EQ(subsystem["namespaces"], json::array());
+    EXPECT_EQ(result("bdev_get_bdevs", R"({"name": "bad"})")[0]["claimed"], false);
+    EXPECT_EQ(result("nvmf_delete_subsystem", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"), true);
+    EXPECT_EQ(removed, cnode1);
+}
+
+TEST_F(nvmf_methods_fixture, controllers_qpairs_and_stats_come_from_the_embedder)
+{
+    add_methods();
+    make_subsystem();
+    // Without hooks: nothing served.
+    EXPECT_EQ(result("nvmf_subsystem_get_controllers", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"),
+              json::array());
+    EXPECT_EQ(result("nvmf_subsystem_get_qpairs", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"), json::array());
+    EXPECT_EQ(result("nvmf_get_stats"), json::parse(R"({"tick_rate": 1000000000, "poll_groups": []})"));
+    expect_error(error("nvmf_subsystem_get_controllers", R"({"nqn": "nqn.x:9"})"), -32602,
+                 "Unable to find subsystem with NQN nqn.x:9");
+    expect_error(error("nvmf_subsystem_get_qpairs"), -32602, "missing parameter 'nqn'");
+    expect_error(error("nvmf_get_stats", R"({"x": 1})"), -32602, "unknown parameter 'x'");
+}
+
+TEST(nvmf_methods, controllers_qpairs_and_stats_hooks_answer)
+{
+    rpc::registry methods;
+    rpc::bdev_registry bdevs;
+    rpc::nvmf_registry target;
+    target.add_subsystem({.nqn = cnode1});
+    rpc::nvmf_method_hooks hooks;
+    hooks.controllers = [](const rpc::nvmf_subsystem& s) {
+        return json::array({{{"cntlid", 1}, {"hostnqn", s.nqn}}});
+    };
+    hooks.qpairs = [](const rpc::nvmf_subsystem&) -> json { throw std::runtime_error("no qpairs here"); };
+    hooks.stats = [] { return json{{"tick_rate", 5}, {"poll_groups", json::array({{{"name", "g0"}}})}}; };
+    rpc::add_nvmf_methods(methods, bdevs, target, hooks);
+    const nvmekit_test::method_calls calls{methods};
+    EXPECT_EQ(calls.result("nvmf_subsystem_get_controllers", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"),
+              json::parse(R"([{"cntlid": 1, "hostnqn": "nqn.2016-06.io.spdk:cnode1"}])"));
+    EXPECT_EQ(calls.error("nvmf_subsystem_get_qpairs", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"),
+              json::parse(R"({"code": -32603, "message": "no qpairs here"})"));
+    EXPECT_EQ(calls.result("nvmf_get_stats")["poll_groups"][0]["name"], "g0");
+}
+
+TEST_F(nvmf_methods_fixture, the_methods_are_listed_and_callable_at_run_time_only)
+{
+    add_methods();
+    const json names = result("rpc_get_methods");
+    for (const char* name :
+         {"nvmf_create_transport", "nvmf_get_transports", "nvmf_create_subsystem", "nvmf_delete_subsystem",
+          "nvmf_get_subsystems", "nvmf_subsystem_add_ns", "nvmf_subsystem_remove_ns",
+          "nvmf_subsystem_add_host", "nvmf_subsystem_remove_host", "nvmf_subsystem_allow_any_host",
+          "nvmf_subsystem_add_listener", "nvmf_subsystem_remove_listener"}) {
+        EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+    }
+    methods.set_state(rpc::states::startup);
+    expect_error(error("nvmf_get_subsystems"), -1, "not callable in the current state");
+}
+
+TEST_F(nvmf_methods_fixture, array_params_are_refused)
+{
+    add_methods();
+    expect_error(error("nvmf_get_subsystems", "[]"), -32602, "params must be an object");
+    expect_error(error("nvmf_create_subsystem", R"(["nqn.2016-06.io.spdk:cnode1"])"), -32602,
+                 "params must be an object");
+}
+
+TEST(nvmf_hex, parses_and_prints_identifiers)
+{
+    EXPECT_EQ(rpc::parse_hex<2>("aB-0f"), (std::array<std::uint8_t, 2>{0xab, 0x0f}));
+    EXPECT_EQ(rpc::parse_hex<2>("ab0"), std::nullopt);
+    EXPECT_EQ(rpc::parse_hex<2>("ab0f1"), std::nullopt);
+    EXPECT_EQ(rpc::parse_hex<2>("ag0f"), std::nullopt);
+    EXPECT_EQ(rpc::hex_string(std::array<std::uint8_t, 2>{0xab, 0x0f}), "AB0F");
+}
+
+} // namespace
