@@ -19,9 +19,9 @@
 /// Time: each BAR0 or configuration access adds `register_latency` to the transaction's delay.
 /// The controller runs in one SC_THREAD and nowhere else: it polls the controller when a BAR0 write
 /// arrives (at the write's annotated time), every `poll_period` while commands wait for their
-/// backend, every `idle_period` otherwise (timers: keep alive, interrupt coalescing), and at the
-/// time `next_due` names, when given (a timed backend's next completion). Its DMA takes the time
-/// the host memory target annotates, synchronised through the quantum keeper.
+/// backend (or, when `next_due` is given, at the time it names: a timed backend's next
+/// completion), and every `idle_period` otherwise (timers: keep alive, interrupt coalescing). Its DMA takes
+/// the time the host memory target annotates, synchronised through the quantum keeper.
 ///
 /// Approximately-timed mode (the non-blocking protocol with a payload event queue) needs the
 /// controller's DMA to complete asynchronously, which it does not yet: only LT is offered.
@@ -66,8 +66,9 @@ struct device_options {
     sc_core::sc_time poll_period{1, sc_core::SC_US};
     /// Poll interval with nothing outstanding, for the controller's timers.
     sc_core::sc_time idle_period{1, sc_core::SC_MS};
-    /// When the next backend completion is due, if known (timed_backend::next_due()): the device
-    /// then polls at that time rather than at the next poll period.
+    /// When the next backend completion is due (timed_backend::next_due()). When given, the device
+    /// polls at that time instead of every poll_period while the backend is busy, so it must cover
+    /// every backend of the device's namespaces.
     std::function<std::optional<std::chrono::nanoseconds>()> next_due;
 };
 
@@ -143,7 +144,9 @@ private:
             const std::size_t executed = controller_.poll();
             ++polls_;
             context_.synchronise();
-            sc_core::sc_time next = controller_.backend_idle() ? options_.idle_period : options_.poll_period;
+            // With next_due the backend says when it has work; without, poll while it is busy.
+            const bool busy = !controller_.backend_idle() && !options_.next_due;
+            sc_core::sc_time next = busy ? options_.poll_period : options_.idle_period;
             if (executed != 0) {
                 next = std::min(next, options_.poll_period); // more may wait behind a batch
             }
