@@ -17,11 +17,12 @@
 /// `intx` is the INTx pin and must be bound.
 ///
 /// Time: each BAR0 or configuration access adds `register_latency` to the transaction's delay.
-/// The controller runs in one SC_THREAD and nowhere else: it polls the controller when a BAR0 write
-/// arrives (at the write's annotated time), every `poll_period` while commands wait for their
-/// backend (or, when `next_due` is given, at the time it names: a timed backend's next
-/// completion), and every `idle_period` otherwise (timers: keep alive, interrupt coalescing). Its DMA takes
-/// the time the host memory target annotates, synchronised through the quantum keeper.
+/// The controller runs in one SC_THREAD: it polls the controller when a BAR0 write arrives (at the
+/// write's annotated time), every `poll_period` while commands wait for their backend (or, when
+/// `next_due` is given, at the time it names: a timed backend's next completion), and every
+/// `idle_period` otherwise (timers: keep alive, interrupt coalescing). Its DMA takes the time the
+/// host memory target annotates, synchronised through the quantum keeper. An SC_METHOD drives
+/// `intx`, so the pin has one writer whichever process changed the controller's INTx level.
 ///
 /// Approximately-timed mode (the non-blocking protocol with a payload event queue) needs the
 /// controller's DMA to complete asynchronously, which it does not yet: only LT is offered.
@@ -103,7 +104,7 @@ public:
         , context_{dma_socket}
         , clock_{context_}
         , dma_{context_}
-        , interrupts_{context_, intx}
+        , interrupts_{context_}
         , controller_{dma_, interrupts_, clock_, std::move(config)}
         , config_space_{pci::bar0_layout_of(controller_, options_.function)}
     {
@@ -112,6 +113,9 @@ public:
         // Until the host sets Bus Master Enable in configuration space the function masters nothing.
         controller_.set_bus_master(config_space_.bus_master());
         SC_THREAD(run);
+        SC_METHOD(drive_intx);
+        sensitive << interrupts_.intx_changed();
+        dont_initialize();
     }
 
     /// Sets device_options::next_due (once the backend it asks exists).
@@ -160,6 +164,9 @@ private:
             sc_core::wait(next, wake_);
         }
     }
+
+    /// The INTx pin, driven from this one process whichever process changed the level.
+    void drive_intx() { intx.write(interrupts_.intx_output()); }
 
     /// Checks the parts of `payload` a register access cannot have: byte enables, streaming, a
     /// width other than 1, 2, 4 or 8 (`max_width` at most). Sets the error response and returns

@@ -1,17 +1,18 @@
 #pragma once
 /// The providers of a controller inside a SystemC simulation, loosely timed (TLM-2.0 LT):
 ///
-/// | provider            | concept          | what it does |
-/// |---------------------|------------------|--------------|
-/// | `simulation_clock`  | Clock            | `now()` is `sc_time_stamp()` plus the device's local time
-/// offset | | `tlm_dma`           | DmaProvider      | a `b_transport` through the device's initiator socket
-/// per access, with annotated delay | | `tlm_interrupts`    | IntxInterruptProvider | MSI-X as the 32-bit
-/// memory write the host programmed (address, data), through the same socket; INTx as an `sc_out<bool>` |
+// clang-format off
+/// | provider           | concept               | what it does |
+/// |--------------------|-----------------------|--------------|
+/// | `simulation_clock` | Clock                 | `now()` is `sc_time_stamp()` plus the calling process's local time offset |
+/// | `tlm_dma`          | DmaProvider           | one `b_transport` per access through the device's initiator socket, with annotated delay |
+/// | `tlm_interrupts`   | IntxInterruptProvider | MSI-X as the 32-bit memory write the host programmed (address, data), through the same socket; INTx as a level the module drives on an `sc_out<bool>` |
+// clang-format on
 ///
 /// The three share one `initiator_context`: the quantum keeper of the process that polls the
 /// controller (nvme_device's poll thread). An access that process makes adds its delay to the
 /// keeper's local time and synchronises when the keeper says so (the global quantum,
-/// tlm_utils::tlm_global_quantum). An access made while the device serves a host transaction (a
+/// tlm::tlm_global_quantum). An access made while the device serves a host transaction (a
 /// BAR0 write that unmasks a pending MSI-X vector, say) runs in the host's process instead: its
 /// delay is added to the delay annotated on that host transaction, and it never waits.
 ///
@@ -201,13 +202,13 @@ private:
 };
 
 /// The InterruptProvider of a controller in a simulation: an MSI-X vector is the 32-bit memory
-/// write of its message data to its message address (PCI Local Bus 3.0 6.8.3); INTx drives an
-/// sc_out<bool> (true: asserted), unless the host set Interrupt Disable in the Command register.
+/// write of its message data to its message address (PCI Local Bus 3.0 6.8.3). INTx is a level
+/// (`intx_output()`: asserted unless the host set Interrupt Disable in the Command register) whose
+/// changes notify `intx_changed()`; the module drives its sc_out<bool> from one process on that
+/// event, since the controller changes the level from whichever process calls it.
 class tlm_interrupts {
 public:
-    tlm_interrupts(initiator_context& context, sc_core::sc_out<bool>& intx) noexcept
-        : context_{&context}, intx_{&intx}
-    {}
+    explicit tlm_interrupts(initiator_context& context) noexcept : context_{&context} {}
 
     void raise_msix(std::uint16_t /*vector*/, msix_message message)
     {
@@ -221,24 +222,26 @@ public:
     void set_intx(bool level)
     {
         level_ = level;
-        drive();
+        intx_changed_.notify(context_->local_time());
     }
 
     /// PCI Command.Interrupt Disable: the pin stays deasserted while it is set.
     void set_intx_disabled(bool disabled)
     {
         disabled_ = disabled;
-        drive();
+        intx_changed_.notify(context_->local_time());
     }
 
+    /// The level the INTx pin should have.
+    [[nodiscard]] bool intx_output() const noexcept { return level_ && !disabled_; }
+    /// Notified when intx_output() may have changed.
+    [[nodiscard]] const sc_core::sc_event& intx_changed() const noexcept { return intx_changed_; }
     /// MSI-X writes the host memory refused.
     [[nodiscard]] std::uint64_t lost_messages() const noexcept { return lost_messages_; }
 
 private:
-    void drive() { intx_->write(level_ && !disabled_); }
-
     initiator_context* context_;
-    sc_core::sc_out<bool>* intx_;
+    sc_core::sc_event intx_changed_;
     bool level_ = false;
     bool disabled_ = false;
     std::uint64_t lost_messages_ = 0;

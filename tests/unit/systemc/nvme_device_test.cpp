@@ -228,6 +228,49 @@ TEST(systemc_nvme_device, bar0_is_not_decoded_until_memory_space_is_enabled)
     EXPECT_TRUE(rig.program->finished());
 }
 
+TEST(systemc_nvme_device, dma_takes_the_time_host_memory_annotates_within_the_global_quantum)
+{
+    tlm::tlm_global_quantum::instance().set(sc_core::sc_time{10, sc_core::SC_US});
+    const sc_core::sc_time access{1, sc_core::SC_US};
+    platform rig{{}, {.access_latency = access}};
+    rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
+    sc_core::sc_time identify_time;
+    rig.run([&](in_process_host<sysc::host_bus>& host) {
+        host.bring_up();
+        const std::uint64_t buffer = host.allocate(4096);
+        const sc_core::sc_time start = sc_core::sc_time_stamp();
+        EXPECT_TRUE(host.admin(host.identify_command(spec::cns::identify_controller, 0, buffer)).ok());
+        identify_time = sc_core::sc_time_stamp() - start;
+    });
+    // The SQE read, the data write, the CQE write and the MSI-X write each take `access`; the host
+    // sees the completion once the MSI-X write has landed, in less than a quantum beyond.
+    EXPECT_GE(identify_time, 4 * access);
+    EXPECT_LE(identify_time, 4 * access + tlm::tlm_global_quantum::instance().get() + access);
+}
+
+TEST(systemc_nvme_device, intx_follows_pending_completions_when_msix_is_off)
+{
+    platform rig;
+    rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
+    rig.run([&](in_process_host<sysc::host_bus>& host) {
+        host.bring_up({.reap_by_interrupt = false});
+        rig.bus.set_msix_control(false, false);
+        const std::uint64_t buffer = host.allocate(4096);
+        auto read = host.lba_command(spec::nvm_opcode::read, 1, 0, 1);
+        host.describe_data(read, buffer, 512);
+        const std::uint16_t cid = host.submit(1, read);
+        for (int step = 0; step < 100 && !rig.intx.read(); ++step) {
+            rig.bus.poll();
+        }
+        EXPECT_TRUE(rig.intx.read());
+        EXPECT_TRUE(host.wait_for(1, cid).ok()); // reaps the CQE and writes the CQ head doorbell
+        for (int step = 0; step < 100 && rig.intx.read(); ++step) {
+            rig.bus.poll();
+        }
+        EXPECT_FALSE(rig.intx.read());
+    });
+}
+
 TEST(systemc_nvme_device, qd1_read_takes_the_model_latency_plus_transfer_time_in_simulated_time)
 {
     const nvmekit::timing::simple_parameters parameters{.read_latency = 80us,
