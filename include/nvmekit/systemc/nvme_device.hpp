@@ -241,19 +241,7 @@ private:
         }
         const auto event =
             config_space_.write(offset, width, static_cast<std::uint32_t>(load_value(payload)));
-        if (event.flr_requested) {
-            controller_.function_level_reset();
-        }
-        if (event.msix_changed || event.flr_requested) {
-            controller_.set_msix_control(event.msix_enabled, event.msix_function_mask);
-        }
-        if (event.command_changed || event.flr_requested) {
-            interrupts_.set_intx_disabled(event.interrupt_disable);
-            controller_.set_bus_master(event.bus_master);
-        }
-        if (event.bar0_changed || event.flr_requested) {
-            controller_.set_bar0_address(config_space_.bar0_address());
-        }
+        pci::apply_config_event(event, config_space_, controller_, interrupts_);
         if (event.any()) {
             wake_.notify(delay);
         }

@@ -36,6 +36,7 @@
 #include <tlm>
 #include <tlm_utils/tlm_quantumkeeper.h>
 
+#include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/dma.hpp>
 #include <nvmekit/error.hpp>
