@@ -1,11 +1,12 @@
 // nvmekit-systemc-platform: a small SystemC virtual platform. Host memory as a TLM target, the NVMe
 // device (nvmekit::systemc::nvme_device) on a RAM namespace timed by the SSD model with FEMU's
-// defaults, and a host program: the in-process host driver over TLM, which brings the device up
-// and runs a random 4 KiB read/write workload at a fixed queue depth, checking every read against
-// what was written. Prints simulated IOPS and latency percentiles, and how many simulated commands
-// ran per wall-clock second. The same seed gives the same run: the trace digest (each command's
-// LBA, kind and completion time) is identical from run to run. Exits non-zero when a command fails
-// or a read returns other data than was written.
+// defaults (or, with --untimed, on plain RAM: nothing then takes simulated time, which measures
+// the platform's own speed), and a host program: the in-process host driver over TLM, which
+// brings the device up and runs a random 4 KiB read/write workload at a fixed queue depth,
+// checking every read against what was written. Prints simulated IOPS and latency percentiles,
+// and how many simulated commands ran per wall-clock second. The same seed gives the same run:
+// the trace digest (each command's LBA, kind and completion time) is identical from run to run.
+// Exits non-zero when a command fails or a read returns other data than was written.
 #include "block_pattern.hpp"
 #include "command_line.hpp"
 
@@ -38,9 +39,10 @@ using timed_ram =
 
 constexpr nvmekit_programs::program program{
     "nvmekit-systemc-platform",
-    "nvmekit-systemc-platform [--seed N] [--commands N] [--queue-depth N]\n"
-    "  a SystemC TLM-2.0 virtual platform: the NVMe device on an SSD timing model, driven by a\n"
-    "  random verified 4 KiB read/write workload; prints simulated IOPS and latency percentiles\n"};
+    "nvmekit-systemc-platform [--seed N] [--commands N] [--queue-depth N] [--untimed]\n"
+    "  a SystemC TLM-2.0 virtual platform: the NVMe device on an SSD timing model (or, with\n"
+    "  --untimed, on plain RAM), driven by a random verified 4 KiB read/write workload; prints\n"
+    "  simulated IOPS and latency percentiles\n"};
 
 constexpr std::uint64_t memory_base = 0x1000'0000;
 constexpr std::uint64_t bar0_base = 0xf000'0000;
@@ -52,6 +54,7 @@ struct settings {
     std::uint64_t seed = 1;
     std::uint64_t commands = 20000;
     std::uint32_t queue_depth = 16;
+    bool untimed = false; ///< a RAM namespace without a timing model
 };
 
 std::uint64_t number(std::string_view text)
@@ -70,6 +73,10 @@ settings parse(int argc, char** argv)
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg = argv[i];
         if (nvmekit_programs::standard_option(program, arg)) {
+            continue;
+        }
+        if (arg == "--untimed") {
+            result.untimed = true;
             continue;
         }
         if (arg != "--seed" && arg != "--commands" && arg != "--queue-depth") {
@@ -222,12 +229,17 @@ int main(int argc, char** argv)
     device.intx.bind(intx);
     bus.wake_on(ram.msi_event());
 
-    auto& ns = device.subsystem().add_namespace(
-        timed_ram{nvmekit::ram_backend{namespace_bytes},
-                  nvmekit::timing::ssd_model{nvmekit::timing::femu_defaults()}, device.clock(), 1024},
-        {.lba_format = lba_format_4k});
-    const timed_ram* timed = ns.backend().get_if<timed_ram>();
-    device.set_next_due([timed] { return timed->next_due(); });
+    if (options.untimed) {
+        device.subsystem().add_namespace(nvmekit::ram_backend{namespace_bytes},
+                                         {.lba_format = lba_format_4k});
+    } else {
+        auto& ns = device.subsystem().add_namespace(
+            timed_ram{nvmekit::ram_backend{namespace_bytes},
+                      nvmekit::timing::ssd_model{nvmekit::timing::femu_defaults()}, device.clock(), 1024},
+            {.lba_format = lba_format_4k});
+        const timed_ram* timed = ns.backend().get_if<timed_ram>();
+        device.set_next_due([timed] { return timed->next_due(); });
+    }
 
     report result;
     sysc::host_program host_program{"host", [&] {
@@ -263,8 +275,12 @@ int main(int argc, char** argv)
     std::printf("workload: %llu random 4 KiB reads and writes, queue depth %u, seed %llu\n",
                 static_cast<unsigned long long>(result.commands), options.queue_depth,
                 static_cast<unsigned long long>(options.seed));
-    std::printf("simulated: %.3f ms, %.0f IOPS\n", simulated_seconds * 1e3,
-                simulated_seconds > 0 ? static_cast<double>(result.commands) / simulated_seconds : 0.0);
+    if (simulated_seconds > 0) {
+        std::printf("simulated: %.3f ms, %.0f IOPS\n", simulated_seconds * 1e3,
+                    static_cast<double>(result.commands) / simulated_seconds);
+    } else {
+        std::printf("simulated: no time passed (no latency anywhere), IOPS not defined\n");
+    }
     std::printf("latency (us): p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", percentile(50),
                 percentile(90), percentile(99), percentile(99.9), percentile(100));
     std::printf("errors %llu, mismatches %llu, trace digest %016llx\n",
