@@ -23,7 +23,7 @@
 //
 // SystemC elaborates one design per process, so each test builds its platform and runs one
 // simulation; ctest runs every test in a process of its own (gtest_discover_tests). Run by hand,
-// the binary needs --gtest_filter naming one test.
+// the binary runs the first test and skips the others (name one with --gtest_filter).
 
 namespace {
 
@@ -78,6 +78,17 @@ struct platform {
     }
 };
 
+/// Skips a test when this process already ran a simulation.
+class systemc_nvme_device : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        if (sc_core::sc_get_curr_simcontext()->elaboration_done()) {
+            GTEST_SKIP() << "a simulation already ran in this process; run one test per process";
+        }
+    }
+};
+
 std::vector<std::byte> pattern(std::size_t bytes, std::uint8_t seed)
 {
     std::vector<std::byte> data(bytes);
@@ -109,7 +120,7 @@ std::vector<std::byte> write_then_read(in_process_host<sysc::host_bus>& host, st
     return out;
 }
 
-TEST(systemc_nvme_device, configuration_space_shows_an_nvme_function_with_bar0_and_msix)
+TEST_F(systemc_nvme_device, configuration_space_shows_an_nvme_function_with_bar0_and_msix)
 {
     platform rig;
     rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
@@ -126,7 +137,7 @@ TEST(systemc_nvme_device, configuration_space_shows_an_nvme_function_with_bar0_a
     });
 }
 
-TEST(systemc_nvme_device, brings_up_and_identifies_over_tlm)
+TEST_F(systemc_nvme_device, brings_up_and_identifies_over_tlm)
 {
     platform rig;
     rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
@@ -145,7 +156,7 @@ TEST(systemc_nvme_device, brings_up_and_identifies_over_tlm)
     EXPECT_GT(rig.msix.total(), 0U); // every completion was reaped after its MSI-X write
 }
 
-TEST(systemc_nvme_device, io_writes_and_reads_back_through_dma_transactions)
+TEST_F(systemc_nvme_device, io_writes_and_reads_back_through_dma_transactions)
 {
     platform rig;
     rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
@@ -158,7 +169,7 @@ TEST(systemc_nvme_device, io_writes_and_reads_back_through_dma_transactions)
     EXPECT_GT(rig.ram.bytes_transferred(), 2U * (3 * 4096 + 1024));
 }
 
-TEST(systemc_nvme_device, a_command_error_completes_with_its_status)
+TEST_F(systemc_nvme_device, a_command_error_completes_with_its_status)
 {
     platform rig;
     rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
@@ -176,7 +187,7 @@ TEST(systemc_nvme_device, a_command_error_completes_with_its_status)
     });
 }
 
-TEST(systemc_nvme_device, a_dma_the_host_memory_refuses_is_a_data_transfer_error)
+TEST_F(systemc_nvme_device, a_dma_the_host_memory_refuses_is_a_data_transfer_error)
 {
     platform rig;
     rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
@@ -190,7 +201,7 @@ TEST(systemc_nvme_device, a_dma_the_host_memory_refuses_is_a_data_transfer_error
     EXPECT_GT(rig.ram.refused(), 0U);
 }
 
-TEST(systemc_nvme_device, controller_reset_and_function_level_reset_bring_it_back)
+TEST_F(systemc_nvme_device, controller_reset_and_function_level_reset_bring_it_back)
 {
     platform rig;
     rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
@@ -216,7 +227,7 @@ TEST(systemc_nvme_device, controller_reset_and_function_level_reset_bring_it_bac
     });
 }
 
-TEST(systemc_nvme_device, bar0_is_not_decoded_until_memory_space_is_enabled)
+TEST_F(systemc_nvme_device, bar0_is_not_decoded_until_memory_space_is_enabled)
 {
     platform rig;
     rig.program = std::make_unique<sysc::host_program>("host", [&] {
@@ -228,7 +239,7 @@ TEST(systemc_nvme_device, bar0_is_not_decoded_until_memory_space_is_enabled)
     EXPECT_TRUE(rig.program->finished());
 }
 
-TEST(systemc_nvme_device, dma_takes_the_time_host_memory_annotates_within_the_global_quantum)
+TEST_F(systemc_nvme_device, dma_takes_the_time_host_memory_annotates_within_the_global_quantum)
 {
     tlm::tlm_global_quantum::instance().set(sc_core::sc_time{10, sc_core::SC_US});
     const sc_core::sc_time access{1, sc_core::SC_US};
@@ -248,7 +259,7 @@ TEST(systemc_nvme_device, dma_takes_the_time_host_memory_annotates_within_the_gl
     EXPECT_LE(identify_time, 4 * access + tlm::tlm_global_quantum::instance().get() + access);
 }
 
-TEST(systemc_nvme_device, intx_follows_pending_completions_when_msix_is_off)
+TEST_F(systemc_nvme_device, intx_follows_pending_completions_when_msix_is_off)
 {
     platform rig;
     rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
@@ -271,7 +282,7 @@ TEST(systemc_nvme_device, intx_follows_pending_completions_when_msix_is_off)
     });
 }
 
-TEST(systemc_nvme_device, qd1_read_takes_the_model_latency_plus_transfer_time_in_simulated_time)
+TEST_F(systemc_nvme_device, qd1_read_takes_the_model_latency_plus_transfer_time_in_simulated_time)
 {
     const nvmekit::timing::simple_parameters parameters{.read_latency = 80us,
                                                         .write_latency = 20us,
