@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -99,6 +100,9 @@ settings parse(int argc, char** argv)
     return result;
 }
 
+/// The current simulated time, as a value (sc_time_stamp() refers to a time that moves on).
+sc_core::sc_time simulated_now() { return sc_core::sc_time_stamp(); }
+
 /// The workload's outcome.
 struct report {
     std::uint64_t commands = 0;
@@ -140,7 +144,7 @@ void run_workload(host_type& host, const settings& options, report& out)
         free_slots.push_back(i);
     }
 
-    const sc_core::sc_time start = sc_core::sc_time_stamp();
+    const sc_core::sc_time start = simulated_now();
     std::uint64_t submitted = 0;
     std::vector<nvmekit::testing::completion> completions;
     while (out.commands < options.commands) {
@@ -209,9 +213,10 @@ double microseconds(const sc_core::sc_time& time) { return time.to_seconds() * 1
 // elaborates and runs the platform itself, so sc_main exists only because libsystemc refers to it.
 int sc_main(int /*argc*/, char* /*argv*/[]) { return 1; }
 
-int main(int argc, char** argv)
+namespace {
+
+int run_platform(const settings& options)
 {
-    const settings options = parse(argc, argv);
     sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
 
     nvmekit::testing::flat_memory memory;
@@ -268,7 +273,8 @@ int main(int argc, char** argv)
         if (sorted.empty()) {
             return 0.0;
         }
-        const auto rank = static_cast<std::size_t>(p / 100.0 * static_cast<double>(sorted.size() - 1) + 0.5);
+        const auto rank =
+            static_cast<std::size_t>(std::llround(p / 100.0 * static_cast<double>(sorted.size() - 1)));
         return microseconds(sorted[rank]);
     };
     const double simulated_seconds = result.elapsed.to_seconds();
@@ -290,4 +296,17 @@ int main(int argc, char** argv)
     std::printf("wall clock: %.3f s, %.0f simulated commands per second\n", wall.count(),
                 wall.count() > 0 ? static_cast<double>(result.commands) / wall.count() : 0.0);
     return result.errors == 0 && result.mismatches == 0 && result.commands == options.commands ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    const settings options = parse(argc, argv);
+    try {
+        return run_platform(options);
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "nvmekit-systemc-platform: %s\n", error.what());
+        return 1;
+    }
 }

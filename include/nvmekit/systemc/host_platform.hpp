@@ -63,7 +63,7 @@ public:
     tlm_utils::simple_target_socket<host_memory> socket;
 
     host_memory(const sc_core::sc_module_name& name, testing::flat_memory& memory, MsiSink& sink,
-                host_memory_options options = {})
+                const host_memory_options& options = {})
         : sc_core::sc_module{name}, socket{"socket"}, memory_{memory}, sink_{sink}, options_{options}
     {
         socket.register_b_transport(this, &host_memory::transport);
@@ -143,7 +143,7 @@ public:
     };
 
     explicit host_bus(const sc_core::sc_module_name& name,
-                      sc_core::sc_time poll_interval = sc_core::sc_time{1, sc_core::SC_US})
+                      const sc_core::sc_time& poll_interval = sc_core::sc_time{1, sc_core::SC_US})
         : sc_core::sc_module{name}
         , bar0_socket{"bar0_socket"}
         , config_socket{"config_socket"}

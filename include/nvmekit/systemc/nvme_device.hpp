@@ -157,7 +157,7 @@ private:
             if (options_.next_due) {
                 if (const auto due = options_.next_due()) {
                     const sc_core::sc_time at = to_sc_time(*due);
-                    const sc_core::sc_time now = sc_core::sc_time_stamp();
+                    const sc_core::sc_time& now = sc_core::sc_time_stamp();
                     next = std::min(next, at > now ? at - now : sc_core::SC_ZERO_TIME);
                 }
             }

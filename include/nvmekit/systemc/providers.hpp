@@ -65,7 +65,7 @@ public:
     explicit initiator_context(tlm::tlm_initiator_socket<>& socket) : socket_{socket} {}
 
     /// The process that polls the controller; call from it once it runs (keeps its local time).
-    void set_owner(sc_core::sc_process_handle owner)
+    void set_owner(const sc_core::sc_process_handle& owner)
     {
         owner_ = owner;
         keeper_.reset();

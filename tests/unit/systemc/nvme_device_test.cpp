@@ -50,7 +50,7 @@ struct platform {
     sc_core::sc_signal<bool> intx{"intx"};
     std::unique_ptr<sysc::host_program> program;
 
-    explicit platform(sysc::device_options options = {}, sysc::host_memory_options memory_options = {})
+    explicit platform(sysc::device_options options = {}, const sysc::host_memory_options& memory_options = {})
         : ram{"ram", memory, msix, memory_options}, device{"nvme", std::move(options)}
     {
         memory.add_range(memory_base, 16U << 20);
@@ -77,6 +77,9 @@ struct platform {
         }
     }
 };
+
+/// The current simulated time, as a value (sc_time_stamp() refers to a time that moves on).
+sc_core::sc_time simulated_now() { return sc_core::sc_time_stamp(); }
 
 /// Skips a test when this process already ran a simulation.
 class systemc_nvme_device : public ::testing::Test {
@@ -249,7 +252,7 @@ TEST_F(systemc_nvme_device, dma_takes_the_time_host_memory_annotates_within_the_
     rig.run([&](in_process_host<sysc::host_bus>& host) {
         host.bring_up();
         const std::uint64_t buffer = host.allocate(4096);
-        const sc_core::sc_time start = sc_core::sc_time_stamp();
+        const sc_core::sc_time start = simulated_now();
         EXPECT_TRUE(host.admin(host.identify_command(spec::cns::identify_controller, 0, buffer)).ok());
         identify_time = sc_core::sc_time_stamp() - start;
     });
@@ -291,7 +294,7 @@ const sc_core::sc_time qd1_read_time{82048, sc_core::SC_NS}; // 80 us + 4096 byt
 
 /// The simulated time of eight QD1 4 KiB reads on a namespace timed by qd1_parameters, the device
 /// polling every `poll_period` while busy, or at the backend's next completion with `use_next_due`.
-std::vector<sc_core::sc_time> qd1_read_latencies(sc_core::sc_time poll_period, bool use_next_due)
+std::vector<sc_core::sc_time> qd1_read_latencies(const sc_core::sc_time& poll_period, bool use_next_due)
 {
     sysc::device_options options;
     options.poll_period = poll_period;
@@ -310,7 +313,7 @@ std::vector<sc_core::sc_time> qd1_read_latencies(sc_core::sc_time poll_period, b
         for (std::uint64_t slba = 0; slba < 8 * 8; slba += 8) {
             auto read = host.lba_command(spec::nvm_opcode::read, 1, slba, 8);
             host.describe_data(read, buffer, 4096);
-            const sc_core::sc_time start = sc_core::sc_time_stamp();
+            const sc_core::sc_time start = simulated_now();
             EXPECT_TRUE(host.io(1, read).ok());
             latencies.push_back(sc_core::sc_time_stamp() - start);
         }
