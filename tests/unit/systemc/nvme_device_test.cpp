@@ -342,6 +342,55 @@ TEST_F(systemc_nvme_device, with_next_due_a_qd1_read_takes_exactly_the_model_tim
     }
 }
 
+TEST_F(systemc_nvme_device, throughput_under_load_is_the_model_parallelism_over_its_latency)
+{
+    // 4 servers of 100 us each: at queue depth 16 the device completes 4 reads per 100 us.
+    constexpr std::size_t parallelism = 4;
+    constexpr std::size_t queue_depth = 16;
+    constexpr std::size_t total = 400;
+    platform rig;
+    auto& ns = rig.device.subsystem().add_namespace(
+        timed_ram{nvmekit::ram_backend{1U << 20},
+                  nvmekit::timing::simple_model{{.read_latency = 100us, .parallelism = parallelism}},
+                  rig.device.clock(), 64});
+    const timed_ram* timed = ns.backend().get_if<timed_ram>();
+    rig.device.set_next_due([timed] { return timed->next_due(); });
+
+    sc_core::sc_time elapsed;
+    std::size_t completed = 0;
+    rig.run([&](in_process_host<sysc::host_bus>& host) {
+        host.bring_up();
+        const std::uint64_t buffer = host.allocate(512); // every read lands in one buffer
+        const auto submit_read = [&] {
+            auto read = host.lba_command(spec::nvm_opcode::read, 1, 0, 1);
+            host.describe_data(read, buffer, 512);
+            host.submit(1, read);
+        };
+        const sc_core::sc_time start = simulated_now();
+        for (std::size_t i = 0; i < queue_depth; ++i) {
+            submit_read();
+        }
+        std::vector<nvmekit::testing::completion> done;
+        for (std::size_t submitted = queue_depth; completed < total;) {
+            done.clear();
+            host.reap(1, done);
+            for (const auto& completion : done) {
+                EXPECT_TRUE(completion.ok());
+                ++completed;
+                if (submitted < total) {
+                    submit_read();
+                    ++submitted;
+                }
+            }
+        }
+        elapsed = simulated_now() - start;
+    });
+    EXPECT_EQ(completed, total);
+    // total / parallelism rounds of 100 us each, the first starting at once.
+    const sc_core::sc_time expected{100.0 * total / parallelism, sc_core::SC_US};
+    EXPECT_EQ(elapsed, expected) << elapsed.to_string();
+}
+
 } // namespace
 
 // libsystemc refers to sc_main; gtest's main() runs the tests, so it is never called.
