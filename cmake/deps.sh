@@ -33,7 +33,8 @@ nvmekit_build_packages=(cmake ninja-build g++ libfmt-dev libspdlog-dev libboost-
 # nlohmann-json3-dev: the JSON-RPC headers (nvmekit::rpc) and their tests.
 # liburing-dev: the io_uring backend (nvmekit::uring), its tests, nvmekit-serve --io uring and
 # nvmekit-perf --backend uring.
+# libsystemc-dev: the SystemC TLM-2.0 device (nvmekit::systemc), its tests and example.
 # dpkg-dev: dpkg-shlibdeps computes the nvmekit-serve package's dependencies.
 # clang-format-14, clang-tidy-14: the style checks (cmake/style.sh).
 nvmekit_test_packages=(clang libclang-rt-14-dev clang-format-14 clang-tidy-14 libgtest-dev libbenchmark-dev
-    nlohmann-json3-dev liburing-dev pkgconf dpkg-dev)
+    nlohmann-json3-dev liburing-dev libsystemc-dev pkgconf dpkg-dev)

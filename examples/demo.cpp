@@ -4,6 +4,7 @@
 // queues whose reads are checked against a shadow of every write, the SMART log as `nvme
 // smart-log` prints it, and a clean shutdown. Exits non-zero when a command fails or a read
 // returns other data than was written.
+#include "block_pattern.hpp"
 #include "command_line.hpp"
 
 #include <nvmekit/backends/ram_backend.hpp>
@@ -126,30 +127,6 @@ void print_id_ns(std::uint32_t id, const spec::identify_namespace& ns)
 
 // ---- the workload ----------------------------------------------------------------------------
 
-/// The pattern block `lba` holds after its `generation`th write: the LBA and the generation in
-/// the first 16 bytes (to make a misdirected write obvious in a dump), then pseudo-random words.
-void fill_pattern(std::span<std::byte> block, std::uint64_t lba, std::uint32_t generation)
-{
-    std::uint64_t state =
-        (lba * 0x9e3779b97f4a7c15ULL) ^ (std::uint64_t{generation} << 40) ^ 0x6e766d656b6974ULL;
-    for (std::size_t offset = 0; offset < block.size(); offset += sizeof(std::uint64_t)) {
-        std::uint64_t word = 0;
-        if (offset == 0) {
-            word = lba;
-        } else if (offset == sizeof(std::uint64_t)) {
-            word = generation;
-        } else {
-            // splitmix64
-            state += 0x9e3779b97f4a7c15ULL;
-            word = state;
-            word = (word ^ (word >> 30)) * 0xbf58476d1ce4e5b9ULL;
-            word = (word ^ (word >> 27)) * 0x94d049bb133111ebULL;
-            word ^= word >> 31;
-        }
-        std::memcpy(block.data() + offset, &word, sizeof(word));
-    }
-}
-
 struct workload_result {
     std::uint64_t commands = 0;
     std::uint64_t writes = 0;
@@ -260,7 +237,7 @@ private:
         const auto buffer = host_.memory().bytes(command.buffer, block_bytes);
         if (command.write) {
             command.generation = current + 1U;
-            fill_pattern(buffer, command.lba, command.generation);
+            nvmekit_programs::fill_pattern(buffer, command.lba, command.generation);
         } else {
             command.generation = current;
             std::fill(buffer.begin(), buffer.end(), std::byte{0xa5}); // stale data must not pass
@@ -294,7 +271,7 @@ private:
             std::fill(expected_.begin(), expected_.end(), std::byte{0}); // deallocated blocks read 0
         } else {
             ++result_.reads_of_written_blocks;
-            fill_pattern(expected_, command.lba, command.generation);
+            nvmekit_programs::fill_pattern(expected_, command.lba, command.generation);
         }
         const auto data = host_.memory().bytes(command.buffer, block_bytes);
         if (!std::equal(data.begin(), data.end(), expected_.begin())) {

@@ -26,7 +26,9 @@ for expected in ./usr/share/cmake/nvmekit/nvmekitConfig.cmake ./usr/share/cmake/
     $([ -f "$build_dir/nvmekit-rpc.pc" ] && echo ./usr/include/nvmekit/rpc/server.hpp \
         ./usr/share/pkgconfig/nvmekit-rpc.pc ./usr/share/cmake/nvmekit/nvmekitRpcTargets.cmake) \
     $([ -f "$build_dir/nvmekit-uring.pc" ] && echo ./usr/include/nvmekit/backends/uring_backend.hpp \
-        ./usr/share/pkgconfig/nvmekit-uring.pc ./usr/share/cmake/nvmekit/nvmekitUringTargets.cmake); do
+        ./usr/share/pkgconfig/nvmekit-uring.pc ./usr/share/cmake/nvmekit/nvmekitUringTargets.cmake) \
+    $([ -f "$build_dir/nvmekit-systemc.pc" ] && echo ./usr/include/nvmekit/systemc/nvme_device.hpp \
+        ./usr/share/pkgconfig/nvmekit-systemc.pc ./usr/share/cmake/nvmekit/nvmekitSystemcTargets.cmake); do
     if ! grep -qF "$expected" <<<"$contents"; then
         echo "deb package: $expected is missing" >&2
         exit 1

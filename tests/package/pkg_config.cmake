@@ -41,26 +41,29 @@ foreach(program_source IN ITEMS
     endif()
 endforeach()
 
-# The JSON-RPC headers have a pkg-config file of their own, installed when nvmekit was built with
-# nlohmann_json.
-execute_process(COMMAND "${PKG_CONFIG}" --exists nvmekit-rpc RESULT_VARIABLE result)
-if(result EQUAL 0)
-    execute_process(COMMAND "${PKG_CONFIG}" --cflags --libs nvmekit-rpc
-        OUTPUT_VARIABLE rpc_flags OUTPUT_STRIP_TRAILING_WHITESPACE
+# The optional components have pkg-config files of their own, installed when nvmekit was built
+# with their dependency: nvmekit-rpc (nlohmann_json), nvmekit-systemc (SystemC).
+foreach(component IN ITEMS rpc systemc)
+    execute_process(COMMAND "${PKG_CONFIG}" --exists nvmekit-${component} RESULT_VARIABLE result)
+    if(NOT result EQUAL 0)
+        continue()
+    endif()
+    execute_process(COMMAND "${PKG_CONFIG}" --cflags --libs nvmekit-${component}
+        OUTPUT_VARIABLE flags OUTPUT_STRIP_TRAILING_WHITESPACE
         RESULT_VARIABLE result)
     if(NOT result EQUAL 0)
-        message(FATAL_ERROR "pkg-config --cflags --libs nvmekit-rpc failed")
+        message(FATAL_ERROR "pkg-config --cflags --libs nvmekit-${component} failed")
     endif()
-    message(STATUS "pkg-config --cflags --libs nvmekit-rpc: ${rpc_flags}")
-    separate_arguments(rpc_flags UNIX_COMMAND "${rpc_flags}")
-    execute_process(COMMAND "${CXX}" -std=c++20 "${sources_dir}/rpc_consumer.cpp" -o "${OUTPUT_DIR}/rpc_consumer"
-        ${rpc_flags} RESULT_VARIABLE result)
+    message(STATUS "pkg-config --cflags --libs nvmekit-${component}: ${flags}")
+    separate_arguments(flags UNIX_COMMAND "${flags}")
+    execute_process(COMMAND "${CXX}" -std=c++20 "${sources_dir}/${component}_consumer.cpp"
+        -o "${OUTPUT_DIR}/${component}_consumer" ${flags} RESULT_VARIABLE result)
     if(NOT result EQUAL 0)
-        message(FATAL_ERROR "compiling rpc_consumer with the pkg-config flags failed: ${rpc_flags}")
+        message(FATAL_ERROR "compiling ${component}_consumer with the pkg-config flags failed: ${flags}")
     endif()
-    execute_process(COMMAND "${OUTPUT_DIR}/rpc_consumer" RESULT_VARIABLE result OUTPUT_VARIABLE output)
-    message(STATUS "rpc_consumer: ${output}")
+    execute_process(COMMAND "${OUTPUT_DIR}/${component}_consumer" RESULT_VARIABLE result OUTPUT_VARIABLE output)
+    message(STATUS "${component}_consumer: ${output}")
     if(NOT result EQUAL 0)
-        message(FATAL_ERROR "the pkg-config build of rpc_consumer failed (${result})")
+        message(FATAL_ERROR "the pkg-config build of ${component}_consumer failed (${result})")
     endif()
-endif()
+endforeach()

@@ -709,5 +709,28 @@ private:
     std::uint64_t rejected_accesses_ = 0;
 };
 
+/// Carries out on the function's `controller` and `interrupts` what configuration write `event` of
+/// `config` changed: a Function Level Reset, MSI-X Enable and Function Mask, Interrupt Disable and
+/// Bus Master Enable, and where BAR0 now is (the controller refuses DMA into its own registers
+/// there). What a transport that owns configuration space calls after each write.
+template <typename Controller, typename Interrupts>
+void apply_config_event(const config_event& event, const config_space& config, Controller& controller,
+                        Interrupts& interrupts)
+{
+    if (event.flr_requested) {
+        controller.function_level_reset();
+    }
+    if (event.msix_changed || event.flr_requested) {
+        controller.set_msix_control(event.msix_enabled, event.msix_function_mask);
+    }
+    if (event.command_changed || event.flr_requested) {
+        interrupts.set_intx_disabled(event.interrupt_disable);
+        controller.set_bus_master(event.bus_master);
+    }
+    if (event.bar0_changed || event.flr_requested) {
+        controller.set_bar0_address(config.bar0_address());
+    }
+}
+
 } // namespace pci
 NVMEKIT_END_NAMESPACE

@@ -586,19 +586,8 @@ private:
             config_.write(static_cast<std::uint32_t>(at), width, static_cast<std::uint32_t>(value));
         if (event.flr_requested) {
             log(server_log_level::info, "vfio-user: Function Level Reset");
-            controller_.function_level_reset();
         }
-        if (event.msix_changed || event.flr_requested) {
-            controller_.set_msix_control(event.msix_enabled, event.msix_function_mask);
-        }
-        if (event.command_changed || event.flr_requested) {
-            interrupts_.set_intx_disabled(event.interrupt_disable);
-            controller_.set_bus_master(event.bus_master);
-        }
-        if (event.bar0_changed || event.flr_requested) {
-            // The controller refuses DMA into its own registers wherever the host put them.
-            controller_.set_bar0_address(config_.bar0_address());
-        }
+        pci::apply_config_event(event, config_, controller_, interrupts_);
     }
 
     static constexpr std::uint64_t cc_offset = 0x14;
