@@ -688,9 +688,14 @@ private:
         const auto command = spec::to_fabrics_command(c.fabrics_sqe);
         const std::uint16_t cid = command.command_id();
         switch (command.fctype) {
-        case spec::fabrics_command_type::connect:
-            respond(c, connect(c, spec::fabrics_command_cast<spec::connect_command>(c.fabrics_sqe)));
+        case spec::fabrics_command_type::connect: {
+            const auto connect_command = spec::fabrics_command_cast<spec::connect_command>(c.fabrics_sqe);
+            if (!c.connected) {
+                c.qid = connect_command.qid; // the response names the queue asked for
+            }
+            respond(c, connect(c, connect_command));
             return;
+        }
         case spec::fabrics_command_type::property_get:
         case spec::fabrics_command_type::property_set: respond(c, property(c, c.fabrics_sqe)); return;
         case spec::fabrics_command_type::disconnect:

@@ -1,0 +1,350 @@
+#include <nvmekit/transport/tcp/target.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <nvmekit/backends/ram_backend.hpp>
+#include <nvmekit/testing/tcp_host.hpp>
+
+#include "print_helpers.hpp"
+
+// The NVMe/TCP target over real loopback sockets, driven by the library's NVMe/TCP initiator. The
+// target's poll loop runs on a thread of its own, as a server's would.
+
+namespace {
+
+namespace spec = nvmekit::spec;
+namespace tcp = nvmekit::transport::tcp;
+using nvmekit::testing::tcp_host;
+using nvmekit::testing::tcp_host_options;
+using nvmekit::testing::tcp_queue;
+using nvmekit::testing::tcp_terminated;
+using target_type = tcp::target<>;
+
+constexpr std::uint64_t namespace_bytes = std::uint64_t{4} << 20;
+/// Small enough that a 128 KiB write takes several H2CData PDUs.
+constexpr std::uint32_t test_maxh2cdata = 32 * 1024;
+
+/// A target of one subsystem with one RAM namespace, polled on its own thread until stopped.
+class served_target {
+public:
+    served_target() : target_{make_subsystem(subsystem_), options()}
+    {
+        thread_ = std::thread{[this] {
+            while (!stop_.load(std::memory_order_acquire)) {
+                target_.poll(std::chrono::milliseconds{2});
+            }
+        }};
+    }
+    served_target(const served_target&) = delete;
+    served_target& operator=(const served_target&) = delete;
+    ~served_target() { halt(); }
+
+    /// Stops the loop; the target's state may then be read from the test's thread.
+    void halt()
+    {
+        stop_.store(true, std::memory_order_release);
+        if (thread_.joinable()) {
+            thread_.join();
+        }
+    }
+
+    [[nodiscard]] std::uint16_t port() const { return target_.port(); }
+    [[nodiscard]] target_type& target() { return target_; }
+    [[nodiscard]] tcp_host host(tcp_host_options options = {}) const
+    {
+        options.io_in_capsule_data = 8192;
+        return tcp_host{"127.0.0.1", port(), options};
+    }
+
+private:
+    static target_type::subsystem_type& make_subsystem(target_type::subsystem_type& subsystem)
+    {
+        subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
+        return subsystem;
+    }
+    static tcp::target_options options()
+    {
+        tcp::target_options options;
+        options.port = 0;
+        options.limits.maxh2cdata = test_maxh2cdata;
+        options.limits.io_in_capsule_data = 8192;
+        return options;
+    }
+
+    target_type::subsystem_type subsystem_;
+    target_type target_;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+[[nodiscard]] std::vector<std::byte> pattern(std::size_t size, unsigned seed)
+{
+    std::vector<std::byte> data(size);
+    for (std::size_t i = 0; i < size; ++i) {
+        data[i] = static_cast<std::byte>((i * 131U + seed * 7U + (i >> 9)) & 0xffU);
+    }
+    return data;
+}
+
+/// Connect, enable, one I/O queue.
+void bring_up(tcp_host& host)
+{
+    host.connect_admin();
+    host.enable();
+    ASSERT_TRUE(host.connect_io(1).ok());
+}
+
+/// A Flush capsule of `queue`, encoded as the connection's parameters say.
+std::vector<std::byte> flush_capsule(const tcp_queue& queue, std::uint16_t cid)
+{
+    auto sqe = tcp_host::command(spec::nvm_opcode::flush, 1);
+    sqe.cdw0.set(spec::command_dword0::cid, cid);
+    sqe.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
+    sqe.dptr =
+        spec::to_data_pointer(spec::sgl_descriptor::transport_data_block(0, tcp_queue::transport_subtype));
+    std::vector<std::byte> out(tcp::pdu_size(spec::pdu_type::capsule_cmd, 0, queue.params()));
+    tcp::encode_capsule_cmd(sqe, {}, queue.params(), out);
+    return out;
+}
+
+/// Write and read back through I/O queue 1: in-capsule, by R2T, and a read of many blocks.
+void check_io(tcp_host& host)
+{
+    const auto small = pattern(4096, 1);
+    ASSERT_TRUE(host.write(1, 8, small).ok());
+    std::vector<std::byte> back;
+    ASSERT_TRUE(host.read(1, 8, 8, back).ok());
+    EXPECT_EQ(back, small);
+    EXPECT_EQ(host.io(1).r2ts_received(), 0U);
+
+    const auto large = pattern(128 * 1024, 2);
+    ASSERT_TRUE(host.write(1, 64, large).ok());
+    EXPECT_EQ(host.io(1).r2ts_received(), 1U);
+    EXPECT_EQ(host.io(1).h2c_data_sent(), large.size() / test_maxh2cdata);
+    ASSERT_TRUE(host.read(1, 64, 256, back).ok());
+    EXPECT_EQ(back, large);
+    EXPECT_EQ(host.io(1).c2h_data_received(), 2U);
+}
+
+// ---- connection and properties ------------------------------------------------------------------
+
+TEST(tcp_target, connect_returns_a_controller_id_and_properties_act_as_registers)
+{
+    served_target served;
+    auto host = served.host();
+    host.connect_admin();
+    const auto cap = spec::cap_register{host.get_property(spec::register_offset::cap, 8)};
+    EXPECT_GE(cap.max_queue_entries(), 2U);
+    EXPECT_EQ(host.get_property(spec::register_offset::vs), 0x0002'0000U);
+    EXPECT_FALSE(
+        spec::csts_register{static_cast<std::uint32_t>(host.get_property(spec::register_offset::csts))}.get(
+            spec::csts_register::rdy));
+    host.enable();
+    EXPECT_TRUE(
+        spec::cc_register{static_cast<std::uint32_t>(host.get_property(spec::register_offset::cc))}.get(
+            spec::cc_register::en));
+    EXPECT_EQ(host.property_get(static_cast<spec::register_offset>(0x1000)).status(),
+              spec::status{spec::generic_status::invalid_field}.with_dnr());
+}
+
+TEST(tcp_target, identify_controller_reports_the_cntlid_connect_returned)
+{
+    served_target served;
+    auto first = served.host();
+    auto second = served.host();
+    const auto first_id = first.connect_admin();
+    const auto second_id = second.connect_admin();
+    EXPECT_NE(first_id, second_id);
+    first.enable();
+    second.enable();
+    EXPECT_EQ(first.identify_controller().cntlid, first_id);
+    EXPECT_EQ(second.identify_controller().cntlid, second_id);
+}
+
+TEST(tcp_target, commands_before_connect_and_connects_to_unknown_controllers_are_refused)
+{
+    served_target served;
+    tcp_queue queue{"127.0.0.1", served.port(), {}};
+    queue.initialize();
+    EXPECT_EQ(queue.execute(tcp_host::command(spec::nvm_opcode::flush, 1), {}, {}).status(),
+              spec::status{spec::generic_status::command_sequence_error}.with_dnr());
+
+    auto host = served.host();
+    const auto cntlid = host.connect_admin();
+    host.enable();
+    tcp_queue io{"127.0.0.1", served.port(), {}};
+    io.initialize();
+    const auto refused = io.connect(1, 32, static_cast<std::uint16_t>(cntlid + 100));
+    EXPECT_EQ(refused.status(), spec::status{spec::fabrics_status::connect_invalid_parameters}.with_dnr());
+    EXPECT_EQ(spec::connect_invalid_parameter_dword0{refused.cqe.dw0}.get(
+                  spec::connect_invalid_parameter_dword0::ipo),
+              offsetof(spec::connect_data, cntlid));
+
+    tcp_host_options wrong_subsystem;
+    wrong_subsystem.subsystem_nqn = "nqn.2026-11.io.example:nothing";
+    tcp_queue other{"127.0.0.1", served.port(), wrong_subsystem};
+    other.initialize();
+    EXPECT_EQ(other.connect(0, 32, spec::dynamic_controller_id).status(),
+              spec::status{spec::fabrics_status::connect_invalid_parameters}.with_dnr());
+}
+
+// ---- I/O --------------------------------------------------------------------------------------
+
+TEST(tcp_target, writes_in_capsule_and_by_r2t_read_back)
+{
+    served_target served;
+    auto host = served.host();
+    bring_up(host);
+    check_io(host);
+}
+
+TEST(tcp_target, header_and_data_digests_carry_the_same_io)
+{
+    served_target served;
+    auto host = served.host({.header_digest = true, .data_digest = true});
+    bring_up(host);
+    EXPECT_TRUE(host.io(1).params().header_digest);
+    EXPECT_TRUE(host.io(1).params().data_digest);
+    check_io(host);
+}
+
+TEST(tcp_target, a_data_digest_error_fails_the_command_and_the_connection_goes_on)
+{
+    served_target served;
+    auto host = served.host({.data_digest = true});
+    bring_up(host);
+    auto& queue = host.io(1);
+
+    auto sqe = tcp_host::lba_command(spec::nvm_opcode::write, 1, 0, 1);
+    sqe.cdw0.set(spec::command_dword0::cid, 500);
+    sqe.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
+    sqe.dptr =
+        spec::to_data_pointer(spec::sgl_descriptor::data_block(0, 512, spec::sgl_descriptor_subtype::offset));
+    const auto data = pattern(512, 3);
+    const std::array<std::span<const std::byte>, 1> parts{data};
+    std::vector<std::byte> capsule(tcp::pdu_size(spec::pdu_type::capsule_cmd, 512, queue.params()));
+    tcp::encode_capsule_cmd(sqe, parts, queue.params(), capsule);
+    capsule.back() ^= std::byte{0x01}; // the data digest
+    queue.send_bytes(capsule);
+    const auto response = queue.receive_pdu();
+    ASSERT_EQ(response.type(), spec::pdu_type::capsule_resp);
+    const auto cqe = response.header_as<spec::capsule_resp_pdu>().cqe;
+    EXPECT_EQ(cqe.cid, 500);
+    EXPECT_EQ(cqe.status(), spec::status{spec::generic_status::transient_transport_error});
+
+    std::vector<std::byte> back;
+    ASSERT_TRUE(host.read(1, 0, 1, back).ok());
+    EXPECT_NE(back, data);
+}
+
+// ---- fatal errors -----------------------------------------------------------------------------
+
+TEST(tcp_target, a_header_digest_error_gets_c2h_term_req)
+{
+    served_target served;
+    auto host = served.host({.header_digest = true});
+    bring_up(host);
+    auto capsule = flush_capsule(host.io(1), 77);
+    capsule[sizeof(spec::capsule_cmd_pdu)] ^= std::byte{0x80}; // HDGST
+    host.io(1).send_bytes(capsule);
+    try {
+        static_cast<void>(host.io(1).receive_pdu());
+        FAIL() << "no C2HTermReq";
+    } catch (const tcp_terminated& terminated) {
+        EXPECT_EQ(terminated.status(), spec::fatal_error_status::header_digest_error);
+    }
+    EXPECT_TRUE(host.io(1).closed_by_target());
+    // The admin queue of the same association still answers.
+    EXPECT_TRUE(
+        spec::csts_register{static_cast<std::uint32_t>(host.get_property(spec::register_offset::csts))}.get(
+            spec::csts_register::rdy));
+}
+
+TEST(tcp_target, a_malformed_pdu_gets_c2h_term_req_and_other_connections_carry_on)
+{
+    served_target served;
+    auto victim = served.host();
+    auto bystander = served.host();
+    bring_up(victim);
+    bring_up(bystander);
+
+    auto capsule = flush_capsule(victim.io(1), 9);
+    capsule[2] = std::byte{0x20}; // HLEN of a CapsuleCmd is 72
+    victim.io(1).send_bytes(capsule);
+    try {
+        static_cast<void>(victim.io(1).receive_pdu());
+        FAIL() << "no C2HTermReq";
+    } catch (const tcp_terminated& terminated) {
+        EXPECT_EQ(terminated.status(), spec::fatal_error_status::invalid_pdu_header_field);
+        EXPECT_EQ(terminated.information(), tcp::header_offset::hlen);
+    }
+    ASSERT_TRUE(victim.io(1).last_termination().has_value());
+    const auto carried = victim.io(1).last_termination()->data();
+    ASSERT_GE(carried.size(), 8U);
+    EXPECT_EQ(carried[2], std::byte{0x20}); // the header in error
+
+    check_io(bystander);
+    served.halt();
+    EXPECT_EQ(served.target().statistics().terminations_sent, 1U);
+}
+
+TEST(tcp_target, h2c_data_for_no_r2t_is_fatal)
+{
+    served_target served;
+    auto host = served.host();
+    bring_up(host);
+    auto& queue = host.io(1);
+    const auto data = pattern(512, 4);
+    const std::array<std::span<const std::byte>, 1> parts{data};
+    std::vector<std::byte> h2c(tcp::pdu_size(spec::pdu_type::h2c_data, 512, queue.params()));
+    tcp::encode_h2c_data({.cccid = 1, .ttag = 3, .datao = 0, .last = true}, parts, queue.params(), h2c);
+    queue.send_bytes(h2c);
+    try {
+        static_cast<void>(queue.receive_pdu());
+        FAIL() << "no C2HTermReq";
+    } catch (const tcp_terminated& terminated) {
+        EXPECT_EQ(terminated.status(), spec::fatal_error_status::invalid_pdu_header_field);
+        EXPECT_EQ(terminated.information(), tcp::header_offset::ttag);
+    }
+}
+
+TEST(tcp_target, h2c_term_req_ends_the_connection)
+{
+    served_target served;
+    auto host = served.host();
+    bring_up(host);
+    std::array<std::byte, spec::tcp_term_req_max_length> term{};
+    const auto size =
+        tcp::encode_h2c_term_req(tcp::fatal(spec::fatal_error_status::pdu_sequence_error), {}, term);
+    host.io(1).send_bytes(std::span{term}.first(size));
+    EXPECT_TRUE(host.io(1).closed_by_target());
+    EXPECT_TRUE(host.connect_io(2).ok());
+    served.halt();
+    EXPECT_EQ(served.target().statistics().terminations_received, 1U);
+}
+
+TEST(tcp_target, the_admin_connection_ending_ends_the_association)
+{
+    served_target served;
+    {
+        auto host = served.host();
+        bring_up(host);
+        check_io(host);
+    }
+    auto again = served.host();
+    bring_up(again);
+    check_io(again);
+    served.halt();
+    EXPECT_EQ(served.target().association_count(), 1U);
+    EXPECT_EQ(served.target().statistics().associations_created, 2U);
+}
+
+} // namespace
