@@ -361,24 +361,28 @@ private:
             if (association->dying || !association->quarantine.empty()) {
                 return true;
             }
-            const auto cc =
-                association->ctrl->property_read(static_cast<std::uint64_t>(spec::register_offset::cc), 4);
-            const auto csts =
-                association->ctrl->property_read(static_cast<std::uint64_t>(spec::register_offset::csts), 4);
-            if (cc && csts &&
-                spec::cc_register{static_cast<std::uint32_t>(*cc)}.get(spec::cc_register::en) !=
-                    spec::csts_register{static_cast<std::uint32_t>(*csts)}.get(spec::csts_register::rdy)) {
+            if (changing_state(*association->ctrl)) {
                 return true;
             }
         }
-        for (const auto& connection : connections_) {
-            for (const auto& slot : connection->slots) {
-                if (slot.state == command_slot::phase::submitted) {
-                    return true;
-                }
-            }
-        }
-        return false;
+        return controllers_active_;
+    }
+
+    /// Whether an enable, a reset or a shutdown is under way: the controller finishes it in poll().
+    [[nodiscard]] static bool changing_state(controller_type& ctrl)
+    {
+        const spec::cc_register cc{
+            static_cast<std::uint32_t>(read_property(ctrl, spec::register_offset::cc))};
+        const spec::csts_register csts{
+            static_cast<std::uint32_t>(read_property(ctrl, spec::register_offset::csts))};
+        const bool shutting_down = cc.get(spec::cc_register::shn) != spec::shutdown_notification::none &&
+                                   csts.get(spec::csts_register::shst) != spec::shutdown_status::complete;
+        return cc.get(spec::cc_register::en) != csts.get(spec::csts_register::rdy) || shutting_down;
+    }
+
+    [[nodiscard]] static std::uint64_t read_property(controller_type& ctrl, spec::register_offset offset)
+    {
+        return ctrl.property_read(static_cast<std::uint64_t>(offset), 4).value_or(0);
     }
 
     void accept_connections()
@@ -820,9 +824,18 @@ private:
         }
         const auto set = spec::fabrics_command_cast<spec::property_set_command>(sqe);
         const unsigned width = spec::property_size_bytes(set.size());
+        const bool was_enabled =
+            spec::cc_register{static_cast<std::uint32_t>(read_property(ctrl, spec::register_offset::cc))}.get(
+                spec::cc_register::en);
         if (width == 0 || !ctrl.property_write(set.ofst, width, set.value)) {
             return detail::local_completion(cid,
                                             spec::status{spec::generic_status::invalid_field}.with_dnr());
+        }
+        const bool enabled =
+            spec::cc_register{static_cast<std::uint32_t>(read_property(ctrl, spec::register_offset::cc))}.get(
+                spec::cc_register::en);
+        if (was_enabled && !enabled) {
+            abandon_commands(*c.owner);
         }
         ctrl.poll();
         return detail::local_completion(cid, spec::status::success());
@@ -830,33 +843,60 @@ private:
 
     // ---- controllers -------------------------------------------------------------------------
 
+    /// Polls every controller and sends the completions; remembers whether any had work, so the
+    /// next round does not sleep while commands are on their way.
     void run_controllers()
     {
+        controllers_active_ = false;
         for (auto& association : associations_) {
-            association->ctrl->poll();
+            std::size_t work = association->ctrl->poll() + association->ctrl->io_outstanding();
             if (association->admin != nullptr) {
-                collect(*association->admin);
+                work += collect(*association->admin);
             }
             for (connection* io : association->io) {
-                collect(*io);
+                work += collect(*io);
             }
+            controllers_active_ = controllers_active_ || work != 0;
         }
     }
 
-    void collect(connection& c)
+    /// Sends the completions of `c`'s queue; returns how many.
+    std::size_t collect(connection& c)
     {
+        std::size_t collected = 0;
         while (auto cqe = c.owner->ctrl->take_completion(c.qid)) {
-            bool found = false;
+            ++collected;
+            // A command abandoned by a reset has no slot any more: its completion, if the
+            // controller still posts one, is not the host's to see.
             for (std::uint32_t i = 0; i < c.slots.size(); ++i) {
                 auto& slot = c.slots[i];
                 if (slot.state == command_slot::phase::submitted &&
                     slot.sqe.cdw0.get(spec::command_dword0::cid) == cqe->cid) {
                     finish(c, i, *cqe);
-                    found = true;
                     break;
                 }
             }
-            NVMEKIT_ASSERT(found, "tcp::target: a completion for no command of the connection");
+        }
+        return collected;
+    }
+
+    /// A Controller Reset or an NVM Subsystem Reset ended every command of the association without
+    /// a completion: their slots are free again (their buffers wait for the backend).
+    void abandon_commands(association& owner)
+    {
+        const auto abandon = [&owner](connection& c) {
+            for (auto& slot : c.slots) {
+                if (slot.state == command_slot::phase::submitted) {
+                    owner.quarantine.push_back(slot.buffer);
+                    slot.state = command_slot::phase::free;
+                }
+            }
+        };
+        if (owner.admin != nullptr) {
+            abandon(*owner.admin);
+        }
+        for (connection* io : owner.io) {
+            abandon(*io);
         }
     }
 
@@ -987,6 +1027,7 @@ private:
     std::vector<std::unique_ptr<connection>> connections_;
     std::vector<std::unique_ptr<association>> associations_;
     std::vector<pollfd> pollfds_;
+    bool controllers_active_ = false;
     target_statistics statistics_{};
 };
 

@@ -1,10 +1,12 @@
 #include <nvmekit/transport/tcp/target.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -243,6 +245,118 @@ TEST(tcp_target, a_data_digest_error_fails_the_command_and_the_connection_goes_o
     std::vector<std::byte> back;
     ASSERT_TRUE(host.read(1, 0, 1, back).ok());
     EXPECT_NE(back, data);
+}
+
+/// A Write of `data` at `slba` with command identifier `cid`, its data in the capsule.
+std::vector<std::byte> write_capsule(const tcp_queue& queue, std::uint16_t cid, std::uint64_t slba,
+                                     std::span<const std::byte> data)
+{
+    auto sqe = tcp_host::lba_command(spec::nvm_opcode::write, 1, slba,
+                                     static_cast<std::uint32_t>(data.size() / 512));
+    sqe.cdw0.set(spec::command_dword0::cid, cid);
+    sqe.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
+    sqe.dptr = spec::to_data_pointer(spec::sgl_descriptor::data_block(
+        0, static_cast<std::uint32_t>(data.size()), spec::sgl_descriptor_subtype::offset));
+    const std::array<std::span<const std::byte>, 1> parts{data};
+    std::vector<std::byte> out(
+        tcp::pdu_size(spec::pdu_type::capsule_cmd, static_cast<std::uint32_t>(data.size()), queue.params()));
+    tcp::encode_capsule_cmd(sqe, parts, queue.params(), out);
+    return out;
+}
+
+spec::completion_queue_entry receive_response(tcp_queue& queue)
+{
+    const auto pdu = queue.receive_pdu();
+    if (pdu.type() != spec::pdu_type::capsule_resp) {
+        throw nvmekit::testing::host_error{"expected CapsuleResp"};
+    }
+    return pdu.header_as<spec::capsule_resp_pdu>().cqe;
+}
+
+TEST(tcp_target, commands_sent_back_to_back_all_complete)
+{
+    served_target served;
+    auto host = served.host();
+    bring_up(host);
+    std::vector<std::byte> burst;
+    std::vector<std::vector<std::byte>> data;
+    for (std::uint16_t i = 0; i < 8; ++i) {
+        data.push_back(pattern(2048, 10U + i));
+        const auto capsule =
+            write_capsule(host.io(1), static_cast<std::uint16_t>(200 + i), std::uint64_t{i} * 4, data.back());
+        burst.insert(burst.end(), capsule.begin(), capsule.end());
+    }
+    host.io(1).send_bytes(burst);
+    std::vector<std::uint16_t> completed;
+    for (int i = 0; i < 8; ++i) {
+        const auto cqe = receive_response(host.io(1));
+        EXPECT_TRUE(cqe.status().is_success());
+        completed.push_back(cqe.cid);
+    }
+    std::sort(completed.begin(), completed.end());
+    EXPECT_EQ(completed, (std::vector<std::uint16_t>{200, 201, 202, 203, 204, 205, 206, 207}));
+    for (std::uint16_t i = 0; i < 8; ++i) {
+        std::vector<std::byte> back;
+        ASSERT_TRUE(host.read(1, std::uint64_t{i} * 4, 4, back).ok());
+        EXPECT_EQ(back, data[i]);
+    }
+}
+
+TEST(tcp_target, a_capsule_arriving_a_byte_at_a_time_is_served)
+{
+    served_target served;
+    auto host = served.host({.header_digest = true, .data_digest = true});
+    bring_up(host);
+    const auto data = pattern(1024, 5);
+    const auto capsule = write_capsule(host.io(1), 300, 16, data);
+    for (const std::byte b : capsule) {
+        host.io(1).send_bytes(std::span{&b, 1});
+    }
+    const auto cqe = receive_response(host.io(1));
+    EXPECT_EQ(cqe.cid, 300);
+    EXPECT_TRUE(cqe.status().is_success());
+    std::vector<std::byte> back;
+    ASSERT_TRUE(host.read(1, 16, 2, back).ok());
+    EXPECT_EQ(back, data);
+}
+
+TEST(tcp_target, a_command_identifier_in_use_is_a_conflict_until_a_reset_ends_its_command)
+{
+    served_target served;
+    auto host = served.host();
+    host.connect_admin();
+    host.enable();
+    auto& admin = host.admin();
+    auto event_request = tcp_host::async_event_request_command();
+    event_request.cdw0.set(spec::command_dword0::cid, 900);
+    event_request.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
+    event_request.dptr =
+        spec::to_data_pointer(spec::sgl_descriptor::transport_data_block(0, tcp_queue::transport_subtype));
+    admin.send_capsule(event_request, {});
+    admin.send_capsule(event_request, {}); // CID 900 again, while the first waits for an event
+    const auto conflict = receive_response(admin);
+    EXPECT_EQ(conflict.cid, 900);
+    EXPECT_EQ(conflict.status(), spec::status{spec::generic_status::command_id_conflict}.with_dnr());
+
+    // A Controller Reset ends the request; CID 900 is free again once the controller is back.
+    host.set_property(spec::register_offset::cc, 0);
+    while (
+        spec::csts_register{static_cast<std::uint32_t>(host.get_property(spec::register_offset::csts))}.get(
+            spec::csts_register::rdy)) {
+    }
+    host.enable();
+    auto identify = tcp_host::identify_command(spec::cns::identify_controller, 0, 0);
+    identify.cdw0.set(spec::command_dword0::cid, 900);
+    identify.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
+    identify.dptr = spec::to_data_pointer(spec::sgl_descriptor::transport_data_block(
+        sizeof(spec::identify_controller), tcp_queue::transport_subtype));
+    admin.send_capsule(identify, {});
+    const auto data = admin.receive_pdu();
+    ASSERT_EQ(data.type(), spec::pdu_type::c2h_data);
+    EXPECT_EQ(data.data().size(), sizeof(spec::identify_controller));
+    const auto done = receive_response(admin);
+    EXPECT_EQ(done.cid, 900);
+    EXPECT_TRUE(done.status().is_success());
 }
 
 // ---- fatal errors -----------------------------------------------------------------------------
