@@ -410,7 +410,11 @@ private:
             if (c.out.size() - c.out_sent >= options_.send_backlog_limit) {
                 return;
             }
-            const ssize_t got = ::recv(c.socket.get(), c.in.data(), c.in.size(), MSG_DONTWAIT);
+            // PDU data whose place is known is received right there (the command's buffer);
+            // headers, digests and the data that came with them pass through `in`.
+            const auto window = c.stream.data_window();
+            const auto into = window.empty() ? std::span<std::byte>{c.in} : window;
+            const ssize_t got = ::recv(c.socket.get(), into.data(), into.size(), MSG_DONTWAIT);
             if (got == 0) {
                 close_connection(c);
                 return;
@@ -421,8 +425,15 @@ private:
                 }
                 return;
             }
-            consume(c, std::span<const std::byte>{c.in}.first(static_cast<std::size_t>(got)));
-            if (static_cast<std::size_t>(got) < c.in.size()) {
+            const auto received = static_cast<std::size_t>(got);
+            if (!window.empty()) {
+                if (c.stream.commit_data(received) == stream_event::data) {
+                    on_data(c);
+                }
+            } else {
+                consume(c, std::span<const std::byte>{c.in}.first(received));
+            }
+            if (received < into.size()) {
                 return;
             }
         }

@@ -320,6 +320,46 @@ TEST(tcp_target, a_capsule_arriving_a_byte_at_a_time_is_served)
     EXPECT_EQ(back, data);
 }
 
+TEST(tcp_target, h2c_data_arriving_in_pieces_is_received_in_place)
+{
+    served_target served;
+    auto host = served.host({.data_digest = true});
+    bring_up(host);
+    auto& queue = host.io(1);
+    auto write = tcp_host::lba_command(spec::nvm_opcode::write, 1, 40, 16);
+    write.cdw0.set(spec::command_dword0::cid, 77);
+    write.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
+    write.dptr =
+        spec::to_data_pointer(spec::sgl_descriptor::transport_data_block(8192, tcp_queue::transport_subtype));
+    queue.send_capsule(write, {});
+    const auto r2t_pdu = queue.receive_pdu();
+    ASSERT_EQ(r2t_pdu.type(), spec::pdu_type::r2t);
+    const auto r2t = r2t_pdu.header_as<spec::r2t_pdu>();
+    EXPECT_EQ(r2t.r2to, 0U);
+    EXPECT_EQ(r2t.r2tl, 8192U);
+
+    // The header and a little data first, then the rest in pieces with pauses between them: the
+    // target has placed the data by then and receives the pieces into the command's buffer.
+    const auto data = pattern(8192, 6);
+    const std::array<std::span<const std::byte>, 1> parts{data};
+    std::vector<std::byte> h2c(tcp::pdu_size(spec::pdu_type::h2c_data, 8192, queue.params()));
+    tcp::encode_h2c_data({.cccid = 77, .ttag = r2t.ttag, .datao = 0, .last = true}, parts, queue.params(),
+                         h2c);
+    const std::span<const std::byte> bytes{h2c};
+    for (std::size_t at = 0; at < bytes.size();) {
+        const std::size_t piece = std::min<std::size_t>(at == 0 ? 100 : 3000, bytes.size() - at);
+        queue.send_bytes(bytes.subspan(at, piece));
+        at += piece;
+        std::this_thread::sleep_for(std::chrono::milliseconds{5});
+    }
+    const auto cqe = receive_response(queue);
+    EXPECT_EQ(cqe.cid, 77);
+    EXPECT_TRUE(cqe.status().is_success());
+    std::vector<std::byte> back;
+    ASSERT_TRUE(host.read(1, 40, 16, back).ok());
+    EXPECT_EQ(back, data);
+}
+
 TEST(tcp_target, a_command_identifier_in_use_is_a_conflict_until_a_reset_ends_its_command)
 {
     served_target served;
