@@ -429,25 +429,15 @@ public:
 
     [[nodiscard]] completion property_get(spec::register_offset offset, unsigned width = 4)
     {
-        spec::property_get_command command{};
-        command.cdw0.set(spec::command_dword0::opc, spec::fabrics_command_opcode);
-        command.fctype = spec::fabrics_command_type::property_get;
-        command.attrib.set(spec::property_attributes::size,
-                           width == 8 ? spec::property_size::eight_bytes : spec::property_size::four_bytes);
-        command.ofst = static_cast<std::uint32_t>(offset);
-        return admin().execute(std::bit_cast<spec::submission_queue_entry>(command), {}, {});
+        return admin().execute(property_command<spec::property_get_command>(offset, width), {}, {});
     }
     [[nodiscard]] completion property_set(spec::register_offset offset, std::uint64_t value,
                                           unsigned width = 4)
     {
-        spec::property_set_command command{};
-        command.cdw0.set(spec::command_dword0::opc, spec::fabrics_command_opcode);
-        command.fctype = spec::fabrics_command_type::property_set;
-        command.attrib.set(spec::property_attributes::size,
-                           width == 8 ? spec::property_size::eight_bytes : spec::property_size::four_bytes);
-        command.ofst = static_cast<std::uint32_t>(offset);
-        command.value = value;
-        return admin().execute(std::bit_cast<spec::submission_queue_entry>(command), {}, {});
+        auto command = property_command<spec::property_set_command>(offset, width);
+        command.cdw12 = static_cast<std::uint32_t>(value); // VALUE: bytes 55:48
+        command.cdw13 = static_cast<std::uint32_t>(value >> 32);
+        return admin().execute(command, {}, {});
     }
     std::uint64_t get_property(spec::register_offset offset, unsigned width = 4)
     {
@@ -467,11 +457,7 @@ public:
     /// Property Set CC.EN = 1 (64-byte SQEs, 16-byte CQEs), then Property Get CSTS until RDY.
     void enable()
     {
-        const auto cc = spec::cc_register{}
-                            .with(spec::cc_register::iosqes, 6)
-                            .with(spec::cc_register::iocqes, 4)
-                            .with(spec::cc_register::en, true);
-        set_property(spec::register_offset::cc, cc.raw);
+        set_property(spec::register_offset::cc, enabled_cc().raw);
         const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
         while (
             !spec::csts_register{static_cast<std::uint32_t>(get_property(spec::register_offset::csts))}.get(
@@ -548,6 +534,20 @@ public:
     static constexpr std::uint16_t max_io_queues = 4;
 
 private:
+    /// Property Get or Set (`Command`) of `width` bytes at `offset`, as an SQE.
+    template <typename Command>
+    [[nodiscard]] static spec::submission_queue_entry property_command(spec::register_offset offset,
+                                                                       unsigned width)
+    {
+        Command command{};
+        command.cdw0.set(spec::command_dword0::opc, spec::fabrics_command_opcode);
+        command.fctype = Command::command_type;
+        command.attrib.set(spec::property_attributes::size,
+                           width == 8 ? spec::property_size::eight_bytes : spec::property_size::four_bytes);
+        command.ofst = static_cast<std::uint32_t>(offset);
+        return std::bit_cast<spec::submission_queue_entry>(command);
+    }
+
     std::string address_;
     std::uint16_t port_;
     tcp_host_options options_;

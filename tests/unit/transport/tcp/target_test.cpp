@@ -104,17 +104,36 @@ void bring_up(tcp_host& host)
     ASSERT_TRUE(host.connect_io(1).ok());
 }
 
+/// Gives `sqe` command identifier `cid`, PSDT 01b and `sgl` as its data pointer, as a host
+/// writing its own capsules does.
+void prepare(spec::submission_queue_entry& sqe, std::uint16_t cid, const spec::sgl_descriptor& sgl)
+{
+    sqe.cdw0.set(spec::command_dword0::cid, cid);
+    sqe.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
+    sqe.dptr = spec::to_data_pointer(sgl);
+}
+
 /// A Flush capsule of `queue`, encoded as the connection's parameters say.
 std::vector<std::byte> flush_capsule(const tcp_queue& queue, std::uint16_t cid)
 {
     auto sqe = tcp_host::command(spec::nvm_opcode::flush, 1);
-    sqe.cdw0.set(spec::command_dword0::cid, cid);
-    sqe.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
-    sqe.dptr =
-        spec::to_data_pointer(spec::sgl_descriptor::transport_data_block(0, tcp_queue::transport_subtype));
+    prepare(sqe, cid, spec::sgl_descriptor::transport_data_block(0, tcp_queue::transport_subtype));
     std::vector<std::byte> out(tcp::pdu_size(spec::pdu_type::capsule_cmd, 0, queue.params()));
     tcp::encode_capsule_cmd(sqe, {}, queue.params(), out);
     return out;
+}
+
+/// The fatal error of the C2HTermReq that ends `queue`'s connection (a PDU Sequence Error
+/// with FEI FFFFFFFFh, failing the test, when another PDU comes instead).
+tcp::fatal_error termination_of(tcp_queue& queue)
+{
+    try {
+        const auto pdu = queue.receive_pdu();
+        ADD_FAILURE() << "no C2HTermReq but " << nvmekit::spec::name(pdu.type());
+    } catch (const tcp_terminated& terminated) {
+        return {terminated.status(), terminated.information()};
+    }
+    return {spec::fatal_error_status::pdu_sequence_error, 0xffffffffU};
 }
 
 /// Write and read back through I/O queue 1: in-capsule, by R2T, and a read of many blocks.
@@ -226,10 +245,7 @@ TEST(tcp_target, a_data_digest_error_fails_the_command_and_the_connection_goes_o
     auto& queue = host.io(1);
 
     auto sqe = tcp_host::lba_command(spec::nvm_opcode::write, 1, 0, 1);
-    sqe.cdw0.set(spec::command_dword0::cid, 500);
-    sqe.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
-    sqe.dptr =
-        spec::to_data_pointer(spec::sgl_descriptor::data_block(0, 512, spec::sgl_descriptor_subtype::offset));
+    prepare(sqe, 500, spec::sgl_descriptor::data_block(0, 512, spec::sgl_descriptor_subtype::offset));
     const auto data = pattern(512, 3);
     const std::array<std::span<const std::byte>, 1> parts{data};
     std::vector<std::byte> capsule(tcp::pdu_size(spec::pdu_type::capsule_cmd, 512, queue.params()));
@@ -253,10 +269,9 @@ std::vector<std::byte> write_capsule(const tcp_queue& queue, std::uint16_t cid, 
 {
     auto sqe = tcp_host::lba_command(spec::nvm_opcode::write, 1, slba,
                                      static_cast<std::uint32_t>(data.size() / 512));
-    sqe.cdw0.set(spec::command_dword0::cid, cid);
-    sqe.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
-    sqe.dptr = spec::to_data_pointer(spec::sgl_descriptor::data_block(
-        0, static_cast<std::uint32_t>(data.size()), spec::sgl_descriptor_subtype::offset));
+    prepare(sqe, cid,
+            spec::sgl_descriptor::data_block(0, static_cast<std::uint32_t>(data.size()),
+                                             spec::sgl_descriptor_subtype::offset));
     const std::array<std::span<const std::byte>, 1> parts{data};
     std::vector<std::byte> out(
         tcp::pdu_size(spec::pdu_type::capsule_cmd, static_cast<std::uint32_t>(data.size()), queue.params()));
@@ -271,6 +286,17 @@ spec::completion_queue_entry receive_response(tcp_queue& queue)
         throw nvmekit::testing::host_error{"expected CapsuleResp"};
     }
     return pdu.header_as<spec::capsule_resp_pdu>().cqe;
+}
+
+/// The write `cid` sent on I/O queue 1 succeeds, and `data` reads back from `slba`.
+void expect_written(tcp_host& host, std::uint16_t cid, std::uint64_t slba, const std::vector<std::byte>& data)
+{
+    const auto cqe = receive_response(host.io(1));
+    EXPECT_EQ(cqe.cid, cid);
+    EXPECT_TRUE(cqe.status().is_success());
+    std::vector<std::byte> back;
+    ASSERT_TRUE(host.read(1, slba, static_cast<std::uint32_t>(data.size() / 512), back).ok());
+    EXPECT_EQ(back, data);
 }
 
 TEST(tcp_target, commands_sent_back_to_back_all_complete)
@@ -312,12 +338,7 @@ TEST(tcp_target, a_capsule_arriving_a_byte_at_a_time_is_served)
     for (const std::byte b : capsule) {
         host.io(1).send_bytes(std::span{&b, 1});
     }
-    const auto cqe = receive_response(host.io(1));
-    EXPECT_EQ(cqe.cid, 300);
-    EXPECT_TRUE(cqe.status().is_success());
-    std::vector<std::byte> back;
-    ASSERT_TRUE(host.read(1, 16, 2, back).ok());
-    EXPECT_EQ(back, data);
+    expect_written(host, 300, 16, data);
 }
 
 TEST(tcp_target, h2c_data_arriving_in_pieces_is_received_in_place)
@@ -327,10 +348,7 @@ TEST(tcp_target, h2c_data_arriving_in_pieces_is_received_in_place)
     bring_up(host);
     auto& queue = host.io(1);
     auto write = tcp_host::lba_command(spec::nvm_opcode::write, 1, 40, 16);
-    write.cdw0.set(spec::command_dword0::cid, 77);
-    write.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
-    write.dptr =
-        spec::to_data_pointer(spec::sgl_descriptor::transport_data_block(8192, tcp_queue::transport_subtype));
+    prepare(write, 77, spec::sgl_descriptor::transport_data_block(8192, tcp_queue::transport_subtype));
     queue.send_capsule(write, {});
     const auto r2t_pdu = queue.receive_pdu();
     ASSERT_EQ(r2t_pdu.type(), spec::pdu_type::r2t);
@@ -352,12 +370,7 @@ TEST(tcp_target, h2c_data_arriving_in_pieces_is_received_in_place)
         at += piece;
         std::this_thread::sleep_for(std::chrono::milliseconds{5});
     }
-    const auto cqe = receive_response(queue);
-    EXPECT_EQ(cqe.cid, 77);
-    EXPECT_TRUE(cqe.status().is_success());
-    std::vector<std::byte> back;
-    ASSERT_TRUE(host.read(1, 40, 16, back).ok());
-    EXPECT_EQ(back, data);
+    expect_written(host, 77, 40, data);
 }
 
 TEST(tcp_target, a_command_identifier_in_use_is_a_conflict_until_a_reset_ends_its_command)
@@ -368,10 +381,7 @@ TEST(tcp_target, a_command_identifier_in_use_is_a_conflict_until_a_reset_ends_it
     host.enable();
     auto& admin = host.admin();
     auto event_request = tcp_host::async_event_request_command();
-    event_request.cdw0.set(spec::command_dword0::cid, 900);
-    event_request.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
-    event_request.dptr =
-        spec::to_data_pointer(spec::sgl_descriptor::transport_data_block(0, tcp_queue::transport_subtype));
+    prepare(event_request, 900, spec::sgl_descriptor::transport_data_block(0, tcp_queue::transport_subtype));
     admin.send_capsule(event_request, {});
     admin.send_capsule(event_request, {}); // CID 900 again, while the first waits for an event
     const auto conflict = receive_response(admin);
@@ -386,10 +396,9 @@ TEST(tcp_target, a_command_identifier_in_use_is_a_conflict_until_a_reset_ends_it
     }
     host.enable();
     auto identify = tcp_host::identify_command(spec::cns::identify_controller, 0, 0);
-    identify.cdw0.set(spec::command_dword0::cid, 900);
-    identify.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
-    identify.dptr = spec::to_data_pointer(spec::sgl_descriptor::transport_data_block(
-        sizeof(spec::identify_controller), tcp_queue::transport_subtype));
+    prepare(identify, 900,
+            spec::sgl_descriptor::transport_data_block(sizeof(spec::identify_controller),
+                                                       tcp_queue::transport_subtype));
     admin.send_capsule(identify, {});
     const auto data = admin.receive_pdu();
     ASSERT_EQ(data.type(), spec::pdu_type::c2h_data);
@@ -409,12 +418,7 @@ TEST(tcp_target, a_header_digest_error_gets_c2h_term_req)
     auto capsule = flush_capsule(host.io(1), 77);
     capsule[sizeof(spec::capsule_cmd_pdu)] ^= std::byte{0x80}; // HDGST
     host.io(1).send_bytes(capsule);
-    try {
-        static_cast<void>(host.io(1).receive_pdu());
-        FAIL() << "no C2HTermReq";
-    } catch (const tcp_terminated& terminated) {
-        EXPECT_EQ(terminated.status(), spec::fatal_error_status::header_digest_error);
-    }
+    EXPECT_EQ(termination_of(host.io(1)).status, spec::fatal_error_status::header_digest_error);
     EXPECT_TRUE(host.io(1).closed_by_target());
     // The admin queue of the same association still answers.
     EXPECT_TRUE(
@@ -433,13 +437,9 @@ TEST(tcp_target, a_malformed_pdu_gets_c2h_term_req_and_other_connections_carry_o
     auto capsule = flush_capsule(victim.io(1), 9);
     capsule[2] = std::byte{0x20}; // HLEN of a CapsuleCmd is 72
     victim.io(1).send_bytes(capsule);
-    try {
-        static_cast<void>(victim.io(1).receive_pdu());
-        FAIL() << "no C2HTermReq";
-    } catch (const tcp_terminated& terminated) {
-        EXPECT_EQ(terminated.status(), spec::fatal_error_status::invalid_pdu_header_field);
-        EXPECT_EQ(terminated.information(), tcp::header_offset::hlen);
-    }
+    EXPECT_EQ(
+        termination_of(victim.io(1)),
+        (tcp::fatal_error{spec::fatal_error_status::invalid_pdu_header_field, tcp::header_offset::hlen}));
     ASSERT_TRUE(victim.io(1).last_termination().has_value());
     const auto carried = victim.io(1).last_termination()->data();
     ASSERT_GE(carried.size(), 8U);
@@ -461,13 +461,8 @@ TEST(tcp_target, h2c_data_for_no_r2t_is_fatal)
     std::vector<std::byte> h2c(tcp::pdu_size(spec::pdu_type::h2c_data, 512, queue.params()));
     tcp::encode_h2c_data({.cccid = 1, .ttag = 3, .datao = 0, .last = true}, parts, queue.params(), h2c);
     queue.send_bytes(h2c);
-    try {
-        static_cast<void>(queue.receive_pdu());
-        FAIL() << "no C2HTermReq";
-    } catch (const tcp_terminated& terminated) {
-        EXPECT_EQ(terminated.status(), spec::fatal_error_status::invalid_pdu_header_field);
-        EXPECT_EQ(terminated.information(), tcp::header_offset::ttag);
-    }
+    EXPECT_EQ(termination_of(queue), (tcp::fatal_error{spec::fatal_error_status::invalid_pdu_header_field,
+                                                       tcp::header_offset::ttag}));
 }
 
 TEST(tcp_target, h2c_term_req_ends_the_connection)
