@@ -67,6 +67,9 @@ struct tcp_host_options {
     /// In-capsule data the I/O queues send at most (the target's IOCCSZ); the admin queue's is 8 KiB.
     std::uint32_t io_in_capsule_data = transport::tcp::admin_in_capsule_data_size;
     std::chrono::milliseconds timeout{5000};
+    /// SO_RCVBUF of each connection, set before connecting (0: the system's): a small one makes
+    /// a host that reads slowly.
+    int receive_buffer = 0;
 };
 
 /// One PDU as received: its bytes, where its parts are, and whether its digests matched.
@@ -153,6 +156,10 @@ public:
         ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
         const int on = 1;
         ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+        if (options_.receive_buffer > 0) {
+            ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &options_.receive_buffer,
+                         sizeof(options_.receive_buffer));
+        }
         if (::connect(fd_, target, length) != 0) {
             ::close(fd_);
             throw host_error{"connect failed: " + std::string{std::strerror(errno)}};

@@ -408,6 +408,39 @@ TEST(tcp_target, a_command_identifier_in_use_is_a_conflict_until_a_reset_ends_it
     EXPECT_TRUE(done.status().is_success());
 }
 
+TEST(tcp_target, a_host_that_does_not_read_holds_up_no_other_connection)
+{
+    served_target served;
+    auto slow = served.host({.receive_buffer = 4096});
+    auto bystander = served.host();
+    bring_up(slow);
+    bring_up(bystander);
+    const auto data = pattern(128 * 1024, 8);
+    ASSERT_TRUE(slow.write(1, 0, data).ok());
+
+    // Reads of 2 MiB in all, whose data the slow host leaves unread for a while.
+    constexpr std::uint16_t reads = 16;
+    auto& queue = slow.io(1);
+    for (std::uint16_t i = 0; i < reads; ++i) {
+        auto read = tcp_host::lba_command(spec::nvm_opcode::read, 1, 0, 256);
+        prepare(read, static_cast<std::uint16_t>(600 + i),
+                spec::sgl_descriptor::transport_data_block(static_cast<std::uint32_t>(data.size()),
+                                                           tcp_queue::transport_subtype));
+        queue.send_capsule(read, {});
+    }
+    check_io(bystander);
+
+    for (std::uint16_t i = 0; i < reads; ++i) {
+        const auto pdu = queue.receive_pdu();
+        ASSERT_EQ(pdu.type(), spec::pdu_type::c2h_data);
+        EXPECT_EQ(pdu.header_as<spec::c2h_data_pdu>().cccid, 600 + i);
+        EXPECT_TRUE(std::equal(pdu.data().begin(), pdu.data().end(), data.begin(), data.end()));
+        const auto cqe = receive_response(queue);
+        EXPECT_EQ(cqe.cid, 600 + i);
+        EXPECT_TRUE(cqe.status().is_success());
+    }
+}
+
 // ---- fatal errors -----------------------------------------------------------------------------
 
 TEST(tcp_target, a_header_digest_error_gets_c2h_term_req)
