@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <optional>
@@ -29,12 +30,8 @@
 #include <vector>
 
 #include <cerrno>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <unistd.h>
 
 #include <nvmekit/config.hpp>
 #include <nvmekit/spec/data_pointer.hpp>
@@ -48,6 +45,7 @@
 #include <nvmekit/transport/tcp/connection_params.hpp>
 #include <nvmekit/transport/tcp/crc32c.hpp>
 #include <nvmekit/transport/tcp/pdu_encode.hpp>
+#include <nvmekit/transport/tcp/socket.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace testing {
@@ -126,48 +124,25 @@ public:
     tcp_queue(const std::string& address, std::uint16_t port, tcp_host_options options)
         : options_{std::move(options)}
     {
-        sockaddr_in v4{};
-        sockaddr_in6 v6{};
-        const sockaddr* target = nullptr;
-        socklen_t length = 0;
-        int family = AF_INET;
-        if (::inet_pton(AF_INET, address.c_str(), &v4.sin_addr) == 1) {
-            v4.sin_family = AF_INET;
-            v4.sin_port = htons(port);
-            target = reinterpret_cast<const sockaddr*>(&v4);
-            length = sizeof(v4);
-        } else if (::inet_pton(AF_INET6, address.c_str(), &v6.sin6_addr) == 1) {
-            v6.sin6_family = AF_INET6;
-            v6.sin6_port = htons(port);
-            target = reinterpret_cast<const sockaddr*>(&v6);
-            length = sizeof(v6);
-            family = AF_INET6;
-        } else {
-            throw host_error{"not an IPv4 or IPv6 address: " + address};
-        }
-        fd_ = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd_ < 0) {
-            throw host_error{"socket failed"};
-        }
-        timeval timeout{};
-        timeout.tv_sec = static_cast<time_t>(options_.timeout.count() / 1000);
-        timeout.tv_usec = static_cast<suseconds_t>((options_.timeout.count() % 1000) * 1000);
-        ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-        ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-        const int on = 1;
-        ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-        if (options_.receive_buffer > 0) {
-            ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &options_.receive_buffer,
-                         sizeof(options_.receive_buffer));
-        }
-        if (::connect(fd_, target, length) != 0) {
-            ::close(fd_);
-            throw host_error{"connect failed: " + std::string{std::strerror(errno)}};
+        try {
+            socket_ = transport::tcp::connect_to(address, port, [this](int fd) {
+                timeval timeout{};
+                timeout.tv_sec = static_cast<time_t>(options_.timeout.count() / 1000);
+                timeout.tv_usec = static_cast<suseconds_t>((options_.timeout.count() % 1000) * 1000);
+                ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+                ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+                if (options_.receive_buffer > 0) {
+                    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &options_.receive_buffer,
+                                 sizeof(options_.receive_buffer));
+                }
+            });
+        } catch (const std::exception& e) {
+            throw host_error{std::string{"cannot connect: "} + e.what()};
         }
     }
     tcp_queue(const tcp_queue&) = delete;
     tcp_queue& operator=(const tcp_queue&) = delete;
-    ~tcp_queue() { ::close(fd_); }
+    ~tcp_queue() = default;
 
     /// ICReq, then ICResp: the digests granted must be those asked for.
     void initialize()
@@ -279,7 +254,7 @@ public:
     void send_bytes(std::span<const std::byte> bytes)
     {
         while (!bytes.empty()) {
-            const ssize_t sent = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+            const ssize_t sent = ::send(socket_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
             if (sent <= 0) {
                 throw host_error{"send failed"};
             }
@@ -329,7 +304,7 @@ public:
     {
         std::array<std::byte, 256> scratch{};
         for (;;) {
-            const ssize_t got = ::recv(fd_, scratch.data(), scratch.size(), 0);
+            const ssize_t got = ::recv(socket_.get(), scratch.data(), scratch.size(), 0);
             if (got == 0) {
                 return true;
             }
@@ -388,7 +363,7 @@ private:
     void receive_exactly(std::span<std::byte> out)
     {
         while (!out.empty()) {
-            const ssize_t got = ::recv(fd_, out.data(), out.size(), 0);
+            const ssize_t got = ::recv(socket_.get(), out.data(), out.size(), 0);
             if (got == 0) {
                 throw host_error{"the target closed the connection"};
             }
@@ -403,7 +378,7 @@ private:
     }
 
     tcp_host_options options_;
-    int fd_ = -1;
+    transport::tcp::socket_handle socket_;
     transport::tcp::connection_params params_{};
     std::uint16_t qid_ = 0;
     std::uint32_t in_capsule_limit_ = transport::tcp::admin_in_capsule_data_size;

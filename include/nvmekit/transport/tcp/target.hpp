@@ -39,13 +39,9 @@
 #include <vector>
 
 #include <cerrno>
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
@@ -60,6 +56,7 @@
 #include <nvmekit/transport/tcp/connection_params.hpp>
 #include <nvmekit/transport/tcp/pdu_encode.hpp>
 #include <nvmekit/transport/tcp/pdu_stream.hpp>
+#include <nvmekit/transport/tcp/socket.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace transport::tcp {
@@ -102,90 +99,6 @@ struct target_statistics {
 
 namespace detail {
 
-/// A file descriptor closed on destruction.
-class socket_handle {
-public:
-    socket_handle() noexcept = default;
-    explicit socket_handle(int fd) noexcept : fd_{fd} {}
-    socket_handle(socket_handle&& other) noexcept : fd_{std::exchange(other.fd_, -1)} {}
-    socket_handle& operator=(socket_handle&& other) noexcept
-    {
-        if (this != &other) {
-            reset();
-            fd_ = std::exchange(other.fd_, -1);
-        }
-        return *this;
-    }
-    socket_handle(const socket_handle&) = delete;
-    socket_handle& operator=(const socket_handle&) = delete;
-    ~socket_handle() { reset(); }
-
-    [[nodiscard]] int get() const noexcept { return fd_; }
-    void reset() noexcept
-    {
-        if (fd_ >= 0) {
-            ::close(fd_);
-            fd_ = -1;
-        }
-    }
-
-private:
-    int fd_ = -1;
-};
-
-[[noreturn]] inline void throw_errno(const char* what)
-{
-    throw std::system_error{errno, std::generic_category(), what};
-}
-
-/// A non-blocking listening socket on `address`:`port` (IPv4 or IPv6).
-inline socket_handle listen_on(const std::string& address, std::uint16_t port)
-{
-    sockaddr_storage storage{};
-    socklen_t length = 0;
-    int family = AF_INET;
-    if (auto* v4 = reinterpret_cast<sockaddr_in*>(&storage);
-        ::inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons(port);
-        length = sizeof(sockaddr_in);
-    } else if (auto* v6 = reinterpret_cast<sockaddr_in6*>(&storage);
-               ::inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons(port);
-        length = sizeof(sockaddr_in6);
-        family = AF_INET6;
-    } else {
-        throw std::invalid_argument{"tcp::target: not an IPv4 or IPv6 address: " + address};
-    }
-    socket_handle fd{::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
-    if (fd.get() < 0) {
-        throw_errno("tcp::target: socket");
-    }
-    const int on = 1;
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-    if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&storage), length) != 0) {
-        throw_errno("tcp::target: bind");
-    }
-    if (::listen(fd.get(), 128) != 0) {
-        throw_errno("tcp::target: listen");
-    }
-    return fd;
-}
-
-inline std::uint16_t local_port(int fd)
-{
-    sockaddr_storage storage{};
-    socklen_t length = sizeof(storage);
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) {
-        throw_errno("tcp::target: getsockname");
-    }
-    if (storage.ss_family == AF_INET6) {
-        return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_port);
-    }
-    return ntohs(reinterpret_cast<const sockaddr_in*>(&storage)->sin_port);
-}
-
 /// The completion entry of a command the transport answers itself.
 [[nodiscard]] inline spec::completion_queue_entry
 local_completion(std::uint16_t cid, spec::status status, std::uint32_t dw0 = 0, std::uint32_t dw1 = 0)
@@ -226,8 +139,8 @@ public:
         if (!options_.limits.valid()) {
             throw std::invalid_argument{"tcp::target: invalid target limits"};
         }
-        listener_ = detail::listen_on(options_.address, options_.port);
-        port_ = detail::local_port(listener_.get());
+        listener_ = listen_on(options_.address, options_.port);
+        port_ = local_port(listener_.get());
     }
 
     target(const target&) = delete;
@@ -271,7 +184,7 @@ public:
         }
         const int wait = busy() ? 0 : static_cast<int>(timeout.count());
         if (::poll(pollfds_.data(), pollfds_.size(), wait) < 0 && errno != EINTR) {
-            detail::throw_errno("tcp::target: poll");
+            throw_errno("tcp::target: poll");
         }
         // Connections accepted below are polled from the next round on.
         const std::size_t polled = connections_.size();
@@ -319,7 +232,7 @@ private:
     enum class data_sink : std::uint8_t { none, capsule, h2c, fabrics };
 
     struct connection {
-        detail::socket_handle socket;
+        socket_handle socket;
         pdu_stream stream;
         connection_params params{};
         association* owner = nullptr;
@@ -388,8 +301,7 @@ private:
     void accept_connections()
     {
         for (;;) {
-            detail::socket_handle fd{
-                ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)};
+            socket_handle fd{::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)};
             if (fd.get() < 0) {
                 return; // EAGAIN, or an aborted connection: nothing to serve
             }
@@ -1033,7 +945,7 @@ private:
     subsystem_type& subsystem_;
     target_options options_;
     typename Traits::clock clock_{};
-    detail::socket_handle listener_;
+    socket_handle listener_;
     std::uint16_t port_ = 0;
     std::vector<std::unique_ptr<connection>> connections_;
     std::vector<std::unique_ptr<association>> associations_;
