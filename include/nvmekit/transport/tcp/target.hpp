@@ -82,6 +82,9 @@ struct target_options {
     std::size_t send_backlog_limit = std::size_t{4} << 20;
     /// How long a terminated connection may take to send its C2HTermReq before it is closed.
     std::chrono::milliseconds termination_linger{500};
+    /// How long a connection may take from its acceptance to a successful Connect before it is
+    /// closed (a peer that opens connections and sends nothing holds no resources for long).
+    std::chrono::milliseconds connect_timeout{10000};
 };
 
 /// What a target has done, for tests and logs.
@@ -207,6 +210,9 @@ public:
                 (connection->out_sent == connection->out.size() || now >= connection->linger_until)) {
                 close_connection(*connection);
             }
+            if (!connection->ever_connected && !connection->closed && now >= connection->connect_deadline) {
+                close_connection(*connection);
+            }
         }
         std::erase_if(connections_, [](const auto& connection) { return connection->closed; });
         std::erase_if(associations_, [this](const auto& association) { return retire(*association); });
@@ -241,6 +247,8 @@ private:
         bool terminating = false;
         bool closed = false;
         std::chrono::steady_clock::time_point linger_until{};
+        std::chrono::steady_clock::time_point connect_deadline{};
+        bool ever_connected = false;
         std::uint16_t sq_head = 0;
         std::uint32_t entries = 1;
         std::vector<command_slot> slots;
@@ -310,6 +318,7 @@ private:
             auto added = std::make_unique<connection>();
             added->socket = std::move(fd);
             added->slots.resize(1);
+            added->connect_deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
             connections_.push_back(std::move(added));
             ++statistics_.connections_accepted;
         }
@@ -708,6 +717,7 @@ private:
         c.owner = owner;
         c.qid = command.qid;
         c.connected = true;
+        c.ever_connected = true;
         c.entries = entries;
         // The Connect itself was the queue's first entry.
         c.sq_head = static_cast<std::uint16_t>(1U % entries);

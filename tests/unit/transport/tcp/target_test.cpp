@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <thread>
 #include <vector>
@@ -37,7 +38,8 @@ constexpr std::uint32_t test_maxh2cdata = 32 * 1024;
 /// A target of one subsystem with one RAM namespace, polled on its own thread until stopped.
 class served_target {
 public:
-    served_target() : target_{make_subsystem(subsystem_), options()}
+    explicit served_target(const std::function<void(tcp::target_options&)>& configure = {})
+        : target_{make_subsystem(subsystem_), options(configure)}
     {
         thread_ = std::thread{[this] {
             while (!stop_.load(std::memory_order_acquire)) {
@@ -72,12 +74,15 @@ private:
         subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
         return subsystem;
     }
-    static tcp::target_options options()
+    static tcp::target_options options(const std::function<void(tcp::target_options&)>& configure)
     {
         tcp::target_options options;
         options.port = 0;
         options.limits.maxh2cdata = test_maxh2cdata;
         options.limits.io_in_capsule_data = 8192;
+        if (configure) {
+            configure(options);
+        }
         return options;
     }
 
@@ -188,6 +193,21 @@ TEST(tcp_target, identify_controller_reports_the_cntlid_connect_returned)
     second.enable();
     EXPECT_EQ(first.identify_controller().cntlid, first_id);
     EXPECT_EQ(second.identify_controller().cntlid, second_id);
+}
+
+TEST(tcp_target, a_connection_that_does_not_connect_in_time_is_closed)
+{
+    served_target served{
+        [](tcp::target_options& options) { options.connect_timeout = std::chrono::milliseconds{200}; }};
+    tcp_queue silent{"127.0.0.1", served.port(), {}};
+    tcp_queue initialized{"127.0.0.1", served.port(), {}};
+    initialized.initialize();
+    EXPECT_TRUE(silent.closed_by_target());
+    EXPECT_TRUE(initialized.closed_by_target());
+    auto host = served.host();
+    bring_up(host); // a connection that connects in time stays
+    std::this_thread::sleep_for(std::chrono::milliseconds{300});
+    check_io(host);
 }
 
 TEST(tcp_target, commands_before_connect_and_connects_to_unknown_controllers_are_refused)
