@@ -266,7 +266,9 @@ private:
         command_buffers buffers;
         no_interrupts interrupts;
         std::unique_ptr<controller_type> ctrl;
+        /// HOSTNQN and HOSTID of the admin Connect: an I/O Connect must name the same host.
         std::string host_nqn;
+        std::array<std::uint8_t, 16> host_id{};
         connection* admin = nullptr;
         std::vector<connection*> io;
         /// Buffers of commands whose queue went away while the controller may still hold them.
@@ -690,19 +692,25 @@ private:
                 return detail::invalid_connect_parameter(cid, false, offsetof(spec::connect_command, sqsize));
             }
             created->host_nqn = std::string{data.host_nqn()};
+            created->host_id = data.hostid;
             created->admin = &c;
             owner = created.get();
             associations_.push_back(std::move(created));
             ++statistics_.associations_created;
         } else {
             for (const auto& candidate : associations_) {
-                if (!candidate->dying && candidate->ctrl->controller_id() == data.cntlid &&
-                    candidate->host_nqn == data.host_nqn()) {
+                if (!candidate->dying && candidate->ctrl->controller_id() == data.cntlid) {
                     owner = candidate.get();
                 }
             }
             if (owner == nullptr) {
                 return detail::invalid_connect_parameter(cid, true, offsetof(spec::connect_data, cntlid));
+            }
+            if (owner->host_nqn != data.host_nqn()) {
+                return detail::invalid_connect_parameter(cid, true, offsetof(spec::connect_data, hostnqn));
+            }
+            if (owner->host_id != data.hostid) {
+                return detail::invalid_connect_parameter(cid, true, offsetof(spec::connect_data, hostid));
             }
             const auto status = owner->ctrl->connect_io_queue(command.qid, entries);
             if (status.with_dnr(false) ==

@@ -229,6 +229,17 @@ TEST(tcp_target, commands_before_connect_and_connects_to_unknown_controllers_are
                   spec::connect_invalid_parameter_dword0::ipo),
               offsetof(spec::connect_data, cntlid));
 
+    tcp_host_options other_host;
+    other_host.host_nqn = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000002";
+    tcp_queue stranger{"127.0.0.1", served.port(), other_host};
+    stranger.initialize();
+    const auto not_its_host = stranger.connect(1, 32, cntlid);
+    EXPECT_EQ(not_its_host.status(),
+              spec::status{spec::fabrics_status::connect_invalid_parameters}.with_dnr());
+    EXPECT_EQ(spec::connect_invalid_parameter_dword0{not_its_host.cqe.dw0}.get(
+                  spec::connect_invalid_parameter_dword0::ipo),
+              offsetof(spec::connect_data, hostnqn));
+
     tcp_host_options wrong_subsystem;
     wrong_subsystem.subsystem_nqn = "nqn.2026-11.io.example:nothing";
     tcp_queue other{"127.0.0.1", served.port(), wrong_subsystem};
