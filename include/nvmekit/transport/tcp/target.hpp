@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -42,6 +43,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
@@ -176,11 +178,10 @@ public:
         const auto now = std::chrono::steady_clock::now();
         for (const auto& connection : connections_) {
             short events = 0;
-            if (!connection->terminating &&
-                connection->out.size() - connection->out_sent < options_.send_backlog_limit) {
+            if (!connection->terminating && connection->pending < options_.send_backlog_limit) {
                 events |= POLLIN;
             }
-            if (connection->out_sent < connection->out.size()) {
+            if (connection->pending != 0) {
                 events |= POLLOUT;
             }
             pollfds_.push_back({connection->socket.get(), events, 0});
@@ -207,7 +208,7 @@ public:
                 flush(*connection);
             }
             if (connection->terminating && !connection->closed &&
-                (connection->out_sent == connection->out.size() || now >= connection->linger_until)) {
+                (connection->pending == 0 || now >= connection->linger_until)) {
                 close_connection(*connection);
             }
             if (!connection->ever_connected && !connection->closed && now >= connection->connect_deadline) {
@@ -223,7 +224,7 @@ private:
 
     /// One command of a connection, from its capsule to its response.
     struct command_slot {
-        enum class phase : std::uint8_t { free, receiving, awaiting_h2c, submitted };
+        enum class phase : std::uint8_t { free, receiving, awaiting_h2c, submitted, sending };
         phase state = phase::free;
         spec::submission_queue_entry sqe{};
         command_buffers::buffer_id buffer = 0;
@@ -232,6 +233,14 @@ private:
         r2t_window r2t{};
         /// The command completes with this status without reaching the controller.
         std::optional<spec::status> failed{};
+    };
+
+    /// A run of bytes to send: out[begin, end), or bytes [begin, end) of the buffer of read
+    /// `slot`, whose slot is freed once they are sent.
+    struct send_part {
+        std::size_t begin = 0;
+        std::size_t end = 0;
+        std::optional<std::uint32_t> slot{};
     };
 
     /// Where the data of the PDU being received goes.
@@ -253,8 +262,11 @@ private:
         std::uint32_t entries = 1;
         std::vector<command_slot> slots;
         std::vector<std::byte> in = std::vector<std::byte>(64 * 1024);
+        /// What waits to be sent, in order: PDU headers, digests and responses in `out`, a read's
+        /// data in its command's buffer (sent from there).
         std::vector<std::byte> out;
-        std::size_t out_sent = 0;
+        std::deque<send_part> parts;
+        std::size_t pending = 0;
         data_sink sink = data_sink::none;
         std::uint32_t sink_slot = 0;
         spec::submission_queue_entry fabrics_sqe{};
@@ -274,6 +286,8 @@ private:
         /// Buffers of commands whose queue went away while the controller may still hold them.
         std::vector<command_buffers::buffer_id> quarantine;
         bool dying = false;
+        /// Connections that connected a queue of it and are not closed yet.
+        std::size_t connections = 0;
     };
 
     // ---- the loop ----------------------------------------------------------------------------
@@ -330,7 +344,7 @@ private:
     {
         // A bounded number of reads per round keeps one busy host from starving the others.
         for (int round = 0; round < 16 && !c.closed && !c.terminating; ++round) {
-            if (c.out.size() - c.out_sent >= options_.send_backlog_limit) {
+            if (c.pending >= options_.send_backlog_limit) {
                 return;
             }
             // PDU data whose place is known is received right there (the command's buffer);
@@ -599,15 +613,29 @@ private:
         const bool reads = slot.direction == spec::data_transfer::controller_to_host ||
                            slot.direction == spec::data_transfer::bidirectional;
         if (cqe.status().is_success() && reads && slot.length != 0) {
-            const std::array<std::span<const std::byte>, 1> parts{c.owner->buffers.bytes(slot.buffer)};
+            // The data leaves from the command's buffer: header, data, digest, then the response.
+            const auto data = std::span<const std::byte>{c.owner->buffers.bytes(slot.buffer)};
+            const c2h_data_fields fields{cqe.cid, 0, true, false};
             ++statistics_.c2h_data_pdus;
-            append(c, pdu_size(spec::pdu_type::c2h_data, slot.length, c.params),
+            append(c, layout_of(spec::pdu_type::c2h_data, slot.length, c.params).prefix_size(),
                    [&](std::span<std::byte> out) {
-                       return encode_c2h_data({cqe.cid, 0, true, false}, parts, c.params, out);
+                       return encode_c2h_data_prefix(fields, slot.length, c.params, out);
                    });
+            c.parts.push_back({0, slot.length, index});
+            c.pending += slot.length;
+            if (c.params.data_digest) {
+                const std::array<std::span<const std::byte>, 1> parts{data};
+                const auto digest = digest_bytes(data_digest(parts));
+                append(c, digest.size(), [&](std::span<std::byte> out) {
+                    std::memcpy(out.data(), digest.data(), digest.size());
+                    return digest.size();
+                });
+            }
+            slot.state = command_slot::phase::sending;
+        } else {
+            c.owner->buffers.release(slot.buffer);
+            slot.state = command_slot::phase::free;
         }
-        c.owner->buffers.release(slot.buffer);
-        slot.state = command_slot::phase::free;
         respond(c, cqe);
     }
 
@@ -726,6 +754,7 @@ private:
         c.qid = command.qid;
         c.connected = true;
         c.ever_connected = true;
+        ++owner->connections;
         c.entries = entries;
         // The Connect itself was the queue's first entry.
         c.sq_head = static_cast<std::uint16_t>(1U % entries);
@@ -850,10 +879,12 @@ private:
         c.connected = false;
         association& owner = *c.owner;
         for (auto& slot : c.slots) {
-            if (slot.state == command_slot::phase::submitted) {
-                owner.quarantine.push_back(slot.buffer);
-            } else if (slot.state != command_slot::phase::free) {
-                owner.buffers.release(slot.buffer);
+            switch (slot.state) {
+            case command_slot::phase::free:
+            case command_slot::phase::sending: continue; // freed once sent, or when the connection closes
+            case command_slot::phase::submitted: owner.quarantine.push_back(slot.buffer); break;
+            case command_slot::phase::receiving:
+            case command_slot::phase::awaiting_h2c: owner.buffers.release(slot.buffer); break;
             }
             slot.state = command_slot::phase::free;
         }
@@ -888,7 +919,7 @@ private:
                 owner.quarantine.clear();
             }
         }
-        return owner.dying && owner.quarantine.empty();
+        return owner.dying && owner.quarantine.empty() && owner.connections == 0;
     }
 
     void drain(association& owner)
@@ -900,31 +931,89 @@ private:
 
     // ---- sending and closing -----------------------------------------------------------------
 
+    /// Encodes `size` bytes at most at the end of `out` and queues what `encode` wrote.
     template <typename Encoder>
     void append(connection& c, std::size_t size, Encoder&& encode)
     {
-        if (c.out_sent == c.out.size()) {
-            c.out.clear();
-            c.out_sent = 0;
-        }
+        compact(c);
         const std::size_t start = c.out.size();
         c.out.resize(start + size);
         const std::size_t written = encode(std::span{c.out}.subspan(start));
         c.out.resize(start + written);
+        if (!c.parts.empty() && !c.parts.back().slot && c.parts.back().end == start) {
+            c.parts.back().end += written;
+        } else {
+            c.parts.push_back({start, start + written, std::nullopt});
+        }
+        c.pending += written;
     }
 
+    /// Sends what the socket takes, gathering the parts; frees each read's slot once its data is
+    /// out.
     void flush(connection& c)
     {
-        while (c.out_sent < c.out.size()) {
-            const ssize_t sent = ::send(c.socket.get(), c.out.data() + c.out_sent, c.out.size() - c.out_sent,
-                                        MSG_DONTWAIT | MSG_NOSIGNAL);
+        while (!c.parts.empty()) {
+            std::array<iovec, 32> vectors{};
+            std::size_t count = 0;
+            for (const auto& part : c.parts) {
+                if (count == vectors.size()) {
+                    break;
+                }
+                std::byte* base =
+                    part.slot ? c.owner->buffers.bytes(c.slots[*part.slot].buffer).data() : c.out.data();
+                vectors[count++] = {base + part.begin, part.end - part.begin};
+            }
+            msghdr message{};
+            message.msg_iov = vectors.data();
+            message.msg_iovlen = count;
+            const ssize_t sent = ::sendmsg(c.socket.get(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
             if (sent < 0) {
                 if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
                     close_connection(c);
                 }
                 return;
             }
-            c.out_sent += static_cast<std::size_t>(sent);
+            consume_sent(c, static_cast<std::size_t>(sent));
+        }
+        c.out.clear();
+    }
+
+    /// Drops the bytes of `out` already sent once they are most of it, so that a connection that
+    /// always has something queued does not grow `out` for good.
+    static void compact(connection& c)
+    {
+        const auto first =
+            std::find_if(c.parts.begin(), c.parts.end(), [](const send_part& part) { return !part.slot; });
+        const std::size_t sent = first == c.parts.end() ? c.out.size() : first->begin;
+        if (sent < compact_threshold || sent * 2 < c.out.size()) {
+            return;
+        }
+        c.out.erase(c.out.begin(), c.out.begin() + static_cast<std::ptrdiff_t>(sent));
+        for (auto& part : c.parts) {
+            if (!part.slot) {
+                part.begin -= sent;
+                part.end -= sent;
+            }
+        }
+    }
+
+    void consume_sent(connection& c, std::size_t sent)
+    {
+        c.pending -= sent;
+        while (!c.parts.empty()) {
+            auto& part = c.parts.front();
+            const std::size_t taken = std::min(sent, part.end - part.begin);
+            part.begin += taken;
+            sent -= taken;
+            if (part.begin != part.end) {
+                return;
+            }
+            if (part.slot) {
+                auto& slot = c.slots[*part.slot];
+                c.owner->buffers.release(slot.buffer);
+                slot.state = command_slot::phase::free;
+            }
+            c.parts.pop_front();
         }
     }
 
@@ -955,6 +1044,17 @@ private:
             return;
         }
         disconnect_queue(c);
+        if (c.ever_connected) {
+            for (auto& slot : c.slots) {
+                if (slot.state == command_slot::phase::sending) {
+                    c.owner->buffers.release(slot.buffer);
+                    slot.state = command_slot::phase::free;
+                }
+            }
+            c.parts.clear();
+            c.pending = 0;
+            --c.owner->connections;
+        }
         c.socket.reset();
         c.closed = true;
         ++statistics_.connections_closed;
@@ -967,6 +1067,7 @@ private:
     std::uint16_t port_ = 0;
     std::vector<std::unique_ptr<connection>> connections_;
     std::vector<std::unique_ptr<association>> associations_;
+    static constexpr std::size_t compact_threshold = 64 * 1024;
     std::vector<pollfd> pollfds_;
     bool controllers_active_ = false;
     target_statistics statistics_{};
