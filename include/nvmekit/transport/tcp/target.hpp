@@ -29,7 +29,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -43,7 +42,6 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 
 #include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
@@ -58,6 +56,7 @@
 #include <nvmekit/transport/tcp/connection_params.hpp>
 #include <nvmekit/transport/tcp/pdu_encode.hpp>
 #include <nvmekit/transport/tcp/pdu_stream.hpp>
+#include <nvmekit/transport/tcp/send_queue.hpp>
 #include <nvmekit/transport/tcp/socket.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
@@ -178,10 +177,10 @@ public:
         const auto now = std::chrono::steady_clock::now();
         for (const auto& connection : connections_) {
             short events = 0;
-            if (!connection->terminating && connection->pending < options_.send_backlog_limit) {
+            if (!connection->terminating && connection->out.pending() < options_.send_backlog_limit) {
                 events |= POLLIN;
             }
-            if (connection->pending != 0) {
+            if (!connection->out.empty()) {
                 events |= POLLOUT;
             }
             pollfds_.push_back({connection->socket.get(), events, 0});
@@ -208,7 +207,7 @@ public:
                 flush(*connection);
             }
             if (connection->terminating && !connection->closed &&
-                (connection->pending == 0 || now >= connection->linger_until)) {
+                (connection->out.empty() || now >= connection->linger_until)) {
                 close_connection(*connection);
             }
             if (!connection->ever_connected && !connection->closed && now >= connection->connect_deadline) {
@@ -235,14 +234,6 @@ private:
         std::optional<spec::status> failed{};
     };
 
-    /// A run of bytes to send: out[begin, end), or bytes [begin, end) of the buffer of read
-    /// `slot`, whose slot is freed once they are sent.
-    struct send_part {
-        std::size_t begin = 0;
-        std::size_t end = 0;
-        std::optional<std::uint32_t> slot{};
-    };
-
     /// Where the data of the PDU being received goes.
     enum class data_sink : std::uint8_t { none, capsule, h2c, fabrics };
 
@@ -262,11 +253,9 @@ private:
         std::uint32_t entries = 1;
         std::vector<command_slot> slots;
         std::vector<std::byte> in = std::vector<std::byte>(64 * 1024);
-        /// What waits to be sent, in order: PDU headers, digests and responses in `out`, a read's
-        /// data in its command's buffer (sent from there).
-        std::vector<std::byte> out;
-        std::deque<send_part> parts;
-        std::size_t pending = 0;
+        /// What waits to be sent; a read's data is sent from its command's buffer, tagged with
+        /// the slot's index.
+        send_queue out;
         data_sink sink = data_sink::none;
         std::uint32_t sink_slot = 0;
         spec::submission_queue_entry fabrics_sqe{};
@@ -344,7 +333,7 @@ private:
     {
         // A bounded number of reads per round keeps one busy host from starving the others.
         for (int round = 0; round < 16 && !c.closed && !c.terminating; ++round) {
-            if (c.pending >= options_.send_backlog_limit) {
+            if (c.out.pending() >= options_.send_backlog_limit) {
                 return;
             }
             // PDU data whose place is known is received right there (the command's buffer);
@@ -621,8 +610,7 @@ private:
                    [&](std::span<std::byte> out) {
                        return encode_c2h_data_prefix(fields, slot.length, c.params, out);
                    });
-            c.parts.push_back({0, slot.length, index});
-            c.pending += slot.length;
+            c.out.append_buffer(index, slot.length);
             if (c.params.data_digest) {
                 const std::array<std::span<const std::byte>, 1> parts{data};
                 const auto digest = digest_bytes(data_digest(parts));
@@ -931,89 +919,24 @@ private:
 
     // ---- sending and closing -----------------------------------------------------------------
 
-    /// Encodes `size` bytes at most at the end of `out` and queues what `encode` wrote.
     template <typename Encoder>
-    void append(connection& c, std::size_t size, Encoder&& encode)
+    static void append(connection& c, std::size_t size, Encoder&& encode)
     {
-        compact(c);
-        const std::size_t start = c.out.size();
-        c.out.resize(start + size);
-        const std::size_t written = encode(std::span{c.out}.subspan(start));
-        c.out.resize(start + written);
-        if (!c.parts.empty() && !c.parts.back().slot && c.parts.back().end == start) {
-            c.parts.back().end += written;
-        } else {
-            c.parts.push_back({start, start + written, std::nullopt});
-        }
-        c.pending += written;
+        c.out.append(size, std::forward<Encoder>(encode));
     }
 
-    /// Sends what the socket takes, gathering the parts; frees each read's slot once its data is
-    /// out.
+    /// Sends what the socket takes; a read's slot is freed once its data is out.
     void flush(connection& c)
     {
-        while (!c.parts.empty()) {
-            std::array<iovec, 32> vectors{};
-            std::size_t count = 0;
-            for (const auto& part : c.parts) {
-                if (count == vectors.size()) {
-                    break;
-                }
-                std::byte* base =
-                    part.slot ? c.owner->buffers.bytes(c.slots[*part.slot].buffer).data() : c.out.data();
-                vectors[count++] = {base + part.begin, part.end - part.begin};
-            }
-            msghdr message{};
-            message.msg_iov = vectors.data();
-            message.msg_iovlen = count;
-            const ssize_t sent = ::sendmsg(c.socket.get(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
-            if (sent < 0) {
-                if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-                    close_connection(c);
-                }
-                return;
-            }
-            consume_sent(c, static_cast<std::size_t>(sent));
-        }
-        c.out.clear();
-    }
-
-    /// Drops the bytes of `out` already sent once they are most of it, so that a connection that
-    /// always has something queued does not grow `out` for good.
-    static void compact(connection& c)
-    {
-        const auto first =
-            std::find_if(c.parts.begin(), c.parts.end(), [](const send_part& part) { return !part.slot; });
-        const std::size_t sent = first == c.parts.end() ? c.out.size() : first->begin;
-        if (sent < compact_threshold || sent * 2 < c.out.size()) {
-            return;
-        }
-        c.out.erase(c.out.begin(), c.out.begin() + static_cast<std::ptrdiff_t>(sent));
-        for (auto& part : c.parts) {
-            if (!part.slot) {
-                part.begin -= sent;
-                part.end -= sent;
-            }
-        }
-    }
-
-    void consume_sent(connection& c, std::size_t sent)
-    {
-        c.pending -= sent;
-        while (!c.parts.empty()) {
-            auto& part = c.parts.front();
-            const std::size_t taken = std::min(sent, part.end - part.begin);
-            part.begin += taken;
-            sent -= taken;
-            if (part.begin != part.end) {
-                return;
-            }
-            if (part.slot) {
-                auto& slot = c.slots[*part.slot];
+        const auto result = c.out.flush(
+            c.socket.get(), [&c](std::uint32_t slot) { return c.owner->buffers.bytes(c.slots[slot].buffer); },
+            [&c](std::uint32_t index) {
+                auto& slot = c.slots[index];
                 c.owner->buffers.release(slot.buffer);
                 slot.state = command_slot::phase::free;
-            }
-            c.parts.pop_front();
+            });
+        if (result == send_queue::flush_result::failed) {
+            close_connection(c);
         }
     }
 
@@ -1051,8 +974,7 @@ private:
                     slot.state = command_slot::phase::free;
                 }
             }
-            c.parts.clear();
-            c.pending = 0;
+            c.out.clear();
             --c.owner->connections;
         }
         c.socket.reset();
@@ -1067,7 +989,6 @@ private:
     std::uint16_t port_ = 0;
     std::vector<std::unique_ptr<connection>> connections_;
     std::vector<std::unique_ptr<association>> associations_;
-    static constexpr std::size_t compact_threshold = 64 * 1024;
     std::vector<pollfd> pollfds_;
     bool controllers_active_ = false;
     target_statistics statistics_{};
