@@ -1,9 +1,10 @@
 #pragma once
 /// An NVMe/TCP target (NVMe/TCP Transport Specification 1.0): a listening socket, its queue-pair
 /// connections and the controllers (associations) they create, served by one single-threaded
-/// poll loop over non-blocking POSIX sockets.
+/// poll loop over non-blocking POSIX sockets; no thread per connection.
 ///
-///     nvmekit::subsystem<nvmekit::ram_backend> subsystem;  // namespaces added by the embedder
+///     nvmekit::transport::tcp::target<>::subsystem_type subsystem;   // namespaces: the embedder's
+///     subsystem.add_namespace(nvmekit::ram_backend{1ULL << 30});
 ///     nvmekit::transport::tcp::target<> target{subsystem, {.address = "127.0.0.1", .port = 4420}};
 ///     while (running) {
 ///         target.poll(std::chrono::milliseconds{10});
@@ -11,17 +12,28 @@
 ///
 /// A connection answers ICReq with ICResp (digests and MAXH2CDATA from target_limits), then takes
 /// command capsules. Fabrics commands are the transport's: Connect on QID 0 creates a controller
-/// of the subsystem (CNTLID FFFFh) and connects its admin queue (SQSIZE + 1 entries); Connect on
-/// an I/O QID names that controller by CNTLID and connects the queue; Property Get/Set become
+/// of the subsystem (CNTLID FFFFh; the subsystem assigns the CNTLID) and connects its admin queue
+/// (SQSIZE + 1 entries); Connect on an I/O QID names that controller by CNTLID, from the same
+/// host (HOSTNQN, HOSTID), and connects the queue; Property Get/Set become
 /// controller::property_read/property_write; Disconnect disconnects an I/O queue. Every other
 /// command goes to controller::submit with its SGL rewritten to one Data Block over a buffer of
-/// the connection (command_buffers): in-capsule data is received straight into it, larger writes
-/// are asked for by R2T and collected from H2CData, and a completed read's data leaves as one
-/// C2HData (LAST_PDU) before the response capsule. A fatal stream error is answered with
-/// C2HTermReq and the connection is closed; an H2CTermReq closes it. Other connections carry on.
+/// the connection (command_buffers, the association's DMA provider): in-capsule data and H2CData
+/// are received straight into it, a larger write is asked for by one R2T for all of its data
+/// (the host splits it at MAXH2CDATA), and a completed read's data is sent from it as one
+/// C2HData (LAST_PDU, never SUCCESS) before the response capsule. Data is thus copied once each
+/// way between the socket and the buffer the controller reaches.
 ///
+/// Errors: a fatal stream error (pdu_stream, an H2CData naming no R2T or outside it) is answered
+/// with C2HTermReq and the connection is closed; an H2CTermReq closes it; a data digest error
+/// fails its command with Transient Transport Error. Other connections carry on. A connection
+/// stops reading while send_backlog_limit bytes wait for its host, and is closed when it has not
+/// connected within connect_timeout. A Controller Reset frees the slots of the commands it ended.
 /// The admin connection's end ends the association: its I/O connections are closed, the
-/// controller is disabled and destroyed once its backend is idle.
+/// controller is disabled and destroyed once its backend is idle and no connection sends from
+/// its buffers.
+///
+/// Not yet: Keep Alive from Connect's KATO (the controller's own timer is set by Set Features),
+/// discovery, host access lists, poll groups across threads.
 
 #include <algorithm>
 #include <array>
