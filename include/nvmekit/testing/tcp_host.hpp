@@ -68,6 +68,8 @@ struct tcp_host_options {
     /// SO_RCVBUF of each connection, set before connecting (0: the system's): a small one makes
     /// a host that reads slowly.
     int receive_buffer = 0;
+    /// KATO of the admin Connect, in milliseconds (0: no keep alive).
+    std::uint32_t keep_alive_timeout_ms = 120000;
 };
 
 /// One PDU as received: its bytes, where its parts are, and whether its digests matched.
@@ -174,7 +176,7 @@ public:
         command.fctype = spec::fabrics_command_type::connect;
         command.qid = qid;
         command.sqsize = static_cast<std::uint16_t>(entries - 1);
-        command.kato = qid == 0 ? 120000 : 0;
+        command.kato = qid == 0 ? options_.keep_alive_timeout_ms : 0;
         spec::connect_data data{};
         data.cntlid = cntlid;
         data.set_subsystem_nqn(options_.subsystem_nqn);

@@ -32,8 +32,9 @@
 /// controller is disabled and destroyed once its backend is idle and no connection sends from
 /// its buffers.
 ///
-/// Not yet: Keep Alive from Connect's KATO (the controller's own timer is set by Set Features),
-/// discovery, host access lists, poll groups across threads.
+/// Keep alive: an association whose host sends no Keep Alive command within the admin Connect's
+/// KATO (and half a KATO of grace) is ended. Not yet: discovery, host access lists, poll groups
+/// across threads.
 
 #include <algorithm>
 #include <array>
@@ -111,6 +112,7 @@ struct target_statistics {
     std::uint64_t terminations_sent = 0;     ///< C2HTermReq
     std::uint64_t terminations_received = 0; ///< H2CTermReq
     std::uint64_t data_digest_errors = 0;
+    std::uint64_t keep_alive_expirations = 0; ///< associations ended by their KATO
 };
 
 namespace detail {
@@ -214,6 +216,7 @@ public:
             accept_connections();
         }
         run_controllers();
+        expire_keep_alive(now);
         for (auto& connection : connections_) {
             if (!connection->closed) {
                 flush(*connection);
@@ -289,6 +292,10 @@ private:
         bool dying = false;
         /// Connections that connected a queue of it and are not closed yet.
         std::size_t connections = 0;
+        /// KATO of the admin Connect (0: no keep alive) and when the timer last restarted (the
+        /// Connect, then each Keep Alive command).
+        std::chrono::milliseconds keep_alive_timeout{0};
+        std::chrono::steady_clock::time_point last_keep_alive{};
     };
 
     // ---- the loop ----------------------------------------------------------------------------
@@ -442,6 +449,10 @@ private:
             return;
         }
         const std::uint16_t cid = sqe.cdw0.get(spec::command_dword0::cid);
+        if (c.connected && c.qid == 0 &&
+            sqe.opcode() == static_cast<std::uint8_t>(spec::admin_opcode::keep_alive)) {
+            c.owner->last_keep_alive = std::chrono::steady_clock::now();
+        }
         const auto refuse = [&](spec::status status) {
             respond(c, detail::local_completion(cid, status));
             if (in_capsule != 0) {
@@ -721,6 +732,8 @@ private:
             }
             created->host_nqn = std::string{data.host_nqn()};
             created->host_id = data.hostid;
+            created->keep_alive_timeout = std::chrono::milliseconds{command.kato};
+            created->last_keep_alive = std::chrono::steady_clock::now();
             created->admin = &c;
             owner = created.get();
             associations_.push_back(std::move(created));
@@ -812,6 +825,22 @@ private:
     }
 
     // ---- controllers -------------------------------------------------------------------------
+
+    /// Ends each association whose host sent no Keep Alive within its KATO (Base 2.0 3.9), with
+    /// half a KATO of grace for a host that sends them once a KATO: its connections are closed,
+    /// which tears the controller down.
+    void expire_keep_alive(std::chrono::steady_clock::time_point now)
+    {
+        for (auto& association : associations_) {
+            if (association->dying || association->admin == nullptr ||
+                association->keep_alive_timeout == std::chrono::milliseconds{0} ||
+                now - association->last_keep_alive <= association->keep_alive_timeout * 3 / 2) {
+                continue;
+            }
+            ++statistics_.keep_alive_expirations;
+            close_connection(*association->admin);
+        }
+    }
 
     /// Polls every controller and sends the completions; remembers whether any had work, so the
     /// next round does not sleep while commands are on their way.

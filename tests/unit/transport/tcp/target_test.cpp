@@ -544,6 +544,26 @@ TEST(tcp_target, h2c_term_req_ends_the_connection)
     EXPECT_EQ(served.target().statistics().terminations_received, 1U);
 }
 
+TEST(tcp_target, an_association_whose_host_sends_no_keep_alive_within_kato_ends)
+{
+    served_target served;
+    auto quiet = served.host({.keep_alive_timeout_ms = 200});
+    auto lively = served.host({.keep_alive_timeout_ms = 200});
+    bring_up(quiet);
+    bring_up(lively);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds{600};
+    while (std::chrono::steady_clock::now() < deadline) {
+        ASSERT_TRUE(lively.admin().execute(tcp_host::command(spec::admin_opcode::keep_alive), {}, {}).ok());
+        std::this_thread::sleep_for(std::chrono::milliseconds{40});
+    }
+    EXPECT_TRUE(quiet.admin().closed_by_target());
+    EXPECT_TRUE(quiet.io(1).closed_by_target());
+    check_io(lively);
+    served.halt();
+    EXPECT_EQ(served.target().statistics().keep_alive_expirations, 1U);
+    EXPECT_EQ(served.target().association_count(), 1U);
+}
+
 TEST(tcp_target, the_admin_connection_ending_ends_the_association)
 {
     served_target served;
