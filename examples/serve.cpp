@@ -7,8 +7,8 @@
 //
 // Each --tcp ADDR:PORT (repeatable; an IPv6 address in brackets) listens for NVMe/TCP hosts
 // (nvme connect -t tcp -a ADDR -s PORT -n NQN): every admin Connect creates a controller of the
-// subsystem, with a CNTLID the subsystem assigns. At least one of --vfio-user and --tcp is needed;
-// all are served by the one thread.
+// subsystem, with a CNTLID the subsystem assigns; --host NQN (repeatable) admits only those hosts.
+// At least one of --vfio-user and --tcp is needed; all are served by the one thread.
 //
 // Each --ram SIZE or --file PATH adds a namespace (NSID 1, 2, ... in order); with none, one 1 GiB
 // RAM namespace is served. Identify Controller NN is the number of namespaces. --capacity SIZE
@@ -110,6 +110,7 @@ struct tcp_listener {
 struct options {
     std::string socket;
     std::vector<tcp_listener> tcp;
+    std::vector<std::string> hosts; ///< --host: the host NQNs NVMe/TCP accepts (none: any)
     std::vector<namespace_spec> namespaces;
     std::optional<std::string> nqn;             ///< empty: derived (derive_instance_identity)
     std::optional<std::string> serial;          ///< empty: derived
@@ -134,8 +135,8 @@ struct options {
 
 constexpr nvmekit_programs::program serve_program{
     "nvmekit-serve",
-    "nvmekit-serve [--vfio-user SOCKET] [--tcp ADDR:PORT]... [--ram SIZE]... [--file PATH]...\n"
-    "                     [--4k] [--direct]\n"
+    "nvmekit-serve [--vfio-user SOCKET] [--tcp ADDR:PORT]... [--host NQN]... [--ram SIZE]...\n"
+    "                     [--file PATH]... [--4k] [--direct]\n"
     "                     [--io psync|uring]\n"
     "                     [--capacity SIZE] [--max-namespaces 1-1024]\n"
     "                     [--queues 1-64] [--queue-depth 2-4096] [--mdts 1-5] [--groups 1-64]\n"
@@ -152,7 +153,8 @@ constexpr nvmekit_programs::program serve_program{
     "  --trace prints the controller's trace events: host mistakes (err_*) at debug level, each\n"
     "  step of every command at trace level; it sets --log trace unless --log is given.\n"
     "  --tcp serves NVMe/TCP hosts on ADDR:PORT (IPv6 as [ADDR]:PORT), as well as or instead of\n"
-    "  --vfio-user; give it once per listener.\n"};
+    "  --vfio-user; give it once per listener. --host NQN (repeatable) lets only those hosts\n"
+    "  connect over NVMe/TCP; without it any host may.\n"};
 
 [[noreturn]] void usage(const std::string& problem) { nvmekit_programs::bad_usage(serve_program, problem); }
 
@@ -253,6 +255,8 @@ options parse(int argc, char** argv)
             o.socket = value();
         } else if (arg == "--tcp") {
             o.tcp.push_back(parse_listener(value()));
+        } else if (arg == "--host") {
+            o.hosts.push_back(value());
         } else if (arg == "--ram") {
             o.namespaces.push_back({false, parse_size(value()), {}});
         } else if (arg == "--file") {
@@ -347,6 +351,7 @@ listen_tcp(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
         target_options.address = listener.address;
         target_options.port = listener.port;
         target_options.controller = {.io_queues = o.queues, .queue_entries = o.queue_depth, .mdts = o.mdts};
+        target_options.allowed_hosts = o.hosts;
         targets.push_back(std::make_unique<tcp_target>(subsystem, target_options));
         spdlog::info("serving {} over NVMe/TCP on {}:{}", nqn, listener.address, targets.back()->port());
     }

@@ -33,8 +33,8 @@
 /// its buffers.
 ///
 /// Keep alive: an association whose host sends no Keep Alive command within the admin Connect's
-/// KATO (and half a KATO of grace) is ended. Not yet: discovery, host access lists, poll groups
-/// across threads.
+/// KATO (and half a KATO of grace) is ended. Hosts: any, or those target_options::allowed_hosts
+/// names. Not yet: discovery, poll groups across threads.
 
 #include <algorithm>
 #include <array>
@@ -99,6 +99,9 @@ struct target_options {
     /// How long a connection may take from its acceptance to a successful Connect before it is
     /// closed (a peer that opens connections and sends nothing holds no resources for long).
     std::chrono::milliseconds connect_timeout{10000};
+    /// Host NQNs allowed to connect; empty: any host. Another host's Connect completes with
+    /// Connect Invalid Host.
+    std::vector<std::string> allowed_hosts{};
 };
 
 /// What a target has done, for tests and logs.
@@ -712,6 +715,12 @@ private:
         std::memcpy(&data, c.fabrics_data.data(), sizeof(data));
         if (data.subsystem_nqn() != subsystem_.identity().nqn) {
             return detail::invalid_connect_parameter(cid, true, offsetof(spec::connect_data, subnqn));
+        }
+        if (!options_.allowed_hosts.empty() &&
+            std::find(options_.allowed_hosts.begin(), options_.allowed_hosts.end(), data.host_nqn()) ==
+                options_.allowed_hosts.end()) {
+            return detail::local_completion(
+                cid, spec::status{spec::fabrics_status::connect_invalid_host}.with_dnr());
         }
         const std::uint32_t entries = command.queue_entries();
         if (command.sqsize == 0) {

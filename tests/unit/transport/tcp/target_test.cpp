@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -207,6 +208,21 @@ TEST(tcp_target, a_connection_that_does_not_connect_in_time_is_closed)
     auto host = served.host();
     bring_up(host); // a connection that connects in time stays
     std::this_thread::sleep_for(std::chrono::milliseconds{300});
+    check_io(host);
+}
+
+TEST(tcp_target, only_the_allowed_hosts_connect)
+{
+    const std::string allowed = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000aa";
+    served_target served{[&](tcp::target_options& options) { options.allowed_hosts = {allowed}; }};
+    tcp_queue refused{"127.0.0.1", served.port(), {}};
+    refused.initialize();
+    EXPECT_EQ(refused.connect(0, 32, spec::dynamic_controller_id).status(),
+              spec::status{spec::fabrics_status::connect_invalid_host}.with_dnr());
+    tcp_host_options options;
+    options.host_nqn = allowed;
+    auto host = served.host(options);
+    bring_up(host);
     check_io(host);
 }
 
