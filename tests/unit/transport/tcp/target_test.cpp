@@ -18,6 +18,7 @@
 #include <nvmekit/testing/tcp_host.hpp>
 
 #include "print_helpers.hpp"
+#include "splitmix64.hpp"
 
 // The NVMe/TCP target over real loopback sockets, driven by the library's NVMe/TCP initiator. The
 // target's poll loop runs on a thread of its own, as a server's would.
@@ -145,20 +146,24 @@ tcp::fatal_error termination_of(tcp_queue& queue)
 /// Write and read back through I/O queue 1: in-capsule, by R2T, and a read of many blocks.
 void check_io(tcp_host& host)
 {
+    auto& queue = host.io(1);
+    const std::size_t r2ts = queue.r2ts_received();
+    const std::size_t h2c = queue.h2c_data_sent();
+    const std::size_t c2h = queue.c2h_data_received();
     const auto small = pattern(4096, 1);
     ASSERT_TRUE(host.write(1, 8, small).ok());
     std::vector<std::byte> back;
     ASSERT_TRUE(host.read(1, 8, 8, back).ok());
     EXPECT_EQ(back, small);
-    EXPECT_EQ(host.io(1).r2ts_received(), 0U);
+    EXPECT_EQ(queue.r2ts_received(), r2ts);
 
     const auto large = pattern(128 * 1024, 2);
     ASSERT_TRUE(host.write(1, 64, large).ok());
-    EXPECT_EQ(host.io(1).r2ts_received(), 1U);
-    EXPECT_EQ(host.io(1).h2c_data_sent(), large.size() / test_maxh2cdata);
+    EXPECT_EQ(queue.r2ts_received(), r2ts + 1);
+    EXPECT_EQ(queue.h2c_data_sent(), h2c + large.size() / test_maxh2cdata);
     ASSERT_TRUE(host.read(1, 64, 256, back).ok());
     EXPECT_EQ(back, large);
-    EXPECT_EQ(host.io(1).c2h_data_received(), 2U);
+    EXPECT_EQ(queue.c2h_data_received(), c2h + 2);
 }
 
 // ---- connection and properties ------------------------------------------------------------------
@@ -563,11 +568,11 @@ TEST(tcp_target, h2c_term_req_ends_the_connection)
 TEST(tcp_target, an_association_whose_host_sends_no_keep_alive_within_kato_ends)
 {
     served_target served;
-    auto quiet = served.host({.keep_alive_timeout_ms = 200});
-    auto lively = served.host({.keep_alive_timeout_ms = 200});
+    auto quiet = served.host({.keep_alive_timeout_ms = 500});
+    auto lively = served.host({.keep_alive_timeout_ms = 500});
     bring_up(quiet);
     bring_up(lively);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds{600};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds{1300};
     while (std::chrono::steady_clock::now() < deadline) {
         ASSERT_TRUE(lively.admin().execute(tcp_host::command(spec::admin_opcode::keep_alive), {}, {}).ok());
         std::this_thread::sleep_for(std::chrono::milliseconds{40});
@@ -577,6 +582,42 @@ TEST(tcp_target, an_association_whose_host_sends_no_keep_alive_within_kato_ends)
     check_io(lively);
     served.halt();
     EXPECT_EQ(served.target().statistics().keep_alive_expirations, 1U);
+    EXPECT_EQ(served.target().association_count(), 1U);
+}
+
+TEST(tcp_target, hostile_byte_streams_end_only_their_own_connections)
+{
+    served_target served;
+    auto bystander = served.host({.data_digest = true});
+    bring_up(bystander);
+    nvmekit_test::splitmix64 random{0x7c9};
+    for (int round = 0; round < 80; ++round) {
+        tcp_queue hostile{"127.0.0.1", served.port(), {.header_digest = random.one_in(2)}};
+        hostile.initialize();
+        if (random.one_in(2)) {
+            static_cast<void>(hostile.connect(0, 8, spec::dynamic_controller_id));
+        }
+        // A valid Write capsule with some of its bytes changed, then bytes at random.
+        auto bytes = write_capsule(hostile, 1, 0, pattern(512 * random.between(1, 4), 9));
+        for (std::uint64_t flips = random.between(1, 6); flips > 0; --flips) {
+            bytes[random.below(bytes.size())] = static_cast<std::byte>(random.next());
+        }
+        for (std::uint64_t extra = random.below(300); extra > 0; --extra) {
+            bytes.push_back(static_cast<std::byte>(random.next()));
+        }
+        hostile.send_bytes(bytes);
+        if (round % 10 == 0) {
+            check_io(bystander);
+        }
+    }
+    check_io(bystander);
+    // Once the hostile connections are gone, only the bystander's two remain.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
+    served.halt();
+    for (; served.target().connection_count() > 2 && std::chrono::steady_clock::now() < deadline;) {
+        served.target().poll(std::chrono::milliseconds{1});
+    }
+    EXPECT_EQ(served.target().connection_count(), 2U);
     EXPECT_EQ(served.target().association_count(), 1U);
 }
 
