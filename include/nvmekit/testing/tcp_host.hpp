@@ -9,11 +9,14 @@
 ///     const std::uint16_t cntlid = host.connect_admin();
 ///     host.enable();
 ///     host.connect_io(1);
-///     host.write(1, 0, data);               // in-capsule, or R2T/H2CData when larger
-///     const auto back = host.read(1, 0, 8); // C2HData
+///     host.write(1, 0, data);       // in-capsule, or R2T/H2CData when larger
+///     std::vector<std::byte> back;
+///     host.read(1, 0, 8, back);     // C2HData
 ///
-/// tcp_queue is one connection; tests reach it (send_bytes, receive_pdu) to send what a host
-/// must not. Failures throw host_error; every wait is bounded by options.timeout.
+/// tcp_queue is one connection; tests reach it (send_capsule, send_bytes, receive_pdu) to send
+/// what a host must not. Failures throw host_error (a C2HTermReq: tcp_terminated, with its FES
+/// and FEI); every wait is bounded by options.timeout. Keep Alive is the caller's to send
+/// (options.keep_alive_timeout_ms is the KATO asked for).
 
 #include <array>
 #include <chrono>
