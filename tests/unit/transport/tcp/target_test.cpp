@@ -143,6 +143,17 @@ tcp::fatal_error termination_of(tcp_queue& queue)
     return {spec::fatal_error_status::pdu_sequence_error, 0xffffffffU};
 }
 
+/// IPO of a Connect that completed with Connect Invalid Parameters (FFFFh for another status).
+std::uint32_t invalid_parameter(const nvmekit::testing::completion& result)
+{
+    if (result.status() != spec::status{spec::fabrics_status::connect_invalid_parameters}.with_dnr()) {
+        ADD_FAILURE() << "not Connect Invalid Parameters";
+        return 0xffff;
+    }
+    return spec::connect_invalid_parameter_dword0{result.cqe.dw0}.get(
+        spec::connect_invalid_parameter_dword0::ipo);
+}
+
 /// Write and read back through I/O queue 1: in-capsule, by R2T, and a read of many blocks.
 void check_io(tcp_host& host)
 {
@@ -244,29 +255,21 @@ TEST(tcp_target, commands_before_connect_and_connects_to_unknown_controllers_are
     host.enable();
     tcp_queue io{"127.0.0.1", served.port(), {}};
     io.initialize();
-    const auto refused = io.connect(1, 32, static_cast<std::uint16_t>(cntlid + 100));
-    EXPECT_EQ(refused.status(), spec::status{spec::fabrics_status::connect_invalid_parameters}.with_dnr());
-    EXPECT_EQ(spec::connect_invalid_parameter_dword0{refused.cqe.dw0}.get(
-                  spec::connect_invalid_parameter_dword0::ipo),
+    EXPECT_EQ(invalid_parameter(io.connect(1, 32, static_cast<std::uint16_t>(cntlid + 100))),
               offsetof(spec::connect_data, cntlid));
 
     tcp_host_options other_host;
     other_host.host_nqn = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000002";
     tcp_queue stranger{"127.0.0.1", served.port(), other_host};
     stranger.initialize();
-    const auto not_its_host = stranger.connect(1, 32, cntlid);
-    EXPECT_EQ(not_its_host.status(),
-              spec::status{spec::fabrics_status::connect_invalid_parameters}.with_dnr());
-    EXPECT_EQ(spec::connect_invalid_parameter_dword0{not_its_host.cqe.dw0}.get(
-                  spec::connect_invalid_parameter_dword0::ipo),
-              offsetof(spec::connect_data, hostnqn));
+    EXPECT_EQ(invalid_parameter(stranger.connect(1, 32, cntlid)), offsetof(spec::connect_data, hostnqn));
 
     tcp_host_options wrong_subsystem;
     wrong_subsystem.subsystem_nqn = "nqn.2026-11.io.example:nothing";
     tcp_queue other{"127.0.0.1", served.port(), wrong_subsystem};
     other.initialize();
-    EXPECT_EQ(other.connect(0, 32, spec::dynamic_controller_id).status(),
-              spec::status{spec::fabrics_status::connect_invalid_parameters}.with_dnr());
+    EXPECT_EQ(invalid_parameter(other.connect(0, 32, spec::dynamic_controller_id)),
+              offsetof(spec::connect_data, subnqn));
 }
 
 // ---- I/O --------------------------------------------------------------------------------------
