@@ -1,8 +1,14 @@
 // nvmekit-serve: an emulated NVMe PCI function served over vfio-user, for QEMU (10.1 and later)
-// and other vfio-user clients.
+// and other vfio-user clients, and the same subsystem over NVMe/TCP.
 //
 //     nvmekit-serve --vfio-user /tmp/nvme.sock --ram 1G
 //     nvmekit-serve --vfio-user /tmp/nvme.sock --ram 1G --file /var/tmp/disk.img --log debug
+//     nvmekit-serve --tcp 127.0.0.1:4420 --tcp [::1]:4420 --ram 1G
+//
+// Each --tcp ADDR:PORT (repeatable; an IPv6 address in brackets) listens for NVMe/TCP hosts
+// (nvme connect -t tcp -a ADDR -s PORT -n NQN): every admin Connect creates a controller of the
+// subsystem, with a CNTLID the subsystem assigns; --host NQN (repeatable) admits only those hosts.
+// At least one of --vfio-user and --tcp is needed; all are served by the one thread.
 //
 // Each --ram SIZE or --file PATH adds a namespace (NSID 1, 2, ... in order); with none, one 1 GiB
 // RAM namespace is served. Identify Controller NN is the number of namespaces. --capacity SIZE
@@ -18,11 +24,12 @@
 // synced). Nothing a client sends ends the program.
 //
 // Identity: unless --nqn, --serial or --cntlid give them, the subsystem NQN, the serial number and
-// the controller ID are derived from the socket path (made absolute) and /etc/machine-id, so two
-// servers on one machine differ (a host given both keeps them and their namespaces apart) and a
-// server restarted on the same socket is the same device again; the namespaces' NGUID and EUI-64
-// follow the NQN. The PCI IDs default to vendor F0E5h, which no vendor holds
-// (pci::unassigned_vendor_id), device 0A0Ah; --vendor-id, --device-id, --subsystem-vendor-id and
+// the vfio-user controller's ID are derived from the socket path (made absolute; without
+// --vfio-user, the first --tcp listener) and /etc/machine-id, so two servers on one machine differ
+// (a host given both keeps them and their namespaces apart) and a server restarted on the same
+// socket is the same device again; the namespaces' NGUID and EUI-64 follow the NQN. The PCI IDs default to
+// vendor F0E5h, which no vendor holds (pci::unassigned_vendor_id), device 0A0Ah; --vendor-id, --device-id,
+// --subsystem-vendor-id and
 // --subsystem-id set them (hexadecimal).
 //
 // --trace prints the controller's trace events (nvmekit/tracer.hpp) through spdlog: every host
@@ -53,6 +60,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -74,6 +82,7 @@
 #include <nvmekit/spdlog_tracer.hpp>
 #include <nvmekit/transport/eventfd_interrupts.hpp>
 #include <nvmekit/transport/mapped_memory.hpp>
+#include <nvmekit/transport/tcp/target.hpp>
 #include <nvmekit/transport/vfio_user/server.hpp>
 #ifdef NVMEKIT_SERVE_HAVE_RPC
 #include <nvmekit/rpc/bdev_methods.hpp>
@@ -94,6 +103,11 @@ struct serve_traits : nvmekit::default_traits {
     static constexpr nvmekit::limits limits{
         .io_queues = 64, .queue_entries = 4096, .mdts = 5, .msix_vectors = 65, .aerl = 3};
 };
+/// The controllers NVMe/TCP hosts create, with the limits of serve_traits.
+struct tcp_serve_traits : nvmekit::transport::tcp::target_traits {
+    static constexpr nvmekit::limits limits = serve_traits::limits;
+};
+using tcp_target = nvmekit::transport::tcp::target<tcp_serve_traits>;
 /// serve_traits with every trace event printed (--trace).
 struct traced_serve_traits : serve_traits {
     using tracer = nvmekit::spdlog_tracer;
@@ -109,8 +123,16 @@ struct namespace_spec {
     std::string path;
 };
 
+/// One --tcp listener.
+struct tcp_listener {
+    std::string address;
+    std::uint16_t port = 0;
+};
+
 struct options {
     std::string socket;
+    std::vector<tcp_listener> tcp;
+    std::vector<std::string> hosts; ///< --host: the host NQNs NVMe/TCP accepts (none: any)
     std::vector<namespace_spec> namespaces;
     std::optional<std::string> nqn;             ///< empty: derived (derive_instance_identity)
     std::optional<std::string> serial;          ///< empty: derived
@@ -137,7 +159,8 @@ struct options {
 
 constexpr nvmekit_programs::program serve_program{
     "nvmekit-serve",
-    "nvmekit-serve [--vfio-user SOCKET] [--ram SIZE]... [--file PATH]... [--4k] [--direct]\n"
+    "nvmekit-serve [--vfio-user SOCKET] [--tcp ADDR:PORT]... [--host NQN]... [--ram SIZE]...\n"
+    "                     [--file PATH]... [--4k] [--direct]\n"
     "                     [--io psync|uring]\n"
     "                     [--capacity SIZE] [--max-namespaces 1-1024]\n"
     "                     [--queues 1-64] [--queue-depth 2-4096] [--mdts 1-5] [--groups 1-64]\n"
@@ -155,8 +178,11 @@ constexpr nvmekit_programs::program serve_program{
     "  --trace prints the controller's trace events: host mistakes (err_*) at debug level, each\n"
     "  step of every command at trace level; it sets --log trace unless --log is given.\n"
     "  -r serves SPDK's JSON-RPC methods on a Unix socket (scripts/rpc.py -s PATH); -c loads a\n"
-    "  configuration in SPDK's JSON format at start. Without --vfio-user only the management\n"
-    "  socket is served (default /var/tmp/nvmekit.sock).\n"};
+    "  configuration in SPDK's JSON format at start. Without --vfio-user or --tcp only the\n"
+    "  management socket is served (default /var/tmp/nvmekit.sock).\n"
+    "  --tcp serves NVMe/TCP hosts on ADDR:PORT (IPv6 as [ADDR]:PORT), as well as or instead of\n"
+    "  --vfio-user; give it once per listener. --host NQN (repeatable) lets only those hosts\n"
+    "  connect over NVMe/TCP; without it any host may.\n"};
 
 [[noreturn]] void usage(const std::string& problem) { nvmekit_programs::bad_usage(serve_program, problem); }
 
@@ -227,6 +253,21 @@ std::uint64_t parse_size(std::string_view text)
     return value << shift;
 }
 
+/// ADDR:PORT, or [ADDR]:PORT for IPv6.
+tcp_listener parse_listener(const std::string& text)
+{
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+        usage("--tcp is ADDR:PORT: " + text);
+    }
+    std::string address = text.substr(0, colon);
+    if (address.size() >= 2 && address.front() == '[' && address.back() == ']') {
+        address = address.substr(1, address.size() - 2);
+    }
+    return {address, static_cast<std::uint16_t>(
+                         parse_decimal("--tcp port", std::string_view{text}.substr(colon + 1), 1, 65535))};
+}
+
 options parse(int argc, char** argv)
 {
     options o;
@@ -240,6 +281,10 @@ options parse(int argc, char** argv)
         };
         if (arg == "--vfio-user") {
             o.socket = value();
+        } else if (arg == "--tcp") {
+            o.tcp.push_back(parse_listener(value()));
+        } else if (arg == "--host") {
+            o.hosts.push_back(value());
         } else if (arg == "--ram") {
             o.namespaces.push_back({false, parse_size(value()), {}});
         } else if (arg == "--file") {
@@ -304,12 +349,12 @@ options parse(int argc, char** argv)
         usage("-r and -c: this nvmekit-serve was built without nlohmann-json");
     }
 #endif
-    if (o.socket.empty() && !o.rpc_socket && !o.json_config) {
-        usage("--vfio-user SOCKET (or -r/--rpc-socket PATH, -c/--json FILE) is required");
+    if (o.socket.empty() && o.tcp.empty() && !o.rpc_socket && !o.json_config) {
+        usage("--vfio-user SOCKET or --tcp ADDR:PORT (or -r/--rpc-socket PATH, -c/--json FILE) is required");
     }
-    if (o.socket.empty()) {
+    if (o.socket.empty() && o.tcp.empty()) {
         if (!o.namespaces.empty()) {
-            usage("--ram and --file need --vfio-user SOCKET");
+            usage("--ram and --file need --vfio-user SOCKET or --tcp ADDR:PORT");
         }
         if (!o.rpc_socket) {
             o.rpc_socket = "/var/tmp/nvmekit.sock";
@@ -362,8 +407,50 @@ nvmekit::pci::nvme_function_config pci_function(const options& o)
             .subsystem_id = o.subsystem_id};
 }
 
-/// Serves `subsystem` until SIGINT or SIGTERM with a controller of `Traits`, running `also` (the
+/// The NVMe/TCP listeners of --tcp, serving `subsystem`.
+std::vector<std::unique_ptr<tcp_target>>
+listen_tcp(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem, const std::string& nqn)
+{
+    std::vector<std::unique_ptr<tcp_target>> targets;
+    for (const auto& listener : o.tcp) {
+        nvmekit::transport::tcp::target_options target_options;
+        target_options.address = listener.address;
+        target_options.port = listener.port;
+        target_options.controller = {.io_queues = o.queues, .queue_entries = o.queue_depth, .mdts = o.mdts};
+        target_options.allowed_hosts = o.hosts;
+        targets.push_back(std::make_unique<tcp_target>(subsystem, target_options));
+        spdlog::info("serving {} over NVMe/TCP on {}:{}", nqn, listener.address, targets.back()->port());
+    }
+    return targets;
+}
+
+/// One round of the NVMe/TCP listeners; the first waits up to `timeout` for work.
+void poll_tcp(std::vector<std::unique_ptr<tcp_target>>& targets, std::chrono::milliseconds timeout)
+{
+    for (auto& target : targets) {
+        target->poll(timeout);
+        timeout = std::chrono::milliseconds{0};
+    }
+}
+
+/// Serves `subsystem` over NVMe/TCP alone until SIGINT or SIGTERM, running `also` (the
 /// functions added through management) in the same loop.
+void serve_tcp(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem, const std::string& nqn,
+               const std::function<void()>& also)
+{
+    auto targets = listen_tcp(o, subsystem, nqn);
+    while (!stop_requested.load()) {
+        poll_tcp(targets, std::chrono::milliseconds{also ? 1 : 100});
+        if (also) {
+            also();
+        }
+    }
+    spdlog::info("shutting down");
+}
+
+/// Serves `subsystem` until SIGINT or SIGTERM with a vfio-user controller of `Traits`, and over
+/// NVMe/TCP when --tcp asks, running `also` (the functions added through management) in the same
+/// loop.
 template <typename Traits>
 void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem, const std::string& nqn,
            const std::string& serial, std::uint16_t controller_id, const std::function<void()>& also)
@@ -394,14 +481,19 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
                  "-machine q35,memory-backend=mem -device '{{\"driver\":\"vfio-user-pci\",\"socket\":"
                  "{{\"path\":\"{}\",\"type\":\"unix\"}}}}'",
                  o.socket);
+    auto targets = listen_tcp(o, subsystem, nqn);
     while (!stop_requested.load()) {
         // Requests in an asynchronous backend (--io uring) complete only when the controller
-        // polls it: no sleeping while any is outstanding.
-        const int timeout = ctrl.io_outstanding() != 0 ? 0 : server.connected() ? 1 : 100;
+        // polls it: no sleeping while any is outstanding. With NVMe/TCP listeners too, no wait
+        // is longer than a millisecond.
+        const int timeout = ctrl.io_outstanding() != 0                 ? 0
+                            : (server.connected() || !targets.empty()) ? 1
+                                                                       : 100;
         server.run_once(std::chrono::milliseconds{timeout});
         if (also) {
             also();
         }
+        poll_tcp(targets, std::chrono::milliseconds{0});
     }
     spdlog::info("shutting down: {} client(s), {} messages, {} error replies", server.statistics().clients,
                  server.statistics().messages, server.statistics().error_replies);
@@ -490,7 +582,7 @@ int main(int argc, char** argv)
         spdlog::error("{}", e.what());
         return 1;
     }
-    if (o.socket.empty()) {
+    if (o.socket.empty() && o.tcp.empty()) {
         while (!stop_requested.load()) {
             managed->run_once(std::chrono::milliseconds{100});
         }
@@ -509,12 +601,18 @@ int main(int argc, char** argv)
     // The socket path names the instance: absolute, with the symbolic links of its existing
     // directories resolved, so that the same socket named differently is the same instance.
     std::error_code path_error;
-    auto instance = std::filesystem::weakly_canonical(std::filesystem::absolute(o.socket), path_error);
-    if (path_error) {
-        instance = std::filesystem::absolute(o.socket).lexically_normal();
+    std::string instance;
+    if (o.socket.empty()) {
+        instance = "tcp:" + o.tcp.front().address + ":" + std::to_string(o.tcp.front().port);
+    } else {
+        auto path = std::filesystem::weakly_canonical(std::filesystem::absolute(o.socket), path_error);
+        if (path_error) {
+            path = std::filesystem::absolute(o.socket).lexically_normal();
+        }
+        instance = path.string();
     }
     const nvmekit::instance_identity derived = nvmekit::derive_instance_identity(
-        instance.string(), machine_id(), "nqn.2026-11.io.nvmekit:serve-", "NVMEKIT-");
+        instance, machine_id(), "nqn.2026-11.io.nvmekit:serve-", "NVMEKIT-");
     const std::string nqn = o.nqn.value_or(derived.nqn);
     const std::string serial = o.serial.value_or(derived.serial_number);
     const std::uint16_t controller_id = o.controller_id.value_or(derived.controller_id);
@@ -543,7 +641,9 @@ int main(int argc, char** argv)
                 spdlog::info("namespace {}: sparse RAM, {} MiB", added.nsid(), ns.bytes >> 20);
             }
         }
-        if (o.trace) {
+        if (o.socket.empty()) {
+            serve_tcp(o, subsystem, nqn, also);
+        } else if (o.trace) {
             serve<traced_serve_traits>(o, subsystem, nqn, serial, controller_id, also);
         } else {
             serve<serve_traits>(o, subsystem, nqn, serial, controller_id, also);

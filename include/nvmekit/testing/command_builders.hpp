@@ -1,7 +1,8 @@
 #pragma once
 /// Builders of the submission queue entries the testing hosts send (in_process_host over BAR0 and
-/// host memory, loopback_host over message-based queues): the command identifier and the data
-/// pointer are left to the host that submits them.
+/// host memory, loopback_host over message-based queues, tcp_host over NVMe/TCP): the command
+/// identifier and the data pointer are left to the host that submits them. Also the CC value
+/// hosts enable a controller with.
 
 #include <cstdint>
 
@@ -12,6 +13,7 @@
 #include <nvmekit/spec/log_pages.hpp>
 #include <nvmekit/spec/opcodes.hpp>
 #include <nvmekit/spec/queue_entries.hpp>
+#include <nvmekit/spec/registers.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace testing {
@@ -100,6 +102,14 @@ struct command_builders {
         auto sqe = command(opcode);
         sqe.cdw10 = qid;
         return sqe;
+    }
+    /// CC.EN = 1 with 64-byte SQEs and 16-byte CQEs (IOSQES 6, IOCQES 4), the rest 0.
+    [[nodiscard]] static constexpr spec::cc_register enabled_cc() noexcept
+    {
+        return spec::cc_register{}
+            .with(spec::cc_register::iosqes, 6)
+            .with(spec::cc_register::iocqes, 4)
+            .with(spec::cc_register::en, true);
     }
 };
 

@@ -117,11 +117,7 @@ public:
     /// CC.EN = 1 with 64-byte SQEs and 16-byte CQEs, then waits for CSTS.RDY = 1.
     void enable()
     {
-        const auto cc = spec::cc_register{}
-                            .with(spec::cc_register::iosqes, 6)
-                            .with(spec::cc_register::iocqes, 4)
-                            .with(spec::cc_register::en, true);
-        set_property(spec::register_offset::cc, cc.raw);
+        set_property(spec::register_offset::cc, enabled_cc().raw);
         wait_until([&] { return csts().get(spec::csts_register::rdy); }, "CSTS.RDY = 1");
     }
 

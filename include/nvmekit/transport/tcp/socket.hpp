@@ -1,0 +1,143 @@
+#pragma once
+/// The TCP sockets of the NVMe/TCP target and initiator: a descriptor closed on destruction, an
+/// IPv4 or IPv6 address in text made a socket address, a non-blocking listener and a blocking
+/// connection. Failures of the system calls throw std::system_error; an address that is neither
+/// IPv4 nor IPv6 throws std::invalid_argument.
+
+#include <cerrno>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nvmekit/config.hpp>
+
+NVMEKIT_BEGIN_NAMESPACE
+namespace transport::tcp {
+
+/// A file descriptor closed on destruction.
+class socket_handle {
+public:
+    socket_handle() noexcept = default;
+    explicit socket_handle(int fd) noexcept : fd_{fd} {}
+    socket_handle(socket_handle&& other) noexcept : fd_{std::exchange(other.fd_, -1)} {}
+    socket_handle& operator=(socket_handle&& other) noexcept
+    {
+        if (this != &other) {
+            reset();
+            fd_ = std::exchange(other.fd_, -1);
+        }
+        return *this;
+    }
+    socket_handle(const socket_handle&) = delete;
+    socket_handle& operator=(const socket_handle&) = delete;
+    ~socket_handle() { reset(); }
+
+    [[nodiscard]] int get() const noexcept { return fd_; }
+    void reset() noexcept
+    {
+        if (fd_ >= 0) {
+            ::close(fd_);
+            fd_ = -1;
+        }
+    }
+
+private:
+    int fd_ = -1;
+};
+
+[[noreturn]] inline void throw_errno(const char* what)
+{
+    throw std::system_error{errno, std::generic_category(), what};
+}
+
+/// A socket address from an IPv4 or IPv6 address in text and a port.
+struct socket_address {
+    sockaddr_storage storage{};
+    socklen_t length = 0;
+    int family = AF_INET;
+
+    [[nodiscard]] const sockaddr* get() const noexcept { return reinterpret_cast<const sockaddr*>(&storage); }
+
+    static socket_address parse(const std::string& address, std::uint16_t port)
+    {
+        socket_address parsed;
+        if (auto* v4 = reinterpret_cast<sockaddr_in*>(&parsed.storage);
+            ::inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
+            v4->sin_family = AF_INET;
+            v4->sin_port = htons(port);
+            parsed.length = sizeof(sockaddr_in);
+        } else if (auto* v6 = reinterpret_cast<sockaddr_in6*>(&parsed.storage);
+                   ::inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
+            v6->sin6_family = AF_INET6;
+            v6->sin6_port = htons(port);
+            parsed.length = sizeof(sockaddr_in6);
+            parsed.family = AF_INET6;
+        } else {
+            throw std::invalid_argument{"not an IPv4 or IPv6 address: " + address};
+        }
+        return parsed;
+    }
+};
+
+/// A non-blocking listening socket on `address`:`port` (0: any free port; see local_port).
+inline socket_handle listen_on(const std::string& address, std::uint16_t port)
+{
+    const auto where = socket_address::parse(address, port);
+    socket_handle fd{::socket(where.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+    if (fd.get() < 0) {
+        throw_errno("tcp: socket");
+    }
+    const int on = 1;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+    if (::bind(fd.get(), where.get(), where.length) != 0) {
+        throw_errno("tcp: bind");
+    }
+    if (::listen(fd.get(), 128) != 0) {
+        throw_errno("tcp: listen");
+    }
+    return fd;
+}
+
+/// A blocking connection to `address`:`port` with TCP_NODELAY; `before_connect` runs on the new
+/// socket first (to set socket options that must precede the connection).
+template <typename Configure>
+socket_handle connect_to(const std::string& address, std::uint16_t port, Configure&& before_connect)
+{
+    const auto where = socket_address::parse(address, port);
+    socket_handle fd{::socket(where.family, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    if (fd.get() < 0) {
+        throw_errno("tcp: socket");
+    }
+    const int on = 1;
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+    before_connect(fd.get());
+    if (::connect(fd.get(), where.get(), where.length) != 0) {
+        throw_errno("tcp: connect");
+    }
+    return fd;
+}
+
+/// The port a socket is bound to.
+inline std::uint16_t local_port(int fd)
+{
+    sockaddr_storage storage{};
+    socklen_t length = sizeof(storage);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) {
+        throw_errno("tcp: getsockname");
+    }
+    if (storage.ss_family == AF_INET6) {
+        return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_port);
+    }
+    return ntohs(reinterpret_cast<const sockaddr_in*>(&storage)->sin_port);
+}
+
+} // namespace transport::tcp
+NVMEKIT_END_NAMESPACE

@@ -1,0 +1,1048 @@
+#pragma once
+/// An NVMe/TCP target (NVMe/TCP Transport Specification 1.0): a listening socket, its queue-pair
+/// connections and the controllers (associations) they create, served by one single-threaded
+/// poll loop over non-blocking POSIX sockets; no thread per connection.
+///
+///     nvmekit::transport::tcp::target<>::subsystem_type subsystem;   // namespaces: the embedder's
+///     subsystem.add_namespace(nvmekit::ram_backend{1ULL << 30});
+///     nvmekit::transport::tcp::target<> target{subsystem, {.address = "127.0.0.1", .port = 4420}};
+///     while (running) {
+///         target.poll(std::chrono::milliseconds{10});
+///     }
+///
+/// A connection answers ICReq with ICResp (digests and MAXH2CDATA from target_limits), then takes
+/// command capsules. Fabrics commands are the transport's: Connect on QID 0 creates a controller
+/// of the subsystem (CNTLID FFFFh; the subsystem assigns the CNTLID) and connects its admin queue
+/// (SQSIZE + 1 entries); Connect on an I/O QID names that controller by CNTLID, from the same
+/// host (HOSTNQN, HOSTID), and connects the queue; Property Get/Set become
+/// controller::property_read/property_write; Disconnect disconnects an I/O queue. Every other
+/// command goes to controller::submit with its SGL rewritten to one Data Block over a buffer of
+/// the connection (command_buffers, the association's DMA provider): in-capsule data and H2CData
+/// are received straight into it, a larger write is asked for by one R2T for all of its data
+/// (the host splits it at MAXH2CDATA), and a completed read's data is sent from it as one
+/// C2HData (LAST_PDU, never SUCCESS) before the response capsule. Data is thus copied once each
+/// way between the socket and the buffer the controller reaches.
+///
+/// Errors: a fatal stream error (pdu_stream, an H2CData naming no R2T or outside it) is answered
+/// with C2HTermReq and the connection is closed; an H2CTermReq closes it; a data digest error
+/// fails its command with Transient Transport Error. Other connections carry on. A connection
+/// stops reading while send_backlog_limit bytes wait for its host, and is closed when it has not
+/// connected within connect_timeout. A Controller Reset frees the slots of the commands it ended.
+/// The admin connection's end ends the association: its I/O connections are closed, the
+/// controller is disabled and destroyed once its backend is idle and no connection sends from
+/// its buffers.
+///
+/// Keep alive: an association whose host sends no Keep Alive command within the admin Connect's
+/// KATO (and half a KATO of grace) is ended. Hosts: any, or those target_options::allowed_hosts
+/// names. Not yet: discovery, poll groups across threads.
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <cerrno>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <nvmekit/clock.hpp>
+#include <nvmekit/config.hpp>
+#include <nvmekit/controller.hpp>
+#include <nvmekit/spec/data_pointer.hpp>
+#include <nvmekit/spec/fabrics.hpp>
+#include <nvmekit/spec/opcodes.hpp>
+#include <nvmekit/spec/registers.hpp>
+#include <nvmekit/spec/status.hpp>
+#include <nvmekit/spec/tcp.hpp>
+#include <nvmekit/transport/tcp/command_buffers.hpp>
+#include <nvmekit/transport/tcp/connection_params.hpp>
+#include <nvmekit/transport/tcp/pdu_encode.hpp>
+#include <nvmekit/transport/tcp/pdu_stream.hpp>
+#include <nvmekit/transport/tcp/send_queue.hpp>
+#include <nvmekit/transport/tcp/socket.hpp>
+
+NVMEKIT_BEGIN_NAMESPACE
+namespace transport::tcp {
+
+/// Controller traits of a TCP target: its "host memory" is the target's command buffers.
+struct target_traits : default_traits {
+    using dma = command_buffers;
+    using interrupts = no_interrupts;
+    using clock = steady_clock;
+};
+
+/// How a target listens and what it grants.
+struct target_options {
+    /// IPv4 or IPv6 address to listen on, and the port (0: any free port; see target::port()).
+    std::string address = "127.0.0.1";
+    std::uint16_t port = spec::tcp_default_port;
+    target_limits limits{};
+    /// Largest data one command may describe; a larger SGL completes with Data SGL Length Invalid.
+    std::uint32_t max_data_length = 1U << 20;
+    /// Configuration of each controller Connect creates (CNTLID is the subsystem's to assign).
+    controller_config controller{};
+    /// A connection stops reading while more than this many bytes wait to be sent to its host.
+    std::size_t send_backlog_limit = std::size_t{4} << 20;
+    /// How long a terminated connection may take to send its C2HTermReq before it is closed.
+    std::chrono::milliseconds termination_linger{500};
+    /// How long a connection may take from its acceptance to a successful Connect before it is
+    /// closed (a peer that opens connections and sends nothing holds no resources for long).
+    std::chrono::milliseconds connect_timeout{10000};
+    /// Host NQNs allowed to connect; empty: any host. Another host's Connect completes with
+    /// Connect Invalid Host.
+    std::vector<std::string> allowed_hosts{};
+};
+
+/// What a target has done, for tests and logs.
+struct target_statistics {
+    std::uint64_t connections_accepted = 0;
+    std::uint64_t connections_closed = 0;
+    std::uint64_t associations_created = 0;
+    std::uint64_t commands = 0;
+    std::uint64_t r2ts = 0;
+    std::uint64_t c2h_data_pdus = 0;
+    std::uint64_t terminations_sent = 0;     ///< C2HTermReq
+    std::uint64_t terminations_received = 0; ///< H2CTermReq
+    std::uint64_t data_digest_errors = 0;
+    std::uint64_t keep_alive_expirations = 0; ///< associations ended by their KATO
+};
+
+namespace detail {
+
+/// The completion entry of a command the transport answers itself.
+[[nodiscard]] inline spec::completion_queue_entry
+local_completion(std::uint16_t cid, spec::status status, std::uint32_t dw0 = 0, std::uint32_t dw1 = 0)
+{
+    spec::completion_queue_entry cqe{};
+    cqe.cid = cid;
+    cqe.dw0 = dw0;
+    cqe.dw1 = dw1;
+    cqe.set_status(status, false);
+    return cqe;
+}
+
+/// Connect Invalid Parameters naming the field in error (IATTR, IPO).
+[[nodiscard]] inline spec::completion_queue_entry invalid_connect_parameter(std::uint16_t cid, bool in_data,
+                                                                            std::uint16_t offset)
+{
+    const auto dw0 = spec::connect_invalid_parameter_dword0{}
+                         .with(spec::connect_invalid_parameter_dword0::in_connect_data, in_data)
+                         .with(spec::connect_invalid_parameter_dword0::ipo, offset);
+    return local_completion(cid, spec::status{spec::fabrics_status::connect_invalid_parameters}.with_dnr(),
+                            dw0.raw);
+}
+
+} // namespace detail
+
+template <typename Traits = target_traits>
+class target {
+public:
+    using controller_type = controller<Traits>;
+    using subsystem_type = typename controller_type::subsystem_type;
+    static_assert(std::is_same_v<typename Traits::dma, command_buffers>,
+                  "tcp::target: Traits::dma must be transport::tcp::command_buffers");
+
+    /// Listens on options.address and options.port. `subsystem` outlives the target.
+    explicit target(subsystem_type& subsystem, target_options options = {})
+        : subsystem_{subsystem}, options_{std::move(options)}
+    {
+        if (!options_.limits.valid()) {
+            throw std::invalid_argument{"tcp::target: invalid target limits"};
+        }
+        listener_ = listen_on(options_.address, options_.port);
+        port_ = local_port(listener_.get());
+    }
+
+    target(const target&) = delete;
+    target& operator=(const target&) = delete;
+
+    ~target()
+    {
+        for (auto& connection : connections_) {
+            close_connection(*connection);
+        }
+        connections_.clear();
+        for (auto& association : associations_) {
+            drain(*association);
+        }
+    }
+
+    /// The port the target listens on.
+    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    [[nodiscard]] const target_statistics& statistics() const noexcept { return statistics_; }
+    [[nodiscard]] std::size_t connection_count() const noexcept { return connections_.size(); }
+    [[nodiscard]] std::size_t association_count() const noexcept { return associations_.size(); }
+
+    /// One round of the loop: waits up to `timeout` for socket activity (not at all while a
+    /// controller has work), accepts connections, receives and sends, runs the controllers and
+    /// sends their completions.
+    void poll(std::chrono::milliseconds timeout)
+    {
+        pollfds_.clear();
+        pollfds_.push_back({listener_.get(), POLLIN, 0});
+        const auto now = std::chrono::steady_clock::now();
+        for (const auto& connection : connections_) {
+            short events = 0;
+            if (!connection->terminating && connection->out.pending() < options_.send_backlog_limit) {
+                events |= POLLIN;
+            }
+            if (!connection->out.empty()) {
+                events |= POLLOUT;
+            }
+            pollfds_.push_back({connection->socket.get(), events, 0});
+        }
+        const int wait = busy() ? 0 : static_cast<int>(timeout.count());
+        if (::poll(pollfds_.data(), pollfds_.size(), wait) < 0 && errno != EINTR) {
+            throw_errno("tcp::target: poll");
+        }
+        // Connections accepted below are polled from the next round on.
+        const std::size_t polled = connections_.size();
+        for (std::size_t i = 0; i < polled; ++i) {
+            auto& connection = *connections_[i];
+            const short revents = pollfds_[i + 1].revents;
+            if ((revents & (POLLIN | POLLHUP | POLLERR)) != 0 && !connection.closed) {
+                receive(connection);
+            }
+        }
+        if ((pollfds_[0].revents & POLLIN) != 0) {
+            accept_connections();
+        }
+        run_controllers();
+        expire_keep_alive(now);
+        for (auto& connection : connections_) {
+            if (!connection->closed) {
+                flush(*connection);
+            }
+            if (connection->terminating && !connection->closed &&
+                (connection->out.empty() || now >= connection->linger_until)) {
+                close_connection(*connection);
+            }
+            if (!connection->ever_connected && !connection->closed && now >= connection->connect_deadline) {
+                close_connection(*connection);
+            }
+        }
+        std::erase_if(connections_, [](const auto& connection) { return connection->closed; });
+        std::erase_if(associations_, [this](const auto& association) { return retire(*association); });
+    }
+
+private:
+    struct association;
+
+    /// One command of a connection, from its capsule to its response.
+    struct command_slot {
+        enum class phase : std::uint8_t { free, receiving, awaiting_h2c, submitted, sending };
+        phase state = phase::free;
+        spec::submission_queue_entry sqe{};
+        command_buffers::buffer_id buffer = 0;
+        std::uint32_t length = 0;
+        spec::data_transfer direction = spec::data_transfer::none;
+        r2t_window r2t{};
+        /// The command completes with this status without reaching the controller.
+        std::optional<spec::status> failed{};
+    };
+
+    /// Where the data of the PDU being received goes.
+    enum class data_sink : std::uint8_t { none, capsule, h2c, fabrics };
+
+    struct connection {
+        socket_handle socket;
+        pdu_stream stream;
+        connection_params params{};
+        association* owner = nullptr;
+        std::uint16_t qid = 0;
+        bool connected = false;
+        bool terminating = false;
+        bool closed = false;
+        std::chrono::steady_clock::time_point linger_until{};
+        std::chrono::steady_clock::time_point connect_deadline{};
+        bool ever_connected = false;
+        std::uint16_t sq_head = 0;
+        std::uint32_t entries = 1;
+        std::vector<command_slot> slots;
+        std::vector<std::byte> in = std::vector<std::byte>(64 * 1024);
+        /// What waits to be sent; a read's data is sent from its command's buffer, tagged with
+        /// the slot's index.
+        send_queue out;
+        data_sink sink = data_sink::none;
+        std::uint32_t sink_slot = 0;
+        spec::submission_queue_entry fabrics_sqe{};
+        std::array<std::byte, sizeof(spec::connect_data)> fabrics_data{};
+        std::uint32_t fabrics_length = 0;
+    };
+
+    struct association {
+        command_buffers buffers;
+        no_interrupts interrupts;
+        std::unique_ptr<controller_type> ctrl;
+        /// HOSTNQN and HOSTID of the admin Connect: an I/O Connect must name the same host.
+        std::string host_nqn;
+        std::array<std::uint8_t, 16> host_id{};
+        connection* admin = nullptr;
+        std::vector<connection*> io;
+        /// Buffers of commands whose queue went away while the controller may still hold them.
+        std::vector<command_buffers::buffer_id> quarantine;
+        bool dying = false;
+        /// Connections that connected a queue of it and are not closed yet.
+        std::size_t connections = 0;
+        /// KATO of the admin Connect (0: no keep alive) and when the timer last restarted (the
+        /// Connect, then each Keep Alive command).
+        std::chrono::milliseconds keep_alive_timeout{0};
+        std::chrono::steady_clock::time_point last_keep_alive{};
+    };
+
+    // ---- the loop ----------------------------------------------------------------------------
+
+    [[nodiscard]] bool busy() const
+    {
+        for (const auto& association : associations_) {
+            if (association->dying || !association->quarantine.empty()) {
+                return true;
+            }
+            if (changing_state(*association->ctrl)) {
+                return true;
+            }
+        }
+        return controllers_active_;
+    }
+
+    /// Whether an enable, a reset or a shutdown is under way: the controller finishes it in poll().
+    [[nodiscard]] static bool changing_state(controller_type& ctrl)
+    {
+        const spec::cc_register cc{
+            static_cast<std::uint32_t>(read_property(ctrl, spec::register_offset::cc))};
+        const spec::csts_register csts{
+            static_cast<std::uint32_t>(read_property(ctrl, spec::register_offset::csts))};
+        const bool shutting_down = cc.get(spec::cc_register::shn) != spec::shutdown_notification::none &&
+                                   csts.get(spec::csts_register::shst) != spec::shutdown_status::complete;
+        return cc.get(spec::cc_register::en) != csts.get(spec::csts_register::rdy) || shutting_down;
+    }
+
+    [[nodiscard]] static std::uint64_t read_property(controller_type& ctrl, spec::register_offset offset)
+    {
+        return ctrl.property_read(static_cast<std::uint64_t>(offset), 4).value_or(0);
+    }
+
+    void accept_connections()
+    {
+        for (;;) {
+            socket_handle fd{::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)};
+            if (fd.get() < 0) {
+                return; // EAGAIN, or an aborted connection: nothing to serve
+            }
+            const int on = 1;
+            ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+            auto added = std::make_unique<connection>();
+            added->socket = std::move(fd);
+            added->slots.resize(1);
+            added->connect_deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
+            connections_.push_back(std::move(added));
+            ++statistics_.connections_accepted;
+        }
+    }
+
+    void receive(connection& c)
+    {
+        // A bounded number of reads per round keeps one busy host from starving the others.
+        for (int round = 0; round < 16 && !c.closed && !c.terminating; ++round) {
+            if (c.out.pending() >= options_.send_backlog_limit) {
+                return;
+            }
+            // PDU data whose place is known is received right there (the command's buffer);
+            // headers, digests and the data that came with them pass through `in`.
+            const auto window = c.stream.data_window();
+            const auto into = window.empty() ? std::span<std::byte>{c.in} : window;
+            const ssize_t got = ::recv(c.socket.get(), into.data(), into.size(), MSG_DONTWAIT);
+            if (got == 0) {
+                close_connection(c);
+                return;
+            }
+            if (got < 0) {
+                if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                    close_connection(c);
+                }
+                return;
+            }
+            const auto received = static_cast<std::size_t>(got);
+            if (!window.empty()) {
+                if (c.stream.commit_data(received) == stream_event::data) {
+                    on_data(c);
+                }
+            } else {
+                consume(c, std::span<const std::byte>{c.in}.first(received));
+            }
+            if (received < into.size()) {
+                return;
+            }
+        }
+    }
+
+    void consume(connection& c, std::span<const std::byte> bytes)
+    {
+        while (!c.closed && !c.terminating) {
+            const auto step = c.stream.feed(bytes);
+            bytes = bytes.subspan(step.consumed);
+            switch (step.event) {
+            case stream_event::need_more: return;
+            case stream_event::header: on_header(c); break;
+            case stream_event::data: on_data(c); break;
+            case stream_event::fatal: terminate(c, c.stream.error(), c.stream.header_bytes()); return;
+            case stream_event::closed:
+                ++statistics_.terminations_received;
+                close_connection(c);
+                return;
+            }
+        }
+    }
+
+    void on_header(connection& c)
+    {
+        switch (c.stream.type()) {
+        case spec::pdu_type::icreq: on_icreq(c); return;
+        case spec::pdu_type::capsule_cmd: on_capsule(c); return;
+        case spec::pdu_type::h2c_data: on_h2c_data(c); return;
+        default:
+            NVMEKIT_ASSERT(false, "tcp::target: the stream reported a PDU the host does not send");
+            return;
+        }
+    }
+
+    void on_icreq(connection& c)
+    {
+        const auto params = negotiate(c.stream.icreq(), options_.limits);
+        if (!params) {
+            c.stream.fail(params.error());
+            terminate(c, params.error(), c.stream.header_bytes());
+            return;
+        }
+        c.params = *params;
+        append(c, sizeof(spec::icresp_pdu),
+               [&](std::span<std::byte> out) { return encode_icresp(c.params, out); });
+        c.stream.establish(c.params);
+    }
+
+    void on_capsule(connection& c)
+    {
+        const spec::submission_queue_entry sqe = c.stream.capsule_cmd().sqe;
+        const std::uint32_t in_capsule = c.stream.data_length();
+        ++statistics_.commands;
+        c.sq_head = static_cast<std::uint16_t>((c.sq_head + 1U) % c.entries);
+        if (sqe.opcode() == spec::fabrics_command_opcode) {
+            c.fabrics_sqe = sqe;
+            c.fabrics_length = in_capsule;
+            if (in_capsule == 0) {
+                on_fabrics_command(c);
+            } else if (in_capsule <= c.fabrics_data.size()) {
+                c.sink = data_sink::fabrics;
+                c.stream.place_data(std::span{c.fabrics_data}.first(in_capsule));
+            } else {
+                c.sink = data_sink::fabrics;
+                c.stream.discard_data();
+            }
+            return;
+        }
+        const std::uint16_t cid = sqe.cdw0.get(spec::command_dword0::cid);
+        if (c.connected && c.qid == 0 &&
+            sqe.opcode() == static_cast<std::uint8_t>(spec::admin_opcode::keep_alive)) {
+            c.owner->last_keep_alive = std::chrono::steady_clock::now();
+        }
+        const auto refuse = [&](spec::status status) {
+            respond(c, detail::local_completion(cid, status));
+            if (in_capsule != 0) {
+                c.sink = data_sink::none;
+                c.stream.discard_data();
+            }
+        };
+        if (!c.connected) {
+            refuse(spec::status{spec::generic_status::command_sequence_error}.with_dnr());
+            return;
+        }
+        std::optional<std::uint32_t> free_slot;
+        for (std::uint32_t i = 0; i < c.slots.size(); ++i) {
+            const auto& slot = c.slots[i];
+            if (slot.state == command_slot::phase::free) {
+                free_slot = free_slot.value_or(i);
+            } else if (slot.sqe.cdw0.get(spec::command_dword0::cid) == cid) {
+                refuse(spec::status{spec::generic_status::command_id_conflict}.with_dnr());
+                return;
+            }
+        }
+        if (!free_slot) {
+            // The host sent more commands than its queue holds (SQSIZE + 1).
+            refuse(spec::status{spec::generic_status::internal_error});
+            return;
+        }
+        const auto sgl = spec::to_sgl_descriptor(sqe.dptr);
+        const bool capsule_block = sgl.type() == spec::sgl_descriptor_type::data_block &&
+                                   sgl.subtype() == spec::sgl_descriptor_subtype::offset;
+        const bool transport_block = sgl.type() == spec::sgl_descriptor_type::transport_data_block &&
+                                     spec::is_transport_specific(sgl.subtype());
+        if (!capsule_block && !transport_block) {
+            refuse(spec::status{spec::generic_status::sgl_descriptor_type_invalid}.with_dnr());
+            return;
+        }
+        if (sgl.length > options_.max_data_length) {
+            refuse(spec::status{spec::generic_status::data_sgl_length_invalid}.with_dnr());
+            return;
+        }
+        if (capsule_block && (sgl.address != 0 || sgl.length != in_capsule)) {
+            refuse(spec::status{sgl.address != 0 ? spec::generic_status::sgl_offset_invalid
+                                                 : spec::generic_status::data_sgl_length_invalid}
+                       .with_dnr());
+            return;
+        }
+        if (transport_block && in_capsule != 0) {
+            refuse(spec::status{spec::generic_status::data_sgl_length_invalid}.with_dnr());
+            return;
+        }
+        auto& slot = c.slots[*free_slot];
+        slot.state = command_slot::phase::receiving;
+        slot.sqe = sqe;
+        slot.length = sgl.length;
+        slot.direction = spec::transfer_direction(sqe.opcode());
+        slot.failed.reset();
+        slot.buffer = c.owner->buffers.acquire(sgl.length);
+        if (in_capsule != 0) {
+            c.sink = data_sink::capsule;
+            c.sink_slot = *free_slot;
+            c.stream.place_data(c.owner->buffers.bytes(slot.buffer));
+            return;
+        }
+        start(c, *free_slot);
+    }
+
+    void on_h2c_data(connection& c)
+    {
+        const auto pdu = c.stream.h2c_data();
+        if (pdu.ttag >= c.slots.size() || c.slots[pdu.ttag].state != command_slot::phase::awaiting_h2c) {
+            fail(c, invalid_header_field(header_offset::ttag));
+            return;
+        }
+        auto& slot = c.slots[pdu.ttag];
+        if (const auto error = check_h2c_data(pdu, slot.r2t)) {
+            fail(c, *error);
+            return;
+        }
+        c.sink = data_sink::h2c;
+        c.sink_slot = pdu.ttag;
+        c.stream.place_data(c.owner->buffers.bytes(slot.buffer).subspan(pdu.datao, pdu.datal));
+    }
+
+    void on_data(connection& c)
+    {
+        const bool digest_ok = c.stream.data_digest_ok();
+        if (!digest_ok) {
+            ++statistics_.data_digest_errors;
+        }
+        const data_sink sink = std::exchange(c.sink, data_sink::none);
+        switch (sink) {
+        case data_sink::none: return;
+        case data_sink::fabrics:
+            if (!digest_ok) {
+                respond(c, detail::local_completion(
+                               c.fabrics_sqe.cdw0.get(spec::command_dword0::cid),
+                               spec::status{spec::generic_status::transient_transport_error}));
+                return;
+            }
+            on_fabrics_command(c);
+            return;
+        case data_sink::capsule: {
+            auto& slot = c.slots[c.sink_slot];
+            if (!digest_ok) {
+                slot.failed = spec::status{spec::generic_status::transient_transport_error};
+            }
+            start(c, c.sink_slot);
+            return;
+        }
+        case data_sink::h2c: {
+            auto& slot = c.slots[c.sink_slot];
+            slot.r2t.received += c.stream.data_length();
+            if (!digest_ok) {
+                slot.failed = spec::status{spec::generic_status::transient_transport_error};
+            }
+            if (slot.r2t.received == slot.r2t.r2tl) {
+                submit(c, c.sink_slot);
+            }
+            return;
+        }
+        }
+    }
+
+    /// The capsule (and its in-capsule data) is in: ask for the rest of a write, or run it.
+    void start(connection& c, std::uint32_t index)
+    {
+        auto& slot = c.slots[index];
+        const bool writes = slot.direction == spec::data_transfer::host_to_controller ||
+                            slot.direction == spec::data_transfer::bidirectional;
+        const auto sgl = spec::to_sgl_descriptor(slot.sqe.dptr);
+        const bool needs_r2t =
+            writes && slot.length != 0 && sgl.type() == spec::sgl_descriptor_type::transport_data_block;
+        if (!needs_r2t || slot.failed) {
+            submit(c, index);
+            return;
+        }
+        // One R2T for the whole transfer: the host splits it into H2CData of MAXH2CDATA bytes.
+        slot.state = command_slot::phase::awaiting_h2c;
+        slot.r2t = r2t_window{slot.sqe.cdw0.get(spec::command_dword0::cid), static_cast<std::uint16_t>(index),
+                              0, slot.length, 0};
+        ++statistics_.r2ts;
+        append(c, pdu_size(spec::pdu_type::r2t, 0, c.params), [&](std::span<std::byte> out) {
+            return encode_r2t({slot.r2t.cccid, slot.r2t.ttag, slot.r2t.r2to, slot.r2t.r2tl}, c.params, out);
+        });
+    }
+
+    /// Hands the command to the controller with its SGL over the command's buffer.
+    void submit(connection& c, std::uint32_t index)
+    {
+        auto& slot = c.slots[index];
+        const std::uint16_t cid = slot.sqe.cdw0.get(spec::command_dword0::cid);
+        if (slot.failed) {
+            finish(c, index, detail::local_completion(cid, *slot.failed));
+            return;
+        }
+        auto sqe = slot.sqe;
+        sqe.dptr = spec::to_data_pointer(
+            spec::sgl_descriptor::data_block(c.owner->buffers.address(slot.buffer), slot.length));
+        slot.state = command_slot::phase::submitted;
+        if (!c.owner->ctrl->submit(c.qid, sqe)) {
+            finish(c, index,
+                   detail::local_completion(
+                       cid, spec::status{spec::generic_status::command_sequence_error}.with_dnr()));
+        }
+    }
+
+    /// Sends a completed command's read data (on success) and its response; frees its slot.
+    void finish(connection& c, std::uint32_t index, spec::completion_queue_entry cqe)
+    {
+        auto& slot = c.slots[index];
+        const bool reads = slot.direction == spec::data_transfer::controller_to_host ||
+                           slot.direction == spec::data_transfer::bidirectional;
+        if (cqe.status().is_success() && reads && slot.length != 0) {
+            // The data leaves from the command's buffer: header, data, digest, then the response.
+            const auto data = std::span<const std::byte>{c.owner->buffers.bytes(slot.buffer)};
+            const c2h_data_fields fields{cqe.cid, 0, true, false};
+            ++statistics_.c2h_data_pdus;
+            append(c, layout_of(spec::pdu_type::c2h_data, slot.length, c.params).prefix_size(),
+                   [&](std::span<std::byte> out) {
+                       return encode_c2h_data_prefix(fields, slot.length, c.params, out);
+                   });
+            c.out.append_buffer(index, slot.length);
+            if (c.params.data_digest) {
+                const std::array<std::span<const std::byte>, 1> parts{data};
+                const auto digest = digest_bytes(data_digest(parts));
+                append(c, digest.size(), [&](std::span<std::byte> out) {
+                    std::memcpy(out.data(), digest.data(), digest.size());
+                    return digest.size();
+                });
+            }
+            slot.state = command_slot::phase::sending;
+        } else {
+            c.owner->buffers.release(slot.buffer);
+            slot.state = command_slot::phase::free;
+        }
+        respond(c, cqe);
+    }
+
+    void respond(connection& c, spec::completion_queue_entry cqe)
+    {
+        cqe.sq_head = c.sq_head;
+        cqe.sq_id = c.qid;
+        append(c, pdu_size(spec::pdu_type::capsule_resp, 0, c.params),
+               [&](std::span<std::byte> out) { return encode_capsule_resp(cqe, c.params, out); });
+    }
+
+    // ---- fabrics commands --------------------------------------------------------------------
+
+    void on_fabrics_command(connection& c)
+    {
+        const auto command = spec::to_fabrics_command(c.fabrics_sqe);
+        const std::uint16_t cid = command.command_id();
+        switch (command.fctype) {
+        case spec::fabrics_command_type::connect: {
+            const auto connect_command = spec::fabrics_command_cast<spec::connect_command>(c.fabrics_sqe);
+            if (!c.connected) {
+                c.qid = connect_command.qid; // the response names the queue asked for
+            }
+            respond(c, connect(c, connect_command));
+            return;
+        }
+        case spec::fabrics_command_type::property_get:
+        case spec::fabrics_command_type::property_set: respond(c, property(c, c.fabrics_sqe)); return;
+        case spec::fabrics_command_type::disconnect:
+            if (!c.connected || c.qid == 0) {
+                respond(c, detail::local_completion(
+                               cid, spec::status{spec::fabrics_status::invalid_queue_type}.with_dnr()));
+                return;
+            }
+            respond(c, detail::local_completion(cid, spec::status::success()));
+            disconnect_queue(c);
+            c.terminating = true;
+            c.linger_until = std::chrono::steady_clock::now() + options_.termination_linger;
+            return;
+        default:
+            respond(c, detail::local_completion(
+                           cid, spec::status{spec::generic_status::invalid_field}.with_dnr()));
+            return;
+        }
+    }
+
+    spec::completion_queue_entry connect(connection& c, const spec::connect_command& command)
+    {
+        const std::uint16_t cid = command.command_id();
+        if (c.connected) {
+            return detail::local_completion(
+                cid, spec::status{spec::generic_status::command_sequence_error}.with_dnr());
+        }
+        if (command.recfmt != 0) {
+            return detail::local_completion(
+                cid, spec::status{spec::fabrics_status::connect_incompatible_format}.with_dnr());
+        }
+        if (c.fabrics_length != sizeof(spec::connect_data)) {
+            return detail::local_completion(
+                cid, spec::status{spec::generic_status::data_sgl_length_invalid}.with_dnr());
+        }
+        spec::connect_data data{};
+        std::memcpy(&data, c.fabrics_data.data(), sizeof(data));
+        if (data.subsystem_nqn() != subsystem_.identity().nqn) {
+            return detail::invalid_connect_parameter(cid, true, offsetof(spec::connect_data, subnqn));
+        }
+        if (!options_.allowed_hosts.empty() &&
+            std::find(options_.allowed_hosts.begin(), options_.allowed_hosts.end(), data.host_nqn()) ==
+                options_.allowed_hosts.end()) {
+            return detail::local_completion(
+                cid, spec::status{spec::fabrics_status::connect_invalid_host}.with_dnr());
+        }
+        const std::uint32_t entries = command.queue_entries();
+        if (command.sqsize == 0) {
+            return detail::invalid_connect_parameter(cid, false, offsetof(spec::connect_command, sqsize));
+        }
+        const bool admin = command.qid == 0;
+        association* owner = nullptr;
+        if (admin) {
+            if (data.cntlid != spec::dynamic_controller_id) {
+                return detail::invalid_connect_parameter(cid, true, offsetof(spec::connect_data, cntlid));
+            }
+            auto created = std::make_unique<association>();
+            created->ctrl = std::make_unique<controller_type>(created->buffers, created->interrupts, clock_,
+                                                              subsystem_, options_.controller);
+            const auto status = created->ctrl->connect_admin_queue(entries);
+            if (!status.is_success()) {
+                return detail::invalid_connect_parameter(cid, false, offsetof(spec::connect_command, sqsize));
+            }
+            created->host_nqn = std::string{data.host_nqn()};
+            created->host_id = data.hostid;
+            created->keep_alive_timeout = std::chrono::milliseconds{command.kato};
+            created->last_keep_alive = std::chrono::steady_clock::now();
+            created->admin = &c;
+            owner = created.get();
+            associations_.push_back(std::move(created));
+            ++statistics_.associations_created;
+        } else {
+            for (const auto& candidate : associations_) {
+                if (!candidate->dying && candidate->ctrl->controller_id() == data.cntlid) {
+                    owner = candidate.get();
+                }
+            }
+            if (owner == nullptr) {
+                return detail::invalid_connect_parameter(cid, true, offsetof(spec::connect_data, cntlid));
+            }
+            if (owner->host_nqn != data.host_nqn()) {
+                return detail::invalid_connect_parameter(cid, true, offsetof(spec::connect_data, hostnqn));
+            }
+            if (owner->host_id != data.hostid) {
+                return detail::invalid_connect_parameter(cid, true, offsetof(spec::connect_data, hostid));
+            }
+            const auto status = owner->ctrl->connect_io_queue(command.qid, entries);
+            if (status.with_dnr(false) ==
+                spec::status{spec::command_specific_status::invalid_queue_identifier}) {
+                return detail::invalid_connect_parameter(cid, false, offsetof(spec::connect_command, qid));
+            }
+            if (!status.is_success()) {
+                return detail::local_completion(cid, status);
+            }
+            owner->io.push_back(&c);
+        }
+        c.owner = owner;
+        c.qid = command.qid;
+        c.connected = true;
+        c.ever_connected = true;
+        ++owner->connections;
+        c.entries = entries;
+        // The Connect itself was the queue's first entry.
+        c.sq_head = static_cast<std::uint16_t>(1U % entries);
+        c.slots.assign(entries, command_slot{});
+        c.params.set_queue(admin, options_.limits,
+                           command.cattr.get(spec::connect_attributes::disable_sq_flow_control));
+        c.stream.set_max_in_capsule_data(c.params.max_in_capsule_data);
+        const auto dw0 = spec::connect_response_dword0{}.with(spec::connect_response_dword0::cntlid,
+                                                              owner->ctrl->controller_id());
+        return detail::local_completion(cid, spec::status::success(), dw0.raw);
+    }
+
+    spec::completion_queue_entry property(connection& c, const spec::submission_queue_entry& sqe)
+    {
+        const auto command = spec::to_fabrics_command(sqe);
+        const std::uint16_t cid = command.command_id();
+        if (!c.connected) {
+            return detail::local_completion(
+                cid, spec::status{spec::generic_status::command_sequence_error}.with_dnr());
+        }
+        if (c.qid != 0) {
+            return detail::local_completion(
+                cid, spec::status{spec::fabrics_status::invalid_queue_type}.with_dnr());
+        }
+        auto& ctrl = *c.owner->ctrl;
+        if (command.fctype == spec::fabrics_command_type::property_get) {
+            const auto get = spec::fabrics_command_cast<spec::property_get_command>(sqe);
+            const unsigned width = spec::property_size_bytes(get.size());
+            const auto value = width == 0 ? std::nullopt : ctrl.property_read(get.ofst, width);
+            if (!value) {
+                return detail::local_completion(cid,
+                                                spec::status{spec::generic_status::invalid_field}.with_dnr());
+            }
+            auto cqe = detail::local_completion(cid, spec::status::success());
+            spec::set_property_get_value(cqe, *value);
+            return cqe;
+        }
+        const auto set = spec::fabrics_command_cast<spec::property_set_command>(sqe);
+        const unsigned width = spec::property_size_bytes(set.size());
+        const bool was_enabled =
+            spec::cc_register{static_cast<std::uint32_t>(read_property(ctrl, spec::register_offset::cc))}.get(
+                spec::cc_register::en);
+        if (width == 0 || !ctrl.property_write(set.ofst, width, set.value)) {
+            return detail::local_completion(cid,
+                                            spec::status{spec::generic_status::invalid_field}.with_dnr());
+        }
+        const bool enabled =
+            spec::cc_register{static_cast<std::uint32_t>(read_property(ctrl, spec::register_offset::cc))}.get(
+                spec::cc_register::en);
+        if (was_enabled && !enabled) {
+            abandon_commands(*c.owner);
+        }
+        ctrl.poll();
+        return detail::local_completion(cid, spec::status::success());
+    }
+
+    // ---- controllers -------------------------------------------------------------------------
+
+    /// Ends each association whose host sent no Keep Alive within its KATO (Base 2.0 3.9), with
+    /// half a KATO of grace for a host that sends them once a KATO: its connections are closed,
+    /// which tears the controller down.
+    void expire_keep_alive(std::chrono::steady_clock::time_point now)
+    {
+        for (auto& association : associations_) {
+            if (association->dying || association->admin == nullptr ||
+                association->keep_alive_timeout == std::chrono::milliseconds{0} ||
+                now - association->last_keep_alive <= association->keep_alive_timeout * 3 / 2) {
+                continue;
+            }
+            ++statistics_.keep_alive_expirations;
+            close_connection(*association->admin);
+        }
+    }
+
+    /// Polls every controller and sends the completions; remembers whether any had work, so the
+    /// next round does not sleep while commands are on their way.
+    void run_controllers()
+    {
+        controllers_active_ = false;
+        for (auto& association : associations_) {
+            std::size_t work = association->ctrl->poll() + association->ctrl->io_outstanding();
+            if (association->admin != nullptr) {
+                work += collect(*association->admin);
+            }
+            for (connection* io : association->io) {
+                work += collect(*io);
+            }
+            controllers_active_ = controllers_active_ || work != 0;
+        }
+    }
+
+    /// Sends the completions of `c`'s queue; returns how many.
+    std::size_t collect(connection& c)
+    {
+        std::size_t collected = 0;
+        while (auto cqe = c.owner->ctrl->take_completion(c.qid)) {
+            ++collected;
+            // A command abandoned by a reset has no slot any more: its completion, if the
+            // controller still posts one, is not the host's to see.
+            for (std::uint32_t i = 0; i < c.slots.size(); ++i) {
+                auto& slot = c.slots[i];
+                if (slot.state == command_slot::phase::submitted &&
+                    slot.sqe.cdw0.get(spec::command_dword0::cid) == cqe->cid) {
+                    finish(c, i, *cqe);
+                    break;
+                }
+            }
+        }
+        return collected;
+    }
+
+    /// A Controller Reset or an NVM Subsystem Reset ended every command of the association without
+    /// a completion: their slots are free again (their buffers wait for the backend).
+    void abandon_commands(association& owner)
+    {
+        const auto abandon = [&owner](connection& c) {
+            for (auto& slot : c.slots) {
+                if (slot.state == command_slot::phase::submitted) {
+                    owner.quarantine.push_back(slot.buffer);
+                    slot.state = command_slot::phase::free;
+                }
+            }
+        };
+        if (owner.admin != nullptr) {
+            abandon(*owner.admin);
+        }
+        for (connection* io : owner.io) {
+            abandon(*io);
+        }
+    }
+
+    /// The queue of `c` leaves its controller (Disconnect, or the connection's end).
+    void disconnect_queue(connection& c)
+    {
+        if (!c.connected) {
+            return;
+        }
+        c.connected = false;
+        association& owner = *c.owner;
+        for (auto& slot : c.slots) {
+            switch (slot.state) {
+            case command_slot::phase::free:
+            case command_slot::phase::sending: continue; // freed once sent, or when the connection closes
+            case command_slot::phase::submitted: owner.quarantine.push_back(slot.buffer); break;
+            case command_slot::phase::receiving:
+            case command_slot::phase::awaiting_h2c: owner.buffers.release(slot.buffer); break;
+            }
+            slot.state = command_slot::phase::free;
+        }
+        if (c.qid == 0) {
+            owner.admin = nullptr;
+            owner.dying = true;
+            for (connection* io : std::exchange(owner.io, {})) {
+                close_connection(*io);
+            }
+            if (const auto cc =
+                    owner.ctrl->property_read(static_cast<std::uint64_t>(spec::register_offset::cc), 4);
+                cc && (*cc & 1U) != 0) {
+                owner.ctrl->property_write(static_cast<std::uint64_t>(spec::register_offset::cc), 4,
+                                           *cc & ~1ULL);
+            }
+        } else {
+            static_cast<void>(owner.ctrl->disconnect_io_queue(c.qid));
+            std::erase(owner.io, &c);
+        }
+    }
+
+    /// Frees quarantined buffers once the controller holds no backend I/O; true when a dying
+    /// association may go.
+    bool retire(association& owner)
+    {
+        if (!owner.quarantine.empty() || owner.dying) {
+            owner.ctrl->poll();
+            if (owner.ctrl->backend_idle()) {
+                for (const auto id : owner.quarantine) {
+                    owner.buffers.release(id);
+                }
+                owner.quarantine.clear();
+            }
+        }
+        return owner.dying && owner.quarantine.empty() && owner.connections == 0;
+    }
+
+    void drain(association& owner)
+    {
+        for (int round = 0; round < 100000 && !owner.ctrl->backend_idle(); ++round) {
+            owner.ctrl->poll();
+        }
+    }
+
+    // ---- sending and closing -----------------------------------------------------------------
+
+    template <typename Encoder>
+    static void append(connection& c, std::size_t size, Encoder&& encode)
+    {
+        c.out.append(size, std::forward<Encoder>(encode));
+    }
+
+    /// Sends what the socket takes; a read's slot is freed once its data is out.
+    void flush(connection& c)
+    {
+        const auto result = c.out.flush(
+            c.socket.get(), [&c](std::uint32_t slot) { return c.owner->buffers.bytes(c.slots[slot].buffer); },
+            [&c](std::uint32_t index) {
+                auto& slot = c.slots[index];
+                c.owner->buffers.release(slot.buffer);
+                slot.state = command_slot::phase::free;
+            });
+        if (result == send_queue::flush_result::failed) {
+            close_connection(c);
+        }
+    }
+
+    /// A fatal error of the stream or of a PDU's fields: C2HTermReq, then the connection ends.
+    void fail(connection& c, const fatal_error& error)
+    {
+        c.stream.fail(error);
+        terminate(c, error, c.stream.header_bytes());
+    }
+
+    void terminate(connection& c, const fatal_error& error, std::span<const std::byte> header)
+    {
+        if (c.terminating) {
+            return;
+        }
+        ++statistics_.terminations_sent;
+        append(c, spec::tcp_term_req_max_length,
+               [&](std::span<std::byte> out) { return encode_c2h_term_req(error, header, out); });
+        c.terminating = true;
+        c.linger_until = std::chrono::steady_clock::now() + options_.termination_linger;
+        disconnect_queue(c);
+        flush(c);
+    }
+
+    void close_connection(connection& c)
+    {
+        if (c.closed) {
+            return;
+        }
+        disconnect_queue(c);
+        if (c.ever_connected) {
+            for (auto& slot : c.slots) {
+                if (slot.state == command_slot::phase::sending) {
+                    c.owner->buffers.release(slot.buffer);
+                    slot.state = command_slot::phase::free;
+                }
+            }
+            c.out.clear();
+            --c.owner->connections;
+        }
+        c.socket.reset();
+        c.closed = true;
+        ++statistics_.connections_closed;
+    }
+
+    subsystem_type& subsystem_;
+    target_options options_;
+    typename Traits::clock clock_{};
+    socket_handle listener_;
+    std::uint16_t port_ = 0;
+    std::vector<std::unique_ptr<connection>> connections_;
+    std::vector<std::unique_ptr<association>> associations_;
+    std::vector<pollfd> pollfds_;
+    bool controllers_active_ = false;
+    target_statistics statistics_{};
+};
+
+} // namespace transport::tcp
+NVMEKIT_END_NAMESPACE

@@ -1,0 +1,643 @@
+#include <nvmekit/transport/tcp/target.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <nvmekit/backends/ram_backend.hpp>
+#include <nvmekit/testing/tcp_host.hpp>
+
+#include "print_helpers.hpp"
+#include "splitmix64.hpp"
+
+// The NVMe/TCP target over real loopback sockets, driven by the library's NVMe/TCP initiator. The
+// target's poll loop runs on a thread of its own, as a server's would.
+
+namespace {
+
+namespace spec = nvmekit::spec;
+namespace tcp = nvmekit::transport::tcp;
+using nvmekit::testing::tcp_host;
+using nvmekit::testing::tcp_host_options;
+using nvmekit::testing::tcp_queue;
+using nvmekit::testing::tcp_terminated;
+using target_type = tcp::target<>;
+
+constexpr std::uint64_t namespace_bytes = std::uint64_t{4} << 20;
+/// Small enough that a 128 KiB write takes several H2CData PDUs.
+constexpr std::uint32_t test_maxh2cdata = 32 * 1024;
+
+/// A target of one subsystem with one RAM namespace, polled on its own thread until stopped.
+class served_target {
+public:
+    explicit served_target(const std::function<void(tcp::target_options&)>& configure = {})
+        : target_{make_subsystem(subsystem_), options(configure)}
+    {
+        thread_ = std::thread{[this] {
+            while (!stop_.load(std::memory_order_acquire)) {
+                target_.poll(std::chrono::milliseconds{2});
+            }
+        }};
+    }
+    served_target(const served_target&) = delete;
+    served_target& operator=(const served_target&) = delete;
+    ~served_target() { halt(); }
+
+    /// Stops the loop; the target's state may then be read from the test's thread.
+    void halt()
+    {
+        stop_.store(true, std::memory_order_release);
+        if (thread_.joinable()) {
+            thread_.join();
+        }
+    }
+
+    [[nodiscard]] std::uint16_t port() const { return target_.port(); }
+    [[nodiscard]] target_type& target() { return target_; }
+    [[nodiscard]] tcp_host host(tcp_host_options options = {}) const
+    {
+        options.io_in_capsule_data = 8192;
+        return tcp_host{"127.0.0.1", port(), options};
+    }
+
+private:
+    static target_type::subsystem_type& make_subsystem(target_type::subsystem_type& subsystem)
+    {
+        subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
+        return subsystem;
+    }
+    static tcp::target_options options(const std::function<void(tcp::target_options&)>& configure)
+    {
+        tcp::target_options options;
+        options.port = 0;
+        options.limits.maxh2cdata = test_maxh2cdata;
+        options.limits.io_in_capsule_data = 8192;
+        if (configure) {
+            configure(options);
+        }
+        return options;
+    }
+
+    target_type::subsystem_type subsystem_;
+    target_type target_;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+[[nodiscard]] std::vector<std::byte> pattern(std::size_t size, unsigned seed)
+{
+    std::vector<std::byte> data(size);
+    for (std::size_t i = 0; i < size; ++i) {
+        data[i] = static_cast<std::byte>((i * 131U + seed * 7U + (i >> 9)) & 0xffU);
+    }
+    return data;
+}
+
+/// Connect, enable, one I/O queue.
+void bring_up(tcp_host& host)
+{
+    host.connect_admin();
+    host.enable();
+    ASSERT_TRUE(host.connect_io(1).ok());
+}
+
+/// Gives `sqe` command identifier `cid`, PSDT 01b and `sgl` as its data pointer, as a host
+/// writing its own capsules does.
+void prepare(spec::submission_queue_entry& sqe, std::uint16_t cid, const spec::sgl_descriptor& sgl)
+{
+    sqe.cdw0.set(spec::command_dword0::cid, cid);
+    sqe.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
+    sqe.dptr = spec::to_data_pointer(sgl);
+}
+
+/// A Flush capsule of `queue`, encoded as the connection's parameters say.
+std::vector<std::byte> flush_capsule(const tcp_queue& queue, std::uint16_t cid)
+{
+    auto sqe = tcp_host::command(spec::nvm_opcode::flush, 1);
+    prepare(sqe, cid, spec::sgl_descriptor::transport_data_block(0, tcp_queue::transport_subtype));
+    std::vector<std::byte> out(tcp::pdu_size(spec::pdu_type::capsule_cmd, 0, queue.params()));
+    tcp::encode_capsule_cmd(sqe, {}, queue.params(), out);
+    return out;
+}
+
+/// The fatal error of the C2HTermReq that ends `queue`'s connection (a PDU Sequence Error
+/// with FEI FFFFFFFFh, failing the test, when another PDU comes instead).
+tcp::fatal_error termination_of(tcp_queue& queue)
+{
+    try {
+        const auto pdu = queue.receive_pdu();
+        ADD_FAILURE() << "no C2HTermReq but " << nvmekit::spec::name(pdu.type());
+    } catch (const tcp_terminated& terminated) {
+        return {terminated.status(), terminated.information()};
+    }
+    return {spec::fatal_error_status::pdu_sequence_error, 0xffffffffU};
+}
+
+/// IPO of a Connect that completed with Connect Invalid Parameters (FFFFh for another status).
+std::uint32_t invalid_parameter(const nvmekit::testing::completion& result)
+{
+    if (result.status() != spec::status{spec::fabrics_status::connect_invalid_parameters}.with_dnr()) {
+        ADD_FAILURE() << "not Connect Invalid Parameters";
+        return 0xffff;
+    }
+    return spec::connect_invalid_parameter_dword0{result.cqe.dw0}.get(
+        spec::connect_invalid_parameter_dword0::ipo);
+}
+
+/// Write and read back through I/O queue 1: in-capsule, by R2T, and a read of many blocks.
+void check_io(tcp_host& host)
+{
+    auto& queue = host.io(1);
+    const std::size_t r2ts = queue.r2ts_received();
+    const std::size_t h2c = queue.h2c_data_sent();
+    const std::size_t c2h = queue.c2h_data_received();
+    const auto small = pattern(4096, 1);
+    ASSERT_TRUE(host.write(1, 8, small).ok());
+    std::vector<std::byte> back;
+    ASSERT_TRUE(host.read(1, 8, 8, back).ok());
+    EXPECT_EQ(back, small);
+    EXPECT_EQ(queue.r2ts_received(), r2ts);
+
+    const auto large = pattern(128 * 1024, 2);
+    ASSERT_TRUE(host.write(1, 64, large).ok());
+    EXPECT_EQ(queue.r2ts_received(), r2ts + 1);
+    EXPECT_EQ(queue.h2c_data_sent(), h2c + large.size() / test_maxh2cdata);
+    ASSERT_TRUE(host.read(1, 64, 256, back).ok());
+    EXPECT_EQ(back, large);
+    EXPECT_EQ(queue.c2h_data_received(), c2h + 2);
+}
+
+// ---- connection and properties ------------------------------------------------------------------
+
+TEST(tcp_target, connect_returns_a_controller_id_and_properties_act_as_registers)
+{
+    served_target served;
+    auto host = served.host();
+    host.connect_admin();
+    const auto cap = spec::cap_register{host.get_property(spec::register_offset::cap, 8)};
+    EXPECT_GE(cap.max_queue_entries(), 2U);
+    EXPECT_EQ(host.get_property(spec::register_offset::vs), 0x0002'0000U);
+    EXPECT_FALSE(
+        spec::csts_register{static_cast<std::uint32_t>(host.get_property(spec::register_offset::csts))}.get(
+            spec::csts_register::rdy));
+    host.enable();
+    EXPECT_TRUE(
+        spec::cc_register{static_cast<std::uint32_t>(host.get_property(spec::register_offset::cc))}.get(
+            spec::cc_register::en));
+    EXPECT_EQ(host.property_get(static_cast<spec::register_offset>(0x1000)).status(),
+              spec::status{spec::generic_status::invalid_field}.with_dnr());
+}
+
+TEST(tcp_target, identify_controller_reports_the_cntlid_connect_returned)
+{
+    served_target served;
+    auto first = served.host();
+    auto second = served.host();
+    const auto first_id = first.connect_admin();
+    const auto second_id = second.connect_admin();
+    EXPECT_NE(first_id, second_id);
+    first.enable();
+    second.enable();
+    EXPECT_EQ(first.identify_controller().cntlid, first_id);
+    EXPECT_EQ(second.identify_controller().cntlid, second_id);
+}
+
+TEST(tcp_target, a_connection_that_does_not_connect_in_time_is_closed)
+{
+    served_target served{
+        [](tcp::target_options& options) { options.connect_timeout = std::chrono::milliseconds{200}; }};
+    tcp_queue silent{"127.0.0.1", served.port(), {}};
+    tcp_queue initialized{"127.0.0.1", served.port(), {}};
+    initialized.initialize();
+    EXPECT_TRUE(silent.closed_by_target());
+    EXPECT_TRUE(initialized.closed_by_target());
+    auto host = served.host();
+    bring_up(host); // a connection that connects in time stays
+    std::this_thread::sleep_for(std::chrono::milliseconds{300});
+    check_io(host);
+}
+
+TEST(tcp_target, only_the_allowed_hosts_connect)
+{
+    const std::string allowed = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000aa";
+    served_target served{[&](tcp::target_options& options) { options.allowed_hosts = {allowed}; }};
+    tcp_queue refused{"127.0.0.1", served.port(), {}};
+    refused.initialize();
+    EXPECT_EQ(refused.connect(0, 32, spec::dynamic_controller_id).status(),
+              spec::status{spec::fabrics_status::connect_invalid_host}.with_dnr());
+    tcp_host_options options;
+    options.host_nqn = allowed;
+    auto host = served.host(options);
+    bring_up(host);
+    check_io(host);
+}
+
+TEST(tcp_target, commands_before_connect_and_connects_to_unknown_controllers_are_refused)
+{
+    served_target served;
+    tcp_queue queue{"127.0.0.1", served.port(), {}};
+    queue.initialize();
+    EXPECT_EQ(queue.execute(tcp_host::command(spec::nvm_opcode::flush, 1), {}, {}).status(),
+              spec::status{spec::generic_status::command_sequence_error}.with_dnr());
+
+    auto host = served.host();
+    const auto cntlid = host.connect_admin();
+    host.enable();
+    tcp_queue io{"127.0.0.1", served.port(), {}};
+    io.initialize();
+    EXPECT_EQ(invalid_parameter(io.connect(1, 32, static_cast<std::uint16_t>(cntlid + 100))),
+              offsetof(spec::connect_data, cntlid));
+
+    tcp_host_options other_host;
+    other_host.host_nqn = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000002";
+    tcp_queue stranger{"127.0.0.1", served.port(), other_host};
+    stranger.initialize();
+    EXPECT_EQ(invalid_parameter(stranger.connect(1, 32, cntlid)), offsetof(spec::connect_data, hostnqn));
+
+    tcp_host_options wrong_subsystem;
+    wrong_subsystem.subsystem_nqn = "nqn.2026-11.io.example:nothing";
+    tcp_queue other{"127.0.0.1", served.port(), wrong_subsystem};
+    other.initialize();
+    EXPECT_EQ(invalid_parameter(other.connect(0, 32, spec::dynamic_controller_id)),
+              offsetof(spec::connect_data, subnqn));
+}
+
+// ---- I/O --------------------------------------------------------------------------------------
+
+TEST(tcp_target, writes_in_capsule_and_by_r2t_read_back)
+{
+    served_target served;
+    auto host = served.host();
+    bring_up(host);
+    check_io(host);
+}
+
+TEST(tcp_target, header_and_data_digests_carry_the_same_io)
+{
+    served_target served;
+    auto host = served.host({.header_digest = true, .data_digest = true});
+    bring_up(host);
+    EXPECT_TRUE(host.io(1).params().header_digest);
+    EXPECT_TRUE(host.io(1).params().data_digest);
+    check_io(host);
+}
+
+TEST(tcp_target, a_data_digest_error_fails_the_command_and_the_connection_goes_on)
+{
+    served_target served;
+    auto host = served.host({.data_digest = true});
+    bring_up(host);
+    auto& queue = host.io(1);
+
+    auto sqe = tcp_host::lba_command(spec::nvm_opcode::write, 1, 0, 1);
+    prepare(sqe, 500, spec::sgl_descriptor::data_block(0, 512, spec::sgl_descriptor_subtype::offset));
+    const auto data = pattern(512, 3);
+    const std::array<std::span<const std::byte>, 1> parts{data};
+    std::vector<std::byte> capsule(tcp::pdu_size(spec::pdu_type::capsule_cmd, 512, queue.params()));
+    tcp::encode_capsule_cmd(sqe, parts, queue.params(), capsule);
+    capsule.back() ^= std::byte{0x01}; // the data digest
+    queue.send_bytes(capsule);
+    const auto response = queue.receive_pdu();
+    ASSERT_EQ(response.type(), spec::pdu_type::capsule_resp);
+    const auto cqe = response.header_as<spec::capsule_resp_pdu>().cqe;
+    EXPECT_EQ(cqe.cid, 500);
+    EXPECT_EQ(cqe.status(), spec::status{spec::generic_status::transient_transport_error});
+
+    std::vector<std::byte> back;
+    ASSERT_TRUE(host.read(1, 0, 1, back).ok());
+    EXPECT_NE(back, data);
+}
+
+/// A Write of `data` at `slba` with command identifier `cid`, its data in the capsule.
+std::vector<std::byte> write_capsule(const tcp_queue& queue, std::uint16_t cid, std::uint64_t slba,
+                                     std::span<const std::byte> data)
+{
+    auto sqe = tcp_host::lba_command(spec::nvm_opcode::write, 1, slba,
+                                     static_cast<std::uint32_t>(data.size() / 512));
+    prepare(sqe, cid,
+            spec::sgl_descriptor::data_block(0, static_cast<std::uint32_t>(data.size()),
+                                             spec::sgl_descriptor_subtype::offset));
+    const std::array<std::span<const std::byte>, 1> parts{data};
+    std::vector<std::byte> out(
+        tcp::pdu_size(spec::pdu_type::capsule_cmd, static_cast<std::uint32_t>(data.size()), queue.params()));
+    tcp::encode_capsule_cmd(sqe, parts, queue.params(), out);
+    return out;
+}
+
+spec::completion_queue_entry receive_response(tcp_queue& queue)
+{
+    const auto pdu = queue.receive_pdu();
+    if (pdu.type() != spec::pdu_type::capsule_resp) {
+        throw nvmekit::testing::host_error{"expected CapsuleResp"};
+    }
+    return pdu.header_as<spec::capsule_resp_pdu>().cqe;
+}
+
+/// The write `cid` sent on I/O queue 1 succeeds, and `data` reads back from `slba`.
+void expect_written(tcp_host& host, std::uint16_t cid, std::uint64_t slba, const std::vector<std::byte>& data)
+{
+    const auto cqe = receive_response(host.io(1));
+    EXPECT_EQ(cqe.cid, cid);
+    EXPECT_TRUE(cqe.status().is_success());
+    std::vector<std::byte> back;
+    ASSERT_TRUE(host.read(1, slba, static_cast<std::uint32_t>(data.size() / 512), back).ok());
+    EXPECT_EQ(back, data);
+}
+
+TEST(tcp_target, commands_sent_back_to_back_all_complete)
+{
+    served_target served;
+    auto host = served.host();
+    bring_up(host);
+    std::vector<std::byte> burst;
+    std::vector<std::vector<std::byte>> data;
+    for (std::uint16_t i = 0; i < 8; ++i) {
+        data.push_back(pattern(2048, 10U + i));
+        const auto capsule =
+            write_capsule(host.io(1), static_cast<std::uint16_t>(200 + i), std::uint64_t{i} * 4, data.back());
+        burst.insert(burst.end(), capsule.begin(), capsule.end());
+    }
+    host.io(1).send_bytes(burst);
+    std::vector<std::uint16_t> completed;
+    for (int i = 0; i < 8; ++i) {
+        const auto cqe = receive_response(host.io(1));
+        EXPECT_TRUE(cqe.status().is_success());
+        completed.push_back(cqe.cid);
+    }
+    std::sort(completed.begin(), completed.end());
+    EXPECT_EQ(completed, (std::vector<std::uint16_t>{200, 201, 202, 203, 204, 205, 206, 207}));
+    for (std::uint16_t i = 0; i < 8; ++i) {
+        std::vector<std::byte> back;
+        ASSERT_TRUE(host.read(1, std::uint64_t{i} * 4, 4, back).ok());
+        EXPECT_EQ(back, data[i]);
+    }
+}
+
+TEST(tcp_target, a_capsule_arriving_a_byte_at_a_time_is_served)
+{
+    served_target served;
+    auto host = served.host({.header_digest = true, .data_digest = true});
+    bring_up(host);
+    const auto data = pattern(1024, 5);
+    const auto capsule = write_capsule(host.io(1), 300, 16, data);
+    for (const std::byte b : capsule) {
+        host.io(1).send_bytes(std::span{&b, 1});
+    }
+    expect_written(host, 300, 16, data);
+}
+
+TEST(tcp_target, h2c_data_arriving_in_pieces_is_received_in_place)
+{
+    served_target served;
+    auto host = served.host({.data_digest = true});
+    bring_up(host);
+    auto& queue = host.io(1);
+    auto write = tcp_host::lba_command(spec::nvm_opcode::write, 1, 40, 16);
+    prepare(write, 77, spec::sgl_descriptor::transport_data_block(8192, tcp_queue::transport_subtype));
+    queue.send_capsule(write, {});
+    const auto r2t_pdu = queue.receive_pdu();
+    ASSERT_EQ(r2t_pdu.type(), spec::pdu_type::r2t);
+    const auto r2t = r2t_pdu.header_as<spec::r2t_pdu>();
+    EXPECT_EQ(r2t.r2to, 0U);
+    EXPECT_EQ(r2t.r2tl, 8192U);
+
+    // The header and a little data first, then the rest in pieces with pauses between them: the
+    // target has placed the data by then and receives the pieces into the command's buffer.
+    const auto data = pattern(8192, 6);
+    const std::array<std::span<const std::byte>, 1> parts{data};
+    std::vector<std::byte> h2c(tcp::pdu_size(spec::pdu_type::h2c_data, 8192, queue.params()));
+    tcp::encode_h2c_data({.cccid = 77, .ttag = r2t.ttag, .datao = 0, .last = true}, parts, queue.params(),
+                         h2c);
+    const std::span<const std::byte> bytes{h2c};
+    for (std::size_t at = 0; at < bytes.size();) {
+        const std::size_t piece = std::min<std::size_t>(at == 0 ? 100 : 3000, bytes.size() - at);
+        queue.send_bytes(bytes.subspan(at, piece));
+        at += piece;
+        std::this_thread::sleep_for(std::chrono::milliseconds{5});
+    }
+    expect_written(host, 77, 40, data);
+}
+
+TEST(tcp_target, a_command_identifier_in_use_is_a_conflict_until_a_reset_ends_its_command)
+{
+    served_target served;
+    auto host = served.host();
+    host.connect_admin();
+    host.enable();
+    auto& admin = host.admin();
+    auto event_request = tcp_host::async_event_request_command();
+    prepare(event_request, 900, spec::sgl_descriptor::transport_data_block(0, tcp_queue::transport_subtype));
+    admin.send_capsule(event_request, {});
+    admin.send_capsule(event_request, {}); // CID 900 again, while the first waits for an event
+    const auto conflict = receive_response(admin);
+    EXPECT_EQ(conflict.cid, 900);
+    EXPECT_EQ(conflict.status(), spec::status{spec::generic_status::command_id_conflict}.with_dnr());
+
+    // A Controller Reset ends the request; CID 900 is free again once the controller is back.
+    host.set_property(spec::register_offset::cc, 0);
+    while (
+        spec::csts_register{static_cast<std::uint32_t>(host.get_property(spec::register_offset::csts))}.get(
+            spec::csts_register::rdy)) {
+    }
+    host.enable();
+    auto identify = tcp_host::identify_command(spec::cns::identify_controller, 0, 0);
+    prepare(identify, 900,
+            spec::sgl_descriptor::transport_data_block(sizeof(spec::identify_controller),
+                                                       tcp_queue::transport_subtype));
+    admin.send_capsule(identify, {});
+    const auto data = admin.receive_pdu();
+    ASSERT_EQ(data.type(), spec::pdu_type::c2h_data);
+    EXPECT_EQ(data.data().size(), sizeof(spec::identify_controller));
+    const auto done = receive_response(admin);
+    EXPECT_EQ(done.cid, 900);
+    EXPECT_TRUE(done.status().is_success());
+}
+
+TEST(tcp_target, a_host_that_does_not_read_holds_up_no_other_connection)
+{
+    served_target served;
+    auto slow = served.host({.receive_buffer = 4096});
+    auto bystander = served.host();
+    bring_up(slow);
+    bring_up(bystander);
+    const auto data = pattern(128 * 1024, 8);
+    ASSERT_TRUE(slow.write(1, 0, data).ok());
+
+    // Reads of 2 MiB in all, whose data the slow host leaves unread for a while.
+    constexpr std::uint16_t reads = 16;
+    auto& queue = slow.io(1);
+    for (std::uint16_t i = 0; i < reads; ++i) {
+        auto read = tcp_host::lba_command(spec::nvm_opcode::read, 1, 0, 256);
+        prepare(read, static_cast<std::uint16_t>(600 + i),
+                spec::sgl_descriptor::transport_data_block(static_cast<std::uint32_t>(data.size()),
+                                                           tcp_queue::transport_subtype));
+        queue.send_capsule(read, {});
+    }
+    check_io(bystander);
+
+    for (std::uint16_t i = 0; i < reads; ++i) {
+        const auto pdu = queue.receive_pdu();
+        ASSERT_EQ(pdu.type(), spec::pdu_type::c2h_data);
+        EXPECT_EQ(pdu.header_as<spec::c2h_data_pdu>().cccid, 600 + i);
+        EXPECT_TRUE(std::equal(pdu.data().begin(), pdu.data().end(), data.begin(), data.end()));
+        const auto cqe = receive_response(queue);
+        EXPECT_EQ(cqe.cid, 600 + i);
+        EXPECT_TRUE(cqe.status().is_success());
+    }
+}
+
+// ---- fatal errors -----------------------------------------------------------------------------
+
+TEST(tcp_target, a_header_digest_error_gets_c2h_term_req)
+{
+    served_target served;
+    auto host = served.host({.header_digest = true});
+    bring_up(host);
+    auto capsule = flush_capsule(host.io(1), 77);
+    capsule[sizeof(spec::capsule_cmd_pdu)] ^= std::byte{0x80}; // HDGST
+    host.io(1).send_bytes(capsule);
+    EXPECT_EQ(termination_of(host.io(1)).status, spec::fatal_error_status::header_digest_error);
+    EXPECT_TRUE(host.io(1).closed_by_target());
+    // The admin queue of the same association still answers.
+    EXPECT_TRUE(
+        spec::csts_register{static_cast<std::uint32_t>(host.get_property(spec::register_offset::csts))}.get(
+            spec::csts_register::rdy));
+}
+
+TEST(tcp_target, a_malformed_pdu_gets_c2h_term_req_and_other_connections_carry_on)
+{
+    served_target served;
+    auto victim = served.host();
+    auto bystander = served.host();
+    bring_up(victim);
+    bring_up(bystander);
+
+    auto capsule = flush_capsule(victim.io(1), 9);
+    capsule[2] = std::byte{0x20}; // HLEN of a CapsuleCmd is 72
+    victim.io(1).send_bytes(capsule);
+    EXPECT_EQ(
+        termination_of(victim.io(1)),
+        (tcp::fatal_error{spec::fatal_error_status::invalid_pdu_header_field, tcp::header_offset::hlen}));
+    ASSERT_TRUE(victim.io(1).last_termination().has_value());
+    const auto carried = victim.io(1).last_termination()->data();
+    ASSERT_GE(carried.size(), 8U);
+    EXPECT_EQ(carried[2], std::byte{0x20}); // the header in error
+
+    check_io(bystander);
+    served.halt();
+    EXPECT_EQ(served.target().statistics().terminations_sent, 1U);
+}
+
+TEST(tcp_target, h2c_data_for_no_r2t_is_fatal)
+{
+    served_target served;
+    auto host = served.host();
+    bring_up(host);
+    auto& queue = host.io(1);
+    const auto data = pattern(512, 4);
+    const std::array<std::span<const std::byte>, 1> parts{data};
+    std::vector<std::byte> h2c(tcp::pdu_size(spec::pdu_type::h2c_data, 512, queue.params()));
+    tcp::encode_h2c_data({.cccid = 1, .ttag = 3, .datao = 0, .last = true}, parts, queue.params(), h2c);
+    queue.send_bytes(h2c);
+    EXPECT_EQ(termination_of(queue), (tcp::fatal_error{spec::fatal_error_status::invalid_pdu_header_field,
+                                                       tcp::header_offset::ttag}));
+}
+
+TEST(tcp_target, h2c_term_req_ends_the_connection)
+{
+    served_target served;
+    auto host = served.host();
+    bring_up(host);
+    std::array<std::byte, spec::tcp_term_req_max_length> term{};
+    const auto size =
+        tcp::encode_h2c_term_req(tcp::fatal(spec::fatal_error_status::pdu_sequence_error), {}, term);
+    host.io(1).send_bytes(std::span{term}.first(size));
+    EXPECT_TRUE(host.io(1).closed_by_target());
+    EXPECT_TRUE(host.connect_io(2).ok());
+    served.halt();
+    EXPECT_EQ(served.target().statistics().terminations_received, 1U);
+}
+
+TEST(tcp_target, an_association_whose_host_sends_no_keep_alive_within_kato_ends)
+{
+    served_target served;
+    auto quiet = served.host({.keep_alive_timeout_ms = 500});
+    auto lively = served.host({.keep_alive_timeout_ms = 500});
+    bring_up(quiet);
+    bring_up(lively);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds{1300};
+    while (std::chrono::steady_clock::now() < deadline) {
+        ASSERT_TRUE(lively.admin().execute(tcp_host::command(spec::admin_opcode::keep_alive), {}, {}).ok());
+        std::this_thread::sleep_for(std::chrono::milliseconds{40});
+    }
+    EXPECT_TRUE(quiet.admin().closed_by_target());
+    EXPECT_TRUE(quiet.io(1).closed_by_target());
+    check_io(lively);
+    served.halt();
+    EXPECT_EQ(served.target().statistics().keep_alive_expirations, 1U);
+    EXPECT_EQ(served.target().association_count(), 1U);
+}
+
+TEST(tcp_target, hostile_byte_streams_end_only_their_own_connections)
+{
+    served_target served;
+    auto bystander = served.host({.data_digest = true});
+    bring_up(bystander);
+    nvmekit_test::splitmix64 random{0x7c9};
+    for (int round = 0; round < 80; ++round) {
+        tcp_queue hostile{"127.0.0.1", served.port(), {.header_digest = random.one_in(2)}};
+        hostile.initialize();
+        if (random.one_in(2)) {
+            static_cast<void>(hostile.connect(0, 8, spec::dynamic_controller_id));
+        }
+        // A valid Write capsule with some of its bytes changed, then bytes at random.
+        auto bytes = write_capsule(hostile, 1, 0, pattern(512 * random.between(1, 4), 9));
+        for (std::uint64_t flips = random.between(1, 6); flips > 0; --flips) {
+            bytes[random.below(bytes.size())] = static_cast<std::byte>(random.next());
+        }
+        for (std::uint64_t extra = random.below(300); extra > 0; --extra) {
+            bytes.push_back(static_cast<std::byte>(random.next()));
+        }
+        hostile.send_bytes(bytes);
+        if (round % 10 == 0) {
+            check_io(bystander);
+        }
+    }
+    check_io(bystander);
+    // Once the hostile connections are gone, only the bystander's two remain.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
+    served.halt();
+    for (; served.target().connection_count() > 2 && std::chrono::steady_clock::now() < deadline;) {
+        served.target().poll(std::chrono::milliseconds{1});
+    }
+    EXPECT_EQ(served.target().connection_count(), 2U);
+    EXPECT_EQ(served.target().association_count(), 1U);
+}
+
+TEST(tcp_target, the_admin_connection_ending_ends_the_association)
+{
+    served_target served;
+    {
+        auto host = served.host();
+        bring_up(host);
+        check_io(host);
+    }
+    auto again = served.host();
+    bring_up(again);
+    check_io(again);
+    served.halt();
+    EXPECT_EQ(served.target().association_count(), 1U);
+    EXPECT_EQ(served.target().statistics().associations_created, 2U);
+}
+
+} // namespace
