@@ -22,7 +22,7 @@ expect_failure(2 "--max-namespaces 1 is below the 2 namespaces given"
                --vfio-user "${socket}" --ram 16M --ram 16M --max-namespaces 1)
 expect_failure(2 "--io is psync or uring: aio" --vfio-user "${socket}" --io aio)
 expect_failure(1 "larger than the unallocated NVM capacity" --vfio-user "${socket}" --ram 64M --capacity 32M)
-expect_failure(2 "--vfio-user SOCKET or --tcp ADDR:PORT is required" --ram 16M)
+expect_failure(2 "--vfio-user SOCKET or --tcp ADDR:PORT .*is required" --ram 16M)
 expect_failure(2 "--tcp is ADDR:PORT: 127.0.0.1" --tcp 127.0.0.1)
 expect_failure(2 "--tcp port: not a number from 1 to 65535: 70000" --tcp 127.0.0.1:70000)
 expect_failure(1 "not an IPv4 or IPv6 address: no-such-address" --tcp no-such-address:4420)
