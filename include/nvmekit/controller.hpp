@@ -186,11 +186,10 @@ public:
     /// A controller of `subsystem`, which must outlive it. The controller registers with the
     /// subsystem (which assigns CNTLID unless the config names one).
     controller(dma_type& dma, interrupts_type& interrupts, clock_type& clock, subsystem_type& subsystem,
-               controller_config config = {})
+               const controller_config& config = {})
         : dma_{dma}
         , clock_{clock}
-        , config_{detail::checked_controller_config(std::move(config), limits,
-                                                    threading_type::concurrent_groups)}
+        , config_{detail::checked_controller_config(config, limits, threading_type::concurrent_groups)}
         , subsystem_{&subsystem}
         , registers_{detail::controller_register_config(config_)}
         , msix_{interrupts, limits.msix_vectors}
@@ -224,9 +223,9 @@ public:
 
     /// A controller with a subsystem of its own, holding no namespace yet (reach it through
     /// subsystem()).
-    controller(dma_type& dma, interrupts_type& interrupts, clock_type& clock, controller_config config = {})
-        : controller(owned_subsystem{}, dma, interrupts, clock, std::make_unique<subsystem_type>(),
-                     std::move(config))
+    controller(dma_type& dma, interrupts_type& interrupts, clock_type& clock,
+               const controller_config& config = {})
+        : controller(owned_subsystem{}, dma, interrupts, clock, std::make_unique<subsystem_type>(), config)
     {}
 
     /// The controller must not hold backend I/O when destroyed: poll() until backend_idle().
@@ -245,8 +244,8 @@ private:
     /// Keeps `subsystem` alive through construction: when the configuration is refused, the
     /// parameter frees it.
     controller(owned_subsystem, dma_type& dma, interrupts_type& interrupts, clock_type& clock,
-               std::unique_ptr<subsystem_type> subsystem, controller_config config)
-        : controller(dma, interrupts, clock, *subsystem, std::move(config))
+               std::unique_ptr<subsystem_type> subsystem, const controller_config& config)
+        : controller(dma, interrupts, clock, *subsystem, config)
     {
         owned_subsystem_ = std::move(subsystem);
     }
