@@ -65,6 +65,6 @@ echo "deb package: pkg-config consumers built and ran"
 
 usage=$(/usr/bin/nvmekit-serve --help 2>&1 || true)
 case "$usage" in
-    *"usage: nvmekit-serve --vfio-user SOCKET"*) echo "deb package: nvmekit-serve installed in /usr/bin and runs" ;;
+    *"usage: nvmekit-serve [--vfio-user SOCKET]"*) echo "deb package: nvmekit-serve installed in /usr/bin and runs" ;;
     *) echo "deb package: the installed nvmekit-serve did not run: $usage" >&2; exit 1 ;;
 esac
