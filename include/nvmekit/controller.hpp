@@ -57,6 +57,7 @@
 
 #include <boost/intrusive/list.hpp>
 
+#include <nvmekit/async_dma.hpp>
 #include <nvmekit/async_events.hpp>
 #include <nvmekit/backends/any_backend.hpp>
 #include <nvmekit/block_backend.hpp>
@@ -74,6 +75,7 @@
 #include <nvmekit/dispatcher.hpp>
 #include <nvmekit/dma.hpp>
 #include <nvmekit/dma_guard.hpp>
+#include <nvmekit/dma_journal.hpp>
 #include <nvmekit/doorbell_channel.hpp>
 #include <nvmekit/error_log.hpp>
 #include <nvmekit/feature_table.hpp>
@@ -133,7 +135,27 @@ public:
     using namespace_type = nvm_namespace<backend_type>;
     static constexpr nvmekit::limits limits = Traits::limits;
 
-    static_assert(check_dma_provider<dma_type>());
+    /// True when Traits::dma is an AsyncDmaProvider whose requests complete after submit()
+    /// returns: the controller then never waits for host memory (dma_journal.hpp). Any other
+    /// provider, an InlineAsyncDmaProvider included, takes the synchronous path.
+    static constexpr bool dma_completes_later =
+        AsyncDmaProvider<dma_type> && !InlineAsyncDmaProvider<dma_type>;
+    /// Doorbell Buffer Config: the shadow doorbells are read in place, which asynchronous DMA
+    /// cannot do, so a controller with it reports the command as not supported.
+    static constexpr bool shadow_doorbells_supported = !dma_completes_later;
+
+private:
+    static consteval bool check_dma()
+    {
+        if constexpr (dma_completes_later) {
+            return check_async_dma_provider<dma_type>();
+        } else {
+            return check_dma_provider<dma_type>();
+        }
+    }
+
+public:
+    static_assert(check_dma());
     static_assert(check_interrupt_provider<interrupts_type>());
     static_assert(check_clock<clock_type>());
     static_assert(check_block_backend<backend_type>());
@@ -149,6 +171,18 @@ public:
     static_assert(limits.max_segments >= (1U << limits.mdts) + 1U,
                   "limits: max_segments must hold a PRP transfer of MDTS bytes (2^mdts + 1 ranges)");
     static_assert(limits.staging_buffers >= 1, "limits: at least one staging buffer");
+
+    struct command;
+    struct no_async_state {};
+    /// A command's part of asynchronous DMA (dma_journal.hpp).
+    struct async_command_state {
+        detail::dma_journal journal;
+        /// The step that runs again when the journal's reads have completed: null for the
+        /// handler, else the continuation that blocked.
+        command_result (*step)(controller&, command&) = nullptr;
+        command_result deferred{};  ///< the result of a command finished while its writes were in flight
+        bool cqe_in_flight = false; ///< its completion queue entry is being written
+    };
 
     /// One command from fetch to posted completion. Handlers receive it; `sqe` is the command as
     /// the host submitted it. The other members belong to the controller.
@@ -176,6 +210,10 @@ public:
         std::uint32_t data_segment_count = 0;
         std::array<io_segment, limits.max_segments> data_segments{};
         std::array<io_segment, 2> metadata_segments{};
+        /// Asynchronous DMA only: the journal of its accesses and the step that runs again.
+        [[no_unique_address]] mutable std::conditional_t<dma_completes_later, async_command_state,
+                                                         no_async_state>
+            async{};
     };
 
     using table_type = dispatch_table<controller, command>;
@@ -201,6 +239,13 @@ public:
         submission_queues_.resize(std::size_t{limits.io_queues} + 1U);
         completion_queues_.resize(std::size_t{limits.io_queues} + 1U);
         staging_per_group_ = std::max<std::size_t>(1, limits.staging_buffers / config_.poll_groups);
+        if constexpr (dma_completes_later) {
+            if (config_.concurrent_poll_groups) {
+                throw std::invalid_argument(
+                    "controller_config: concurrent_poll_groups needs a DMA provider that completes inline "
+                    "(asynchronous DMA is processed by poll())");
+            }
+        }
         coordination_.set_concurrent(config_.concurrent_poll_groups);
         for (std::uint16_t group = 0; group < config_.poll_groups; ++group) {
             coordination_.add_group(std::make_unique<group_type>(limits.io_queues, fetch_batch,
@@ -228,7 +273,8 @@ public:
         : controller(owned_subsystem{}, dma, interrupts, clock, std::make_unique<subsystem_type>(), config)
     {}
 
-    /// The controller must not hold backend I/O when destroyed: poll() until backend_idle().
+    /// The controller must not hold backend I/O, nor DMA in flight, when destroyed: poll() until
+    /// backend_idle().
     ~controller()
     {
         stop_poll_groups();
@@ -570,15 +616,17 @@ public:
                     trace_doorbell_error(trace_event::err_doorbell_not_ready, qid, value);
                 }
             });
+            poll_dma(); // entries being written still count as posted when their writes complete
             update_intx();
             return 0;
         }
         if (state == controller_state::ready && !bus_master_.load(std::memory_order_acquire)) {
             return 0; // Bus Master Enable is clear: doorbells and backend completions wait
         }
+        poll_dma();
         poll_backends();
         free_retired_queues();
-        if (ready_clear_deferred_ && io_outstanding() == 0) {
+        if (ready_clear_deferred_ && io_outstanding() == 0 && dma_idle()) {
             ready_clear_deferred_ = false;
             set_csts_bit(spec::csts_register::rdy, false); // the Controller Reset is complete
         }
@@ -620,6 +668,7 @@ public:
             }
         }
         poll_backends();
+        poll_dma();
         free_retired_queues();
         report_async_events();
         if (!concurrent()) {
@@ -650,6 +699,7 @@ public:
             group.doorbells.drain([&](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
                 apply_doorbell(group, qid, completion_queue, value);
             });
+            poll_dma();
             const std::size_t executed = process_group_queues(group);
             take_fatal_error();
             signal_interrupts();
@@ -894,7 +944,7 @@ private:
             // A Controller Reset completes (RDY reads 0) only once the backend has returned every
             // request of the commands it aborted: until then a backend may still move data into
             // host memory, which the host may reuse as soon as it sees RDY = 0.
-            self->ready_clear_deferred_ = !ready && self->io_outstanding() != 0;
+            self->ready_clear_deferred_ = !ready && (self->io_outstanding() != 0 || !self->dma_idle());
             self->set_csts_bit(spec::csts_register::rdy, ready || self->ready_clear_deferred_);
         }
         void stop_and_abort_all() { self->stop_and_abort_all(); }
@@ -919,6 +969,7 @@ private:
             self->reset_features();
             static_cast<void>(self->logs_.firmware().on_subsystem_reset());
             self->set_csts_bit(spec::csts_register::nssro, true);
+            self->hold_ready_for_dma();
         }
         void function_reset()
         {
@@ -927,6 +978,7 @@ private:
             self->reset_features();
             self->msix_.reset();
             self->for_each_coalescer([](interrupt_coalescer& coalescer) { coalescer.reset(); });
+            self->hold_ready_for_dma();
         }
         void set_fatal() { self->set_csts_bit(spec::csts_register::cfs, true); }
         void host_protocol_error(controller_state state, controller_event event)
@@ -937,6 +989,16 @@ private:
                                                       static_cast<std::uint8_t>(event)});
         }
     };
+
+    /// An NVM Subsystem Reset or FLR with DMA still in flight (asynchronous DMA) completes, RDY
+    /// reading 0, only once that DMA has: until then it may still write host memory.
+    void hold_ready_for_dma()
+    {
+        if (!dma_idle()) {
+            ready_clear_deferred_ = true;
+            set_csts_bit(spec::csts_register::rdy, true);
+        }
+    }
 
     void set_csts_bit(const auto& field, bool value)
     {
@@ -1381,12 +1443,16 @@ private:
 
     bool read_shadow(group_type& group, std::uint16_t qid, bool completion_queue, std::uint32_t& value)
     {
-        if (shadow_doorbells_.read(dma_, qid, completion_queue, value)) {
-            ++group.dma_errors;
-            tracer_.trace(trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
-            return false;
+        if constexpr (shadow_doorbells_supported) {
+            if (shadow_doorbells_.read(dma_, qid, completion_queue, value)) {
+                ++group.dma_errors;
+                tracer_.trace(trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
+                return false;
+            }
+            return true;
+        } else {
+            return false; // never enabled (Doorbell Buffer Config is not offered)
         }
-        return true;
     }
 
     /// The EventIdx of one group's queues.
@@ -1405,9 +1471,11 @@ private:
 
     void write_event_index(group_type& group, std::uint16_t qid, bool completion_queue, std::uint32_t value)
     {
-        if (shadow_doorbells_.write_event_index(dma_, qid, completion_queue, value)) {
-            ++group.dma_errors;
-            tracer_.trace(trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
+        if constexpr (shadow_doorbells_supported) {
+            if (shadow_doorbells_.write_event_index(dma_, qid, completion_queue, value)) {
+                ++group.dma_errors;
+                tracer_.trace(trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
+            }
         }
     }
 
@@ -1415,6 +1483,12 @@ private:
 
     std::size_t process_submission_queue(detail::submission_queue<command>& sq, group_type& group)
     {
+        if constexpr (dma_completes_later) {
+            if (!sq.ring.is_message_based()) {
+                start_fetch(sq, group); // its commands run when the entries have arrived
+                return 0;
+            }
+        }
         std::size_t executed = 0;
         while (!sq.ring.empty() && !group.stopped) {
             const std::uint32_t room = std::min<std::uint32_t>(
@@ -1423,7 +1497,7 @@ private:
                 break; // every request of this queue is in use: back-pressure
             }
             std::uint32_t fetched = 0;
-            if (sq.ring.fetch(dma_, std::span{group.fetch_buffer}.first(room), fetched)) {
+            if (sq.ring.fetch(fetch_dma(), std::span{group.fetch_buffer}.first(room), fetched)) {
                 // The SQ cannot be read: a controller fatal status is what the spec offers
                 // (Base 2.0 9.5); the host recovers by resetting the controller.
                 tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = sq.ring.qid()});
@@ -1449,6 +1523,10 @@ private:
         cmd.continuation = nullptr;
         cmd.progress.vendor = 0; // the others are set by the commands that use them
         cmd.data_segment_count = 0;
+        if constexpr (dma_completes_later) {
+            cmd.async.step = nullptr;
+            cmd.async.journal.begin_step(false);
+        }
         const std::uint8_t opcode = cmd.sqe.opcode();
         command_result result;
         trace_command(trace_event::command_dispatched, cmd);
@@ -1473,6 +1551,11 @@ public:
     void finish(command& cmd, command_result result)
     {
         NVMEKIT_ASSERT(!result.is_pending(), "finish() with a pending result");
+        if constexpr (dma_completes_later) {
+            if (!settle_dma(cmd, result)) {
+                return; // runs again, or finishes, when its DMA has completed
+            }
+        }
         auto& sq = *cmd.sq;
         release_staging(cmd);
         // An SQ's CQID was checked when the SQ was created; the CQ outlives the SQ unless a reset
@@ -1507,7 +1590,8 @@ public:
             !status.is_success()) {
             return status;
         }
-        const auto status = dma_status(cmd, copy_to_host(dma_, ranges, data));
+        const auto status = dma_status(
+            cmd, with_command_dma(cmd, [&](auto& dma) { return copy_to_host(dma, ranges, data); }));
         if (status.is_success()) {
             trace_command(trace_event::data_prepared, cmd, data.size());
         }
@@ -1522,7 +1606,8 @@ public:
             !status.is_success()) {
             return status;
         }
-        const auto status = dma_status(cmd, copy_from_host(dma_, ranges, data));
+        const auto status = dma_status(
+            cmd, with_command_dma(cmd, [&](auto& dma) { return copy_from_host(dma, ranges, data); }));
         if (status.is_success()) {
             trace_command(trace_event::data_prepared, cmd, data.size());
         }
@@ -1552,11 +1637,23 @@ public:
         }
         return outstanding;
     }
-    /// True when no backend request of this controller is outstanding: neither a command's nor a
-    /// shutdown flush (which may outlive the shutdown a reset abandoned). Then it may be destroyed.
+    /// True when no backend request of this controller is outstanding, neither a command's nor a
+    /// shutdown flush (which may outlive the shutdown a reset abandoned), and no DMA request is in
+    /// flight (dma_idle()). Then it may be destroyed.
     [[nodiscard]] bool backend_idle() const noexcept
     {
-        return io_outstanding() == 0 && shutdown_flushes_.in_backend() == 0;
+        return io_outstanding() == 0 && shutdown_flushes_.in_backend() == 0 && dma_idle();
+    }
+
+    /// True when no DMA request of this controller is in flight or waiting to be taken (always,
+    /// with a synchronous provider).
+    [[nodiscard]] bool dma_idle() const noexcept
+    {
+        if constexpr (dma_completes_later) {
+            return dma_slots_.outstanding() == 0 && !dma_slots_.has_completed();
+        } else {
+            return true;
+        }
     }
 
     /// The admin command table this controller uses: the built-in one as Traits customised it.
@@ -1605,18 +1702,21 @@ public:
     [[nodiscard]] spec::status read_host(const command& cmd, const host_range_list& ranges,
                                          std::span<std::byte> data)
     {
-        return dma_status(cmd, copy_from_host(dma_, ranges, data));
+        return dma_status(
+            cmd, with_command_dma(cmd, [&](auto& dma) { return copy_from_host(dma, ranges, data); }));
     }
     [[nodiscard]] spec::status read_host(const command& cmd, const host_range_list& ranges,
                                          std::uint64_t offset, std::span<std::byte> data)
     {
-        return dma_status(cmd, copy_from_host(dma_, ranges, offset, data));
+        return dma_status(
+            cmd, with_command_dma(cmd, [&](auto& dma) { return copy_from_host(dma, ranges, offset, data); }));
     }
     /// Copies `data` to the host bytes `ranges` describe.
     [[nodiscard]] spec::status write_host(const command& cmd, const host_range_list& ranges,
                                           std::span<const std::byte> data)
     {
-        return dma_status(cmd, copy_to_host(dma_, ranges, data));
+        return dma_status(cmd,
+                          with_command_dma(cmd, [&](auto& dma) { return copy_to_host(dma, ranges, data); }));
     }
 
     /// The Volatile Write Cache feature: writes reach stable media before completing unless on.
@@ -1692,8 +1792,13 @@ public:
                                        .bit_bucket_supported = true,
                                        .max_segment_descriptors = 256,
                                        .max_descriptors = std::size_t{limits.max_segments} * 4U};
-        const auto status = walk_data_pointer(
-            dma_, cmd.sqe, length, static_cast<std::uint32_t>(memory_page_size()), options, ranges);
+        const auto status = with_command_dma(
+            cmd,
+            [&](auto& dma) {
+                return walk_data_pointer(dma, cmd.sqe, length, static_cast<std::uint32_t>(memory_page_size()),
+                                         options, ranges);
+            },
+            false);
         return dma_status(cmd, status);
     }
 
@@ -1704,7 +1809,11 @@ public:
                                        .bit_bucket_supported = true,
                                        .max_segment_descriptors = 256,
                                        .max_descriptors = 16};
-        return dma_status(cmd, walk_metadata_pointer(dma_, cmd.sqe, length, options, ranges));
+        return dma_status(
+            cmd,
+            with_command_dma(
+                cmd, [&](auto& dma) { return walk_metadata_pointer(dma, cmd.sqe, length, options, ranges); },
+                false));
     }
 
     /// A free staging buffer for `cmd`, or null: the command is then parked and dispatched again
@@ -1762,6 +1871,9 @@ public:
     /// event arrives).
     static void release_without_completion(const command& cmd) noexcept
     {
+        if constexpr (dma_completes_later) {
+            cmd.async.journal.release(cmd.owner->dma_slots_);
+        }
         auto& request = cmd.sq->pool.at(cmd.request_index);
         cmd.sq->pool.mark_completed(request);
         cmd.sq->pool.release(request);
@@ -1893,11 +2005,22 @@ public:
 
     /// The queue memory of `bytes` a PRP list at `prp_list` describes, read through the
     /// controller's DMA (queue_memory::from_prp_list).
-    [[nodiscard]] spec::status queue_memory_from_prp_list(std::uint64_t prp_list, std::size_t bytes,
-                                                          queue_memory& out)
+    [[nodiscard]] spec::status queue_memory_from_prp_list(const command& cmd, std::uint64_t prp_list,
+                                                          std::size_t bytes, queue_memory& out)
     {
-        return queue_memory::from_prp_list(dma_, prp_list, bytes,
-                                           static_cast<std::uint32_t>(memory_page_size()), out);
+        const auto status = with_command_dma(
+            cmd,
+            [&](auto& dma) {
+                return queue_memory::from_prp_list(dma, prp_list, bytes,
+                                                   static_cast<std::uint32_t>(memory_page_size()), out);
+            },
+            false);
+        if constexpr (dma_completes_later) {
+            if (cmd.async.journal.blocked) {
+                return spec::status{spec::generic_status::data_transfer_error}.with_dnr(); // runs again
+            }
+        }
+        return status;
     }
 
     /// Adds I/O CQ `qid` in `memory`, its identifier, size and vector checked by the caller: placed
@@ -2001,6 +2124,12 @@ public:
 private:
     [[nodiscard]] static spec::status dma_status(const command& cmd, spec::status status) noexcept
     {
+        if constexpr (dma_completes_later) {
+            if (cmd.async.journal.blocked) {
+                // A read is in flight: this run's result is void (finish() parks the command).
+                return spec::status{spec::generic_status::data_transfer_error}.with_dnr();
+            }
+        }
         if (status.is_success()) {
             return status;
         }
@@ -2009,6 +2138,316 @@ private:
             cmd.owner->trace_command(trace_event::err_dma, cmd, 0, status.with_dnr());
         }
         return status.with_dnr();
+    }
+
+    // ---- asynchronous DMA (dma_completes_later; dma_journal.hpp) ----------------------------
+
+    /// The provider for accesses that never reach host memory through it: message-based rings.
+    /// A synchronous controller's own provider; for asynchronous DMA one that refuses everything.
+    [[nodiscard]] auto& fetch_dma() noexcept
+    {
+        if constexpr (dma_completes_later) {
+            return no_host_memory_;
+        } else {
+            return dma_;
+        }
+    }
+
+    /// Refuses every access (fetch_dma() with asynchronous DMA: only message-based rings use it,
+    /// and they never access host memory).
+    struct refusing_dma {
+        static std::error_code read(std::uint64_t, std::span<std::byte>)
+        {
+            return make_error_code(errc::dma_fault);
+        }
+        static std::error_code write(std::uint64_t, std::span<const std::byte>)
+        {
+            return make_error_code(errc::dma_fault);
+        }
+    };
+
+    /// A command's view of host memory with asynchronous DMA: reads and writes go through its
+    /// journal. `speculative` reads that are in flight report success with unspecified bytes, so a
+    /// copy over many ranges submits all its reads in one run; the caller then sees the command
+    /// blocked (dma_status). Walks of PRP lists and SGL segments are not speculative: they stop at
+    /// the first read still in flight.
+    struct command_dma {
+        controller* self;
+        const command* cmd;
+        bool speculative;
+        std::error_code read(std::uint64_t address, std::span<std::byte> destination)
+        {
+            return self->journal_read(*cmd, address, destination, speculative);
+        }
+        std::error_code write(std::uint64_t address, std::span<const std::byte> source)
+        {
+            return self->journal_write(*cmd, address, source);
+        }
+    };
+
+    /// Writes one completion queue entry of `cmd` by a request (cq_ring::post's provider).
+    struct completion_writer {
+        controller* self;
+        const command* cmd;
+        static std::error_code read(std::uint64_t, std::span<std::byte>)
+        {
+            return make_error_code(errc::dma_fault);
+        }
+        std::error_code write(std::uint64_t address, std::span<const std::byte> source)
+        {
+            auto& slot = self->dma_slots_.take(dma_operation::write, address, source.size());
+            std::memcpy(slot.bytes.data(), source.data(), source.size());
+            slot.kind = detail::dma_slot_kind::completion_write;
+            slot.owner = const_cast<command*>(cmd);
+            slot.group = cmd->group;
+            cmd->async.cqe_in_flight = true;
+            self->dma_.inner().submit(slot.request);
+            return {};
+        }
+    };
+
+    /// Runs `f(provider)` with the provider a command's accesses use: the controller's own, or
+    /// with asynchronous DMA the command's journal.
+    template <typename F>
+    decltype(auto) with_command_dma(const command& cmd, F&& f, bool speculative = true)
+    {
+        if constexpr (dma_completes_later) {
+            command_dma journaled{this, &cmd, speculative};
+            return f(journaled);
+        } else {
+            static_cast<void>(speculative);
+            return f(dma_);
+        }
+    }
+
+    std::error_code journal_read(const command& cmd, std::uint64_t address, std::span<std::byte> destination,
+                                 bool speculative)
+    {
+        if (dma_.touches_window(address, destination.size())) {
+            return make_error_code(errc::dma_fault);
+        }
+        auto& journal = cmd.async.journal;
+        bool diverged = false;
+        detail::dma_slot* slot = journal.replayed(dma_operation::read, address, destination.size(), diverged);
+        if (diverged) {
+            return make_error_code(errc::dma_fault); // the handler did not run as it did before
+        }
+        if (slot == nullptr) {
+            if (journal.blocked && !speculative) {
+                return make_error_code(std::errc::operation_would_block);
+            }
+            slot = &dma_slots_.take(dma_operation::read, address, destination.size());
+            slot->kind = detail::dma_slot_kind::command_read;
+            slot->owner = const_cast<command*>(&cmd);
+            slot->group = cmd.group;
+            journal.record(*slot);
+            dma_.inner().submit(slot->request);
+        }
+        if (!slot->settled) {
+            journal.blocked = true;
+            return speculative ? std::error_code{} : make_error_code(std::errc::operation_would_block);
+        }
+        if (slot->result) {
+            return slot->result;
+        }
+        std::memcpy(destination.data(), slot->bytes.data(), destination.size());
+        return {};
+    }
+
+    std::error_code journal_write(const command& cmd, std::uint64_t address,
+                                  std::span<const std::byte> source)
+    {
+        if (dma_.touches_window(address, source.size())) {
+            return make_error_code(errc::dma_fault);
+        }
+        auto& journal = cmd.async.journal;
+        bool diverged = false;
+        if (journal.replayed(dma_operation::write, address, source.size(), diverged) != nullptr) {
+            // Posted by an earlier run, unless the handler did not run as it did before.
+            return diverged ? make_error_code(errc::dma_fault) : std::error_code{};
+        }
+        if (journal.blocked) {
+            return {}; // this run is void: its bytes may come from reads still in flight
+        }
+        auto& slot = dma_slots_.take(dma_operation::write, address, source.size());
+        std::memcpy(slot.bytes.data(), source.data(), source.size());
+        slot.kind = detail::dma_slot_kind::command_write;
+        slot.owner = const_cast<command*>(&cmd);
+        slot.group = cmd.group;
+        journal.record(slot);
+        dma_.inner().submit(slot.request);
+        return {};
+    }
+
+    /// finish() with asynchronous DMA: false while the command must wait for its requests (it
+    /// is parked to run again, or its result is kept until its writes complete); true when it may
+    /// complete now, its journal emptied and a failed posted write turned into its status.
+    bool settle_dma(command& cmd, command_result& result)
+    {
+        auto& journal = cmd.async.journal;
+        if (journal.blocked) {
+            journal.parked = true;
+            return false;
+        }
+        if (journal.pending != 0) {
+            journal.finish_deferred = true;
+            cmd.async.deferred = result;
+            return false;
+        }
+        if (journal.write_failed && result.status.is_success()) {
+            result =
+                command_result::failure(spec::status{spec::generic_status::data_transfer_error}.with_dnr());
+            ++cmd.group->dma_errors;
+            trace_command(trace_event::err_dma, cmd, 0, result.status);
+        }
+        journal.release(dma_slots_);
+        return true;
+    }
+
+    /// Takes the provider's completions and acts on each: a fetch's entries run, a parked command
+    /// runs again, a finished command completes, a completion entry counts as posted. What that
+    /// submits is polled for again, a bounded number of rounds, so that a provider completing
+    /// promptly moves a command from fetch to completion in one poll().
+    void poll_dma()
+    {
+        if constexpr (dma_completes_later) {
+            static constexpr int rounds = 8;
+            for (int round = 0; round < rounds; ++round) {
+                if (dma_slots_.outstanding() != 0) {
+                    dma_.inner().poll();
+                }
+                if (dma_slots_.take_completed([this](detail::dma_slot& slot) { settle(slot); }) == 0) {
+                    return;
+                }
+            }
+        }
+    }
+
+    void settle(detail::dma_slot& slot)
+    {
+        switch (slot.kind) {
+        case detail::dma_slot_kind::queue_fetch: fetched(slot); return;
+        case detail::dma_slot_kind::completion_write: completion_written(slot); return;
+        case detail::dma_slot_kind::command_read:
+        case detail::dma_slot_kind::command_write: break;
+        }
+        auto& cmd = *static_cast<command*>(slot.owner);
+        auto& journal = cmd.async.journal;
+        if (slot.kind == detail::dma_slot_kind::command_write && slot.result) {
+            journal.write_failed = true;
+        }
+        if (--journal.pending != 0) {
+            return;
+        }
+        if (journal.parked) {
+            run_again(cmd);
+        } else if (journal.finish_deferred) {
+            journal.finish_deferred = false;
+            finish(cmd, cmd.async.deferred);
+        }
+    }
+
+    /// A parked command's reads have completed: the step that blocked runs again, served from
+    /// its journal; a command whose queue was deleted meanwhile only ends.
+    void run_again(command& cmd)
+    {
+        auto& journal = cmd.async.journal;
+        journal.rewind();
+        if (cmd.sq->retired) {
+            finish(cmd, command_result::failure(spec::status{spec::generic_status::aborted_sq_deletion}));
+            return;
+        }
+        if (cmd.async.step == nullptr) {
+            if (cmd.staging != nullptr) { // the walk fills its ranges again
+                cmd.staging->ranges.clear();
+                cmd.staging->metadata_ranges.clear();
+            }
+            --cmd.group->commands; // counted once, when first executed
+            execute(cmd);
+            return;
+        }
+        cmd.continuation = cmd.async.step;
+        const command_result result = cmd.async.step(*this, cmd);
+        if (!result.is_pending()) {
+            finish(cmd, result);
+        }
+    }
+
+    /// Starts reading the next entries of `sq` (one contiguous run, as many as its pool can take),
+    /// unless a read of its entries is already in flight.
+    void start_fetch(detail::submission_queue<command>& sq, group_type& group)
+    {
+        if (sq.fetch_in_flight || sq.ring.empty() || group.stopped) {
+            return;
+        }
+        const auto room = static_cast<std::uint32_t>(std::min<std::size_t>(sq.pool.available(), fetch_batch));
+        if (room == 0) {
+            return; // every request of this queue is in use: back-pressure
+        }
+        const auto run = sq.ring.next_run(room);
+        auto& slot =
+            dma_slots_.take(dma_operation::read, run.address, std::size_t{run.entries} * sq_ring::sqe_size);
+        slot.kind = detail::dma_slot_kind::queue_fetch;
+        slot.owner = &sq;
+        slot.group = &group;
+        slot.entries = run.entries;
+        sq.fetch_in_flight = true;
+        dma_.inner().submit(slot.request);
+    }
+
+    /// A fetch completed: its entries run (unless the queue was deleted, the controller is no
+    /// longer ready, or the read failed, which is a controller fatal status as with synchronous DMA).
+    void fetched(detail::dma_slot& slot)
+    {
+        auto& sq = *static_cast<detail::submission_queue<command>*>(slot.owner);
+        auto& group = *static_cast<group_type*>(slot.group);
+        sq.fetch_in_flight = false;
+        const std::uint32_t entries = slot.entries;
+        if (sq.retired || group.stopped || state_machine_.state() != controller_state::ready) {
+            dma_slots_.release(slot);
+            return;
+        }
+        if (slot.result) {
+            dma_slots_.release(slot);
+            tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = sq.ring.qid()});
+            coordination_.raise_fatal(group);
+            take_fatal_error();
+            return;
+        }
+        std::array<spec::submission_queue_entry, fetch_batch> sqes{};
+        std::memcpy(sqes.data(), slot.bytes.data(), std::size_t{entries} * sq_ring::sqe_size);
+        dma_slots_.release(slot);
+        sq.ring.consume(entries);
+        for (std::uint32_t i = 0; i < entries; ++i) {
+            auto& cmd = acquire_request(sq, group, sqes[i]);
+            trace_command(trace_event::sqe_fetched, cmd);
+            execute(cmd);
+        }
+        start_fetch(sq, group);
+    }
+
+    /// A completion entry's write completed: it counts as posted (for interrupts and statistics)
+    /// and the command's request is free. A failed write is a controller fatal status.
+    void completion_written(detail::dma_slot& slot)
+    {
+        auto& cmd = *static_cast<command*>(slot.owner);
+        const bool failed = static_cast<bool>(slot.result);
+        dma_slots_.release(slot);
+        cmd.async.cqe_in_flight = false;
+        auto& group = *cmd.group;
+        auto* cq = cmd.sq->retired ? nullptr : completion_queues_[cmd.sq->ring.cqid()].get();
+        if (failed) {
+            tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = cmd.sq->ring.cqid()});
+            coordination_.raise_fatal(group);
+        } else if (cq != nullptr) {
+            trace_command(trace_event::cqe_posted, cmd, cq->ring.qid(), cmd.cqe.status());
+            ++group.completions_posted;
+            ++cq->posted_since_signal;
+        }
+        completion_posted(cmd);
+        if (failed) {
+            take_fatal_error();
+        }
     }
 
     // ---- staging buffers --------------------------------------------------------------------
@@ -2065,6 +2504,10 @@ private:
                         command_result::failure(spec::status{spec::generic_status::aborted_sq_deletion}));
             return;
         }
+        if constexpr (dma_completes_later) {
+            cmd.async.step = cmd.continuation;
+            cmd.async.journal.begin_step(true);
+        }
         const command_result result = cmd.continuation(self, cmd);
         if (!result.is_pending()) {
             self.finish(cmd, result);
@@ -2113,7 +2556,7 @@ private:
     void free_idle_retired_queues()
     {
         std::erase_if(retired_queues_, [this](const auto& sq) {
-            if (sq->pool.in_use() != 0) {
+            if (sq->pool.in_use() != 0 || sq->fetch_in_flight) {
                 return false;
             }
             if (auto* deleting = std::exchange(sq->deleting, nullptr)) {
@@ -2139,7 +2582,7 @@ private:
             return true;
         });
         detail::submission_queue<command>* retired = nullptr;
-        if (sq->pool.in_use() != 0) {
+        if (sq->pool.in_use() != 0 || sq->fetch_in_flight) {
             sq->retired = true;
             retired = sq.get();
             retired_queues_.push_back(std::move(sq));
@@ -2168,7 +2611,7 @@ private:
             return;
         }
         if (post(cq, cmd)) {
-            completion_posted(cmd);
+            posted_now(cmd);
         } else {
             cq.held.push_back(cmd);
         }
@@ -2178,7 +2621,15 @@ private:
     bool post(detail::completion_queue<command>& cq, const command& cmd)
     {
         auto& group = *cmd.group;
-        if (cq.ring.post(dma_, cmd.cqe)) {
+        if constexpr (dma_completes_later) {
+            if (!cq.ring.is_message_based()) {
+                // Written by a request; counted as posted, and the request freed, when it completes.
+                completion_writer writer{this, &cmd};
+                static_cast<void>(cq.ring.post(writer, cmd.cqe));
+                return true;
+            }
+        }
+        if (cq.ring.post(fetch_dma(), cmd.cqe)) {
             tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = cq.ring.qid()});
             coordination_.raise_fatal(group);
             return false;
@@ -2197,7 +2648,7 @@ private:
                 return;
             }
             cq.held.pop_front();
-            completion_posted(cmd);
+            posted_now(cmd);
         }
     }
 
@@ -2220,6 +2671,17 @@ private:
         cmd.request_index = request->index();
         cmd.owner = this;
         return cmd;
+    }
+
+    /// post() returned: the request is free unless the entry is still being written.
+    static void posted_now(const command& cmd) noexcept
+    {
+        if constexpr (dma_completes_later) {
+            if (cmd.async.cqe_in_flight) {
+                return;
+            }
+        }
+        completion_posted(cmd);
     }
 
     /// The command's completion entry was written: its request returns to the pool.
@@ -2460,6 +2922,11 @@ private:
     }
 
     dma_guard<dma_type> dma_; ///< the embedder's provider, refusing the controller's own BAR0
+    /// Asynchronous DMA only: the requests in flight and their buffers (dma_journal.hpp).
+    [[no_unique_address]] std::conditional_t<dma_completes_later, detail::dma_slot_pool, no_async_state>
+        dma_slots_;
+    [[no_unique_address]] std::conditional_t<dma_completes_later, refusing_dma, no_async_state>
+        no_host_memory_;
     clock_type& clock_;
     controller_config config_;
     subsystem_type* subsystem_;

@@ -29,7 +29,9 @@
 
 NVMEKIT_BEGIN_NAMESPACE
 
-template <DmaProvider Dma>
+/// `Dma` is a DmaProvider, whose read() and write() the guard forwards; or any other provider
+/// (an AsyncDmaProvider), for which the guard offers touches_window() and inner() alone.
+template <typename Dma>
 class dma_guard {
 public:
     explicit dma_guard(Dma& inner) noexcept : inner_{&inner} {}
@@ -79,7 +81,10 @@ public:
         return length - 1 > to_top && first <= length - 2 - to_top;
     }
 
+    // clang-format off
     [[nodiscard]] std::error_code read(std::uint64_t address, std::span<std::byte> destination)
+        requires DmaProvider<Dma>
+    // clang-format on
     {
         if (touches_window(address, destination.size())) {
             return make_error_code(errc::dma_fault);
@@ -87,7 +92,10 @@ public:
         return inner_->read(address, destination);
     }
 
+    // clang-format off
     [[nodiscard]] std::error_code write(std::uint64_t address, std::span<const std::byte> source)
+        requires DmaProvider<Dma>
+    // clang-format on
     {
         if (touches_window(address, source.size())) {
             return make_error_code(errc::dma_fault);

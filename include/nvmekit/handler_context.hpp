@@ -45,6 +45,14 @@
 ///
 /// Every expression is called from the context that runs the command (a poll group or the admin
 /// context) and never blocks.
+///
+/// With a DMA provider whose requests complete later (AsyncDmaProvider; dma_journal.hpp) a read of
+/// host memory that has not arrived yet returns Data Transfer Error, and the controller runs the
+/// handler (or the continuation that read) again once it has: the reads it already made are then
+/// served in the same order, and writes it already made are not repeated. A handler therefore
+/// returns a failed status as it gets it, changes no state before its reads of host memory
+/// succeed (the rule acquire_staging already sets), and makes the same accesses when it runs
+/// again on the same inputs. The built-in command sets and examples/read_checksummed.hpp do.
 
 #include <concepts>
 #include <cstddef>
@@ -135,7 +143,7 @@ concept HandlerContext =
 /// | `c.log_buffer()`, `c.admin_buffer()`         | controller-owned buffers of MDTS and 16 KiB for building log and identify data |
 /// | `c.keep_alive_received()`                    | restarts the Keep Alive timer |
 /// | `cc.registers()`, `cc.allowed_submission_queues()`, `cc.allowed_completion_queues()`, `cc.submission_queue_exists(qid)`, `cc.completion_queue_exists(qid)`, `cc.bound_submission_queues(qid)` | what queue management checks a command against: CAP and CC, the queues Number of Queues allows, the queues that exist |
-/// | `c.queue_memory_from_prp_list(prp, bytes, memory)`, `c.add_completion_queue(qid, entries, memory, vector, ien)`, `c.add_submission_queue(qid, cqid, entries, memory)`, `c.delete_submission_queue(cmd, qid)`, `c.delete_completion_queue(qid)`, `c.configure_shadow_doorbells(shadow, eventidx)` | queues in host memory and shadow doorbells (command_sets/queue_management.hpp, Base 2.0 5.4 - 5.8) |
+/// | `c.queue_memory_from_prp_list(cmd, prp, bytes, memory)`, `c.add_completion_queue(qid, entries, memory, vector, ien)`, `c.add_submission_queue(qid, cqid, entries, memory)`, `c.delete_submission_queue(cmd, qid)`, `c.delete_completion_queue(qid)`, `c.configure_shadow_doorbells(shadow, eventidx)` | queues in host memory and shadow doorbells (command_sets/queue_management.hpp, Base 2.0 5.4 - 5.8) |
 /// | `c.features()`, `c.io_queue_created()`, `c.granted_queues()`, `c.grant_queues(value)`, `c.max_io_queues()`, `c.for_each_coalescer(f)`, `c.admin_coalescer()`, `c.check_temperature()` | Set/Get Features (command_sets/features.hpp): the feature table, Number of Queues, interrupt coalescing, a Temperature Threshold change |
 /// | `c.abort_waiting(sqid, cid)`                 | aborts the command `cid` of SQ `sqid` if it still waits for a staging buffer; true when it did |
 /// | `c.waits_for_staging(ns)`                    | whether a command naming `ns` waits for a staging buffer |
@@ -172,7 +180,7 @@ concept AdminHandlerContext =
         { cc.submission_queue_exists(std::uint16_t{}) } -> std::same_as<bool>;
         { cc.completion_queue_exists(std::uint16_t{}) } -> std::same_as<bool>;
         { cc.bound_submission_queues(std::uint16_t{}) } -> std::same_as<std::uint32_t>;
-        { c.queue_memory_from_prp_list(std::uint64_t{}, std::size_t{}, memory) } -> std::same_as<spec::status>;
+        { c.queue_memory_from_prp_list(cmd, std::uint64_t{}, std::size_t{}, memory) } -> std::same_as<spec::status>;
         c.add_completion_queue(std::uint16_t{}, std::uint32_t{}, queue_memory::contiguous(0), std::uint16_t{}, bool{});
         c.add_submission_queue(std::uint16_t{}, std::uint16_t{}, std::uint32_t{}, queue_memory::contiguous(0));
         { c.delete_submission_queue(cmd, std::uint16_t{}) } -> std::same_as<command_result>;

@@ -39,6 +39,8 @@ struct submission_queue {
     /// The host has written this queue's doorbell register since creating it; until then its
     /// shadow doorbell slot may hold what an earlier queue with this QID left there.
     bool shadow_armed = false;
+    /// Asynchronous DMA: entries are being read; the queue is not fetched again, nor freed, meanwhile.
+    bool fetch_in_flight = false;
     submission_queue(std::uint16_t qid, std::uint16_t cqid, std::uint32_t entries, std::uint32_t commands,
                      queue_memory memory)
         : ring{qid, cqid, entries, std::move(memory)}, pool{std::min(entries, commands)}

@@ -118,17 +118,13 @@ public:
         std::uint32_t position = head_;
         std::uint32_t done = 0;
         while (done < count) {
-            const std::size_t offset = std::size_t{position} * sqe_size;
-            const std::size_t run_entries = memory_.contiguous_bytes_from(offset) / sqe_size;
-            NVMEKIT_ASSERT(run_entries > 0, "sq_ring: a submission queue entry straddles a memory page");
-            const auto run = static_cast<std::uint32_t>(std::min<std::size_t>(
-                {std::size_t{count - done}, std::size_t{entries_ - position}, run_entries}));
+            const auto piece = run_from(position, count - done);
             if (auto error =
-                    dma.read(memory_.address_of(offset), std::as_writable_bytes(out.subspan(done, run)))) {
+                    dma.read(piece.address, std::as_writable_bytes(out.subspan(done, piece.entries)))) {
                 return error;
             }
-            done += run;
-            position += run;
+            done += piece.entries;
+            position += piece.entries;
             if (position == entries_) {
                 position = 0;
             }
@@ -136,6 +132,28 @@ public:
         head_ = position;
         fetched = count;
         return {};
+    }
+
+    /// Entries in host memory that one read can fetch: where they are and how many.
+    struct run {
+        std::uint64_t address;
+        std::uint32_t entries;
+    };
+
+    /// The first run of up to `max` pending entries from the head, which stays where it is (for a
+    /// read that completes later: consume() once the entries have arrived). Precondition: a
+    /// queue in host memory with entries pending, `max` >= 1.
+    [[nodiscard]] run next_run(std::uint32_t max) const noexcept
+    {
+        NVMEKIT_ASSERT(local_ == nullptr && !empty() && max >= 1, "sq_ring: next_run with nothing to fetch");
+        return run_from(head_, std::min(max, pending()));
+    }
+
+    /// Advances the head past `count` entries fetched (next_run). Precondition: count <= pending().
+    void consume(std::uint32_t count) noexcept
+    {
+        NVMEKIT_ASSERT(count <= pending(), "sq_ring: consuming entries not submitted");
+        head_ = (head_ + count) % entries_;
     }
 
     /// Back to the state of a new queue: head = tail = 0.
@@ -146,6 +164,18 @@ public:
     }
 
 private:
+    /// The run of up to `count` entries at `position`: it ends at the end of the ring and, for a
+    /// PRP-list queue, at a memory page boundary.
+    [[nodiscard]] run run_from(std::uint32_t position, std::uint32_t count) const noexcept
+    {
+        const std::size_t offset = std::size_t{position} * sqe_size;
+        const std::size_t run_entries = memory_.contiguous_bytes_from(offset) / sqe_size;
+        NVMEKIT_ASSERT(run_entries > 0, "sq_ring: a submission queue entry straddles a memory page");
+        return run{memory_.address_of(offset),
+                   static_cast<std::uint32_t>(std::min<std::size_t>(
+                       {std::size_t{count}, std::size_t{entries_ - position}, run_entries}))};
+    }
+
     void take_local(std::span<spec::submission_queue_entry> out) noexcept
     {
         const auto first = static_cast<std::uint32_t>(std::min<std::size_t>(out.size(), entries_ - head_));

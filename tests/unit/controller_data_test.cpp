@@ -77,6 +77,9 @@ struct campaign_options {
     backend_kind backend = backend_kind::ram;
     std::uint64_t seed = 1;
     std::size_t commands = 1000;
+    /// Asynchronous DMA only: one page in the middle of the data area of two of the host slots
+    /// fails every access, so that commands whose data touches it end in Data Transfer Error.
+    bool dma_faults = false;
 };
 
 constexpr std::uint64_t page = 4096;
@@ -118,6 +121,9 @@ struct in_flight {
     std::vector<piece> metadata;
     std::vector<guard> guards;
     std::string layout;
+    bool expect_fault = false;       ///< its data touches a page that fails (dma_faults)
+    std::vector<std::byte> old_data; ///< a faulting write: the media it must leave alone
+    std::vector<std::byte> old_metadata;
 };
 
 /// How often each layout feature was used, so that the test proves it exercised them.
@@ -164,6 +170,15 @@ public:
             slots_.push_back(r_.host.allocate(slot_pages * page));
             free_slots_.push_back(slot);
         }
+        if constexpr (Rig::controller_type::dma_completes_later) {
+            if (options_.dma_faults) {
+                for (const std::size_t slot : {std::size_t{1}, std::size_t{5}}) {
+                    const std::uint64_t address = slots_[slot] + (data_pages / 2) * page;
+                    r_.dma.fail_range(address, page);
+                    faulty_.push_back(address);
+                }
+            }
+        }
 
         std::size_t depth = 1;
         for (std::size_t issued = 0; issued < options_.commands && !failed_; ++issued) {
@@ -189,7 +204,7 @@ public:
         }
         EXPECT_EQ(r_.ctrl.requests_in_use(), 0U);
         EXPECT_EQ(r_.ctrl.io_outstanding(), 0U);
-        EXPECT_EQ(r_.ctrl.statistics().dma_errors, 0U);
+        EXPECT_EQ(r_.ctrl.statistics().dma_errors, faults_seen);
         EXPECT_EQ(r_.ctrl.statistics().host_protocol_errors, 0U);
         EXPECT_EQ(r_.ctrl.statistics().commands, r_.ctrl.statistics().completions_posted + 1U); // + AER
         reads_checked = reads_;
@@ -198,6 +213,7 @@ public:
 
     std::size_t reads_checked = 0;
     std::size_t writes_done = 0;
+    std::size_t faults_seen = 0; ///< commands that ended in Data Transfer Error, as predicted
     coverage seen{};
 
 private:
@@ -260,9 +276,14 @@ private:
                                  : contiguous_metadata(base, metadata_bytes, kind == 0 ? 4U : 1U, command);
         }
 
+        command.expect_fault = touches_faulty_page(command.data);
         if (is_write) {
             const auto data = std::span{data_shadow_}.subspan(slba * data_unit_, data_bytes);
             const auto metadata = std::span{metadata_shadow_}.subspan(slba * metadata_unit_, metadata_bytes);
+            if (command.expect_fault) {
+                command.old_data.assign(data.begin(), data.end());
+                command.old_metadata.assign(metadata.begin(), metadata.end());
+            }
             rng_.fill(data);
             rng_.fill(metadata);
             scatter(command.data, data);
@@ -589,11 +610,24 @@ private:
         in_flight_.erase(in_flight_.begin() + static_cast<std::ptrdiff_t>(index));
         free_slots_.push_back(command.slot);
         const auto result = r_.host.wait_for(command.qid, command.cid);
-        if (result.status() != spec::status::success()) {
+        if (command.expect_fault) {
+            // Nothing reached the media; a read's buffer holds unspecified bytes.
+            if (result.status() != spec::status{spec::generic_status::data_transfer_error}.with_dnr()) {
+                fail(command, fmt::format("status {}, not Data Transfer Error", result.status()));
+                return;
+            }
+            ++faults_seen;
+            if (command.is_write) {
+                std::copy(command.old_data.begin(), command.old_data.end(),
+                          data_shadow_.begin() + static_cast<std::ptrdiff_t>(command.slba * data_unit_));
+                std::copy(command.old_metadata.begin(), command.old_metadata.end(),
+                          metadata_shadow_.begin() +
+                              static_cast<std::ptrdiff_t>(command.slba * metadata_unit_));
+            }
+        } else if (result.status() != spec::status::success()) {
             fail(command, fmt::format("status {}", result.status()));
             return;
-        }
-        if (!command.is_write) {
+        } else if (!command.is_write) {
             check(command, command.data, std::span{data_shadow_}.subspan(command.slba * data_unit_), "data");
             check(command, command.metadata,
                   std::span{metadata_shadow_}.subspan(command.slba * metadata_unit_), "metadata");
@@ -624,6 +658,16 @@ private:
             }
             at += p.length;
         }
+    }
+
+    /// Whether a piece of host memory in `pieces` overlaps a page that fails (dma_faults).
+    [[nodiscard]] bool touches_faulty_page(std::span<const piece> pieces) const noexcept
+    {
+        return std::any_of(pieces.begin(), pieces.end(), [&](const piece& p) {
+            return !p.bit_bucket && std::any_of(faulty_.begin(), faulty_.end(), [&](std::uint64_t address) {
+                return p.address < address + page && address < p.address + p.length;
+            });
+        });
     }
 
     /// Reaps whatever is still outstanding after a failure, without checking it.
@@ -661,6 +705,7 @@ private:
     std::vector<std::byte> metadata_shadow_;
     std::vector<std::uint64_t> slots_;
     std::vector<std::size_t> free_slots_;
+    std::vector<std::uint64_t> faulty_; ///< first bytes of the pages that fail (dma_faults)
     std::vector<in_flight> in_flight_;
     std::size_t reads_ = 0;
     std::size_t writes_ = 0;
@@ -709,6 +754,16 @@ void run_campaign(const campaign_options& options)
     EXPECT_GT(c.seen.sgl_segment_chains, some);
     EXPECT_GT(c.seen.bit_buckets, some);
     EXPECT_GT(c.seen.overlapped, some);
+    if constexpr (Rig::controller_type::dma_completes_later) {
+        // Entries, data and completions all went through late requests, and none is left.
+        const auto counts = r.dma.counts();
+        EXPECT_GT(counts.submitted, options.commands * 3);
+        EXPECT_EQ(counts.outstanding, 0U);
+        EXPECT_TRUE(r.ctrl.dma_idle());
+        if (options.dma_faults) {
+            EXPECT_GT(c.faults_seen, some); // the faulty pages were hit, by reads and writes alike
+        }
+    }
     if constexpr (Rig::controller_type::limits.staging_buffers < max_in_flight) {
         EXPECT_GT(r.ctrl.statistics().staging_waits, some);
     }
@@ -757,6 +812,22 @@ TEST(controller_data, late_backend_with_scarce_staging_buffers_on_every_lba_form
                                                         .backend = backend_kind::delayed,
                                                         .seed = seed++,
                                                         .commands = 1500});
+    }
+}
+
+TEST(controller_data, asynchronous_dma_late_and_out_of_order_on_every_lba_format)
+{
+    // Every access to host memory (entries, lists, data, completions) completes in a later poll,
+    // in an order of its own: handlers run again from their journals, writes are posted. Two
+    // pages of host memory fail every access; the commands touching them, and only those, end
+    // in Data Transfer Error without changing the media. 102,000 commands in all.
+    std::uint64_t seed = 0x5eed'0401;
+    for (const auto& layout : layouts) {
+        run_campaign<basic_rig<async_dma_traits>>({.lba_format = layout.format,
+                                                   .extended = layout.extended,
+                                                   .seed = seed++,
+                                                   .commands = 17000,
+                                                   .dma_faults = true});
     }
 }
 

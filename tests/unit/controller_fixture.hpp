@@ -33,6 +33,7 @@
 
 #include <nvmekit/controller.hpp>
 #include <nvmekit/format/status.hpp>
+#include <nvmekit/testing/async_dma.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
 #include <nvmekit/testing/host.hpp>
 #include <nvmekit/testing/loopback.hpp>
@@ -57,6 +58,39 @@ struct test_traits : nvmekit::default_traits {
 /// count and fail its accesses.
 struct recording_dma_traits : test_traits {
     using dma = nvmekit::testing::recording_dma<nvmekit::testing::flat_memory>;
+};
+
+/// Host memory the controller reaches by DMA that completes late and out of order: every request
+/// takes 0 to 3 us of the rig's clock (testing::async_dma), so it completes in a later poll, in
+/// an order of its own. Failures are injected through the async_dma interface.
+struct async_dma_memory : nvmekit::testing::async_dma<nvmekit::testing::flat_memory> {
+    async_dma_memory(nvmekit::testing::flat_memory& memory, nvmekit::testing::manual_clock& clock,
+                     std::uint64_t seed = 7)
+        : async_dma{memory,
+                    clock,
+                    4096,
+                    {.min_delay = std::chrono::nanoseconds{0},
+                     .max_delay = std::chrono::microseconds{3},
+                     .seed = seed}}
+    {}
+};
+
+/// test_traits whose controller reaches host memory through async_dma_memory.
+struct async_dma_traits : test_traits {
+    using dma = async_dma_memory;
+};
+
+/// Host memory reached by DMA that completes in the controller's next poll of its provider, in
+/// submission order: the asynchronous path without the time it takes, so that the command-set
+/// suites' timings (keep alive, timestamps) hold as over synchronous DMA.
+struct prompt_async_dma_memory : nvmekit::testing::async_dma<nvmekit::testing::flat_memory> {
+    prompt_async_dma_memory(nvmekit::testing::flat_memory& memory, nvmekit::testing::manual_clock& clock)
+        : async_dma{memory, clock, 4096}
+    {}
+};
+
+struct prompt_async_dma_traits : test_traits {
+    using dma = prompt_async_dma_memory;
 };
 
 /// Above 4 GiB, so both halves of ASQ, ACQ and every queue address carry address bits.
@@ -223,9 +257,9 @@ struct rig_base {
                                         nvmekit::testing::flat_memory&, typename Traits::dma>;
 
     host_memory memory;
-    dma_type dma{memory};
+    nvmekit::testing::manual_clock clock; ///< before `dma`, which may read it (async_dma_memory)
+    dma_type dma = make_dma(memory, clock);
     nvmekit::testing::recording_msix msix;
-    nvmekit::testing::manual_clock clock;
     typename controller_type::subsystem_type subsystem;
     controller_type ctrl;
     host_type host;
@@ -247,18 +281,34 @@ struct rig_base {
                clock,
                subsystem,
                controller_config_for(config),
-               !hands_commands_over && takes_test_poll_groups(config)}
+               !hands_commands_over && !controller_type::dma_completes_later &&
+                   takes_test_poll_groups(config)}
         , host{ctrl, memory, clock}
     {}
     rig_base(const rig_base&) = delete;
     rig_base& operator=(const rig_base&) = delete;
 
+    /// The DMA provider over `memory`: one that takes the clock too (async_dma_memory), or one
+    /// made from the memory alone.
+    [[nodiscard]] static dma_type make_dma(host_memory& memory, nvmekit::testing::manual_clock& clock)
+    {
+        if constexpr (std::is_reference_v<dma_type>) {
+            return memory;
+        } else if constexpr (std::is_constructible_v<dma_type, host_memory&,
+                                                     nvmekit::testing::manual_clock&>) {
+            return dma_type{memory, clock};
+        } else {
+            return dma_type{memory};
+        }
+    }
+
     /// `config` with the poll groups of the environment (with_test_poll_groups), run by the test
-    /// thread's poll() when the host hands commands over.
+    /// thread's poll() when the host hands commands over or the DMA completes later (which needs
+    /// the controller's poll() to run every group).
     [[nodiscard]] static nvmekit::controller_config controller_config_for(nvmekit::controller_config config)
     {
         auto adjusted = with_test_poll_groups<Traits>(config);
-        if (hands_commands_over) {
+        if (hands_commands_over || controller_type::dma_completes_later) {
             adjusted.concurrent_poll_groups = config.concurrent_poll_groups;
         }
         return adjusted;
@@ -425,18 +475,30 @@ struct loopback_rig : rig_base<Traits, nvmekit::testing::loopback_host> {
     using rig_base<Traits, nvmekit::testing::loopback_host>::rig_base;
 };
 
+/// The PCIe rig whose controller reaches host memory through prompt_async_dma_memory: every
+/// entry, list, data and completion access is a request that completes after it was submitted.
+struct async_dma_rig : basic_rig<prompt_async_dma_traits> {
+    static constexpr const char* transport_name = "pcie_async_dma";
+    using basic_rig::basic_rig;
+};
+
 /// Whether `Rig` drives its controller over PCIe (BAR0, doorbells, PRPs), for the few checks of a
 /// typed test that only PCIe has.
 template <typename Rig>
 inline constexpr bool over_pcie = !Rig::hands_commands_over;
 
+/// Whether `Rig`'s controller offers Doorbell Buffer Config: over PCIe, without asynchronous DMA.
+template <typename Rig>
+inline constexpr bool offers_shadow_doorbells =
+    over_pcie<Rig>&& Rig::controller_type::shadow_doorbells_supported;
+
 /// `Rig`'s transport with other traits: rig_for<TypeParam, async_traits> in a typed test.
 template <typename Rig, typename Traits>
 using rig_for = typename Rig::template with_traits<Traits>;
 
-/// The rigs of the command set tests that run over both transports (TYPED_TEST_SUITE), named
-/// after their transport in the test names.
-using transport_rigs = ::testing::Types<basic_rig<>, loopback_rig<>>;
+/// The rigs of the command set tests that run over both transports, and over PCIe with
+/// asynchronous DMA (TYPED_TEST_SUITE), named after them in the test names.
+using transport_rigs = ::testing::Types<basic_rig<>, loopback_rig<>, async_dma_rig>;
 struct transport_names {
     template <typename Rig>
     static std::string GetName(int /*index*/)

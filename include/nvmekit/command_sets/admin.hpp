@@ -288,6 +288,9 @@ private:
                 for (const auto opcode : queue_management_commands<Controller>::opcodes) {
                     data.admin_commands[static_cast<std::uint8_t>(opcode)] = {};
                 }
+            } else if (!queue_management_commands<Controller>::shadow_doorbells_offered(c)) {
+                data.admin_commands[static_cast<std::uint8_t>(spec::admin_opcode::doorbell_buffer_config)] =
+                    {};
             }
             log_size = sizeof(data);
             std::memcpy(log.data(), &data, sizeof(data));

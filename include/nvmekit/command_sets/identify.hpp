@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include <nvmekit/command_sets/nvm.hpp>
+#include <nvmekit/command_sets/queue_management.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/sgl_walker.hpp>
 #include <nvmekit/spec/identify.hpp>
@@ -42,7 +43,8 @@ struct identify_data {
         data.oacs.set(spec::admin_command_support::format_nvm, true)
             .set(spec::admin_command_support::firmware, true)
             .set(spec::admin_command_support::namespace_management, true)
-            .set(spec::admin_command_support::doorbell_buffer_config, !c.message_based())
+            .set(spec::admin_command_support::doorbell_buffer_config,
+                 queue_management_commands<Controller>::shadow_doorbells_offered(c))
             .set(spec::admin_command_support::get_lba_status, true);
         data.tnvmcap.set(c.nvm_subsystem().total_capacity());
         data.unvmcap.set(c.nvm_subsystem().unallocated_capacity());

@@ -33,6 +33,19 @@ struct queue_management_commands {
                                         spec::admin_opcode::delete_io_cq, spec::admin_opcode::create_io_cq,
                                         spec::admin_opcode::doorbell_buffer_config};
 
+    /// Whether `c` offers Doorbell Buffer Config: not with message-based queues, and not where the
+    /// controller says it cannot read shadow doorbells (`Controller::shadow_doorbells_supported`
+    /// false: asynchronous DMA).
+    [[nodiscard]] static bool shadow_doorbells_offered(const Controller& c) noexcept
+    {
+        if constexpr (requires { Controller::shadow_doorbells_supported; }) {
+            if (!Controller::shadow_doorbells_supported) {
+                return false;
+            }
+        }
+        return !c.message_based();
+    }
+
     /// Create I/O Completion Queue, Base 2.0 5.4.
     static command_result create_io_cq(Controller& c, command& cmd)
     {
@@ -56,8 +69,7 @@ struct queue_management_commands {
             return fail(spec::command_specific_status::invalid_interrupt_vector);
         }
         std::optional<queue_memory> memory;
-        if (const auto status =
-                memory_of(c, cmd.sqe, view.physically_contiguous, view.queue_size, 16, memory);
+        if (const auto status = memory_of(c, cmd, view.physically_contiguous, view.queue_size, 16, memory);
             !status.is_success()) {
             return command_result::failure(status);
         }
@@ -87,8 +99,7 @@ struct queue_management_commands {
             return fail(spec::command_specific_status::completion_queue_invalid);
         }
         std::optional<queue_memory> memory;
-        if (const auto status =
-                memory_of(c, cmd.sqe, view.physically_contiguous, view.queue_size, 64, memory);
+        if (const auto status = memory_of(c, cmd, view.physically_contiguous, view.queue_size, 64, memory);
             !status.is_success()) {
             return command_result::failure(status);
         }
@@ -131,7 +142,7 @@ struct queue_management_commands {
     /// buffer, each one memory page.
     static command_result doorbell_buffer_config(Controller& c, command& cmd)
     {
-        if (c.message_based()) {
+        if (!shadow_doorbells_offered(c)) {
             return fail(spec::generic_status::invalid_opcode);
         }
         const auto view = spec::doorbell_buffer_config_view::decode(cmd.sqe);
@@ -153,10 +164,11 @@ private:
 
     /// The memory of a queue of `entries` entries of `entry_bytes` the command's PRP1 gives: the
     /// contiguous queue it starts, or the PRP list it points at (refused when CAP.CQR is set).
-    [[nodiscard]] static spec::status memory_of(Controller& c, const spec::submission_queue_entry& sqe,
-                                                bool physically_contiguous, std::uint32_t entries,
-                                                std::size_t entry_bytes, std::optional<queue_memory>& out)
+    [[nodiscard]] static spec::status memory_of(Controller& c, const command& cmd, bool physically_contiguous,
+                                                std::uint32_t entries, std::size_t entry_bytes,
+                                                std::optional<queue_memory>& out)
     {
+        const auto& sqe = cmd.sqe;
         const std::uint64_t page_mask = c.memory_page_size() - 1U;
         if (physically_contiguous) {
             if ((sqe.dptr.prp1 & page_mask) != 0) {
@@ -173,7 +185,7 @@ private:
         }
         queue_memory memory = queue_memory::contiguous(0);
         const spec::status status =
-            c.queue_memory_from_prp_list(sqe.dptr.prp1, std::size_t{entries} * entry_bytes, memory);
+            c.queue_memory_from_prp_list(cmd, sqe.dptr.prp1, std::size_t{entries} * entry_bytes, memory);
         if (!status.is_success()) {
             return status.with_dnr();
         }

@@ -335,7 +335,7 @@ TYPED_TEST(admin_namespace_management, a_private_namespace_attaches_to_one_contr
 {
     pool_rig<TypeParam> r;
     nvmekit::testing::recording_msix msix;
-    typename TypeParam::controller_type second{r.memory, msix, r.clock, r.subsystem};
+    typename TypeParam::controller_type second{r.dma, msix, r.clock, r.subsystem};
     const auto first_id = r.ctrl.controller_id();
     const auto second_id = second.controller_id();
     EXPECT_EQ(controller_ids(r, spec::cns::controller_list, 0),
