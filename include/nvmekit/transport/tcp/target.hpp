@@ -160,6 +160,7 @@ public:
         if (!options_.limits.valid()) {
             throw std::invalid_argument{"tcp::target: invalid target limits"};
         }
+        options_.controller.identity.fabrics = identify_fields(options_.limits);
         listener_ = listen_on(options_.address, options_.port);
         port_ = local_port(listener_.get());
     }
@@ -176,6 +177,18 @@ public:
         for (auto& association : associations_) {
             drain(*association);
         }
+    }
+
+    /// What the controllers of a target with `limits` report in Identify Controller: the I/O
+    /// queues' in-capsule data, and SGLS with SGL support, the Data Block with Offset that
+    /// describes in-capsule data and the Transport SGL Data Block that asks for R2T/C2HData.
+    [[nodiscard]] static fabrics_identity identify_fields(const target_limits& limits) noexcept
+    {
+        spec::sgl_support sgls{};
+        sgls.set(spec::sgl_support::support, spec::sgl_data_block_support::supported)
+            .set(spec::sgl_support::address_as_offset, true)
+            .set(spec::sgl_support::transport_data_block, true);
+        return {.io_in_capsule_data = limits.io_in_capsule_data, .sgls = sgls};
     }
 
     /// The port the target listens on.

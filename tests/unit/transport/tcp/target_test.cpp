@@ -212,6 +212,34 @@ TEST(tcp_target, identify_controller_reports_the_cntlid_connect_returned)
     EXPECT_EQ(second.identify_controller().cntlid, second_id);
 }
 
+TEST(tcp_target, identify_controller_reports_the_fields_a_fabrics_host_checks)
+{
+    served_target served{[](tcp::target_options& options) {
+        options.limits.io_in_capsule_data = 4096;
+        options.controller.queue_entries = 128;
+    }};
+    auto host = served.host();
+    const auto cntlid = host.connect_admin();
+    host.enable();
+    const auto data = host.identify_controller();
+    EXPECT_EQ(data.cntlid, cntlid);
+    EXPECT_EQ(data.ioccsz, (64U + 4096U) / 16U); // the SQE and the in-capsule data, 16-byte units
+    EXPECT_EQ(data.iorcsz, 1U);
+    EXPECT_EQ(data.icdoff, 0U);
+    EXPECT_EQ(data.fcatt, 0U); // dynamic controller model
+    EXPECT_EQ(data.msdbd, 1U);
+    EXPECT_EQ(data.maxcmd, 128U); // CAP.MQES + 1
+    EXPECT_EQ(data.cntrltype, spec::controller_type::io);
+    EXPECT_NE(data.kas, 0U); // keep alive is mandatory on fabrics
+    // SGL support (the Linux host refuses a controller without it), the Data Block with Offset
+    // of in-capsule data and the Transport SGL Data Block; no Keyed SGL Data Block (RDMA's).
+    EXPECT_EQ(data.sgls.get(spec::sgl_support::support), spec::sgl_data_block_support::supported);
+    EXPECT_TRUE(data.sgls.get(spec::sgl_support::address_as_offset));
+    EXPECT_TRUE(data.sgls.get(spec::sgl_support::transport_data_block));
+    EXPECT_FALSE(data.sgls.get(spec::sgl_support::keyed_data_block));
+    EXPECT_FALSE(data.sgls.get(spec::sgl_support::bit_bucket));
+}
+
 TEST(tcp_target, a_connection_that_does_not_connect_in_time_is_closed)
 {
     served_target served{

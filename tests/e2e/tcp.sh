@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# End-to-end test over NVMe/TCP: a Debian 6.1 guest (TCG) with the kernel's own nvme-tcp host
+# reaches nvmekit-serve --tcp on the host's loopback through QEMU's user networking (the host's
+# 127.0.0.1 is 10.0.2.2 to the guest) and checks from inside, with nvme-cli and fio
+# (tests/e2e/guest-tcp.sh): nvme connect, the Identify fields a fabrics host reads, SMART,
+# features (the Keep Alive Timer the host asked for), fio randrw with verify, Write Zeroes,
+# Dataset Management, Flush, nvme reset, disconnect and reconnect, each without and with header
+# and data digests, data written before a disconnect read back after the reconnect, and a host
+# NQN the server does not admit (--host) refused. On the host it then checks that the guest
+# kernel logged no warning, BUG or call trace, and that the server stops cleanly on SIGINT.
+#
+# One guest boot and one server: nvmekit-serve serves one subsystem (one RAM namespace here).
+#
+#   tests/e2e/tcp.sh NVMEKIT_SERVE_BINARY
+#
+# Needs what tests/e2e/provision.sh provides (it sources $NVMEKIT_E2E_DIR/env.sh) and the guest
+# kernel's modules (nvme-fabrics, nvme-tcp, crc32c_generic for the digests, e1000 for the NIC),
+# which it takes from the kernel package provision.sh extracted. Exit status 0 on success.
+set -euo pipefail
+
+serve=${1:?usage: tcp.sh NVMEKIT_SERVE_BINARY}
+here=$(cd "$(dirname "$0")" && pwd)
+e2e_dir=${NVMEKIT_E2E_DIR:-/var/tmp/nvmekit-e2e}
+
+missing=$(bash "$here/provision.sh" check 2>&1) || {
+    echo "e2e-tcp: FAILED: not provisioned (run: bash tests/e2e/provision.sh, as root); missing:"
+    echo "$missing" | sed 's/^/  /'
+    exit 1
+}
+# shellcheck disable=SC1091
+source "$e2e_dir/env.sh"
+[ -x "$serve" ] || { echo "e2e-tcp: FAILED: no $serve"; exit 1; }
+
+work=$(mktemp -d /tmp/nvmekit-e2e-tcp.XXXXXX)
+serve_pid=
+cleanup() {
+    if [ -n "$serve_pid" ]; then
+        kill "$serve_pid" 2>/dev/null || true
+        wait "$serve_pid" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+start=$SECONDS
+failures=0
+host_ok() { echo "E2E ok: $*"; }
+host_fail() { echo "E2E FAIL: $*"; failures=$((failures + 1)); }
+
+# copy_modules OUT NAME...: the guest kernel's modules NAME and those they depend on (but
+# nvme-core, which the base initramfs loads), decompressed into OUT, in load order in OUT/order.
+copy_modules() {
+    local out=$1 moddir
+    shift
+    moddir=$(find "$e2e_dir/guest/kernel/lib/modules" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+    [ -n "$moddir" ] || { echo "e2e-tcp: FAILED: no extracted guest kernel in $e2e_dir/guest/kernel"; exit 1; }
+    mkdir -p "$out"
+    : >"$out/order"
+    add_module() {
+        local name=$1 path dep
+        [ "$name" = nvme-core ] && return 0
+        grep -qx "$name.ko" "$out/order" && return 0
+        path=$(find "$moddir" -name "$name.ko*" -o -name "${name//-/_}.ko*" | head -n 1)
+        [ -n "$path" ] || { echo "e2e-tcp: FAILED: guest module $name not found under $moddir"; exit 1; }
+        for dep in $(modinfo -F depends "$path" | tr ',' ' '); do
+            add_module "$dep"
+        done
+        case $path in
+            *.xz) xz -dc "$path" >"$out/$name.ko" ;;
+            *.zst) zstd -dcq "$path" >"$out/$name.ko" ;;
+            *) cp "$path" "$out/$name.ko" ;;
+        esac
+        echo "$name.ko" >>"$out/order"
+    }
+    local module
+    for module in "$@"; do
+        add_module "$module"
+    done
+}
+
+# A port nothing listens on (a server that cannot bind it fails the test).
+port=
+for _ in $(seq 1 50); do
+    candidate=$((20000 + RANDOM % 40000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then
+        port=$candidate
+        break
+    fi
+done
+[ -n "$port" ] || { echo "e2e-tcp: FAILED: no free port found"; exit 1; }
+
+nqn=nqn.2026-01.org.nvmekit:e2e-tcp
+host_nqn=nqn.2014-08.org.nvmexpress:uuid:6e766d65-6b69-7400-0000-000000000001
+host_id=6e766d65-6b69-7400-0000-000000000001
+ns_mib=128
+mkdir -p "$work/overlay/e2e"
+cp "$here/guest-tcp.sh" "$work/overlay/e2e/run"
+cp "$here/guest-checks.sh" "$work/overlay/e2e/checks.sh"
+copy_modules "$work/overlay/e2e/modules" crc32c_generic nvme-fabrics nvme-tcp e1000
+cat >"$work/overlay/e2e/expected" <<EOF
+PORT=$port
+NQN=$nqn
+HOST_NQN=$host_nqn
+HOST_ID=$host_id
+NS_BYTES=$((ns_mib << 20))
+EOF
+bash "$here/provision.sh" pack "$work/overlay" "$work/initramfs.cpio.gz" >/dev/null
+
+args=(--tcp "127.0.0.1:$port" --host "$host_nqn" --nqn "$nqn" --ram "${ns_mib}M" --queues 2 --log info)
+echo "=== e2e-tcp: nvmekit-serve ${args[*]}"
+"$serve" "${args[@]}" >"$work/serve.log" 2>&1 &
+serve_pid=$!
+for _ in $(seq 1 50); do
+    grep -q "over NVMe/TCP on" "$work/serve.log" && break
+    sleep 0.1
+done
+
+qemu_status=0
+timeout 900 "$NVMEKIT_E2E_QEMU" "${NVMEKIT_E2E_QEMU_ARGS[@]}" -initrd "$work/initramfs.cpio.gz" \
+    -append "console=ttyS0 loglevel=6" \
+    -netdev user,id=net0 -device e1000,netdev=net0,romfile= \
+    >"$work/guest.log" 2>&1 || qemu_status=$?
+serve_status=0
+kill -INT "$serve_pid"
+wait "$serve_pid" || serve_status=$?
+serve_pid=
+
+sed -n '/nvmekit-e2e: init reached/,$p' "$work/guest.log"
+echo "---- e2e-tcp: nvmekit-serve log"
+cat "$work/serve.log"
+echo "---- e2e-tcp: host checks"
+[ "$qemu_status" -eq 0 ] && host_ok "QEMU exited with 0" || host_fail "QEMU: expected exit status 0, got $qemu_status"
+guest_result=$(sed -n 's/^E2E: result \([0-9]*\).*/\1/p' "$work/guest.log" | tail -n 1)
+[ "$guest_result" = 0 ] && host_ok "guest checks: 0 failed" \
+    || host_fail "guest checks: expected 0 failed, got ${guest_result:-no result line} ($(grep -c '^E2E FAIL' "$work/guest.log") FAIL lines)"
+# The guest kernel's log: no warning, BUG or call trace anywhere, no NVMe complaint.
+problems=$(grep -E "^\[ *[0-9.]+\] " "$work/guest.log" | grep -E "WARNING|BUG|Call Trace|RIP:" || true)
+[ -z "$problems" ] && host_ok "no WARNING, BUG or call trace in the guest kernel log" \
+    || host_fail "the guest kernel logged: $problems"
+# Until the guest tries the host NQN the server refuses, no NVMe complaint at all; from then
+# on the refusal itself ("Connect for subsystem ... is not allowed" and the failed queue).
+sed '/^E2E: refused host begins/,$d' "$work/guest.log" >"$work/before-refusal.log"
+sed -n '/^E2E: refused host begins/,$p' "$work/guest.log" >"$work/refusal.log"
+warnings=$(grep -E "^\[ *[0-9.]+\] nvme" "$work/before-refusal.log" \
+    | grep -i -E "timeout|duplicate|missing|fail|error|warn|abort|clamping|not supported" || true)
+[ -z "$warnings" ] && host_ok "no NVMe warnings in the guest kernel log" \
+    || host_fail "NVMe warnings in the guest kernel log: expected none, got: $warnings"
+grep -q -E "^\[ *[0-9.]+\] nvme.*is not allowed" "$work/refusal.log" \
+    && host_ok "the guest kernel logged the refused host's Connect as not allowed" \
+    || host_fail "the guest kernel log: expected 'Connect for subsystem $nqn is not allowed' for the refused host"
+[ "$serve_status" -eq 0 ] && grep -q '\] stopped$' "$work/serve.log" \
+    && host_ok "nvmekit-serve stopped on SIGINT with status 0" \
+    || host_fail "nvmekit-serve on SIGINT: expected exit status 0 and 'stopped', got status $serve_status"
+echo "=== e2e-tcp: $([ $failures -eq 0 ] && echo passed || echo "FAILED ($failures host checks)") in $((SECONDS - start)) s"
+[ "$failures" -eq 0 ]
