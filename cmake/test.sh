@@ -87,4 +87,7 @@ bash tests/e2e/run.sh build/ci-gcc/examples/nvmekit-serve
 echo "=== nvmekit: end to end, managed by JSON-RPC (namespaces hot-plugged into the guest)"
 bash tests/e2e/hotplug.sh build/ci-gcc/examples/nvmekit-serve
 
+echo "=== nvmekit: end to end over NVMe/TCP (the Linux guest's nvme-tcp host)"
+bash tests/e2e/tcp.sh build/ci-gcc/examples/nvmekit-serve
+
 echo "=== nvmekit: all checks passed in $((SECONDS - start)) s"

@@ -143,7 +143,8 @@ struct controller_statistics {
     std::uint64_t invalid_doorbells = 0; ///< invalid doorbell values and writes to missing doorbells
     std::uint64_t dma_errors = 0;
     std::uint64_t host_protocol_errors = 0;
-    std::uint64_t staging_waits = 0; ///< times a command waited for a staging buffer
+    std::uint64_t staging_waits = 0;          ///< times a command waited for a staging buffer
+    std::uint64_t keep_alive_expirations = 0; ///< times the Keep Alive Timer expired (CSTS.CFS set)
 };
 
 namespace detail {

@@ -32,9 +32,10 @@
 /// controller is disabled and destroyed once its backend is idle and no connection sends from
 /// its buffers.
 ///
-/// Keep alive: an association whose host sends no Keep Alive command within the admin Connect's
-/// KATO (and half a KATO of grace) is ended. Hosts: any, or those target_options::allowed_hosts
-/// names. Not yet: discovery, poll groups across threads.
+/// Keep alive: the admin Connect's KATO becomes the controller's Keep Alive Timer feature (Get
+/// Features reports it, Keep Alive commands restart the timer, Set Features changes it); when
+/// the controller's timer expires the association is ended. Hosts: any, or those
+/// target_options::allowed_hosts names. Not yet: discovery, poll groups across threads.
 
 #include <algorithm>
 #include <array>
@@ -232,7 +233,7 @@ public:
             accept_connections();
         }
         run_controllers();
-        expire_keep_alive(now);
+        end_expired_associations();
         for (auto& connection : connections_) {
             if (!connection->closed) {
                 flush(*connection);
@@ -308,10 +309,6 @@ private:
         bool dying = false;
         /// Connections that connected a queue of it and are not closed yet.
         std::size_t connections = 0;
-        /// KATO of the admin Connect (0: no keep alive) and when the timer last restarted (the
-        /// Connect, then each Keep Alive command).
-        std::chrono::milliseconds keep_alive_timeout{0};
-        std::chrono::steady_clock::time_point last_keep_alive{};
     };
 
     // ---- the loop ----------------------------------------------------------------------------
@@ -465,10 +462,6 @@ private:
             return;
         }
         const std::uint16_t cid = sqe.cdw0.get(spec::command_dword0::cid);
-        if (c.connected && c.qid == 0 &&
-            sqe.opcode() == static_cast<std::uint8_t>(spec::admin_opcode::keep_alive)) {
-            c.owner->last_keep_alive = std::chrono::steady_clock::now();
-        }
         const auto refuse = [&](spec::status status) {
             respond(c, detail::local_completion(cid, status));
             if (in_capsule != 0) {
@@ -748,14 +741,17 @@ private:
             auto created = std::make_unique<association>();
             created->ctrl = std::make_unique<controller_type>(created->buffers, created->interrupts, clock_,
                                                               subsystem_, options_.controller);
-            const auto status = created->ctrl->connect_admin_queue(entries);
+            // KATO becomes the controller's Keep Alive Timer feature; its timer runs from here.
+            const auto status = created->ctrl->connect_admin_queue(entries, command.kato);
             if (!status.is_success()) {
-                return detail::invalid_connect_parameter(cid, false, offsetof(spec::connect_command, sqsize));
+                const bool kato =
+                    status.with_dnr(false) == spec::status{spec::generic_status::keep_alive_timeout_invalid};
+                return detail::invalid_connect_parameter(cid, false,
+                                                         kato ? offsetof(spec::connect_command, kato)
+                                                              : offsetof(spec::connect_command, sqsize));
             }
             created->host_nqn = std::string{data.host_nqn()};
             created->host_id = data.hostid;
-            created->keep_alive_timeout = std::chrono::milliseconds{command.kato};
-            created->last_keep_alive = std::chrono::steady_clock::now();
             created->admin = &c;
             owner = created.get();
             associations_.push_back(std::move(created));
@@ -848,15 +844,15 @@ private:
 
     // ---- controllers -------------------------------------------------------------------------
 
-    /// Ends each association whose host sent no Keep Alive within its KATO (Base 2.0 3.9), with
-    /// half a KATO of grace for a host that sends them once a KATO: its connections are closed,
-    /// which tears the controller down.
-    void expire_keep_alive(std::chrono::steady_clock::time_point now)
+    /// Ends each association whose controller's Keep Alive Timer expired (the host sent no Keep
+    /// Alive within the KATO of its Connect, Base 2.0 3.9; the controller then reports CSTS.CFS):
+    /// its connections are closed, which tears the controller down.
+    void end_expired_associations()
     {
         for (auto& association : associations_) {
             if (association->dying || association->admin == nullptr ||
-                association->keep_alive_timeout == std::chrono::milliseconds{0} ||
-                now - association->last_keep_alive <= association->keep_alive_timeout * 3 / 2) {
+                !association->ctrl->registers().csts().get(spec::csts_register::cfs) ||
+                association->ctrl->statistics().keep_alive_expirations == 0) {
                 continue;
             }
             ++statistics_.keep_alive_expirations;

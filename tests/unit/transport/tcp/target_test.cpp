@@ -616,6 +616,45 @@ TEST(tcp_target, an_association_whose_host_sends_no_keep_alive_within_kato_ends)
     EXPECT_EQ(served.target().association_count(), 1U);
 }
 
+TEST(tcp_target, the_keep_alive_timer_feature_reports_the_kato_of_connect)
+{
+    served_target served;
+    const auto kato = [](tcp_host& host) {
+        const auto result = host.admin().execute(
+            tcp_host::get_features_command(spec::feature_id::keep_alive_timer, spec::feature_select::current),
+            {}, {});
+        EXPECT_TRUE(result.ok());
+        return result.cqe.dw0;
+    };
+    auto exact = served.host({.keep_alive_timeout_ms = 1500});
+    bring_up(exact);
+    EXPECT_EQ(kato(exact), 1500U);
+    auto rounded = served.host({.keep_alive_timeout_ms = 1234});
+    bring_up(rounded);
+    EXPECT_EQ(kato(rounded), 1300U); // rounded up to KAS (100 ms)
+    // Set Features changes it, and Get Features then reports the new value
+    ASSERT_TRUE(
+        exact.admin()
+            .execute(tcp_host::set_features_command(spec::feature_id::keep_alive_timer, 60000), {}, {})
+            .ok());
+    EXPECT_EQ(kato(exact), 60000U);
+}
+
+TEST(tcp_target, a_connect_kato_the_controller_cannot_hold_is_an_invalid_parameter)
+{
+    served_target served;
+    tcp_host_options options;
+    options.keep_alive_timeout_ms = 0xffffffffU; // rounds up to KAS past 32 bits
+    tcp_queue admin{"127.0.0.1", served.port(), options};
+    admin.initialize();
+    const auto result = admin.connect(0, 32, spec::dynamic_controller_id);
+    EXPECT_EQ(invalid_parameter(result), offsetof(spec::connect_command, kato));
+    EXPECT_FALSE(spec::connect_invalid_parameter_dword0{result.cqe.dw0}.get(
+        spec::connect_invalid_parameter_dword0::in_connect_data)); // in the SQE, not the data
+    served.halt();
+    EXPECT_EQ(served.target().association_count(), 0U);
+}
+
 TEST(tcp_target, hostile_byte_streams_end_only_their_own_connections)
 {
     served_target served;
