@@ -35,7 +35,14 @@
 /// Keep alive: the admin Connect's KATO becomes the controller's Keep Alive Timer feature (Get
 /// Features reports it, Keep Alive commands restart the timer, Set Features changes it); when
 /// the controller's timer expires the association is ended. Hosts: any, or those
-/// target_options::allowed_hosts names. Not yet: discovery, poll groups across threads.
+/// target_options::allowed_hosts names.
+///
+/// Discovery: a Connect to the well-known discovery NQN creates a discovery controller (admin
+/// queue only, any host): Identify Controller and the Discovery log page (one entry, this
+/// listener and its subsystem, when the host is allowed to connect to it; read at any dword
+/// offset) come from discovery.hpp, Property Get/Set, features and Keep Alive from the
+/// controller core, other opcodes complete with Invalid Command Opcode. Not yet: the discovery
+/// log change event, referrals, other listeners in the log, poll groups across threads.
 
 #include <algorithm>
 #include <array>
@@ -68,6 +75,7 @@
 #include <nvmekit/spec/tcp.hpp>
 #include <nvmekit/transport/tcp/command_buffers.hpp>
 #include <nvmekit/transport/tcp/connection_params.hpp>
+#include <nvmekit/transport/tcp/discovery.hpp>
 #include <nvmekit/transport/tcp/pdu_encode.hpp>
 #include <nvmekit/transport/tcp/pdu_stream.hpp>
 #include <nvmekit/transport/tcp/send_queue.hpp>
@@ -103,6 +111,12 @@ struct target_options {
     /// Host NQNs allowed to connect; empty: any host. Another host's Connect completes with
     /// Connect Invalid Host.
     std::vector<std::string> allowed_hosts{};
+    /// Whether the listener also serves a discovery controller on the well-known discovery NQN,
+    /// to any host: its Discovery log page lists the subsystem at this listener when the host
+    /// is one of allowed_hosts.
+    bool discovery = true;
+    /// PORTID of this listener in the Discovery log page.
+    std::uint16_t port_id = 1;
 };
 
 /// What a target has done, for tests and logs.
@@ -309,6 +323,9 @@ private:
         bool dying = false;
         /// Connections that connected a queue of it and are not closed yet.
         std::size_t connections = 0;
+        /// A discovery controller (Connect to the discovery NQN): admin queue only, Identify and
+        /// the Discovery log page answered by the target (discovery_command).
+        bool discovery = false;
     };
 
     // ---- the loop ----------------------------------------------------------------------------
@@ -616,6 +633,12 @@ private:
             finish(c, index, detail::local_completion(cid, *slot.failed));
             return;
         }
+        if (c.owner->discovery) {
+            if (const auto answered = discovery_command(c, slot)) {
+                finish(c, index, *answered);
+                return;
+            }
+        }
         auto sqe = slot.sqe;
         sqe.dptr = spec::to_data_pointer(
             spec::sgl_descriptor::data_block(c.owner->buffers.address(slot.buffer), slot.length));
@@ -719,12 +742,12 @@ private:
         }
         spec::connect_data data{};
         std::memcpy(&data, c.fabrics_data.data(), sizeof(data));
-        if (data.subsystem_nqn() != subsystem_.identity().nqn) {
+        // Any host may reach the discovery controller; its log lists what the host may connect to.
+        const bool discovery = options_.discovery && data.subsystem_nqn() == spec::discovery_nqn;
+        if (!discovery && data.subsystem_nqn() != subsystem_.identity().nqn) {
             return detail::invalid_connect_parameter(cid, true, offsetof(spec::connect_data, subnqn));
         }
-        if (!options_.allowed_hosts.empty() &&
-            std::find(options_.allowed_hosts.begin(), options_.allowed_hosts.end(), data.host_nqn()) ==
-                options_.allowed_hosts.end()) {
+        if (!discovery && !host_allowed(data.host_nqn())) {
             return detail::local_completion(
                 cid, spec::status{spec::fabrics_status::connect_invalid_host}.with_dnr());
         }
@@ -752,13 +775,19 @@ private:
             }
             created->host_nqn = std::string{data.host_nqn()};
             created->host_id = data.hostid;
+            created->discovery = discovery;
             created->admin = &c;
             owner = created.get();
             associations_.push_back(std::move(created));
             ++statistics_.associations_created;
         } else {
+            if (discovery) {
+                // A discovery controller has no I/O queues.
+                return detail::invalid_connect_parameter(cid, false, offsetof(spec::connect_command, qid));
+            }
             for (const auto& candidate : associations_) {
-                if (!candidate->dying && candidate->ctrl->controller_id() == data.cntlid) {
+                if (!candidate->dying && !candidate->discovery &&
+                    candidate->ctrl->controller_id() == data.cntlid) {
                     owner = candidate.get();
                 }
             }
@@ -840,6 +869,66 @@ private:
         }
         ctrl.poll();
         return detail::local_completion(cid, spec::status::success());
+    }
+
+    [[nodiscard]] bool host_allowed(std::string_view host_nqn) const
+    {
+        return options_.allowed_hosts.empty() ||
+               std::find(options_.allowed_hosts.begin(), options_.allowed_hosts.end(), host_nqn) !=
+                   options_.allowed_hosts.end();
+    }
+
+    // ---- the discovery controller ------------------------------------------------------------
+
+    /// GENCTR of the Discovery log page: what it lists is fixed for the target's life.
+    static constexpr std::uint64_t discovery_generation = 1;
+    /// ASQSZ: the admin queues controller::connect_admin_queue takes have up to 4096 entries.
+    static constexpr std::uint16_t max_admin_queue_entries = 4096;
+
+    /// A command to a discovery controller that the target answers itself: opcodes a discovery
+    /// controller does not take (Invalid Command Opcode), Identify (Controller only) and Get Log
+    /// Page (the Discovery log page only). Nothing for those the controller core runs (features,
+    /// Asynchronous Event Request, Keep Alive).
+    std::optional<spec::completion_queue_entry> discovery_command(connection& c, const command_slot& slot)
+    {
+        const std::uint16_t cid = slot.sqe.cdw0.get(spec::command_dword0::cid);
+        const auto opcode = static_cast<spec::admin_opcode>(slot.sqe.opcode());
+        const auto fail = [&](auto code) {
+            return detail::local_completion(cid, spec::status{code}.with_dnr());
+        };
+        if (!discovery_takes(slot.sqe.opcode())) {
+            return fail(spec::generic_status::invalid_opcode);
+        }
+        const auto out = c.owner->buffers.bytes(slot.buffer);
+        if (opcode == spec::admin_opcode::identify) {
+            if (spec::identify_view::decode(slot.sqe).cns != spec::cns::identify_controller) {
+                return fail(spec::generic_status::invalid_field);
+            }
+            if (out.size() < sizeof(spec::identify_controller)) {
+                return fail(spec::generic_status::data_sgl_length_invalid);
+            }
+            const auto data =
+                discovery_identify(identify_data<controller_type>::controller_data(*c.owner->ctrl));
+            std::memcpy(out.data(), &data, sizeof(data));
+            return detail::local_completion(cid, spec::status::success());
+        }
+        if (opcode == spec::admin_opcode::get_log_page) {
+            const auto command = spec::get_log_page_view::decode(slot.sqe);
+            if (command.log_page_id != spec::log_page_id{spec::discovery_log_page_id}) {
+                return fail(spec::command_specific_status::invalid_log_page);
+            }
+            std::vector<discovery_record> records;
+            if (host_allowed(c.owner->host_nqn)) {
+                records.push_back({.address = options_.address,
+                                   .port = port_,
+                                   .nqn = subsystem_.identity().nqn,
+                                   .port_id = options_.port_id,
+                                   .admin_sq = max_admin_queue_entries});
+            }
+            const auto log = discovery_log(discovery_generation, records);
+            return detail::local_completion(cid, read_discovery_log(command, log, out));
+        }
+        return std::nullopt;
     }
 
     // ---- controllers -------------------------------------------------------------------------

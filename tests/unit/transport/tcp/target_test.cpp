@@ -655,6 +655,131 @@ TEST(tcp_target, a_connect_kato_the_controller_cannot_hold_is_an_invalid_paramet
     EXPECT_EQ(served.target().association_count(), 0U);
 }
 
+/// A host of the discovery controller, with host NQN `host_nqn`, connected and enabled.
+tcp_host discovery_host(const served_target& served, const std::string& host_nqn)
+{
+    tcp_host_options options;
+    options.subsystem_nqn = std::string{spec::discovery_nqn};
+    options.host_nqn = host_nqn;
+    options.keep_alive_timeout_ms = 0;
+    auto host = served.host(options);
+    host.connect_admin();
+    host.enable();
+    return host;
+}
+
+/// The Discovery log page bytes [offset, offset + bytes) as the host reads them.
+std::vector<std::byte> read_log(tcp_host& host, std::uint64_t offset, std::uint32_t bytes)
+{
+    std::vector<std::byte> out(bytes);
+    const auto result =
+        host.admin().execute(tcp_host::get_log_page_command(spec::log_page_id{spec::discovery_log_page_id},
+                                                            bytes, 0, false, offset),
+                             {}, out);
+    EXPECT_EQ(result.status(), spec::status::success());
+    return out;
+}
+
+TEST(tcp_target, the_discovery_controller_lists_the_subsystem_at_this_listener)
+{
+    const std::string allowed = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000aa";
+    served_target served{[&](tcp::target_options& options) {
+        options.allowed_hosts = {allowed};
+        options.port_id = 5;
+    }};
+    auto host = discovery_host(served, allowed);
+    const auto identify = host.identify_controller();
+    EXPECT_EQ(identify.cntrltype, spec::controller_type::discovery);
+    EXPECT_EQ(spec::text_of(identify.subnqn), spec::discovery_nqn);
+    EXPECT_TRUE(identify.lpa.get(spec::log_page_attributes::extended_data));
+    // The header first, then the entries from offset 1024, as nvme-cli reads it
+    spec::discovery_log_header header{};
+    const auto header_bytes = read_log(host, 0, sizeof(header));
+    std::memcpy(&header, header_bytes.data(), sizeof(header));
+    EXPECT_EQ(header.numrec, 1U);
+    EXPECT_NE(header.genctr, 0U);
+    const auto entry_bytes = read_log(host, 1024, 1024);
+    spec::discovery_log_entry entry{};
+    std::memcpy(&entry, entry_bytes.data(), sizeof(entry));
+    EXPECT_EQ(entry.trtype, spec::transport_type::tcp);
+    EXPECT_EQ(entry.adrfam, spec::address_family::ipv4);
+    EXPECT_EQ(entry.subtype, spec::discovery_subsystem_type::nvm);
+    EXPECT_EQ(entry.portid, 5U);
+    EXPECT_EQ(entry.cntlid, spec::dynamic_controller_id);
+    EXPECT_EQ(entry.address(), "127.0.0.1");
+    EXPECT_EQ(entry.service_id(), std::to_string(served.port()));
+    EXPECT_EQ(entry.subsystem_nqn(), tcp_host_options{}.subsystem_nqn);
+    // Read again whole: the same generation, the same entry
+    const auto whole = read_log(host, 0, 2048);
+    EXPECT_EQ(std::memcmp(whole.data(), header_bytes.data(), 1024), 0);
+    EXPECT_EQ(std::memcmp(whole.data() + 1024, entry_bytes.data(), 1024), 0);
+    // A Keep Alive and the features go to the controller core
+    EXPECT_TRUE(host.admin().execute(tcp_host::command(spec::admin_opcode::keep_alive), {}, {}).ok());
+}
+
+TEST(tcp_target, a_host_not_allowed_discovers_nothing)
+{
+    served_target served{[](tcp::target_options& options) {
+        options.allowed_hosts = {"nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000aa"};
+    }};
+    auto host =
+        discovery_host(served, "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000bb");
+    spec::discovery_log_header header{};
+    const auto bytes = read_log(host, 0, sizeof(header));
+    std::memcpy(&header, bytes.data(), sizeof(header));
+    EXPECT_EQ(header.numrec, 0U);
+}
+
+TEST(tcp_target, the_discovery_controller_refuses_what_it_does_not_take)
+{
+    served_target served;
+    auto host = discovery_host(served, tcp_host_options{}.host_nqn);
+    // An NVM admin command: Invalid Command Opcode
+    std::array<std::byte, 4096> data{};
+    EXPECT_EQ(host.admin()
+                  .execute(tcp_host::identify_command(spec::cns::identify_namespace, 1, 0), {}, data)
+                  .status(),
+              spec::status{spec::generic_status::invalid_field}.with_dnr());
+    EXPECT_EQ(
+        host.admin().execute(tcp_host::command(spec::admin_opcode::namespace_management), {}, {}).status(),
+        spec::status{spec::generic_status::invalid_opcode}.with_dnr());
+    // Another log page: Invalid Log Page; an offset past the log: Invalid Field
+    EXPECT_EQ(host.admin()
+                  .execute(tcp_host::get_log_page_command(spec::log_page_id::smart_health, 512), {},
+                           std::span{data}.first(512))
+                  .status(),
+              spec::status{spec::command_specific_status::invalid_log_page}.with_dnr());
+    EXPECT_EQ(host.admin()
+                  .execute(tcp_host::get_log_page_command(spec::log_page_id{spec::discovery_log_page_id}, 512,
+                                                          0, false, 8192),
+                           {}, std::span{data}.first(512))
+                  .status(),
+              spec::status{spec::generic_status::invalid_field}.with_dnr());
+    // No I/O queue: an I/O Connect to the discovery NQN names QID as the invalid parameter
+    tcp_host_options options;
+    options.subsystem_nqn = std::string{spec::discovery_nqn};
+    tcp_queue io{"127.0.0.1", served.port(), options};
+    io.initialize();
+    const std::uint16_t cntlid = host.identify_controller().cntlid;
+    const auto refused = io.connect(1, 32, cntlid);
+    EXPECT_EQ(invalid_parameter(refused), offsetof(spec::connect_command, qid));
+    // Nor may an I/O Connect to the NVM subsystem name the discovery controller's CNTLID
+    tcp_queue nvm_io{"127.0.0.1", served.port(), {}};
+    nvm_io.initialize();
+    EXPECT_EQ(invalid_parameter(nvm_io.connect(1, 32, cntlid)), offsetof(spec::connect_data, cntlid));
+}
+
+TEST(tcp_target, without_discovery_the_discovery_nqn_is_an_unknown_subsystem)
+{
+    served_target served{[](tcp::target_options& options) { options.discovery = false; }};
+    tcp_host_options options;
+    options.subsystem_nqn = std::string{spec::discovery_nqn};
+    tcp_queue admin{"127.0.0.1", served.port(), options};
+    admin.initialize();
+    EXPECT_EQ(invalid_parameter(admin.connect(0, 32, spec::dynamic_controller_id)),
+              offsetof(spec::connect_data, subnqn));
+}
+
 TEST(tcp_target, hostile_byte_streams_end_only_their_own_connections)
 {
     served_target served;
