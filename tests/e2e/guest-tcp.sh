@@ -148,6 +148,23 @@ session() {
         || fail "$label: $ctrl still present after nvme disconnect"
 }
 
+# json_string KEY FILE: the first string value of "KEY" in nvme-cli's JSON
+json_string() { sed -n "s/.*\"$1\" *: *\"\([^\"]*\)\".*/\1/p" "$2" | head -n 1; }
+
+# The discovery controller: one entry, the subsystem at the listener (which the server names by
+# the address it listens on, the host's 127.0.0.1)
+echo "E2E: discovery"
+run "nvme discover" nvme discover -t tcp -a 10.0.2.2 -s "$PORT" --hostnqn="$HOST_NQN" --hostid="$HOST_ID" -o json
+cp /tmp/out /tmp/discover.json
+cat /tmp/discover.json
+expect "discover: entries" 1 "$(grep -c '"subnqn"' /tmp/discover.json)"
+expect "discover: subnqn" "$NQN" "$(json_string subnqn /tmp/discover.json)"
+expect "discover: trtype" tcp "$(json_string trtype /tmp/discover.json)"
+expect "discover: adrfam" ipv4 "$(json_string adrfam /tmp/discover.json)"
+expect "discover: trsvcid" "$PORT" "$(json_string trsvcid /tmp/discover.json)"
+expect "discover: traddr" 127.0.0.1 "$(json_string traddr /tmp/discover.json)"
+expect "controllers after nvme discover (it disconnects)" 0 "$(ls /sys/class/nvme 2>/dev/null | wc -l)"
+
 session plain
 session digests --hdr-digest --data-digest
 # The digests were granted: the kernel reports them per queue only in debugfs, so the
@@ -167,6 +184,16 @@ else
 fi
 remaining=$(ls /sys/class/nvme 2>/dev/null | wc -l)
 expect "controllers after the refused connect" 0 "$remaining"
+# It may still reach the discovery controller, whose log then lists nothing
+nvme discover -t tcp -a 10.0.2.2 -s "$PORT" \
+    --hostnqn=nqn.2014-08.org.nvmexpress:uuid:6e766d65-6b69-7400-0000-0000000000ff \
+    --hostid=6e766d65-6b69-7400-0000-0000000000ff -o json >/tmp/out 2>&1
+cat /tmp/out
+if grep -q -E "genctr|No discovery log entries" /tmp/out; then
+    expect "refused host: discovery log entries" 0 "$(grep -c '"subnqn"' /tmp/out)"
+else
+    fail "refused host: nvme discover: expected an empty discovery log, got: $(tr '\n' ' ' </tmp/out)"
+fi
 
 echo "E2E: kernel log"
 dmesg | grep -i -E "nvme|warn|bug|call trace"
