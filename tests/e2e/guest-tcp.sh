@@ -12,21 +12,8 @@
 # expected ..., got ..."; the last line is "E2E: result N", N the number of failed checks.
 . /e2e/expected
 . /e2e/checks.sh
-# run NAME COMMAND...: the command must succeed; its output is in /tmp/out
-run() {
-    name=$1
-    shift
-    if "$@" >/tmp/out 2>&1; then
-        ok "$name"
-    else
-        fail "$name: '$*' exited with $?"
-        cat /tmp/out
-    fi
-}
 # field KEY: the value of "KEY : value" in /tmp/out (nvme-cli's plain output), spaces trimmed
 field() { sed -n "s/^$1 *: *//p" /tmp/out | head -n 1 | sed 's/ *$//'; }
-# dec VALUE: a 0x-prefixed hexadecimal or a decimal number, in decimal
-dec() { printf '%d' "$1"; }
 
 while read -r module; do
     insmod "/e2e/modules/$module" || fail "insmod $module"
