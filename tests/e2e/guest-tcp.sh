@@ -6,6 +6,7 @@
 #   NQN        the subsystem NQN it serves
 #   HOST_NQN, HOST_ID  the host identity it admits (--host)
 #   NS_BYTES   the size in bytes of its one namespace (512-byte LBAs)
+#   PORT2, NQN2, NS2_BYTES  a second server, its subsystem and its namespace (any host)
 #
 # /e2e/modules holds the kernel modules the base initramfs lacks (NVMe/TCP, CRC32C, e1000), in
 # load order in /e2e/modules/order. Each check prints "E2E ok: NAME ..." or "E2E FAIL: NAME:
@@ -26,15 +27,16 @@ blocks=$((NS_BYTES / 512))
 ctrl=
 ns=
 
-# connected: sets ctrl (nvmeN) and ns (/dev/nvmeXn1) to the TCP controller of NQN, waiting for
-# its namespace's block device; fails if none appears within 30 s
+# connected [SUBNQN]: sets ctrl (nvmeN) and ns (/dev/nvmeXn1) to the live TCP controller of
+# SUBNQN (default NQN), waiting for its namespace's block device; fails if none appears in 30 s
 connected() {
+    want=${1:-$NQN}
     ctrl=
     ns=
     for _ in $(seq 1 60); do
         for dir in /sys/class/nvme/nvme*; do
             [ -e "$dir/subsysnqn" ] || continue
-            if [ "$(cat "$dir/subsysnqn")" = "$NQN" ] && [ "$(cat "$dir/transport")" = tcp ] \
+            if [ "$(cat "$dir/subsysnqn")" = "$want" ] && [ "$(cat "$dir/transport")" = tcp ] \
                 && [ "$(cat "$dir/state")" = live ]; then
                 ctrl=${dir##*/}
             fi
@@ -43,7 +45,7 @@ connected() {
             for block in /sys/block/nvme*n1; do
                 [ -e "$block" ] || continue
                 case ${block##*/} in *c*) continue ;; esac
-                [ "$(cat "$block/device/subsysnqn" 2>/dev/null || cat "$block/device/device/subsysnqn" 2>/dev/null)" = "$NQN" ] \
+                [ "$(cat "$block/device/subsysnqn" 2>/dev/null || cat "$block/device/device/subsysnqn" 2>/dev/null)" = "$want" ] \
                     && ns=/dev/${block##*/}
             done
             [ -n "$ns" ] && [ -b "$ns" ] && return 0
@@ -158,6 +160,28 @@ session digests --hdr-digest --data-digest
 # digest session's Identify and data checks passing over a connection it asked them for is
 # the check; a target that refused them fails nvme connect.
 session again
+
+# Two subsystems of two servers at once: each controller with its own namespace, fio verified
+# on both together, then both disconnected
+echo "E2E: two subsystems"
+run "two: nvme connect $NQN" nvme connect -t tcp -a 10.0.2.2 -s "$PORT" -n "$NQN" --hostnqn="$HOST_NQN" \
+    --hostid="$HOST_ID"
+run "two: nvme connect $NQN2" nvme connect -t tcp -a 10.0.2.2 -s "$PORT2" -n "$NQN2" --hostnqn="$HOST_NQN" \
+    --hostid="$HOST_ID"
+if connected "$NQN" && first_ns=$ns && connected "$NQN2" && second_ns=$ns; then
+    ok "two: $first_ns ($NQN) and $second_ns ($NQN2) live"
+    expect "two: $second_ns size" "$NS2_BYTES" "$(blockdev --getsize64 "$second_ns")"
+    expect "two: $first_ns size" "$NS_BYTES" "$(blockdev --getsize64 "$first_ns")"
+    fio --ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=8 --size=8M --verify=crc32c \
+        --verify_fatal=1 --name=first --filename="$first_ns" --name=second --filename="$second_ns" \
+        >/tmp/fio.out 2>&1 && ok "two: fio randrw with verify on both at once" \
+        || { fail "two: fio on both"; cat /tmp/fio.out; }
+else
+    fail "two: expected live controllers with namespaces of $NQN and $NQN2"
+fi
+run "two: nvme disconnect-all" nvme disconnect-all
+sleep 1
+expect "two: controllers after disconnect-all" 0 "$(ls /sys/class/nvme 2>/dev/null | wc -l)"
 
 # A host NQN the server does not admit: Connect Invalid Host, nvme connect fails, no controller
 echo "E2E: refused host begins"

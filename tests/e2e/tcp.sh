@@ -9,7 +9,8 @@
 # NQN the server does not admit (--host) refused. On the host it then checks that the guest
 # kernel logged no warning, BUG or call trace, and that the server stops cleanly on SIGINT.
 #
-# One guest boot and one server: nvmekit-serve serves one subsystem (one RAM namespace here).
+# One guest boot, two servers: nvmekit-serve serves one subsystem, so the second subsystem the
+# guest connects to at the same time as the first is a second server's.
 #
 #   tests/e2e/tcp.sh NVMEKIT_SERVE_BINARY
 #
@@ -33,11 +34,13 @@ source "$e2e_dir/env.sh"
 
 work=$(mktemp -d /tmp/nvmekit-e2e-tcp.XXXXXX)
 serve_pid=
+serve2_pid=
 cleanup() {
-    if [ -n "$serve_pid" ]; then
-        kill "$serve_pid" 2>/dev/null || true
-        wait "$serve_pid" 2>/dev/null || true
-    fi
+    local pid
+    for pid in $serve_pid $serve2_pid; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -77,21 +80,29 @@ copy_modules() {
     done
 }
 
-# A port nothing listens on (a server that cannot bind it fails the test).
-port=
-for _ in $(seq 1 50); do
-    candidate=$((20000 + RANDOM % 40000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then
-        port=$candidate
-        break
-    fi
-done
-[ -n "$port" ] || { echo "e2e-tcp: FAILED: no free port found"; exit 1; }
+# free_port: a port nothing listens on (a server that cannot bind it fails the test)
+free_port() {
+    local candidate
+    for _ in $(seq 1 50); do
+        candidate=$((20000 + RANDOM % 40000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    echo "e2e-tcp: FAILED: no free port found" >&2
+    exit 1
+}
+port=$(free_port)
+port2=$(free_port)
+while [ "$port2" = "$port" ]; do port2=$(free_port); done
 
 nqn=nqn.2026-01.org.nvmekit:e2e-tcp
 host_nqn=nqn.2014-08.org.nvmexpress:uuid:6e766d65-6b69-7400-0000-000000000001
 host_id=6e766d65-6b69-7400-0000-000000000001
 ns_mib=128
+nqn2=nqn.2026-01.org.nvmekit:e2e-tcp-second
+ns2_mib=64
 mkdir -p "$work/overlay/e2e"
 cp "$here/guest-tcp.sh" "$work/overlay/e2e/run"
 cp "$here/guest-checks.sh" "$work/overlay/e2e/checks.sh"
@@ -102,6 +113,9 @@ NQN=$nqn
 HOST_NQN=$host_nqn
 HOST_ID=$host_id
 NS_BYTES=$((ns_mib << 20))
+PORT2=$port2
+NQN2=$nqn2
+NS2_BYTES=$((ns2_mib << 20))
 EOF
 bash "$here/provision.sh" pack "$work/overlay" "$work/initramfs.cpio.gz" >/dev/null
 
@@ -109,8 +123,12 @@ args=(--tcp "127.0.0.1:$port" --host "$host_nqn" --nqn "$nqn" --ram "${ns_mib}M"
 echo "=== e2e-tcp: nvmekit-serve ${args[*]}"
 "$serve" "${args[@]}" >"$work/serve.log" 2>&1 &
 serve_pid=$!
+args2=(--tcp "127.0.0.1:$port2" --nqn "$nqn2" --ram "${ns2_mib}M" --queues 1 --log info)
+echo "=== e2e-tcp: nvmekit-serve ${args2[*]}"
+"$serve" "${args2[@]}" >"$work/serve2.log" 2>&1 &
+serve2_pid=$!
 for _ in $(seq 1 50); do
-    grep -q "over NVMe/TCP on" "$work/serve.log" && break
+    grep -q "over NVMe/TCP on" "$work/serve.log" && grep -q "over NVMe/TCP on" "$work/serve2.log" && break
     sleep 0.1
 done
 
@@ -123,10 +141,16 @@ serve_status=0
 kill -INT "$serve_pid"
 wait "$serve_pid" || serve_status=$?
 serve_pid=
+serve2_status=0
+kill -INT "$serve2_pid"
+wait "$serve2_pid" || serve2_status=$?
+serve2_pid=
 
 sed -n '/nvmekit-e2e: init reached/,$p' "$work/guest.log"
 echo "---- e2e-tcp: nvmekit-serve log"
 cat "$work/serve.log"
+echo "---- e2e-tcp: the second nvmekit-serve's log"
+cat "$work/serve2.log"
 echo "---- e2e-tcp: host checks"
 [ "$qemu_status" -eq 0 ] && host_ok "QEMU exited with 0" || host_fail "QEMU: expected exit status 0, got $qemu_status"
 guest_result=$(sed -n 's/^E2E: result \([0-9]*\).*/\1/p' "$work/guest.log" | tail -n 1)
@@ -150,5 +174,8 @@ grep -q -E "^\[ *[0-9.]+\] nvme.*is not allowed" "$work/refusal.log" \
 [ "$serve_status" -eq 0 ] && grep -q '\] stopped$' "$work/serve.log" \
     && host_ok "nvmekit-serve stopped on SIGINT with status 0" \
     || host_fail "nvmekit-serve on SIGINT: expected exit status 0 and 'stopped', got status $serve_status"
+[ "$serve2_status" -eq 0 ] && grep -q '\] stopped$' "$work/serve2.log" \
+    && host_ok "the second nvmekit-serve stopped on SIGINT with status 0" \
+    || host_fail "the second nvmekit-serve on SIGINT: expected exit status 0 and 'stopped', got status $serve2_status"
 echo "=== e2e-tcp: $([ $failures -eq 0 ] && echo passed || echo "FAILED ($failures host checks)") in $((SECONDS - start)) s"
 [ "$failures" -eq 0 ]
