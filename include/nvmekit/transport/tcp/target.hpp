@@ -633,7 +633,8 @@ private:
             finish(c, index, detail::local_completion(cid, *slot.failed));
             return;
         }
-        if (c.owner->discovery) {
+        // Until the controller is ready the core refuses every command (Command Sequence Error).
+        if (c.owner->discovery && c.owner->ctrl->state() == controller_state::ready) {
             if (const auto answered = discovery_command(c, slot)) {
                 finish(c, index, *answered);
                 return;
@@ -904,7 +905,7 @@ private:
             if (spec::identify_view::decode(slot.sqe).cns != spec::cns::identify_controller) {
                 return fail(spec::generic_status::invalid_field);
             }
-            if (out.size() < sizeof(spec::identify_controller)) {
+            if (out.size() != sizeof(spec::identify_controller)) {
                 return fail(spec::generic_status::data_sgl_length_invalid);
             }
             const auto data =

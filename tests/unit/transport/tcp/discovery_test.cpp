@@ -95,8 +95,9 @@ TEST(tcp_discovery, bad_offsets_and_short_data_are_refused)
     auto by_index = log_read(0, 16);
     by_index.offset_is_index = true;
     EXPECT_EQ(tcp::read_discovery_log(by_index, log, out), invalid_field);
-    EXPECT_EQ(tcp::read_discovery_log(log_read(0, 1024), log, std::span{out}.first(512)),
-              spec::status{spec::generic_status::data_sgl_length_invalid}.with_dnr());
+    const auto length_invalid = spec::status{spec::generic_status::data_sgl_length_invalid}.with_dnr();
+    EXPECT_EQ(tcp::read_discovery_log(log_read(0, 1024), log, std::span{out}.first(512)), length_invalid);
+    EXPECT_EQ(tcp::read_discovery_log(log_read(0, 1024), log, std::span{out}.first(2048)), length_invalid);
 }
 
 TEST(tcp_discovery, identify_reports_a_discovery_controller)

@@ -733,6 +733,18 @@ TEST(tcp_target, a_host_not_allowed_discovers_nothing)
 TEST(tcp_target, the_discovery_controller_refuses_what_it_does_not_take)
 {
     served_target served;
+    {
+        // Before CC.EN = 1 every command is out of sequence
+        tcp_host_options options;
+        options.subsystem_nqn = std::string{spec::discovery_nqn};
+        auto early = served.host(options);
+        early.connect_admin();
+        std::array<std::byte, 4096> data{};
+        EXPECT_EQ(early.admin()
+                      .execute(tcp_host::identify_command(spec::cns::identify_controller, 0, 0), {}, data)
+                      .status(),
+                  spec::status{spec::generic_status::command_sequence_error}.with_dnr());
+    }
     auto host = discovery_host(served, tcp_host_options{}.host_nqn);
     // An NVM admin command: Invalid Command Opcode
     std::array<std::byte, 4096> data{};
