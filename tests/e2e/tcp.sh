@@ -16,20 +16,15 @@
 #
 # Needs what tests/e2e/provision.sh provides (it sources $NVMEKIT_E2E_DIR/env.sh) and the guest
 # kernel's modules (nvme-fabrics, nvme-tcp, crc32c_generic for the digests, e1000 for the NIC),
-# which it takes from the kernel package provision.sh extracted. Exit status 0 on success.
+# which it takes from the kernel package provision.sh extracted (Debian 12 ships them
+# uncompressed). Exit status 0 on success.
 set -euo pipefail
 
 serve=${1:?usage: tcp.sh NVMEKIT_SERVE_BINARY}
 here=$(cd "$(dirname "$0")" && pwd)
-e2e_dir=${NVMEKIT_E2E_DIR:-/var/tmp/nvmekit-e2e}
-
-missing=$(bash "$here/provision.sh" check 2>&1) || {
-    echo "e2e-tcp: FAILED: not provisioned (run: bash tests/e2e/provision.sh, as root); missing:"
-    echo "$missing" | sed 's/^/  /'
-    exit 1
-}
-# shellcheck disable=SC1091
-source "$e2e_dir/env.sh"
+# shellcheck source=tests/e2e/host-common.sh
+source "$here/host-common.sh"
+require_provisioned e2e-tcp
 [ -x "$serve" ] || { echo "e2e-tcp: FAILED: no $serve"; exit 1; }
 
 work=$(mktemp -d /tmp/nvmekit-e2e-tcp.XXXXXX)
@@ -45,38 +40,26 @@ cleanup() {
 }
 trap cleanup EXIT
 start=$SECONDS
-failures=0
-host_ok() { echo "E2E ok: $*"; }
-host_fail() { echo "E2E FAIL: $*"; failures=$((failures + 1)); }
 
-# copy_modules OUT NAME...: the guest kernel's modules NAME and those they depend on (but
-# nvme-core, which the base initramfs loads), decompressed into OUT, in load order in OUT/order.
+# copy_modules OUT NAME...: the guest kernel's modules NAME, named in load order, into OUT and
+# their names into OUT/order. Each may depend only on nvme-core (which the base initramfs
+# loads) and on modules named before it; another dependency fails the test (name it too).
 copy_modules() {
-    local out=$1 moddir
+    local out=$1 moddir module path dep
     shift
     moddir=$(find "$e2e_dir/guest/kernel/lib/modules" -mindepth 1 -maxdepth 1 -type d | head -n 1)
     [ -n "$moddir" ] || { echo "e2e-tcp: FAILED: no extracted guest kernel in $e2e_dir/guest/kernel"; exit 1; }
     mkdir -p "$out"
     : >"$out/order"
-    add_module() {
-        local name=$1 path dep
-        [ "$name" = nvme-core ] && return 0
-        grep -qx "$name.ko" "$out/order" && return 0
-        path=$(find "$moddir" -name "$name.ko*" -o -name "${name//-/_}.ko*" | head -n 1)
-        [ -n "$path" ] || { echo "e2e-tcp: FAILED: guest module $name not found under $moddir"; exit 1; }
-        for dep in $(modinfo -F depends "$path" | tr ',' ' '); do
-            add_module "$dep"
-        done
-        case $path in
-            *.xz) xz -dc "$path" >"$out/$name.ko" ;;
-            *.zst) zstd -dcq "$path" >"$out/$name.ko" ;;
-            *) cp "$path" "$out/$name.ko" ;;
-        esac
-        echo "$name.ko" >>"$out/order"
-    }
-    local module
     for module in "$@"; do
-        add_module "$module"
+        path=$(find "$moddir" -name "$module.ko" | head -n 1)
+        [ -n "$path" ] || { echo "e2e-tcp: FAILED: guest module $module.ko not found under $moddir"; exit 1; }
+        for dep in $(modinfo -F depends "$path" | tr ',' ' '); do
+            [ "$dep" = nvme-core ] || grep -qx "$dep.ko" "$out/order" \
+                || { echo "e2e-tcp: FAILED: $module needs $dep, which is not named before it"; exit 1; }
+        done
+        cp "$path" "$out/$module.ko"
+        echo "$module.ko" >>"$out/order"
     done
 }
 
