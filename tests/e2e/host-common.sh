@@ -5,6 +5,7 @@
 #   require_provisioned LABEL   exits with 1, listing what provision.sh check finds missing,
 #                               unless everything is provisioned; then sources env.sh
 #   host_ok TEXT, host_fail TEXT  print "E2E ok: TEXT" or "E2E FAIL: TEXT" (counted in failures)
+#   stop_processes PID...       kills each process (a server left running) and reaps it
 
 e2e_dir=${NVMEKIT_E2E_DIR:-/var/tmp/nvmekit-e2e}
 failures=0
@@ -22,3 +23,11 @@ require_provisioned() {
 
 host_ok() { echo "E2E ok: $*"; }
 host_fail() { echo "E2E FAIL: $*"; failures=$((failures + 1)); }
+
+stop_processes() {
+    local pid
+    for pid in "$@"; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+}

@@ -41,11 +41,8 @@ work=$(mktemp -d /tmp/nvmekit-e2e.XXXXXX)
 serve_pid=
 serve_pids=()
 cleanup() {
-    local pid
-    for pid in $serve_pid "${serve_pids[@]}"; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
+    # shellcheck disable=SC2086 # an empty serve_pid is no argument
+    stop_processes $serve_pid "${serve_pids[@]}"
     rm -rf "$work"
 }
 trap cleanup EXIT

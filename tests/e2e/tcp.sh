@@ -31,11 +31,8 @@ work=$(mktemp -d /tmp/nvmekit-e2e-tcp.XXXXXX)
 serve_pid=
 serve2_pid=
 cleanup() {
-    local pid
-    for pid in $serve_pid $serve2_pid; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
+    # shellcheck disable=SC2086 # an empty PID is no argument
+    stop_processes $serve_pid $serve2_pid
     rm -rf "$work"
 }
 trap cleanup EXIT
