@@ -172,6 +172,10 @@ if connected "$NQN" && first_ns=$ns && connected "$NQN2" && second_ns=$ns; then
     ok "two: $first_ns ($NQN) and $second_ns ($NQN2) live"
     expect "two: $second_ns size" "$NS2_BYTES" "$(blockdev --getsize64 "$second_ns")"
     expect "two: $first_ns size" "$NS_BYTES" "$(blockdev --getsize64 "$first_ns")"
+    # Idle for longer than the 5 s KATO: only the host's Keep Alive commands keep the
+    # associations (an expiry would end them and the host would start error recovery)
+    sleep 8
+    expect "two: live controllers after 8 s idle" 2 "$(grep -l live /sys/class/nvme/nvme*/state | wc -l)"
     fio --ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=8 --size=8M --verify=crc32c \
         --verify_fatal=1 --name=first --filename="$first_ns" --name=second --filename="$second_ns" \
         >/tmp/fio.out 2>&1 && ok "two: fio randrw with verify on both at once" \
