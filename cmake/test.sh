@@ -7,8 +7,8 @@
 # own, runs the tests of multi-threaded code and the controller tests with 4 threaded poll groups
 # under ThreadSanitizer, runs each libFuzzer
 # target for a minute on its seed corpus (NVMEKIT_FUZZ_SECONDS changes that), checks the Debian
-# package, and runs the end-to-end test: a Linux guest under QEMU against nvmekit-serve over
-# vfio-user. What that test needs (a QEMU with the vfio-user client built from Debian's source
+# package, and runs the end-to-end tests: a Linux guest under QEMU against nvmekit-serve over
+# vfio-user, and over NVMe/TCP with the guest kernel's nvme-tcp host. What those tests need (a QEMU with the vfio-user client built from Debian's source
 # package, the guest kernel and initramfs) is provisioned first when it is missing, once per
 # machine, outside the checkout (tests/e2e/provision.sh; about 7 minutes on 2 cores, seconds
 # once done); a provisioning failure fails the run and says what is missing.
@@ -86,5 +86,8 @@ bash tests/e2e/run.sh build/ci-gcc/examples/nvmekit-serve
 
 echo "=== nvmekit: end to end, managed by JSON-RPC (namespaces hot-plugged into the guest)"
 bash tests/e2e/hotplug.sh build/ci-gcc/examples/nvmekit-serve
+
+echo "=== nvmekit: end to end over NVMe/TCP (the Linux guest's nvme-tcp host)"
+bash tests/e2e/tcp.sh build/ci-gcc/examples/nvmekit-serve
 
 echo "=== nvmekit: all checks passed in $((SECONDS - start)) s"

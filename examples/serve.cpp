@@ -8,6 +8,8 @@
 // Each --tcp ADDR:PORT (repeatable; an IPv6 address in brackets) listens for NVMe/TCP hosts
 // (nvme connect -t tcp -a ADDR -s PORT -n NQN): every admin Connect creates a controller of the
 // subsystem, with a CNTLID the subsystem assigns; --host NQN (repeatable) admits only those hosts.
+// Each listener also serves the discovery controller (nvme discover -t tcp -a ADDR -s PORT), whose
+// log lists the subsystem at that listener to the hosts it admits.
 // At least one of --vfio-user and --tcp is needed; all are served by the one thread.
 //
 // Each --ram SIZE or --file PATH adds a namespace (NSID 1, 2, ... in order); with none, one 1 GiB

@@ -486,8 +486,11 @@ public:
     /// Connects the message-based admin queue pair of `entries` slots (2 to 4096). Only while the
     /// controller is disabled (CC.EN = 0 and CSTS.RDY = 0), and only once: it stays connected for
     /// the controller's life, and from then on CC.EN = 1 takes this queue instead of AQA, ASQ and
-    /// ACQ. Returns Invalid Queue Size or a Command Sequence Error otherwise.
-    spec::status connect_admin_queue(std::uint32_t entries)
+    /// ACQ. Returns Invalid Queue Size or a Command Sequence Error otherwise. A fabrics Connect's
+    /// KATO (`keep_alive_timeout_ms`, 0: none) becomes the Keep Alive Timer feature and starts the
+    /// timer; one the feature does not take (above what KAS rounds into 32 bits) returns Keep
+    /// Alive Timeout Invalid.
+    spec::status connect_admin_queue(std::uint32_t entries, std::uint32_t keep_alive_timeout_ms = 0)
     {
         if (message_based_ || registers_.cc().get(spec::cc_register::en) ||
             registers_.csts().get(spec::csts_register::rdy)) {
@@ -495,6 +498,13 @@ public:
         }
         if (entries < 2 || entries > max_admin_queue_entries) {
             return error(spec::command_specific_status::invalid_queue_size);
+        }
+        if (keep_alive_timeout_ms != 0) {
+            const auto kato = features_.set(spec::feature_id::keep_alive_timer, keep_alive_timeout_ms, false);
+            if (!kato.status.is_success()) {
+                return kato.status;
+            }
+            keep_alive_.restart(clock_.now());
         }
         message_based_ = true;
         admin_queue_entries_ = entries;
@@ -2900,6 +2910,7 @@ private:
         const std::uint32_t kato = features_.keep_alive_timeout_ms();
         if (keep_alive_.expired(clock_.now(), kato)) {
             tracer_.trace(trace_record{.event = trace_event::err_keep_alive_expired, .value = kato});
+            ++statistics_.keep_alive_expirations;
             error_record record{};
             record.status = spec::status{spec::generic_status::keep_alive_timer_expired};
             logs_.record_error(record);

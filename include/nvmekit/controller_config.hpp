@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -19,6 +20,7 @@
 #include <nvmekit/config.hpp>
 #include <nvmekit/feature_table.hpp>
 #include <nvmekit/register_file.hpp>
+#include <nvmekit/spec/identify.hpp>
 #include <nvmekit/spec/registers.hpp>
 #include <nvmekit/threading.hpp>
 #include <nvmekit/tracer.hpp>
@@ -73,6 +75,21 @@ struct default_traits {
     }
 };
 
+/// What a controller reached over a fabric reports in Identify Controller (Base 2.0 Figure 275),
+/// as its transport fills it. A host over a fabric reads its capsule sizes and SGL support here
+/// (the Linux host refuses a controller whose SGLS lacks SGL support or whose ICDOFF is not 0).
+/// The rest is fixed: IORCSZ 1 (the 16-byte CQE alone), ICDOFF 0 (in-capsule data right after
+/// the SQE), FCATT 0 (the dynamic controller model) and MSDBD 1 (one data descriptor a command).
+struct fabrics_identity {
+    /// In-capsule data an I/O queue's command capsule may carry, a multiple of 16 bytes:
+    /// IOCCSZ = (64 + io_in_capsule_data) / 16.
+    std::uint32_t io_in_capsule_data = 0;
+    /// MAXCMD, the commands a host may have outstanding on one queue; 0: CAP.MQES + 1.
+    std::uint16_t max_commands = 0;
+    /// SGLS: the SGL descriptors the transport takes from the host.
+    spec::sgl_support sgls{};
+};
+
 /// What the controller reports about itself beyond the subsystem's identity.
 struct controller_identity {
     /// PCI VID and SSVID: by default pci::unassigned_vendor_id (F0E5h), which no vendor holds;
@@ -80,6 +97,8 @@ struct controller_identity {
     std::uint16_t vendor_id = 0xf0e5;           ///< PCI VID
     std::uint16_t subsystem_vendor_id = 0xf0e5; ///< PCI SSVID
     std::uint16_t controller_id = 0;            ///< CNTLID; 0: the subsystem assigns one
+    /// Set by a fabrics transport; empty for a PCIe function (the fabrics fields read 0).
+    std::optional<fabrics_identity> fabrics{};
 };
 
 /// Run-time configuration of one controller.
@@ -124,7 +143,8 @@ struct controller_statistics {
     std::uint64_t invalid_doorbells = 0; ///< invalid doorbell values and writes to missing doorbells
     std::uint64_t dma_errors = 0;
     std::uint64_t host_protocol_errors = 0;
-    std::uint64_t staging_waits = 0; ///< times a command waited for a staging buffer
+    std::uint64_t staging_waits = 0;          ///< times a command waited for a staging buffer
+    std::uint64_t keep_alive_expirations = 0; ///< times the Keep Alive Timer expired (CSTS.CFS set)
 };
 
 namespace detail {
@@ -151,6 +171,12 @@ namespace detail {
     config.queue_entries =
         resolve(config.queue_entries, caps.queue_entries, std::uint32_t{2}, "queue_entries");
     config.mdts = resolve(config.mdts, caps.mdts, std::uint8_t{1}, "mdts");
+    if (const auto& fabrics = config.identity.fabrics;
+        fabrics && (fabrics->io_in_capsule_data % 16 != 0 || fabrics->io_in_capsule_data > (1U << 30))) {
+        throw std::invalid_argument("controller_config: fabrics io_in_capsule_data is " +
+                                    std::to_string(fabrics->io_in_capsule_data) +
+                                    "; it must be a multiple of 16 up to 1 GiB (IOCCSZ in 16-byte units)");
+    }
     if (!concurrent_groups_allowed && config.concurrent_poll_groups) {
         throw std::invalid_argument(
             "controller_config: concurrent_poll_groups needs the multi_threaded policy "

@@ -10,3 +10,16 @@ fail() { echo "E2E FAIL: $*"; failures=$((failures + 1)); }
 expect() {
     if [ "$2" = "$3" ]; then ok "$1 = $3"; else fail "$1: expected $2, got $3"; fi
 }
+# run NAME COMMAND...: the command must succeed; its output is in /tmp/out
+run() {
+    name=$1
+    shift
+    if "$@" >/tmp/out 2>&1; then
+        ok "$name"
+    else
+        fail "$name: '$*' exited with $?"
+        cat /tmp/out
+    fi
+}
+# dec VALUE: a 0x-prefixed hexadecimal or a decimal number, in decimal
+dec() { printf '%d' "$1"; }

@@ -20,23 +20,10 @@
 # is "E2E: result N" with N the number of failed checks; the exit status is 0 only if none failed.
 . /e2e/expected
 . /e2e/checks.sh
-# run NAME COMMAND...: the command must succeed; its output is in /tmp/out
-run() {
-    name=$1
-    shift
-    if "$@" >/tmp/out 2>&1; then
-        ok "$name"
-    else
-        fail "$name: '$*' exited with $?"
-        cat /tmp/out
-    fi
-}
 # field KEY: the value of "KEY : value" in /tmp/out (nvme-cli's plain output), spaces trimmed
 field() { sed -n "s/^$1 *: *//p" /tmp/out | head -n 1 | sed 's/ *$//'; }
 # json_number KEY FILE: the first number given to "KEY" in nvme-cli's or fio's JSON
 json_number() { sed -n "s/.*\"$1\" *: *\"\{0,1\}\([0-9][0-9]*\).*/\1/p" "$2" | head -n 1; }
-# dec VALUE: a 0x-prefixed hexadecimal or a decimal number, in decimal
-dec() { printf '%d' "$1"; }
 # feature_value FID [CDW11 [SEL]]: the value get-feature reports (SEL 0 current, 1 default, 2
 # saved), as 0x%08x
 feature_value() {

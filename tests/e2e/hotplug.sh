@@ -13,14 +13,9 @@ set -euo pipefail
 
 serve=${1:?usage: hotplug.sh NVMEKIT_SERVE_BINARY}
 here=$(cd "$(dirname "$0")" && pwd)
-e2e_dir=${NVMEKIT_E2E_DIR:-/var/tmp/nvmekit-e2e}
-missing=$(bash "$here/provision.sh" check 2>&1) || {
-    echo "e2e [hotplug]: FAILED: not provisioned; missing:"
-    echo "$missing" | sed 's/^/  /'
-    exit 1
-}
-# shellcheck disable=SC1091
-source "$e2e_dir/env.sh"
+# shellcheck source=tests/e2e/host-common.sh
+source "$here/host-common.sh"
+require_provisioned "e2e [hotplug]"
 
 work=$(mktemp -d /tmp/nvmekit-e2e-hotplug.XXXXXX)
 serve_pid='' qemu_pid=''
@@ -31,9 +26,6 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-failures=0
-host_ok() { echo "E2E ok: $*"; }
-host_fail() { echo "E2E FAIL: $*"; failures=$((failures + 1)); }
 
 sock=$work/rpc.sock
 nqn=nqn.2019-07.io.spdk:cnode0

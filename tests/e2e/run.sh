@@ -31,35 +31,23 @@ set -euo pipefail
 
 serve=${1:?usage: run.sh NVMEKIT_SERVE_BINARY}
 here=$(cd "$(dirname "$0")" && pwd)
-e2e_dir=${NVMEKIT_E2E_DIR:-/var/tmp/nvmekit-e2e}
 configs=${NVMEKIT_E2E_CONFIGS:-512 4k intx pair ovmf}
-
-missing=$(bash "$here/provision.sh" check 2>&1) || {
-    echo "e2e: FAILED: not provisioned (run: bash tests/e2e/provision.sh, as root); missing:"
-    echo "$missing" | sed 's/^/  /'
-    exit 1
-}
-# shellcheck disable=SC1091
-source "$e2e_dir/env.sh"
+# shellcheck source=tests/e2e/host-common.sh
+source "$here/host-common.sh"
+require_provisioned e2e
 [ -x "$serve" ] || { echo "e2e: FAILED: no $serve"; exit 1; }
 
 work=$(mktemp -d /tmp/nvmekit-e2e.XXXXXX)
 serve_pid=
 serve_pids=()
 cleanup() {
-    local pid
-    for pid in $serve_pid "${serve_pids[@]}"; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
+    # shellcheck disable=SC2086 # an empty serve_pid is no argument
+    stop_processes $serve_pid "${serve_pids[@]}"
     rm -rf "$work"
 }
 trap cleanup EXIT
 start=$SECONDS
 failed_configs=()
-failures=0
-host_ok() { echo "E2E ok: $*"; }
-host_fail() { echo "E2E FAIL: $*"; failures=$((failures + 1)); }
 # wait_for_socket PATH: up to 5 s for a server's socket
 wait_for_socket() {
     for _ in $(seq 1 50); do [ -S "$1" ] && return 0; sleep 0.1; done

@@ -1,5 +1,6 @@
 #include <nvmekit/controller_config.hpp>
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -50,6 +51,19 @@ TEST(controller_config, caps_outside_their_range_are_refused_by_name)
     EXPECT_NE(refusal({.poll_groups = 0}).find("poll_groups is 0"), std::string::npos);
     EXPECT_NE(refusal({.poll_groups = 9}).find("poll_groups is 9"), std::string::npos);
     EXPECT_EQ(refusal({.poll_groups = 8}), "");
+}
+
+TEST(controller_config, fabrics_in_capsule_data_is_whole_ioccsz_units)
+{
+    const auto with_in_capsule = [](std::uint32_t bytes) {
+        controller_config config{};
+        config.identity.fabrics = nvmekit::fabrics_identity{.io_in_capsule_data = bytes};
+        return config;
+    };
+    EXPECT_NE(refusal(with_in_capsule(100)).find("io_in_capsule_data is 100"), std::string::npos);
+    EXPECT_NE(refusal(with_in_capsule((1U << 30) + 16)).find("io_in_capsule_data"), std::string::npos);
+    EXPECT_EQ(refusal(with_in_capsule(8192)), "");
+    EXPECT_EQ(refusal(with_in_capsule(0)), "");
 }
 
 TEST(controller_config, concurrent_groups_need_a_policy_that_allows_them)

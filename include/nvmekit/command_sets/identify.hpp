@@ -12,8 +12,10 @@
 #include <nvmekit/command_sets/nvm.hpp>
 #include <nvmekit/command_sets/queue_management.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/controller_config.hpp>
 #include <nvmekit/sgl_walker.hpp>
 #include <nvmekit/spec/identify.hpp>
+#include <nvmekit/spec/registers.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 
@@ -78,7 +80,29 @@ struct identify_data {
         data.ocfs = 1; // Copy source range format 0
         data.sgls = sgl_support_for(sgl_walk_options{.direction = transfer_direction::controller_to_host});
         data.psd[0].mp = 2500; // 25 W in 0.01 W units
+        if (const auto& fabrics = c.identity().fabrics) {
+            set_fabrics_fields(data, *fabrics, c.registers().cap());
+        }
         return data;
+    }
+
+    /// The fields of a controller reached over a fabric (fabrics_identity): capsule sizes,
+    /// MAXCMD and the SGL support of its transport.
+    static void set_fabrics_fields(spec::identify_controller& data, const fabrics_identity& fabrics,
+                                   spec::cap_register cap)
+    {
+        constexpr std::uint32_t sqe_bytes = 64;
+        constexpr std::uint32_t capsule_unit = 16;
+        data.ioccsz = (sqe_bytes + fabrics.io_in_capsule_data) / capsule_unit;
+        data.iorcsz = 1;
+        data.icdoff = 0;
+        data.fcatt = 0;
+        data.msdbd = 1;
+        const std::uint32_t queue_entries = std::uint32_t{cap.get(cap.mqes)} + 1U;
+        data.maxcmd = fabrics.max_commands != 0
+                          ? fabrics.max_commands
+                          : static_cast<std::uint16_t>(std::min<std::uint32_t>(queue_entries, 0xffffU));
+        data.sgls = fabrics.sgls;
     }
 
     /// Identify Namespace: the namespace's own data and the Copy limits of the NVM command set.

@@ -104,15 +104,15 @@ struct target_limits {
     std::uint32_t maxh2cdata = 128 * 1024;
     /// Most R2Ts the controller keeps outstanding for one command, whatever MAXR2T allows (>= 1).
     std::uint32_t max_outstanding_r2t = 1;
-    /// In-capsule data of an I/O queue (in_capsule_data_size(IOCCSZ)); the admin queue takes
-    /// admin_in_capsule_data_size.
+    /// In-capsule data of an I/O queue (in_capsule_data_size(IOCCSZ)), a multiple of 16 bytes;
+    /// the admin queue takes admin_in_capsule_data_size.
     std::uint32_t io_in_capsule_data = admin_in_capsule_data_size;
 
     /// Whether the limits are ones a controller may advertise.
     [[nodiscard]] constexpr bool valid() const noexcept
     {
         return cpda <= spec::tcp_max_pdu_data_alignment && is_valid_maxh2cdata(maxh2cdata) &&
-               max_outstanding_r2t >= 1;
+               max_outstanding_r2t >= 1 && io_in_capsule_data % 16 == 0;
     }
 };
 

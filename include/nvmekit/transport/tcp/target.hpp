@@ -32,9 +32,17 @@
 /// controller is disabled and destroyed once its backend is idle and no connection sends from
 /// its buffers.
 ///
-/// Keep alive: an association whose host sends no Keep Alive command within the admin Connect's
-/// KATO (and half a KATO of grace) is ended. Hosts: any, or those target_options::allowed_hosts
-/// names. Not yet: discovery, poll groups across threads.
+/// Keep alive: the admin Connect's KATO becomes the controller's Keep Alive Timer feature (Get
+/// Features reports it, Keep Alive commands restart the timer, Set Features changes it); when
+/// the controller's timer expires the association is ended. Hosts: any, or those
+/// target_options::allowed_hosts names.
+///
+/// Discovery: a Connect to the well-known discovery NQN creates a discovery controller (admin
+/// queue only, any host): Identify Controller and the Discovery log page (one entry, this
+/// listener and its subsystem, when the host is allowed to connect to it; read at any dword
+/// offset) come from discovery.hpp, Property Get/Set, features and Keep Alive from the
+/// controller core, other opcodes complete with Invalid Command Opcode. Not yet: the discovery
+/// log change event, referrals, other listeners in the log, poll groups across threads.
 
 #include <algorithm>
 #include <array>
@@ -47,6 +55,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -67,6 +76,7 @@
 #include <nvmekit/spec/tcp.hpp>
 #include <nvmekit/transport/tcp/command_buffers.hpp>
 #include <nvmekit/transport/tcp/connection_params.hpp>
+#include <nvmekit/transport/tcp/discovery.hpp>
 #include <nvmekit/transport/tcp/pdu_encode.hpp>
 #include <nvmekit/transport/tcp/pdu_stream.hpp>
 #include <nvmekit/transport/tcp/send_queue.hpp>
@@ -102,6 +112,12 @@ struct target_options {
     /// Host NQNs allowed to connect; empty: any host. Another host's Connect completes with
     /// Connect Invalid Host.
     std::vector<std::string> allowed_hosts{};
+    /// Whether the listener also serves a discovery controller on the well-known discovery NQN,
+    /// to any host: its Discovery log page lists the subsystem at this listener when the host
+    /// is one of allowed_hosts.
+    bool discovery = true;
+    /// PORTID of this listener in the Discovery log page.
+    std::uint16_t port_id = 1;
 };
 
 /// What a target has done, for tests and logs.
@@ -160,6 +176,7 @@ public:
         if (!options_.limits.valid()) {
             throw std::invalid_argument{"tcp::target: invalid target limits"};
         }
+        options_.controller.identity.fabrics = identify_fields(options_.limits);
         listener_ = listen_on(options_.address, options_.port);
         port_ = local_port(listener_.get());
     }
@@ -176,6 +193,18 @@ public:
         for (auto& association : associations_) {
             drain(*association);
         }
+    }
+
+    /// What the controllers of a target with `limits` report in Identify Controller: the I/O
+    /// queues' in-capsule data, and SGLS with SGL support, the Data Block with Offset that
+    /// describes in-capsule data and the Transport SGL Data Block that asks for R2T/C2HData.
+    [[nodiscard]] static fabrics_identity identify_fields(const target_limits& limits) noexcept
+    {
+        spec::sgl_support sgls{};
+        sgls.set(spec::sgl_support::support, spec::sgl_data_block_support::supported)
+            .set(spec::sgl_support::address_as_offset, true)
+            .set(spec::sgl_support::transport_data_block, true);
+        return {.io_in_capsule_data = limits.io_in_capsule_data, .sgls = sgls};
     }
 
     /// The port the target listens on.
@@ -219,7 +248,7 @@ public:
             accept_connections();
         }
         run_controllers();
-        expire_keep_alive(now);
+        end_expired_associations();
         for (auto& connection : connections_) {
             if (!connection->closed) {
                 flush(*connection);
@@ -295,10 +324,9 @@ private:
         bool dying = false;
         /// Connections that connected a queue of it and are not closed yet.
         std::size_t connections = 0;
-        /// KATO of the admin Connect (0: no keep alive) and when the timer last restarted (the
-        /// Connect, then each Keep Alive command).
-        std::chrono::milliseconds keep_alive_timeout{0};
-        std::chrono::steady_clock::time_point last_keep_alive{};
+        /// A discovery controller (Connect to the discovery NQN): admin queue only, Identify and
+        /// the Discovery log page answered by the target (discovery_command).
+        bool discovery = false;
     };
 
     // ---- the loop ----------------------------------------------------------------------------
@@ -452,10 +480,6 @@ private:
             return;
         }
         const std::uint16_t cid = sqe.cdw0.get(spec::command_dword0::cid);
-        if (c.connected && c.qid == 0 &&
-            sqe.opcode() == static_cast<std::uint8_t>(spec::admin_opcode::keep_alive)) {
-            c.owner->last_keep_alive = std::chrono::steady_clock::now();
-        }
         const auto refuse = [&](spec::status status) {
             respond(c, detail::local_completion(cid, status));
             if (in_capsule != 0) {
@@ -610,6 +634,13 @@ private:
             finish(c, index, detail::local_completion(cid, *slot.failed));
             return;
         }
+        // Until the controller is ready the core refuses every command (Command Sequence Error).
+        if (c.owner->discovery && c.owner->ctrl->state() == controller_state::ready) {
+            if (const auto answered = discovery_command(c, slot)) {
+                finish(c, index, *answered);
+                return;
+            }
+        }
         auto sqe = slot.sqe;
         sqe.dptr = spec::to_data_pointer(
             spec::sgl_descriptor::data_block(c.owner->buffers.address(slot.buffer), slot.length));
@@ -713,12 +744,12 @@ private:
         }
         spec::connect_data data{};
         std::memcpy(&data, c.fabrics_data.data(), sizeof(data));
-        if (data.subsystem_nqn() != subsystem_.identity().nqn) {
+        // Any host may reach the discovery controller; its log lists what the host may connect to.
+        const bool discovery = options_.discovery && data.subsystem_nqn() == spec::discovery_nqn;
+        if (!discovery && data.subsystem_nqn() != subsystem_.identity().nqn) {
             return detail::invalid_connect_parameter(cid, true, offsetof(spec::connect_data, subnqn));
         }
-        if (!options_.allowed_hosts.empty() &&
-            std::find(options_.allowed_hosts.begin(), options_.allowed_hosts.end(), data.host_nqn()) ==
-                options_.allowed_hosts.end()) {
+        if (!discovery && !host_allowed(data.host_nqn())) {
             return detail::local_completion(
                 cid, spec::status{spec::fabrics_status::connect_invalid_host}.with_dnr());
         }
@@ -735,21 +766,30 @@ private:
             auto created = std::make_unique<association>();
             created->ctrl = std::make_unique<controller_type>(created->buffers, created->interrupts, clock_,
                                                               subsystem_, options_.controller);
-            const auto status = created->ctrl->connect_admin_queue(entries);
+            // KATO becomes the controller's Keep Alive Timer feature; its timer runs from here.
+            const auto status = created->ctrl->connect_admin_queue(entries, command.kato);
             if (!status.is_success()) {
-                return detail::invalid_connect_parameter(cid, false, offsetof(spec::connect_command, sqsize));
+                const bool kato =
+                    status.with_dnr(false) == spec::status{spec::generic_status::keep_alive_timeout_invalid};
+                return detail::invalid_connect_parameter(cid, false,
+                                                         kato ? offsetof(spec::connect_command, kato)
+                                                              : offsetof(spec::connect_command, sqsize));
             }
             created->host_nqn = std::string{data.host_nqn()};
             created->host_id = data.hostid;
-            created->keep_alive_timeout = std::chrono::milliseconds{command.kato};
-            created->last_keep_alive = std::chrono::steady_clock::now();
+            created->discovery = discovery;
             created->admin = &c;
             owner = created.get();
             associations_.push_back(std::move(created));
             ++statistics_.associations_created;
         } else {
+            if (discovery) {
+                // A discovery controller has no I/O queues.
+                return detail::invalid_connect_parameter(cid, false, offsetof(spec::connect_command, qid));
+            }
             for (const auto& candidate : associations_) {
-                if (!candidate->dying && candidate->ctrl->controller_id() == data.cntlid) {
+                if (!candidate->dying && !candidate->discovery &&
+                    candidate->ctrl->controller_id() == data.cntlid) {
                     owner = candidate.get();
                 }
             }
@@ -833,17 +873,77 @@ private:
         return detail::local_completion(cid, spec::status::success());
     }
 
+    [[nodiscard]] bool host_allowed(std::string_view host_nqn) const
+    {
+        return options_.allowed_hosts.empty() ||
+               std::find(options_.allowed_hosts.begin(), options_.allowed_hosts.end(), host_nqn) !=
+                   options_.allowed_hosts.end();
+    }
+
+    // ---- the discovery controller ------------------------------------------------------------
+
+    /// GENCTR of the Discovery log page: what it lists is fixed for the target's life.
+    static constexpr std::uint64_t discovery_generation = 1;
+    /// ASQSZ: the admin queues controller::connect_admin_queue takes have up to 4096 entries.
+    static constexpr std::uint16_t max_admin_queue_entries = 4096;
+
+    /// A command to a discovery controller that the target answers itself: opcodes a discovery
+    /// controller does not take (Invalid Command Opcode), Identify (Controller only) and Get Log
+    /// Page (the Discovery log page only). Nothing for those the controller core runs (features,
+    /// Asynchronous Event Request, Keep Alive).
+    std::optional<spec::completion_queue_entry> discovery_command(connection& c, const command_slot& slot)
+    {
+        const std::uint16_t cid = slot.sqe.cdw0.get(spec::command_dword0::cid);
+        const auto opcode = static_cast<spec::admin_opcode>(slot.sqe.opcode());
+        const auto fail = [&](auto code) {
+            return detail::local_completion(cid, spec::status{code}.with_dnr());
+        };
+        if (!discovery_takes(slot.sqe.opcode())) {
+            return fail(spec::generic_status::invalid_opcode);
+        }
+        const auto out = c.owner->buffers.bytes(slot.buffer);
+        if (opcode == spec::admin_opcode::identify) {
+            if (spec::identify_view::decode(slot.sqe).cns != spec::cns::identify_controller) {
+                return fail(spec::generic_status::invalid_field);
+            }
+            if (out.size() != sizeof(spec::identify_controller)) {
+                return fail(spec::generic_status::data_sgl_length_invalid);
+            }
+            const auto data =
+                discovery_identify(identify_data<controller_type>::controller_data(*c.owner->ctrl));
+            std::memcpy(out.data(), &data, sizeof(data));
+            return detail::local_completion(cid, spec::status::success());
+        }
+        if (opcode == spec::admin_opcode::get_log_page) {
+            const auto command = spec::get_log_page_view::decode(slot.sqe);
+            if (command.log_page_id != spec::log_page_id{spec::discovery_log_page_id}) {
+                return fail(spec::command_specific_status::invalid_log_page);
+            }
+            std::vector<discovery_record> records;
+            if (host_allowed(c.owner->host_nqn)) {
+                records.push_back({.address = options_.address,
+                                   .port = port_,
+                                   .nqn = subsystem_.identity().nqn,
+                                   .port_id = options_.port_id,
+                                   .admin_sq = max_admin_queue_entries});
+            }
+            const auto log = discovery_log(discovery_generation, records);
+            return detail::local_completion(cid, read_discovery_log(command, log, out));
+        }
+        return std::nullopt;
+    }
+
     // ---- controllers -------------------------------------------------------------------------
 
-    /// Ends each association whose host sent no Keep Alive within its KATO (Base 2.0 3.9), with
-    /// half a KATO of grace for a host that sends them once a KATO: its connections are closed,
-    /// which tears the controller down.
-    void expire_keep_alive(std::chrono::steady_clock::time_point now)
+    /// Ends each association whose controller's Keep Alive Timer expired (the host sent no Keep
+    /// Alive within the KATO of its Connect, Base 2.0 3.9; the controller then reports CSTS.CFS):
+    /// its connections are closed, which tears the controller down.
+    void end_expired_associations()
     {
         for (auto& association : associations_) {
             if (association->dying || association->admin == nullptr ||
-                association->keep_alive_timeout == std::chrono::milliseconds{0} ||
-                now - association->last_keep_alive <= association->keep_alive_timeout * 3 / 2) {
+                !association->ctrl->registers().csts().get(spec::csts_register::cfs) ||
+                association->ctrl->statistics().keep_alive_expirations == 0) {
                 continue;
             }
             ++statistics_.keep_alive_expirations;

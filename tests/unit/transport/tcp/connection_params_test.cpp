@@ -149,6 +149,14 @@ TEST(tcp_connection_params, maxh2cdata_and_target_limits)
     limits = {};
     limits.max_outstanding_r2t = 0;
     EXPECT_FALSE(limits.valid());
+    // In-capsule data in whole 16-byte units of IOCCSZ
+    limits = {};
+    limits.io_in_capsule_data = 4100;
+    EXPECT_FALSE(limits.valid());
+    limits.io_in_capsule_data = 4096 + 16;
+    EXPECT_TRUE(limits.valid());
+    limits.io_in_capsule_data = 0;
+    EXPECT_TRUE(limits.valid());
 }
 
 TEST(tcp_connection_params, in_capsule_data_from_ioccsz_and_the_admin_queue)

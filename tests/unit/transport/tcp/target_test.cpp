@@ -212,6 +212,34 @@ TEST(tcp_target, identify_controller_reports_the_cntlid_connect_returned)
     EXPECT_EQ(second.identify_controller().cntlid, second_id);
 }
 
+TEST(tcp_target, identify_controller_reports_the_fields_a_fabrics_host_checks)
+{
+    served_target served{[](tcp::target_options& options) {
+        options.limits.io_in_capsule_data = 4096;
+        options.controller.queue_entries = 128;
+    }};
+    auto host = served.host();
+    const auto cntlid = host.connect_admin();
+    host.enable();
+    const auto data = host.identify_controller();
+    EXPECT_EQ(data.cntlid, cntlid);
+    EXPECT_EQ(data.ioccsz, (64U + 4096U) / 16U); // the SQE and the in-capsule data, 16-byte units
+    EXPECT_EQ(data.iorcsz, 1U);
+    EXPECT_EQ(data.icdoff, 0U);
+    EXPECT_EQ(data.fcatt, 0U); // dynamic controller model
+    EXPECT_EQ(data.msdbd, 1U);
+    EXPECT_EQ(data.maxcmd, 128U); // CAP.MQES + 1
+    EXPECT_EQ(data.cntrltype, spec::controller_type::io);
+    EXPECT_NE(data.kas, 0U); // keep alive is mandatory on fabrics
+    // SGL support (the Linux host refuses a controller without it), the Data Block with Offset
+    // of in-capsule data and the Transport SGL Data Block; no Keyed SGL Data Block (RDMA's).
+    EXPECT_EQ(data.sgls.get(spec::sgl_support::support), spec::sgl_data_block_support::supported);
+    EXPECT_TRUE(data.sgls.get(spec::sgl_support::address_as_offset));
+    EXPECT_TRUE(data.sgls.get(spec::sgl_support::transport_data_block));
+    EXPECT_FALSE(data.sgls.get(spec::sgl_support::keyed_data_block));
+    EXPECT_FALSE(data.sgls.get(spec::sgl_support::bit_bucket));
+}
+
 TEST(tcp_target, a_connection_that_does_not_connect_in_time_is_closed)
 {
     served_target served{
@@ -586,6 +614,182 @@ TEST(tcp_target, an_association_whose_host_sends_no_keep_alive_within_kato_ends)
     served.halt();
     EXPECT_EQ(served.target().statistics().keep_alive_expirations, 1U);
     EXPECT_EQ(served.target().association_count(), 1U);
+}
+
+TEST(tcp_target, the_keep_alive_timer_feature_reports_the_kato_of_connect)
+{
+    served_target served;
+    const auto kato = [](tcp_host& host) {
+        const auto result = host.admin().execute(
+            tcp_host::get_features_command(spec::feature_id::keep_alive_timer, spec::feature_select::current),
+            {}, {});
+        EXPECT_TRUE(result.ok());
+        return result.cqe.dw0;
+    };
+    auto exact = served.host({.keep_alive_timeout_ms = 1500});
+    bring_up(exact);
+    EXPECT_EQ(kato(exact), 1500U);
+    auto rounded = served.host({.keep_alive_timeout_ms = 1234});
+    bring_up(rounded);
+    EXPECT_EQ(kato(rounded), 1300U); // rounded up to KAS (100 ms)
+    // Set Features changes it, and Get Features then reports the new value
+    ASSERT_TRUE(
+        exact.admin()
+            .execute(tcp_host::set_features_command(spec::feature_id::keep_alive_timer, 60000), {}, {})
+            .ok());
+    EXPECT_EQ(kato(exact), 60000U);
+}
+
+TEST(tcp_target, a_connect_kato_the_controller_cannot_hold_is_an_invalid_parameter)
+{
+    served_target served;
+    tcp_host_options options;
+    options.keep_alive_timeout_ms = 0xffffffffU; // rounds up to KAS past 32 bits
+    tcp_queue admin{"127.0.0.1", served.port(), options};
+    admin.initialize();
+    const auto result = admin.connect(0, 32, spec::dynamic_controller_id);
+    EXPECT_EQ(invalid_parameter(result), offsetof(spec::connect_command, kato));
+    EXPECT_FALSE(spec::connect_invalid_parameter_dword0{result.cqe.dw0}.get(
+        spec::connect_invalid_parameter_dword0::in_connect_data)); // in the SQE, not the data
+    served.halt();
+    EXPECT_EQ(served.target().association_count(), 0U);
+}
+
+/// A host of the discovery controller, with host NQN `host_nqn`, connected and enabled.
+tcp_host discovery_host(const served_target& served, const std::string& host_nqn)
+{
+    tcp_host_options options;
+    options.subsystem_nqn = std::string{spec::discovery_nqn};
+    options.host_nqn = host_nqn;
+    options.keep_alive_timeout_ms = 0;
+    auto host = served.host(options);
+    host.connect_admin();
+    host.enable();
+    return host;
+}
+
+/// The Discovery log page bytes [offset, offset + bytes) as the host reads them.
+std::vector<std::byte> read_log(tcp_host& host, std::uint64_t offset, std::uint32_t bytes)
+{
+    std::vector<std::byte> out(bytes);
+    const auto result =
+        host.admin().execute(tcp_host::get_log_page_command(spec::log_page_id{spec::discovery_log_page_id},
+                                                            bytes, 0, false, offset),
+                             {}, out);
+    EXPECT_EQ(result.status(), spec::status::success());
+    return out;
+}
+
+TEST(tcp_target, the_discovery_controller_lists_the_subsystem_at_this_listener)
+{
+    const std::string allowed = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000aa";
+    served_target served{[&](tcp::target_options& options) {
+        options.allowed_hosts = {allowed};
+        options.port_id = 5;
+    }};
+    auto host = discovery_host(served, allowed);
+    const auto identify = host.identify_controller();
+    EXPECT_EQ(identify.cntrltype, spec::controller_type::discovery);
+    EXPECT_EQ(spec::text_of(identify.subnqn), spec::discovery_nqn);
+    EXPECT_TRUE(identify.lpa.get(spec::log_page_attributes::extended_data));
+    // The header first, then the entries from offset 1024, as nvme-cli reads it
+    spec::discovery_log_header header{};
+    const auto header_bytes = read_log(host, 0, sizeof(header));
+    std::memcpy(&header, header_bytes.data(), sizeof(header));
+    EXPECT_EQ(header.numrec, 1U);
+    EXPECT_NE(header.genctr, 0U);
+    const auto entry_bytes = read_log(host, 1024, 1024);
+    spec::discovery_log_entry entry{};
+    std::memcpy(&entry, entry_bytes.data(), sizeof(entry));
+    EXPECT_EQ(entry.trtype, spec::transport_type::tcp);
+    EXPECT_EQ(entry.adrfam, spec::address_family::ipv4);
+    EXPECT_EQ(entry.subtype, spec::discovery_subsystem_type::nvm);
+    EXPECT_EQ(entry.portid, 5U);
+    EXPECT_EQ(entry.cntlid, spec::dynamic_controller_id);
+    EXPECT_EQ(entry.address(), "127.0.0.1");
+    EXPECT_EQ(entry.service_id(), std::to_string(served.port()));
+    EXPECT_EQ(entry.subsystem_nqn(), tcp_host_options{}.subsystem_nqn);
+    // Read again whole: the same generation, the same entry
+    const auto whole = read_log(host, 0, 2048);
+    EXPECT_EQ(std::memcmp(whole.data(), header_bytes.data(), 1024), 0);
+    EXPECT_EQ(std::memcmp(whole.data() + 1024, entry_bytes.data(), 1024), 0);
+    // A Keep Alive and the features go to the controller core
+    EXPECT_TRUE(host.admin().execute(tcp_host::command(spec::admin_opcode::keep_alive), {}, {}).ok());
+}
+
+TEST(tcp_target, a_host_not_allowed_discovers_nothing)
+{
+    served_target served{[](tcp::target_options& options) {
+        options.allowed_hosts = {"nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000aa"};
+    }};
+    auto host =
+        discovery_host(served, "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000bb");
+    spec::discovery_log_header header{};
+    const auto bytes = read_log(host, 0, sizeof(header));
+    std::memcpy(&header, bytes.data(), sizeof(header));
+    EXPECT_EQ(header.numrec, 0U);
+}
+
+TEST(tcp_target, the_discovery_controller_refuses_what_it_does_not_take)
+{
+    served_target served;
+    {
+        // Before CC.EN = 1 every command is out of sequence
+        tcp_host_options options;
+        options.subsystem_nqn = std::string{spec::discovery_nqn};
+        auto early = served.host(options);
+        early.connect_admin();
+        std::array<std::byte, 4096> data{};
+        EXPECT_EQ(early.admin()
+                      .execute(tcp_host::identify_command(spec::cns::identify_controller, 0, 0), {}, data)
+                      .status(),
+                  spec::status{spec::generic_status::command_sequence_error}.with_dnr());
+    }
+    auto host = discovery_host(served, tcp_host_options{}.host_nqn);
+    // An NVM admin command: Invalid Command Opcode
+    std::array<std::byte, 4096> data{};
+    EXPECT_EQ(host.admin()
+                  .execute(tcp_host::identify_command(spec::cns::identify_namespace, 1, 0), {}, data)
+                  .status(),
+              spec::status{spec::generic_status::invalid_field}.with_dnr());
+    EXPECT_EQ(
+        host.admin().execute(tcp_host::command(spec::admin_opcode::namespace_management), {}, {}).status(),
+        spec::status{spec::generic_status::invalid_opcode}.with_dnr());
+    // Another log page: Invalid Log Page; an offset past the log: Invalid Field
+    EXPECT_EQ(host.admin()
+                  .execute(tcp_host::get_log_page_command(spec::log_page_id::smart_health, 512), {},
+                           std::span{data}.first(512))
+                  .status(),
+              spec::status{spec::command_specific_status::invalid_log_page}.with_dnr());
+    EXPECT_EQ(host.admin()
+                  .execute(tcp_host::get_log_page_command(spec::log_page_id{spec::discovery_log_page_id}, 512,
+                                                          0, false, 8192),
+                           {}, std::span{data}.first(512))
+                  .status(),
+              spec::status{spec::generic_status::invalid_field}.with_dnr());
+    // No I/O queue: an I/O Connect to the discovery NQN names QID as the invalid parameter
+    tcp_host_options options;
+    options.subsystem_nqn = std::string{spec::discovery_nqn};
+    tcp_queue io{"127.0.0.1", served.port(), options};
+    io.initialize();
+    const std::uint16_t cntlid = host.identify_controller().cntlid;
+    const auto refused = io.connect(1, 32, cntlid);
+    EXPECT_EQ(invalid_parameter(refused), offsetof(spec::connect_command, qid));
+    // Nor may an I/O Connect to the NVM subsystem name the discovery controller's CNTLID
+    tcp_queue nvm_io{"127.0.0.1", served.port(), {}};
+    nvm_io.initialize();
+    EXPECT_EQ(invalid_parameter(nvm_io.connect(1, 32, cntlid)), offsetof(spec::connect_data, cntlid));
+}
+
+TEST(tcp_target, without_discovery_the_discovery_nqn_is_an_unknown_subsystem)
+{
+    served_target served{[](tcp::target_options& options) { options.discovery = false; }};
+    tcp_host_options options;
+    options.subsystem_nqn = std::string{spec::discovery_nqn};
+    tcp_queue admin{"127.0.0.1", served.port(), options};
+    admin.initialize();
+    EXPECT_EQ(invalid_parameter(admin.connect(0, 32, spec::dynamic_controller_id)),
+              offsetof(spec::connect_data, subnqn));
 }
 
 TEST(tcp_target, hostile_byte_streams_end_only_their_own_connections)
