@@ -1,0 +1,154 @@
+// nvmekit-perf --transport vfio-user: the host and the device in two threads of one process,
+// talking vfio-user over a real UNIX socket, in a translation unit of its own (perf_run.hpp says
+// why). The device is what nvmekit-serve runs: a controller on mapped_memory and
+// eventfd_interrupts behind transport::vfio_user::server, whose run_once() loop busy-polls on a
+// thread of its own. The host is testing::vfio_user_client driving in_process_host: guest memory
+// is a memfd given to the server with DMA_MAP, BAR0 is reached by REGION_READ/REGION_WRITE
+// messages, and the I/O queues are polled by their phase tags (no interrupts). Every doorbell is
+// a REGION_WRITE message, posted (No Reply) unless --doorbell-replies asks to wait for each reply.
+
+#include "perf_run.hpp"
+
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <nvmekit/testing/vfio_user_client.hpp>
+#include <nvmekit/transport/eventfd_interrupts.hpp>
+#include <nvmekit/transport/vfio_user/server.hpp>
+
+namespace nvmekit_perf {
+namespace {
+
+template <typename Backend>
+struct vfio_user_traits : nvmekit::default_traits {
+    using dma = nvmekit::transport::mapped_memory;
+    using interrupts = nvmekit::transport::eventfd_interrupts;
+    using clock = nvmekit::steady_clock;
+    using backend = Backend;
+    static constexpr nvmekit::limits limits = perf_traits<Backend, nvmekit::single_threaded>::limits;
+};
+
+/// The CPU time a thread has used so far.
+double thread_cpu_seconds(pthread_t thread)
+{
+    clockid_t clock{};
+    timespec now{};
+    if (::pthread_getcpuclockid(thread, &clock) != 0 || ::clock_gettime(clock, &now) != 0) {
+        throw std::runtime_error("cannot read the server thread's CPU clock");
+    }
+    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+/// Guest RAM the client shares with the server: a memfd, mapped here.
+class shared_guest_memory {
+public:
+    explicit shared_guest_memory(std::size_t bytes) : bytes_{bytes}
+    {
+        fd_.reset(::memfd_create("nvmekit-perf-guest", MFD_CLOEXEC));
+        if (!fd_.valid() || ::ftruncate(fd_.get(), static_cast<off_t>(bytes)) != 0) {
+            throw std::runtime_error("cannot create the guest memory's memfd");
+        }
+        void* mapping = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0);
+        if (mapping == MAP_FAILED) {
+            throw std::runtime_error("cannot map the guest memory");
+        }
+        data_ = static_cast<std::byte*>(mapping);
+    }
+    shared_guest_memory(const shared_guest_memory&) = delete;
+    shared_guest_memory& operator=(const shared_guest_memory&) = delete;
+    ~shared_guest_memory() { ::munmap(data_, bytes_); }
+    [[nodiscard]] int fd() const noexcept { return fd_.get(); }
+    [[nodiscard]] std::span<std::byte> bytes() const noexcept { return {data_, bytes_}; }
+
+private:
+    std::size_t bytes_;
+    nvmekit::transport::vfio_user::unique_fd fd_;
+    std::byte* data_ = nullptr;
+};
+
+template <typename Backend>
+results run_over_vfio_user(const options& o, Backend backend, std::uint32_t lba_bytes)
+{
+    using traits = vfio_user_traits<Backend>;
+    using controller_type = nvmekit::controller<traits>;
+    namespace vu = nvmekit::transport::vfio_user;
+
+    // The device: what nvmekit-serve builds for one vfio-user function.
+    nvmekit::transport::mapped_memory device_memory;
+    nvmekit::transport::eventfd_interrupts interrupts{traits::limits.msix_vectors};
+    nvmekit::steady_clock clock;
+    nvmekit::subsystem<Backend> subsystem{{.nqn = "nqn.2026-11.io.nvmekit:perf"}};
+    subsystem.add_namespace(std::move(backend),
+                            {.lba_format = static_cast<std::uint8_t>(lba_bytes == 512 ? 0 : 2)});
+    controller_type ctrl{device_memory, interrupts, clock, subsystem, {.poll_groups = o.groups}};
+    const std::string socket = fmt::format("/tmp/nvmekit-perf-{}.sock", ::getpid());
+    vu::server<controller_type> server{ctrl, device_memory, interrupts, {.socket_path = socket}};
+    std::atomic<bool> stop{false};
+    std::thread serving{[&] {
+        while (!stop.load(std::memory_order_relaxed)) {
+            server.run_once(std::chrono::milliseconds{0});
+        }
+    }};
+    const auto join = [&] {
+        stop = true;
+        if (serving.joinable()) {
+            serving.join();
+        }
+    };
+
+    results r;
+    try {
+        // The host: guest RAM in a memfd, given to the server.
+        shared_guest_memory guest{host_memory_bytes(o)};
+        nvmekit::testing::flat_memory memory;
+        memory.add_range(host_memory_base, guest.bytes());
+        nvmekit::testing::vfio_user_client client{socket};
+        if (client.negotiate() != 0 ||
+            client.map_dma(guest.fd(), host_memory_base, guest.bytes().size()) != 0 ||
+            !client.enable_function()) {
+            throw std::runtime_error("the vfio-user server refused the session's set-up");
+        }
+        nvmekit::testing::manual_clock host_clock;
+        nvmekit::testing::in_process_host host{client, memory, host_clock};
+        const std::uint32_t entries = queue_entries(o);
+        const auto up = host.bring_up(
+            {.io_queue_pairs = o.queues, .io_entries = entries, .interrupts = false, .max_polls = 1'000'000});
+        const std::uint64_t blocks = o.size / lba_bytes; // the namespace is --size bytes
+        const std::uint64_t messages_before = client.messages_sent();
+        const double server_cpu_before = thread_cpu_seconds(serving.native_handle());
+        r = drive(
+            o, memory, host, blocks, lba_bytes, entries, up.cap.get(spec::cap_register::dstrd),
+            [&](std::uint64_t offset, std::uint32_t value) {
+                if (o.doorbell_replies) {
+                    client.mmio_write(offset, 4, value);
+                } else {
+                    client.post_region_write(offset, value);
+                }
+            },
+            [](std::uint64_t /*round*/) {});
+        r.server_cpu_seconds = thread_cpu_seconds(serving.native_handle()) - server_cpu_before;
+        r.doorbell_messages = client.messages_sent() - messages_before;
+        join();
+    } catch (...) {
+        join();
+        throw;
+    }
+    if (ctrl.requests_in_use() != 0) {
+        throw std::runtime_error("requests still in use after the run");
+    }
+    return r;
+}
+
+} // namespace
+
+results run_vfio_user(const options& o, std::uint32_t lba_bytes)
+{
+    if (o.backend == "null") {
+        return run_over_vfio_user(o, nvmekit::null_backend{o.size, {.fill_reads = false}}, lba_bytes);
+    }
+    return run_over_vfio_user(
+        o, nvmekit::ram_backend{o.size, {.chunk_size = ram_chunk_size(o.size), .preallocate = true}},
+        lba_bytes);
+}
+
+} // namespace nvmekit_perf
