@@ -3,7 +3,12 @@
 //
 //     nvmekit-perf [--backend null|ram|file|uring] [--rw randread|randwrite|randrw|read|write]
 //                  [--bs 4096] [--qd 128] [--queues 1] [--size 1G] [--time 3] [--mix 50] [--count N]
-//                  [--file PATH] [--direct] [--json]
+//                  [--file PATH] [--direct] [--json] [--transport in-process|vfio-user]
+//
+// --transport vfio-user runs the workload a second time over vfio-user (perf_vfio_user.cpp): the
+// device's vfio-user server on a thread of its own, the host a vfio-user client over a UNIX
+// socket, and reports its IOPS, latency, the server's CPU time per command and the doorbell
+// messages per command beside the in-process figures.
 //
 // One thread runs both sides: the host writes SQEs straight into queue memory and rings doorbells,
 // the controller runs inside poll(), and the host reaps CQEs by their phase tag. Time spent inside
@@ -71,7 +76,8 @@ constexpr nvmekit_programs::program perf_program{
     "                    [--bs BYTES] [--qd N] [--queues N] [--size BYTES[K|M|G]] [--time SECONDS]\n"
     "                    [--mix READ_PERCENT] [--count COMMANDS] [--groups N] [--threads] [--json]\n"
     "                    [--file PATH] [--direct] [--multi-threaded] [--transport in-process|vfio-user]\n"
-    "                    [--doorbell-replies] [--help] [--version]\n"};
+    "                    [--doorbell-replies] [--doorbell-per-command] [--server-busy-poll]\n"
+    "                    [--help] [--version]\n"};
 
 [[noreturn]] void usage(const std::string& problem) { nvmekit_programs::bad_usage(perf_program, problem); }
 
@@ -126,6 +132,10 @@ options parse(int argc, char** argv)
             }
         } else if (arg == "--doorbell-replies") {
             o.doorbell_replies = true;
+        } else if (arg == "--doorbell-per-command") {
+            o.doorbell_per_command = true;
+        } else if (arg == "--server-busy-poll") {
+            o.server_busy_poll = true;
         } else if (arg == "--file") {
             o.file = value();
         } else if (arg == "--direct") {
@@ -187,8 +197,8 @@ options parse(int argc, char** argv)
     if (o.size < o.block_size) {
         usage("--size is at least one block");
     }
-    if (o.transport == "vfio-user" && (o.backend == "file" || o.backend == "uring" || o.threads)) {
-        usage("--transport vfio-user runs the null and ram backends, without --threads");
+    if (o.transport == "vfio-user" && (o.backend == "file" || o.backend == "uring")) {
+        usage("--transport vfio-user runs the null and ram backends");
     }
     return o;
 }
@@ -315,11 +325,11 @@ int main(int argc, char** argv)
                                      "\"p99\": {:.3f}, \"p999\": {:.3f}}}, "
                                      "\"server_cpu_ns_per_command\": {:.1f}, "
                                      "\"server_commands_per_cpu_second\": {:.0f}, "
-                                     "\"doorbell_messages_per_command\": {:.3f}}}",
+                                     "\"doorbell_messages_per_command\": {:.3f}, \"server_busy_poll\": {}}}",
                                      o.doorbell_replies ? "replied" : "posted", v.commands, v.errors, v_iops,
                                      v.latency.mean() / 1000.0, us(v.latency.percentile(50)),
                                      us(v.latency.percentile(99)), us(v.latency.percentile(99.9)), server_ns,
-                                     1e9 / server_ns, messages_per_command));
+                                     1e9 / server_ns, messages_per_command, o.server_busy_poll));
     } else {
         fmt::print("nvmekit-perf: backend {}, {} {} B, QD {} x {} queue(s), {} poll group(s), {:.1f} s, {}\n",
                    o.backend, name(o.rw), o.block_size, o.queue_depth, o.queues, o.groups, r.seconds,
@@ -350,15 +360,18 @@ int main(int argc, char** argv)
         if (vfio_user) {
             fmt::print(
                 "over vfio-user: the same workload, the device's server on a thread of its own, a UNIX "
-                "socket, doorbells {}\n",
-                o.doorbell_replies ? "waiting for each reply" : "posted (No Reply)");
+                "socket, doorbells {}, server {}\n",
+                o.doorbell_replies ? "waiting for each reply" : "posted (No Reply)",
+                o.server_busy_poll ? "busy-polling" : "waiting in poll(2) when idle");
             fmt::print("  IOPS             {:>12.0f}   ({} commands, {} errors)\n", v_iops, v.commands,
                        v.errors);
             fmt::print("  latency (us)     avg {:.3f}  p50 {:.3f}  p99 {:.3f}  p99.9 {:.3f}\n",
                        v.latency.mean() / 1000.0, us(v.latency.percentile(50)), us(v.latency.percentile(99)),
                        us(v.latency.percentile(99.9)));
-            fmt::print("  server CPU       {:>12.1f} ns/command  ({:.2f} M commands per server CPU second)\n",
-                       server_ns, 1e3 / server_ns);
+            fmt::print(
+                "  server CPU       {:>12.1f} ns/command  ({:.2f} M commands per server CPU second{})\n",
+                server_ns, 1e3 / server_ns,
+                o.threads ? fmt::format("; the server's thread and {} group thread(s)", o.groups) : "");
             fmt::print("  doorbells        {:>12.3f} messages/command\n", messages_per_command);
         }
     }

@@ -73,6 +73,10 @@ struct options {
     bool direct = false;                            ///< the file also opened with O_DIRECT
     std::string transport = "in-process";           ///< or vfio-user: a server thread over a socket
     bool doorbell_replies = false; ///< vfio-user: wait for each doorbell's reply (else posted)
+    bool server_busy_poll = false; ///< vfio-user: the server never waits in poll(2)
+    /// A doorbell write per command (SQ tail after each SQE, CQ head after each CQE), as a
+    /// driver that does not batch rings them; else one per queue per pass of the loop.
+    bool doorbell_per_command = false;
 };
 
 // ---- providers ----------------------------------------------------------------------------------
@@ -289,6 +293,10 @@ results drive(const options& o, nvmekit::testing::flat_memory& memory, Host& hos
                     state.sq_tail = (state.sq_tail + 1) % state.entries;
                     s.submitted = now;
                     submitted = true;
+                    if (o.doorbell_per_command) {
+                        ring(spec::sq_tail_doorbell_offset(state.qid, dstrd), state.sq_tail);
+                        submitted = false;
+                    }
                 }
                 if (submitted) {
                     ring(spec::sq_tail_doorbell_offset(state.qid, dstrd), state.sq_tail);
@@ -334,6 +342,10 @@ results drive(const options& o, nvmekit::testing::flat_memory& memory, Host& hos
                     state.phase = !state.phase;
                 }
                 reaped = true;
+                if (o.doorbell_per_command) {
+                    ring(spec::cq_head_doorbell_offset(state.qid, dstrd), state.cq_head);
+                    reaped = false;
+                }
             }
             if (reaped) {
                 ring(spec::cq_head_doorbell_offset(state.qid, dstrd), state.cq_head);

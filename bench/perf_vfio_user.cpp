@@ -1,15 +1,18 @@
 // nvmekit-perf --transport vfio-user: the host and the device in two threads of one process,
 // talking vfio-user over a real UNIX socket, in a translation unit of its own (perf_run.hpp says
 // why). The device is what nvmekit-serve runs: a controller on mapped_memory and
-// eventfd_interrupts behind transport::vfio_user::server, whose run_once() loop busy-polls on a
-// thread of its own. The host is testing::vfio_user_client driving in_process_host: guest memory
+// eventfd_interrupts behind transport::vfio_user::server, whose run_once() loop runs on a thread
+// of its own. The host is testing::vfio_user_client driving in_process_host: guest memory
 // is a memfd given to the server with DMA_MAP, BAR0 is reached by REGION_READ/REGION_WRITE
 // messages, and the I/O queues are polled by their phase tags (no interrupts). Every doorbell is
 // a REGION_WRITE message, posted (No Reply) unless --doorbell-replies asks to wait for each reply.
+// The server's thread waits for messages in poll(2) as nvmekit-serve's does (up to 1 ms, and not
+// at all while the backend holds I/O); --server-busy-poll makes it spin instead. With --threads
+// the I/O queues' poll groups run on threads of their own (nvmekit-serve --group-threads), which
+// sleep when idle unless --server-busy-poll; the server's CPU is then that of all its threads.
 
 #include "perf_run.hpp"
 
-#include <pthread.h>
 #include <sys/mman.h>
 
 #include <nvmekit/testing/vfio_user_client.hpp>
@@ -19,8 +22,9 @@
 namespace nvmekit_perf {
 namespace {
 
-template <typename Backend>
+template <typename Backend, typename Threading>
 struct vfio_user_traits : nvmekit::default_traits {
+    using threading = Threading;
     using dma = nvmekit::transport::mapped_memory;
     using interrupts = nvmekit::transport::eventfd_interrupts;
     using clock = nvmekit::steady_clock;
@@ -28,14 +32,11 @@ struct vfio_user_traits : nvmekit::default_traits {
     static constexpr nvmekit::limits limits = perf_traits<Backend, nvmekit::single_threaded>::limits;
 };
 
-/// The CPU time a thread has used so far.
-double thread_cpu_seconds(pthread_t thread)
+/// The CPU time the calling thread has used so far.
+double this_thread_cpu_seconds()
 {
-    clockid_t clock{};
     timespec now{};
-    if (::pthread_getcpuclockid(thread, &clock) != 0 || ::clock_gettime(clock, &now) != 0) {
-        throw std::runtime_error("cannot read the server thread's CPU clock");
-    }
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
     return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
@@ -66,10 +67,10 @@ private:
     std::byte* data_ = nullptr;
 };
 
-template <typename Backend>
+template <typename Threading, typename Backend>
 results run_over_vfio_user(const options& o, Backend backend, std::uint32_t lba_bytes)
 {
-    using traits = vfio_user_traits<Backend>;
+    using traits = vfio_user_traits<Backend, Threading>;
     using controller_type = nvmekit::controller<traits>;
     namespace vu = nvmekit::transport::vfio_user;
 
@@ -80,13 +81,25 @@ results run_over_vfio_user(const options& o, Backend backend, std::uint32_t lba_
     nvmekit::subsystem<Backend> subsystem{{.nqn = "nqn.2026-11.io.nvmekit:perf"}};
     subsystem.add_namespace(std::move(backend),
                             {.lba_format = static_cast<std::uint8_t>(lba_bytes == 512 ? 0 : 2)});
-    controller_type ctrl{device_memory, interrupts, clock, subsystem, {.poll_groups = o.groups}};
+    controller_type ctrl{device_memory,
+                         interrupts,
+                         clock,
+                         subsystem,
+                         {.poll_groups = o.groups, .concurrent_poll_groups = o.threads}};
     const std::string socket = fmt::format("/tmp/nvmekit-perf-{}.sock", ::getpid());
     vu::server<controller_type> server{ctrl, device_memory, interrupts, {.socket_path = socket}};
+    if constexpr (Threading::concurrent_groups) {
+        // nvmekit-serve --group-threads: the I/O queues' groups on threads of their own, the
+        // messages and the admin queue on the server's.
+        ctrl.start_poll_groups({.name = "perf-group", .busy_poll = o.server_busy_poll});
+    }
     std::atomic<bool> stop{false};
     std::thread serving{[&] {
         while (!stop.load(std::memory_order_relaxed)) {
-            server.run_once(std::chrono::milliseconds{0});
+            // nvmekit-serve's loop: wait in poll(2) for the next message unless I/O is
+            // outstanding in the backend; --server-busy-poll never waits.
+            const bool wait = !o.server_busy_poll && ctrl.io_outstanding() == 0;
+            server.run_once(std::chrono::milliseconds{wait ? 1 : 0});
         }
     }};
     const auto join = [&] {
@@ -115,7 +128,8 @@ results run_over_vfio_user(const options& o, Backend backend, std::uint32_t lba_
             {.io_queue_pairs = o.queues, .io_entries = entries, .interrupts = false, .max_polls = 1'000'000});
         const std::uint64_t blocks = o.size / lba_bytes; // the namespace is --size bytes
         const std::uint64_t messages_before = client.messages_sent();
-        const double server_cpu_before = thread_cpu_seconds(serving.native_handle());
+        // The device's CPU: every thread of the process but this one (the server's and the groups').
+        const double device_cpu_before = process_cpu_seconds() - this_thread_cpu_seconds();
         r = drive(
             o, memory, host, blocks, lba_bytes, entries, up.cap.get(spec::cap_register::dstrd),
             [&](std::uint64_t offset, std::uint32_t value) {
@@ -126,29 +140,42 @@ results run_over_vfio_user(const options& o, Backend backend, std::uint32_t lba_
                 }
             },
             [](std::uint64_t /*round*/) {});
-        r.server_cpu_seconds = thread_cpu_seconds(serving.native_handle()) - server_cpu_before;
+        r.server_cpu_seconds = process_cpu_seconds() - this_thread_cpu_seconds() - device_cpu_before;
         r.doorbell_messages = client.messages_sent() - messages_before;
         join();
     } catch (...) {
         join();
         throw;
     }
+    ctrl.stop_poll_groups();
     if (ctrl.requests_in_use() != 0) {
         throw std::runtime_error("requests still in use after the run");
     }
     return r;
 }
 
+template <typename Threading>
+results run_vfio_user_with(const options& o, std::uint32_t lba_bytes)
+{
+    if (o.backend == "null") {
+        return run_over_vfio_user<Threading>(o, nvmekit::null_backend{o.size, {.fill_reads = false}},
+                                             lba_bytes);
+    }
+    return run_over_vfio_user<Threading>(
+        o,
+        nvmekit::ram_backend{
+            o.size, {.chunk_size = ram_chunk_size(o.size), .preallocate = true, .concurrent = o.threads}},
+        lba_bytes);
+}
+
 } // namespace
 
 results run_vfio_user(const options& o, std::uint32_t lba_bytes)
 {
-    if (o.backend == "null") {
-        return run_over_vfio_user(o, nvmekit::null_backend{o.size, {.fill_reads = false}}, lba_bytes);
+    if (o.threads) {
+        return run_vfio_user_with<nvmekit::multi_threaded>(o, lba_bytes);
     }
-    return run_over_vfio_user(
-        o, nvmekit::ram_backend{o.size, {.chunk_size = ram_chunk_size(o.size), .preallocate = true}},
-        lba_bytes);
+    return run_vfio_user_with<nvmekit::single_threaded>(o, lba_bytes);
 }
 
 } // namespace nvmekit_perf

@@ -219,6 +219,22 @@ public:
         return error_of(call(vu::command::dma_map, map, fds));
     }
 
+    /// SET_IRQS giving MSI-X vectors `first`, `first` + 1, ... the eventfds `fds` to signal (the
+    /// server takes its own copies of the descriptors); the errno of the reply.
+    std::uint32_t set_msix_eventfds(std::uint32_t first, std::span<const int> fds)
+    {
+        namespace vu = transport::vfio_user;
+        vu::irq_set set{};
+        set.argsz = sizeof set;
+        set.flags = vu::irq_set_flags{}
+                        .with(vu::irq_set_flags::data_eventfd, true)
+                        .with(vu::irq_set_flags::action_trigger, true);
+        set.index = static_cast<std::uint32_t>(vu::irq_index::msix);
+        set.start = first;
+        set.count = static_cast<std::uint32_t>(fds.size());
+        return error_of(call(vu::command::device_set_irqs, set, fds));
+    }
+
     /// The size of region `region` (DEVICE_GET_REGION_INFO); nullopt when the server refused.
     std::optional<std::uint64_t> region_size(transport::vfio_user::region_index region)
     {
