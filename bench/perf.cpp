@@ -77,6 +77,7 @@ constexpr nvmekit_programs::program perf_program{
     "                    [--mix READ_PERCENT] [--count COMMANDS] [--groups N] [--threads] [--json]\n"
     "                    [--file PATH] [--direct] [--multi-threaded] [--transport in-process|vfio-user]\n"
     "                    [--doorbell-replies] [--doorbell-per-command] [--server-busy-poll]\n"
+    "                    [--mapped-doorbells]\n"
     "                    [--help] [--version]\n"};
 
 [[noreturn]] void usage(const std::string& problem) { nvmekit_programs::bad_usage(perf_program, problem); }
@@ -134,6 +135,8 @@ options parse(int argc, char** argv)
             o.doorbell_replies = true;
         } else if (arg == "--doorbell-per-command") {
             o.doorbell_per_command = true;
+        } else if (arg == "--mapped-doorbells") {
+            o.mapped_doorbells = true;
         } else if (arg == "--server-busy-poll") {
             o.server_busy_poll = true;
         } else if (arg == "--file") {
@@ -326,10 +329,13 @@ int main(int argc, char** argv)
                                      "\"server_cpu_ns_per_command\": {:.1f}, "
                                      "\"server_commands_per_cpu_second\": {:.0f}, "
                                      "\"doorbell_messages_per_command\": {:.3f}, \"server_busy_poll\": {}}}",
-                                     o.doorbell_replies ? "replied" : "posted", v.commands, v.errors, v_iops,
-                                     v.latency.mean() / 1000.0, us(v.latency.percentile(50)),
-                                     us(v.latency.percentile(99)), us(v.latency.percentile(99.9)), server_ns,
-                                     1e9 / server_ns, messages_per_command, o.server_busy_poll));
+                                     o.mapped_doorbells   ? "mapped"
+                                     : o.doorbell_replies ? "replied"
+                                                          : "posted",
+                                     v.commands, v.errors, v_iops, v.latency.mean() / 1000.0,
+                                     us(v.latency.percentile(50)), us(v.latency.percentile(99)),
+                                     us(v.latency.percentile(99.9)), server_ns, 1e9 / server_ns,
+                                     messages_per_command, o.server_busy_poll));
     } else {
         fmt::print("nvmekit-perf: backend {}, {} {} B, QD {} x {} queue(s), {} poll group(s), {:.1f} s, {}\n",
                    o.backend, name(o.rw), o.block_size, o.queue_depth, o.queues, o.groups, r.seconds,
@@ -361,8 +367,10 @@ int main(int argc, char** argv)
             fmt::print(
                 "over vfio-user: the same workload, the device's server on a thread of its own, a UNIX "
                 "socket, doorbells {}, server {}\n",
-                o.doorbell_replies ? "waiting for each reply" : "posted (No Reply)",
-                o.server_busy_poll ? "busy-polling" : "waiting in poll(2) when idle");
+                o.mapped_doorbells   ? "stored into the mapped doorbell page"
+                : o.doorbell_replies ? "waiting for each reply"
+                                     : "posted (No Reply)",
+                o.server_busy_poll || o.mapped_doorbells ? "busy-polling" : "waiting in poll(2) when idle");
             fmt::print("  IOPS             {:>12.0f}   ({} commands, {} errors)\n", v_iops, v.commands,
                        v.errors);
             fmt::print("  latency (us)     avg {:.3f}  p50 {:.3f}  p99 {:.3f}  p99.9 {:.3f}\n",

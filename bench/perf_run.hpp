@@ -74,6 +74,7 @@ struct options {
     std::string transport = "in-process";           ///< or vfio-user: a server thread over a socket
     bool doorbell_replies = false; ///< vfio-user: wait for each doorbell's reply (else posted)
     bool server_busy_poll = false; ///< vfio-user: the server never waits in poll(2)
+    bool mapped_doorbells = false; ///< vfio-user: doorbells stored into a mapped page (server polls)
     /// A doorbell write per command (SQ tail after each SQE, CQ head after each CQE), as a
     /// driver that does not batch rings them; else one per queue per pass of the loop.
     bool doorbell_per_command = false;

@@ -5,7 +5,9 @@
 // of its own. The host is testing::vfio_user_client driving in_process_host: guest memory
 // is a memfd given to the server with DMA_MAP, BAR0 is reached by REGION_READ/REGION_WRITE
 // messages, and the I/O queues are polled by their phase tags (no interrupts). Every doorbell is
-// a REGION_WRITE message, posted (No Reply) unless --doorbell-replies asks to wait for each reply.
+// a REGION_WRITE message, posted (No Reply) unless --doorbell-replies asks to wait for each reply;
+// with --mapped-doorbells the client maps BAR0's doorbell page, which the server offers as a
+// sparse-mmap area, and rings a doorbell with a store that the server's loop polls for.
 // The server's thread waits for messages in poll(2) as nvmekit-serve's does (up to 1 ms, and not
 // at all while the backend holds I/O); --server-busy-poll makes it spin instead. With --threads
 // the I/O queues' poll groups run on threads of their own (nvmekit-serve --group-threads), which
@@ -87,7 +89,8 @@ results run_over_vfio_user(const options& o, Backend backend, std::uint32_t lba_
                          subsystem,
                          {.poll_groups = o.groups, .concurrent_poll_groups = o.threads}};
     const std::string socket = fmt::format("/tmp/nvmekit-perf-{}.sock", ::getpid());
-    vu::server<controller_type> server{ctrl, device_memory, interrupts, {.socket_path = socket}};
+    vu::server<controller_type> server{
+        ctrl, device_memory, interrupts, {.socket_path = socket, .mappable_doorbells = o.mapped_doorbells}};
     if constexpr (Threading::concurrent_groups) {
         // nvmekit-serve --group-threads: the I/O queues' groups on threads of their own, the
         // messages and the admin queue on the server's.
@@ -98,7 +101,8 @@ results run_over_vfio_user(const options& o, Backend backend, std::uint32_t lba_
         while (!stop.load(std::memory_order_relaxed)) {
             // nvmekit-serve's loop: wait in poll(2) for the next message unless I/O is
             // outstanding in the backend; --server-busy-poll never waits.
-            const bool wait = !o.server_busy_poll && ctrl.io_outstanding() == 0;
+            // Mapped doorbells are stores that wake nothing: the server polls them.
+            const bool wait = !o.server_busy_poll && !o.mapped_doorbells && ctrl.io_outstanding() == 0;
             server.run_once(std::chrono::milliseconds{wait ? 1 : 0});
         }
     }};
@@ -121,6 +125,9 @@ results run_over_vfio_user(const options& o, Backend backend, std::uint32_t lba_
             !client.enable_function()) {
             throw std::runtime_error("the vfio-user server refused the session's set-up");
         }
+        if (o.mapped_doorbells && !client.map_doorbells()) {
+            throw std::runtime_error("the vfio-user server did not offer its doorbells to map");
+        }
         nvmekit::testing::manual_clock host_clock;
         nvmekit::testing::in_process_host host{client, memory, host_clock};
         const std::uint32_t entries = queue_entries(o);
@@ -136,7 +143,7 @@ results run_over_vfio_user(const options& o, Backend backend, std::uint32_t lba_
                 if (o.doorbell_replies) {
                     client.mmio_write(offset, 4, value);
                 } else {
-                    client.post_region_write(offset, value);
+                    client.ring_doorbell(offset, value); // a store when mapped, else posted
                 }
             },
             [](std::uint64_t /*round*/) {});

@@ -20,6 +20,9 @@
 // server's thread, or with --group-threads each on a thread of its own (sleeping when idle, woken
 // by doorbells; --busy-poll never sleeps), apart from the thread that serves the vfio-user messages
 // and admin commands; --cpus LIST (comma separated) pins group i to the i-th CPU of the list, cyclically.
+// --mapped-doorbells offers BAR0's doorbell page as a sparse-mmap area in shared memory (QEMU maps
+// it; a doorbell is then a store, no message), which the server's thread polls without sleeping
+// while a client is connected; clients that do not map it keep writing doorbells by message.
 // --io chooses how file namespaces do their I/O: psync (the default, file_backend: pread/pwrite inside the
 // command) or uring (uring_backend: io_uring, completing in the server's poll loop, which then polls without
 // sleeping while I/O is outstanding; built when liburing is found). SIGINT or SIGTERM shut the server down
@@ -158,6 +161,7 @@ struct options {
     bool group_threads = false;    ///< each poll group on a thread of its own (--group-threads)
     bool busy_poll = false;        ///< group threads never sleep (--busy-poll)
     std::vector<unsigned> cpus;    ///< CPUs the group threads are pinned to (--cpus)
+    bool mapped_doorbells = false; ///< BAR0's doorbells offered as shared memory (--mapped-doorbells)
     std::uint64_t capacity = 0;    ///< NVM capacity for Namespace Management (0: none beyond the namespaces)
     /// NSIDs (Identify Controller NN; 0: the namespaces' number, 16 with --capacity)
     std::uint32_t max_namespaces = 0;
@@ -174,7 +178,7 @@ constexpr nvmekit_programs::program serve_program{
     "                     [--io psync|uring]\n"
     "                     [--capacity SIZE] [--max-namespaces 1-1024]\n"
     "                     [--queues 1-64] [--queue-depth 2-4096] [--mdts 1-5] [--groups 1-64]\n"
-    "                     [--group-threads] [--busy-poll] [--cpus LIST]\n"
+    "                     [--group-threads] [--busy-poll] [--cpus LIST] [--mapped-doorbells]\n"
     "                     [--nqn NQN] [--serial SN] [--cntlid 1-65519] [--vendor-id HEX]\n"
     "                     [--device-id HEX] [--subsystem-vendor-id HEX] [--subsystem-id HEX]\n"
     "                     [--log trace|debug|info|warn] [--trace] [--help] [--version]\n"
@@ -329,6 +333,8 @@ options parse(int argc, char** argv)
             o.groups = static_cast<std::uint16_t>(parse_decimal(arg, value(), 1, 64));
         } else if (arg == "--group-threads") {
             o.group_threads = true;
+        } else if (arg == "--mapped-doorbells") {
+            o.mapped_doorbells = true;
         } else if (arg == "--busy-poll") {
             o.busy_poll = true;
         } else if (arg == "--cpus") {
@@ -501,7 +507,11 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
                           .concurrent_poll_groups = o.group_threads}};
     const auto logger = vfio_user_log;
     nvmekit::transport::vfio_user::server<controller_type> server{
-        ctrl, memory, interrupts, {.socket_path = o.socket, .function = pci_function(o)}, logger};
+        ctrl,
+        memory,
+        interrupts,
+        {.socket_path = o.socket, .function = pci_function(o), .mappable_doorbells = o.mapped_doorbells},
+        logger};
     spdlog::info("serving {} on {} (BAR0 {} KiB, {} MSI-X vectors)", nqn, o.socket, ctrl.bar0_size() >> 10,
                  Traits::limits.msix_vectors);
     spdlog::info("identity: serial {}, CNTLID {}, PCI {:04x}:{:04x} subsystem {:04x}:{:04x}", serial,
@@ -521,9 +531,10 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
         // Requests in an asynchronous backend (--io uring) complete only when the controller
         // polls it: no sleeping while any is outstanding. With NVMe/TCP listeners too, no wait
         // is longer than a millisecond.
-        const int timeout = ctrl.io_outstanding() != 0                 ? 0
-                            : (server.connected() || !targets.empty()) ? 1
-                                                                       : 100;
+        // Mapped doorbells are stores that wake nothing: polled while a client is connected.
+        const int timeout = ctrl.io_outstanding() != 0 || (o.mapped_doorbells && server.connected()) ? 0
+                            : (server.connected() || !targets.empty())                               ? 1
+                                                                                                     : 100;
         server.run_once(std::chrono::milliseconds{timeout});
         if (also) {
             also();

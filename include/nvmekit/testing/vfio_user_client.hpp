@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -71,6 +73,15 @@ public:
         if (!fd_.valid() ||
             ::connect(fd_.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
             throw std::system_error{errno, std::generic_category(), "cannot connect to " + path};
+        }
+    }
+
+    vfio_user_client(const vfio_user_client&) = delete;
+    vfio_user_client& operator=(const vfio_user_client&) = delete;
+    ~vfio_user_client()
+    {
+        if (!doorbells_.empty()) {
+            ::munmap(doorbells_.data(), doorbells_.size());
         }
     }
 
@@ -297,6 +308,60 @@ public:
     /// driver touches BAR0; whether the server accepted the write.
     bool enable_function() { return region_write(transport::vfio_user::region_index::config, 4, 2, 0x0006); }
 
+    /// Maps BAR0's doorbells when the server offers them as a sparse-mmap area (DEVICE_GET_REGION_INFO
+    /// with its descriptor); from then on ring_doorbell() stores into them. False when the server
+    /// does not offer them (doorbells then go by message).
+    bool map_doorbells()
+    {
+        namespace vu = transport::vfio_user;
+        vu::region_info request{};
+        request.argsz = static_cast<std::uint32_t>(vu::region_info_full_size(1));
+        request.index = static_cast<std::uint32_t>(vu::region_index::bar0);
+        if (!send_raw(message(vu::command::device_get_region_info, std::as_bytes(std::span{&request, 1})))) {
+            return false;
+        }
+        vu::received_message reply;
+        pollfd wait{fd_.get(), POLLIN, 0};
+        if (::poll(&wait, 1, static_cast<int>(options_.patience.count())) <= 0 ||
+            vu::receive_message(fd_.get(), reply, {}, vu::accepted_messages::commands_and_replies) !=
+                vu::receive_status::message ||
+            error_of(reply.bytes) != 0 || reply.fds.empty() ||
+            reply.bytes.size() < vu::header_size + vu::region_info_full_size(1)) {
+            return false;
+        }
+        vu::region_info info{};
+        std::memcpy(&info, reply.bytes.data() + vu::header_size, sizeof info);
+        vu::sparse_mmap_area area{};
+        std::memcpy(&area,
+                    reply.bytes.data() + vu::header_size + info.cap_offset + sizeof(vu::sparse_mmap_cap),
+                    sizeof area);
+        if (!info.flags.get(vu::region_info_flags::mmap) || area.size == 0) {
+            return false;
+        }
+        void* mapping = ::mmap(nullptr, area.size, PROT_READ | PROT_WRITE, MAP_SHARED, reply.fds[0].get(),
+                               static_cast<off_t>(info.offset + area.offset));
+        if (mapping == MAP_FAILED) {
+            return false;
+        }
+        doorbells_ = {static_cast<std::byte*>(mapping), static_cast<std::size_t>(area.size)};
+        doorbells_offset_ = area.offset;
+        return true;
+    }
+
+    /// Writes a doorbell of BAR0: a store into the mapped doorbells when map_doorbells() mapped
+    /// them, else a posted REGION_WRITE.
+    void ring_doorbell(std::uint64_t offset, std::uint32_t value)
+    {
+        if (in_mapped_doorbells(offset)) {
+            std::atomic_ref{
+                *reinterpret_cast<std::uint32_t*>(doorbells_.data() + (offset - doorbells_offset_))}
+                .store(value, std::memory_order_release);
+            return;
+        }
+        post_region_write(offset, value);
+    }
+    [[nodiscard]] bool doorbells_mapped() const noexcept { return !doorbells_.empty(); }
+
     // ---- what in_process_host needs of a controller -------------------------------------------
 
     /// A BAR0 read by REGION_READ; throws host_error when the server refused it.
@@ -308,9 +373,14 @@ public:
         }
         return *value;
     }
-    /// A BAR0 write by REGION_WRITE, waiting for the reply; throws host_error when refused.
+    /// A BAR0 write by REGION_WRITE, waiting for the reply, or a store when it is a doorbell in
+    /// the mapped doorbells; throws host_error when refused.
     void mmio_write(std::uint64_t offset, unsigned width, std::uint64_t value)
     {
+        if (width == 4 && in_mapped_doorbells(offset)) {
+            ring_doorbell(offset, static_cast<std::uint32_t>(value));
+            return;
+        }
         if (!region_write(transport::vfio_user::region_index::bar0, offset, width, value)) {
             throw host_error{"vfio-user: BAR0 write refused"};
         }
@@ -327,6 +397,12 @@ public:
     [[nodiscard]] no_msix_table msix() const noexcept { return {}; }
 
 private:
+    [[nodiscard]] bool in_mapped_doorbells(std::uint64_t offset) const noexcept
+    {
+        return !doorbells_.empty() && offset >= doorbells_offset_ &&
+               offset - doorbells_offset_ + 4 <= doorbells_.size();
+    }
+
     bool read_all(std::span<std::byte> out)
     {
         std::size_t done = 0;
@@ -350,6 +426,8 @@ private:
     std::uint64_t messages_sent_ = 0;
     std::array<std::byte, transport::vfio_user::header_size + sizeof(transport::vfio_user::region_access) + 4>
         posted_{};
+    std::span<std::byte> doorbells_{}; ///< the mapped doorbells, when map_doorbells() mapped them
+    std::uint64_t doorbells_offset_ = 0;
 };
 
 } // namespace testing

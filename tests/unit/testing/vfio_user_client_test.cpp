@@ -62,22 +62,26 @@ struct device {
     controller_type ctrl;
     vu::server<controller_type> server;
     std::atomic<bool> stop{false};
+    bool server_polls = false;
     std::thread thread;
 
-    explicit device(const std::string& path, std::uint16_t groups = 1)
+    explicit device(const std::string& path, std::uint16_t groups = 1, bool mappable_doorbells = false)
         : ctrl{memory,
                interrupts,
                clock,
                (subsystem.add_namespace(nvmekit::ram_backend{1 << 20, {.concurrent = threaded}}), subsystem),
                {.poll_groups = groups, .concurrent_poll_groups = threaded}}
-        , server{ctrl, memory, interrupts, {.socket_path = path}}
+        , server{ctrl, memory, interrupts, {.socket_path = path, .mappable_doorbells = mappable_doorbells}}
     {
         if constexpr (threaded) {
             ctrl.start_poll_groups({.name = "test-group"});
         }
+        server_polls = mappable_doorbells;
         thread = std::thread{[this] {
+            // Mapped doorbells wake nothing: the server polls them without waiting.
+            const std::chrono::milliseconds wait{server_polls ? 0 : 1};
             while (!stop.load()) {
-                server.run_once(std::chrono::milliseconds{1});
+                server.run_once(wait);
             }
         }};
     }
@@ -233,6 +237,55 @@ TEST(vfio_user_client, drives_poll_groups_on_threads_of_their_own_with_msix_on_e
         ::close(vectors[i]);
         ::close(watchers[i]);
     }
+}
+
+TEST(vfio_user_client, rings_mapped_doorbells_with_stores_and_the_others_by_message)
+{
+    const auto path = socket_path("mapped");
+    device<> d{path, 1, true};
+    vfio_user_client client{path};
+    shared_memory guest;
+    ASSERT_EQ(client.negotiate(), 0U);
+    ASSERT_EQ(client.map_dma(guest.fd, guest_base, guest_bytes), 0U);
+    ASSERT_TRUE(client.enable_function());
+    ASSERT_TRUE(client.map_doorbells());
+    EXPECT_TRUE(client.doorbells_mapped());
+
+    nvmekit::testing::flat_memory memory;
+    memory.add_range(guest_base, std::span{guest.data, guest_bytes});
+    nvmekit::testing::manual_clock clock;
+    nvmekit::testing::in_process_host host{client, memory, clock};
+    const std::uint64_t messages_before = client.messages_sent();
+    ASSERT_EQ(
+        host.bring_up({.io_queue_pairs = 2, .interrupts = false, .max_polls = 1'000'000}).io_queue_pairs, 2U);
+    const std::uint64_t buffer = host.allocate(4096);
+    const std::uint64_t messages_after_bring_up = client.messages_sent();
+    for (std::uint16_t qid = 1; qid <= 2; ++qid) {
+        auto read = host.lba_command(spec::nvm_opcode::read, 1, 0, 8);
+        host.describe_data(read, buffer, 4096);
+        EXPECT_TRUE(host.io(qid, read).ok());
+    }
+    // The I/O's doorbells were stores: no message (the host reads no register meanwhile).
+    EXPECT_EQ(client.messages_sent(), messages_after_bring_up);
+    EXPECT_GT(messages_after_bring_up, messages_before); // the registers still go by message
+
+    // A reset clears the page with the doorbells: the host starts again from 0 after CC.EN.
+    host.disable();
+    ASSERT_EQ(
+        host.bring_up({.io_queue_pairs = 1, .interrupts = false, .max_polls = 1'000'000}).io_queue_pairs, 1U);
+    auto read = host.lba_command(spec::nvm_opcode::read, 1, 0, 8);
+    host.describe_data(read, buffer, 4096);
+    EXPECT_TRUE(host.io(1, read).ok());
+}
+
+TEST(vfio_user_client, a_server_without_mappable_doorbells_offers_none)
+{
+    const auto path = socket_path("unmapped");
+    device<> d{path};
+    vfio_user_client client{path};
+    ASSERT_EQ(client.negotiate(), 0U);
+    EXPECT_FALSE(client.map_doorbells());
+    EXPECT_FALSE(client.doorbells_mapped());
 }
 
 } // namespace
