@@ -112,23 +112,7 @@ public:
     bool send_raw(std::span<const std::byte> bytes, std::span<const int> fds = {})
     {
         ++messages_sent_;
-        if (fds.empty()) {
-            return transport::vfio_user::send_message(fd_.get(), bytes);
-        }
-        iovec io{const_cast<std::byte*>(bytes.data()), bytes.size()};
-        std::vector<std::byte> control(CMSG_SPACE(sizeof(int) * fds.size()));
-        msghdr header{};
-        header.msg_iov = &io;
-        header.msg_iovlen = 1;
-        header.msg_control = control.data();
-        header.msg_controllen = control.size();
-        cmsghdr* rights = CMSG_FIRSTHDR(&header);
-        rights->cmsg_level = SOL_SOCKET;
-        rights->cmsg_type = SCM_RIGHTS;
-        rights->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-        std::memcpy(CMSG_DATA(rights), fds.data(), sizeof(int) * fds.size());
-        const ssize_t sent = ::sendmsg(fd_.get(), &header, MSG_NOSIGNAL);
-        return sent == static_cast<ssize_t>(bytes.size());
+        return transport::vfio_user::send_message(fd_.get(), bytes, fds);
     }
 
     /// The next message from the server (header and payload); empty when the server closed the

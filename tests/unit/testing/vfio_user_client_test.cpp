@@ -119,6 +119,13 @@ std::string socket_path(const char* name)
     return "/tmp/nvmekit-client-" + std::to_string(::getpid()) + "-" + name + ".sock";
 }
 
+/// VERSION, DMA_MAP of `guest` and Memory Space and Bus Master Enable; whether all were accepted.
+bool open_session(vfio_user_client& client, const shared_memory& guest)
+{
+    return client.negotiate() == 0U && client.map_dma(guest.fd, guest_base, guest_bytes) == 0U &&
+           client.enable_function();
+}
+
 TEST(vfio_user_client, negotiates_maps_memory_and_reads_the_function)
 {
     const auto path = socket_path("session");
@@ -148,9 +155,7 @@ TEST(vfio_user_client, drives_a_remote_function_through_the_host_driver)
     device<> d{path};
     vfio_user_client client{path};
     shared_memory guest;
-    ASSERT_EQ(client.negotiate(), 0U);
-    ASSERT_EQ(client.map_dma(guest.fd, guest_base, guest_bytes), 0U);
-    ASSERT_TRUE(client.enable_function());
+    ASSERT_TRUE(open_session(client, guest));
 
     nvmekit::testing::flat_memory memory;
     memory.add_range(guest_base, std::span{guest.data, guest_bytes});
@@ -198,9 +203,7 @@ TEST(vfio_user_client, drives_poll_groups_on_threads_of_their_own_with_msix_on_e
     device<threaded_traits> d{path, 2};
     vfio_user_client client{path};
     shared_memory guest;
-    ASSERT_EQ(client.negotiate(), 0U);
-    ASSERT_EQ(client.map_dma(guest.fd, guest_base, guest_bytes), 0U);
-    ASSERT_TRUE(client.enable_function());
+    ASSERT_TRUE(open_session(client, guest));
     std::array<int, 3> vectors{};
     std::array<int, 3> watchers{};
     for (std::size_t i = 0; i < vectors.size(); ++i) {
@@ -245,9 +248,7 @@ TEST(vfio_user_client, rings_mapped_doorbells_with_stores_and_the_others_by_mess
     device<> d{path, 1, true};
     vfio_user_client client{path};
     shared_memory guest;
-    ASSERT_EQ(client.negotiate(), 0U);
-    ASSERT_EQ(client.map_dma(guest.fd, guest_base, guest_bytes), 0U);
-    ASSERT_TRUE(client.enable_function());
+    ASSERT_TRUE(open_session(client, guest));
     ASSERT_TRUE(client.map_doorbells());
     EXPECT_TRUE(client.doorbells_mapped());
 

@@ -222,7 +222,7 @@ inline bool send_message(int fd, std::span<const std::byte> bytes, std::span<con
     if (fds.empty()) {
         return send_message(fd, bytes);
     }
-    constexpr std::size_t max_fds = 8;
+    constexpr std::size_t max_fds = 253; // SCM_MAX_FD
     if (fds.size() > max_fds || bytes.empty()) {
         return false;
     }

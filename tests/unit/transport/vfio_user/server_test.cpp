@@ -812,34 +812,7 @@ private:
     void write_all(std::span<const std::byte> bytes, std::span<const int> fds = {})
     {
         const std::lock_guard lock{send_mutex_};
-        std::size_t done = 0;
-        if (!fds.empty()) {
-            // The descriptors go with the first byte; the rest follows as plain data.
-            iovec io{const_cast<std::byte*>(bytes.data()), bytes.size()};
-            std::vector<std::byte> control(CMSG_SPACE(sizeof(int) * fds.size()));
-            msghdr message{};
-            message.msg_iov = &io;
-            message.msg_iovlen = 1;
-            message.msg_control = control.data();
-            message.msg_controllen = control.size();
-            cmsghdr* header = CMSG_FIRSTHDR(&message);
-            header->cmsg_level = SOL_SOCKET;
-            header->cmsg_type = SCM_RIGHTS;
-            header->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-            std::memcpy(CMSG_DATA(header), fds.data(), sizeof(int) * fds.size());
-            const ssize_t sent = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
-            if (sent <= 0) {
-                return;
-            }
-            done = static_cast<std::size_t>(sent);
-        }
-        while (done < bytes.size()) {
-            const ssize_t sent = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-            if (sent <= 0) {
-                return;
-            }
-            done += static_cast<std::size_t>(sent);
-        }
+        static_cast<void>(vu::send_message(fd_, bytes, fds)); // a failure shows as no reply
     }
     bool read_all(std::span<std::byte> out)
     {
