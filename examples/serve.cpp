@@ -541,8 +541,10 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
         }
         poll_tcp(targets, std::chrono::milliseconds{0});
     }
-    spdlog::info("shutting down: {} client(s), {} messages, {} error replies", server.statistics().clients,
-                 server.statistics().messages, server.statistics().error_replies);
+    spdlog::info(
+        "shutting down: {} client(s), {} messages, {} error replies, {} doorbells from the mapped page",
+        server.statistics().clients, server.statistics().messages, server.statistics().error_replies,
+        server.statistics().mapped_doorbells);
     // Backend requests still in flight finish first (an io_uring backend's take real time).
     const auto drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
     while (ctrl.io_outstanding() != 0 && std::chrono::steady_clock::now() < drain_deadline) {
