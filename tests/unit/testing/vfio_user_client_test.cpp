@@ -185,8 +185,7 @@ TEST(vfio_user_client, a_posted_doorbell_write_gets_no_reply)
     device<> d{path};
     vfio_user_client client{path};
     shared_memory guest;
-    ASSERT_EQ(client.negotiate(), 0U);
-    ASSERT_TRUE(client.enable_function());
+    ASSERT_TRUE(open_session(client, guest));
     // CC written posted, then read back: the only reply on the stream is the read's.
     const std::uint64_t sent = client.messages_sent();
     client.post_region_write(0x14, 0x00460000U); // IOSQES 6, IOCQES 4, EN 0
