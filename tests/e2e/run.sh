@@ -8,7 +8,7 @@
 # file holds what the guest wrote, that the guest shut the controller down (CC.SHN, CSTS.SHST),
 # and that the guest kernel logged no NVMe warning.
 #
-# It runs once per configuration named in NVMEKIT_E2E_CONFIGS (default "512 4k intx pair ovmf"):
+# It runs once per configuration named in NVMEKIT_E2E_CONFIGS (default "512 4k intx groups pair ovmf"):
 #   512   a 256 MiB RAM namespace and a 64 MiB file namespace, 512-byte LBAs, 8 I/O queues offered,
 #         1 GiB of NVM capacity (--capacity): nvme create-ns, attach-ns, list-ctrl, list-ns --all,
 #         format, detach-ns, delete-ns, write-uncor, Get LBA Status and lba-status-log
@@ -34,7 +34,7 @@ set -euo pipefail
 serve=${1:?usage: run.sh NVMEKIT_SERVE_BINARY}
 here=$(cd "$(dirname "$0")" && pwd)
 e2e_dir=${NVMEKIT_E2E_DIR:-/var/tmp/nvmekit-e2e}
-configs=${NVMEKIT_E2E_CONFIGS:-512 4k intx pair ovmf}
+configs=${NVMEKIT_E2E_CONFIGS:-512 4k intx groups pair ovmf}
 
 missing=$(bash "$here/provision.sh" check 2>&1) || {
     echo "e2e: FAILED: not provisioned (run: bash tests/e2e/provision.sh, as root); missing:"
