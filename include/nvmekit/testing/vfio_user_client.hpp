@@ -197,10 +197,12 @@ public:
             call(transport::vfio_user::command::version, std::span<const std::byte>{version_payload()}));
     }
 
-    /// DMA_MAP of `size` bytes of `fd` from `offset` at DMA address `address`, readable and
-    /// (when `writable`) writable by the device; the errno of the reply.
-    std::uint32_t map_dma(int fd, std::uint64_t address, std::uint64_t size, std::uint64_t offset = 0,
-                          bool writable = true)
+    /// A DMA_MAP request of `size` bytes from file offset `offset` at DMA address `address`,
+    /// readable and (when `writable`) writable by the device.
+    [[nodiscard]] static transport::vfio_user::dma_map dma_map_request(std::uint64_t address,
+                                                                       std::uint64_t size,
+                                                                       std::uint64_t offset = 0,
+                                                                       bool writable = true) noexcept
     {
         namespace vu = transport::vfio_user;
         vu::dma_map map{};
@@ -210,8 +212,17 @@ public:
         map.offset = offset;
         map.address = address;
         map.size = size;
+        return map;
+    }
+
+    /// DMA_MAP of `size` bytes of `fd` from `offset` at DMA address `address` (dma_map_request);
+    /// the errno of the reply.
+    std::uint32_t map_dma(int fd, std::uint64_t address, std::uint64_t size, std::uint64_t offset = 0,
+                          bool writable = true)
+    {
         const std::array fds{fd};
-        return error_of(call(vu::command::dma_map, map, fds));
+        return error_of(call(transport::vfio_user::command::dma_map,
+                             dma_map_request(address, size, offset, writable), fds));
     }
 
     /// SET_IRQS giving MSI-X vectors `first`, `first` + 1, ... the eventfds `fds` to signal (the

@@ -126,6 +126,21 @@ bool open_session(vfio_user_client& client, const shared_memory& guest)
            client.enable_function();
 }
 
+/// A client with its guest memory in a memfd and the host driver over both, its session open.
+struct remote_host {
+    vfio_user_client client;
+    shared_memory guest;
+    nvmekit::testing::flat_memory memory;
+    nvmekit::testing::manual_clock clock;
+    nvmekit::testing::in_process_host<vfio_user_client> host{client, memory, clock};
+
+    explicit remote_host(const std::string& path) : client{path}
+    {
+        EXPECT_TRUE(open_session(client, guest));
+        memory.add_range(guest_base, std::span{guest.data, guest_bytes});
+    }
+};
+
 TEST(vfio_user_client, negotiates_maps_memory_and_reads_the_function)
 {
     const auto path = socket_path("session");
@@ -153,14 +168,9 @@ TEST(vfio_user_client, drives_a_remote_function_through_the_host_driver)
 {
     const auto path = socket_path("host");
     device<> d{path};
-    vfio_user_client client{path};
-    shared_memory guest;
-    ASSERT_TRUE(open_session(client, guest));
-
-    nvmekit::testing::flat_memory memory;
-    memory.add_range(guest_base, std::span{guest.data, guest_bytes});
-    nvmekit::testing::manual_clock clock;
-    nvmekit::testing::in_process_host host{client, memory, clock};
+    remote_host remote{path};
+    auto& host = remote.host;
+    auto& guest = remote.guest;
     const auto up = host.bring_up({.io_queue_pairs = 2, .interrupts = false, .max_polls = 1'000'000});
     EXPECT_EQ(up.io_queue_pairs, 2U);
 
@@ -200,9 +210,8 @@ TEST(vfio_user_client, drives_poll_groups_on_threads_of_their_own_with_msix_on_e
     // eventfd the client gave, while the client hands vector 0 a new one.
     const auto path = socket_path("groups");
     device<threaded_traits> d{path, 2};
-    vfio_user_client client{path};
-    shared_memory guest;
-    ASSERT_TRUE(open_session(client, guest));
+    remote_host remote{path};
+    auto& client = remote.client;
     std::array<int, 3> vectors{};
     std::array<int, 3> watchers{};
     for (std::size_t i = 0; i < vectors.size(); ++i) {
@@ -210,11 +219,7 @@ TEST(vfio_user_client, drives_poll_groups_on_threads_of_their_own_with_msix_on_e
         watchers[i] = ::dup(vectors[i]);
     }
     ASSERT_EQ(client.set_msix_eventfds(0, vectors), 0U);
-
-    nvmekit::testing::flat_memory memory;
-    memory.add_range(guest_base, std::span{guest.data, guest_bytes});
-    nvmekit::testing::manual_clock clock;
-    nvmekit::testing::in_process_host host{client, memory, clock};
+    auto& host = remote.host;
     ASSERT_EQ(host.bring_up({.io_queue_pairs = 2, .max_polls = 1'000'000}).io_queue_pairs, 2U);
     const std::uint64_t buffer = host.allocate(4096);
     for (int round = 0; round < 50; ++round) {
@@ -245,16 +250,11 @@ TEST(vfio_user_client, rings_mapped_doorbells_with_stores_and_the_others_by_mess
 {
     const auto path = socket_path("mapped");
     device<> d{path, 1, true};
-    vfio_user_client client{path};
-    shared_memory guest;
-    ASSERT_TRUE(open_session(client, guest));
+    remote_host remote{path};
+    auto& client = remote.client;
+    auto& host = remote.host;
     ASSERT_TRUE(client.map_doorbells());
     EXPECT_TRUE(client.doorbells_mapped());
-
-    nvmekit::testing::flat_memory memory;
-    memory.add_range(guest_base, std::span{guest.data, guest_bytes});
-    nvmekit::testing::manual_clock clock;
-    nvmekit::testing::in_process_host host{client, memory, clock};
     const std::uint64_t messages_before = client.messages_sent();
     ASSERT_EQ(
         host.bring_up({.io_queue_pairs = 2, .interrupts = false, .max_polls = 1'000'000}).io_queue_pairs, 2U);

@@ -1163,14 +1163,9 @@ private:
 /// Maps the shared guest memory (with its descriptor) next to the message-served memory.
 bool map_shared_memory(messaging_client& c, guest_memory& guest)
 {
-    vu::dma_map shared{};
-    shared.argsz = sizeof shared;
-    shared.flags =
-        vu::dma_map_flags{}.with(vu::dma_map_flags::read, true).with(vu::dma_map_flags::write, true);
-    shared.address = guest_base;
-    shared.size = guest_bytes;
     const std::array fds{guest.fd};
-    return client::error_of(c.call(vu::command::dma_map, shared, fds)) == 0U;
+    return client::error_of(
+               c.call(vu::command::dma_map, client::dma_map_request(guest_base, guest_bytes), fds)) == 0U;
 }
 
 spec::submission_queue_entry identify_into(std::uint64_t buffer)
