@@ -8,7 +8,11 @@
 // --transport vfio-user runs the workload a second time over vfio-user (perf_vfio_user.cpp): the
 // device's vfio-user server on a thread of its own, the host a vfio-user client over a UNIX
 // socket, and reports its IOPS, latency, the server's CPU time per command and the doorbell
-// messages per command beside the in-process figures.
+// messages per command beside the in-process figures. --doorbell-replies waits for each doorbell
+// message's reply (else they are posted), --doorbell-per-command rings after every SQE and CQE,
+// --mapped-doorbells stores them into the doorbell page the server offers to map, and
+// --server-busy-poll keeps the server from sleeping between messages; with --threads the
+// server's poll groups run on threads of their own.
 //
 // One thread runs both sides: the host writes SQEs straight into queue memory and rings doorbells,
 // the controller runs inside poll(), and the host reaps CQEs by their phase tag. Time spent inside
