@@ -3,7 +3,16 @@
 //
 //     nvmekit-perf [--backend null|ram|file|uring] [--rw randread|randwrite|randrw|read|write]
 //                  [--bs 4096] [--qd 128] [--queues 1] [--size 1G] [--time 3] [--mix 50] [--count N]
-//                  [--file PATH] [--direct] [--json]
+//                  [--file PATH] [--direct] [--json] [--transport in-process|vfio-user]
+//
+// --transport vfio-user runs the workload a second time over vfio-user (perf_vfio_user.cpp): the
+// device's vfio-user server on a thread of its own, the host a vfio-user client over a UNIX
+// socket, and reports its IOPS, latency, the server's CPU time per command and the doorbell
+// messages per command beside the in-process figures. --doorbell-replies waits for each doorbell
+// message's reply (else they are posted), --doorbell-per-command rings after every SQE and CQE,
+// --mapped-doorbells stores them into the doorbell page the server offers to map, and
+// --server-busy-poll keeps the server from sleeping between messages; with --threads the
+// server's poll groups run on threads of their own.
 //
 // One thread runs both sides: the host writes SQEs straight into queue memory and rings doorbells,
 // the controller runs inside poll(), and the host reaps CQEs by their phase tag. Time spent inside
@@ -70,7 +79,10 @@ constexpr nvmekit_programs::program perf_program{
     "nvmekit-perf [--backend null|ram|file|uring] [--rw randread|randwrite|randrw|read|write]\n"
     "                    [--bs BYTES] [--qd N] [--queues N] [--size BYTES[K|M|G]] [--time SECONDS]\n"
     "                    [--mix READ_PERCENT] [--count COMMANDS] [--groups N] [--threads] [--json]\n"
-    "                    [--file PATH] [--direct] [--multi-threaded] [--help] [--version]\n"};
+    "                    [--file PATH] [--direct] [--multi-threaded] [--transport in-process|vfio-user]\n"
+    "                    [--doorbell-replies] [--doorbell-per-command] [--server-busy-poll]\n"
+    "                    [--mapped-doorbells]\n"
+    "                    [--help] [--version]\n"};
 
 [[noreturn]] void usage(const std::string& problem) { nvmekit_programs::bad_usage(perf_program, problem); }
 
@@ -118,6 +130,19 @@ options parse(int argc, char** argv)
                 usage("--backend uring: this nvmekit-perf was built without liburing");
             }
 #endif
+        } else if (arg == "--transport") {
+            o.transport = value();
+            if (o.transport != "in-process" && o.transport != "vfio-user") {
+                usage("--transport is in-process or vfio-user");
+            }
+        } else if (arg == "--doorbell-replies") {
+            o.doorbell_replies = true;
+        } else if (arg == "--doorbell-per-command") {
+            o.doorbell_per_command = true;
+        } else if (arg == "--mapped-doorbells") {
+            o.mapped_doorbells = true;
+        } else if (arg == "--server-busy-poll") {
+            o.server_busy_poll = true;
         } else if (arg == "--file") {
             o.file = value();
         } else if (arg == "--direct") {
@@ -178,6 +203,9 @@ options parse(int argc, char** argv)
     }
     if (o.size < o.block_size) {
         usage("--size is at least one block");
+    }
+    if (o.transport == "vfio-user" && (o.backend == "file" || o.backend == "uring")) {
+        usage("--transport vfio-user runs the null and ram backends");
     }
     return o;
 }
@@ -245,18 +273,19 @@ int main(int argc, char** argv)
     }
     const double ceiling = memcpy_ceiling_gib_per_s(o.size, o.block_size, read_percent, 1.0);
     results r;
+    results over_vfio_user;
     try {
         if (o.backend == "null") {
             r = run(o, nvmekit::null_backend{o.size, {.fill_reads = false}}, lba_bytes);
         } else if (o.backend == "file" || o.backend == "uring") {
             r = run_file_backend(o, lba_bytes);
         } else {
-            // Chunks as large as the namespace (up to 1 GiB): one allocation, few TLB misses.
-            const std::size_t chunk = std::min<std::size_t>(std::bit_ceil(o.size), std::size_t{1} << 30);
             r = run(o,
-                    nvmekit::ram_backend{
-                        o.size, {.chunk_size = std::max<std::size_t>(chunk, 512), .preallocate = true}},
+                    nvmekit::ram_backend{o.size, {.chunk_size = ram_chunk_size(o.size), .preallocate = true}},
                     lba_bytes);
+        }
+        if (o.transport == "vfio-user") {
+            over_vfio_user = run_vfio_user(o, lba_bytes);
         }
     } catch (const std::exception& e) {
         fmt::print(stderr, "nvmekit-perf: {}\n", e.what());
@@ -270,23 +299,47 @@ int main(int argc, char** argv)
     const double host_ns = (r.seconds - r.controller_seconds) * 1e9 /
                            static_cast<double>(std::max<std::uint64_t>(r.commands, 1));
     const auto us = [](std::uint64_t ns) { return static_cast<double>(ns) / 1000.0; };
+    const bool vfio_user = o.transport == "vfio-user";
+    const auto per_command = [](double seconds, std::uint64_t commands) {
+        return seconds * 1e9 / static_cast<double>(std::max<std::uint64_t>(commands, 1));
+    };
+    const results& v = over_vfio_user;
+    const double v_iops = static_cast<double>(v.commands) / std::max(v.seconds, 1e-9);
+    const double server_ns = per_command(v.server_cpu_seconds, v.commands);
+    const double messages_per_command = static_cast<double>(v.doorbell_messages) /
+                                        static_cast<double>(std::max<std::uint64_t>(v.commands, 1));
     if (o.json) {
-        fmt::print("{{\"backend\": \"{}\", \"rw\": \"{}\", \"bs\": {}, \"qd\": {}, \"queues\": {}, "
-                   "\"poll_groups\": {}, \"seconds\": {:.3f}, "
-                   "\"commands\": {}, \"errors\": {}, \"iops\": {:.0f}, \"mib_per_s\": {:.1f}, "
-                   "\"latency_us\": {{\"avg\": {:.3f}, \"p50\": {:.3f}, \"p99\": {:.3f}, \"p999\": {:.3f}}}, "
-                   "\"threads\": {}, \"process_cpu_ns_per_command\": {:.1f}, "
-                   "\"controller_ns_per_command\": {:.1f}, \"host_ns_per_command\": {:.1f}, "
-                   "\"controller_commands_per_cpu_second\": {:.0f}, "
-                   "\"memcpy_ceiling_gib_per_s\": {:.2f}, \"fraction_of_memcpy_ceiling\": {}}}\n",
-                   o.backend, name(o.rw), o.block_size, o.queue_depth, o.queues, o.groups, r.seconds,
-                   r.commands, r.errors, iops, mib_per_s, r.latency.mean() / 1000.0,
-                   us(r.latency.percentile(50)), us(r.latency.percentile(99)), us(r.latency.percentile(99.9)),
-                   o.threads,
-                   r.cpu_seconds * 1e9 / static_cast<double>(std::max<std::uint64_t>(r.commands, 1)),
-                   controller_ns, host_ns, 1e9 / controller_ns, ceiling,
-                   // The null backend moves no data: a fraction of the copy ceiling means nothing.
-                   o.backend == "null" ? std::string{"null"} : fmt::format("{:.3f}", gib_per_s / ceiling));
+        fmt::print(
+            "{{\"backend\": \"{}\", \"rw\": \"{}\", \"bs\": {}, \"qd\": {}, \"queues\": {}, "
+            "\"poll_groups\": {}, \"seconds\": {:.3f}, "
+            "\"commands\": {}, \"errors\": {}, \"iops\": {:.0f}, \"mib_per_s\": {:.1f}, "
+            "\"latency_us\": {{\"avg\": {:.3f}, \"p50\": {:.3f}, \"p99\": {:.3f}, \"p999\": {:.3f}}}, "
+            "\"threads\": {}, \"process_cpu_ns_per_command\": {:.1f}, "
+            "\"controller_ns_per_command\": {:.1f}, \"host_ns_per_command\": {:.1f}, "
+            "\"controller_commands_per_cpu_second\": {:.0f}, "
+            "\"memcpy_ceiling_gib_per_s\": {:.2f}, \"fraction_of_memcpy_ceiling\": {}, "
+            "\"vfio_user\": {}}}\n",
+            o.backend, name(o.rw), o.block_size, o.queue_depth, o.queues, o.groups, r.seconds, r.commands,
+            r.errors, iops, mib_per_s, r.latency.mean() / 1000.0, us(r.latency.percentile(50)),
+            us(r.latency.percentile(99)), us(r.latency.percentile(99.9)), o.threads,
+            r.cpu_seconds * 1e9 / static_cast<double>(std::max<std::uint64_t>(r.commands, 1)), controller_ns,
+            host_ns, 1e9 / controller_ns, ceiling,
+            // The null backend moves no data: a fraction of the copy ceiling means nothing.
+            o.backend == "null" ? std::string{"null"} : fmt::format("{:.3f}", gib_per_s / ceiling),
+            !vfio_user ? std::string{"null"}
+                       : fmt::format("{{\"doorbells\": \"{}\", \"commands\": {}, \"errors\": {}, "
+                                     "\"iops\": {:.0f}, \"latency_us\": {{\"avg\": {:.3f}, \"p50\": {:.3f}, "
+                                     "\"p99\": {:.3f}, \"p999\": {:.3f}}}, "
+                                     "\"server_cpu_ns_per_command\": {:.1f}, "
+                                     "\"server_commands_per_cpu_second\": {:.0f}, "
+                                     "\"doorbell_messages_per_command\": {:.3f}, \"server_busy_poll\": {}}}",
+                                     o.mapped_doorbells   ? "mapped"
+                                     : o.doorbell_replies ? "replied"
+                                                          : "posted",
+                                     v.commands, v.errors, v_iops, v.latency.mean() / 1000.0,
+                                     us(v.latency.percentile(50)), us(v.latency.percentile(99)),
+                                     us(v.latency.percentile(99.9)), server_ns, 1e9 / server_ns,
+                                     messages_per_command, o.server_busy_poll));
     } else {
         fmt::print("nvmekit-perf: backend {}, {} {} B, QD {} x {} queue(s), {} poll group(s), {:.1f} s, {}\n",
                    o.backend, name(o.rw), o.block_size, o.queue_depth, o.queues, o.groups, r.seconds,
@@ -314,6 +367,25 @@ int main(int argc, char** argv)
             fmt::print("  memcpy ceiling   {:>12.2f} GiB/s at {} B; this run: {:.2f} GiB/s = {:.1f}% of it\n",
                        ceiling, o.block_size, gib_per_s, 100.0 * gib_per_s / ceiling);
         }
+        if (vfio_user) {
+            fmt::print(
+                "over vfio-user: the same workload, the device's server on a thread of its own, a UNIX "
+                "socket, doorbells {}, server {}\n",
+                o.mapped_doorbells   ? "stored into the mapped doorbell page"
+                : o.doorbell_replies ? "waiting for each reply"
+                                     : "posted (No Reply)",
+                o.server_busy_poll || o.mapped_doorbells ? "busy-polling" : "waiting in poll(2) when idle");
+            fmt::print("  IOPS             {:>12.0f}   ({} commands, {} errors)\n", v_iops, v.commands,
+                       v.errors);
+            fmt::print("  latency (us)     avg {:.3f}  p50 {:.3f}  p99 {:.3f}  p99.9 {:.3f}\n",
+                       v.latency.mean() / 1000.0, us(v.latency.percentile(50)), us(v.latency.percentile(99)),
+                       us(v.latency.percentile(99.9)));
+            fmt::print(
+                "  server CPU       {:>12.1f} ns/command  ({:.2f} M commands per server CPU second{})\n",
+                server_ns, 1e3 / server_ns,
+                o.threads ? fmt::format("; the server's thread and {} group thread(s)", o.groups) : "");
+            fmt::print("  doorbells        {:>12.3f} messages/command\n", messages_per_command);
+        }
     }
-    return r.errors == 0 ? 0 : 1;
+    return r.errors == 0 && over_vfio_user.errors == 0 ? 0 : 1;
 }

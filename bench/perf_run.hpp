@@ -71,6 +71,13 @@ struct options {
     bool multi_threaded = false; ///< the controller built with the multi_threaded policy (--threads needs it)
     std::string file = "/var/tmp/nvmekit-perf.img"; ///< --backend file or uring
     bool direct = false;                            ///< the file also opened with O_DIRECT
+    std::string transport = "in-process";           ///< or vfio-user: a server thread over a socket
+    bool doorbell_replies = false; ///< vfio-user: wait for each doorbell's reply (else posted)
+    bool server_busy_poll = false; ///< vfio-user: the server never waits in poll(2)
+    bool mapped_doorbells = false; ///< vfio-user: doorbells stored into a mapped page (server polls)
+    /// A doorbell write per command (SQ tail after each SQE, CQ head after each CQE), as a
+    /// driver that does not batch rings them; else one per queue per pass of the loop.
+    bool doorbell_per_command = false;
 };
 
 // ---- providers ----------------------------------------------------------------------------------
@@ -154,7 +161,9 @@ struct results {
     std::uint64_t errors = 0;
     double seconds = 0;
     double controller_seconds = 0;
-    double cpu_seconds = 0; ///< the process's CPU time (host and every group thread)
+    double cpu_seconds = 0;              ///< the process's CPU time (host and every group thread)
+    double server_cpu_seconds = 0;       ///< --transport vfio-user: the server thread's CPU time
+    std::uint64_t doorbell_messages = 0; ///< --transport vfio-user: REGION_WRITE messages sent
     histogram latency;
 };
 
@@ -184,40 +193,38 @@ struct queue_state {
     std::uint64_t sequential_lba = 0;
 };
 
-template <typename Threading, typename Backend>
-results run_with(const options& o, Backend backend, std::uint32_t lba_bytes)
+/// Where the host's memory (queues, data buffers, PRP lists) lies, and how large it is.
+constexpr std::uint64_t host_memory_base = 0x1'0000'0000;
+inline std::size_t host_memory_bytes(const options& o)
 {
-    using controller_type = nvmekit::controller<perf_traits<Backend, Threading>>;
-    // The host allocates its queues and buffers in one range of memory; the controller reaches
-    // all of it through one mapping, as a vfio-user client's DMA_MAP of guest RAM gives it.
-    nvmekit::testing::flat_memory memory;
-    constexpr std::uint64_t memory_base = 0x1'0000'0000;
-    const std::size_t memory_bytes =
-        (std::size_t{64} << 20) + std::size_t{o.queues} * o.queue_depth * (o.block_size + 4096);
-    const std::span<std::byte> host_range = memory.add_range(memory_base, memory_bytes);
-    nvmekit::transport::mapped_memory guest;
-    guest.add(memory_base, host_range.data(), host_range.size(), true);
-    null_interrupts interrupts;
-    nvmekit::steady_clock clock;
-    nvmekit::testing::manual_clock host_clock;
-    nvmekit::subsystem<Backend> subsystem{{.nqn = "nqn.2026-11.io.nvmekit:perf"}};
-    subsystem.add_namespace(std::move(backend),
-                            {.lba_format = static_cast<std::uint8_t>(lba_bytes == 512 ? 0 : 2)});
-    controller_type ctrl{
-        guest, interrupts, clock, subsystem, {.poll_groups = o.groups, .concurrent_poll_groups = o.threads}};
-    nvmekit::testing::in_process_host host{ctrl, memory, host_clock};
-    const std::uint32_t entries = std::min<std::uint32_t>(1024, std::bit_ceil(o.queue_depth + 1));
-    host.bring_up({.io_queue_pairs = o.queues, .io_entries = entries, .interrupts = false});
-    if constexpr (Threading::concurrent_groups) {
-        if (o.threads) {
-            ctrl.start_poll_groups({.name = "perf-group", .busy_poll = true});
-        }
-    }
+    return (std::size_t{64} << 20) + std::size_t{o.queues} * o.queue_depth * (o.block_size + 4096);
+}
 
-    const std::uint64_t blocks = ctrl.attached_namespace(1)->block_count();
+/// The RAM backend's chunks: as large as the namespace (up to 1 GiB), so one allocation and
+/// few TLB misses.
+inline std::size_t ram_chunk_size(std::uint64_t size)
+{
+    const std::size_t chunk = std::min<std::size_t>(std::bit_ceil(size), std::size_t{1} << 30);
+    return std::max<std::size_t>(chunk, 512);
+}
+
+/// Entries of each I/O queue: a power of two with room for the queue depth.
+inline std::uint32_t queue_entries(const options& o)
+{
+    return std::min<std::uint32_t>(1024, std::bit_ceil(o.queue_depth + 1));
+}
+
+/// The host's side of a run: `o.queues` I/O queue pairs of `entries` entries that `host` has
+/// brought up (CAP.DSTRD `dstrd`), their data buffers in `memory`, kept `o.queue_depth` commands deep until
+/// the run ends; completions are found by their phase tag. `ring(offset, value)` writes a doorbell register,
+/// `poll(round)` runs the controller wherever it runs on this thread (its time is the controller's). Returns
+/// the results with `cpu_seconds` the process's.
+template <typename Host, typename Ring, typename Poll>
+results drive(const options& o, nvmekit::testing::flat_memory& memory, Host& host, std::uint64_t blocks,
+              std::uint32_t lba_bytes, std::uint32_t entries, unsigned dstrd, Ring&& ring, Poll&& poll)
+{
     const std::uint32_t blocks_per_io = o.block_size / lba_bytes;
     const std::uint64_t io_slots = blocks / blocks_per_io;
-    const unsigned dstrd = ctrl.registers().cap().get(spec::cap_register::dstrd);
 
     std::vector<queue_state> queues(o.queues);
     for (std::uint16_t q = 0; q < o.queues; ++q) {
@@ -287,18 +294,18 @@ results run_with(const options& o, Backend backend, std::uint32_t lba_bytes)
                     state.sq_tail = (state.sq_tail + 1) % state.entries;
                     s.submitted = now;
                     submitted = true;
+                    if (o.doorbell_per_command) {
+                        ring(spec::sq_tail_doorbell_offset(state.qid, dstrd), state.sq_tail);
+                        submitted = false;
+                    }
                 }
                 if (submitted) {
-                    ctrl.mmio_write(spec::sq_tail_doorbell_offset(state.qid, dstrd), 4, state.sq_tail);
+                    ring(spec::sq_tail_doorbell_offset(state.qid, dstrd), state.sq_tail);
                 }
             }
         }
         const auto poll_start = steady::now();
-        if (!o.threads || rounds % 1024 == 0 || o.backend == "uring") {
-            // With --threads, only the admin context: the groups poll on their threads. It also
-            // polls the backends, which an asynchronous one needs to complete anything.
-            ctrl.poll();
-        }
+        poll(rounds);
         const auto poll_end = steady::now();
         controller_time += poll_end - poll_start;
         ++rounds;
@@ -336,9 +343,13 @@ results run_with(const options& o, Backend backend, std::uint32_t lba_bytes)
                     state.phase = !state.phase;
                 }
                 reaped = true;
+                if (o.doorbell_per_command) {
+                    ring(spec::cq_head_doorbell_offset(state.qid, dstrd), state.cq_head);
+                    reaped = false;
+                }
             }
             if (reaped) {
-                ctrl.mmio_write(spec::cq_head_doorbell_offset(state.qid, dstrd), 4, state.cq_head);
+                ring(spec::cq_head_doorbell_offset(state.qid, dstrd), state.cq_head);
             }
             outstanding += o.queue_depth - state.free_cids.size();
         }
@@ -362,6 +373,47 @@ results run_with(const options& o, Backend backend, std::uint32_t lba_bytes)
     if (!o.json) {
         fmt::print(stderr, "\n");
     }
+    return r;
+}
+
+template <typename Threading, typename Backend>
+results run_with(const options& o, Backend backend, std::uint32_t lba_bytes)
+{
+    using controller_type = nvmekit::controller<perf_traits<Backend, Threading>>;
+    // The host allocates its queues and buffers in one range of memory; the controller reaches
+    // all of it through one mapping, as a vfio-user client's DMA_MAP of guest RAM gives it.
+    nvmekit::testing::flat_memory memory;
+    const std::span<std::byte> host_range = memory.add_range(host_memory_base, host_memory_bytes(o));
+    nvmekit::transport::mapped_memory guest;
+    guest.add(host_memory_base, host_range.data(), host_range.size(), true);
+    null_interrupts interrupts;
+    nvmekit::steady_clock clock;
+    nvmekit::testing::manual_clock host_clock;
+    nvmekit::subsystem<Backend> subsystem{{.nqn = "nqn.2026-11.io.nvmekit:perf"}};
+    subsystem.add_namespace(std::move(backend),
+                            {.lba_format = static_cast<std::uint8_t>(lba_bytes == 512 ? 0 : 2)});
+    controller_type ctrl{
+        guest, interrupts, clock, subsystem, {.poll_groups = o.groups, .concurrent_poll_groups = o.threads}};
+    nvmekit::testing::in_process_host host{ctrl, memory, host_clock};
+    const std::uint32_t entries = queue_entries(o);
+    host.bring_up({.io_queue_pairs = o.queues, .io_entries = entries, .interrupts = false});
+    if constexpr (Threading::concurrent_groups) {
+        if (o.threads) {
+            ctrl.start_poll_groups({.name = "perf-group", .busy_poll = true});
+        }
+    }
+
+    const unsigned dstrd = ctrl.registers().cap().get(spec::cap_register::dstrd);
+    results r = drive(
+        o, memory, host, ctrl.attached_namespace(1)->block_count(), lba_bytes, entries, dstrd,
+        [&](std::uint64_t offset, std::uint32_t value) { ctrl.mmio_write(offset, 4, value); },
+        [&](std::uint64_t round) {
+            if (!o.threads || round % 1024 == 0 || o.backend == "uring") {
+                // With --threads, only the admin context: the groups poll on their threads. It
+                // also polls the backends, which an asynchronous one needs to complete anything.
+                ctrl.poll();
+            }
+        });
     if (ctrl.requests_in_use() != 0) {
         throw std::runtime_error("requests still in use after the run");
     }
@@ -381,5 +433,8 @@ results run(const options& o, Backend backend, std::uint32_t lba_bytes)
 
 /// The run on --backend file or uring (perf_file.cpp).
 results run_file_backend(const options& o, std::uint32_t lba_bytes);
+
+/// The run with --transport vfio-user (perf_vfio_user.cpp).
+results run_vfio_user(const options& o, std::uint32_t lba_bytes);
 
 } // namespace nvmekit_perf

@@ -18,12 +18,17 @@
 // take theirs from it, and the host creates sparse RAM namespaces from the rest with Namespace
 // Management (nvme create-ns, attach-ns, detach-ns, delete-ns), up to --max-namespaces NSIDs
 // (default 16 with --capacity). --queues, --queue-depth and --mdts lower what the host is offered
-// below the build's limits; --groups spreads the I/O queues over poll groups (processed on the
-// server's thread for now). --io chooses how file namespaces do their I/O: psync (the default,
-// file_backend: pread/pwrite inside the command) or uring (uring_backend: io_uring, completing
-// in the server's poll loop, which then polls without sleeping while I/O is outstanding; built
-// when liburing is found). SIGINT or SIGTERM shut the server down cleanly (file backends are
-// synced). Nothing a client sends ends the program.
+// below the build's limits; --groups spreads the I/O queues over poll groups, processed on the
+// server's thread, or with --group-threads each on a thread of its own (sleeping when idle, woken
+// by doorbells; --busy-poll never sleeps), apart from the thread that serves the vfio-user messages
+// and admin commands; --cpus LIST (comma separated) pins group i to the i-th CPU of the list, cyclically.
+// --mapped-doorbells offers BAR0's doorbell page as a sparse-mmap area in shared memory (QEMU maps
+// it; a doorbell is then a store, no message), which the server's thread polls without sleeping
+// while a client is connected; clients that do not map it keep writing doorbells by message.
+// --io chooses how file namespaces do their I/O: psync (the default, file_backend: pread/pwrite inside the
+// command) or uring (uring_backend: io_uring, completing in the server's poll loop, which then polls without
+// sleeping while I/O is outstanding; built when liburing is found). SIGINT or SIGTERM shut the server down
+// cleanly (file backends are synced). Nothing a client sends ends the program.
 //
 // Identity: unless --nqn, --serial or --cntlid give them, the subsystem NQN, the serial number and
 // the vfio-user controller's ID are derived from the socket path (made absolute; without
@@ -114,6 +119,11 @@ using tcp_target = nvmekit::transport::tcp::target<tcp_serve_traits>;
 struct traced_serve_traits : serve_traits {
     using tracer = nvmekit::spdlog_tracer;
 };
+/// `Traits` with poll groups on threads of their own (--group-threads).
+template <typename Traits>
+struct group_thread_traits : Traits {
+    using threading = nvmekit::multi_threaded;
+};
 
 std::atomic<bool> stop_requested{false};
 
@@ -150,6 +160,10 @@ struct options {
     std::uint32_t queue_depth = 0; ///< entries per queue (0: the build's limit, 4096)
     std::uint8_t mdts = 0;         ///< MDTS (0: the build's limit, 5 = 128 KiB)
     std::uint16_t groups = 1;      ///< poll groups the I/O queues are spread over
+    bool group_threads = false;    ///< each poll group on a thread of its own (--group-threads)
+    bool busy_poll = false;        ///< group threads never sleep (--busy-poll)
+    std::vector<unsigned> cpus;    ///< CPUs the group threads are pinned to (--cpus)
+    bool mapped_doorbells = false; ///< BAR0's doorbells offered as shared memory (--mapped-doorbells)
     std::uint64_t capacity = 0;    ///< NVM capacity for Namespace Management (0: none beyond the namespaces)
     /// NSIDs (Identify Controller NN; 0: the namespaces' number, 16 with --capacity)
     std::uint32_t max_namespaces = 0;
@@ -166,6 +180,7 @@ constexpr nvmekit_programs::program serve_program{
     "                     [--io psync|uring]\n"
     "                     [--capacity SIZE] [--max-namespaces 1-1024]\n"
     "                     [--queues 1-64] [--queue-depth 2-4096] [--mdts 1-5] [--groups 1-64]\n"
+    "                     [--group-threads] [--busy-poll] [--cpus LIST] [--mapped-doorbells]\n"
     "                     [--nqn NQN] [--serial SN] [--cntlid 1-65519] [--vendor-id HEX]\n"
     "                     [--device-id HEX] [--subsystem-vendor-id HEX] [--subsystem-id HEX]\n"
     "                     [--log trace|debug|info|warn] [--trace] [--help] [--version]\n"
@@ -318,6 +333,19 @@ options parse(int argc, char** argv)
             o.mdts = static_cast<std::uint8_t>(parse_decimal(arg, value(), 1, 5));
         } else if (arg == "--groups") {
             o.groups = static_cast<std::uint16_t>(parse_decimal(arg, value(), 1, 64));
+        } else if (arg == "--group-threads") {
+            o.group_threads = true;
+        } else if (arg == "--mapped-doorbells") {
+            o.mapped_doorbells = true;
+        } else if (arg == "--busy-poll") {
+            o.busy_poll = true;
+        } else if (arg == "--cpus") {
+            const std::string_view list = value();
+            for (std::size_t start = 0; start <= list.size();) {
+                const std::size_t comma = std::min(list.find(',', start), list.size());
+                o.cpus.push_back(parse_decimal(arg, list.substr(start, comma - start), 0, CPU_SETSIZE - 1));
+                start = comma + 1;
+            }
         } else if (arg == "--nqn") {
             o.nqn = value();
         } else if (arg == "--serial") {
@@ -370,6 +398,12 @@ options parse(int argc, char** argv)
         o.max_namespaces = o.capacity != 0
                                ? std::max<std::uint32_t>(16, static_cast<std::uint32_t>(o.namespaces.size()))
                                : static_cast<std::uint32_t>(o.namespaces.size());
+    }
+    if ((o.busy_poll || !o.cpus.empty()) && !o.group_threads) {
+        usage("--busy-poll and --cpus apply to --group-threads");
+    }
+    if (o.group_threads && o.uring) {
+        usage("--group-threads: the io_uring backend is polled by one thread; use --io psync");
     }
     if (o.max_namespaces < o.namespaces.size()) {
         usage("--max-namespaces " + std::to_string(o.max_namespaces) + " is below the " +
@@ -471,10 +505,15 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
                           .io_queues = o.queues,
                           .queue_entries = o.queue_depth,
                           .mdts = o.mdts,
-                          .poll_groups = o.groups}};
+                          .poll_groups = o.groups,
+                          .concurrent_poll_groups = o.group_threads}};
     const auto logger = vfio_user_log;
     nvmekit::transport::vfio_user::server<controller_type> server{
-        ctrl, memory, interrupts, {.socket_path = o.socket, .function = pci_function(o)}, logger};
+        ctrl,
+        memory,
+        interrupts,
+        {.socket_path = o.socket, .function = pci_function(o), .mappable_doorbells = o.mapped_doorbells},
+        logger};
     spdlog::info("serving {} on {} (BAR0 {} KiB, {} MSI-X vectors)", nqn, o.socket, ctrl.bar0_size() >> 10,
                  Traits::limits.msix_vectors);
     spdlog::info("identity: serial {}, CNTLID {}, PCI {:04x}:{:04x} subsystem {:04x}:{:04x}", serial,
@@ -483,27 +522,37 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
                  "-machine q35,memory-backend=mem -device '{{\"driver\":\"vfio-user-pci\",\"socket\":"
                  "{{\"path\":\"{}\",\"type\":\"unix\"}}}}'",
                  o.socket);
+    if constexpr (Traits::threading::concurrent_groups) {
+        // The I/O queues' groups on threads of their own; this thread keeps the vfio-user
+        // messages, the admin queue and the backends' completions.
+        ctrl.start_poll_groups({.name = "nvmekit-group", .busy_poll = o.busy_poll}, o.cpus);
+        spdlog::info("{} poll group thread(s){}", o.groups, o.busy_poll ? ", busy-polling" : "");
+    }
     auto targets = listen_tcp(o, subsystem, nqn);
     while (!stop_requested.load()) {
         // Requests in an asynchronous backend (--io uring) complete only when the controller
         // polls it: no sleeping while any is outstanding. With NVMe/TCP listeners too, no wait
         // is longer than a millisecond.
-        const int timeout = ctrl.io_outstanding() != 0                 ? 0
-                            : (server.connected() || !targets.empty()) ? 1
-                                                                       : 100;
+        // Mapped doorbells are stores that wake nothing: polled while a client is connected.
+        const int timeout = ctrl.io_outstanding() != 0 || (o.mapped_doorbells && server.connected()) ? 0
+                            : (server.connected() || !targets.empty())                               ? 1
+                                                                                                     : 100;
         server.run_once(std::chrono::milliseconds{timeout});
         if (also) {
             also();
         }
         poll_tcp(targets, std::chrono::milliseconds{0});
     }
-    spdlog::info("shutting down: {} client(s), {} messages, {} error replies", server.statistics().clients,
-                 server.statistics().messages, server.statistics().error_replies);
+    spdlog::info(
+        "shutting down: {} client(s), {} messages, {} error replies, {} doorbells from the mapped page",
+        server.statistics().clients, server.statistics().messages, server.statistics().error_replies,
+        server.statistics().mapped_doorbells);
     // Backend requests still in flight finish first (an io_uring backend's take real time).
     const auto drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
     while (ctrl.io_outstanding() != 0 && std::chrono::steady_clock::now() < drain_deadline) {
         ctrl.poll();
     }
+    ctrl.stop_poll_groups();
 }
 
 #ifdef NVMEKIT_SERVE_HAVE_RPC
@@ -625,10 +674,11 @@ int main(int argc, char** argv)
             {.nqn = nqn, .serial_number = serial, .model_number = "nvmekit vfio-user controller"},
             {.max_namespaces = o.max_namespaces, .nvm_capacity_bytes = o.capacity}};
         if (o.capacity != 0) {
-            subsystem.set_backend_factory([](std::uint64_t bytes) -> std::optional<nvmekit::any_backend> {
-                spdlog::info("namespace management: a sparse RAM backend of {} MiB", bytes >> 20);
-                return nvmekit::any_backend{nvmekit::ram_backend{bytes}};
-            });
+            subsystem.set_backend_factory(
+                [concurrent = o.group_threads](std::uint64_t bytes) -> std::optional<nvmekit::any_backend> {
+                    spdlog::info("namespace management: a sparse RAM backend of {} MiB", bytes >> 20);
+                    return nvmekit::any_backend{nvmekit::ram_backend{bytes, {.concurrent = concurrent}}};
+                });
         }
         for (const auto& ns : o.namespaces) {
             if (ns.file) {
@@ -639,12 +689,20 @@ int main(int argc, char** argv)
                              o.uring ? "io_uring" : "pread/pwrite");
             } else {
                 const auto& added =
-                    subsystem.add_namespace(nvmekit::ram_backend{ns.bytes}, {.lba_format = o.lba_format});
+                    subsystem.add_namespace(nvmekit::ram_backend{ns.bytes, {.concurrent = o.group_threads}},
+                                            {.lba_format = o.lba_format});
                 spdlog::info("namespace {}: sparse RAM, {} MiB", added.nsid(), ns.bytes >> 20);
             }
         }
         if (o.socket.empty()) {
             serve_tcp(o, subsystem, nqn, also);
+        } else if (o.group_threads) {
+            if (o.trace) {
+                serve<group_thread_traits<traced_serve_traits>>(o, subsystem, nqn, serial, controller_id,
+                                                                also);
+            } else {
+                serve<group_thread_traits<serve_traits>>(o, subsystem, nqn, serial, controller_id, also);
+            }
         } else if (o.trace) {
             serve<traced_serve_traits>(o, subsystem, nqn, serial, controller_id, also);
         } else {

@@ -8,13 +8,15 @@
 # file holds what the guest wrote, that the guest shut the controller down (CC.SHN, CSTS.SHST),
 # and that the guest kernel logged no NVMe warning.
 #
-# It runs once per configuration named in NVMEKIT_E2E_CONFIGS (default "512 4k intx pair ovmf"):
+# It runs once per configuration named in NVMEKIT_E2E_CONFIGS (default "512 4k intx groups pair ovmf"):
 #   512   a 256 MiB RAM namespace and a 64 MiB file namespace, 512-byte LBAs, 8 I/O queues offered,
 #         1 GiB of NVM capacity (--capacity): nvme create-ns, attach-ns, list-ctrl, list-ns --all,
 #         format, detach-ns, delete-ns, write-uncor, Get LBA Status and lba-status-log
 #   4k    RAM namespaces of 256 MiB and 32 MiB and a 64 MiB file namespace, 4 KiB LBAs, 1 I/O queue,
 #         the server built with its tracer (--trace --log debug: host mistakes printed, if any)
 #   intx  as 512, the guest booted with pci=nomsi: INTx through the IO-APIC, one I/O queue
+#   groups as 512, the server's I/O queues on 2 poll-group threads (--groups 2 --group-threads)
+#         and BAR0's doorbells offered as shared memory (--mapped-doorbells), which QEMU maps
 #   pair  two nvmekit-serve instances with default identities attached to one guest
 #         (tests/e2e/guest-pair.sh): both controllers and namespaces present, with the identities
 #         their servers derived; a server restarted on the same socket keeps its identity
@@ -31,7 +33,7 @@ set -euo pipefail
 
 serve=${1:?usage: run.sh NVMEKIT_SERVE_BINARY}
 here=$(cd "$(dirname "$0")" && pwd)
-configs=${NVMEKIT_E2E_CONFIGS:-512 4k intx pair ovmf}
+configs=${NVMEKIT_E2E_CONFIGS:-512 4k intx groups pair ovmf}
 # shellcheck source=tests/e2e/host-common.sh
 source "$here/host-common.sh"
 require_provisioned e2e
@@ -86,6 +88,8 @@ run_config() {
     mkdir -p "$dir/overlay/e2e"
     local args=(--vfio-user "$dir/nvme.sock" --queues "$queues" --queue-depth 1024 --log "${log_level:-info}")
     [ -n "${trace:-}" ] && args+=(--trace)
+    # shellcheck disable=SC2206 # words on purpose: options added by the configuration
+    [ -n "${serve_extra:-}" ] && args+=($serve_extra)
     local lba_format=0 max_namespaces=$# nvm_capacity=''
     [ "$lba_bytes" -eq 4096 ] && args+=(--4k) && lba_format=2
     if [ -n "${capacity_mib:-}" ]; then
@@ -174,6 +178,11 @@ EOF
     [ "$serve_status" -eq 0 ] && grep -q '\] stopped$' "$dir/serve.log" \
         && host_ok "nvmekit-serve stopped on SIGINT with status 0" \
         || host_fail "nvmekit-serve on SIGINT: expected exit status 0 and 'stopped', got status $serve_status"
+    if [[ "${serve_extra:-}" == *--mapped-doorbells* ]]; then
+        grep -Eq ', [1-9][0-9]* doorbells from the mapped page' "$dir/serve.log" \
+            && host_ok "the guest rang doorbells in the mapped page" \
+            || host_fail "no doorbell came from the mapped page (QEMU did not map it?)"
+    fi
     # The file namespace, read on the host after the server stopped: the pattern the guest wrote
     # at PATTERN_OFFSET, and nothing but zeroes right after it (the guest wrote nothing there).
     if [ -n "$file_nsid" ]; then
@@ -338,9 +347,10 @@ for config in $configs; do
         512) capacity_mib=1024 run_config 512 512 8 ram:256 file:64 ;;
         4k) trace=1 log_level=debug run_config 4k 4096 1 ram:256 ram:32 file:64 ;;
         intx) interrupts=intx kernel_args=pci=nomsi run_config intx 512 8 ram:256 file:64 ;;
+        groups) serve_extra="--groups 2 --group-threads --mapped-doorbells" run_config groups 512 8 ram:256 file:64 ;;
         pair) run_pair ;;
         ovmf) run_ovmf ;;
-        *) echo "e2e: unknown configuration $config (512, 4k, intx, pair, ovmf)"; exit 1 ;;
+        *) echo "e2e: unknown configuration $config (512, 4k, intx, groups, pair, ovmf)"; exit 1 ;;
     esac
 done
 if [ ${#failed_configs[@]} -eq 0 ]; then

@@ -230,8 +230,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             vu::decode_region_info(payload.first(sizeof(vu::region_info)), 0, vu::pci_num_regions);
         check(again.has_value() && again->index == description.index && again->size == description.size);
         const std::size_t full = vu::region_info_full_size(listed.size());
-        check(again->argsz == full && again->flags.get(vu::region_info_flags::caps) == !listed.empty());
         const bool with_caps = !listed.empty() && info->argsz >= full;
+        check(again->argsz == full && again->flags.get(vu::region_info_flags::caps) == with_caps);
         check(payload.size() == (with_caps ? full : sizeof(vu::region_info)));
         check(again->cap_offset == (with_caps ? sizeof(vu::region_info) : 0U));
         if (with_caps) {

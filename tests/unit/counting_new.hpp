@@ -4,14 +4,15 @@
 /// The replacements are definitions, so a test executable includes this header from one
 /// translation unit only (each tests/unit/*_test.cpp is one executable).
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
 
 namespace nvmekit_test {
 
-/// Calls of the replaced global operator new below.
-inline std::size_t allocation_count = 0;
+/// Calls of the replaced global operator new below, from every thread.
+inline std::atomic<std::size_t> allocation_count{0};
 
 } // namespace nvmekit_test
 
@@ -23,7 +24,7 @@ inline std::size_t allocation_count = 0;
 
 void* operator new(std::size_t size)
 {
-    ++nvmekit_test::allocation_count;
+    nvmekit_test::allocation_count.fetch_add(1, std::memory_order_relaxed);
     if (void* memory = std::malloc(size == 0 ? 1 : size)) {
         return memory;
     }

@@ -183,7 +183,7 @@ TEST(due_queue, matches_a_linear_scan_over_random_pushes_and_polls)
 TEST(due_queue, nothing_allocates_after_construction)
 {
     queue_type queue{16};
-    const std::size_t before = allocation_count;
+    const std::size_t before = allocation_count.load();
     for (int round = 0; round < 100; ++round) {
         for (int n = 0; n < 20; ++n) {
             static_cast<void>(queue.push(n, std::chrono::nanoseconds{(n * 7) % 5}));
@@ -197,7 +197,7 @@ TEST(due_queue, nothing_allocates_after_construction)
         complete_due(
             mutex, queue, 5ns, [](int entry) { return entry; }, [](int) {});
     }
-    EXPECT_EQ(allocation_count, before);
+    EXPECT_EQ(allocation_count.load(), before);
 }
 
 TEST(due_queue, complete_due_finishes_without_the_mutex_and_leaves_what_it_finishes_push)

@@ -202,7 +202,7 @@ TEST(request_pool, acquire_and_release_do_not_allocate)
     pool_type pool{64};
     std::vector<request*> taken;
     taken.reserve(64);
-    const std::size_t before = allocation_count;
+    const std::size_t before = allocation_count.load();
 
     for (int round = 0; round < 10; ++round) {
         while (request* r = pool.acquire()) {
@@ -216,7 +216,7 @@ TEST(request_pool, acquire_and_release_do_not_allocate)
         taken.clear();
     }
 
-    EXPECT_EQ(allocation_count, before);
+    EXPECT_EQ(allocation_count.load(), before);
     EXPECT_TRUE(pool.all_free());
 }
 

@@ -168,7 +168,16 @@ public:
     /// bytes(), it is not synchronized.
     std::span<std::byte> add_range(std::uint64_t base, std::size_t size)
     {
-        return guarded([&] { return unsynchronized_add_range(base, size); });
+        return guarded([&] { return unsynchronized_add_range(base, size, nullptr); });
+    }
+
+    /// Adds a range at host address `base` made of `storage`, which the caller owns and keeps
+    /// alive for the life of the object (memory shared with another process or a device, such
+    /// as a memfd mapping a vfio-user client gives its server). Its bytes are used as they are,
+    /// not zeroed; a copy of the object copies them into storage of its own. Throws as add_range.
+    std::span<std::byte> add_range(std::uint64_t base, std::span<std::byte> storage)
+    {
+        return guarded([&] { return unsynchronized_add_range(base, storage.size(), storage.data()); });
     }
 
     /// Copies host memory at `address` into `destination`: dma_out_of_range when the access wraps
@@ -368,7 +377,7 @@ private:
         }
     }
 
-    std::span<std::byte> unsynchronized_add_range(std::uint64_t base, std::size_t size)
+    std::span<std::byte> unsynchronized_add_range(std::uint64_t base, std::size_t size, std::byte* adopted)
     {
         if (size == 0) {
             throw std::invalid_argument("flat_memory: a range cannot be empty");
@@ -389,8 +398,8 @@ private:
                                         " overlaps the range at " +
                                         detail::hex_address(std::prev(next)->first));
         }
-        auto& added = ranges_.emplace_hint(next, base, range{last, page_aligned_bytes(size), {}})->second;
-        return added.storage;
+        auto& added = ranges_.emplace_hint(next, base, range{last, adopted, size})->second;
+        return {added.bytes, size};
     }
 
     std::optional<std::uint64_t> unsynchronized_allocate(std::size_t size, std::size_t alignment)
@@ -427,8 +436,30 @@ private:
     using page_aligned_bytes = std::vector<std::byte, detail::page_aligned_allocator<std::byte>>;
 
     struct range {
-        std::uint64_t last{};                                 ///< inclusive, so a range may end at 2^64 - 1
-        page_aligned_bytes storage;                           ///< the range's bytes, zero-filled
+        /// Zero-filled storage of its own, or the caller's `adopted` bytes.
+        range(std::uint64_t last_byte, std::byte* adopted, std::size_t length)
+            : last{last_byte}
+            , size{length}
+            , storage(adopted == nullptr ? length : 0)
+            , bytes{adopted == nullptr ? storage.data() : adopted}
+        {}
+        /// Copies the bytes into storage of its own, adopted or not.
+        range(const range& other)
+            : last{other.last}
+            , size{other.size}
+            , storage(other.bytes, other.bytes + other.size)
+            , bytes{storage.data()}
+            , allocations{other.allocations}
+        {}
+        range(range&& other) noexcept = default; // a moved vector keeps its buffer
+        range& operator=(const range&) = delete;
+        range& operator=(range&&) = delete;
+        ~range() = default;
+
+        std::uint64_t last{}; ///< inclusive, so a range may end at 2^64 - 1
+        std::size_t size{};
+        page_aligned_bytes storage;                           ///< the range's own bytes (empty when adopted)
+        std::byte* bytes = nullptr;                           ///< the range's bytes: storage's or adopted
         std::map<std::uint64_t, std::uint64_t> allocations{}; ///< live allocations: address -> size
     };
 
@@ -456,9 +487,9 @@ private:
         if (hit.memory != nullptr && address >= hit.base && last <= hit.memory->last) {
             const auto& memory = *hit.memory; // const for a const lookup
             if constexpr (std::is_const_v<Self>) {
-                return Result{std::as_const(memory).storage.data() + (address - hit.base), {}};
+                return Result{static_cast<const std::byte*>(memory.bytes) + (address - hit.base), {}};
             } else {
-                return Result{hit.memory->storage.data() + (address - hit.base), {}};
+                return Result{hit.memory->bytes + (address - hit.base), {}};
             }
         }
         const auto next = self.ranges_.upper_bound(address);
@@ -470,7 +501,7 @@ private:
             // The cache serves const and non-const lookups alike; a const lookup only reads through it.
             self.last_hit_ = cached_range{base, const_cast<range*>(&memory)};
         }
-        return Result{memory.storage.data() + (address - base), {}};
+        return Result{memory.bytes + (address - base), {}};
     }
 
     /// The lowest `alignment`-aligned address in [first, last] with room for `size` bytes.

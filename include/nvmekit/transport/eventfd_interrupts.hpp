@@ -6,13 +6,24 @@
 /// is unmasked while the level is high) 1 is written and the line masks itself until the client
 /// unmasks it, after the guest's end of interrupt. Owns the file descriptors it is given.
 ///
+/// Threading: raise_msix may be called from any number of threads at once (a controller's poll
+/// groups on threads of their own), concurrently with assign and clear from one other thread
+/// (the vfio-user server's, on SET_IRQS). A raise reads the vector's descriptor with one atomic
+/// load inside a count of raises in progress; assign and clear swap the descriptor out and wait
+/// for that count to reach zero before closing the old one, so a raise never writes to a
+/// descriptor that was closed (and perhaps reused). The INTx pin's operations hold a mutex of
+/// their own (INTx is not the path of a multi-queue controller).
+///
 ///     nvmekit::transport::eventfd_interrupts interrupts{65};
 ///     interrupts.assign(1, fd);              // vector 1 now notifies `fd`
 ///     interrupts.assign_intx(intx_fd);       // the INTx pin notifies `intx_fd`
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
-#include <vector>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 #include <unistd.h>
 
@@ -24,38 +35,38 @@ namespace transport {
 
 class eventfd_interrupts {
 public:
-    explicit eventfd_interrupts(std::uint16_t vectors) : fds_(vectors, -1) {}
+    explicit eventfd_interrupts(std::uint16_t vectors)
+        : fds_{std::make_unique<std::atomic<int>[]>(vectors)}, vectors_{vectors}
+    {
+        for (std::uint16_t vector = 0; vector < vectors_; ++vector) {
+            fds_[vector].store(-1, std::memory_order_relaxed);
+        }
+    }
     eventfd_interrupts(const eventfd_interrupts&) = delete;
     eventfd_interrupts& operator=(const eventfd_interrupts&) = delete;
     ~eventfd_interrupts() { clear(); }
 
-    [[nodiscard]] std::uint16_t vectors() const noexcept { return static_cast<std::uint16_t>(fds_.size()); }
+    [[nodiscard]] std::uint16_t vectors() const noexcept { return vectors_; }
 
     /// Vector `vector` notifies `fd` from now on (-1: no notification); a previous eventfd of the
-    /// vector is closed. False, closing `fd`, when the vector does not exist.
+    /// vector is closed once no raise uses it. False, closing `fd`, when the vector does not exist.
     bool assign(std::uint16_t vector, int fd) noexcept
     {
-        if (vector >= fds_.size()) {
+        if (vector >= vectors_) {
             if (fd >= 0) {
                 ::close(fd);
             }
             return false;
         }
-        if (fds_[vector] >= 0) {
-            ::close(fds_[vector]);
-        }
-        fds_[vector] = fd;
+        retire(fds_[vector].exchange(fd, std::memory_order_seq_cst));
         return true;
     }
 
     /// Closes every eventfd (the client went away, or asked to tear the interrupts down).
     void clear() noexcept
     {
-        for (int& fd : fds_) {
-            if (fd >= 0) {
-                ::close(fd);
-                fd = -1;
-            }
+        for (std::uint16_t vector = 0; vector < vectors_; ++vector) {
+            retire(fds_[vector].exchange(-1, std::memory_order_seq_cst));
         }
         assign_intx(-1);
     }
@@ -64,6 +75,7 @@ public:
     /// eventfd is closed. A pin already asserted is signalled at once.
     void assign_intx(int fd) noexcept
     {
+        const std::lock_guard lock{intx_mutex_};
         if (intx_fd_ >= 0) {
             ::close(intx_fd_);
         }
@@ -76,6 +88,7 @@ public:
     /// enabled holds entries and MSI-X is off).
     void set_intx(bool level) noexcept
     {
+        const std::lock_guard lock{intx_mutex_};
         intx_level_ = level;
         deliver_intx();
     }
@@ -84,6 +97,7 @@ public:
     /// still asserted signals it again.
     void mask_intx(bool masked) noexcept
     {
+        const std::lock_guard lock{intx_mutex_};
         intx_masked_ = masked;
         deliver_intx();
     }
@@ -91,35 +105,58 @@ public:
     /// PCI Command.Interrupt Disable (bit 10): while set the function does not assert INTx.
     void set_intx_disabled(bool disabled) noexcept
     {
+        const std::lock_guard lock{intx_mutex_};
         intx_disabled_ = disabled;
         deliver_intx();
     }
 
-    [[nodiscard]] int intx_fd() const noexcept { return intx_fd_; }
+    [[nodiscard]] int intx_fd() const noexcept
+    {
+        const std::lock_guard lock{intx_mutex_};
+        return intx_fd_;
+    }
     /// The pin's level as the controller drives it (PCI Status.Interrupt Status reports it,
     /// whatever Interrupt Disable says).
-    [[nodiscard]] bool intx_level() const noexcept { return intx_level_; }
-    [[nodiscard]] bool intx_masked() const noexcept { return intx_masked_; }
-    [[nodiscard]] std::uint64_t intx_signals() const noexcept { return intx_signals_; }
+    [[nodiscard]] bool intx_level() const noexcept
+    {
+        const std::lock_guard lock{intx_mutex_};
+        return intx_level_;
+    }
+    [[nodiscard]] bool intx_masked() const noexcept
+    {
+        const std::lock_guard lock{intx_mutex_};
+        return intx_masked_;
+    }
+    [[nodiscard]] std::uint64_t intx_signals() const noexcept
+    {
+        const std::lock_guard lock{intx_mutex_};
+        return intx_signals_;
+    }
 
     [[nodiscard]] int fd(std::uint16_t vector) const noexcept
     {
-        return vector < fds_.size() ? fds_[vector] : -1;
+        return vector < vectors_ ? fds_[vector].load(std::memory_order_acquire) : -1;
     }
-    [[nodiscard]] std::uint64_t raised() const noexcept { return raised_; }
-    [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_; }
+    [[nodiscard]] std::uint64_t raised() const noexcept { return raised_.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
     /// InterruptProvider: notifies the vector's eventfd. The MSI-X message is the guest's own
     /// (the client delivers it), so only the vector matters here.
     void raise_msix(std::uint16_t vector, msix_message /*message*/) noexcept
     {
-        const int target = fd(vector);
-        if (target < 0) {
-            ++dropped_;
+        if (vector >= vectors_) {
+            dropped_.fetch_add(1, std::memory_order_relaxed);
             return;
         }
-        signal(target);
-        ++raised_;
+        // seq_cst with retire(): either assign's exchange comes first and this loads the new
+        // descriptor, or this raise is counted before retire() looks and the old one stays open.
+        raising_.fetch_add(1, std::memory_order_seq_cst);
+        const int target = fds_[vector].load(std::memory_order_seq_cst);
+        if (target >= 0) {
+            signal(target);
+        }
+        raising_.fetch_sub(1, std::memory_order_release);
+        (target >= 0 ? raised_ : dropped_).fetch_add(1, std::memory_order_relaxed);
     }
 
 private:
@@ -133,6 +170,19 @@ private:
         // EAGAIN means the counter is saturated: the client has an interrupt pending anyway.
     }
 
+    /// Closes a descriptor swapped out of the table once no raise can still be using it.
+    void retire(int fd) noexcept
+    {
+        if (fd < 0) {
+            return;
+        }
+        while (raising_.load(std::memory_order_seq_cst) != 0) {
+            std::this_thread::yield();
+        }
+        ::close(fd);
+    }
+
+    /// With intx_mutex_ held.
     void deliver_intx() noexcept
     {
         if (intx_level_ && !intx_disabled_ && !intx_masked_ && intx_fd_ >= 0) {
@@ -142,9 +192,12 @@ private:
         }
     }
 
-    std::vector<int> fds_;
-    std::uint64_t raised_ = 0;
-    std::uint64_t dropped_ = 0;
+    std::unique_ptr<std::atomic<int>[]> fds_;
+    std::uint16_t vectors_;
+    std::atomic<std::uint32_t> raising_{0}; ///< raise_msix calls between their load and their write
+    std::atomic<std::uint64_t> raised_{0};
+    std::atomic<std::uint64_t> dropped_{0};
+    mutable std::mutex intx_mutex_;
     int intx_fd_ = -1;
     bool intx_level_ = false;
     bool intx_masked_ = false;

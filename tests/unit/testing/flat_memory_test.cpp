@@ -2,6 +2,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <span>
@@ -50,6 +51,29 @@ TEST(flat_memory, add_range_returns_zero_filled_memory_of_the_requested_size)
     EXPECT_TRUE(std::all_of(range.begin(), range.end(), [](std::byte b) { return b == std::byte{0}; }));
     range[3] = std::byte{0x5a};
     EXPECT_EQ(memory.load<std::uint8_t>(0x1003), 0x5aU);
+}
+
+TEST(flat_memory, a_range_of_the_callers_storage_is_used_in_place_and_copied_by_a_copy)
+{
+    // Memory shared with a device (a memfd a vfio-user client maps): the range is those bytes.
+    std::vector<std::byte> storage(8192, std::byte{0x5a});
+    flat_memory memory;
+    const auto range = memory.add_range(0x4000, std::span{storage});
+    EXPECT_EQ(range.data(), storage.data());
+    EXPECT_EQ(memory.load<std::uint8_t>(0x4000), 0x5aU); // not zeroed
+    memory.store<std::uint32_t>(0x4010, 0x01020304U);
+    std::uint32_t stored = 0;
+    std::memcpy(&stored, storage.data() + 0x10, sizeof stored);
+    EXPECT_EQ(stored, 0x01020304U);
+    const auto allocated = memory.allocate(4096);
+    ASSERT_TRUE(allocated.has_value());
+    EXPECT_EQ(*allocated, 0x4000U);
+    // A copy owns its bytes: the caller's storage no longer changes with it.
+    flat_memory copy{memory};
+    copy.store<std::uint32_t>(0x4010, 0xaabbccddU);
+    EXPECT_EQ(memory.load<std::uint32_t>(0x4010), 0x01020304U);
+    EXPECT_EQ(copy.load<std::uint8_t>(0x5fff), 0x5aU);
+    EXPECT_THROW(memory.add_range(0x5000, std::span{storage}), std::invalid_argument);
 }
 
 TEST(flat_memory, add_range_rejects_empty_wrapping_and_overlapping_ranges)

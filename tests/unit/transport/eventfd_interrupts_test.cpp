@@ -1,6 +1,9 @@
 #include <nvmekit/transport/eventfd_interrupts.hpp>
 
+#include <atomic>
 #include <cstdint>
+#include <thread>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/eventfd.h>
@@ -103,6 +106,42 @@ TEST(eventfd_interrupts, intx_is_signalled_as_a_level_that_masks_itself_until_un
     interrupts.clear(); // closes the INTx eventfd
     EXPECT_EQ(::fcntl(fd, F_GETFD), -1);
     EXPECT_EQ(interrupts.intx_fd(), -1);
+    ::close(watcher);
+}
+
+TEST(eventfd_interrupts, raises_from_several_threads_while_the_vectors_are_reassigned)
+{
+    // Poll groups raise from threads of their own while the vfio-user server's thread hands the
+    // vectors new eventfds (SET_IRQS): every raise lands on an eventfd that is still open, and
+    // each is counted once.
+    eventfd_interrupts interrupts{2};
+    const int first = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    const int watcher = ::dup(first);
+    ASSERT_TRUE(interrupts.assign(0, first));
+    constexpr int raises_per_thread = 20000;
+    std::atomic<bool> go{false};
+    std::vector<std::thread> groups;
+    for (int group = 0; group < 2; ++group) {
+        groups.emplace_back([&, group] {
+            while (!go.load()) {
+                std::this_thread::yield();
+            }
+            for (int i = 0; i < raises_per_thread; ++i) {
+                interrupts.raise_msix(static_cast<std::uint16_t>(group), {});
+            }
+        });
+    }
+    go = true;
+    for (int i = 0; i < 200; ++i) {
+        interrupts.assign(1, ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+        interrupts.assign(1, -1);
+    }
+    for (auto& group : groups) {
+        group.join();
+    }
+    EXPECT_EQ(interrupts.raised() + interrupts.dropped(), 2U * raises_per_thread);
+    EXPECT_EQ(drain(watcher), static_cast<std::uint64_t>(raises_per_thread)); // vector 0 kept its eventfd
+    interrupts.clear();
     ::close(watcher);
 }
 

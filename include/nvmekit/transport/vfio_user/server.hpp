@@ -12,6 +12,14 @@
 ///     nvmekit::transport::vfio_user::server server{ctrl, memory, interrupts, {.socket_path =
 ///     "/tmp/nvme.sock"}}; while (!stop) server.run_once(std::chrono::milliseconds{1});
 ///
+/// With `mappable_doorbells`, BAR0's doorbells are offered as a sparse-mmap area (REGION_INFO,
+/// with the descriptor of a memfd that backs them): a client that maps it writes a doorbell with a
+/// store, and run_once() hands every doorbell whose value changed to the controller, as if it had
+/// come by REGION_WRITE; a client that does not map it keeps sending messages. Nothing wakes the
+/// server for a store: an embedder that offers the mapping polls without waiting (run_once with
+/// a zero timeout). The page is cleared when the host writes CC, on a reset and when the client
+/// goes, as the doorbell registers are.
+///
 /// The controller's DMA provider must be `memory` and its interrupt provider `interrupts`. Nothing
 /// a client sends ends the server: malformed messages get an error reply, a stream that cannot
 /// be trusted is closed, and the server waits for the next client.
@@ -28,6 +36,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -48,6 +58,7 @@
 
 #include <nvmekit/config.hpp>
 #include <nvmekit/pci/config_space.hpp>
+#include <nvmekit/spec/registers.hpp>
 #include <nvmekit/transport/eventfd_interrupts.hpp>
 #include <nvmekit/transport/mapped_memory.hpp>
 #include <nvmekit/transport/vfio_user/protocol.hpp>
@@ -64,6 +75,8 @@ struct server_options {
     /// How long a DMA_READ/DMA_WRITE waits for the client's reply before the access fails (a
     /// reply that comes later is dropped).
     std::chrono::milliseconds dma_reply_timeout{5000};
+    /// Offer the doorbells as a sparse-mmap area of BAR0 backed by shared memory.
+    bool mappable_doorbells = false;
 };
 
 /// What happened, for the embedder's log (level, text).
@@ -84,6 +97,7 @@ struct server_statistics {
     std::uint64_t deferred_messages = 0;  ///< client commands that arrived while a reply was awaited
     std::uint64_t stale_replies = 0;      ///< replies to no request awaited (late, or never asked)
     std::uint64_t undecoded_accesses = 0; ///< BAR0 accesses while Memory Space Enable was clear
+    std::uint64_t mapped_doorbells = 0;   ///< doorbell values taken from the mapped doorbell page
 };
 
 template <typename Controller>
@@ -110,12 +124,18 @@ public:
         irq_counts_[static_cast<std::size_t>(irq_index::msix)] = interrupts_.vectors();
         controller_.set_bus_master(config_.bus_master()); // clear until the host sets it
         memory_.set_fallback(&message_dma_);
+        if (options_.mappable_doorbells) {
+            create_doorbell_page();
+        }
     }
     server(const server&) = delete;
     server& operator=(const server&) = delete;
     ~server()
     {
         disconnect();
+        if (doorbell_page_ != nullptr) {
+            ::munmap(doorbell_page_, doorbell_area_bytes_);
+        }
         memory_.set_fallback(nullptr);
         ::unlink(options_.socket_path.c_str());
     }
@@ -147,6 +167,9 @@ public:
                 ++handled;
                 waiting.revents = 0;
             } while (still_connected() && (!deferred_.empty() || ::poll(&waiting, 1, 0) > 0));
+        }
+        if (doorbell_page_ != nullptr && connected()) {
+            take_mapped_doorbells();
         }
         controller_.poll();
         static_cast<void>(still_connected());
@@ -196,6 +219,7 @@ private:
         controller_.set_bus_master(config_.bus_master());
         interrupts_.clear();
         interrupts_.set_intx_disabled(false);
+        clear_doorbell_page();
         unmap_all();
         log(server_log_level::info, "vfio-user client disconnected; waiting for the next one");
     }
@@ -282,6 +306,14 @@ private:
             if (info.size != 0) {
                 info.flags.set(region_info_flags::read, true).set(region_info_flags::write, true);
             }
+            if (doorbell_page_ != nullptr &&
+                request->index == static_cast<std::uint32_t>(region_index::bar0)) {
+                // The doorbells, mappable at their place in BAR0 (the file's offset is the BAR's).
+                info.flags.set(region_info_flags::mmap, true);
+                const std::array areas{sparse_mmap_area{spec::doorbell_base_offset, doorbell_area_bytes_}};
+                const std::array fds{doorbell_file_.get()};
+                return send(encode_region_info_reply(header, request->argsz, info, areas, reply_), fds);
+            }
             return send(encode_region_info_reply(header, request->argsz, info, {}, reply_));
         }
         case command::device_get_irq_info: {
@@ -312,6 +344,7 @@ private:
                 return reply_error(error);
             }
             controller_.function_level_reset();
+            clear_doorbell_page();
             controller_.set_msix_control(false, false);
             config_.reset(pci::reset_kind::function_level_reset);
             controller_.set_bar0_address(config_.bar0_address());
@@ -323,12 +356,12 @@ private:
         }
     }
 
-    bool send(std::size_t bytes)
+    bool send(std::size_t bytes, std::span<const int> fds = {})
     {
         if (message_.header.flags.get(message_flags::no_reply)) {
             return true;
         }
-        if (!send_message(client_.get(), std::span{reply_}.first(bytes))) {
+        if (!send_message(client_.get(), std::span{reply_}.first(bytes), fds)) {
             disconnect();
             return false;
         }
@@ -578,6 +611,9 @@ private:
             }
             controller_.mmio_write(at, width, value);
             if (at == cc_offset && width >= 4) {
+                // The doorbells restart from 0 on enable and reset; stale values in the mapped
+                // page would read as changes (or hide them).
+                clear_doorbell_page();
                 log_cc(static_cast<std::uint32_t>(value));
             }
             return;
@@ -586,6 +622,7 @@ private:
             config_.write(static_cast<std::uint32_t>(at), width, static_cast<std::uint32_t>(value));
         if (event.flr_requested) {
             log(server_log_level::info, "vfio-user: Function Level Reset");
+            clear_doorbell_page();
         }
         pci::apply_config_event(event, config_, controller_, interrupts_);
     }
@@ -617,6 +654,61 @@ private:
         void* base;
         bool writable;
     };
+
+    // ---- doorbells in shared memory -----------------------------------------------------------
+
+    /// The memfd behind BAR0's doorbells: as large as BAR0 up to the end of the doorbells, so
+    /// that a client maps it at the offset of the doorbells in the BAR; this side maps the
+    /// doorbells only.
+    void create_doorbell_page()
+    {
+        const auto cap = controller_.mmio_read(0, 8);
+        doorbell_stride_ = 4U << ((cap >> 32) & 0xfU); // CAP.DSTRD: bits 35:32
+        doorbell_area_bytes_ = controller_.msix_table_offset() - spec::doorbell_base_offset;
+        doorbell_slots_ = static_cast<std::size_t>(doorbell_area_bytes_ / doorbell_stride_);
+        doorbell_file_.reset(::memfd_create("nvmekit-doorbells", MFD_CLOEXEC));
+        if (!doorbell_file_.valid() ||
+            ::ftruncate(doorbell_file_.get(),
+                        static_cast<off_t>(spec::doorbell_base_offset + doorbell_area_bytes_)) != 0) {
+            throw std::system_error{errno, std::generic_category(), "vfio-user: the doorbell memfd"};
+        }
+        void* page = ::mmap(nullptr, doorbell_area_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED,
+                            doorbell_file_.get(), static_cast<off_t>(spec::doorbell_base_offset));
+        if (page == MAP_FAILED) {
+            throw std::system_error{errno, std::generic_category(), "vfio-user: mapping the doorbells"};
+        }
+        doorbell_page_ = static_cast<std::byte*>(page);
+        doorbell_seen_.assign(doorbell_slots_, 0);
+    }
+
+    [[nodiscard]] std::atomic_ref<std::uint32_t> doorbell_slot(std::size_t slot) const noexcept
+    {
+        return std::atomic_ref{*reinterpret_cast<std::uint32_t*>(doorbell_page_ + slot * doorbell_stride_)};
+    }
+
+    /// Hands the controller every mapped doorbell whose value changed since the last look.
+    void take_mapped_doorbells()
+    {
+        if (!config_.memory_enabled()) {
+            return;
+        }
+        for (std::size_t slot = 0; slot < doorbell_slots_; ++slot) {
+            const std::uint32_t value = doorbell_slot(slot).load(std::memory_order_acquire);
+            if (value != doorbell_seen_[slot]) {
+                doorbell_seen_[slot] = value;
+                ++statistics_.mapped_doorbells;
+                controller_.mmio_write(spec::doorbell_base_offset + slot * doorbell_stride_, 4, value);
+            }
+        }
+    }
+
+    void clear_doorbell_page() noexcept
+    {
+        for (std::size_t slot = 0; slot < doorbell_slots_; ++slot) {
+            doorbell_slot(slot).store(0, std::memory_order_relaxed);
+            doorbell_seen_[slot] = 0;
+        }
+    }
 
     // ---- DMA by messages ------------------------------------------------------------------------
 
@@ -846,6 +938,12 @@ private:
     std::vector<std::byte> dma_request_;
     received_message incoming_;             ///< what arrived while a DMA reply was awaited
     std::deque<received_message> deferred_; ///< commands that arrived then, oldest first
+    unique_fd doorbell_file_;               ///< mappable_doorbells: the memfd behind them
+    std::byte* doorbell_page_ = nullptr;    ///< this side's mapping of the doorbells
+    std::uint64_t doorbell_area_bytes_ = 0;
+    std::uint64_t doorbell_stride_ = 4;
+    std::size_t doorbell_slots_ = 0;
+    std::vector<std::uint32_t> doorbell_seen_; ///< each mapped doorbell's value last handed over
 };
 
 } // namespace transport::vfio_user

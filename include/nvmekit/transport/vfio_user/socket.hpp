@@ -215,5 +215,38 @@ inline bool send_message(int fd, std::span<const std::byte> bytes)
     return true;
 }
 
+/// Sends all of `bytes` with `fds` as SCM_RIGHTS data (on the first byte); false when the
+/// connection failed.
+inline bool send_message(int fd, std::span<const std::byte> bytes, std::span<const int> fds)
+{
+    if (fds.empty()) {
+        return send_message(fd, bytes);
+    }
+    constexpr std::size_t max_fds = 253; // SCM_MAX_FD
+    if (fds.size() > max_fds || bytes.empty()) {
+        return false;
+    }
+    alignas(cmsghdr) std::array<std::byte, CMSG_SPACE(sizeof(int) * max_fds)> control{};
+    iovec io{const_cast<std::byte*>(bytes.data()), bytes.size()};
+    msghdr message{};
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control.data();
+    message.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* rights = CMSG_FIRSTHDR(&message);
+    rights->cmsg_level = SOL_SOCKET;
+    rights->cmsg_type = SCM_RIGHTS;
+    rights->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(rights), fds.data(), sizeof(int) * fds.size());
+    ssize_t sent = 0;
+    do {
+        sent = ::sendmsg(fd, &message, MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    if (sent <= 0) {
+        return false;
+    }
+    return send_message(fd, bytes.subspan(static_cast<std::size_t>(sent)));
+}
+
 } // namespace transport::vfio_user
 NVMEKIT_END_NAMESPACE

@@ -32,6 +32,7 @@
 #include <nvmekit/spec/identify.hpp>
 #include <nvmekit/spec/queue_entries.hpp>
 #include <nvmekit/spec/registers.hpp>
+#include <nvmekit/testing/vfio_user_client.hpp>
 
 namespace {
 
@@ -121,147 +122,21 @@ int connect_to(const std::string& path)
     return fd;
 }
 
-/// A minimal vfio-user client: the messages QEMU sends, over a real socket.
-class client {
+/// The testing client, checking that the server accepts every region access.
+class client : public nvmekit::testing::vfio_user_client {
 public:
-    explicit client(const std::string& path) : fd_{connect_to(path)} {}
-    ~client()
-    {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-    }
-    void close()
-    {
-        ::close(fd_);
-        fd_ = -1;
-    }
-    [[nodiscard]] int fd() const noexcept { return fd_; }
-
-    /// Sends a command and returns the reply (header + payload).
-    std::vector<std::byte> call(vu::command code, std::span<const std::byte> payload,
-                                std::span<const int> fds = {})
-    {
-        send_raw(message(code, payload), fds);
-        return receive();
-    }
-    template <typename T>
-    std::vector<std::byte> call(vu::command code, const T& payload, std::span<const int> fds = {})
-    {
-        return call(code, std::as_bytes(std::span{&payload, 1}), fds);
-    }
-
-    /// The bytes of a command message, for send_raw (several can go in one write, as a client
-    /// that posts its writes sends them).
-    std::vector<std::byte> message(vu::command code, std::span<const std::byte> payload)
-    {
-        std::vector<std::byte> bytes(vu::header_size + payload.size());
-        vu::message_header header{};
-        header.message_id = ++id_;
-        header.command_code = code;
-        header.message_size = static_cast<std::uint32_t>(bytes.size());
-        header.flags = vu::message_flags{}.with(vu::message_flags::type, vu::message_type::command);
-        std::memcpy(bytes.data(), &header, sizeof header);
-        if (!payload.empty()) {
-            std::memcpy(bytes.data() + vu::header_size, payload.data(), payload.size());
-        }
-        return bytes;
-    }
-    /// The payload of a REGION_WRITE of `count` bytes of `value`.
-    static std::vector<std::byte> region_write_payload(vu::region_index region, std::uint64_t offset,
-                                                       std::uint32_t count, std::uint64_t value)
-    {
-        std::vector<std::byte> payload(sizeof(vu::region_access) + count);
-        const vu::region_access access{offset, static_cast<std::uint32_t>(region), count};
-        std::memcpy(payload.data(), &access, sizeof access);
-        std::memcpy(payload.data() + sizeof access, &value, count);
-        return payload;
-    }
-
-    void send_raw(std::span<const std::byte> bytes, std::span<const int> fds = {})
-    {
-        iovec io{const_cast<std::byte*>(bytes.data()), bytes.size()};
-        std::vector<std::byte> control(CMSG_SPACE(sizeof(int) * std::max<std::size_t>(fds.size(), 1)));
-        msghdr message{};
-        message.msg_iov = &io;
-        message.msg_iovlen = 1;
-        if (!fds.empty()) {
-            message.msg_control = control.data();
-            message.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-            cmsghdr* header = CMSG_FIRSTHDR(&message);
-            header->cmsg_level = SOL_SOCKET;
-            header->cmsg_type = SCM_RIGHTS;
-            header->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-            std::memcpy(CMSG_DATA(header), fds.data(), sizeof(int) * fds.size());
-        }
-        ASSERT_EQ(::sendmsg(fd_, &message, MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
-    }
-
-    /// The next reply; empty when the server closed the connection.
-    std::vector<std::byte> receive()
-    {
-        std::vector<std::byte> bytes(vu::header_size);
-        if (!read_all(bytes)) {
-            return {};
-        }
-        vu::message_header header{};
-        std::memcpy(&header, bytes.data(), sizeof header);
-        bytes.resize(header.message_size);
-        if (header.message_size > vu::header_size && !read_all(std::span{bytes}.subspan(vu::header_size))) {
-            return {};
-        }
-        return bytes;
-    }
-
-    // ---- region accesses ----------------------------------------------------------------------
+    explicit client(const std::string& path) : vfio_user_client{path, {.patience = patience}} {}
 
     std::uint64_t read_region(vu::region_index region, std::uint64_t offset, std::uint32_t count)
     {
-        const vu::region_access access{offset, static_cast<std::uint32_t>(region), count};
-        const auto reply = call(vu::command::region_read, access);
-        EXPECT_EQ(error_of(reply), 0U);
-        std::uint64_t value = 0;
-        if (reply.size() >= vu::header_size + sizeof access + count) {
-            std::memcpy(&value, reply.data() + vu::header_size + sizeof access, count);
-        }
-        return value;
+        const auto value = region_read(region, offset, count);
+        EXPECT_TRUE(value.has_value()) << "REGION_READ refused";
+        return value.value_or(0);
     }
     void write_region(vu::region_index region, std::uint64_t offset, std::uint32_t count, std::uint64_t value)
     {
-        const auto payload = region_write_payload(region, offset, count, value);
-        EXPECT_EQ(error_of(call(vu::command::region_write, std::span<const std::byte>{payload})), 0U);
+        EXPECT_TRUE(region_write(region, offset, count, value)) << "REGION_WRITE refused";
     }
-
-    static std::uint32_t error_of(std::span<const std::byte> reply)
-    {
-        if (reply.size() < vu::header_size) {
-            return ~0U;
-        }
-        vu::message_header header{};
-        std::memcpy(&header, reply.data(), sizeof header);
-        return header.flags.get(vu::message_flags::error) ? header.error_number : 0U;
-    }
-
-private:
-    bool read_all(std::span<std::byte> out)
-    {
-        std::size_t done = 0;
-        while (done < out.size()) {
-            pollfd wait{fd_, POLLIN, 0};
-            if (::poll(&wait, 1, static_cast<int>(patience.count())) <= 0) {
-                return false;
-            }
-            const ssize_t got = ::read(fd_, out.data() + done, out.size() - done);
-            if (got <= 0) {
-                return false;
-            }
-            done += static_cast<std::size_t>(got);
-        }
-        return true;
-    }
-
-    int fd_ = -1;
-    std::uint16_t id_ = 0;
 };
 
 /// Guest RAM shared with the server through a memfd, as QEMU's memory-backend-memfd does it.
@@ -298,31 +173,12 @@ std::string socket_path(const char* name)
     return "/tmp/nvmekit-" + std::to_string(::getpid()) + "-" + name + ".sock";
 }
 
-std::vector<std::byte> version_request()
-{
-    const char json[] =
-        R"({"capabilities":{"max_msg_fds":16,"max_data_xfer_size":1048576,"pgsizes":4096,"max_dma_maps":65535}})";
-    std::vector<std::byte> payload(4 + sizeof json);
-    const std::uint16_t major = 0;
-    const std::uint16_t minor = 0;
-    std::memcpy(payload.data(), &major, 2);
-    std::memcpy(payload.data() + 2, &minor, 2);
-    std::memcpy(payload.data() + 4, json, sizeof json);
-    return payload;
-}
+std::vector<std::byte> version_request() { return nvmekit::testing::vfio_user_client::version_payload(); }
 
 /// Negotiates and maps the guest memory; false when the server refused either.
 bool connect_and_map_memory(client& c, guest_memory& guest)
 {
-    const auto version = c.call(vu::command::version, std::span<const std::byte>{version_request()});
-    vu::dma_map map{};
-    map.argsz = sizeof map;
-    map.flags = vu::dma_map_flags{}.with(vu::dma_map_flags::read, true).with(vu::dma_map_flags::write, true);
-    map.offset = 0;
-    map.address = guest_base;
-    map.size = guest_bytes;
-    const std::array fds{guest.fd};
-    return client::error_of(version) == 0U && client::error_of(c.call(vu::command::dma_map, map, fds)) == 0U;
+    return c.negotiate() == 0U && c.map_dma(guest.fd, guest_base, guest_bytes) == 0U;
 }
 
 /// A SET_IRQS request for the first interrupt of `index`, with its data and action `flags`.
@@ -956,34 +812,7 @@ private:
     void write_all(std::span<const std::byte> bytes, std::span<const int> fds = {})
     {
         const std::lock_guard lock{send_mutex_};
-        std::size_t done = 0;
-        if (!fds.empty()) {
-            // The descriptors go with the first byte; the rest follows as plain data.
-            iovec io{const_cast<std::byte*>(bytes.data()), bytes.size()};
-            std::vector<std::byte> control(CMSG_SPACE(sizeof(int) * fds.size()));
-            msghdr message{};
-            message.msg_iov = &io;
-            message.msg_iovlen = 1;
-            message.msg_control = control.data();
-            message.msg_controllen = control.size();
-            cmsghdr* header = CMSG_FIRSTHDR(&message);
-            header->cmsg_level = SOL_SOCKET;
-            header->cmsg_type = SCM_RIGHTS;
-            header->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-            std::memcpy(CMSG_DATA(header), fds.data(), sizeof(int) * fds.size());
-            const ssize_t sent = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
-            if (sent <= 0) {
-                return;
-            }
-            done = static_cast<std::size_t>(sent);
-        }
-        while (done < bytes.size()) {
-            const ssize_t sent = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-            if (sent <= 0) {
-                return;
-            }
-            done += static_cast<std::size_t>(sent);
-        }
+        static_cast<void>(vu::send_message(fd_, bytes, fds)); // a failure shows as no reply
     }
     bool read_all(std::span<std::byte> out)
     {
@@ -1334,14 +1163,9 @@ private:
 /// Maps the shared guest memory (with its descriptor) next to the message-served memory.
 bool map_shared_memory(messaging_client& c, guest_memory& guest)
 {
-    vu::dma_map shared{};
-    shared.argsz = sizeof shared;
-    shared.flags =
-        vu::dma_map_flags{}.with(vu::dma_map_flags::read, true).with(vu::dma_map_flags::write, true);
-    shared.address = guest_base;
-    shared.size = guest_bytes;
     const std::array fds{guest.fd};
-    return client::error_of(c.call(vu::command::dma_map, shared, fds)) == 0U;
+    return client::error_of(
+               c.call(vu::command::dma_map, client::dma_map_request(guest_base, guest_bytes), fds)) == 0U;
 }
 
 spec::submission_queue_entry identify_into(std::uint64_t buffer)

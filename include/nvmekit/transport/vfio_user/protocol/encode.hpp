@@ -175,8 +175,10 @@ inline std::size_t encode_version_reply(const message_header& request, const ver
 /// Writes the GET_REGION_INFO reply for `info` (flags, index, size, offset; argsz and
 /// cap_offset are filled here) with a sparse mmap capability listing `areas` when not empty.
 /// When the request's argsz is too small for the capability, the reply carries the structure
-/// alone with argsz = the full size and cap_offset 0, so the client asks again (Linux
-/// VFIO_DEVICE_GET_REGION_INFO semantics). `out` holds header_size + region_info_full_size.
+/// alone with argsz = the full size, cap_offset 0 and the Caps flag clear, so the client asks
+/// again (Linux VFIO_DEVICE_GET_REGION_INFO semantics; QEMU's vfio-user client refuses a reply
+/// whose Caps flag is set without a capability offset inside it). `out` holds header_size +
+/// region_info_full_size.
 inline std::size_t encode_region_info_reply(const message_header& request, std::uint32_t request_argsz,
                                             region_info info, std::span<const sparse_mmap_area> areas,
                                             std::span<std::byte> out) noexcept
@@ -187,7 +189,7 @@ inline std::size_t encode_region_info_reply(const message_header& request, std::
     NVMEKIT_ASSERT(out.size() >= header_size + payload_size,
                    "encode_region_info_reply: output buffer too small");
     info.argsz = static_cast<std::uint32_t>(full);
-    info.flags.set(region_info_flags::caps, !areas.empty());
+    info.flags.set(region_info_flags::caps, with_caps);
     info.cap_offset = with_caps ? static_cast<std::uint32_t>(sizeof(region_info)) : 0;
     const message_header reply = make_reply_header(request, payload_size);
     std::byte* cursor = out.data();

@@ -166,9 +166,9 @@ TEST(vfio_user_protocol, region_info_reply_asks_for_a_larger_argsz_before_sendin
     ASSERT_EQ(vu::encode_region_info_reply(command_header(vu::command::device_get_region_info, 48), 79, info,
                                            areas, out),
               48U);
-    EXPECT_EQ(le_in<std::uint32_t>(out, 16), 80U); // argsz: the size needed
-    EXPECT_EQ(le_in<std::uint32_t>(out, 20), 0xFU);
-    EXPECT_EQ(le_in<std::uint32_t>(out, 28), 0U); // no capability in this reply
+    EXPECT_EQ(le_in<std::uint32_t>(out, 16), 80U);  // argsz: the size needed
+    EXPECT_EQ(le_in<std::uint32_t>(out, 20), 0x7U); // Caps clear: no capability in this reply
+    EXPECT_EQ(le_in<std::uint32_t>(out, 28), 0U);
 
     out.fill(std::byte{0xEE});
     ASSERT_EQ(vu::encode_region_info_reply(command_header(vu::command::device_get_region_info, 48, 2), 80,
