@@ -175,15 +175,21 @@ TEST(controller_async_dma, a_prp_list_that_cannot_be_read_fails_the_command)
     EXPECT_EQ(f.r.host.io(1, sqe).status(), spec::status::success());
 }
 
-TEST(controller_async_dma, a_submission_queue_that_cannot_be_read_is_a_controller_fatal_status)
+/// Submits a one-block read on I/O queue 1 without waiting for it, then polls 5 times.
+void submit_a_read_and_poll(async_fixture& f)
 {
-    async_fixture f;
-    f.r.dma.fail_range(f.r.host.submission_entry_address(1, 0), 64 * 64);
     const auto buffer = f.r.host.allocate(block_bytes);
     auto sqe = host_type::lba_command(spec::nvm_opcode::read, 1, 0, 1);
     f.r.host.describe_data(sqe, buffer, block_bytes);
     static_cast<void>(f.r.host.submit(1, sqe));
     f.r.poll(5);
+}
+
+TEST(controller_async_dma, a_submission_queue_that_cannot_be_read_is_a_controller_fatal_status)
+{
+    async_fixture f;
+    f.r.dma.fail_range(f.r.host.submission_entry_address(1, 0), 64 * 64);
+    submit_a_read_and_poll(f);
     EXPECT_TRUE(f.r.host.csts().get(spec::csts_register::cfs));
 }
 
@@ -191,11 +197,7 @@ TEST(controller_async_dma, a_completion_queue_that_cannot_be_written_is_a_contro
 {
     async_fixture f;
     f.r.dma.fail_range(f.r.host.completion_entry_address(1, 0), 64 * 16);
-    const auto buffer = f.r.host.allocate(block_bytes);
-    auto sqe = host_type::lba_command(spec::nvm_opcode::read, 1, 0, 1);
-    f.r.host.describe_data(sqe, buffer, block_bytes);
-    static_cast<void>(f.r.host.submit(1, sqe));
-    f.r.poll(5);
+    submit_a_read_and_poll(f);
     EXPECT_TRUE(f.r.host.csts().get(spec::csts_register::cfs));
     EXPECT_EQ(f.r.ctrl.requests_in_use(), 0U);
 }
