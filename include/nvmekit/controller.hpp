@@ -2236,6 +2236,9 @@ private:
         if (dma_.touches_window(address, destination.size())) {
             return make_error_code(errc::dma_fault);
         }
+        if (destination.empty()) {
+            return {}; // touches nothing, in every run
+        }
         auto& journal = cmd.async.journal;
         bool diverged = false;
         detail::dma_slot* slot = journal.replayed(dma_operation::read, address, destination.size(), diverged);
@@ -2269,6 +2272,9 @@ private:
     {
         if (dma_.touches_window(address, source.size())) {
             return make_error_code(errc::dma_fault);
+        }
+        if (source.empty()) {
+            return {}; // touches nothing, in every run
         }
         auto& journal = cmd.async.journal;
         bool diverged = false;
