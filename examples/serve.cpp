@@ -340,7 +340,7 @@ options parse(int argc, char** argv)
         } else if (arg == "--busy-poll") {
             o.busy_poll = true;
         } else if (arg == "--cpus") {
-            const std::string_view list = value();
+            const std::string list = value();
             for (std::size_t start = 0; start <= list.size();) {
                 const std::size_t comma = std::min(list.find(',', start), list.size());
                 o.cpus.push_back(parse_decimal(arg, list.substr(start, comma - start), 0, CPU_SETSIZE - 1));
