@@ -1507,7 +1507,7 @@ private:
                 break; // every request of this queue is in use: back-pressure
             }
             std::uint32_t fetched = 0;
-            if (sq.ring.fetch(fetch_dma(), std::span{group.fetch_buffer}.first(room), fetched)) {
+            if (sq.ring.fetch(ring_dma(), std::span{group.fetch_buffer}.first(room), fetched)) {
                 // The SQ cannot be read: a controller fatal status is what the spec offers
                 // (Base 2.0 9.5); the host recovers by resetting the controller.
                 tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = sq.ring.qid()});
@@ -2152,9 +2152,10 @@ private:
 
     // ---- asynchronous DMA (dma_completes_later; dma_journal.hpp) ----------------------------
 
-    /// The provider for accesses that never reach host memory through it: message-based rings.
-    /// A synchronous controller's own provider; for asynchronous DMA one that refuses everything.
-    [[nodiscard]] auto& fetch_dma() noexcept
+    /// The provider sq_ring::fetch and cq_ring::post take: a synchronous controller's own; with
+    /// asynchronous DMA one that refuses everything, since only message-based rings (which never
+    /// access host memory) use those calls then.
+    [[nodiscard]] auto& ring_dma() noexcept
     {
         if constexpr (dma_completes_later) {
             return no_host_memory_;
@@ -2163,7 +2164,7 @@ private:
         }
     }
 
-    /// Refuses every access (fetch_dma() with asynchronous DMA: only message-based rings use it,
+    /// Refuses every access (ring_dma() with asynchronous DMA: only message-based rings use it,
     /// and they never access host memory).
     struct refusing_dma {
         static std::error_code read(std::uint64_t, std::span<std::byte>)
@@ -2645,7 +2646,7 @@ private:
                 return true;
             }
         }
-        if (cq.ring.post(fetch_dma(), cmd.cqe)) {
+        if (cq.ring.post(ring_dma(), cmd.cqe)) {
             tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = cq.ring.qid()});
             coordination_.raise_fatal(group);
             return false;
