@@ -34,15 +34,21 @@
 ///
 /// Keep alive: the admin Connect's KATO becomes the controller's Keep Alive Timer feature (Get
 /// Features reports it, Keep Alive commands restart the timer, Set Features changes it); when
-/// the controller's timer expires the association is ended. Hosts: any, or those
-/// target_options::allowed_hosts names.
+/// the controller's timer expires the association is ended.
+///
+/// Subsystems: one listener serves any number of subsystems (add_subsystem, remove_subsystem);
+/// a Connect's SUBNQN picks one, and each numbers its controllers itself, so an I/O Connect
+/// names a controller by SUBNQN and CNTLID. Each has its hosts (host_access: any, or a list;
+/// the constructor that takes a subsystem uses target_options::allowed_hosts); changing them
+/// ends the controllers of hosts no longer allowed.
 ///
 /// Discovery: a Connect to the well-known discovery NQN creates a discovery controller (admin
-/// queue only, any host): Identify Controller and the Discovery log page (one entry, this
-/// listener and its subsystem, when the host is allowed to connect to it; read at any dword
-/// offset) come from discovery.hpp, Property Get/Set, features and Keep Alive from the
-/// controller core, other opcodes complete with Invalid Command Opcode. Not yet: the discovery
-/// log change event, referrals, other listeners in the log, poll groups across threads.
+/// queue only, any host): Identify Controller and the Discovery log page (one entry per
+/// subsystem of this listener the host may connect to, read at any dword offset; GENCTR changes
+/// with the subsystems and their hosts) come from discovery.hpp, Property Get/Set, features and
+/// Keep Alive from the controller core, other opcodes complete with Invalid Command Opcode. Not
+/// yet: the discovery log change event, referrals, other listeners in the log, poll groups
+/// across threads.
 
 #include <algorithm>
 #include <array>
@@ -109,15 +115,27 @@ struct target_options {
     /// How long a connection may take from its acceptance to a successful Connect before it is
     /// closed (a peer that opens connections and sends nothing holds no resources for long).
     std::chrono::milliseconds connect_timeout{10000};
-    /// Host NQNs allowed to connect; empty: any host. Another host's Connect completes with
-    /// Connect Invalid Host.
+    /// Host NQNs allowed to connect to the subsystem given to the constructor; empty: any host.
+    /// Another host's Connect completes with Connect Invalid Host. (Subsystems added with
+    /// target::add_subsystem() carry their own host_access.)
     std::vector<std::string> allowed_hosts{};
     /// Whether the listener also serves a discovery controller on the well-known discovery NQN,
     /// to any host: its Discovery log page lists the subsystem at this listener when the host
-    /// is one of allowed_hosts.
+    /// may connect to it.
     bool discovery = true;
     /// PORTID of this listener in the Discovery log page.
     std::uint16_t port_id = 1;
+};
+
+/// Which hosts may connect to a subsystem of a target: any host, or those `hosts` names.
+struct host_access {
+    bool any = true;
+    std::vector<std::string> hosts{};
+
+    [[nodiscard]] bool allows(std::string_view host_nqn) const
+    {
+        return any || std::find(hosts.begin(), hosts.end(), host_nqn) != hosts.end();
+    }
 };
 
 /// What a target has done, for tests and logs.
@@ -169,9 +187,9 @@ public:
     static_assert(std::is_same_v<typename Traits::dma, command_buffers>,
                   "tcp::target: Traits::dma must be transport::tcp::command_buffers");
 
-    /// Listens on options.address and options.port. `subsystem` outlives the target.
-    explicit target(subsystem_type& subsystem, target_options options = {})
-        : subsystem_{subsystem}, options_{std::move(options)}
+    /// Listens on options.address and options.port, serving no subsystem until add_subsystem()
+    /// (its discovery controller lists none).
+    explicit target(target_options options) : options_{std::move(options)}
     {
         if (!options_.limits.valid()) {
             throw std::invalid_argument{"tcp::target: invalid target limits"};
@@ -179,6 +197,13 @@ public:
         options_.controller.identity.fabrics = identify_fields(options_.limits);
         listener_ = listen_on(options_.address, options_.port);
         port_ = local_port(listener_.get());
+    }
+
+    /// Listens on options.address and options.port and serves `subsystem` to the hosts
+    /// options.allowed_hosts names (any host when it is empty). `subsystem` outlives the target.
+    explicit target(subsystem_type& subsystem, target_options options = {}) : target{std::move(options)}
+    {
+        add_subsystem(subsystem, {.any = options_.allowed_hosts.empty(), .hosts = options_.allowed_hosts});
     }
 
     target(const target&) = delete;
@@ -207,6 +232,109 @@ public:
         return {.io_in_capsule_data = limits.io_in_capsule_data, .sgls = sgls};
     }
 
+    // The subsystems a target serves. Call these from the thread that calls poll(); a subsystem
+    // outlives the target or its remove_subsystem().
+
+    /// Serves `subsystem` at this listener too: a Connect naming its NQN creates one of its
+    /// controllers, when `access` allows the host. Throws std::invalid_argument when a subsystem
+    /// of that NQN is served already (or it is the discovery NQN).
+    void add_subsystem(subsystem_type& subsystem, host_access access = {})
+    {
+        const std::string& nqn = subsystem.identity().nqn;
+        if (nqn == spec::discovery_nqn || find_subsystem(nqn) != nullptr) {
+            throw std::invalid_argument{"tcp::target: subsystem " + nqn + " is served already"};
+        }
+        subsystems_.push_back({&subsystem, std::move(access)});
+        ++discovery_generation_;
+    }
+
+    /// Changes which hosts may connect to subsystem `nqn`; the controllers of hosts no longer
+    /// allowed are ended (their connections closed). False when no such subsystem is served.
+    bool set_host_access(std::string_view nqn, host_access access)
+    {
+        auto* served = find_subsystem(nqn);
+        if (served == nullptr) {
+            return false;
+        }
+        served->access = std::move(access);
+        ++discovery_generation_;
+        for (auto& association : associations_) {
+            if (association->subsystem == served->subsystem && !association->dying &&
+                !served->access.allows(association->host_nqn)) {
+                end_association(*association);
+            }
+        }
+        return true;
+    }
+
+    /// Stops serving subsystem `nqn`: its controllers are ended and destroyed before this
+    /// returns (their backend requests finished), so the subsystem may go. False when no such
+    /// subsystem is served.
+    bool remove_subsystem(std::string_view nqn)
+    {
+        auto* served = find_subsystem(nqn);
+        if (served == nullptr) {
+            return false;
+        }
+        subsystem_type* const gone = served->subsystem;
+        for (auto& association : associations_) {
+            if (association->subsystem == gone) {
+                end_association(*association);
+                drain(*association);
+            }
+        }
+        std::erase_if(connections_, [](const auto& connection) { return connection->closed; });
+        std::erase_if(associations_,
+                      [gone](const auto& association) { return association->subsystem == gone; });
+        std::erase_if(subsystems_, [gone](const served_subsystem& s) { return s.subsystem == gone; });
+        ++discovery_generation_;
+        return true;
+    }
+
+    /// Whether subsystem `nqn` is served here.
+    [[nodiscard]] bool serves(std::string_view nqn) const { return find_subsystem(nqn) != nullptr; }
+
+    /// Lets every controller finish its backend requests (as before a namespace is removed).
+    void drain_backends()
+    {
+        for (auto& association : associations_) {
+            drain(*association);
+        }
+    }
+
+    /// One controller a host created through this target, as for_each_controller() shows it.
+    struct controller_view {
+        std::string_view subsystem_nqn;
+        std::string_view host_nqn;
+        std::array<std::uint8_t, 16> host_id{};
+        /// The connected queues: 0 (the admin queue), then the I/O queues in connection order.
+        std::vector<std::uint16_t> qids;
+        const controller_type& ctrl;
+    };
+
+    /// Calls `visit(const controller_view&)` for each live controller of an NVM subsystem (not
+    /// the discovery controllers).
+    template <typename Visit>
+    void for_each_controller(Visit&& visit) const
+    {
+        for (const auto& association : associations_) {
+            if (association->dying || association->discovery || association->admin == nullptr) {
+                continue;
+            }
+            std::vector<std::uint16_t> qids{0};
+            for (const connection* io : association->io) {
+                qids.push_back(io->qid);
+            }
+            visit(controller_view{.subsystem_nqn = association->subsystem->identity().nqn,
+                                  .host_nqn = association->host_nqn,
+                                  .host_id = association->host_id,
+                                  .qids = std::move(qids),
+                                  .ctrl = *association->ctrl});
+        }
+    }
+
+    /// The address the target listens on, as given.
+    [[nodiscard]] const std::string& address() const noexcept { return options_.address; }
     /// The port the target listens on.
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
     [[nodiscard]] const target_statistics& statistics() const noexcept { return statistics_; }
@@ -327,7 +455,35 @@ private:
         /// A discovery controller (Connect to the discovery NQN): admin queue only, Identify and
         /// the Discovery log page answered by the target (discovery_command).
         bool discovery = false;
+        /// The subsystem the controller belongs to (discovery_subsystem_ for a discovery one).
+        subsystem_type* subsystem = nullptr;
     };
+
+    /// A subsystem served at this listener, and who may connect to it.
+    struct served_subsystem {
+        subsystem_type* subsystem;
+        host_access access;
+    };
+
+    [[nodiscard]] const served_subsystem* find_subsystem(std::string_view nqn) const
+    {
+        const auto it =
+            std::find_if(subsystems_.begin(), subsystems_.end(),
+                         [nqn](const served_subsystem& s) { return s.subsystem->identity().nqn == nqn; });
+        return it == subsystems_.end() ? nullptr : &*it;
+    }
+    [[nodiscard]] served_subsystem* find_subsystem(std::string_view nqn)
+    {
+        return const_cast<served_subsystem*>(std::as_const(*this).find_subsystem(nqn));
+    }
+
+    /// Ends an association as its host's admin connection ending would.
+    void end_association(association& owner)
+    {
+        if (owner.admin != nullptr) {
+            close_connection(*owner.admin);
+        }
+    }
 
     // ---- the loop ----------------------------------------------------------------------------
 
@@ -746,10 +902,11 @@ private:
         std::memcpy(&data, c.fabrics_data.data(), sizeof(data));
         // Any host may reach the discovery controller; its log lists what the host may connect to.
         const bool discovery = options_.discovery && data.subsystem_nqn() == spec::discovery_nqn;
-        if (!discovery && data.subsystem_nqn() != subsystem_.identity().nqn) {
+        const served_subsystem* served = discovery ? nullptr : find_subsystem(data.subsystem_nqn());
+        if (!discovery && served == nullptr) {
             return detail::invalid_connect_parameter(cid, true, offsetof(spec::connect_data, subnqn));
         }
-        if (!discovery && !host_allowed(data.host_nqn())) {
+        if (!discovery && !served->access.allows(data.host_nqn())) {
             return detail::local_completion(
                 cid, spec::status{spec::fabrics_status::connect_invalid_host}.with_dnr());
         }
@@ -764,8 +921,9 @@ private:
                 return detail::invalid_connect_parameter(cid, true, offsetof(spec::connect_data, cntlid));
             }
             auto created = std::make_unique<association>();
+            created->subsystem = discovery ? &discovery_subsystem_ : served->subsystem;
             created->ctrl = std::make_unique<controller_type>(created->buffers, created->interrupts, clock_,
-                                                              subsystem_, options_.controller);
+                                                              *created->subsystem, options_.controller);
             // KATO becomes the controller's Keep Alive Timer feature; its timer runs from here.
             const auto status = created->ctrl->connect_admin_queue(entries, command.kato);
             if (!status.is_success()) {
@@ -787,8 +945,9 @@ private:
                 // A discovery controller has no I/O queues.
                 return detail::invalid_connect_parameter(cid, false, offsetof(spec::connect_command, qid));
             }
+            // CNTLIDs are unique within a subsystem, not across the subsystems of a listener.
             for (const auto& candidate : associations_) {
-                if (!candidate->dying && !candidate->discovery &&
+                if (!candidate->dying && candidate->subsystem == served->subsystem &&
                     candidate->ctrl->controller_id() == data.cntlid) {
                     owner = candidate.get();
                 }
@@ -873,17 +1032,8 @@ private:
         return detail::local_completion(cid, spec::status::success());
     }
 
-    [[nodiscard]] bool host_allowed(std::string_view host_nqn) const
-    {
-        return options_.allowed_hosts.empty() ||
-               std::find(options_.allowed_hosts.begin(), options_.allowed_hosts.end(), host_nqn) !=
-                   options_.allowed_hosts.end();
-    }
-
     // ---- the discovery controller ------------------------------------------------------------
 
-    /// GENCTR of the Discovery log page: what it lists is fixed for the target's life.
-    static constexpr std::uint64_t discovery_generation = 1;
     /// ASQSZ: the admin queues controller::connect_admin_queue takes have up to 4096 entries.
     static constexpr std::uint16_t max_admin_queue_entries = 4096;
 
@@ -920,14 +1070,16 @@ private:
                 return fail(spec::command_specific_status::invalid_log_page);
             }
             std::vector<discovery_record> records;
-            if (host_allowed(c.owner->host_nqn)) {
-                records.push_back({.address = options_.address,
-                                   .port = port_,
-                                   .nqn = subsystem_.identity().nqn,
-                                   .port_id = options_.port_id,
-                                   .admin_sq = max_admin_queue_entries});
+            for (const auto& served : subsystems_) {
+                if (served.access.allows(c.owner->host_nqn)) {
+                    records.push_back({.address = options_.address,
+                                       .port = port_,
+                                       .nqn = served.subsystem->identity().nqn,
+                                       .port_id = options_.port_id,
+                                       .admin_sq = max_admin_queue_entries});
+                }
             }
-            const auto log = discovery_log(discovery_generation, records);
+            const auto log = discovery_log(discovery_generation_, records);
             return detail::local_completion(cid, read_discovery_log(command, log, out));
         }
         return std::nullopt;
@@ -1132,8 +1284,13 @@ private:
         ++statistics_.connections_closed;
     }
 
-    subsystem_type& subsystem_;
     target_options options_;
+    /// The subsystems served, in the order they were added (the Discovery log's order).
+    std::vector<served_subsystem> subsystems_;
+    /// What discovery controllers belong to; it has no namespaces.
+    subsystem_type discovery_subsystem_{{.nqn = std::string{spec::discovery_nqn}}, {.max_namespaces = 1}};
+    /// GENCTR of the Discovery log page: changes whenever what the log may list changes.
+    std::uint64_t discovery_generation_ = 1;
     typename Traits::clock clock_{};
     socket_handle listener_;
     std::uint16_t port_ = 0;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <span>
 #include <string>
 #include <thread>
@@ -655,17 +656,21 @@ TEST(tcp_target, a_connect_kato_the_controller_cannot_hold_is_an_invalid_paramet
     EXPECT_EQ(served.target().association_count(), 0U);
 }
 
-/// A host of the discovery controller, with host NQN `host_nqn`, connected and enabled.
-tcp_host discovery_host(const served_target& served, const std::string& host_nqn)
+/// A host of the discovery controller at `port`, with host NQN `host_nqn`, connected and enabled.
+tcp_host discovery_host(std::uint16_t port, const std::string& host_nqn)
 {
     tcp_host_options options;
     options.subsystem_nqn = std::string{spec::discovery_nqn};
     options.host_nqn = host_nqn;
     options.keep_alive_timeout_ms = 0;
-    auto host = served.host(options);
+    tcp_host host{"127.0.0.1", port, options};
     host.connect_admin();
     host.enable();
     return host;
+}
+tcp_host discovery_host(const served_target& served, const std::string& host_nqn)
+{
+    return discovery_host(served.port(), host_nqn);
 }
 
 /// The Discovery log page bytes [offset, offset + bytes) as the host reads them.
@@ -842,6 +847,220 @@ TEST(tcp_target, the_admin_connection_ending_ends_the_association)
     served.halt();
     EXPECT_EQ(served.target().association_count(), 1U);
     EXPECT_EQ(served.target().statistics().associations_created, 2U);
+}
+
+// ---- subsystems of a listener -------------------------------------------------------------------
+
+constexpr std::string_view host_a = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000aa";
+constexpr std::string_view host_b = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000bb";
+
+/// A target made with no subsystem, polled on its own thread; with() runs a change on the
+/// target between two rounds of its loop, as a server's management thread hands it over.
+class shared_target {
+public:
+    shared_target() : target_{options()}
+    {
+        thread_ = std::thread{[this] {
+            while (!stop_.load(std::memory_order_acquire)) {
+                {
+                    const std::lock_guard lock{mutex_};
+                    target_.poll(std::chrono::milliseconds{1});
+                }
+                while (waiting_.load(std::memory_order_acquire)) {
+                    std::this_thread::yield(); // let with() have the lock
+                }
+            }
+        }};
+    }
+    shared_target(const shared_target&) = delete;
+    shared_target& operator=(const shared_target&) = delete;
+    ~shared_target()
+    {
+        stop_.store(true, std::memory_order_release);
+        thread_.join();
+    }
+
+    template <typename Change>
+    auto with(Change&& change)
+    {
+        waiting_.store(true, std::memory_order_release);
+        const std::lock_guard lock{mutex_};
+        waiting_.store(false, std::memory_order_release);
+        return change(target_);
+    }
+    [[nodiscard]] std::uint16_t port() const { return target_.port(); }
+
+    /// A host of subsystem `nqn` as host `host_nqn`, not connected yet.
+    [[nodiscard]] tcp_host host(std::string_view nqn, std::string_view host_nqn) const
+    {
+        tcp_host_options options;
+        options.subsystem_nqn = std::string{nqn};
+        options.host_nqn = std::string{host_nqn};
+        options.io_in_capsule_data = 8192;
+        return tcp_host{"127.0.0.1", port(), options};
+    }
+
+private:
+    static tcp::target_options options()
+    {
+        tcp::target_options options;
+        options.port = 0;
+        options.limits.maxh2cdata = test_maxh2cdata;
+        options.limits.io_in_capsule_data = 8192;
+        return options;
+    }
+
+    target_type target_;
+    std::mutex mutex_;
+    std::atomic<bool> waiting_{false};
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+/// A subsystem `nqn` with one RAM namespace of `bytes`.
+std::unique_ptr<target_type::subsystem_type> make_subsystem(const std::string& nqn, std::uint64_t bytes)
+{
+    auto made = std::make_unique<target_type::subsystem_type>(nvmekit::subsystem_identity{.nqn = nqn});
+    made->add_namespace(nvmekit::ram_backend{bytes});
+    return made;
+}
+
+/// NSZE of namespace 1 as `host` identifies it.
+std::uint64_t namespace_size(tcp_host& host)
+{
+    std::array<std::byte, sizeof(spec::identify_namespace)> data{};
+    EXPECT_TRUE(
+        host.admin().execute(tcp_host::identify_command(spec::cns::identify_namespace, 1, 0), {}, data).ok());
+    return std::bit_cast<spec::identify_namespace>(data).nsze;
+}
+
+/// The SUBNQNs of the Discovery log page `host` reads, and its GENCTR.
+std::pair<std::vector<std::string>, std::uint64_t> discovered(tcp_host& host)
+{
+    spec::discovery_log_header header{};
+    const auto header_bytes = read_log(host, 0, sizeof(header));
+    std::memcpy(&header, header_bytes.data(), sizeof(header));
+    std::vector<std::string> nqns;
+    for (std::uint64_t i = 0; i < header.numrec; ++i) {
+        spec::discovery_log_entry entry{};
+        const auto bytes = read_log(host, 1024 * (i + 1), sizeof(entry));
+        std::memcpy(&entry, bytes.data(), sizeof(entry));
+        nqns.emplace_back(entry.subsystem_nqn());
+    }
+    return {nqns, header.genctr};
+}
+
+TEST(tcp_target, one_listener_serves_several_subsystems_each_with_its_own_controllers)
+{
+    const std::string first = "nqn.2026-11.io.nvmekit:first";
+    const std::string second = "nqn.2026-11.io.nvmekit:second";
+    const auto one = make_subsystem(first, namespace_bytes);
+    const auto two = make_subsystem(second, 2 * namespace_bytes);
+    shared_target shared;
+    shared.with([&](target_type& target) {
+        target.add_subsystem(*one);
+        target.add_subsystem(*two, {.any = false, .hosts = {std::string{host_b}}});
+        EXPECT_THROW(target.add_subsystem(*one), std::invalid_argument);
+    });
+
+    // Each subsystem numbers its controllers itself: both hosts may get the same CNTLID, and an
+    // I/O Connect reaches the controller of the subsystem it names.
+    auto a = shared.host(first, host_a);
+    auto b = shared.host(second, host_b);
+    bring_up(a);
+    bring_up(b);
+    EXPECT_EQ(a.cntlid(), b.cntlid());
+    EXPECT_EQ(namespace_size(a), namespace_bytes / 512);
+    EXPECT_EQ(namespace_size(b), 2 * namespace_bytes / 512);
+    check_io(a);
+    check_io(b);
+    EXPECT_EQ(spec::text_of(a.identify_controller().subnqn), first);
+    EXPECT_EQ(spec::text_of(b.identify_controller().subnqn), second);
+    // host A may not reach the second subsystem
+    auto refused = shared.host(second, host_a);
+    EXPECT_THROW(refused.connect_admin(), nvmekit::testing::host_error);
+
+    shared.with([&](const target_type& target) {
+        std::vector<std::string> seen;
+        target.for_each_controller([&](const target_type::controller_view& view) {
+            seen.push_back(std::string{view.subsystem_nqn} + " " + std::string{view.host_nqn} + " " +
+                           std::to_string(view.qids.size()));
+            EXPECT_EQ(view.ctrl.controller_id(), a.cntlid());
+        });
+        std::sort(seen.begin(), seen.end());
+        EXPECT_EQ(seen, (std::vector<std::string>{first + " " + std::string{host_a} + " 2",
+                                                  second + " " + std::string{host_b} + " 2"}));
+    });
+
+    // The discovery log lists what each host may reach
+    auto discover_a = discovery_host(shared.port(), std::string{host_a});
+    auto discover_b = discovery_host(shared.port(), std::string{host_b});
+    EXPECT_EQ(discovered(discover_a).first, std::vector<std::string>{first});
+    EXPECT_EQ(discovered(discover_b).first, (std::vector<std::string>{first, second}));
+}
+
+TEST(tcp_target, host_access_changes_reach_connects_the_discovery_log_and_existing_controllers)
+{
+    const std::string nqn = "nqn.2026-11.io.nvmekit:access";
+    const auto served = make_subsystem(nqn, namespace_bytes);
+    shared_target shared;
+    shared.with([&](target_type& target) { target.add_subsystem(*served); });
+    auto a = shared.host(nqn, host_a);
+    auto b = shared.host(nqn, host_b);
+    bring_up(a);
+    bring_up(b);
+    auto discover = discovery_host(shared.port(), std::string{host_a});
+    const auto [before, generation] = discovered(discover);
+    EXPECT_EQ(before, std::vector<std::string>{nqn});
+
+    EXPECT_TRUE(shared.with([&](target_type& target) {
+        return target.set_host_access(nqn, {.any = false, .hosts = {std::string{host_b}}});
+    }));
+    EXPECT_FALSE(shared.with(
+        [&](target_type& target) { return target.set_host_access("nqn.2026-11.io.nvmekit:none", {}); }));
+    // Host A's controller is gone (its connections closed); host B's goes on
+    std::vector<std::byte> back;
+    EXPECT_THROW(static_cast<void>(a.read(1, 0, 8, back)), nvmekit::testing::host_error);
+    check_io(b);
+    auto again = shared.host(nqn, host_a);
+    EXPECT_THROW(again.connect_admin(), nvmekit::testing::host_error);
+    // ... and the discovery log, a new generation of it, no longer lists the subsystem to host A
+    const auto [after, next_generation] = discovered(discover);
+    EXPECT_TRUE(after.empty());
+    EXPECT_NE(next_generation, generation);
+}
+
+TEST(tcp_target, a_removed_subsystem_is_served_no_more_and_may_be_destroyed)
+{
+    const std::string kept = "nqn.2026-11.io.nvmekit:kept";
+    const std::string removed = "nqn.2026-11.io.nvmekit:removed";
+    const auto keep = make_subsystem(kept, namespace_bytes);
+    auto remove = make_subsystem(removed, namespace_bytes);
+    shared_target shared;
+    shared.with([&](target_type& target) {
+        target.add_subsystem(*keep);
+        target.add_subsystem(*remove);
+    });
+    auto a = shared.host(kept, host_a);
+    auto b = shared.host(removed, host_a);
+    bring_up(a);
+    bring_up(b);
+    check_io(b);
+    shared.with([&](target_type& target) {
+        EXPECT_TRUE(target.remove_subsystem(removed));
+        EXPECT_FALSE(target.remove_subsystem(removed));
+        EXPECT_FALSE(target.serves(removed));
+        EXPECT_TRUE(target.serves(kept));
+    });
+    remove.reset(); // nothing of the target refers to it any more (AddressSanitizer would tell)
+    std::vector<std::byte> back;
+    EXPECT_THROW(static_cast<void>(b.read(1, 0, 8, back)), nvmekit::testing::host_error);
+    tcp_queue queue{"127.0.0.1", shared.port(), {.subsystem_nqn = removed, .host_nqn = std::string{host_a}}};
+    queue.initialize();
+    EXPECT_EQ(invalid_parameter(queue.connect(0, 32, spec::dynamic_controller_id)),
+              offsetof(spec::connect_data, subnqn));
+    check_io(a);
+    shared.with([](const target_type& target) { EXPECT_EQ(target.association_count(), 1U); });
 }
 
 } // namespace
