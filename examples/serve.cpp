@@ -51,8 +51,11 @@
 // Without --vfio-user the program serves the management socket alone (default
 // /var/tmp/nvmekit.sock). A VFIOUSER listener added through it (nvmf_subsystem_add_listener)
 // starts an emulated function on the socket `cntrl` in the listener's directory, with a controller
-// of its subsystem; removing it (or the subsystem) stops the function; namespaces added or
-// removed meanwhile reach every controller of the subsystem. TCP listeners are recorded only.
+// of its subsystem; a TCP listener (nvmf_create_transport -t TCP first) listens on its address and
+// port for NVMe/TCP hosts, of every subsystem that adds it, with a discovery controller listing
+// them, to the hosts each subsystem allows (nvmf_subsystem_add_host, allow_any_host; a host
+// removed loses its controllers). Removing a listener (or the subsystem) ends its controllers;
+// namespaces added or removed meanwhile reach every controller of the subsystem.
 
 #include "command_line.hpp"
 
@@ -110,9 +113,11 @@ struct serve_traits : nvmekit::default_traits {
     static constexpr nvmekit::limits limits{
         .io_queues = 64, .queue_entries = 4096, .mdts = 5, .msix_vectors = 65, .aerl = 3};
 };
-/// The controllers NVMe/TCP hosts create, with the limits of serve_traits.
+/// The controllers NVMe/TCP hosts create: serve_traits' limits but for 127 I/O queues, what
+/// SPDK's TCP transport grants by default (max_qpairs_per_ctrlr 128).
 struct tcp_serve_traits : nvmekit::transport::tcp::target_traits {
-    static constexpr nvmekit::limits limits = serve_traits::limits;
+    static constexpr nvmekit::limits limits{
+        .io_queues = 127, .queue_entries = 4096, .mdts = 5, .msix_vectors = 128, .aerl = 3};
 };
 using tcp_target = nvmekit::transport::tcp::target<tcp_serve_traits>;
 /// serve_traits with every trace event printed (--trace).
@@ -452,7 +457,10 @@ listen_tcp(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
         nvmekit::transport::tcp::target_options target_options;
         target_options.address = listener.address;
         target_options.port = listener.port;
-        target_options.controller = {.io_queues = o.queues, .queue_entries = o.queue_depth, .mdts = o.mdts};
+        // --queues' default, 64, for NVMe/TCP hosts too.
+        target_options.controller = {.io_queues = o.queues != 0 ? o.queues : serve_traits::limits.io_queues,
+                                     .queue_entries = o.queue_depth,
+                                     .mdts = o.mdts};
         target_options.allowed_hosts = o.hosts;
         targets.push_back(std::make_unique<tcp_target>(subsystem, target_options));
         spdlog::info("serving {} over NVMe/TCP on {}:{}", nqn, listener.address, targets.back()->port());
@@ -607,7 +615,7 @@ private:
     nvmekit::rpc::registry methods_;
     nvmekit::rpc::bdev_registry bdevs_;
     nvmekit::rpc::nvmf_registry target_;
-    nvmekit_serve::served_target<serve_traits> served_;
+    nvmekit_serve::served_target<serve_traits, tcp_serve_traits> served_;
     std::optional<nvmekit::rpc::server> server_;
 };
 #endif

@@ -1,8 +1,11 @@
 #pragma once
 // nvmekit-serve's NVMe-oF target built through JSON-RPC, served: each VFIOUSER listener of a
 // subsystem is an emulated NVMe PCI function on the socket `cntrl` in the listener's directory,
-// with a controller of that subsystem; namespaces added and removed while hosts run reach every
-// controller of the subsystem (Namespace Attribute Changed). TCP listeners are recorded only.
+// with a controller of that subsystem; each TCP listener address is one NVMe/TCP target
+// (transport/tcp/target.hpp) serving every subsystem that listens there, to the hosts each
+// allows (nvmf_subsystem_add_host, allow_any_host), with a discovery controller listing them.
+// Namespaces added and removed while hosts run reach every controller of the subsystem
+// (Namespace Attribute Changed), over either transport; a host removed loses its controllers.
 //
 // The methods run on the JSON-RPC server's thread; the functions on the thread that calls
 // run_once(). The hooks hand each change to that thread and wait for it, so a change that fails
@@ -11,6 +14,7 @@
 // (a configuration loaded before the loop starts) runs at once.
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -37,15 +41,18 @@
 #include <nvmekit/subsystem.hpp>
 #include <nvmekit/transport/eventfd_interrupts.hpp>
 #include <nvmekit/transport/mapped_memory.hpp>
+#include <nvmekit/transport/tcp/target.hpp>
 #include <nvmekit/transport/vfio_user/server.hpp>
 
 namespace nvmekit_serve {
 
-template <typename Traits>
+/// `Traits`: the controllers of the VFIOUSER functions; `TcpTraits`: those NVMe/TCP hosts create.
+template <typename Traits, typename TcpTraits>
 class served_target {
 public:
     using controller_type = nvmekit::controller<Traits>;
     using server_type = nvmekit::transport::vfio_user::server<controller_type>;
+    using tcp_target = nvmekit::transport::tcp::target<TcpTraits>;
 
     /// `target` gives the VFIOUSER transport's options; `function` the PCI IDs of every function.
     /// The thread that constructs it is the one that calls run_once().
@@ -66,18 +73,23 @@ public:
         return {
             .listener_added =
                 [this](const rpc::nvmf_subsystem& s, const rpc::nvmf_listen_address& a) {
-                    if (a.trtype != "VFIOUSER") {
-                        spdlog::warn("{} on {}: recorded; TCP listeners are not served yet", s.nqn,
-                                     rpc::nvmf_registry::describe(a));
-                        return;
-                    }
-                    on_loop([&] { add_function(s, a); });
+                    on_loop([&] {
+                        if (a.trtype == "VFIOUSER") {
+                            add_function(s, a);
+                        } else {
+                            add_tcp_listener(s, a);
+                        }
+                    });
                 },
             .listener_removed =
                 [this](const rpc::nvmf_subsystem& s, const rpc::nvmf_listen_address& a) {
-                    if (a.trtype == "VFIOUSER") {
-                        on_loop([&] { remove_function(s.nqn, a); });
-                    }
+                    on_loop([&] {
+                        if (a.trtype == "VFIOUSER") {
+                            remove_function(s.nqn, a);
+                        } else {
+                            remove_tcp_listener(s.nqn, a);
+                        }
+                    });
                 },
             .namespace_added =
                 [this](const rpc::nvmf_subsystem& s, const rpc::nvmf_namespace& ns) {
@@ -98,6 +110,11 @@ public:
             .subsystem_removed =
                 [this](const rpc::nvmf_subsystem& s) {
                     on_loop([&] {
+                        for (const auto& a : s.listeners) {
+                            if (a.trtype != "VFIOUSER") {
+                                remove_tcp_listener(s.nqn, a);
+                            }
+                        }
                         if (auto* served = find(s.nqn)) {
                             for (auto& f : served->functions) {
                                 drain(*f);
@@ -106,9 +123,22 @@ public:
                         }
                     });
                 },
+            .hosts_changed =
+                [this](const rpc::nvmf_subsystem& s) {
+                    on_loop([&] {
+                        for (auto& [key, listener] : tcp_) {
+                            listener->target.set_host_access(s.nqn, host_access(s));
+                        }
+                    });
+                },
             .controllers =
-                [this](const rpc::nvmf_subsystem& s) { return report(s.nqn, &served_target::controllers); },
-            .qpairs = [this](const rpc::nvmf_subsystem& s) { return report(s.nqn, &served_target::qpairs); },
+                [this](const rpc::nvmf_subsystem& s) {
+                    return report(s.nqn, &served_target::controllers, &served_target::tcp_controllers);
+                },
+            .qpairs =
+                [this](const rpc::nvmf_subsystem& s) {
+                    return report(s.nqn, &served_target::qpairs, &served_target::tcp_qpairs);
+                },
             .stats =
                 [this] {
                     nlohmann::json out;
@@ -128,19 +158,34 @@ public:
         for (auto& [nqn, served] : subsystems_) {
             functions += served->functions.size();
         }
+        bool tcp_hosts = false;
+        for (auto& [key, listener] : tcp_) {
+            tcp_hosts = tcp_hosts || listener->target.connection_count() != 0;
+        }
         for (auto& [nqn, served] : subsystems_) {
             for (auto& f : served->functions) {
-                // One function may wait in poll(2) for its client; several are polled in turn.
+                // One function may wait in poll(2) for its client; several, or one beside
+                // NVMe/TCP hosts, are polled in turn.
                 const bool active = f->server.connected() || f->ctrl.io_outstanding() != 0;
-                const bool wait = functions == 1 && f->ctrl.io_outstanding() == 0;
+                const bool wait = functions == 1 && !tcp_hosts && f->ctrl.io_outstanding() == 0;
                 f->server.run_once(std::chrono::milliseconds{active && wait ? 1 : 0});
                 busy = busy || active;
             }
         }
-        if (!busy && idle_wait.count() > 0) {
-            std::unique_lock lock{mutex_};
-            changed_.wait_for(lock, idle_wait, [&] { return !pending_.empty(); });
+        for (auto& [key, listener] : tcp_) {
+            listener->target.poll(std::chrono::milliseconds{0});
         }
+        busy = busy || tcp_hosts;
+        if (busy || idle_wait.count() == 0) {
+            return;
+        }
+        if (!tcp_.empty()) {
+            // A listener waits for its hosts in poll(2): a change handed over waits at most 10 ms.
+            tcp_.begin()->second->target.poll(std::min(idle_wait, std::chrono::milliseconds{10}));
+            return;
+        }
+        std::unique_lock lock{mutex_};
+        changed_.wait_for(lock, idle_wait, [&] { return !pending_.empty(); });
     }
 
     /// Runs what is still handed over, then refuses further changes and lets the backend
@@ -157,6 +202,8 @@ public:
                 drain(*f);
             }
         }
+        // The targets end their controllers before the subsystems go.
+        tcp_.clear();
     }
 
 private:
@@ -182,11 +229,24 @@ private:
         {}
         nvmekit::subsystem<nvmekit::any_backend> subsystem;
         std::vector<std::unique_ptr<function>> functions;
+        /// The TCP listener addresses it is served at.
+        std::vector<nvmekit::rpc::nvmf_listen_address> tcp_addresses;
+    };
+    /// One TCP listener address: the target serving each subsystem that listens there.
+    struct tcp_listener {
+        tcp_listener(nvmekit::transport::tcp::target_options options, nvmekit::rpc::nvmf_listen_address a)
+            : target{std::move(options)}, address{std::move(a)}
+        {}
+        tcp_target target;
+        nvmekit::rpc::nvmf_listen_address address;
     };
 
-    /// One report of the functions of subsystem `nqn`, made on the loop thread.
+    /// One report of the functions of subsystem `nqn`, then of its controllers at each TCP
+    /// listener, made on the loop thread.
     nlohmann::json report(const std::string& nqn,
-                          nlohmann::json (served_target::*what)(const function&) const)
+                          nlohmann::json (served_target::*what)(const function&) const,
+                          nlohmann::json (served_target::*tcp_what)(const tcp_listener&, const std::string&)
+                              const)
     {
         nlohmann::json out = nlohmann::json::array();
         on_loop([&] {
@@ -196,6 +256,59 @@ private:
                         out.push_back(std::move(entry));
                     }
                 }
+            }
+            for (const auto& [key, listener] : tcp_) {
+                for (auto& entry : (this->*tcp_what)(*listener, nqn)) {
+                    out.push_back(std::move(entry));
+                }
+            }
+        });
+        return out;
+    }
+
+    /// HOSTID as SPDK prints it: a UUID.
+    static std::string host_id_text(const std::array<std::uint8_t, 16>& id)
+    {
+        static constexpr char digits[] = "0123456789abcdef";
+        std::string text;
+        for (std::size_t i = 0; i < id.size(); ++i) {
+            if (i == 4 || i == 6 || i == 8 || i == 10) {
+                text += '-';
+            }
+            text += digits[id[i] >> 4];
+            text += digits[id[i] & 0xf];
+        }
+        return text;
+    }
+
+    /// nvmf_subsystem_get_controllers' entries of subsystem `nqn`'s controllers at `listener`.
+    nlohmann::json tcp_controllers(const tcp_listener& listener, const std::string& nqn) const
+    {
+        nlohmann::json out = nlohmann::json::array();
+        listener.target.for_each_controller([&](const typename tcp_target::controller_view& c) {
+            if (c.subsystem_nqn == nqn) {
+                out.push_back({{"cntlid", c.ctrl.controller_id()},
+                               {"hostnqn", std::string{c.host_nqn}},
+                               {"hostid", host_id_text(c.host_id)},
+                               {"num_io_qpairs", c.qids.size() - 1}});
+            }
+        });
+        return out;
+    }
+
+    /// nvmf_subsystem_get_qpairs' entries of subsystem `nqn`'s queues at `listener`.
+    nlohmann::json tcp_qpairs(const tcp_listener& listener, const std::string& nqn) const
+    {
+        nlohmann::json out = nlohmann::json::array();
+        listener.target.for_each_controller([&](const typename tcp_target::controller_view& c) {
+            if (c.subsystem_nqn != nqn) {
+                return;
+            }
+            for (const std::uint16_t qid : c.qids) {
+                out.push_back({{"cntlid", c.ctrl.controller_id()},
+                               {"qid", qid},
+                               {"state", "active"},
+                               {"listen_address", nvmekit::rpc::listen_address_json(listener.address)}});
             }
         });
         return out;
@@ -272,6 +385,27 @@ private:
                 }
             }
         }
+        // Each TCP listener is one loop: its controllers' queues and commands.
+        for (const auto& [key, listener] : tcp_) {
+            std::size_t admin = 0;
+            std::size_t io = 0;
+            std::uint64_t pending = 0;
+            std::uint64_t completed = 0;
+            listener->target.for_each_controller([&](const typename tcp_target::controller_view& c) {
+                ++admin;
+                io += c.qids.size() - 1;
+                pending += c.ctrl.io_outstanding();
+                for (std::uint16_t group = 0; group < c.ctrl.poll_group_count(); ++group) {
+                    completed += c.ctrl.group_statistics(group).commands;
+                }
+            });
+            groups.push_back({{"name", "tcp " + key},
+                              {"current_admin_qpairs", admin},
+                              {"current_io_qpairs", io},
+                              {"pending_bdev_io", pending},
+                              {"completed_nvme_io", completed},
+                              {"transports", nlohmann::json::array({{{"trtype", "TCP"}}})}});
+        }
         return {{"tick_rate", 1'000'000'000}, {"poll_groups", std::move(groups)}};
     }
 
@@ -314,17 +448,17 @@ private:
         return it == subsystems_.end() ? nullptr : it->second.get();
     }
 
-    /// The controller configuration the VFIOUSER transport asks for, refused when it is beyond
-    /// what this build offers.
-    nvmekit::controller_config controller_config() const
+    /// The controller configuration transport `trtype` asks for, refused when it is beyond what
+    /// this build offers (`limits`: Traits' or TcpTraits').
+    nvmekit::controller_config controller_config(const std::string& trtype,
+                                                 const nvmekit::limits& limits) const
     {
-        const auto transport = target_.transport("VFIOUSER");
+        const auto transport = target_.transport(trtype);
         if (!transport) {
-            throw std::runtime_error("no VFIOUSER transport");
+            throw std::runtime_error("no " + trtype + " transport");
         }
-        constexpr nvmekit::limits limits = Traits::limits;
-        const auto above = [](const char* name, std::uint64_t value, std::uint64_t limit) {
-            return std::runtime_error("the VFIOUSER transport's " + std::string{name} + " " +
+        const auto above = [&](const char* name, std::uint64_t value, std::uint64_t limit) {
+            return std::runtime_error("the " + trtype + " transport's " + std::string{name} + " " +
                                       std::to_string(value) + " is above this nvmekit-serve's " +
                                       std::to_string(limit));
         };
@@ -348,18 +482,9 @@ private:
 
     void add_function(const nvmekit::rpc::nvmf_subsystem& s, const nvmekit::rpc::nvmf_listen_address& a)
     {
-        const nvmekit::controller_config config = controller_config();
-        auto& served = subsystems_[s.nqn];
-        const bool created = served == nullptr;
-        if (created) {
-            served = std::make_unique<served_subsystem>(s);
-        }
+        const nvmekit::controller_config config = controller_config("VFIOUSER", Traits::limits);
+        auto [served, created] = subsystem_for(s);
         try {
-            if (created) {
-                for (const auto& ns : s.namespaces) {
-                    add_namespace(*served, ns);
-                }
-            }
             const std::string socket = a.traddr + "/cntrl";
             auto added = std::make_unique<function>(
                 served->subsystem, config,
@@ -377,6 +502,118 @@ private:
         }
     }
 
+    /// The served subsystem of `s`, made with its namespaces when it is not served yet (and
+    /// whether it was made).
+    std::pair<served_subsystem*, bool> subsystem_for(const nvmekit::rpc::nvmf_subsystem& s)
+    {
+        auto& served = subsystems_[s.nqn];
+        if (served != nullptr) {
+            return {served.get(), false};
+        }
+        served = std::make_unique<served_subsystem>(s);
+        try {
+            for (const auto& ns : s.namespaces) {
+                add_namespace(*served, ns);
+            }
+        } catch (...) {
+            subsystems_.erase(s.nqn);
+            throw;
+        }
+        return {served.get(), true};
+    }
+
+    /// Forgets subsystem `nqn` when nothing serves it any more.
+    void forget_if_unserved(const std::string& nqn)
+    {
+        if (auto* served = find(nqn);
+            served != nullptr && served->functions.empty() && served->tcp_addresses.empty()) {
+            subsystems_.erase(nqn);
+        }
+    }
+
+    static nvmekit::transport::tcp::host_access host_access(const nvmekit::rpc::nvmf_subsystem& s)
+    {
+        return {.any = s.allow_any_host, .hosts = s.hosts};
+    }
+
+    /// "ADDR:PORT" ("[ADDR]:PORT" for IPv6): one TCP listener.
+    static std::string tcp_key(const nvmekit::rpc::nvmf_listen_address& a)
+    {
+        return a.adrfam == "IPv6" ? "[" + a.traddr + "]:" + a.trsvcid : a.traddr + ":" + a.trsvcid;
+    }
+
+    /// Serves `s` at TCP listener `a`: on the target already listening there, or a new one with
+    /// the TCP transport's options.
+    void add_tcp_listener(const nvmekit::rpc::nvmf_subsystem& s, const nvmekit::rpc::nvmf_listen_address& a)
+    {
+        const std::string key = tcp_key(a);
+        auto [served, created] = subsystem_for(s);
+        try {
+            auto it = tcp_.find(key);
+            if (it == tcp_.end()) {
+                it = tcp_.emplace(key, std::make_unique<tcp_listener>(tcp_options(a), a)).first;
+                spdlog::info("NVMe/TCP listener on {} (port {})", key, it->second->target.port());
+            }
+            it->second->target.add_subsystem(served->subsystem, host_access(s));
+            served->tcp_addresses.push_back(a);
+            spdlog::info("{}: served over NVMe/TCP on {}", s.nqn, key);
+        } catch (...) {
+            if (const auto it = tcp_.find(key);
+                it != tcp_.end() && it->second->target.association_count() == 0 && !serves_any(*it->second)) {
+                tcp_.erase(it);
+            }
+            if (created) {
+                subsystems_.erase(s.nqn);
+            }
+            throw;
+        }
+    }
+
+    /// Whether any subsystem is served at `listener`.
+    bool serves_any(const tcp_listener& listener) const
+    {
+        return std::any_of(subsystems_.begin(), subsystems_.end(),
+                           [&](const auto& entry) { return listener.target.serves(entry.first); });
+    }
+
+    /// Stops serving subsystem `nqn` at TCP listener `a` (its controllers there end); the
+    /// listener closes when it serves nothing more.
+    void remove_tcp_listener(const std::string& nqn, const nvmekit::rpc::nvmf_listen_address& a)
+    {
+        const auto it = tcp_.find(tcp_key(a));
+        if (it == tcp_.end()) {
+            return;
+        }
+        it->second->target.remove_subsystem(nqn);
+        if (auto* served = find(nqn)) {
+            std::erase(served->tcp_addresses, a);
+        }
+        spdlog::info("{}: no longer served over NVMe/TCP on {}", nqn, it->first);
+        if (!serves_any(*it->second)) {
+            spdlog::info("NVMe/TCP listener on {} closed", it->first);
+            tcp_.erase(it);
+        }
+        forget_if_unserved(nqn);
+    }
+
+    /// The options of a target listening at `a`, from the TCP transport.
+    nvmekit::transport::tcp::target_options tcp_options(const nvmekit::rpc::nvmf_listen_address& a) const
+    {
+        nvmekit::transport::tcp::target_options options;
+        options.address = a.traddr;
+        std::uint16_t port = 0;
+        const auto parsed = std::from_chars(a.trsvcid.data(), a.trsvcid.data() + a.trsvcid.size(), port);
+        if (parsed.ec != std::errc{} || parsed.ptr != a.trsvcid.data() + a.trsvcid.size()) {
+            throw std::runtime_error("'" + a.trsvcid + "' is not a TCP port");
+        }
+        options.port = port;
+        options.controller = controller_config("TCP", TcpTraits::limits);
+        const auto transport = target_.transport("TCP");
+        options.limits.io_in_capsule_data = transport->in_capsule_data_size;
+        options.max_data_length = transport->max_io_size;
+        return options;
+    }
+
     void remove_function(const std::string& nqn, const nvmekit::rpc::nvmf_listen_address& a)
     {
         auto* served = find(nqn);
@@ -392,9 +629,7 @@ private:
         drain(**it);
         spdlog::info("{}: controller on {}/cntrl removed", nqn, a.traddr);
         functions.erase(it);
-        if (functions.empty()) {
-            subsystems_.erase(nqn);
-        }
+        forget_if_unserved(nqn);
     }
 
     static void add_namespace(served_subsystem& served, const nvmekit::rpc::nvmf_namespace& ns)
@@ -417,10 +652,13 @@ private:
                      ns.device->name());
     }
 
-    static void remove_namespace(served_subsystem& served, std::uint32_t nsid)
+    void remove_namespace(served_subsystem& served, std::uint32_t nsid)
     {
         for (auto& f : served.functions) {
             drain(*f);
+        }
+        for (auto& [key, listener] : tcp_) {
+            listener->target.drain_backends();
         }
         served.subsystem.remove_namespace(nsid);
         spdlog::info("{}: namespace {} removed", served.subsystem.identity().nqn, nsid);
@@ -439,6 +677,8 @@ private:
     nvmekit::pci::nvme_function_config function_;
     nvmekit::transport::vfio_user::server_logger logger_;
     std::map<std::string, std::unique_ptr<served_subsystem>> subsystems_;
+    /// The TCP listeners by tcp_key(), after the subsystems they serve, so they go first.
+    std::map<std::string, std::unique_ptr<tcp_listener>> tcp_;
     std::mutex mutex_;
     std::condition_variable changed_;
     std::vector<std::packaged_task<void()>> pending_;

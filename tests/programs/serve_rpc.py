@@ -2,7 +2,9 @@
 """Manages nvmekit-serve through its JSON-RPC socket with SPDK's method names, as scripts/rpc.py
 would, then saves the configuration, restarts from it and compares nvmf_get_subsystems. A
 VFIOUSER listener starts a function a vfio-user client reaches (VERSION, then NVMe registers read
-from BAR0); removing it stops the function.
+from BAR0); removing it stops the function. A TCP listener takes NVMe/TCP connections (ICReq,
+then an admin Connect) from the hosts the subsystem allows; a host removed loses its controller,
+and a listener removed refuses connections.
 
     serve_rpc.py PATH-TO-nvmekit-serve WORK-DIRECTORY
 """
@@ -75,6 +77,49 @@ def nvme_version(path):
         return struct.unpack("<I", reply[16:20])[0]
 
 
+def free_tcp_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def receive_exactly(s, size):
+    data = b""
+    while len(data) < size:
+        chunk = s.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+def tcp_connect(port, subnqn, hostnqn):
+    """An NVMe/TCP admin connection: ICReq, then Connect (CNTLID FFFFh) with its data in the
+    capsule. The socket (None when refused) and the Connect's (status, CNTLID)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    # ICReq: PDU type 0, HLEN = PLEN = 128, PFV 0, HPDA 0, no digests, MAXR2T 0.
+    s.sendall(struct.pack("<BBBBI", 0, 0, 128, 0, 128) + bytes(120))
+    icresp = receive_exactly(s, 128)
+    assert icresp[0] == 1 and struct.unpack("<I", icresp[4:8])[0] == 128, icresp[:8]
+    # Connect: opcode 7Fh, SGL (PSDT 01b), FCTYPE 01h; an in-capsule Data Block (offset) of 1024 bytes.
+    sqe = bytearray(64)
+    sqe[0], sqe[1] = 0x7F, 0x40
+    struct.pack_into("<H", sqe, 2, 1)
+    sqe[4] = 0x01
+    struct.pack_into("<QIxxxB", sqe, 24, 0, 1024, 0x01)
+    struct.pack_into("<HHHBxI", sqe, 40, 0, 0, 31, 0, 0)  # RECFMT, QID 0, SQSIZE 31, CATTR, KATO 0
+    data = bytearray(1024)
+    data[0:16] = bytes(range(1, 17))
+    struct.pack_into("<H", data, 16, 0xFFFF)
+    data[256:256 + len(subnqn)] = subnqn.encode()
+    data[512:512 + len(hostnqn)] = hostnqn.encode()
+    s.sendall(struct.pack("<BBBBI", 4, 0, 72, 72, 72 + 1024) + bytes(sqe) + bytes(data))
+    response = receive_exactly(s, 24)
+    assert response[0] == 5, response[:8]
+    dw0, _, _, _, _, status = struct.unpack("<IIHHHH", response[8:24])
+    return s, ((status >> 1) & 0x7FF, dw0 & 0xFFFF)  # SCT and SC, without DNR and More
+
+
 def start(program, *arguments, wait_for):
     process = subprocess.Popen([program, *arguments], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 10
@@ -142,6 +187,41 @@ def main():
         assert error(rpc, "nvmf_create_subsystem", {"nqn": nqn})["code"] == -32603
         assert error(rpc, "nvmf_subsystem_add_ns", {"nqn": nqn})["code"] == -32602
         assert error(rpc, "no_such_method")["code"] == -32601
+        # A TCP listener: the allowed host connects, another is refused, a host removed loses its
+        # controller, the listener removed takes no more connections.
+        port = free_tcp_port()
+        tcp = {"trtype": "TCP", "adrfam": "IPv4", "traddr": "127.0.0.1", "trsvcid": str(port)}
+        host = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000aa"
+        other = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000bb"
+        assert error(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": tcp})["code"] != 0
+        assert result(rpc, "nvmf_create_transport", {"trtype": "TCP"}) is True
+        assert result(rpc, "nvmf_subsystem_allow_any_host", {"nqn": nqn, "allow_any_host": False}) is True
+        assert result(rpc, "nvmf_subsystem_add_host", {"nqn": nqn, "host": host}) is True
+        assert result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": tcp}) is True
+        refused, (status, _) = tcp_connect(port, nqn, other)
+        refused.close()
+        assert status == 0x184, hex(status)  # Connect Invalid Host
+        admin, (status, cntlid) = tcp_connect(port, nqn, host)
+        assert status == 0, hex(status)
+        controllers = result(rpc, "nvmf_subsystem_get_controllers", {"nqn": nqn})
+        assert controllers == [{"cntlid": cntlid, "hostnqn": host,
+                                "hostid": "01020304-0506-0708-090a-0b0c0d0e0f10", "num_io_qpairs": 0}], controllers
+        qpairs = result(rpc, "nvmf_subsystem_get_qpairs", {"nqn": nqn})
+        assert [(q["qid"], q["listen_address"]["trsvcid"]) for q in qpairs] == [(0, str(port))], qpairs
+        assert any(g["transports"] == [{"trtype": "TCP"}] and g["current_admin_qpairs"] == 1
+                   for g in result(rpc, "nvmf_get_stats")["poll_groups"])
+        assert result(rpc, "nvmf_subsystem_remove_host", {"nqn": nqn, "host": host}) is True
+        assert admin.recv(1) == b"", "the removed host's connection stayed open"
+        admin.close()
+        assert result(rpc, "nvmf_subsystem_get_controllers", {"nqn": nqn}) == []
+        assert result(rpc, "nvmf_subsystem_add_host", {"nqn": nqn, "host": host}) is True
+        assert result(rpc, "nvmf_subsystem_remove_listener", {"nqn": nqn, "listen_address": tcp}) is True
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+            raise AssertionError("the listener outlived its removal")
+        except ConnectionRefusedError:
+            pass
+        assert result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": tcp}) is True
         subsystems = result(rpc, "nvmf_get_subsystems")
         assert [s["nqn"] for s in subsystems] == ["nqn.2014-08.org.nvmexpress.discovery", nqn]
         # What rpc.py's save_config does.
@@ -159,6 +239,9 @@ def main():
     try:
         assert result(rpc, "nvmf_get_subsystems") == subsystems
         assert nvme_version(os.path.join(work, "vm0", "cntrl")) == 0x00020000
+        admin, (status, _) = tcp_connect(port, nqn, host)
+        admin.close()
+        assert status == 0, hex(status)
     finally:
         stop(serve)
 

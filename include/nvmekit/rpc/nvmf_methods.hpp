@@ -51,6 +51,7 @@
 ///     nvmekit::rpc::add_bdev_methods(methods, bdevs);
 ///     nvmekit::rpc::add_nvmf_methods(methods, bdevs, target);
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <exception>
@@ -83,6 +84,9 @@ struct nvmf_method_hooks {
     std::function<void(const nvmf_subsystem&, const nvmf_namespace&)> namespace_added{};
     std::function<void(const nvmf_subsystem&, const nvmf_namespace&)> namespace_removed{};
     std::function<void(const nvmf_subsystem&)> subsystem_removed{};
+    /// The hosts a subsystem allows changed (add_host, remove_host, allow_any_host): the
+    /// subsystem as it is now.
+    std::function<void(const nvmf_subsystem&)> hosts_changed{};
     /// nvmf_subsystem_get_controllers' answer for a subsystem (none: an empty array).
     std::function<nlohmann::json(const nvmf_subsystem&)> controllers{};
     /// nvmf_subsystem_get_qpairs' answer for a subsystem (none: an empty array).
@@ -651,7 +655,7 @@ inline void add_nvmf_methods(registry& methods, bdev_registry& bdevs, nvmf_regis
 
     methods.add(
         "nvmf_subsystem_add_host",
-        [&target](const nlohmann::json& p) -> outcome {
+        [&target, shared_hooks](const nlohmann::json& p) -> outcome {
             params in{p};
             const auto nqn = in.get(required<std::string>("nqn"));
             const auto host = in.get(required<std::string>("host"));
@@ -659,33 +663,53 @@ inline void add_nvmf_methods(registry& methods, bdev_registry& bdevs, nvmf_regis
             static_cast<void>(in.read(accepted_when_default<std::string>("psk", ""),
                                       accepted_when_default<std::string>("dhchap_key", ""),
                                       accepted_when_default<std::string>("dhchap_ctrlr_key", "")));
+            const auto before = target.subsystem(nqn);
+            const bool had =
+                before && std::find(before->hosts.begin(), before->hosts.end(), host) != before->hosts.end();
             target.add_host(nqn, host);
+            if (shared_hooks->hosts_changed) {
+                detail::run_hook([&] { shared_hooks->hosts_changed(*target.subsystem(nqn)); },
+                                 [&] {
+                                     if (!had) {
+                                         target.remove_host(nqn, host);
+                                     }
+                                 });
+            }
             return true;
         },
         runtime_only);
 
     methods.add(
         "nvmf_subsystem_remove_host",
-        [&target](const nlohmann::json& p) -> outcome {
+        [&target, shared_hooks](const nlohmann::json& p) -> outcome {
             params in{p};
             const auto nqn = in.get(required<std::string>("nqn"));
             const auto host = in.get(required<std::string>("host"));
             detail::read_target_name(in);
             in.finish();
             target.remove_host(nqn, host);
+            if (shared_hooks->hosts_changed) {
+                detail::run_hook([&] { shared_hooks->hosts_changed(*target.subsystem(nqn)); },
+                                 [&] { target.add_host(nqn, host); });
+            }
             return true;
         },
         runtime_only);
 
     methods.add(
         "nvmf_subsystem_allow_any_host",
-        [&target](const nlohmann::json& p) -> outcome {
+        [&target, shared_hooks](const nlohmann::json& p) -> outcome {
             params in{p};
             const auto nqn = in.get(required<std::string>("nqn"));
             const auto allow = in.get(required<bool>("allow_any_host"));
             detail::read_target_name(in);
             in.finish();
+            const auto before = target.subsystem(nqn);
             target.allow_any_host(nqn, allow);
+            if (shared_hooks->hosts_changed) {
+                detail::run_hook([&] { shared_hooks->hosts_changed(*target.subsystem(nqn)); },
+                                 [&] { target.allow_any_host(nqn, before->allow_any_host); });
+            }
             return true;
         },
         runtime_only);

@@ -8,6 +8,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -481,6 +483,50 @@ TEST(nvmf_methods, controllers_qpairs_and_stats_hooks_answer)
     EXPECT_EQ(calls.error("nvmf_subsystem_get_qpairs", R"({"nqn": "nqn.2016-06.io.spdk:cnode1"})"),
               json::parse(R"({"code": -32603, "message": "no qpairs here"})"));
     EXPECT_EQ(calls.result("nvmf_get_stats")["poll_groups"][0]["name"], "g0");
+}
+
+TEST(nvmf_methods, the_hosts_changed_hook_sees_each_change_and_a_failing_one_is_undone)
+{
+    rpc::registry methods;
+    rpc::bdev_registry bdevs;
+    rpc::nvmf_registry target;
+    target.add_subsystem({.nqn = cnode1});
+    rpc::nvmf_method_hooks hooks;
+    std::vector<std::pair<bool, std::vector<std::string>>> seen;
+    bool refuse = false;
+    hooks.hosts_changed = [&](const rpc::nvmf_subsystem& s) {
+        if (refuse) {
+            throw std::runtime_error("cannot change the hosts");
+        }
+        seen.emplace_back(s.allow_any_host, s.hosts);
+    };
+    rpc::add_nvmf_methods(methods, bdevs, target, hooks);
+    const nvmekit_test::method_calls calls{methods};
+    const std::string host = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000aa";
+    const std::string add = R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "host": ")" + host + R"("})";
+    EXPECT_EQ(calls.result("nvmf_subsystem_add_host", add), true);
+    EXPECT_EQ(calls.result("nvmf_subsystem_allow_any_host",
+                           R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "allow_any_host": true})"),
+              true);
+    EXPECT_EQ(calls.result("nvmf_subsystem_remove_host", add), true);
+    const std::vector<std::pair<bool, std::vector<std::string>>> expected{
+        {false, {host}}, {true, {host}}, {true, {}}};
+    EXPECT_EQ(seen, expected);
+
+    refuse = true;
+    EXPECT_EQ(calls.error("nvmf_subsystem_add_host", add).value("code", 0), -32603);
+    EXPECT_EQ(calls
+                  .error("nvmf_subsystem_allow_any_host",
+                         R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "allow_any_host": false})")
+                  .value("code", 0),
+              -32603);
+    EXPECT_TRUE(target.subsystem(cnode1)->hosts.empty());
+    EXPECT_TRUE(target.subsystem(cnode1)->allow_any_host);
+    refuse = false;
+    EXPECT_EQ(calls.result("nvmf_subsystem_add_host", add), true);
+    refuse = true;
+    EXPECT_EQ(calls.error("nvmf_subsystem_remove_host", add).value("code", 0), -32603);
+    EXPECT_EQ(target.subsystem(cnode1)->hosts, std::vector<std::string>{host});
 }
 
 TEST_F(nvmf_methods_fixture, the_methods_are_listed_and_callable_at_run_time_only)
