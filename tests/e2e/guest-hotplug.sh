@@ -5,6 +5,10 @@
 # guest says "E2E: waiting for namespace 2 to appear", and removes it when it says "E2E: waiting for
 # namespace 2 to go away". Each check prints "E2E ok: ..." or "E2E FAIL: ..."; the last line is
 # "E2E: result N" (N failed checks).
+#
+# With TCP_PORT in /e2e/expected the guest reaches the same subsystem over NVMe/TCP instead:
+# it loads the modules in /e2e/modules (in the order of /e2e/modules/order), brings up eth0 and
+# connects to the host's loopback (10.0.2.2) on TCP_PORT; the checks are the same.
 . /e2e/expected
 . /e2e/checks.sh
 field() { sed -n "s/^$1 *: *//p" "$2" | head -n 1 | sed 's/ *$//'; }
@@ -14,7 +18,22 @@ wait_for() {
     return 1
 }
 
+if [ -n "${TCP_PORT:-}" ]; then
+    while read -r module; do
+        insmod "/e2e/modules/$module" || fail "insmod $module"
+    done </e2e/modules/order
+    ip link set lo up
+    ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2 \
+        || fail "eth0: could not configure it"
+    mkdir -p /etc/nvme
+    nvme connect -t tcp -a 10.0.2.2 -s "$TCP_PORT" -n "$NQN" >/tmp/out 2>&1 \
+        && ok "nvme connect over NVMe/TCP" || fail "nvme connect: $(cat /tmp/out)"
+    expected_transport=tcp
+else
+    expected_transport=pcie
+fi
 wait_for '[ -e /dev/nvme0n1 ]' 60 || fail "no /dev/nvme0n1 after 60 s"
+expect "transport" "$expected_transport" "$(cat /sys/class/nvme/nvme0/transport 2>/dev/null)"
 nvme list | tee /tmp/list
 expect "namespaces at boot" 1 "$(grep -c '^/dev/nvme0n[0-9]* ' /tmp/list)"
 nvme id-ctrl /dev/nvme0 >/tmp/id 2>&1 || fail "id-ctrl: $(cat /tmp/id)"
@@ -47,6 +66,9 @@ else
 fi
 nvme list | tee /tmp/list
 expect "namespaces after nvmf_subsystem_remove_ns" 1 "$(grep -c '^/dev/nvme0n[0-9]* ' /tmp/list)"
+if [ -n "${TCP_PORT:-}" ]; then
+    nvme disconnect -n "$NQN" >/tmp/out 2>&1 && ok "nvme disconnect" || fail "nvme disconnect: $(cat /tmp/out)"
+fi
 echo "E2E: kernel log"
 dmesg | grep -i nvme
 echo "E2E: result $failures"

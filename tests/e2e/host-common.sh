@@ -6,6 +6,8 @@
 #                               unless everything is provisioned; then sources env.sh
 #   host_ok TEXT, host_fail TEXT  print "E2E ok: TEXT" or "E2E FAIL: TEXT" (counted in failures)
 #   stop_processes PID...       kills each process (a server left running) and reaps it
+#   copy_modules OUT NAME...    the guest kernel's modules NAME into OUT, in load order
+#   free_port                   prints a TCP port nothing listens on
 
 e2e_dir=${NVMEKIT_E2E_DIR:-/var/tmp/nvmekit-e2e}
 failures=0
@@ -30,4 +32,40 @@ stop_processes() {
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
     done
+}
+
+# copy_modules OUT NAME...: the guest kernel's modules NAME, named in load order, into OUT and
+# their names into OUT/order. Each may depend only on nvme-core (which the base initramfs
+# loads) and on modules named before it; another dependency fails the test (name it too).
+copy_modules() {
+    local out=$1 moddir module path dep
+    shift
+    moddir=$(find "$e2e_dir/guest/kernel/lib/modules" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+    [ -n "$moddir" ] || { echo "e2e: FAILED: no extracted guest kernel in $e2e_dir/guest/kernel"; exit 1; }
+    mkdir -p "$out"
+    : >"$out/order"
+    for module in "$@"; do
+        path=$(find "$moddir" -name "$module.ko" | head -n 1)
+        [ -n "$path" ] || { echo "e2e: FAILED: guest module $module.ko not found under $moddir"; exit 1; }
+        for dep in $(modinfo -F depends "$path" | tr ',' ' '); do
+            [ "$dep" = nvme-core ] || grep -qx "$dep.ko" "$out/order" \
+                || { echo "e2e: FAILED: $module needs $dep, which is not named before it"; exit 1; }
+        done
+        cp "$path" "$out/$module.ko"
+        echo "$module.ko" >>"$out/order"
+    done
+}
+
+# free_port: a port nothing listens on (a server that cannot bind it fails the test)
+free_port() {
+    local candidate
+    for _ in $(seq 1 50); do
+        candidate=$((20000 + RANDOM % 40000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    echo "e2e: FAILED: no free port found" >&2
+    exit 1
 }
