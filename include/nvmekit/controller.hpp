@@ -2843,7 +2843,28 @@ private:
     }
 
     // ---- namespaces, logs, features and events ---------------------------------------------------
+public:
+    /// A discovery controller's Discovery log page changed (fabrics_identity::discovery): when
+    /// the host enabled Discovery Log Page Change Notices, a Notice event (F0h, log page 70h)
+    /// completes an Asynchronous Event Request at the next poll(). Returns whether it was queued.
+    bool report_discovery_log_change()
+    {
+        if (!features_.async_event_configuration().get(
+                spec::async_event_configuration::discovery_log_change_notices)) {
+            return false;
+        }
+        return logs_.events().post(spec::async_event_completion{spec::notice_event::discovery_log_page_change,
+                                                                spec::log_page_id::discovery});
+    }
 
+    /// The host read the Discovery log page without Retain Asynchronous Event (the transport
+    /// answers that log itself): Notice events are reported again.
+    void acknowledge_discovery_log() noexcept
+    {
+        logs_.acknowledge_event_type(spec::async_event_type::notice);
+    }
+
+private:
     /// A namespace was attached to or detached from this controller: the Changed Namespace List
     /// log records it and, when the host enabled the notice, an event reports it.
     void on_namespace_changed(std::uint32_t nsid)
@@ -3001,7 +3022,7 @@ private:
     std::vector<std::unique_ptr<detail::submission_queue<command>>> retired_queues_;
     shutdown_flush_set shutdown_flushes_;
     keep_alive_timer keep_alive_;
-    feature_table features_{detail::controller_feature_config(), clock_.now()};
+    feature_table features_{detail::controller_feature_config(config_), clock_.now()};
     /// Error Information, SMART / Health, Firmware Slot, Telemetry, Changed Namespace List, events.
     controller_logs logs_{
         controller_logs_config{.firmware_revision = subsystem_->identity().firmware_revision,

@@ -88,6 +88,10 @@ struct fabrics_identity {
     std::uint16_t max_commands = 0;
     /// SGLS: the SGL descriptors the transport takes from the host.
     spec::sgl_support sgls{};
+    /// A discovery controller (Base 2.0 3.1.3.3): Asynchronous Event Configuration keeps
+    /// Discovery Log Page Change Notices (bit 31), which controller::report_discovery_log_change()
+    /// reports.
+    bool discovery = false;
 };
 
 /// What the controller reports about itself beyond the subsystem's identity.
@@ -198,11 +202,12 @@ inline constexpr std::uint8_t reported_temperature_sensors = 0;
 /// The feature table matching what Identify Controller and the SMART / Health log report. A
 /// volatile write cache is always reported: with WCE cleared every write is durable before it
 /// completes (as FUA).
-[[nodiscard]] inline feature_table_config controller_feature_config()
+[[nodiscard]] inline feature_table_config controller_feature_config(const controller_config& config)
 {
+    const bool discovery = config.identity.fabrics && config.identity.fabrics->discovery;
     return feature_table_config{.temperature_sensors = reported_temperature_sensors,
                                 .volatile_write_cache_present = true,
-                                .supported_async_events = 0x0000'010fU};
+                                .supported_async_events = discovery ? 0x8000'010fU : 0x0000'010fU};
 }
 
 [[nodiscard]] inline register_file_config controller_register_config(const controller_config& config)

@@ -98,7 +98,8 @@ struct discovery_record {
 /// The Identify Controller of a discovery controller, from what an I/O controller of the same
 /// target reports (CNTLID, VER, MDTS, KAS, MAXCMD, SGLS, the serial and model): CNTRLTYPE
 /// discovery, SUBNQN the discovery NQN, IOCCSZ 4 (no in-capsule data), LPA with extended data
-/// (the log is read at offsets), and nothing of namespaces, NVM commands or I/O queues.
+/// (the log is read at offsets), OAES with Discovery Log Page Change Notices, and nothing of
+/// namespaces, NVM commands or I/O queues.
 [[nodiscard]] inline spec::identify_controller discovery_identify(const spec::identify_controller& io)
 {
     spec::identify_controller data{};
@@ -112,6 +113,8 @@ struct discovery_record {
     data.ver = io.ver;
     data.cntrltype = spec::controller_type::discovery;
     data.lpa.set(spec::log_page_attributes::extended_data, true);
+    // OAES: Discovery Log Page Change Notices are the only events it reports.
+    data.oaes.set(spec::async_events_supported::discovery_log_page_change, true);
     data.elpe = io.elpe;
     data.kas = io.kas;
     data.sqes = io.sqes;

@@ -45,10 +45,10 @@
 /// Discovery: a Connect to the well-known discovery NQN creates a discovery controller (admin
 /// queue only, any host): Identify Controller and the Discovery log page (one entry per
 /// subsystem of this listener the host may connect to, read at any dword offset; GENCTR changes
-/// with the subsystems and their hosts) come from discovery.hpp, Property Get/Set, features and
-/// Keep Alive from the controller core, other opcodes complete with Invalid Command Opcode. Not
-/// yet: the discovery log change event, referrals, other listeners in the log, poll groups
-/// across threads.
+/// with the subsystems and their hosts, and a Discovery Log Page Change event reports it to the
+/// hosts that enabled it) come from discovery.hpp, Property Get/Set, features, Asynchronous
+/// Event Requests and Keep Alive from the controller core, other opcodes complete with Invalid
+/// Command Opcode. Not yet: referrals, other listeners in the log, poll groups across threads.
 
 #include <algorithm>
 #include <array>
@@ -195,6 +195,8 @@ public:
             throw std::invalid_argument{"tcp::target: invalid target limits"};
         }
         options_.controller.identity.fabrics = identify_fields(options_.limits);
+        discovery_controller_ = options_.controller;
+        discovery_controller_.identity.fabrics->discovery = true;
         listener_ = listen_on(options_.address, options_.port);
         port_ = local_port(listener_.get());
     }
@@ -245,7 +247,7 @@ public:
             throw std::invalid_argument{"tcp::target: subsystem " + nqn + " is served already"};
         }
         subsystems_.push_back({&subsystem, std::move(access)});
-        ++discovery_generation_;
+        discovery_changed();
     }
 
     /// Changes which hosts may connect to subsystem `nqn`; the controllers of hosts no longer
@@ -257,7 +259,7 @@ public:
             return false;
         }
         served->access = std::move(access);
-        ++discovery_generation_;
+        discovery_changed();
         for (auto& association : associations_) {
             if (association->subsystem == served->subsystem && !association->dying &&
                 !served->access.allows(association->host_nqn)) {
@@ -287,7 +289,7 @@ public:
         std::erase_if(associations_,
                       [gone](const auto& association) { return association->subsystem == gone; });
         std::erase_if(subsystems_, [gone](const served_subsystem& s) { return s.subsystem == gone; });
-        ++discovery_generation_;
+        discovery_changed();
         return true;
     }
 
@@ -922,8 +924,9 @@ private:
             }
             auto created = std::make_unique<association>();
             created->subsystem = discovery ? &discovery_subsystem_ : served->subsystem;
-            created->ctrl = std::make_unique<controller_type>(created->buffers, created->interrupts, clock_,
-                                                              *created->subsystem, options_.controller);
+            created->ctrl = std::make_unique<controller_type>(
+                created->buffers, created->interrupts, clock_, *created->subsystem,
+                discovery ? discovery_controller_ : options_.controller);
             // KATO becomes the controller's Keep Alive Timer feature; its timer runs from here.
             const auto status = created->ctrl->connect_admin_queue(entries, command.kato);
             if (!status.is_success()) {
@@ -1080,9 +1083,25 @@ private:
                 }
             }
             const auto log = discovery_log(discovery_generation_, records);
+            if (!command.retain_async_event) {
+                c.owner->ctrl->acknowledge_discovery_log();
+            }
             return detail::local_completion(cid, read_discovery_log(command, log, out));
         }
         return std::nullopt;
+    }
+
+    /// What the Discovery log page may list changed: a new GENCTR, and a Discovery Log Page
+    /// Change event for each discovery controller whose host enabled it.
+    void discovery_changed()
+    {
+        ++discovery_generation_;
+        for (auto& association : associations_) {
+            if (association->discovery && !association->dying) {
+                static_cast<void>(association->ctrl->report_discovery_log_change());
+                controllers_active_ = true;
+            }
+        }
     }
 
     // ---- controllers -------------------------------------------------------------------------
@@ -1291,6 +1310,8 @@ private:
     subsystem_type discovery_subsystem_{{.nqn = std::string{spec::discovery_nqn}}, {.max_namespaces = 1}};
     /// GENCTR of the Discovery log page: changes whenever what the log may list changes.
     std::uint64_t discovery_generation_ = 1;
+    /// The configuration of discovery controllers: options_.controller's, as a discovery one.
+    controller_config discovery_controller_{};
     typename Traits::clock clock_{};
     socket_handle listener_;
     std::uint16_t port_ = 0;

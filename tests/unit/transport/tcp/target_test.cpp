@@ -1063,4 +1063,64 @@ TEST(tcp_target, a_removed_subsystem_is_served_no_more_and_may_be_destroyed)
     shared.with([](const target_type& target) { EXPECT_EQ(target.association_count(), 1U); });
 }
 
+/// Sends an Asynchronous Event Request on `queue` with command identifier `cid`, not waiting.
+void request_event(tcp_queue& queue, std::uint16_t cid)
+{
+    auto sqe = tcp_host::async_event_request_command();
+    prepare(sqe, cid, spec::sgl_descriptor::transport_data_block(0, tcp_queue::transport_subtype));
+    queue.send_capsule(sqe, {});
+}
+
+/// The event that completes the request `cid` sent on `queue`.
+spec::async_event_completion event_of(tcp_queue& queue, std::uint16_t cid)
+{
+    const auto pdu = queue.receive_pdu();
+    EXPECT_EQ(pdu.type(), spec::pdu_type::capsule_resp);
+    const auto cqe = pdu.header_as<spec::capsule_resp_pdu>().cqe;
+    EXPECT_EQ(cqe.cid, cid);
+    EXPECT_EQ(cqe.status(), spec::status::success());
+    return spec::async_event_completion{cqe.dw0};
+}
+
+TEST(tcp_target, a_discovery_controller_reports_discovery_log_changes_to_a_host_that_enabled_them)
+{
+    const auto first = make_subsystem("nqn.2026-11.io.nvmekit:first", namespace_bytes);
+    const auto second = make_subsystem("nqn.2026-11.io.nvmekit:second", namespace_bytes);
+    shared_target shared;
+    shared.with([&](target_type& target) { target.add_subsystem(*first); });
+    auto host = discovery_host(shared.port(), std::string{host_a});
+    EXPECT_TRUE(host.identify_controller().oaes.get(spec::async_events_supported::discovery_log_page_change));
+    // Discovery Log Page Change Notices (bit 31) kept by Set Features, reported by Get Features
+    const std::uint32_t notices = 1U << 31;
+    ASSERT_TRUE(
+        host.admin()
+            .execute(tcp_host::set_features_command(spec::feature_id::async_event_configuration, notices), {},
+                     {})
+            .ok());
+    const auto got =
+        host.admin().execute(tcp_host::get_features_command(spec::feature_id::async_event_configuration,
+                                                            spec::feature_select::current),
+                             {}, {});
+    EXPECT_EQ(got.cqe.dw0 & notices, notices);
+    const auto [before, generation] = discovered(host);
+    EXPECT_EQ(before.size(), 1U);
+
+    request_event(host.admin(), 700);
+    shared.with([&](target_type& target) { target.add_subsystem(*second); });
+    const auto event = event_of(host.admin(), 700);
+    EXPECT_EQ(event.get(spec::async_event_completion::event_type), spec::async_event_type::notice);
+    EXPECT_EQ(event.get(spec::async_event_completion::event_information),
+              static_cast<std::uint8_t>(spec::notice_event::discovery_log_page_change));
+    EXPECT_EQ(event.get(spec::async_event_completion::log_page), spec::log_page_id::discovery);
+    // Reading the log (without RAE) acknowledges it: the next change is reported too
+    const auto [after, next_generation] = discovered(host);
+    EXPECT_EQ(after.size(), 2U);
+    EXPECT_NE(next_generation, generation);
+    request_event(host.admin(), 701);
+    shared.with([&](target_type& target) { EXPECT_TRUE(target.remove_subsystem(second->identity().nqn)); });
+    EXPECT_EQ(event_of(host.admin(), 701).get(spec::async_event_completion::log_page),
+              spec::log_page_id::discovery);
+    EXPECT_EQ(discovered(host).first.size(), 1U);
+}
+
 } // namespace
