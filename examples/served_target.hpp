@@ -266,21 +266,6 @@ private:
         return out;
     }
 
-    /// HOSTID as SPDK prints it: a UUID.
-    static std::string host_id_text(const std::array<std::uint8_t, 16>& id)
-    {
-        static constexpr char digits[] = "0123456789abcdef";
-        std::string text;
-        for (std::size_t i = 0; i < id.size(); ++i) {
-            if (i == 4 || i == 6 || i == 8 || i == 10) {
-                text += '-';
-            }
-            text += digits[id[i] >> 4];
-            text += digits[id[i] & 0xf];
-        }
-        return text;
-    }
-
     /// nvmf_subsystem_get_controllers' entries of subsystem `nqn`'s controllers at `listener`.
     nlohmann::json tcp_controllers(const tcp_listener& listener, const std::string& nqn) const
     {
@@ -289,7 +274,7 @@ private:
             if (c.subsystem_nqn == nqn) {
                 out.push_back({{"cntlid", c.ctrl.controller_id()},
                                {"hostnqn", std::string{c.host_nqn}},
-                               {"hostid", host_id_text(c.host_id)},
+                               {"hostid", nvmekit::rpc::uuid_string(c.host_id)},
                                {"num_io_qpairs", c.qids.size() - 1}});
             }
         });
