@@ -56,6 +56,13 @@
 // them, to the hosts each subsystem allows (nvmf_subsystem_add_host, allow_any_host; a host
 // removed loses its controllers). Removing a listener (or the subsystem) ends its controllers;
 // namespaces added or removed meanwhile reach every controller of the subsystem.
+// With -r or -c, the command line's target is management's too: each --ram is a malloc bdev
+// Malloc<i>, each --file an aio bdev AIO<i>, the namespaces are on them, the subsystem, its hosts
+// (--host, else any) and its --tcp listeners are recorded with VFIOUSER and TCP transports of
+// the command line's limits, so nvmf_get_subsystems and save_config show them and namespaces,
+// hosts and listeners change through the socket (namespaces not with --group-threads). The
+// --vfio-user function itself is no listener of the record (SPDK's VFIOUSER listener is a
+// directory holding `cntrl`), and the command line's subsystem cannot be deleted.
 
 #include "command_line.hpp"
 
@@ -477,16 +484,24 @@ void poll_tcp(std::vector<std::unique_ptr<tcp_target>>& targets, std::chrono::mi
     }
 }
 
+/// What a serving loop runs besides its own work (management's functions and listeners), with
+/// how long it may wait for work.
+using serve_also = std::function<void(std::chrono::milliseconds)>;
+
 /// Serves `subsystem` over NVMe/TCP alone until SIGINT or SIGTERM, running `also` (the
 /// functions added through management) in the same loop.
 void serve_tcp(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem, const std::string& nqn,
-               const std::function<void()>& also)
+               const serve_also& also)
 {
     auto targets = listen_tcp(o, subsystem, nqn);
     while (!stop_requested.load()) {
+        if (targets.empty() && also) {
+            also(std::chrono::milliseconds{100}); // management serves the listeners, and waits
+            continue;
+        }
         poll_tcp(targets, std::chrono::milliseconds{also ? 1 : 100});
         if (also) {
-            also();
+            also(std::chrono::milliseconds{0});
         }
     }
     spdlog::info("shutting down");
@@ -497,7 +512,8 @@ void serve_tcp(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsy
 /// loop.
 template <typename Traits>
 void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem, const std::string& nqn,
-           const std::string& serial, std::uint16_t controller_id, const std::function<void()>& also)
+           const std::string& serial, std::uint16_t controller_id, const serve_also& also,
+           std::function<void()>& drain)
 {
     using controller_type = nvmekit::controller<Traits>;
     nvmekit::transport::mapped_memory memory;
@@ -536,6 +552,12 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
         ctrl.start_poll_groups({.name = "nvmekit-group", .busy_poll = o.busy_poll}, o.cpus);
         spdlog::info("{} poll group thread(s){}", o.groups, o.busy_poll ? ", busy-polling" : "");
     }
+    // Management removes a namespace only once this controller holds no backend request.
+    drain = [&ctrl] {
+        for (int round = 0; round < 1'000'000 && ctrl.io_outstanding() != 0; ++round) {
+            ctrl.poll();
+        }
+    };
     auto targets = listen_tcp(o, subsystem, nqn);
     while (!stop_requested.load()) {
         // Requests in an asynchronous backend (--io uring) complete only when the controller
@@ -547,7 +569,7 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
                                                                                                      : 100;
         server.run_once(std::chrono::milliseconds{timeout});
         if (also) {
-            also();
+            also(std::chrono::milliseconds{0});
         }
         poll_tcp(targets, std::chrono::milliseconds{0});
     }
@@ -561,6 +583,7 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
         ctrl.poll();
     }
     ctrl.stop_poll_groups();
+    drain = [] {};
 }
 
 #ifdef NVMEKIT_SERVE_HAVE_RPC
@@ -611,12 +634,104 @@ public:
     /// is busy.
     void run_once(std::chrono::milliseconds idle_wait) { served_.run_once(idle_wait); }
 
+    /// A bdev for the command line's namespace `index` (Malloc<index> for --ram, AIO<index> for
+    /// --file) on `backend`, in blocks of `block_size` bytes; the namespace is then made on the
+    /// returned backend, so the bdev is the one management reports and counts.
+    nvmekit::any_backend command_line_bdev(const namespace_spec& ns, std::size_t index,
+                                           nvmekit::any_backend backend, std::uint32_t block_size)
+    {
+        const std::uint64_t num_blocks = backend.capacity_bytes() / block_size;
+        nlohmann::json driver = nlohmann::json::object();
+        if (ns.file) {
+            driver = {{"aio",
+                       {{"filename", ns.path},
+                        {"block_size_override", true},
+                        {"readonly", false},
+                        {"fallocate", false},
+                        {"nowait", false}}}};
+        }
+        auto device = bdevs_.add({.name = (ns.file ? "AIO" : "Malloc") + std::to_string(index),
+                                  .product_name = ns.file ? "AIO disk" : "Malloc disk",
+                                  .module = ns.file ? "aio" : "malloc",
+                                  .block_size = block_size,
+                                  .num_blocks = num_blocks,
+                                  .driver_specific = std::move(driver)},
+                                 std::move(backend));
+        devices_.push_back(device);
+        return nvmekit::any_backend{nvmekit::rpc::bdev_backend{std::move(device)}};
+    }
+
+    /// Records the command line's target (its transports, the subsystem with its namespaces on the
+    /// bdevs command_line_bdev() made, its hosts and its TCP listeners) so management reports,
+    /// changes and saves it as it does the targets it builds, and serves its TCP listeners. The
+    /// --vfio-user function stays the command line's: SPDK's VFIOUSER listener is a directory
+    /// holding the socket `cntrl`, which an arbitrary socket path is not, so it is no listener of
+    /// the record. `drain` lets the command line's controller finish its backend requests before
+    /// a namespace is removed; with `namespaces_fixed` (poll groups on threads of their own) the
+    /// namespaces do not change through management.
+    void adopt_command_line(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem,
+                            std::function<void()> drain, bool namespaces_fixed)
+    {
+        namespace rpc = nvmekit::rpc;
+        constexpr nvmekit::limits limits = serve_traits::limits;
+        const std::uint8_t mdts = o.mdts != 0 ? o.mdts : limits.mdts;
+        const auto transport = [&](const char* trtype, std::uint32_t in_capsule) {
+            if (target_.transport(trtype)) {
+                return; // the configuration made it
+            }
+            auto made = rpc::default_transport(trtype);
+            made.max_queue_depth = o.queue_depth != 0 ? o.queue_depth : limits.queue_entries;
+            made.max_io_qpairs_per_ctrlr = o.queues != 0 ? o.queues : limits.io_queues;
+            made.max_io_size = std::uint32_t{4096} << mdts;
+            made.io_unit_size = made.max_io_size;
+            made.in_capsule_data_size = in_capsule;
+            if (made.trtype == "VFIOUSER") {
+                made.disable_mappable_bar0 = !o.mapped_doorbells;
+            }
+            target_.add_transport(made);
+        };
+        if (!o.socket.empty()) {
+            transport("VFIOUSER", 0);
+        }
+        if (!o.tcp.empty()) {
+            transport("TCP", nvmekit::transport::tcp::target_limits{}.io_in_capsule_data);
+        }
+        const auto& identity = subsystem.identity();
+        target_.add_subsystem({.nqn = identity.nqn,
+                               .serial_number = identity.serial_number,
+                               .model_number = identity.model_number,
+                               .max_namespaces = subsystem.options().max_namespaces,
+                               .allow_any_host = o.hosts.empty()});
+        for (const auto& host : o.hosts) {
+            target_.add_host(identity.nqn, host);
+        }
+        for (std::size_t i = 0; i < devices_.size(); ++i) {
+            const auto nsid = static_cast<std::uint32_t>(i + 1);
+            const auto& ids = subsystem.find(nsid)->identifiers();
+            target_.add_namespace(identity.nqn, {.nsid = nsid,
+                                                 .device = devices_[i],
+                                                 .uuid = ids.uuid,
+                                                 .nguid = ids.nguid,
+                                                 .eui64 = ids.eui64});
+        }
+        for (const auto& listener : o.tcp) {
+            target_.add_listener(identity.nqn,
+                                 {.trtype = "TCP",
+                                  .adrfam = listener.address.find(':') != std::string::npos ? "IPv6" : "IPv4",
+                                  .traddr = listener.address,
+                                  .trsvcid = std::to_string(listener.port)});
+        }
+        served_.adopt(*target_.subsystem(identity.nqn), subsystem, std::move(drain), !namespaces_fixed);
+    }
+
 private:
     nvmekit::rpc::registry methods_;
     nvmekit::rpc::bdev_registry bdevs_;
     nvmekit::rpc::nvmf_registry target_;
     nvmekit_serve::served_target<serve_traits, tcp_serve_traits> served_;
     std::optional<nvmekit::rpc::server> server_;
+    /// The command line's bdevs, in namespace order.
+    std::vector<std::shared_ptr<nvmekit::rpc::bdev>> devices_;
 };
 #endif
 
@@ -649,13 +764,15 @@ int main(int argc, char** argv)
         spdlog::info("stopped");
         return 0;
     }
-    std::function<void()> also;
+    serve_also also;
     if (managed) {
-        also = [&managed] { managed->run_once(std::chrono::milliseconds{0}); };
+        also = [&managed](std::chrono::milliseconds wait) { managed->run_once(wait); };
     }
 #else
-    const std::function<void()> also;
+    const serve_also also;
 #endif
+    // What lets the command line's controller finish its backend requests (serve() sets it).
+    std::function<void()> drain = [] {};
 
     // The socket path names the instance: absolute, with the symbolic links of its existing
     // directories resolved, so that the same socket named differently is the same instance.
@@ -688,33 +805,56 @@ int main(int argc, char** argv)
                     return nvmekit::any_backend{nvmekit::ram_backend{bytes, {.concurrent = concurrent}}};
                 });
         }
-        for (const auto& ns : o.namespaces) {
+        for (std::size_t index = 0; index < o.namespaces.size(); ++index) {
+            const auto& ns = o.namespaces[index];
+            nvmekit::any_backend backend =
+                ns.file
+                    ? file_namespace_backend(ns.path, o)
+                    : nvmekit::any_backend{nvmekit::ram_backend{ns.bytes, {.concurrent = o.group_threads}}};
+            const auto bytes = backend.capacity_bytes();
+#ifdef NVMEKIT_SERVE_HAVE_RPC
+            if (managed) {
+                const std::uint32_t block_size =
+                    nvmekit::supported_lba_formats[o.lba_format].data_bytes; // the namespace's blocks
+                backend = managed->command_line_bdev(ns, index, std::move(backend), block_size);
+            }
+#endif
+            const auto& added = subsystem.add_namespace(std::move(backend), {.lba_format = o.lba_format});
             if (ns.file) {
-                auto backend = file_namespace_backend(ns.path, o);
-                const auto bytes = backend.capacity_bytes();
-                const auto& added = subsystem.add_namespace(std::move(backend), {.lba_format = o.lba_format});
                 spdlog::info("namespace {}: file {} ({} MiB, {})", added.nsid(), ns.path, bytes >> 20,
                              o.uring ? "io_uring" : "pread/pwrite");
             } else {
-                const auto& added =
-                    subsystem.add_namespace(nvmekit::ram_backend{ns.bytes, {.concurrent = o.group_threads}},
-                                            {.lba_format = o.lba_format});
-                spdlog::info("namespace {}: sparse RAM, {} MiB", added.nsid(), ns.bytes >> 20);
+                spdlog::info("namespace {}: sparse RAM, {} MiB", added.nsid(), bytes >> 20);
             }
         }
+        // With management, the command line's target is one it reports, changes and saves, and
+        // its TCP listeners are management's to serve. Management goes before the subsystem.
+        options served = o;
+#ifdef NVMEKIT_SERVE_HAVE_RPC
+        struct release_management {
+            std::optional<management>& managed;
+            ~release_management() { managed.reset(); }
+        } const released_first{managed};
+        if (managed) {
+            managed->adopt_command_line(
+                o, subsystem, [&drain] { drain(); }, o.group_threads);
+            served.tcp.clear();
+        }
+#endif
         if (o.socket.empty()) {
-            serve_tcp(o, subsystem, nqn, also);
+            serve_tcp(served, subsystem, nqn, also);
         } else if (o.group_threads) {
             if (o.trace) {
-                serve<group_thread_traits<traced_serve_traits>>(o, subsystem, nqn, serial, controller_id,
-                                                                also);
+                serve<group_thread_traits<traced_serve_traits>>(served, subsystem, nqn, serial, controller_id,
+                                                                also, drain);
             } else {
-                serve<group_thread_traits<serve_traits>>(o, subsystem, nqn, serial, controller_id, also);
+                serve<group_thread_traits<serve_traits>>(served, subsystem, nqn, serial, controller_id, also,
+                                                         drain);
             }
         } else if (o.trace) {
-            serve<traced_serve_traits>(o, subsystem, nqn, serial, controller_id, also);
+            serve<traced_serve_traits>(served, subsystem, nqn, serial, controller_id, also, drain);
         } else {
-            serve<serve_traits>(o, subsystem, nqn, serial, controller_id, also);
+            serve<serve_traits>(served, subsystem, nqn, serial, controller_id, also, drain);
         }
     } catch (const std::exception& e) {
         spdlog::error("{}", e.what());

@@ -110,6 +110,11 @@ public:
             .subsystem_removed =
                 [this](const rpc::nvmf_subsystem& s) {
                     on_loop([&] {
+                        if (const auto* served = find(s.nqn); served != nullptr && served->owned == nullptr) {
+                            throw std::runtime_error(
+                                "subsystem " + s.nqn +
+                                " is the command line's: it lasts as long as the program");
+                        }
                         for (const auto& a : s.listeners) {
                             if (a.trtype != "VFIOUSER") {
                                 remove_tcp_listener(s.nqn, a);
@@ -206,6 +211,27 @@ public:
         tcp_.clear();
     }
 
+    /// Serves the embedder's subsystem `subsystem`, recorded in the registry as `s`, like the
+    /// subsystems made here: namespaces added and removed through management reach it (`drain`
+    /// first lets the embedder's own controllers of it finish their backend requests; without
+    /// `namespaces_may_change` they are refused), and so do
+    /// the listeners added for it, including the TCP listeners of `s`, which start now. It cannot
+    /// be deleted. Call before run_once(), from the thread that calls it.
+    void adopt(const nvmekit::rpc::nvmf_subsystem& s, nvmekit::subsystem<nvmekit::any_backend>& subsystem,
+               std::function<void()> drain, bool namespaces_may_change = true)
+    {
+        if (!drain) {
+            throw std::invalid_argument("served_target::adopt: no drain");
+        }
+        subsystems_[s.nqn] = std::make_unique<served_subsystem>(subsystem, std::move(drain));
+        subsystems_[s.nqn]->namespaces_fixed = !namespaces_may_change;
+        for (const auto& a : s.listeners) {
+            if (a.trtype == "TCP") {
+                add_tcp_listener(s, a);
+            }
+        }
+    }
+
 private:
     struct function {
         function(nvmekit::subsystem<nvmekit::any_backend>& subsystem, nvmekit::controller_config config,
@@ -222,12 +248,25 @@ private:
         server_type server;
         nvmekit::rpc::nvmf_listen_address address;
     };
+    /// A subsystem served: made here from the registry's record, or the embedder's own
+    /// (adopt(): the command line's, whose function the embedder serves itself).
     struct served_subsystem {
         explicit served_subsystem(const nvmekit::rpc::nvmf_subsystem& s)
-            : subsystem{{.nqn = s.nqn, .serial_number = s.serial_number, .model_number = s.model_number},
-                        {.max_namespaces = s.max_namespaces}}
+            : owned{std::make_unique<nvmekit::subsystem<nvmekit::any_backend>>(
+                  nvmekit::subsystem_identity{
+                      .nqn = s.nqn, .serial_number = s.serial_number, .model_number = s.model_number},
+                  nvmekit::subsystem_options{.max_namespaces = s.max_namespaces})}
+            , subsystem{*owned}
         {}
-        nvmekit::subsystem<nvmekit::any_backend> subsystem;
+        served_subsystem(nvmekit::subsystem<nvmekit::any_backend>& adopted, std::function<void()> drain)
+            : subsystem{adopted}, drain_adopted{std::move(drain)}
+        {}
+        std::unique_ptr<nvmekit::subsystem<nvmekit::any_backend>> owned;
+        nvmekit::subsystem<nvmekit::any_backend>& subsystem;
+        /// Lets the embedder's controllers of an adopted subsystem finish their backend requests.
+        std::function<void()> drain_adopted;
+        /// An adopted subsystem whose namespaces the embedder cannot let change.
+        bool namespaces_fixed = false;
         std::vector<std::unique_ptr<function>> functions;
         /// The TCP listener addresses it is served at.
         std::vector<nvmekit::rpc::nvmf_listen_address> tcp_addresses;
@@ -510,8 +549,8 @@ private:
     /// Forgets subsystem `nqn` when nothing serves it any more.
     void forget_if_unserved(const std::string& nqn)
     {
-        if (auto* served = find(nqn);
-            served != nullptr && served->functions.empty() && served->tcp_addresses.empty()) {
+        if (auto* served = find(nqn); served != nullptr && served->owned != nullptr &&
+                                      served->functions.empty() && served->tcp_addresses.empty()) {
             subsystems_.erase(nqn);
         }
     }
@@ -619,6 +658,7 @@ private:
 
     static void add_namespace(served_subsystem& served, const nvmekit::rpc::nvmf_namespace& ns)
     {
+        refuse_if_fixed(served);
         const std::uint32_t block_size = ns.device->block_size();
         if (block_size != 512 && block_size != 4096) {
             throw std::runtime_error("bdev '" + ns.device->name() + "': block size " +
@@ -637,13 +677,26 @@ private:
                      ns.device->name());
     }
 
+    /// Throws when `served` is an adopted subsystem whose namespaces cannot change.
+    static void refuse_if_fixed(const served_subsystem& served)
+    {
+        if (served.namespaces_fixed) {
+            throw std::runtime_error("the namespaces of " + served.subsystem.identity().nqn +
+                                     " cannot change while its poll groups run on threads of their own");
+        }
+    }
+
     void remove_namespace(served_subsystem& served, std::uint32_t nsid)
     {
+        refuse_if_fixed(served);
         for (auto& f : served.functions) {
             drain(*f);
         }
         for (auto& [key, listener] : tcp_) {
             listener->target.drain_backends();
+        }
+        if (served.drain_adopted) {
+            served.drain_adopted();
         }
         served.subsystem.remove_namespace(nsid);
         spdlog::info("{}: namespace {} removed", served.subsystem.identity().nqn, nsid);

@@ -265,11 +265,44 @@ def main():
     assert run.returncode == 1 and "nvmf_subsystem_add_ns failed" in run.stdout, run
     assert not os.path.exists(rpc)
 
-    # The command-line device and the management socket together.
+    # The command-line device and the management socket together: the command line's bdev,
+    # transports, subsystem, namespace, hosts and TCP listener are management's objects.
     device = os.path.join(work, "device.sock")
-    serve = start(program, "--vfio-user", device, "--ram", "16M", "-r", rpc, wait_for=[device, rpc])
+    port = free_tcp_port()
+    serve = start(program, "--vfio-user", device, "--ram", "16M", "--max-namespaces", "2", "--nqn", nqn,
+                  "--tcp", f"127.0.0.1:{port}", "--host", host, "-r", rpc, wait_for=[device, rpc])
     try:
-        assert result(rpc, "nvmf_get_transports") == []
+        assert sorted(t["trtype"] for t in result(rpc, "nvmf_get_transports")) == ["TCP", "VFIOUSER"]
+        bdevs = result(rpc, "bdev_get_bdevs")
+        assert [(b["name"], b["num_blocks"], b["block_size"], b["claimed"]) for b in bdevs] == [
+            ("Malloc0", 32768, 512, True)], bdevs
+        cli = result(rpc, "nvmf_get_subsystems")[1]
+        assert cli["nqn"] == nqn and cli["hosts"] == [{"nqn": host}] and not cli["allow_any_host"], cli
+        assert [(n["nsid"], n["bdev_name"]) for n in cli["namespaces"]] == [(1, "Malloc0")], cli
+        assert [(a["trtype"], a["trsvcid"]) for a in cli["listen_addresses"]] == [("TCP", str(port))], cli
+        assert nvme_version(device) == 0x00020000
+        admin, (status, _) = tcp_connect(port, nqn, host)
+        assert status == 0, hex(status)
+        assert len(result(rpc, "nvmf_subsystem_get_controllers", {"nqn": nqn})) == 1
+        refused, (status, _) = tcp_connect(port, nqn, other)
+        refused.close()
+        assert status == 0x184, hex(status)
+        assert result(rpc, "nvmf_subsystem_allow_any_host", {"nqn": nqn, "allow_any_host": True}) is True
+        allowed, (status, _) = tcp_connect(port, nqn, other)
+        allowed.close()
+        admin.close()
+        assert status == 0, hex(status)
+        # A namespace added to it and removed; the subsystem itself cannot go.
+        assert result(rpc, "bdev_malloc_create", {"name": "Extra", "num_blocks": 1024, "block_size": 512}) == "Extra"
+        assert result(rpc, "nvmf_subsystem_add_ns", {"nqn": nqn, "namespace": {"bdev_name": "Extra"}}) == 2
+        assert result(rpc, "nvmf_subsystem_remove_ns", {"nqn": nqn, "nsid": 2}) is True
+        e = error(rpc, "nvmf_delete_subsystem", {"nqn": nqn})
+        assert e["code"] == -32603 and "command line" in e["message"], e
+        assert [s["nqn"] for s in result(rpc, "nvmf_get_subsystems")] == [
+            "nqn.2014-08.org.nvmexpress.discovery", nqn]
+        assert error(rpc, "bdev_malloc_delete", {"name": "Malloc0"})["code"] == -16
+        saved_nvmf = result(rpc, "framework_get_config", {"name": "nvmf"})
+        assert any(c["method"] == "nvmf_subsystem_add_ns" and c["params"]["nqn"] == nqn for c in saved_nvmf)
     finally:
         stop(serve)
     shutil.rmtree(work)

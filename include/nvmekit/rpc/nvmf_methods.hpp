@@ -560,7 +560,8 @@ inline void add_nvmf_methods(registry& methods, bdev_registry& bdevs, nvmf_regis
             in.finish();
             const nvmf_subsystem removed = target.remove_subsystem(nqn);
             if (shared_hooks->subsystem_removed) {
-                detail::run_hook([&] { shared_hooks->subsystem_removed(removed); }, [] {});
+                detail::run_hook([&] { shared_hooks->subsystem_removed(removed); },
+                                 [&] { target.restore_subsystem(removed); });
             }
             return true;
         },
@@ -647,7 +648,7 @@ inline void add_nvmf_methods(registry& methods, bdev_registry& bdevs, nvmf_regis
             const nvmf_namespace removed = target.remove_namespace(nqn, nsid);
             if (shared_hooks->namespace_removed) {
                 detail::run_hook([&] { shared_hooks->namespace_removed(*target.subsystem(nqn), removed); },
-                                 [] {});
+                                 [&] { static_cast<void>(target.add_namespace(nqn, removed)); });
             }
             return true;
         },

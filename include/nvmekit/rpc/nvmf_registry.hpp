@@ -227,6 +227,17 @@ public:
         return removed;
     }
 
+    /// Puts back a subsystem remove_subsystem() answered (its removal could not be carried
+    /// out), claiming its namespaces' bdevs again; it is listed last from then on.
+    void restore_subsystem(nvmf_subsystem removed)
+    {
+        const std::lock_guard lock{mutex_};
+        for (auto& ns : removed.namespaces) {
+            static_cast<void>(ns.device->claim(removed.nqn));
+        }
+        subsystems_.push_back(std::move(removed));
+    }
+
     /// A copy of the subsystem `nqn`, or nothing.
     [[nodiscard]] std::optional<nvmf_subsystem> subsystem(std::string_view nqn) const
     {
