@@ -757,8 +757,13 @@ int main(int argc, char** argv)
         return 1;
     }
     if (o.socket.empty() && o.tcp.empty()) {
-        while (!stop_requested.load()) {
-            managed->run_once(std::chrono::milliseconds{100});
+        try {
+            while (!stop_requested.load()) {
+                managed->run_once(std::chrono::milliseconds{100});
+            }
+        } catch (const std::exception& e) {
+            spdlog::error("{}", e.what());
+            return 1;
         }
         managed.reset();
         spdlog::info("stopped");
@@ -771,8 +776,6 @@ int main(int argc, char** argv)
 #else
     const serve_also also;
 #endif
-    // What lets the command line's controller finish its backend requests (serve() sets it).
-    std::function<void()> drain = [] {};
 
     // The socket path names the instance: absolute, with the symbolic links of its existing
     // directories resolved, so that the same socket named differently is the same instance.
@@ -793,6 +796,8 @@ int main(int argc, char** argv)
     const std::string serial = o.serial.value_or(derived.serial_number);
     const std::uint16_t controller_id = o.controller_id.value_or(derived.controller_id);
     try {
+        // What lets the command line's controller finish its backend requests (serve() sets it).
+        std::function<void()> drain = [] {};
         // Without --capacity the namespaces are fixed by the command line, so the highest valid
         // NSID (Identify Controller NN) is their number; with it the host may create more.
         nvmekit::subsystem<nvmekit::any_backend> subsystem{

@@ -252,13 +252,13 @@ public:
 
     /// Changes which hosts may connect to subsystem `nqn`; the controllers of hosts no longer
     /// allowed are ended (their connections closed). False when no such subsystem is served.
-    bool set_host_access(std::string_view nqn, host_access access)
+    bool set_host_access(std::string_view nqn, const host_access& access)
     {
         auto* served = find_subsystem(nqn);
         if (served == nullptr) {
             return false;
         }
-        served->access = std::move(access);
+        served->access = access;
         discovery_changed();
         for (auto& association : associations_) {
             if (association->subsystem == served->subsystem && !association->dying &&
