@@ -54,6 +54,17 @@ enum class block_status : std::uint8_t {
     out_of_range
 };
 
+struct block_request;
+
+/// What a backend that hands a request on to another keeps in the request while it is inside,
+/// so that it sees the request complete without allocating or locking: the submitter's
+/// `complete` and `context`, which it puts back before completing, and when it took the request.
+struct block_request_relay {
+    void (*complete)(block_request&, block_status) = nullptr; ///< nullptr: no backend relays it
+    void* context = nullptr;
+    std::uint64_t submitted_at = 0; ///< in the relaying backend's own time unit
+};
+
 /// One backend operation. The submitter owns it and keeps it alive until `complete` is called.
 struct block_request {
     block_operation operation = block_operation::read;
@@ -70,6 +81,9 @@ struct block_request {
     /// request's first block is reported.
     std::uint64_t error_offset = unknown_offset;
     static constexpr std::uint64_t unknown_offset = ~std::uint64_t{0};
+    /// Belongs to the one backend on the way that relays the request (see block_request_relay);
+    /// the submitter leaves it empty.
+    block_request_relay relay{};
 };
 
 // clang-format off

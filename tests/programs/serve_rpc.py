@@ -93,9 +93,10 @@ def receive_exactly(s, size):
     return data
 
 
-def tcp_connect(port, subnqn, hostnqn):
-    """An NVMe/TCP admin connection: ICReq, then Connect (CNTLID FFFFh) with its data in the
-    capsule. The socket (None when refused) and the Connect's (status, CNTLID)."""
+def tcp_connect(port, subnqn, hostnqn, qid=0, cntlid=0xFFFF):
+    """An NVMe/TCP connection: ICReq, then Connect (an admin queue with CNTLID FFFFh, or I/O queue
+    `qid` of controller `cntlid`) with its data in the capsule. The socket (None when refused) and
+    the Connect's (status, CNTLID)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     # ICReq: PDU type 0, HLEN = PLEN = 128, PFV 0, HPDA 0, no digests, MAXR2T 0.
     s.sendall(struct.pack("<BBBBI", 0, 0, 128, 0, 128) + bytes(120))
@@ -107,10 +108,10 @@ def tcp_connect(port, subnqn, hostnqn):
     struct.pack_into("<H", sqe, 2, 1)
     sqe[4] = 0x01
     struct.pack_into("<QIxxxB", sqe, 24, 0, 1024, 0x01)
-    struct.pack_into("<HHHBxI", sqe, 40, 0, 0, 31, 0, 0)  # RECFMT, QID 0, SQSIZE 31, CATTR, KATO 0
+    struct.pack_into("<HHHBxI", sqe, 40, 0, qid, 31, 0, 0)  # RECFMT, QID, SQSIZE 31, CATTR, KATO 0
     data = bytearray(1024)
     data[0:16] = bytes(range(1, 17))
-    struct.pack_into("<H", data, 16, 0xFFFF)
+    struct.pack_into("<H", data, 16, cntlid)
     data[256:256 + len(subnqn)] = subnqn.encode()
     data[512:512 + len(hostnqn)] = hostnqn.encode()
     s.sendall(struct.pack("<BBBBI", 4, 0, 72, 72, 72 + 1024) + bytes(sqe) + bytes(data))
@@ -118,6 +119,53 @@ def tcp_connect(port, subnqn, hostnqn):
     assert response[0] == 5, response[:8]
     dw0, _, _, _, _, status = struct.unpack("<IIHHHH", response[8:24])
     return s, ((status >> 1) & 0x7FF, dw0 & 0xFFFF)  # SCT and SC, without DNR and More
+
+
+def tcp_command(s, sqe, data=b""):
+    """Sends a command capsule (with `data` in it) and reads until its completion: the status
+    (SCT and SC), CQE DW0 and the data a read returned."""
+    s.sendall(struct.pack("<BBBBI", 4, 0, 72, 72 if data else 0, 72 + len(data)) + bytes(sqe) + bytes(data))
+    received = b""
+    while True:
+        common = receive_exactly(s, 8)
+        kind, flags, _, pdo, plen = struct.unpack("<BBBBI", common)
+        pdu = common + receive_exactly(s, plen - 8)
+        if kind == 7:  # C2HData; SUCCESS (flags bit 3) means no response capsule follows
+            received += pdu[pdo:]
+            if flags & 0x08:
+                return 0, 0, received
+        else:
+            assert kind == 5, pdu[:8]
+            dw0, _, _, _, _, status = struct.unpack("<IIHHHH", pdu[8:24])
+            return (status >> 1) & 0x7FF, dw0, received
+
+
+def nvm_command(opcode, cid, slba=0, length=0, cdw=(), to_host=False):
+    """An NVM command on namespace 1 whose data (`length` bytes) is in the capsule, or comes back
+    in C2HData PDUs when `to_host`; `cdw` are its CDW10 onwards."""
+    sqe = bytearray(64)
+    sqe[0], sqe[1] = opcode, 0x40  # PSDT 01b: SGL
+    struct.pack_into("<HI", sqe, 2, cid, 1)
+    # SGL: Transport Data Block (5h, subtype Ah) to the host, else Data Block at an offset (0h, 1h).
+    struct.pack_into("<QIxxxB", sqe, 24, 0, length, 0x5A if to_host else 0x01)
+    for i, value in enumerate(cdw or struct.unpack("<III", struct.pack("<QI", slba, length // 512 - 1))):
+        struct.pack_into("<I", sqe, 40 + 4 * i, value)
+    return sqe
+
+
+def tcp_enable(s):
+    """Enables the controller of admin connection `s`: Property Set CC (EN, IOSQES 6, IOCQES 4),
+    then Property Get CSTS until RDY."""
+    def property_command(fctype, offset, value=0):
+        sqe = bytearray(64)
+        sqe[0], sqe[4] = 0x7F, fctype
+        struct.pack_into("<BxxxIQ", sqe, 40, 0, offset, value)  # ATTRIB: 4 bytes
+        return sqe
+    assert tcp_command(s, property_command(0x00, 0x14, 0x460001))[0] == 0
+    deadline = time.monotonic() + 5
+    while not tcp_command(s, property_command(0x04, 0x1C))[1] & 1:
+        assert time.monotonic() < deadline, "CSTS.RDY stayed 0"
+        time.sleep(0.01)
 
 
 def start(program, *arguments, wait_for):
@@ -210,6 +258,23 @@ def main():
         assert [(q["qid"], q["listen_address"]["trsvcid"]) for q in qpairs] == [(0, str(port))], qpairs
         assert any(g["transports"] == [{"trtype": "TCP"}] and g["current_admin_qpairs"] == 1
                    for g in result(rpc, "nvmf_get_stats")["poll_groups"])
+        # The namespace's I/O counts in its bdev's statistics.
+        tcp_enable(admin)
+        io, (status, _) = tcp_connect(port, nqn, host, qid=1, cntlid=cntlid)
+        assert status == 0, hex(status)
+        written = bytes(range(256)) * 2
+        assert tcp_command(io, nvm_command(0x01, 1, slba=3, length=512), written)[0] == 0  # Write
+        status, _, read = tcp_command(io, nvm_command(0x02, 2, slba=3, length=512, to_host=True))  # Read
+        assert status == 0 and read == written, (hex(status), read[:16])
+        deallocate = struct.pack("<IIQ", 0, 8, 16)  # 8 blocks from LBA 16
+        assert tcp_command(io, nvm_command(0x09, 3, length=16, cdw=(0, 0x4)), deallocate)[0] == 0  # DSM, AD
+        assert tcp_command(io, nvm_command(0x00, 4, cdw=(0,)))[0] == 0  # Flush: not counted
+        io.close()
+        stats = result(rpc, "bdev_get_iostat", {"name": "Malloc0", "reset_mode": "all"})["bdevs"][0]
+        assert (stats["num_write_ops"], stats["bytes_written"], stats["num_read_ops"], stats["bytes_read"],
+                stats["num_unmap_ops"], stats["bytes_unmapped"]) == (1, 512, 1, 512, 1, 4096), stats
+        assert stats["max_read_latency_ticks"] == stats["min_read_latency_ticks"] == stats["read_latency_ticks"]
+        assert result(rpc, "bdev_get_iostat", {"name": "Malloc0"})["bdevs"][0]["num_write_ops"] == 0
         assert result(rpc, "nvmf_subsystem_remove_host", {"nqn": nqn, "host": host}) is True
         assert admin.recv(1) == b"", "the removed host's connection stayed open"
         admin.close()

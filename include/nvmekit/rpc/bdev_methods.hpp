@@ -12,7 +12,13 @@
 /// - `bdev_malloc_delete`, `bdev_null_delete`, `bdev_aio_delete`: name. Answer true.
 /// - `bdev_get_bdevs`: name, timeout. Answers an array of bdev objects.
 /// - `bdev_get_iostat`: name or names, reset_mode ("none", "all", "maxmin": what to clear once
-///   reported), per_channel (false only). Answers {tick_rate, ticks, bdevs: [...]}.
+///   reported; "maxmin" only the latency maxima and minima), per_channel (false only). Answers
+///   {tick_rate, ticks, bdevs: [...]} in the registry's bdev_clock. Each bdev reports the reads,
+///   writes and deallocates (SPDK's unmaps) that completed successfully through its
+///   bdev_backend, i.e. those of the namespaces on it: operations, bytes, and latency ticks from
+///   submission to completion (sum, maximum, minimum; the minimum 0 while none completed).
+///   SPDK's copy fields are reported as 0 (nvmekit's backends have no copy) and `io_error` as
+///   {}; flush and write zeroes are not counted, nor failed requests, as in SPDK.
 ///
 ///     nvmekit::rpc::registry methods;
 ///     nvmekit::rpc::bdev_registry bdevs;
@@ -29,9 +35,7 @@
 ///
 /// The methods are callable at run time only (SPDK_RPC_RUNTIME), like SPDK's.
 
-#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -59,16 +63,9 @@
 NVMEKIT_BEGIN_NAMESPACE
 namespace rpc {
 
+/// bdev_get_iostat's "tick_rate" and "ticks" come from the registry's bdev_clock, the clock its
+/// bdevs' latencies are measured with.
 struct bdev_method_options {
-    /// Ticks per second of bdev_get_iostat's "ticks" and of the latencies recorded in the bdevs'
-    /// statistics.
-    std::uint64_t tick_rate = 1'000'000'000;
-    /// Now, in ticks (default: std::chrono::steady_clock in nanoseconds).
-    std::function<std::uint64_t()> ticks = [] {
-        return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                              std::chrono::steady_clock::now().time_since_epoch())
-                                              .count());
-    };
     /// How bdev_malloc_create's RAM is kept. `concurrent` keeps chunk memory alive while the bdev
     /// lives, so poll groups on several threads may share a bdev.
     ram_backend_options malloc_backend{.concurrent = true};
@@ -418,7 +415,7 @@ inline void add_bdev_methods(registry& methods, bdev_registry& bdevs, bdev_metho
 
     methods.add(
         "bdev_get_iostat",
-        [&bdevs, shared](const nlohmann::json& p) -> outcome {
+        [&bdevs](const nlohmann::json& p) -> outcome {
             [[maybe_unused]] auto [name, names, per_channel, reset_mode] =
                 params{p}.read(maybe<std::string>("name"), maybe<std::vector<std::string>>("names"),
                                accepted_when_default<bool>("per_channel", false),
@@ -448,8 +445,9 @@ inline void add_bdev_methods(registry& methods, bdev_registry& bdevs, bdev_metho
                                                                    : bdev_io_reset::max_min);
                 }
             }
+            const bdev_clock& clock = bdevs.clock();
             return nlohmann::json{
-                {"tick_rate", shared->tick_rate}, {"ticks", shared->ticks()}, {"bdevs", std::move(devices)}};
+                {"tick_rate", clock.tick_rate}, {"ticks", clock.ticks()}, {"bdevs", std::move(devices)}};
         },
         runtime_only);
 }

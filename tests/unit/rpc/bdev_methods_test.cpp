@@ -1,6 +1,9 @@
 #include <nvmekit/rpc/bdev_methods.hpp>
 
+#include <array>
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -35,18 +38,22 @@ json io_types(bool writable = true)
             {"copy", false},        {"nvme_iov_md", false}};
 }
 
+/// The registry's clock in these tests: it moves by test_step at each reading.
+std::uint64_t test_now = 123456789;
+std::uint64_t test_step = 0;
+std::uint64_t test_ticks() noexcept { return test_now += test_step; }
+
 struct bdev_methods_fixture : ::testing::Test {
     rpc::registry methods;
-    rpc::bdev_registry bdevs;
+    rpc::bdev_registry bdevs{{.tick_rate = 2'000'000'000, .ticks = &test_ticks}};
     nvmekit_test::method_calls calls{methods};
     std::string directory;
 
     void SetUp() override
     {
-        rpc::bdev_method_options options;
-        options.tick_rate = 2'000'000'000;
-        options.ticks = [] { return std::uint64_t{123456789}; };
-        rpc::add_bdev_methods(methods, bdevs, options);
+        test_now = 123456789;
+        test_step = 0;
+        rpc::add_bdev_methods(methods, bdevs);
         std::string pattern = "/tmp/nvmekit-bdev-XXXXXX";
         ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
         directory = pattern;
@@ -336,6 +343,61 @@ TEST_F(bdev_methods_fixture, iostat_by_names_and_with_reset_modes)
     EXPECT_EQ(stats["num_write_ops"], 0);
     EXPECT_EQ(stats["bytes_written"], 0);
     EXPECT_EQ(result("bdev_get_iostat", R"({"name": "b"})")["bdevs"][0]["num_write_ops"], 1);
+}
+
+TEST_F(bdev_methods_fixture, iostat_counts_what_a_namespace_on_the_bdev_sends_it)
+{
+    using nvmekit::block_operation;
+    result("bdev_malloc_create", R"({"name": "Malloc0", "num_blocks": 16, "block_size": 512})");
+    rpc::bdev_backend ns{bdevs.find("Malloc0")};
+    std::array<std::byte, 4096> buffer{};
+    int failed = 0;
+    // A malloc bdev completes inline: the clock moves by `step` at each reading, so each request
+    // takes `step` ticks from submission to completion.
+    const auto submit = [&](std::uint64_t step, block_operation operation, std::uint64_t offset,
+                            std::uint64_t length) {
+        test_step = step;
+        const bool data = operation == block_operation::read || operation == block_operation::write;
+        const nvmekit::io_segment segment{buffer.data(), static_cast<std::size_t>(length)};
+        nvmekit::block_request request{.operation = operation,
+                                       .offset = offset,
+                                       .length = length,
+                                       .segments = {&segment, data ? 1U : 0U},
+                                       .complete =
+                                           [](nvmekit::block_request& done, nvmekit::block_status status) {
+                                               *static_cast<int*>(done.context) +=
+                                                   status == nvmekit::block_status::success ? 0 : 1;
+                                           },
+                                       .context = &failed};
+        ns.submit(request);
+        test_step = 0;
+    };
+    submit(10, block_operation::write, 0, 4096);
+    submit(30, block_operation::write, 4096, 512);
+    submit(20, block_operation::read, 512, 4096);
+    submit(5, block_operation::deallocate, 1024, 2048);
+    submit(7, block_operation::flush, 0, 0);
+    submit(7, block_operation::write_zeroes, 0, 512);
+    submit(7, block_operation::read, 8192, 512); // out of range
+    EXPECT_EQ(failed, 1);
+
+    const json stats = result("bdev_get_iostat", R"({"name": "Malloc0", "reset_mode": "all"})")["bdevs"][0];
+    EXPECT_EQ(stats, json::parse(R"({
+      "name": "Malloc0", "bytes_read": 4096, "num_read_ops": 1, "bytes_written": 4608,
+      "num_write_ops": 2, "bytes_unmapped": 2048, "num_unmap_ops": 1, "bytes_copied": 0,
+      "num_copy_ops": 0, "read_latency_ticks": 20, "max_read_latency_ticks": 20,
+      "min_read_latency_ticks": 20, "write_latency_ticks": 40, "max_write_latency_ticks": 30,
+      "min_write_latency_ticks": 10, "unmap_latency_ticks": 5, "max_unmap_latency_ticks": 5,
+      "min_unmap_latency_ticks": 5, "copy_latency_ticks": 0, "max_copy_latency_ticks": 0,
+      "min_copy_latency_ticks": 0, "io_error": {}})"));
+
+    const json cleared = result("bdev_get_iostat", R"({"name": "Malloc0"})")["bdevs"][0];
+    for (const char* counter : {"num_read_ops", "bytes_written", "num_unmap_ops", "write_latency_ticks",
+                                "max_write_latency_ticks", "min_read_latency_ticks"}) {
+        EXPECT_EQ(cleared[counter], 0) << counter;
+    }
+    submit(3, block_operation::read, 0, 512);
+    EXPECT_EQ(result("bdev_get_iostat", R"({"name": "Malloc0"})")["bdevs"][0]["max_read_latency_ticks"], 3);
 }
 
 TEST_F(bdev_methods_fixture, callable_only_at_run_time)

@@ -6,6 +6,9 @@
 #include <memory>
 #include <string>
 #include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -179,6 +182,155 @@ TEST(bdev_backend, serves_the_bdevs_backend_and_keeps_it_alive)
     EXPECT_EQ(bdevs.remove("r"), std::errc{});
     EXPECT_EQ(backend.device()->name(), "r");
     EXPECT_EQ(backend.device().use_count(), 1);
+}
+
+} // namespace
+
+namespace {
+
+/// The time a test sets, for bdev_clock.
+std::uint64_t test_now = 0;
+std::uint64_t test_ticks() noexcept { return test_now; }
+
+/// Completes its requests in poll(), on RAM, as an asynchronous backend does.
+class deferred_backend {
+public:
+    [[nodiscard]] std::uint64_t capacity_bytes() const { return storage_.capacity_bytes(); }
+    void submit(nvmekit::block_request& request) { waiting_.push_back(&request); }
+    std::size_t poll()
+    {
+        const std::vector<nvmekit::block_request*> due = std::exchange(waiting_, {});
+        for (nvmekit::block_request* request : due) {
+            storage_.submit(*request);
+        }
+        return due.size();
+    }
+    [[nodiscard]] bool has_volatile_cache() const { return false; }
+    [[nodiscard]] std::size_t outstanding() const { return waiting_.size(); }
+
+private:
+    nvmekit::ram_backend storage_{4096};
+    std::vector<nvmekit::block_request*> waiting_;
+};
+
+/// What a submitter sees of its requests' completions.
+struct completions {
+    int count = 0;
+    nvmekit::block_status last = nvmekit::block_status::internal_error;
+
+    static void on_complete(nvmekit::block_request& request, nvmekit::block_status status)
+    {
+        auto& self = *static_cast<completions*>(request.context);
+        ++self.count;
+        self.last = status;
+        EXPECT_EQ(request.relay.complete, nullptr); // given back as it was submitted
+    }
+    [[nodiscard]] nvmekit::block_request request(nvmekit::block_operation operation, std::uint64_t offset,
+                                                 std::uint64_t length,
+                                                 const nvmekit::io_segment* segment = nullptr)
+    {
+        return {.operation = operation,
+                .offset = offset,
+                .length = length,
+                .segments = {segment, segment == nullptr ? 0U : 1U},
+                .complete = &completions::on_complete,
+                .context = this};
+    }
+};
+
+TEST(bdev_backend, counts_successful_requests_with_their_latency_from_submission_to_completion)
+{
+    using nvmekit::block_operation;
+    rpc::bdev_registry bdevs{{.tick_rate = 1000, .ticks = &test_ticks}};
+    rpc::bdev_backend backend{bdevs.add(disk("d", "malloc"), deferred_backend{})};
+    EXPECT_EQ(backend.device()->clock().tick_rate, 1000U);
+
+    std::array<std::byte, 1024> buffer{};
+    const nvmekit::io_segment segment{buffer.data(), buffer.size()};
+    const nvmekit::io_segment half{buffer.data(), 512};
+    completions done;
+    auto write = done.request(block_operation::write, 0, 1024, &segment);
+    auto read = done.request(block_operation::read, 1024, 512, &half);
+    auto deallocate = done.request(block_operation::deallocate, 2048, 2048);
+    auto flush = done.request(block_operation::flush, 0, 0);
+    auto zeroes = done.request(block_operation::write_zeroes, 0, 512);
+    auto beyond = done.request(block_operation::read, 4096, 512, &half); // out of range: fails
+
+    test_now = 100;
+    backend.submit(write);
+    EXPECT_NE(write.complete, &completions::on_complete); // relayed meanwhile
+    EXPECT_EQ(write.relay.submitted_at, 100U);
+    test_now = 130;
+    backend.poll();
+    EXPECT_EQ(done.count, 1);
+    EXPECT_EQ(write.complete, &completions::on_complete);
+    EXPECT_EQ(write.context, &done);
+
+    for (auto* request : {&read, &deallocate, &flush, &zeroes, &beyond}) {
+        backend.submit(*request);
+    }
+    EXPECT_EQ(backend.outstanding(), 5U);
+    test_now = 200;
+    backend.poll();
+    EXPECT_EQ(done.count, 6);
+    EXPECT_EQ(done.last, nvmekit::block_status::out_of_range);
+
+    // A request given back may be submitted again at once, from its own completion.
+    struct again {
+        rpc::bdev_backend* backend;
+        int completed = 0;
+    } resubmitted{&backend};
+    read.context = &resubmitted;
+    read.complete = [](nvmekit::block_request& request, nvmekit::block_status status) {
+        EXPECT_EQ(status, nvmekit::block_status::success);
+        auto& self = *static_cast<again*>(request.context);
+        if (++self.completed == 1) {
+            self.backend->submit(request);
+        }
+    };
+    test_now = 300;
+    backend.submit(read);
+    test_now = 310;
+    backend.poll();
+    test_now = 400;
+    backend.poll();
+    EXPECT_EQ(resubmitted.completed, 2);
+
+    const rpc::bdev_io_counters expected{
+        .read = {1536, 3, 170, 90, 10}, .write = {1024, 1, 30, 30, 30}, .unmap = {2048, 1, 70, 70, 70}};
+    EXPECT_EQ(backend.device()->statistics().counters(), expected);
+}
+
+TEST(bdev_backend, counts_every_request_of_threads_submitting_at_once)
+{
+    rpc::bdev_registry bdevs;
+    rpc::bdev_backend backend{bdevs.add(disk("n"), nvmekit::null_backend{4096})};
+    static constexpr int threads = 4;
+    static constexpr int per_thread = 5000;
+    std::vector<std::thread> submitters;
+    for (int t = 0; t < threads; ++t) {
+        submitters.emplace_back([&backend, t] {
+            std::array<std::byte, 512> buffer{};
+            const nvmekit::io_segment segment{buffer.data(), buffer.size()};
+            completions done;
+            for (int i = 0; i < per_thread; ++i) {
+                auto request = done.request(t % 2 == 0 ? nvmekit::block_operation::read
+                                                       : nvmekit::block_operation::write,
+                                            512, 512, &segment);
+                backend.submit(request);
+            }
+            EXPECT_EQ(done.count, per_thread);
+        });
+    }
+    for (auto& submitter : submitters) {
+        submitter.join();
+    }
+    const rpc::bdev_io_counters counted = backend.device()->statistics().counters();
+    EXPECT_EQ(counted.read.ops, std::uint64_t{threads / 2 * per_thread});
+    EXPECT_EQ(counted.read.bytes, std::uint64_t{threads / 2 * per_thread * 512});
+    EXPECT_EQ(counted.write.ops, std::uint64_t{threads / 2 * per_thread});
+    EXPECT_LE(counted.read.min_latency_ticks, counted.read.max_latency_ticks);
+    EXPECT_LE(counted.read.max_latency_ticks, counted.read.latency_ticks);
 }
 
 } // namespace
