@@ -8,6 +8,7 @@
 #   stop_processes PID...       kills each process (a server left running) and reaps it
 #   copy_modules OUT NAME...    the guest kernel's modules NAME into OUT, in load order
 #   free_port                   prints a TCP port nothing listens on
+#   rpc METHOD [PARAMS-JSON]    one JSON-RPC call on the socket $rpc_sock
 
 e2e_dir=${NVMEKIT_E2E_DIR:-/var/tmp/nvmekit-e2e}
 failures=0
@@ -68,4 +69,26 @@ free_port() {
     done
     echo "e2e: FAILED: no free port found" >&2
     exit 1
+}
+
+# rpc METHOD [PARAMS-JSON]: one call on the JSON-RPC socket $rpc_sock, as rpc.py makes it;
+# prints the result, fails on an error
+rpc() {
+    python3 - "$rpc_sock" "$1" "${2:-}" <<'PY'
+import json, socket, sys
+path, method, params = sys.argv[1], sys.argv[2], sys.argv[3]
+request = {"jsonrpc": "2.0", "id": 1, "method": method}
+if params:
+    request["params"] = json.loads(params)
+with socket.socket(socket.AF_UNIX) as s:
+    s.connect(path)
+    s.sendall(json.dumps(request).encode())
+    buffer = b""
+    while not buffer.endswith(b"\n"):
+        buffer += s.recv(65536)
+response = json.loads(buffer)
+if "error" in response:
+    sys.exit(f"{method}: {response['error']}")
+print(json.dumps(response["result"], sort_keys=True))
+PY
 }

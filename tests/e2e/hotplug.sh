@@ -31,28 +31,9 @@ cleanup() {
 trap cleanup EXIT
 
 sock=$work/rpc.sock
+rpc_sock=$sock
 nqn=nqn.2019-07.io.spdk:cnode0
 uuid=6a0d7c2e-3b1f-4c5e-9d8a-1f2e3d4c5b6a
-# rpc METHOD [PARAMS-JSON]: one call, as rpc.py makes it; prints the result, fails on an error
-rpc() {
-    python3 - "$sock" "$1" "${2:-}" <<'PY'
-import json, socket, sys
-path, method, params = sys.argv[1], sys.argv[2], sys.argv[3]
-request = {"jsonrpc": "2.0", "id": 1, "method": method}
-if params:
-    request["params"] = json.loads(params)
-with socket.socket(socket.AF_UNIX) as s:
-    s.connect(path)
-    s.sendall(json.dumps(request).encode())
-    buffer = b""
-    while not buffer.endswith(b"\n"):
-        buffer += s.recv(65536)
-response = json.loads(buffer)
-if "error" in response:
-    sys.exit(f"{method}: {response['error']}")
-print(json.dumps(response["result"], sort_keys=True))
-PY
-}
 start_serve() {
     "$serve" -r "$sock" "$@" >>"$work/serve.log" 2>&1 &
     serve_pid=$!

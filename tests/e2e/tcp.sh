@@ -9,8 +9,10 @@
 # NQN the server does not admit (--host) refused. On the host it then checks that the guest
 # kernel logged no warning, BUG or call trace, and that the server stops cleanly on SIGINT.
 #
-# One guest boot, two servers: nvmekit-serve serves one subsystem, so the second subsystem the
-# guest connects to at the same time as the first is a second server's.
+# One guest boot, one server with two subsystems at one listener: the command line's (for the
+# host NQN --host names) and a second one added through the server's JSON-RPC socket (a malloc
+# bdev, a subsystem for any host, its namespace and the same TCP listener), which the guest
+# connects to at the same time as the first; the discovery log lists each host what it may reach.
 #
 #   tests/e2e/tcp.sh NVMEKIT_SERVE_BINARY
 #
@@ -29,18 +31,16 @@ require_provisioned e2e-tcp
 
 work=$(mktemp -d /tmp/nvmekit-e2e-tcp.XXXXXX)
 serve_pid=
-serve2_pid=
 cleanup() {
     # shellcheck disable=SC2086 # an empty PID is no argument
-    stop_processes $serve_pid $serve2_pid
+    stop_processes $serve_pid
     rm -rf "$work"
 }
 trap cleanup EXIT
 start=$SECONDS
 
 port=$(free_port)
-port2=$(free_port)
-while [ "$port2" = "$port" ]; do port2=$(free_port); done
+rpc_sock=$work/rpc.sock
 
 nqn=nqn.2026-01.org.nvmekit:e2e-tcp
 host_nqn=nqn.2014-08.org.nvmexpress:uuid:6e766d65-6b69-7400-0000-000000000001
@@ -58,24 +58,25 @@ NQN=$nqn
 HOST_NQN=$host_nqn
 HOST_ID=$host_id
 NS_BYTES=$((ns_mib << 20))
-PORT2=$port2
+PORT2=$port
 NQN2=$nqn2
 NS2_BYTES=$((ns2_mib << 20))
 EOF
 bash "$here/provision.sh" pack "$work/overlay" "$work/initramfs.cpio.gz" >/dev/null
 
-args=(--tcp "127.0.0.1:$port" --host "$host_nqn" --nqn "$nqn" --ram "${ns_mib}M" --queues 2 --log info)
+args=(--tcp "127.0.0.1:$port" --host "$host_nqn" --nqn "$nqn" --ram "${ns_mib}M" --queues 2 --log info
+    -r "$rpc_sock")
 echo "=== e2e-tcp: nvmekit-serve ${args[*]}"
 "$serve" "${args[@]}" >"$work/serve.log" 2>&1 &
 serve_pid=$!
-args2=(--tcp "127.0.0.1:$port2" --nqn "$nqn2" --ram "${ns2_mib}M" --queues 1 --log info)
-echo "=== e2e-tcp: nvmekit-serve ${args2[*]}"
-"$serve" "${args2[@]}" >"$work/serve2.log" 2>&1 &
-serve2_pid=$!
 for _ in $(seq 1 50); do
-    grep -q "over NVMe/TCP on" "$work/serve.log" && grep -q "over NVMe/TCP on" "$work/serve2.log" && break
+    grep -q "over NVMe/TCP on" "$work/serve.log" && [ -S "$rpc_sock" ] && break
     sleep 0.1
 done
+rpc bdev_malloc_create "{\"name\": \"Second\", \"num_blocks\": $((ns2_mib << 11)), \"block_size\": 512}" >/dev/null
+rpc nvmf_create_subsystem "{\"nqn\": \"$nqn2\", \"allow_any_host\": true}" >/dev/null
+rpc nvmf_subsystem_add_ns "{\"nqn\": \"$nqn2\", \"namespace\": {\"bdev_name\": \"Second\"}}" >/dev/null
+rpc nvmf_subsystem_add_listener "{\"nqn\": \"$nqn2\", \"listen_address\": {\"trtype\": \"TCP\", \"adrfam\": \"IPv4\", \"traddr\": \"127.0.0.1\", \"trsvcid\": \"$port\"}}" >/dev/null
 
 qemu_status=0
 timeout 900 "$NVMEKIT_E2E_QEMU" "${NVMEKIT_E2E_QEMU_ARGS[@]}" -initrd "$work/initramfs.cpio.gz" \
@@ -86,16 +87,10 @@ serve_status=0
 kill -INT "$serve_pid"
 wait "$serve_pid" || serve_status=$?
 serve_pid=
-serve2_status=0
-kill -INT "$serve2_pid"
-wait "$serve2_pid" || serve2_status=$?
-serve2_pid=
 
 sed -n '/nvmekit-e2e: init reached/,$p' "$work/guest.log"
 echo "---- e2e-tcp: nvmekit-serve log"
 cat "$work/serve.log"
-echo "---- e2e-tcp: the second nvmekit-serve's log"
-cat "$work/serve2.log"
 echo "---- e2e-tcp: host checks"
 [ "$qemu_status" -eq 0 ] && host_ok "QEMU exited with 0" || host_fail "QEMU: expected exit status 0, got $qemu_status"
 guest_result=$(sed -n 's/^E2E: result \([0-9]*\).*/\1/p' "$work/guest.log" | tail -n 1)
@@ -119,8 +114,5 @@ grep -q -E "^\[ *[0-9.]+\] nvme.*is not allowed" "$work/refusal.log" \
 [ "$serve_status" -eq 0 ] && grep -q '\] stopped$' "$work/serve.log" \
     && host_ok "nvmekit-serve stopped on SIGINT with status 0" \
     || host_fail "nvmekit-serve on SIGINT: expected exit status 0 and 'stopped', got status $serve_status"
-[ "$serve2_status" -eq 0 ] && grep -q '\] stopped$' "$work/serve2.log" \
-    && host_ok "the second nvmekit-serve stopped on SIGINT with status 0" \
-    || host_fail "the second nvmekit-serve on SIGINT: expected exit status 0 and 'stopped', got status $serve2_status"
 echo "=== e2e-tcp: $([ $failures -eq 0 ] && echo passed || echo "FAILED ($failures host checks)") in $((SECONDS - start)) s"
 [ "$failures" -eq 0 ]
