@@ -135,6 +135,11 @@ options parse(int argc, char** argv)
             if (o.transport != "in-process" && o.transport != "vfio-user") {
                 usage("--transport is in-process or vfio-user");
             }
+#ifndef NVMEKIT_PERF_HAVE_VFIO_USER
+            if (o.transport == "vfio-user") {
+                usage("--transport vfio-user: this nvmekit-perf was built without nlohmann_json");
+            }
+#endif
         } else if (arg == "--doorbell-replies") {
             o.doorbell_replies = true;
         } else if (arg == "--doorbell-per-command") {
@@ -284,9 +289,11 @@ int main(int argc, char** argv)
                     nvmekit::ram_backend{o.size, {.chunk_size = ram_chunk_size(o.size), .preallocate = true}},
                     lba_bytes);
         }
+#ifdef NVMEKIT_PERF_HAVE_VFIO_USER
         if (o.transport == "vfio-user") {
             over_vfio_user = run_vfio_user(o, lba_bytes);
         }
+#endif
     } catch (const std::exception& e) {
         fmt::print(stderr, "nvmekit-perf: {}\n", e.what());
         return 1;

@@ -16,8 +16,9 @@ set(CPACK_DEBIAN_DEV_PACKAGE_NAME "nvmekit-dev")
 set(CPACK_DEBIAN_DEV_PACKAGE_ARCHITECTURE "all")
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION "libdevel")
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libfmt-dev (>= 9), libspdlog-dev (>= 1:1.10), libboost-dev (>= 1.74)")
-# The JSON-RPC headers (nvmekit::rpc) need nlohmann_json, the io_uring backend (nvmekit::uring)
-# liburing, the SystemC device (nvmekit::systemc) SystemC; the rest of the library needs none.
+# The JSON-RPC headers (nvmekit::rpc) and the vfio-user transport (nvmekit::vfio_user) need
+# nlohmann_json, the io_uring backend (nvmekit::uring) liburing, the SystemC device
+# (nvmekit::systemc) SystemC; the rest of the library needs none.
 set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS
     "nlohmann-json3-dev (>= 3.10), liburing-dev (>= 2.0), libsystemc-dev (>= 2.3.3)")
 set(CPACK_COMPONENT_DEV_DESCRIPTION "${PROJECT_DESCRIPTION}")

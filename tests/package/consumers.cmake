@@ -3,16 +3,14 @@
 #   consumer            the spec and format headers and the version macros: formats a Read command
 #   readme_example      README.md's example (examples/readme_example.cpp): a subsystem with a RAM
 #                       namespace, a controller, the in-process host's bring-up and one read
-#   transport_consumer  the transport headers: a vfio-user server over mapped memory and eventfd
-#                       interrupts accepts a client on its socket
-# and, when nvmekit has them, rpc_consumer (nvmekit::rpc), uring_consumer (nvmekit::uring) and
-# systemc_consumer (nvmekit::systemc).
+# and, when nvmekit has them, rpc_consumer (nvmekit::rpc), vfio_user_consumer (nvmekit::vfio_user:
+# a vfio-user server over mapped memory and eventfd interrupts accepts a client on its socket),
+# uring_consumer (nvmekit::uring) and systemc_consumer (nvmekit::systemc).
 # Included by find_package/CMakeLists.txt and add_subdirectory/CMakeLists.txt once nvmekit::nvmekit
 # exists; the .deb check (deb.sh) builds find_package/ against the installed package.
 set(nvmekit_consumer_sources
     consumer "${CMAKE_CURRENT_LIST_DIR}/consumer.cpp"
-    readme_example "${CMAKE_CURRENT_LIST_DIR}/../../examples/readme_example.cpp"
-    transport_consumer "${CMAKE_CURRENT_LIST_DIR}/transport_consumer.cpp")
+    readme_example "${CMAKE_CURRENT_LIST_DIR}/../../examples/readme_example.cpp")
 
 enable_testing()
 while(nvmekit_consumer_sources)
@@ -22,7 +20,7 @@ while(nvmekit_consumer_sources)
     add_test(NAME ${program} COMMAND ${program})
 endwhile()
 # The components' consumers, when nvmekit has them (NVMEKIT_EXPECT_<COMPONENT> says it must).
-foreach(component IN ITEMS rpc uring systemc)
+foreach(component IN ITEMS rpc vfio_user uring systemc)
     string(TOUPPER "${component}" upper)
     if(TARGET nvmekit::${component})
         add_executable(${component}_consumer "${CMAKE_CURRENT_LIST_DIR}/${component}_consumer.cpp")

@@ -22,9 +22,11 @@ fi
 contents=$(dpkg-deb --contents "$deb")
 for expected in ./usr/share/cmake/nvmekit/nvmekitConfig.cmake ./usr/share/cmake/nvmekit/nvmekitConfigVersion.cmake \
     ./usr/share/pkgconfig/nvmekit.pc ./usr/include/nvmekit/spec.hpp ./usr/include/nvmekit/controller.hpp \
-    ./usr/include/nvmekit/testing/host.hpp ./usr/include/nvmekit/transport/vfio_user/server.hpp \
+    ./usr/include/nvmekit/testing/host.hpp \
     $([ -f "$build_dir/nvmekit-rpc.pc" ] && echo ./usr/include/nvmekit/rpc/server.hpp \
         ./usr/share/pkgconfig/nvmekit-rpc.pc ./usr/share/cmake/nvmekit/nvmekitRpcTargets.cmake) \
+    $([ -f "$build_dir/nvmekit-vfio_user.pc" ] && echo ./usr/include/nvmekit/transport/vfio_user/server.hpp \
+        ./usr/share/pkgconfig/nvmekit-vfio_user.pc ./usr/share/cmake/nvmekit/nvmekitVfioUserTargets.cmake) \
     $([ -f "$build_dir/nvmekit-uring.pc" ] && echo ./usr/include/nvmekit/backends/uring_backend.hpp \
         ./usr/share/pkgconfig/nvmekit-uring.pc ./usr/share/cmake/nvmekit/nvmekitUringTargets.cmake) \
     $([ -f "$build_dir/nvmekit-systemc.pc" ] && echo ./usr/include/nvmekit/systemc/nvme_device.hpp \

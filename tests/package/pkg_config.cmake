@@ -21,8 +21,7 @@ file(MAKE_DIRECTORY "${OUTPUT_DIR}")
 set(sources_dir "${CMAKE_CURRENT_LIST_DIR}")
 foreach(program_source IN ITEMS
         "consumer=${sources_dir}/consumer.cpp"
-        "readme_example=${sources_dir}/../../examples/readme_example.cpp"
-        "transport_consumer=${sources_dir}/transport_consumer.cpp")
+        "readme_example=${sources_dir}/../../examples/readme_example.cpp")
     string(REPLACE "=" ";" program_source "${program_source}")
     list(GET program_source 0 program)
     list(GET program_source 1 source)
@@ -42,8 +41,8 @@ foreach(program_source IN ITEMS
 endforeach()
 
 # The optional components have pkg-config files of their own, installed when nvmekit was built
-# with their dependency: nvmekit-rpc (nlohmann_json), nvmekit-systemc (SystemC).
-foreach(component IN ITEMS rpc systemc)
+# with their dependency: nvmekit-rpc and nvmekit-vfio_user (nlohmann_json), nvmekit-systemc (SystemC).
+foreach(component IN ITEMS rpc vfio_user systemc)
     execute_process(COMMAND "${PKG_CONFIG}" --exists nvmekit-${component} RESULT_VARIABLE result)
     if(NOT result EQUAL 0)
         continue()

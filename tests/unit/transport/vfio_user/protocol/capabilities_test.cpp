@@ -142,11 +142,11 @@ TEST(vfio_user_protocol, version_limits_json_nesting)
 
 TEST(vfio_user_protocol, capabilities_json_is_read_without_the_version_framing)
 {
-    static_assert([] {
-        vu::client_capabilities caps{};
-        return vu::detail::parse_capabilities_json(R"({"capabilities":{"max_dma_maps":8}})", caps) &&
-               caps.max_dma_maps == 8 && caps.has_max_dma_maps && !caps.has_pgsizes;
-    }());
+    vu::client_capabilities eight{};
+    EXPECT_TRUE(vu::detail::parse_capabilities_json(R"({"capabilities":{"max_dma_maps":8}})", eight));
+    EXPECT_EQ(eight.max_dma_maps, 8U);
+    EXPECT_TRUE(eight.has_max_dma_maps);
+    EXPECT_FALSE(eight.has_pgsizes);
 
     vu::client_capabilities caps{};
     EXPECT_TRUE(vu::detail::parse_capabilities_json("", caps)); // no text: every default applies
@@ -165,4 +165,39 @@ TEST(vfio_user_protocol, capabilities_json_is_read_without_the_version_framing)
     EXPECT_FALSE(vu::detail::parse_capabilities_json("{", rejected));
     EXPECT_FALSE(vu::detail::parse_capabilities_json(R"({"capabilities":{}} x)", rejected));
     EXPECT_FALSE(vu::detail::parse_capabilities_json(R"({"capabilities":{"pgsizes":"4096"}})", rejected));
+}
+
+TEST(vfio_user_protocol, capabilities_json_is_read_as_json)
+{
+    // Escapes in member names are JSON's; unknown members and the other members of the root
+    // are skipped whatever they hold.
+    vu::client_capabilities caps{};
+    ASSERT_TRUE(vu::detail::parse_capabilities_json(
+        R"({"name":[1,{"a":null}],"capabilities":{"max\u005fmsg_fds":4,"extra":[[1.5]],)"
+        R"("twin_socket":{"supported":true,"x":"y"},"migration":{"pgsize":4096}}})",
+        caps));
+    EXPECT_EQ(caps.max_msg_fds, 4U);
+    EXPECT_TRUE(caps.has_max_msg_fds);
+    EXPECT_TRUE(caps.twin_socket);
+    EXPECT_TRUE(caps.migration);
+    EXPECT_TRUE(vu::detail::parse_capabilities_json(" \n\t", caps)); // only white space: the defaults
+
+    // Each known member must have its type: a non-negative integer, a boolean, an object.
+    for (const char* text :
+         {R"({"capabilities":{"max_msg_fds":-1}})", R"({"capabilities":{"max_msg_fds":1.0}})",
+          R"({"capabilities":{"max_dma_maps":18446744073709551616}})",
+          R"({"capabilities":{"write_multiple":1}})", R"({"capabilities":{"migration":true}})",
+          R"({"capabilities":{"twin_socket":{"supported":"yes"}}})", R"({"capabilities":[]})",
+          R"([{"capabilities":{}}])", R"("capabilities")", R"({"capabilities":{"pgsizes":4096},})"}) {
+        vu::client_capabilities refused{};
+        EXPECT_FALSE(vu::detail::parse_capabilities_json(text, refused)) << text;
+    }
+    // Nesting is bounded wherever it is
+    const auto deep = [](int arrays) {
+        const auto count = static_cast<std::size_t>(arrays);
+        return R"({"other":)" + std::string(count, '[') + std::string(count, ']') + "}";
+    };
+    vu::client_capabilities refused{};
+    EXPECT_TRUE(vu::detail::parse_capabilities_json(deep(vu::detail::max_json_depth), refused));
+    EXPECT_FALSE(vu::detail::parse_capabilities_json(deep(vu::detail::max_json_depth + 1), refused));
 }

@@ -1,6 +1,6 @@
-// A program that uses nvmekit's transport headers as an installed package: a controller over
-// mapped guest memory and eventfd interrupts behind a vfio-user server, which must accept a client
-// on its UNIX socket.
+// A program that uses nvmekit's vfio-user transport (nvmekit::vfio_user) as an installed package: a
+// controller over mapped guest memory and eventfd interrupts behind a vfio-user server, which must accept a
+// client on its UNIX socket.
 #include <nvmekit/backends/ram_backend.hpp>
 #include <nvmekit/controller.hpp>
 #include <nvmekit/transport/eventfd_interrupts.hpp>
@@ -45,7 +45,7 @@ int connect_to(const std::string& path)
 
 int main()
 {
-    char directory[] = "/tmp/nvmekit_transport_consumer_XXXXXX";
+    char directory[] = "/tmp/nvmekit_vfio_user_consumer_XXXXXX";
     if (::mkdtemp(directory) == nullptr) {
         fmt::print(stderr, "cannot create a directory for the socket\n");
         return 1;
