@@ -30,7 +30,8 @@ nvmekit_install_missing() {
 # What building the library and its examples needs.
 nvmekit_build_packages=(cmake ninja-build g++ libfmt-dev libspdlog-dev libboost-dev)
 # What the tests, benchmarks and packaging checks add.
-# nlohmann-json3-dev: the JSON-RPC headers (nvmekit::rpc) and their tests.
+# nlohmann-json3-dev: the JSON-RPC headers (nvmekit::rpc), the vfio-user transport
+# (nvmekit::vfio_user), nvmekit-serve and their tests.
 # liburing-dev: the io_uring backend (nvmekit::uring), its tests, nvmekit-serve --io uring and
 # nvmekit-perf --backend uring.
 # libsystemc-dev: the SystemC TLM-2.0 device (nvmekit::systemc), its tests and example.
