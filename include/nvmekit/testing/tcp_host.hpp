@@ -1,8 +1,8 @@
 #pragma once
-/// An NVMe/TCP initiator for tests: blocking sockets, one command at a time per queue, every PDU
-/// it receives checked (digests, lengths, the command it names). It brings a controller up the
-/// way the Linux host does over fabrics: ICReq, Connect on the admin queue, Property Set CC.EN = 1
-/// and Property Get CSTS until RDY, Identify, Set Features Number of Queues, Connect of each I/O
+/// An NVMe/TCP initiator for tests: blocking sockets, one command at a time per queue (or many
+/// outstanding, below), every PDU it receives checked (digests, lengths, the command it names). It brings a
+/// controller up the way the Linux host does over fabrics: ICReq, Connect on the admin queue, Property Set
+/// CC.EN = 1 and Property Get CSTS until RDY, Identify, Set Features Number of Queues, Connect of each I/O
 /// queue on a connection of its own.
 ///
 ///     nvmekit::testing::tcp_host host{"127.0.0.1", target.port(), {.header_digest = true}};
@@ -20,9 +20,10 @@
 ///     queue.submit(read_sqe, {}, buffer);       // the CID is the caller's, unique while outstanding
 ///     queue.flush();                            // every capsule submitted, in one send
 ///     queue.reap([](const completion& c) { ... }, true);   // C2HData into each buffer, then responses
-///     Failures throw host_error (a C2HTermReq: tcp_terminated, with its FES
-/// and FEI); every wait is bounded by options.timeout. Keep Alive is the caller's to send
-/// (options.keep_alive_timeout_ms is the KATO asked for).
+///
+/// Failures throw host_error (a C2HTermReq: tcp_terminated, with its FES and FEI); every wait is
+/// bounded by options.timeout. Keep Alive is the caller's to send (options.keep_alive_timeout_ms
+/// is the KATO asked for).
 
 #include <array>
 #include <chrono>
