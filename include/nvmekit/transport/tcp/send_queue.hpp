@@ -78,13 +78,14 @@ public:
         pending_ += length;
     }
 
-    /// Sends what the socket `fd` takes, gathering up to 32 parts a call. `buffer_of(tag)`
+    /// Sends what the socket `fd` takes, gathering up to 128 parts a call (64 reads' data with
+    /// their headers and responses: each call has a fixed cost in the kernel). `buffer_of(tag)`
     /// gives the bytes of buffer `tag`; `on_sent(tag)` runs once a buffer part is sent whole.
     template <typename BufferOf, typename OnSent>
     flush_result flush(int fd, BufferOf&& buffer_of, OnSent&& on_sent)
     {
         while (!parts_.empty()) {
-            std::array<iovec, 32> vectors{};
+            std::array<iovec, 128> vectors{};
             std::size_t count = 0;
             for (const auto& part : parts_) {
                 if (count == vectors.size()) {
