@@ -3,7 +3,7 @@
 //
 //     nvmekit-perf [--backend null|ram|file|uring] [--rw randread|randwrite|randrw|read|write]
 //                  [--bs 4096] [--qd 128] [--queues 1] [--size 1G] [--time 3] [--mix 50] [--count N]
-//                  [--file PATH] [--direct] [--json] [--transport in-process|vfio-user]
+//                  [--file PATH] [--direct] [--json] [--transport in-process|vfio-user|tcp]
 //
 // --transport vfio-user runs the workload a second time over vfio-user (perf_vfio_user.cpp): the
 // device's vfio-user server on a thread of its own, the host a vfio-user client over a UNIX
@@ -13,6 +13,13 @@
 // --mapped-doorbells stores them into the doorbell page the server offers to map, and
 // --server-busy-poll keeps the server from sleeping between messages; with --threads the
 // server's poll groups run on threads of their own.
+//
+// --transport tcp runs it a second time over NVMe/TCP (perf_tcp.cpp): the target's poll() loop
+// on a thread of its own, the host a pipelined initiator on a loopback socket with --queues
+// connections (up to 4) of --qd commands each, and reports its IOPS, latency and the target
+// thread's CPU time per command beside the in-process figures. A read is a capsule out and
+// C2HData and a response back; a write carries its data in the capsule (--bs up to 8 KiB).
+// --server-busy-poll keeps the target from waiting in poll(2) when idle.
 //
 // One thread runs both sides: the host writes SQEs straight into queue memory and rings doorbells,
 // the controller runs inside poll(), and the host reaps CQEs by their phase tag. Time spent inside
@@ -68,7 +75,9 @@
 #include <nvmekit/testing/flat_memory.hpp>
 #include <nvmekit/testing/host.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
+#include <nvmekit/testing/tcp_host.hpp>
 #include <nvmekit/transport/mapped_memory.hpp>
+#include <nvmekit/transport/tcp/connection_params.hpp>
 
 namespace {
 
@@ -79,7 +88,7 @@ constexpr nvmekit_programs::program perf_program{
     "nvmekit-perf [--backend null|ram|file|uring] [--rw randread|randwrite|randrw|read|write]\n"
     "                    [--bs BYTES] [--qd N] [--queues N] [--size BYTES[K|M|G]] [--time SECONDS]\n"
     "                    [--mix READ_PERCENT] [--count COMMANDS] [--groups N] [--threads] [--json]\n"
-    "                    [--file PATH] [--direct] [--multi-threaded] [--transport in-process|vfio-user]\n"
+    "                    [--file PATH] [--direct] [--multi-threaded] [--transport in-process|vfio-user|tcp]\n"
     "                    [--doorbell-replies] [--doorbell-per-command] [--server-busy-poll]\n"
     "                    [--mapped-doorbells]\n"
     "                    [--help] [--version]\n"};
@@ -132,8 +141,8 @@ options parse(int argc, char** argv)
 #endif
         } else if (arg == "--transport") {
             o.transport = value();
-            if (o.transport != "in-process" && o.transport != "vfio-user") {
-                usage("--transport is in-process or vfio-user");
+            if (o.transport != "in-process" && o.transport != "vfio-user" && o.transport != "tcp") {
+                usage("--transport is in-process, vfio-user or tcp");
             }
 #ifndef NVMEKIT_PERF_HAVE_VFIO_USER
             if (o.transport == "vfio-user") {
@@ -212,6 +221,19 @@ options parse(int argc, char** argv)
     if (o.transport == "vfio-user" && (o.backend == "file" || o.backend == "uring")) {
         usage("--transport vfio-user runs the null and ram backends");
     }
+    if (o.transport == "tcp") {
+        if (o.backend == "file" || o.backend == "uring" || o.threads) {
+            usage("--transport tcp runs the null and ram backends on one target thread");
+        }
+        if (o.queues > nvmekit::testing::tcp_host::max_io_queues) {
+            usage(
+                fmt::format("--transport tcp: --queues 1 to {}", nvmekit::testing::tcp_host::max_io_queues));
+        }
+        if (o.rw != workload::randread && o.rw != workload::read &&
+            o.block_size > nvmekit::transport::tcp::admin_in_capsule_data_size) {
+            usage("--transport tcp: writes are sent in their capsule, --bs up to 8 KiB");
+        }
+    }
     return o;
 }
 
@@ -279,6 +301,7 @@ int main(int argc, char** argv)
     const double ceiling = memcpy_ceiling_gib_per_s(o.size, o.block_size, read_percent, 1.0);
     results r;
     results over_vfio_user;
+    results over_tcp;
     try {
         if (o.backend == "null") {
             r = run(o, nvmekit::null_backend{o.size, {.fill_reads = false}}, lba_bytes);
@@ -294,6 +317,9 @@ int main(int argc, char** argv)
             over_vfio_user = run_vfio_user(o, lba_bytes);
         }
 #endif
+        if (o.transport == "tcp") {
+            over_tcp = run_tcp(o, lba_bytes);
+        }
     } catch (const std::exception& e) {
         fmt::print(stderr, "nvmekit-perf: {}\n", e.what());
         return 1;
@@ -315,6 +341,12 @@ int main(int argc, char** argv)
     const double server_ns = per_command(v.server_cpu_seconds, v.commands);
     const double messages_per_command = static_cast<double>(v.doorbell_messages) /
                                         static_cast<double>(std::max<std::uint64_t>(v.commands, 1));
+    const bool tcp = o.transport == "tcp";
+    const results& t = over_tcp;
+    const double t_iops = static_cast<double>(t.commands) / std::max(t.seconds, 1e-9);
+    const double target_ns = per_command(t.server_cpu_seconds, t.commands);
+    // The target thread's share of a core over the run.
+    const double target_utilisation = t.server_cpu_seconds / std::max(t.seconds, 1e-9);
     if (o.json) {
         fmt::print(
             "{{\"backend\": \"{}\", \"rw\": \"{}\", \"bs\": {}, \"qd\": {}, \"queues\": {}, "
@@ -325,7 +357,7 @@ int main(int argc, char** argv)
             "\"controller_ns_per_command\": {:.1f}, \"host_ns_per_command\": {:.1f}, "
             "\"controller_commands_per_cpu_second\": {:.0f}, "
             "\"memcpy_ceiling_gib_per_s\": {:.2f}, \"fraction_of_memcpy_ceiling\": {}, "
-            "\"vfio_user\": {}}}\n",
+            "\"vfio_user\": {}, \"tcp\": {}}}\n",
             o.backend, name(o.rw), o.block_size, o.queue_depth, o.queues, o.groups, r.seconds, r.commands,
             r.errors, iops, mib_per_s, r.latency.mean() / 1000.0, us(r.latency.percentile(50)),
             us(r.latency.percentile(99)), us(r.latency.percentile(99.9)), o.threads,
@@ -346,7 +378,17 @@ int main(int argc, char** argv)
                                      v.commands, v.errors, v_iops, v.latency.mean() / 1000.0,
                                      us(v.latency.percentile(50)), us(v.latency.percentile(99)),
                                      us(v.latency.percentile(99.9)), server_ns, 1e9 / server_ns,
-                                     messages_per_command, o.server_busy_poll));
+                                     messages_per_command, o.server_busy_poll),
+            !tcp ? std::string{"null"}
+                 : fmt::format("{{\"commands\": {}, \"errors\": {}, \"iops\": {:.0f}, "
+                               "\"latency_us\": {{\"avg\": {:.3f}, \"p50\": {:.3f}, \"p99\": {:.3f}, "
+                               "\"p999\": {:.3f}}}, \"target_cpu_ns_per_command\": {:.1f}, "
+                               "\"target_cpu_utilisation\": {:.3f}, \"iops_per_target_core\": {:.0f}, "
+                               "\"process_cpu_ns_per_command\": {:.1f}, \"server_busy_poll\": {}}}",
+                               t.commands, t.errors, t_iops, t.latency.mean() / 1000.0,
+                               us(t.latency.percentile(50)), us(t.latency.percentile(99)),
+                               us(t.latency.percentile(99.9)), target_ns, target_utilisation, 1e9 / target_ns,
+                               per_command(t.cpu_seconds, t.commands), o.server_busy_poll));
     } else {
         fmt::print("nvmekit-perf: backend {}, {} {} B, QD {} x {} queue(s), {} poll group(s), {:.1f} s, {}\n",
                    o.backend, name(o.rw), o.block_size, o.queue_depth, o.queues, o.groups, r.seconds,
@@ -393,6 +435,23 @@ int main(int argc, char** argv)
                 o.threads ? fmt::format("; the server's thread and {} group thread(s)", o.groups) : "");
             fmt::print("  doorbells        {:>12.3f} messages/command\n", messages_per_command);
         }
+        if (tcp) {
+            fmt::print(
+                "over NVMe/TCP: the same workload, the target's poll() loop on a thread of its own, {} "
+                "loopback connection(s) of QD {}, target {}\n",
+                o.queues, o.queue_depth,
+                o.server_busy_poll ? "busy-polling" : "waiting in poll(2) when idle");
+            fmt::print("  IOPS             {:>12.0f}   ({} commands, {} errors)\n", t_iops, t.commands,
+                       t.errors);
+            fmt::print("  latency (us)     avg {:.3f}  p50 {:.3f}  p99 {:.3f}  p99.9 {:.3f}\n",
+                       t.latency.mean() / 1000.0, us(t.latency.percentile(50)), us(t.latency.percentile(99)),
+                       us(t.latency.percentile(99.9)));
+            fmt::print("  target CPU       {:>12.1f} ns/command  ({:.0f} K IOPS per target core; the target "
+                       "thread {:.0f}% busy)\n",
+                       target_ns, 1e6 / target_ns, 100.0 * target_utilisation);
+            fmt::print("  process CPU      {:>12.1f} ns/command  (the target and the host)\n",
+                       per_command(t.cpu_seconds, t.commands));
+        }
     }
-    return r.errors == 0 && over_vfio_user.errors == 0 ? 0 : 1;
+    return r.errors == 0 && over_vfio_user.errors == 0 && over_tcp.errors == 0 ? 0 : 1;
 }

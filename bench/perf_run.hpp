@@ -71,9 +71,9 @@ struct options {
     bool multi_threaded = false; ///< the controller built with the multi_threaded policy (--threads needs it)
     std::string file = "/var/tmp/nvmekit-perf.img"; ///< --backend file or uring
     bool direct = false;                            ///< the file also opened with O_DIRECT
-    std::string transport = "in-process";           ///< or vfio-user: a server thread over a socket
+    std::string transport = "in-process";           ///< or vfio-user, tcp: a server thread over a socket
     bool doorbell_replies = false; ///< vfio-user: wait for each doorbell's reply (else posted)
-    bool server_busy_poll = false; ///< vfio-user: the server never waits in poll(2)
+    bool server_busy_poll = false; ///< vfio-user, tcp: the server never waits in poll(2)
     bool mapped_doorbells = false; ///< vfio-user: doorbells stored into a mapped page (server polls)
     /// A doorbell write per command (SQ tail after each SQE, CQ head after each CQE), as a
     /// driver that does not batch rings them; else one per queue per pass of the loop.
@@ -161,8 +161,8 @@ struct results {
     std::uint64_t errors = 0;
     double seconds = 0;
     double controller_seconds = 0;
-    double cpu_seconds = 0;              ///< the process's CPU time (host and every group thread)
-    double server_cpu_seconds = 0;       ///< --transport vfio-user: the server thread's CPU time
+    double cpu_seconds = 0;        ///< the process's CPU time (host and every group thread)
+    double server_cpu_seconds = 0; ///< --transport vfio-user: the server thread's CPU time; tcp: the target's
     std::uint64_t doorbell_messages = 0; ///< --transport vfio-user: REGION_WRITE messages sent
     histogram latency;
 };
@@ -214,6 +214,32 @@ inline std::uint32_t queue_entries(const options& o)
     return std::min<std::uint32_t>(1024, std::bit_ceil(o.queue_depth + 1));
 }
 
+/// The workload's next command on a queue: read or write, and its first LBA, one of `io_slots`
+/// slots of `blocks_per_io` blocks; a sequential workload takes slot `sequential_slot` and
+/// moves it on.
+inline std::pair<spec::nvm_opcode, std::uint64_t> next_command(const options& o, std::mt19937_64& random,
+                                                               std::uint64_t io_slots,
+                                                               std::uint32_t blocks_per_io,
+                                                               std::uint64_t& sequential_slot)
+{
+    bool read = true;
+    switch (o.rw) {
+    case workload::randread:
+    case workload::read: read = true; break;
+    case workload::randwrite:
+    case workload::write: read = false; break;
+    case workload::randrw: read = (random() % 100) < o.read_percent; break;
+    }
+    std::uint64_t slot_index = 0;
+    if (o.rw == workload::read || o.rw == workload::write) {
+        slot_index = sequential_slot;
+        sequential_slot = (sequential_slot + 1) % io_slots;
+    } else {
+        slot_index = random() % io_slots;
+    }
+    return {read ? spec::nvm_opcode::read : spec::nvm_opcode::write, slot_index * blocks_per_io};
+}
+
 /// The host's side of a run: `o.queues` I/O queue pairs of `entries` entries that `host` has
 /// brought up (CAP.DSTRD `dstrd`), their data buffers in `memory`, kept `o.queue_depth` commands deep until
 /// the run ends; completions are found by their phase tag. `ring(offset, value)` writes a doorbell register,
@@ -242,23 +268,8 @@ results drive(const options& o, nvmekit::testing::flat_memory& memory, Host& hos
     }
 
     std::mt19937_64 random{42};
-    const auto next_op = [&](queue_state& state) -> std::pair<spec::nvm_opcode, std::uint64_t> {
-        bool read = true;
-        switch (o.rw) {
-        case workload::randread:
-        case workload::read: read = true; break;
-        case workload::randwrite:
-        case workload::write: read = false; break;
-        case workload::randrw: read = (random() % 100) < o.read_percent; break;
-        }
-        std::uint64_t slot_index = 0;
-        if (o.rw == workload::read || o.rw == workload::write) {
-            slot_index = state.sequential_lba;
-            state.sequential_lba = (state.sequential_lba + 1) % io_slots;
-        } else {
-            slot_index = random() % io_slots;
-        }
-        return {read ? spec::nvm_opcode::read : spec::nvm_opcode::write, slot_index * blocks_per_io};
+    const auto next_op = [&](queue_state& state) {
+        return next_command(o, random, io_slots, blocks_per_io, state.sequential_lba);
     };
 
     results r;
@@ -436,5 +447,8 @@ results run_file_backend(const options& o, std::uint32_t lba_bytes);
 
 /// The run with --transport vfio-user (perf_vfio_user.cpp).
 results run_vfio_user(const options& o, std::uint32_t lba_bytes);
+
+/// The run with --transport tcp (perf_tcp.cpp).
+results run_tcp(const options& o, std::uint32_t lba_bytes);
 
 } // namespace nvmekit_perf

@@ -1,8 +1,8 @@
 #pragma once
-/// An NVMe/TCP initiator for tests: blocking sockets, one command at a time per queue, every PDU
-/// it receives checked (digests, lengths, the command it names). It brings a controller up the
-/// way the Linux host does over fabrics: ICReq, Connect on the admin queue, Property Set CC.EN = 1
-/// and Property Get CSTS until RDY, Identify, Set Features Number of Queues, Connect of each I/O
+/// An NVMe/TCP initiator for tests: blocking sockets, one command at a time per queue (or many
+/// outstanding, below), every PDU it receives checked (digests, lengths, the command it names). It brings a
+/// controller up the way the Linux host does over fabrics: ICReq, Connect on the admin queue, Property Set
+/// CC.EN = 1 and Property Get CSTS until RDY, Identify, Set Features Number of Queues, Connect of each I/O
 /// queue on a connection of its own.
 ///
 ///     nvmekit::testing::tcp_host host{"127.0.0.1", target.port(), {.header_digest = true}};
@@ -14,9 +14,16 @@
 ///     host.read(1, 0, 8, back);     // C2HData
 ///
 /// tcp_queue is one connection; tests reach it (send_capsule, send_bytes, receive_pdu) to send
-/// what a host must not. Failures throw host_error (a C2HTermReq: tcp_terminated, with its FES
-/// and FEI); every wait is bounded by options.timeout. Keep Alive is the caller's to send
-/// (options.keep_alive_timeout_ms is the KATO asked for).
+/// what a host must not. It also keeps many commands outstanding at once, as a driver does:
+///
+///     auto& queue = host.io(1);
+///     queue.submit(read_sqe, {}, buffer);       // the CID is the caller's, unique while outstanding
+///     queue.flush();                            // every capsule submitted, in one send
+///     queue.reap([](const completion& c) { ... }, true);   // C2HData into each buffer, then responses
+///
+/// Failures throw host_error (a C2HTermReq: tcp_terminated, with its FES and FEI); every wait is
+/// bounded by options.timeout. Keep Alive is the caller's to send (options.keep_alive_timeout_ms
+/// is the KATO asked for).
 
 #include <array>
 #include <chrono>
@@ -29,6 +36,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -95,15 +103,19 @@ struct received_tcp_pdu {
         return pdu;
     }
     /// The data (PDO to the data digest); a termination request's data is the header after its own.
-    [[nodiscard]] std::span<const std::byte> data() const noexcept
+    [[nodiscard]] std::span<const std::byte> data() const noexcept { return data_of(bytes, ch); }
+
+    /// The data of the whole PDU `pdu` whose common header is `ch`.
+    [[nodiscard]] static std::span<const std::byte> data_of(std::span<const std::byte> pdu,
+                                                            const spec::pdu_common_header& ch) noexcept
     {
         const bool term = ch.type == spec::pdu_type::c2h_term_req || ch.type == spec::pdu_type::h2c_term_req;
         const std::size_t begin = term ? ch.hlen : ch.pdo;
-        if (begin == 0 || begin >= bytes.size()) {
+        if (begin == 0 || begin >= pdu.size()) {
             return {};
         }
         const std::size_t digest = ch.flags.get(spec::pdu_flags::ddgstf) ? spec::tcp_data_digest_size : 0;
-        return std::span{bytes}.subspan(begin, bytes.size() - begin - digest);
+        return pdu.subspan(begin, pdu.size() - begin - digest);
     }
 };
 
@@ -281,28 +293,94 @@ public:
         }
         pdu.bytes.resize(pdu.ch.plen);
         receive_exactly(std::span{pdu.bytes}.subspan(sizeof(spec::pdu_common_header)));
-        if (pdu.ch.flags.get(spec::pdu_flags::hdgstf)) {
-            const auto header = std::span<const std::byte>{pdu.bytes}.first(pdu.ch.hlen);
-            const auto digest = std::span<const std::byte>{pdu.bytes}.subspan(pdu.ch.hlen).first<4>();
-            pdu.header_digest_ok = transport::tcp::crc32c_of(header) == transport::tcp::load_digest(digest);
-            if (!pdu.header_digest_ok) {
-                throw host_error{"header digest error"};
-            }
-        }
-        if (pdu.ch.flags.get(spec::pdu_flags::ddgstf)) {
-            const auto digest = std::span<const std::byte>{pdu.bytes}.last<4>();
-            pdu.data_digest_ok = transport::tcp::crc32c_of(pdu.data()) == transport::tcp::load_digest(digest);
-            if (!pdu.data_digest_ok) {
-                throw host_error{"data digest error"};
-            }
-        }
-        if (pdu.type() == spec::pdu_type::c2h_term_req) {
-            const auto term = pdu.header_as<spec::term_req_pdu>();
-            last_termination_ = pdu;
-            throw tcp_terminated{term.fes, term.error_information()};
-        }
+        check_received(pdu.bytes, pdu.ch);
         return pdu;
     }
+
+    // ---- pipelined use ---------------------------------------------------------------------
+
+    /// Queues `sqe` without waiting for anything: its CID as the caller set it (unique among the
+    /// commands outstanding here), PSDT 01b and its SGL set here; `write_data` goes in the
+    /// capsule (it must fit: no R2T is answered here), `read_data` receives the C2HData and
+    /// must stay valid until the command is reaped. flush() sends what is queued.
+    void submit(spec::submission_queue_entry sqe, std::span<const std::byte> write_data,
+                std::span<std::byte> read_data)
+    {
+        if (write_data.size() > in_capsule_limit_) {
+            throw host_error{"a pipelined write must fit in its capsule"};
+        }
+        const std::uint16_t cid = sqe.cdw0.get(spec::command_dword0::cid);
+        if (cid >= pipelined_.size()) {
+            pipelined_.resize(std::size_t{cid} + 1U);
+        }
+        auto& command = pipelined_[cid];
+        if (command.outstanding) {
+            throw host_error{"CID " + std::to_string(cid) + " is outstanding already"};
+        }
+        command = {read_data, true};
+        ++outstanding_;
+        sqe.cdw0.set(spec::command_dword0::psdt, spec::data_pointer_type::sgl_contiguous_metadata);
+        sqe.dptr = write_data.empty() ? spec::to_data_pointer(spec::sgl_descriptor::transport_data_block(
+                                            static_cast<std::uint32_t>(read_data.size()), transport_subtype))
+                                      : spec::to_data_pointer(spec::sgl_descriptor::data_block(
+                                            0, static_cast<std::uint32_t>(write_data.size()),
+                                            spec::sgl_descriptor_subtype::offset));
+        const std::array<std::span<const std::byte>, 1> parts{write_data};
+        const std::size_t start = send_batch_.size();
+        send_batch_.resize(start + transport::tcp::pdu_size(spec::pdu_type::capsule_cmd,
+                                                            static_cast<std::uint32_t>(write_data.size()),
+                                                            params_));
+        transport::tcp::encode_capsule_cmd(sqe, parts, params_, std::span{send_batch_}.subspan(start));
+    }
+
+    /// Sends every capsule submit() queued.
+    void flush()
+    {
+        send_bytes(send_batch_);
+        send_batch_.clear();
+    }
+
+    /// Receives what the target has sent (when `wait`, waiting up to options.timeout for it if
+    /// nothing is there yet), copies C2HData into the buffers of their commands and calls
+    /// `on_completion(const completion&)` for each response, in the order they came; returns how
+    /// many. Every PDU is checked as receive_pdu() checks it.
+    template <typename OnCompletion>
+    std::size_t reap(OnCompletion&& on_completion, bool wait)
+    {
+        if (received_.empty()) {
+            received_.resize(receive_buffer_bytes);
+        }
+        std::size_t completed = take_received(on_completion);
+        for (;;) {
+            // take_received() leaves room for the rest of the PDU it stopped at.
+            const bool block = wait && completed == 0;
+            const std::size_t room = received_.size() - received_end_;
+            const ssize_t got =
+                ::recv(socket_.get(), received_.data() + received_end_, room, block ? 0 : MSG_DONTWAIT);
+            if (got == 0) {
+                throw host_error{"the target closed the connection"};
+            }
+            if (got < 0) {
+                if (errno == EINTR) {
+                    continue;
+                }
+                if (!block && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                    return completed;
+                }
+                throw host_error{"receive failed or timed out"};
+            }
+            received_end_ += static_cast<std::size_t>(got);
+            completed += take_received(on_completion);
+            if (static_cast<std::size_t>(got) < room && completed != 0) {
+                return completed;
+            }
+        }
+    }
+
+    /// Commands submitted and not reaped yet.
+    [[nodiscard]] std::size_t outstanding() const noexcept { return outstanding_; }
+    /// The connection's socket, to wait for several queues at once (poll(2)).
+    [[nodiscard]] int native_handle() const noexcept { return socket_.get(); }
 
     /// Whether the target closed the connection (a read returns end of stream within the timeout).
     [[nodiscard]] bool closed_by_target()
@@ -365,6 +443,115 @@ private:
         }
     }
 
+    /// Checks the digests of the whole PDU `bytes` (common header `ch`); a C2HTermReq is kept
+    /// in last_termination() and thrown as tcp_terminated.
+    void check_received(std::span<const std::byte> bytes, const spec::pdu_common_header& ch)
+    {
+        if (ch.flags.get(spec::pdu_flags::hdgstf)) {
+            const auto digest = bytes.subspan(ch.hlen).first<4>();
+            if (transport::tcp::crc32c_of(bytes.first(ch.hlen)) != transport::tcp::load_digest(digest)) {
+                throw host_error{"header digest error"};
+            }
+        }
+        if (ch.flags.get(spec::pdu_flags::ddgstf)) {
+            const auto digest = bytes.last<4>();
+            if (transport::tcp::crc32c_of(received_tcp_pdu::data_of(bytes, ch)) !=
+                transport::tcp::load_digest(digest)) {
+                throw host_error{"data digest error"};
+            }
+        }
+        if (ch.type == spec::pdu_type::c2h_term_req) {
+            received_tcp_pdu pdu;
+            pdu.bytes.assign(bytes.begin(), bytes.end());
+            pdu.ch = ch;
+            const auto term = pdu.header_as<spec::term_req_pdu>();
+            last_termination_ = std::move(pdu);
+            throw tcp_terminated{term.fes, term.error_information()};
+        }
+    }
+
+    /// Handles every whole PDU received_ holds: C2HData into its command's buffer, a response to
+    /// `on_completion`; returns how many responses.
+    template <typename OnCompletion>
+    std::size_t take_received(OnCompletion& on_completion)
+    {
+        std::size_t completed = 0;
+        for (;;) {
+            const std::size_t available = received_end_ - received_begin_;
+            if (available < sizeof(spec::pdu_common_header)) {
+                make_room(sizeof(spec::pdu_common_header));
+                return completed;
+            }
+            spec::pdu_common_header ch{};
+            std::memcpy(&ch, received_.data() + received_begin_, sizeof(ch));
+            if (ch.plen < ch.hlen || ch.hlen < sizeof(spec::pdu_common_header) || ch.plen > max_pdu_bytes) {
+                throw host_error{"PDU lengths invalid"};
+            }
+            if (available < ch.plen) {
+                make_room(ch.plen);
+                return completed;
+            }
+            const auto bytes = std::span<const std::byte>{received_}.subspan(received_begin_, ch.plen);
+            received_begin_ += ch.plen;
+            check_received(bytes, ch);
+            const auto header_as = [&]<typename Pdu>(std::type_identity<Pdu>) {
+                if (bytes.size() < sizeof(Pdu)) {
+                    throw host_error{"PDU shorter than its header"};
+                }
+                Pdu pdu{};
+                std::memcpy(&pdu, bytes.data(), sizeof(Pdu));
+                return pdu;
+            };
+            switch (ch.type) {
+            case spec::pdu_type::c2h_data: {
+                const auto header = header_as(std::type_identity<spec::c2h_data_pdu>{});
+                const auto data = received_tcp_pdu::data_of(bytes, ch);
+                if (header.cccid >= pipelined_.size() || !pipelined_[header.cccid].outstanding ||
+                    header.datal != data.size() ||
+                    std::uint64_t{header.datao} + header.datal > pipelined_[header.cccid].read_data.size()) {
+                    throw host_error{"C2HData outside the command's data"};
+                }
+                std::memcpy(pipelined_[header.cccid].read_data.data() + header.datao, data.data(),
+                            data.size());
+                ++c2h_data_received_;
+                break;
+            }
+            case spec::pdu_type::capsule_resp: {
+                const completion result{header_as(std::type_identity<spec::capsule_resp_pdu>{}).cqe};
+                if (result.cqe.cid >= pipelined_.size() || !pipelined_[result.cqe.cid].outstanding) {
+                    throw host_error{"response for command " + std::to_string(result.cqe.cid) +
+                                     ", which is not outstanding"};
+                }
+                if (result.cqe.sq_id != qid_) {
+                    throw host_error{"response names SQ " + std::to_string(result.cqe.sq_id)};
+                }
+                pipelined_[result.cqe.cid].outstanding = false;
+                --outstanding_;
+                ++completed;
+                on_completion(result);
+                break;
+            }
+            default: throw host_error{"unexpected PDU type " + std::string{spec::name(ch.type)}};
+            }
+        }
+    }
+
+    /// Moves what is left of received_ to its front when fewer than `needed` bytes fit after
+    /// it, growing it for a PDU larger than it.
+    void make_room(std::size_t needed)
+    {
+        if (received_.size() - received_begin_ >= needed) {
+            return;
+        }
+        const std::size_t kept = received_end_ - received_begin_;
+        std::memmove(received_.data(), received_.data() + received_begin_, kept);
+        received_begin_ = 0;
+        received_end_ = kept;
+        if (received_.size() < needed) {
+            received_.resize(needed);
+        }
+    }
+
     void receive_exactly(std::span<std::byte> out)
     {
         while (!out.empty()) {
@@ -392,6 +579,19 @@ private:
     std::size_t c2h_data_received_ = 0;
     std::size_t h2c_data_sent_ = 0;
     std::size_t r2ts_received_ = 0;
+
+    /// A command submit() sent: where its read data goes.
+    struct pipelined_command {
+        std::span<std::byte> read_data{};
+        bool outstanding = false;
+    };
+    static constexpr std::size_t receive_buffer_bytes = std::size_t{256} << 10;
+    std::vector<pipelined_command> pipelined_; ///< indexed by CID
+    std::size_t outstanding_ = 0;
+    std::vector<std::byte> send_batch_;
+    std::vector<std::byte> received_;
+    std::size_t received_begin_ = 0;
+    std::size_t received_end_ = 0;
 };
 
 /// A host of one controller over NVMe/TCP: an admin connection and I/O connections.

@@ -227,4 +227,92 @@ TEST(tcp_host, reports_c2h_term_req_with_its_status_and_field)
     EXPECT_EQ(queue.last_termination()->data().size(), sizeof(spec::capsule_cmd_pdu));
 }
 
+TEST(tcp_host, keeps_commands_outstanding_and_reaps_them_in_the_order_answered)
+{
+    const tcp::connection_params params{};
+    std::vector<std::uint16_t> capsules;
+    std::vector<std::uint32_t> in_capsule;
+    scripted_target target{[&](scripted_target& self) {
+        tcp::pdu_stream stream;
+        self.accept_icreq(stream, params);
+        for (int i = 0; i < 3; ++i) {
+            std::vector<std::byte> data;
+            const auto event = self.next(stream, &data);
+            if (event != tcp::stream_event::header && event != tcp::stream_event::data) {
+                return;
+            }
+            capsules.push_back(stream.capsule_cmd().sqe.cdw0.get(spec::command_dword0::cid));
+            in_capsule.push_back(static_cast<std::uint32_t>(data.size()));
+        }
+        // Command 7 first, its data in two C2HData; then 5 (a write, no data back); then 6.
+        const auto c2h = [&](std::uint16_t cid, std::uint32_t offset, std::uint32_t length, std::byte fill) {
+            const std::vector<std::byte> data(length, fill);
+            const std::array<std::span<const std::byte>, 1> parts{data};
+            std::vector<std::byte> out(tcp::pdu_size(spec::pdu_type::c2h_data, length, params));
+            tcp::encode_c2h_data({cid, offset, offset + length == 1024, false}, parts, params, out);
+            self.send(out);
+        };
+        c2h(7, 0, 512, std::byte{0x77});
+        c2h(7, 512, 512, std::byte{0x78});
+        self.send(capsule_resp(7, params));
+        self.send(capsule_resp(5, params));
+        c2h(6, 0, 1024, std::byte{0x66});
+        self.send(capsule_resp(6, params));
+    }};
+    tcp_queue queue{"127.0.0.1", target.port(), {}};
+    queue.initialize();
+    const auto read = [](std::uint16_t cid) {
+        auto sqe = nvmekit::testing::command_builders::lba_command(spec::nvm_opcode::read, 1, 0, 2);
+        sqe.cdw0.set(spec::command_dword0::cid, cid);
+        return sqe;
+    };
+    auto write = nvmekit::testing::command_builders::lba_command(spec::nvm_opcode::write, 1, 0, 1);
+    write.cdw0.set(spec::command_dword0::cid, 5);
+    const std::vector<std::byte> written(512, std::byte{0x55});
+    std::vector<std::byte> six(1024);
+    std::vector<std::byte> seven(1024);
+    queue.submit(write, written, {});
+    queue.submit(read(6), {}, six);
+    queue.submit(read(7), {}, seven);
+    EXPECT_THROW(queue.submit(read(7), {}, seven), host_error);
+    EXPECT_EQ(queue.outstanding(), 3U);
+    queue.flush();
+    std::vector<std::uint16_t> reaped;
+    while (reaped.size() < 3) {
+        queue.reap(
+            [&](const nvmekit::testing::completion& done) {
+                EXPECT_TRUE(done.ok());
+                reaped.push_back(done.cqe.cid);
+            },
+            true);
+    }
+    EXPECT_EQ(reaped, (std::vector<std::uint16_t>{7, 5, 6}));
+    EXPECT_EQ(capsules, (std::vector<std::uint16_t>{5, 6, 7}));
+    EXPECT_EQ(in_capsule, (std::vector<std::uint32_t>{512, 0, 0}));
+    EXPECT_EQ(queue.outstanding(), 0U);
+    EXPECT_EQ(queue.c2h_data_received(), 3U);
+    EXPECT_EQ(six, std::vector<std::byte>(1024, std::byte{0x66}));
+    EXPECT_EQ(std::vector<std::byte>(seven.begin(), seven.begin() + 512),
+              std::vector<std::byte>(512, std::byte{0x77}));
+    EXPECT_EQ(std::vector<std::byte>(seven.begin() + 512, seven.end()),
+              std::vector<std::byte>(512, std::byte{0x78}));
+}
+
+TEST(tcp_host, refuses_a_response_to_no_outstanding_command)
+{
+    scripted_target target{[](scripted_target& self) {
+        tcp::pdu_stream stream;
+        self.accept_icreq(stream, {});
+        static_cast<void>(self.next(stream));
+        self.send(capsule_resp(9, {}));
+    }};
+    tcp_queue queue{"127.0.0.1", target.port(), {}};
+    queue.initialize();
+    auto flush = nvmekit::testing::command_builders::command(spec::nvm_opcode::flush, 1);
+    flush.cdw0.set(spec::command_dword0::cid, 3);
+    queue.submit(flush, {}, {});
+    queue.flush();
+    EXPECT_THROW(queue.reap([](const nvmekit::testing::completion&) {}, true), host_error);
+}
+
 } // namespace

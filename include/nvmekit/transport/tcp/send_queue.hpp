@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <optional>
 #include <span>
@@ -53,10 +54,14 @@ public:
     void append(std::size_t size, Encoder&& encode)
     {
         compact();
-        const std::size_t start = bytes_.size();
-        bytes_.resize(start + size);
-        const std::size_t written = encode(std::span{bytes_}.subspan(start));
-        bytes_.resize(start + written);
+        const std::size_t start = used_;
+        if (bytes_.size() < start + size) {
+            // Grown, never shrunk: appending a PDU neither allocates nor zero-fills once the
+            // queue has held as many bytes as it holds now.
+            bytes_.resize(std::max(start + size, bytes_.size() * 2));
+        }
+        const std::size_t written = encode(std::span{bytes_}.subspan(start, size));
+        used_ = start + written;
         if (!parts_.empty() && !parts_.back().tag && parts_.back().end == start) {
             parts_.back().end += written;
         } else {
@@ -73,13 +78,14 @@ public:
         pending_ += length;
     }
 
-    /// Sends what the socket `fd` takes, gathering up to 32 parts a call. `buffer_of(tag)`
+    /// Sends what the socket `fd` takes, gathering up to 128 parts a call (64 reads' data with
+    /// their headers and responses: each call has a fixed cost in the kernel). `buffer_of(tag)`
     /// gives the bytes of buffer `tag`; `on_sent(tag)` runs once a buffer part is sent whole.
     template <typename BufferOf, typename OnSent>
     flush_result flush(int fd, BufferOf&& buffer_of, OnSent&& on_sent)
     {
         while (!parts_.empty()) {
-            std::array<iovec, 32> vectors{};
+            std::array<iovec, 128> vectors{};
             std::size_t count = 0;
             for (const auto& part : parts_) {
                 if (count == vectors.size()) {
@@ -98,7 +104,7 @@ public:
             }
             consume(static_cast<std::size_t>(sent), on_sent);
         }
-        bytes_.clear();
+        used_ = 0;
         return flush_result::sent;
     }
 
@@ -106,12 +112,12 @@ public:
     void clear() noexcept
     {
         parts_.clear();
-        bytes_.clear();
+        used_ = 0;
         pending_ = 0;
     }
 
     /// Size of the queue's own bytes, sent ones not dropped yet included (for tests).
-    [[nodiscard]] std::size_t stored_bytes() const noexcept { return bytes_.size(); }
+    [[nodiscard]] std::size_t stored_bytes() const noexcept { return used_; }
 
 private:
     /// A run to send: bytes_[begin, end), or bytes [begin, end) of buffer `tag`.
@@ -143,12 +149,16 @@ private:
 
     void compact()
     {
+        if (used_ < compact_after_) {
+            return; // fewer bytes than that sent, whatever the parts say
+        }
         const auto first = std::find_if(parts_.begin(), parts_.end(), [](const part& p) { return !p.tag; });
-        const std::size_t sent = first == parts_.end() ? bytes_.size() : first->begin;
-        if (sent < compact_after_ || sent * 2 < bytes_.size()) {
+        const std::size_t sent = first == parts_.end() ? used_ : first->begin;
+        if (sent < compact_after_ || sent * 2 < used_) {
             return;
         }
-        bytes_.erase(bytes_.begin(), bytes_.begin() + static_cast<std::ptrdiff_t>(sent));
+        std::memmove(bytes_.data(), bytes_.data() + sent, used_ - sent);
+        used_ -= sent;
         for (auto& p : parts_) {
             if (!p.tag) {
                 p.begin -= sent;
@@ -157,7 +167,8 @@ private:
         }
     }
 
-    std::vector<std::byte> bytes_;
+    std::vector<std::byte> bytes_; ///< the queue's own bytes are the first used_
+    std::size_t used_ = 0;
     std::deque<part> parts_;
     std::size_t pending_ = 0;
     std::size_t compact_after_;

@@ -81,6 +81,7 @@
 #include <nvmekit/spec/status.hpp>
 #include <nvmekit/spec/tcp.hpp>
 #include <nvmekit/transport/tcp/command_buffers.hpp>
+#include <nvmekit/transport/tcp/command_slots.hpp>
 #include <nvmekit/transport/tcp/connection_params.hpp>
 #include <nvmekit/transport/tcp/discovery.hpp>
 #include <nvmekit/transport/tcp/pdu_encode.hpp>
@@ -429,6 +430,9 @@ private:
         std::uint16_t sq_head = 0;
         std::uint32_t entries = 1;
         std::vector<command_slot> slots;
+        /// Which of `slots` are free, and which holds a CID: a slot is in flight from its
+        /// capsule until it is free again.
+        command_slots in_flight{};
         std::vector<std::byte> in = std::vector<std::byte>(64 * 1024);
         /// What waits to be sent; a read's data is sent from its command's buffer, tagged with
         /// the slot's index.
@@ -649,17 +653,11 @@ private:
             refuse(spec::status{spec::generic_status::command_sequence_error}.with_dnr());
             return;
         }
-        std::optional<std::uint32_t> free_slot;
-        for (std::uint32_t i = 0; i < c.slots.size(); ++i) {
-            const auto& slot = c.slots[i];
-            if (slot.state == command_slot::phase::free) {
-                free_slot = free_slot.value_or(i);
-            } else if (slot.sqe.cdw0.get(spec::command_dword0::cid) == cid) {
-                refuse(spec::status{spec::generic_status::command_id_conflict}.with_dnr());
-                return;
-            }
+        if (c.in_flight.find(cid)) {
+            refuse(spec::status{spec::generic_status::command_id_conflict}.with_dnr());
+            return;
         }
-        if (!free_slot) {
+        if (c.in_flight.used() == c.in_flight.size()) {
             // The host sent more commands than its queue holds (SQSIZE + 1).
             refuse(spec::status{spec::generic_status::internal_error});
             return;
@@ -687,6 +685,7 @@ private:
             refuse(spec::status{spec::generic_status::data_sgl_length_invalid}.with_dnr());
             return;
         }
+        const auto free_slot = c.in_flight.take(cid);
         auto& slot = c.slots[*free_slot];
         slot.state = command_slot::phase::receiving;
         slot.sqe = sqe;
@@ -837,9 +836,16 @@ private:
             slot.state = command_slot::phase::sending;
         } else {
             c.owner->buffers.release(slot.buffer);
-            slot.state = command_slot::phase::free;
+            free_slot(c, index);
         }
         respond(c, cqe);
+    }
+
+    /// Slot `index` of `c` takes no command any more (its buffer is dealt with).
+    static void free_slot(connection& c, std::uint32_t index)
+    {
+        c.slots[index].state = command_slot::phase::free;
+        c.in_flight.release(index);
     }
 
     void respond(connection& c, spec::completion_queue_entry cqe)
@@ -983,6 +989,7 @@ private:
         // The Connect itself was the queue's first entry.
         c.sq_head = static_cast<std::uint16_t>(1U % entries);
         c.slots.assign(entries, command_slot{});
+        c.in_flight.reset(entries);
         c.params.set_queue(admin, options_.limits,
                            command.cattr.get(spec::connect_attributes::disable_sq_flow_control));
         c.stream.set_max_in_capsule_data(c.params.max_in_capsule_data);
@@ -1147,13 +1154,9 @@ private:
             ++collected;
             // A command abandoned by a reset has no slot any more: its completion, if the
             // controller still posts one, is not the host's to see.
-            for (std::uint32_t i = 0; i < c.slots.size(); ++i) {
-                auto& slot = c.slots[i];
-                if (slot.state == command_slot::phase::submitted &&
-                    slot.sqe.cdw0.get(spec::command_dword0::cid) == cqe->cid) {
-                    finish(c, i, *cqe);
-                    break;
-                }
+            if (const auto index = c.in_flight.find(cqe->cid);
+                index && c.slots[*index].state == command_slot::phase::submitted) {
+                finish(c, *index, *cqe);
             }
         }
         return collected;
@@ -1164,10 +1167,10 @@ private:
     void abandon_commands(association& owner)
     {
         const auto abandon = [&owner](connection& c) {
-            for (auto& slot : c.slots) {
-                if (slot.state == command_slot::phase::submitted) {
-                    owner.quarantine.push_back(slot.buffer);
-                    slot.state = command_slot::phase::free;
+            for (std::uint32_t i = 0; i < c.slots.size(); ++i) {
+                if (c.slots[i].state == command_slot::phase::submitted) {
+                    owner.quarantine.push_back(c.slots[i].buffer);
+                    free_slot(c, i);
                 }
             }
         };
@@ -1187,15 +1190,15 @@ private:
         }
         c.connected = false;
         association& owner = *c.owner;
-        for (auto& slot : c.slots) {
-            switch (slot.state) {
+        for (std::uint32_t i = 0; i < c.slots.size(); ++i) {
+            switch (c.slots[i].state) {
             case command_slot::phase::free:
             case command_slot::phase::sending: continue; // freed once sent, or when the connection closes
-            case command_slot::phase::submitted: owner.quarantine.push_back(slot.buffer); break;
+            case command_slot::phase::submitted: owner.quarantine.push_back(c.slots[i].buffer); break;
             case command_slot::phase::receiving:
-            case command_slot::phase::awaiting_h2c: owner.buffers.release(slot.buffer); break;
+            case command_slot::phase::awaiting_h2c: owner.buffers.release(c.slots[i].buffer); break;
             }
-            slot.state = command_slot::phase::free;
+            free_slot(c, i);
         }
         if (c.qid == 0) {
             owner.admin = nullptr;
@@ -1252,9 +1255,8 @@ private:
         const auto result = c.out.flush(
             c.socket.get(), [&c](std::uint32_t slot) { return c.owner->buffers.bytes(c.slots[slot].buffer); },
             [&c](std::uint32_t index) {
-                auto& slot = c.slots[index];
-                c.owner->buffers.release(slot.buffer);
-                slot.state = command_slot::phase::free;
+                c.owner->buffers.release(c.slots[index].buffer);
+                free_slot(c, index);
             });
         if (result == send_queue::flush_result::failed) {
             close_connection(c);
@@ -1289,10 +1291,10 @@ private:
         }
         disconnect_queue(c);
         if (c.ever_connected) {
-            for (auto& slot : c.slots) {
-                if (slot.state == command_slot::phase::sending) {
-                    c.owner->buffers.release(slot.buffer);
-                    slot.state = command_slot::phase::free;
+            for (std::uint32_t i = 0; i < c.slots.size(); ++i) {
+                if (c.slots[i].state == command_slot::phase::sending) {
+                    c.owner->buffers.release(c.slots[i].buffer);
+                    free_slot(c, i);
                 }
             }
             c.out.clear();
