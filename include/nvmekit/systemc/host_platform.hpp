@@ -4,6 +4,9 @@
 /// - `host_memory`: a TLM target over a testing::flat_memory (the memory the device's DMA reaches),
 ///   with an MSI window: a 32-bit write there is an MSI-X message, handed to a sink
 ///   (testing::recording_msix) with the written data as the vector, and notifies `msi_event()`.
+///   It serves b_transport (LT: the access happens in the call, its time added to the delay) and
+///   nb_transport_fw (AT: END_REQ at once, BEGIN_RESP when the access has taken its time, at
+///   which point the data moves; one response at a time, the next after END_RESP).
 /// - `host_bus`: the host CPU's view of the device, BAR0 and configuration accesses through two
 ///   initiator sockets, shaped like the controller's own host-facing calls (mmio_read,
 ///   mmio_write, poll, set_msix_control, msix_table_offset, msix().vectors()). So
@@ -22,8 +25,11 @@
 ///   directly, as a CPU's do. Every call must come from an SC_THREAD.
 /// - `host_program`: runs the host's code in an SC_THREAD and stops the simulation when it ends.
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <stdexcept>
@@ -32,6 +38,7 @@
 
 #include <systemc>
 #include <tlm>
+#include <tlm_utils/peq_with_cb_and_phase.h>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 #include <tlm_utils/tlm_quantumkeeper.h>
@@ -64,9 +71,15 @@ public:
 
     host_memory(const sc_core::sc_module_name& name, testing::flat_memory& memory, MsiSink& sink,
                 const host_memory_options& options = {})
-        : sc_core::sc_module{name}, socket{"socket"}, memory_{memory}, sink_{sink}, options_{options}
+        : sc_core::sc_module{name}
+        , socket{"socket"}
+        , memory_{memory}
+        , sink_{sink}
+        , options_{options}
+        , responses_{"responses", this, &host_memory::response_due}
     {
         socket.register_b_transport(this, &host_memory::transport);
+        socket.register_nb_transport_fw(this, &host_memory::forward);
     }
 
     /// Notified at the annotated time of every MSI write.
@@ -75,9 +88,101 @@ public:
     [[nodiscard]] std::uint64_t refused() const noexcept { return refused_; }
     /// Bytes read and written by initiators.
     [[nodiscard]] std::uint64_t bytes_transferred() const noexcept { return bytes_; }
+    /// Transactions that came by b_transport (LT).
+    [[nodiscard]] std::uint64_t blocking_transactions() const noexcept { return blocking_; }
+    /// Transactions that came by nb_transport_fw (AT).
+    [[nodiscard]] std::uint64_t non_blocking_transactions() const noexcept { return non_blocking_; }
+    /// The most AT responses that waited for the one in progress at once.
+    [[nodiscard]] std::size_t most_waiting_responses() const noexcept { return most_waiting_; }
 
 private:
+    /// What an access of `length` bytes costs: the access latency and the transfer time.
+    [[nodiscard]] sc_core::sc_time access_time(unsigned length) const
+    {
+        sc_core::sc_time time = options_.access_latency;
+        if (options_.bytes_per_second != 0) {
+            time += sc_core::sc_time{static_cast<double>(length) * 1e9 /
+                                         static_cast<double>(options_.bytes_per_second),
+                                     sc_core::SC_NS};
+        }
+        return time;
+    }
+
     void transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay)
+    {
+        ++blocking_;
+        delay += access_time(payload.get_data_length());
+        access(payload, delay);
+    }
+
+    /// AT: a request is accepted at once (END_REQ) and its response begins once the access has
+    /// taken access_time(); END_RESP ends the response phase.
+    tlm::tlm_sync_enum forward(tlm::tlm_generic_payload& payload, tlm::tlm_phase& phase,
+                               sc_core::sc_time& delay)
+    {
+        if (phase == tlm::BEGIN_REQ) {
+            ++non_blocking_;
+            payload.acquire();
+            responses_.notify(payload, tlm::BEGIN_RESP, delay + access_time(payload.get_data_length()));
+            phase = tlm::END_REQ;
+            return tlm::TLM_UPDATED;
+        }
+        if (phase == tlm::END_RESP) {
+            if (delay == sc_core::SC_ZERO_TIME) {
+                response_ended(payload);
+            } else {
+                responses_.notify(payload, phase, delay);
+            }
+            return tlm::TLM_COMPLETED;
+        }
+        SC_REPORT_ERROR("nvmekit/host_memory", "an initiator sent a phase other than BEGIN_REQ or END_RESP");
+        return tlm::TLM_COMPLETED;
+    }
+
+    /// A response due (BEGIN_RESP) or ended late (END_RESP), at its time.
+    void response_due(tlm::tlm_generic_payload& payload, const tlm::tlm_phase& phase)
+    {
+        if (phase == tlm::END_RESP) {
+            response_ended(payload);
+            return;
+        }
+        if (responding_ != nullptr) {
+            waiting_responses_.push_back(&payload); // one response at a time (response exclusion)
+            most_waiting_ = std::max(most_waiting_, waiting_responses_.size());
+            return;
+        }
+        respond(payload);
+    }
+
+    /// Makes the access of `payload` and begins its response.
+    void respond(tlm::tlm_generic_payload& payload)
+    {
+        responding_ = &payload;
+        access(payload, sc_core::SC_ZERO_TIME);
+        tlm::tlm_phase phase = tlm::BEGIN_RESP;
+        sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+        const tlm::tlm_sync_enum status = socket->nb_transport_bw(payload, phase, delay);
+        if (status == tlm::TLM_COMPLETED || (status == tlm::TLM_UPDATED && phase == tlm::END_RESP)) {
+            response_ended(payload);
+        }
+    }
+
+    void response_ended(tlm::tlm_generic_payload& payload)
+    {
+        if (responding_ != &payload) {
+            return;
+        }
+        responding_ = nullptr;
+        payload.release();
+        if (!waiting_responses_.empty()) {
+            tlm::tlm_generic_payload& next = *waiting_responses_.front();
+            waiting_responses_.pop_front();
+            respond(next);
+        }
+    }
+
+    /// The access itself; an MSI notifies msi_event() after `delay`.
+    void access(tlm::tlm_generic_payload& payload, const sc_core::sc_time& delay)
     {
         const std::uint64_t address = payload.get_address();
         const unsigned length = payload.get_data_length();
@@ -86,12 +191,6 @@ private:
             ++refused_;
             payload.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
             return;
-        }
-        delay += options_.access_latency;
-        if (options_.bytes_per_second != 0) {
-            delay += sc_core::sc_time{static_cast<double>(length) * 1e9 /
-                                          static_cast<double>(options_.bytes_per_second),
-                                      sc_core::SC_NS};
         }
         if (address >= options_.msi_base && address - options_.msi_base < options_.msi_size) {
             if (!payload.is_write() || length != 4) {
@@ -125,9 +224,15 @@ private:
     testing::flat_memory& memory_;
     MsiSink& sink_;
     host_memory_options options_;
+    tlm_utils::peq_with_cb_and_phase<host_memory> responses_;
+    tlm::tlm_generic_payload* responding_ = nullptr; ///< between BEGIN_RESP and END_RESP
+    std::deque<tlm::tlm_generic_payload*> waiting_responses_;
     sc_core::sc_event msi_event_;
     std::uint64_t refused_ = 0;
     std::uint64_t bytes_ = 0;
+    std::uint64_t blocking_ = 0;
+    std::uint64_t non_blocking_ = 0;
+    std::size_t most_waiting_ = 0;
 };
 
 /// The host CPU's accesses to the device (see the top of this header).
