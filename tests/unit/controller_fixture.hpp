@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <ostream>
 #include <string>
@@ -327,6 +328,13 @@ struct rig_base {
 
     [[nodiscard]] nvmekit::spec::csts_register csts() { return host.csts(); }
 
+    /// Another controller of the subsystem, on the rig's DMA and clock, interrupting into
+    /// `interrupts`.
+    [[nodiscard]] auto make_peer(nvmekit::testing::recording_msix& interrupts)
+    {
+        return std::make_unique<controller_type>(dma, interrupts, clock, subsystem);
+    }
+
     /// `times` polls, each after a 1 ms clock advance.
     void poll(int times)
     {
@@ -496,9 +504,21 @@ inline constexpr bool offers_shadow_doorbells =
 template <typename Rig, typename Traits>
 using rig_for = typename Rig::template with_traits<Traits>;
 
+} // namespace nvmekit_test
+
+#ifdef NVMEKIT_TEST_SYSTEMC_RIGS
+// The same suites over nvme_device under TLM, LT and AT (tests/CMakeLists.txt builds the
+// command-set tests a second time with this defined): systemc_rigs.hpp names transport_rigs.
+#include "systemc/systemc_rigs.hpp"
+#endif
+
+namespace nvmekit_test {
+
+#ifndef NVMEKIT_TEST_SYSTEMC_RIGS
 /// The rigs of the command set tests that run over both transports, and over PCIe with
 /// asynchronous DMA (TYPED_TEST_SUITE), named after them in the test names.
 using transport_rigs = ::testing::Types<basic_rig<>, loopback_rig<>, async_dma_rig>;
+#endif
 struct transport_names {
     template <typename Rig>
     static std::string GetName(int /*index*/)
@@ -506,9 +526,20 @@ struct transport_names {
         return Rig::transport_name;
     }
 };
-/// The fixture of those suites (NVMEKIT_TEST_SUITE_OVER_TRANSPORTS).
+/// The fixture of those suites (NVMEKIT_TEST_SUITE_OVER_TRANSPORTS). A rig that cannot run in
+/// this process says why in `unavailable()` (a null pointer when it can), and the test is skipped.
 template <typename Rig>
-class transport_test : public ::testing::Test {};
+class transport_test : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        if constexpr (requires { Rig::unavailable(); }) {
+            if (const char* reason = Rig::unavailable()) {
+                GTEST_SKIP() << reason;
+            }
+        }
+    }
+};
 
 /// Declares `suite` a typed test suite over transport_rigs: each TYPED_TEST(suite, name) then runs
 /// over PCIe and over the loopback transport (suite/pcie.name, suite/loopback.name), with

@@ -22,7 +22,11 @@
 ///
 ///   poll() waits `poll_interval` of simulated time (or less, when an MSI arrives), which lets the
 ///   device run; the host's own memory accesses (queue entries, data) go to the flat_memory
-///   directly, as a CPU's do. Every call must come from an SC_THREAD.
+///   directly, as a CPU's do. Every call must come from an SC_THREAD, unless the bus steps the
+///   simulation itself (set_stepping(clock)): then the host runs outside it, between sc_start
+///   calls (a unit test's own thread), on its own testing::manual_clock; before each access and
+///   in each poll() the simulation runs until simulated time has caught up with that clock and
+///   nothing more is due at that time, and the accesses themselves take no simulated time.
 /// - `host_program`: runs the host's code in an SC_THREAD and stops the simulation when it ends.
 
 #include <algorithm>
@@ -48,6 +52,7 @@
 #include <nvmekit/msix.hpp>
 #include <nvmekit/pci/config_space.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
+#include <nvmekit/testing/manual_clock.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace systemc {
@@ -88,6 +93,9 @@ public:
     [[nodiscard]] std::uint64_t refused() const noexcept { return refused_; }
     /// Bytes read and written by initiators.
     [[nodiscard]] std::uint64_t bytes_transferred() const noexcept { return bytes_; }
+    /// Read and write accesses to memory served (MSI writes and refused accesses not counted).
+    [[nodiscard]] std::uint64_t reads() const noexcept { return reads_; }
+    [[nodiscard]] std::uint64_t writes() const noexcept { return writes_; }
     /// Transactions that came by b_transport (LT).
     [[nodiscard]] std::uint64_t blocking_transactions() const noexcept { return blocking_; }
     /// Transactions that came by nb_transport_fw (AT).
@@ -218,6 +226,7 @@ private:
             return;
         }
         bytes_ += length;
+        ++(payload.is_read() ? reads_ : writes_);
         payload.set_response_status(tlm::TLM_OK_RESPONSE);
     }
 
@@ -230,6 +239,8 @@ private:
     sc_core::sc_event msi_event_;
     std::uint64_t refused_ = 0;
     std::uint64_t bytes_ = 0;
+    std::uint64_t reads_ = 0;
+    std::uint64_t writes_ = 0;
     std::uint64_t blocking_ = 0;
     std::uint64_t non_blocking_ = 0;
     std::size_t most_waiting_ = 0;
@@ -259,6 +270,10 @@ public:
 
     /// poll() also returns when `event` fires (host_memory::msi_event(): an interrupt wakes the CPU).
     void wake_on(const sc_core::sc_event& event) noexcept { wake_ = &event; }
+
+    /// Makes the host run outside the simulation and step it to `host_clock`'s time (see the top
+    /// of this header); null makes it an SC_THREAD's again.
+    void set_stepping(const testing::manual_clock* host_clock) noexcept { stepping_ = host_clock; }
 
     /// What platform firmware does: places BAR0 at `bar0_address`, sets Memory Space and Bus Master
     /// Enable, and reads the MSI-X capability (table offset and size).
@@ -299,6 +314,10 @@ public:
     /// Lets simulated time pass: the host's local time, then `poll_interval` (or until an MSI).
     std::size_t poll()
     {
+        if (stepping_ != nullptr) {
+            catch_up();
+            return 0;
+        }
         keeper_.sync();
         if (wake_ != nullptr) {
             sc_core::wait(poll_interval_, *wake_);
@@ -336,6 +355,21 @@ private:
         throw std::runtime_error{"host_bus: the device has no MSI-X capability"};
     }
 
+    /// Runs the simulation until its time is the host clock's and nothing is left at that time.
+    void catch_up()
+    {
+        const sc_core::sc_time target{static_cast<double>(stepping_->now().count()), sc_core::SC_NS};
+        if (!sc_core::sc_get_curr_simcontext()->elaboration_done() && target == sc_core::SC_ZERO_TIME) {
+            return; // not elaborated yet: what is due at 0 runs in the first sc_start
+        }
+        if (target > sc_core::sc_time_stamp()) {
+            sc_core::sc_start(target - sc_core::sc_time_stamp());
+        }
+        while (sc_core::sc_pending_activity_at_current_time()) {
+            sc_core::sc_start(sc_core::SC_ZERO_TIME);
+        }
+    }
+
     std::uint64_t access(tlm_utils::simple_initiator_socket<host_bus>& socket, tlm::tlm_command command,
                          std::uint64_t address, unsigned width, std::uint64_t value)
     {
@@ -348,11 +382,16 @@ private:
         payload.set_byte_enable_ptr(nullptr);
         payload.set_dmi_allowed(false);
         payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-        sc_core::sc_time delay = keeper_.get_local_time();
+        if (stepping_ != nullptr) {
+            catch_up();
+        }
+        sc_core::sc_time delay = stepping_ != nullptr ? sc_core::SC_ZERO_TIME : keeper_.get_local_time();
         socket->b_transport(payload, delay);
-        keeper_.set(delay);
-        if (keeper_.need_sync()) {
-            keeper_.sync();
+        if (stepping_ == nullptr) {
+            keeper_.set(delay);
+            if (keeper_.need_sync()) {
+                keeper_.sync();
+            }
         }
         if (!payload.is_response_ok()) {
             if (command == tlm::TLM_READ_COMMAND) {
@@ -365,6 +404,7 @@ private:
 
     sc_core::sc_time poll_interval_;
     const sc_core::sc_event* wake_ = nullptr;
+    const testing::manual_clock* stepping_ = nullptr;
     tlm_utils::tlm_quantumkeeper keeper_;
     msix_view msix_;
     std::uint64_t msix_table_offset_ = 0;

@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -110,33 +111,15 @@ public:
 
     explicit nvme_device(const sc_core::sc_module_name& name, device_options options = {},
                          controller_config config = {})
-        : sc_core::sc_module{name}
-        , config_socket{"config_socket"}
-        , bar0_socket{"bar0_socket"}
-        , dma_socket{"dma_socket"}
-        , intx{"intx"}
-        , options_{std::move(options)}
-        , non_blocking_{dma_socket}
-        , context_{dma_socket}
-        , clock_{context_}
-        , dma_{make_dma(non_blocking_, context_)}
-        , interrupts_{context_}
-        , controller_{dma_, interrupts_, clock_, std::move(config)}
-        , config_space_{pci::bar0_layout_of(controller_, options_.function)}
-    {
-        config_socket.register_b_transport(this, &nvme_device::config_transport);
-        bar0_socket.register_b_transport(this, &nvme_device::bar0_transport);
-        dma_socket.register_nb_transport_bw(this, &nvme_device::dma_backward);
-        if constexpr (approximately_timed) {
-            context_.use_non_blocking(non_blocking_);
-        }
-        // Until the host sets Bus Master Enable in configuration space the function masters nothing.
-        controller_.set_bus_master(config_space_.bus_master());
-        SC_THREAD(run);
-        SC_METHOD(drive_intx);
-        sensitive << interrupts_.intx_changed();
-        dont_initialize();
-    }
+        : nvme_device{name, nullptr, std::move(options), std::move(config)}
+    {}
+
+    /// A function of `subsystem`, which other controllers may share and which must outlive the
+    /// device.
+    nvme_device(const sc_core::sc_module_name& name, typename controller_type::subsystem_type& subsystem,
+                device_options options = {}, controller_config config = {})
+        : nvme_device{name, &subsystem, std::move(options), std::move(config)}
+    {}
 
     /// Sets device_options::next_due (once the backend it asks exists).
     void set_next_due(std::function<std::optional<std::chrono::nanoseconds>()> next_due)
@@ -166,6 +149,39 @@ public:
     [[nodiscard]] std::size_t transactions_in_flight() const noexcept { return non_blocking_.in_flight(); }
 
 private:
+    nvme_device(const sc_core::sc_module_name& name, typename controller_type::subsystem_type* subsystem,
+                device_options options, controller_config config)
+        : sc_core::sc_module{name}
+        , config_socket{"config_socket"}
+        , bar0_socket{"bar0_socket"}
+        , dma_socket{"dma_socket"}
+        , intx{"intx"}
+        , options_{std::move(options)}
+        , non_blocking_{dma_socket}
+        , context_{dma_socket}
+        , clock_{context_}
+        , dma_{make_dma(non_blocking_, context_)}
+        , interrupts_{context_}
+        , own_subsystem_{subsystem == nullptr ? std::make_unique<typename controller_type::subsystem_type>()
+                                              : nullptr}
+        , controller_{dma_, interrupts_, clock_, subsystem == nullptr ? *own_subsystem_ : *subsystem,
+                      std::move(config)}
+        , config_space_{pci::bar0_layout_of(controller_, options_.function)}
+    {
+        config_socket.register_b_transport(this, &nvme_device::config_transport);
+        bar0_socket.register_b_transport(this, &nvme_device::bar0_transport);
+        dma_socket.register_nb_transport_bw(this, &nvme_device::dma_backward);
+        if constexpr (approximately_timed) {
+            context_.use_non_blocking(non_blocking_);
+        }
+        // Until the host sets Bus Master Enable in configuration space the function masters nothing.
+        controller_.set_bus_master(config_space_.bus_master());
+        SC_THREAD(run);
+        SC_METHOD(drive_intx);
+        sensitive << interrupts_.intx_changed();
+        dont_initialize();
+    }
+
     [[nodiscard]] static typename Traits::dma make_dma(nb_initiator& non_blocking, initiator_context& context)
     {
         if constexpr (approximately_timed) {
@@ -294,6 +310,7 @@ private:
     simulation_clock clock_;
     typename Traits::dma dma_;
     tlm_interrupts interrupts_;
+    std::unique_ptr<typename controller_type::subsystem_type> own_subsystem_; ///< without a shared one
     controller_type controller_;
     pci::config_space config_space_;
     sc_core::sc_event wake_;
