@@ -17,6 +17,7 @@
 #include <nvmekit/systemc/host_platform.hpp>
 #include <nvmekit/testing/host.hpp>
 #include <nvmekit/timing/simple_model.hpp>
+#include <nvmekit/timing/ssd_model.hpp>
 
 // The device under TLM, driven by the in-process host driver through host_bus: the driver's
 // bring-up, commands and checks run unchanged, over configuration and BAR0 transactions, with
@@ -41,6 +42,8 @@ constexpr std::uint32_t block_bytes = 512;
 
 using timed_ram =
     nvmekit::timed_backend<nvmekit::ram_backend, nvmekit::timing::simple_model, sysc::simulation_clock>;
+using ssd_ram =
+    nvmekit::timed_backend<nvmekit::ram_backend, nvmekit::timing::ssd_model, sysc::simulation_clock>;
 
 /// Host memory, the device (`Traits` choose LT or AT) and the host's bus, bound to each other, and
 /// the host program.
@@ -444,6 +447,59 @@ TYPED_TEST(systemc_nvme_device, throughput_under_load_is_the_model_parallelism_o
     EXPECT_EQ(completed, total);
     // total / parallelism rounds of 100 us each, the first starting at once.
     const sc_core::sc_time expected{100.0 * total / parallelism, sc_core::SC_US};
+    EXPECT_EQ(elapsed, expected) << elapsed.to_string();
+}
+
+TYPED_TEST(systemc_nvme_device, throughput_under_load_is_the_ssd_model_channel_and_lun_parallelism)
+{
+    // 2 channels x 2 LUNs, 40 us page reads, transfers free: page p is read on unit p mod 4, so
+    // reads of consecutive pages at queue depth 16 keep the four LUNs busy, four reads per 40 us.
+    constexpr std::uint32_t units = 2 * 2;
+    constexpr std::size_t queue_depth = 16;
+    constexpr std::size_t total = 400;
+    constexpr std::uint32_t blocks_per_page = 4096 / block_bytes;
+    nvmekit::timing::ssd_parameters parameters;
+    parameters.geometry.channels = 2;
+    parameters.geometry.luns_per_channel = 2;
+    platform<TypeParam> rig;
+    auto& ns = rig.device.subsystem().add_namespace(ssd_ram{
+        nvmekit::ram_backend{1U << 20}, nvmekit::timing::ssd_model{parameters}, rig.device.clock(), 64});
+    const ssd_ram* timed = ns.backend().template get_if<ssd_ram>();
+    rig.device.set_next_due([timed] { return timed->next_due(); });
+
+    sc_core::sc_time elapsed;
+    std::size_t completed = 0;
+    rig.run([&](in_process_host<sysc::host_bus>& host) {
+        host.bring_up();
+        const std::uint64_t buffer = host.allocate(block_bytes); // every read lands in one buffer
+        std::uint64_t page = 0;
+        const auto submit_read = [&] {
+            auto read = host.lba_command(spec::nvm_opcode::read, 1, (page++ % 256) * blocks_per_page, 1);
+            host.describe_data(read, buffer, block_bytes);
+            host.submit(1, read);
+        };
+        const sc_core::sc_time start = simulated_now();
+        for (std::size_t i = 0; i < queue_depth; ++i) {
+            submit_read();
+        }
+        std::vector<nvmekit::testing::completion> done;
+        for (std::size_t submitted = queue_depth; completed < total;) {
+            done.clear();
+            host.reap(1, done);
+            for (const auto& completion : done) {
+                EXPECT_TRUE(completion.ok());
+                ++completed;
+                if (submitted < total) {
+                    submit_read();
+                    ++submitted;
+                }
+            }
+        }
+        elapsed = simulated_now() - start;
+    });
+    EXPECT_EQ(completed, total);
+    EXPECT_EQ(timed->model().statistics().pages_read, total);
+    const sc_core::sc_time expected{40.0 * total / units, sc_core::SC_US};
     EXPECT_EQ(elapsed, expected) << elapsed.to_string();
 }
 
