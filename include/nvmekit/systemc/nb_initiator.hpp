@@ -45,6 +45,21 @@
 NVMEKIT_BEGIN_NAMESPACE
 namespace systemc {
 
+/// Makes `payload` a plain access of `length` bytes at `address` (no byte enables, no streaming,
+/// no DMI), its response not yet given: how the device's DMA and MSI-X transactions start.
+inline void prepare_payload(tlm::tlm_generic_payload& payload, tlm::tlm_command command,
+                            std::uint64_t address, unsigned char* data, std::size_t length)
+{
+    payload.set_command(command);
+    payload.set_address(address);
+    payload.set_data_ptr(data);
+    payload.set_data_length(static_cast<unsigned>(length));
+    payload.set_streaming_width(static_cast<unsigned>(length));
+    payload.set_byte_enable_ptr(nullptr);
+    payload.set_dmi_allowed(false);
+    payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+}
+
 /// Sends dma_requests and posted writes as AT transactions (see the top of this header).
 class nb_initiator : private tlm::tlm_mm_interface {
 public:
@@ -71,8 +86,8 @@ public:
             return;
         }
         const bool read = request.operation == dma_operation::read;
-        prepare(sent, read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND, request.address,
-                reinterpret_cast<unsigned char*>(request.buffer.data()), request.buffer.size());
+        prepare_payload(sent, read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND, request.address,
+                        reinterpret_cast<unsigned char*>(request.buffer.data()), request.buffer.size());
         begin(sent, delay);
     }
 
@@ -84,7 +99,7 @@ public:
         NVMEKIT_ASSERT(bytes.size() <= transaction::posted_capacity, "posted writes carry up to 8 bytes");
         transaction& sent = take();
         std::copy(bytes.begin(), bytes.end(), sent.posted.begin());
-        prepare(sent, tlm::TLM_WRITE_COMMAND, address, sent.posted.data(), bytes.size());
+        prepare_payload(sent, tlm::TLM_WRITE_COMMAND, address, sent.posted.data(), bytes.size());
         begin(sent, delay);
     }
 
@@ -162,19 +177,6 @@ private:
     {
         payload->reset();
         free_.push_back(static_cast<transaction*>(payload));
-    }
-
-    static void prepare(transaction& sent, tlm::tlm_command command, std::uint64_t address,
-                        unsigned char* data, std::size_t length)
-    {
-        sent.set_command(command);
-        sent.set_address(address);
-        sent.set_data_ptr(data);
-        sent.set_data_length(static_cast<unsigned>(length));
-        sent.set_streaming_width(static_cast<unsigned>(length));
-        sent.set_byte_enable_ptr(nullptr);
-        sent.set_dmi_allowed(false);
-        sent.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     }
 
     /// Sends BEGIN_REQ, or queues the transaction behind the one in its request phase.

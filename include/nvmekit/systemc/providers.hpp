@@ -108,14 +108,7 @@ public:
     bool transport(tlm::tlm_command command, std::uint64_t address, unsigned char* data, std::size_t length)
     {
         tlm::tlm_generic_payload payload;
-        payload.set_command(command);
-        payload.set_address(address);
-        payload.set_data_ptr(data);
-        payload.set_data_length(static_cast<unsigned>(length));
-        payload.set_streaming_width(static_cast<unsigned>(length));
-        payload.set_byte_enable_ptr(nullptr);
-        payload.set_dmi_allowed(false);
-        payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+        prepare_payload(payload, command, address, data, length);
         if (on_owner()) {
             sc_core::sc_time delay = keeper_.get_local_time();
             socket_->b_transport(payload, delay);

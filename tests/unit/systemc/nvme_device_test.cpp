@@ -401,11 +401,42 @@ TYPED_TEST(systemc_nvme_device, with_next_due_a_qd1_read_takes_exactly_the_model
     }
 }
 
+/// Keeps `queue_depth` one-block reads in flight until `total` have completed, the n-th (from 0)
+/// at LBA `lba_of(n)`, all into one buffer, and returns the simulated time that took.
+template <typename LbaOf>
+sc_core::sc_time reads_at_queue_depth(in_process_host<sysc::host_bus>& host, std::size_t queue_depth,
+                                      std::size_t total, LbaOf lba_of)
+{
+    const std::uint64_t buffer = host.allocate(block_bytes);
+    std::size_t submitted = 0;
+    const auto submit_read = [&] {
+        auto read = host.lba_command(spec::nvm_opcode::read, 1, lba_of(submitted++), 1);
+        host.describe_data(read, buffer, block_bytes);
+        host.submit(1, read);
+    };
+    const sc_core::sc_time start = simulated_now();
+    while (submitted < queue_depth) {
+        submit_read();
+    }
+    std::vector<nvmekit::testing::completion> done;
+    for (std::size_t completed = 0; completed < total;) {
+        done.clear();
+        host.reap(1, done);
+        for (const auto& completion : done) {
+            EXPECT_TRUE(completion.ok());
+            ++completed;
+            if (submitted < total) {
+                submit_read();
+            }
+        }
+    }
+    return simulated_now() - start;
+}
+
 TYPED_TEST(systemc_nvme_device, throughput_under_load_is_the_model_parallelism_over_its_latency)
 {
     // 4 servers of 100 us each: at queue depth 16 the device completes 4 reads per 100 us.
     constexpr std::size_t parallelism = 4;
-    constexpr std::size_t queue_depth = 16;
     constexpr std::size_t total = 400;
     platform<TypeParam> rig;
     auto& ns = rig.device.subsystem().add_namespace(
@@ -416,35 +447,10 @@ TYPED_TEST(systemc_nvme_device, throughput_under_load_is_the_model_parallelism_o
     rig.device.set_next_due([timed] { return timed->next_due(); });
 
     sc_core::sc_time elapsed;
-    std::size_t completed = 0;
     rig.run([&](in_process_host<sysc::host_bus>& host) {
         host.bring_up();
-        const std::uint64_t buffer = host.allocate(512); // every read lands in one buffer
-        const auto submit_read = [&] {
-            auto read = host.lba_command(spec::nvm_opcode::read, 1, 0, 1);
-            host.describe_data(read, buffer, 512);
-            host.submit(1, read);
-        };
-        const sc_core::sc_time start = simulated_now();
-        for (std::size_t i = 0; i < queue_depth; ++i) {
-            submit_read();
-        }
-        std::vector<nvmekit::testing::completion> done;
-        for (std::size_t submitted = queue_depth; completed < total;) {
-            done.clear();
-            host.reap(1, done);
-            for (const auto& completion : done) {
-                EXPECT_TRUE(completion.ok());
-                ++completed;
-                if (submitted < total) {
-                    submit_read();
-                    ++submitted;
-                }
-            }
-        }
-        elapsed = simulated_now() - start;
+        elapsed = reads_at_queue_depth(host, 16, total, [](std::size_t) { return 0; });
     });
-    EXPECT_EQ(completed, total);
     // total / parallelism rounds of 100 us each, the first starting at once.
     const sc_core::sc_time expected{100.0 * total / parallelism, sc_core::SC_US};
     EXPECT_EQ(elapsed, expected) << elapsed.to_string();
@@ -455,9 +461,8 @@ TYPED_TEST(systemc_nvme_device, throughput_under_load_is_the_ssd_model_channel_a
     // 2 channels x 2 LUNs, 40 us page reads, transfers free: page p is read on unit p mod 4, so
     // reads of consecutive pages at queue depth 16 keep the four LUNs busy, four reads per 40 us.
     constexpr std::uint32_t units = 2 * 2;
-    constexpr std::size_t queue_depth = 16;
     constexpr std::size_t total = 400;
-    constexpr std::uint32_t blocks_per_page = 4096 / block_bytes;
+    constexpr std::uint64_t blocks_per_page = 4096 / block_bytes;
     nvmekit::timing::ssd_parameters parameters;
     parameters.geometry.channels = 2;
     parameters.geometry.luns_per_channel = 2;
@@ -468,36 +473,11 @@ TYPED_TEST(systemc_nvme_device, throughput_under_load_is_the_ssd_model_channel_a
     rig.device.set_next_due([timed] { return timed->next_due(); });
 
     sc_core::sc_time elapsed;
-    std::size_t completed = 0;
     rig.run([&](in_process_host<sysc::host_bus>& host) {
         host.bring_up();
-        const std::uint64_t buffer = host.allocate(block_bytes); // every read lands in one buffer
-        std::uint64_t page = 0;
-        const auto submit_read = [&] {
-            auto read = host.lba_command(spec::nvm_opcode::read, 1, (page++ % 256) * blocks_per_page, 1);
-            host.describe_data(read, buffer, block_bytes);
-            host.submit(1, read);
-        };
-        const sc_core::sc_time start = simulated_now();
-        for (std::size_t i = 0; i < queue_depth; ++i) {
-            submit_read();
-        }
-        std::vector<nvmekit::testing::completion> done;
-        for (std::size_t submitted = queue_depth; completed < total;) {
-            done.clear();
-            host.reap(1, done);
-            for (const auto& completion : done) {
-                EXPECT_TRUE(completion.ok());
-                ++completed;
-                if (submitted < total) {
-                    submit_read();
-                    ++submitted;
-                }
-            }
-        }
-        elapsed = simulated_now() - start;
+        elapsed =
+            reads_at_queue_depth(host, 16, total, [](std::size_t n) { return (n % 256) * blocks_per_page; });
     });
-    EXPECT_EQ(completed, total);
     EXPECT_EQ(timed->model().statistics().pages_read, total);
     const sc_core::sc_time expected{40.0 * total / units, sc_core::SC_US};
     EXPECT_EQ(elapsed, expected) << elapsed.to_string();

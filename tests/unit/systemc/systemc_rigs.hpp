@@ -42,7 +42,7 @@ struct systemc_traits : Traits {
 /// The PCIe rig of the typed suites with the controller inside nvme_device (see the top of this
 /// header): the members and helpers basic_rig has, the controller reached through TLM.
 template <typename Traits, bool ApproximatelyTimed>
-struct systemc_rig {
+struct systemc_rig : rig_helpers<systemc_rig<Traits, ApproximatelyTimed>> {
     using device_type = nvmekit::systemc::nvme_device<systemc_traits<Traits, ApproximatelyTimed>>;
     using controller_type = typename device_type::controller_type;
     using host_type = nvmekit::testing::in_process_host<nvmekit::systemc::host_bus>;
@@ -103,39 +103,8 @@ struct systemc_rig {
         return std::make_unique<nvmekit::controller<Traits>>(memory, interrupts, clock, subsystem);
     }
 
-    /// `times` steps of 1 ms of the rig's clock, simulated time following.
-    void poll(int times)
-    {
-        for (int i = 0; i < times; ++i) {
-            clock.advance(std::chrono::milliseconds{1});
-            bus.poll();
-        }
-    }
-
-    [[nodiscard]] std::vector<std::byte> snapshot(std::uint64_t address, std::size_t bytes)
-    {
-        const auto span = memory.bytes(address, bytes);
-        return {span.begin(), span.end()};
-    }
-
-    [[nodiscard]] std::uint16_t post_async_event_request()
-    {
-        const auto cid = host.submit(0, host_type::async_event_request_command());
-        bus.poll();
-        return cid;
-    }
-    void acknowledge_errors()
-    {
-        std::vector<std::byte> log;
-        const auto result = host.get_log_page(nvmekit::spec::log_page_id::error_information, 64, log);
-        EXPECT_EQ(result.status(), nvmekit::spec::status::success());
-    }
-    [[nodiscard]] std::uint32_t async_event(std::uint16_t cid)
-    {
-        const auto completion = host.wait_for(0, cid);
-        EXPECT_EQ(completion.status(), nvmekit::spec::status::success());
-        return completion.cqe.dw0;
-    }
+    /// One step: the simulation catches up with the rig's clock (rig_helpers).
+    void step() { bus.poll(); }
 
     /// A 32-bit register read through BAR0.
     [[nodiscard]] std::uint32_t read32(nvmekit::spec::register_offset offset)
