@@ -1,15 +1,18 @@
 // nvmekit-systemc-platform: a small SystemC virtual platform. Host memory as a TLM target, the NVMe
-// device (nvmekit::systemc::nvme_device) on a RAM namespace timed by the SSD model with FEMU's
-// defaults (or, with --untimed, on plain RAM: nothing then takes simulated time, which measures
-// the platform's own speed), and a host program: the in-process host driver over TLM, which
-// brings the device up and runs a random 4 KiB read/write workload at a fixed queue depth,
-// checking every read against what was written. Prints simulated IOPS and latency percentiles,
-// and how many simulated commands ran per wall-clock second. The same seed gives the same run:
-// the trace digest (each command's LBA, kind and completion time) is identical from run to run.
-// Exits non-zero when a command fails or a read returns other data than was written.
+// device (nvmekit::systemc::nvme_device, loosely timed, or with --at approximately timed) on a RAM
+// namespace timed by the SSD model with FEMU's defaults (or, with --untimed, on plain RAM, or with
+// --null on the null backend: nothing then takes simulated time, which measures the platform's
+// own speed), and a host program: the in-process host driver over TLM, which brings the device up
+// and runs a random 4 KiB read/write workload at a fixed queue depth, checking every read against
+// what was written (except on the null backend, which keeps nothing). Prints simulated IOPS and
+// latency percentiles, and how many simulated commands ran per wall-clock second. The same seed
+// gives the same run: the trace digest (each command's LBA, kind and completion time) is identical
+// from run to run. Exits non-zero when a command fails or a read returns other data than was
+// written.
 #include "block_pattern.hpp"
 #include "command_line.hpp"
 
+#include <nvmekit/backends/null_backend.hpp>
 #include <nvmekit/backends/ram_backend.hpp>
 #include <nvmekit/backends/timed_backend.hpp>
 #include <nvmekit/systemc/host_platform.hpp>
@@ -40,10 +43,11 @@ using timed_ram =
 
 constexpr nvmekit_programs::program program{
     "nvmekit-systemc-platform",
-    "nvmekit-systemc-platform [--seed N] [--commands N] [--queue-depth N] [--untimed]\n"
+    "nvmekit-systemc-platform [--seed N] [--commands N] [--queue-depth N] [--untimed | --null] [--at]\n"
     "  a SystemC TLM-2.0 virtual platform: the NVMe device on an SSD timing model (or, with\n"
-    "  --untimed, on plain RAM), driven by a random verified 4 KiB read/write workload; prints\n"
-    "  simulated IOPS and latency percentiles\n"};
+    "  --untimed, on plain RAM; with --null, on the null backend, reads unchecked), driven by a\n"
+    "  random verified 4 KiB read/write workload; prints simulated IOPS and latency percentiles.\n"
+    "  --at: the device's DMA is approximately timed (nb_transport) instead of loosely timed\n"};
 
 constexpr std::uint64_t memory_base = 0x1000'0000;
 constexpr std::uint64_t bar0_base = 0xf000'0000;
@@ -55,7 +59,9 @@ struct settings {
     std::uint64_t seed = 1;
     std::uint64_t commands = 20000;
     std::uint32_t queue_depth = 16;
-    bool untimed = false; ///< a RAM namespace without a timing model
+    bool untimed = false;      ///< a RAM namespace without a timing model
+    bool null_backend = false; ///< a null namespace: no data kept, no time taken, reads not checked
+    bool approximately_timed = false;
 };
 
 std::uint64_t number(std::string_view text)
@@ -76,8 +82,12 @@ settings parse(int argc, char** argv)
         if (nvmekit_programs::standard_option(program, arg)) {
             continue;
         }
-        if (arg == "--untimed") {
-            result.untimed = true;
+        if (arg == "--untimed" || arg == "--null") {
+            (arg == "--null" ? result.null_backend : result.untimed) = true;
+            continue;
+        }
+        if (arg == "--at") {
+            result.approximately_timed = true;
             continue;
         }
         if (arg != "--seed" && arg != "--commands" && arg != "--queue-depth") {
@@ -187,7 +197,7 @@ void run_workload(host_type& host, const settings& options, report& out)
                 ++out.errors;
                 continue;
             }
-            if (command.write) {
+            if (command.write || options.null_backend) {
                 generations[command.lba] = command.generation;
                 continue;
             }
@@ -215,6 +225,8 @@ int sc_main(int /*argc*/, char* /*argv*/[]) { return 1; }
 
 namespace {
 
+/// The platform with a device of `Traits` (LT or AT).
+template <typename Traits>
 int run_platform(const settings& options)
 {
     sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
@@ -225,7 +237,7 @@ int run_platform(const settings& options)
     nvmekit::testing::manual_clock host_clock; // the driver's bookkeeping; the platform runs on sc_time
 
     sysc::host_memory<nvmekit::testing::recording_msix> ram{"ram", memory, msix};
-    sysc::nvme_device<> device{"nvme"};
+    sysc::nvme_device<Traits> device{"nvme"};
     sysc::host_bus bus{"bus", sc_core::sc_time{10, sc_core::SC_US}}; // an MSI wakes it earlier
     sc_core::sc_signal<bool> intx{"intx"};
     device.dma_socket.bind(ram.socket);
@@ -234,7 +246,10 @@ int run_platform(const settings& options)
     device.intx.bind(intx);
     bus.wake_on(ram.msi_event());
 
-    if (options.untimed) {
+    if (options.null_backend) {
+        device.subsystem().add_namespace(nvmekit::null_backend{namespace_bytes},
+                                         {.lba_format = lba_format_4k});
+    } else if (options.untimed) {
         device.subsystem().add_namespace(nvmekit::ram_backend{namespace_bytes},
                                          {.lba_format = lba_format_4k});
     } else {
@@ -242,7 +257,7 @@ int run_platform(const settings& options)
             timed_ram{nvmekit::ram_backend{namespace_bytes},
                       nvmekit::timing::ssd_model{nvmekit::timing::femu_defaults()}, device.clock(), 1024},
             {.lba_format = lba_format_4k});
-        const timed_ram* timed = ns.backend().get_if<timed_ram>();
+        const timed_ram* timed = ns.backend().template get_if<timed_ram>();
         device.set_next_due([timed] { return timed->next_due(); });
     }
 
@@ -278,9 +293,10 @@ int run_platform(const settings& options)
         return microseconds(sorted[rank]);
     };
     const double simulated_seconds = result.elapsed.to_seconds();
-    std::printf("workload: %llu random 4 KiB reads and writes, queue depth %u, seed %llu\n",
+    std::printf("workload: %llu random 4 KiB reads and writes, queue depth %u, seed %llu, %s\n",
                 static_cast<unsigned long long>(result.commands), options.queue_depth,
-                static_cast<unsigned long long>(options.seed));
+                static_cast<unsigned long long>(options.seed),
+                options.approximately_timed ? "approximately timed" : "loosely timed");
     if (simulated_seconds > 0) {
         std::printf("simulated: %.3f ms, %.0f IOPS\n", simulated_seconds * 1e3,
                     static_cast<double>(result.commands) / simulated_seconds);
@@ -304,7 +320,8 @@ int main(int argc, char** argv)
 {
     const settings options = parse(argc, argv);
     try {
-        return run_platform(options);
+        return options.approximately_timed ? run_platform<sysc::at_device_traits>(options)
+                                           : run_platform<sysc::device_traits>(options);
     } catch (const std::exception& error) {
         std::fprintf(stderr, "nvmekit-systemc-platform: %s\n", error.what());
         return 1;

@@ -1,17 +1,20 @@
 # Fails when examples/readme_example.cpp (after its leading // comment lines) is not, byte for
-# byte, the C++ code block of README.md's "Using nvmekit from another project" section, so the
-# example the package tests build and run is the one README shows.
-#   cmake -DREADME=README.md -DEXAMPLE=examples/readme_example.cpp -P readme_example.cmake
+# byte, the first C++ code block of README.md's "Using nvmekit from another project" section (or
+# of the section SECTION names), so the example the tests build and run is the one README shows.
+#   cmake -DREADME=README.md -DEXAMPLE=examples/readme_example.cpp [-DSECTION=title] -P readme_example.cmake
+if(NOT DEFINED SECTION)
+    set(SECTION "Using nvmekit from another project")
+endif()
 file(READ "${README}" readme)
-set(section_heading "## Using nvmekit from another project\n")
+set(section_heading "## ${SECTION}\n")
 string(FIND "${readme}" "${section_heading}" section_start)
 if(section_start EQUAL -1)
-    message(FATAL_ERROR "${README} has no \"Using nvmekit from another project\" section")
+    message(FATAL_ERROR "${README} has no \"${SECTION}\" section")
 endif()
 string(SUBSTRING "${readme}" ${section_start} -1 section)
 string(FIND "${section}" "\n```cpp\n" block_start)
 if(block_start EQUAL -1)
-    message(FATAL_ERROR "the \"Using nvmekit from another project\" section of ${README} has no C++ code block")
+    message(FATAL_ERROR "the \"${SECTION}\" section of ${README} has no C++ code block")
 endif()
 math(EXPR block_start "${block_start} + 8")
 string(SUBSTRING "${section}" ${block_start} -1 section)

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <ostream>
 #include <string>
@@ -244,11 +245,61 @@ private:
     std::vector<std::thread> threads_; ///< last: started once the rest is constructed
 };
 
+/// The helpers of every rig that need only its host, its host memory, its clock and one step of
+/// its controller (`step()`): a rig derives from rig_helpers<itself>.
+template <typename Rig>
+struct rig_helpers {
+    /// `times` steps, each after a 1 ms clock advance.
+    void poll(int times)
+    {
+        for (int i = 0; i < times; ++i) {
+            self().clock.advance(std::chrono::milliseconds{1});
+            self().step();
+        }
+    }
+
+    /// A copy of `bytes` bytes of host memory at `address`.
+    [[nodiscard]] std::vector<std::byte> snapshot(std::uint64_t address, std::size_t bytes)
+    {
+        const auto span = self().memory.bytes(address, bytes);
+        return {span.begin(), span.end()};
+    }
+
+    // ---- asynchronous events --------------------------------------------------------------------
+
+    /// Posts an Asynchronous Event Request and lets the controller take it, so that a doorbell
+    /// written next does not replace the admin SQ tail before the controller has seen it.
+    [[nodiscard]] std::uint16_t post_async_event_request()
+    {
+        const auto cid = self().host.submit(0, Rig::host_type::async_event_request_command());
+        self().step();
+        return cid;
+    }
+    /// Reads the Error Information log without RAE: error events are reported again (Base 2.0
+    /// 5.2.2 masks an event type from its report until its log page is read).
+    void acknowledge_errors()
+    {
+        std::vector<std::byte> log;
+        const auto result = self().host.get_log_page(nvmekit::spec::log_page_id::error_information, 64, log);
+        EXPECT_EQ(result.status(), nvmekit::spec::status::success());
+    }
+    /// Completes the Asynchronous Event Request `cid` the host has outstanding and returns its DW0.
+    [[nodiscard]] std::uint32_t async_event(std::uint16_t cid)
+    {
+        const auto completion = self().host.wait_for(0, cid);
+        EXPECT_EQ(completion.status(), nvmekit::spec::status::success());
+        return completion.cqe.dw0;
+    }
+
+private:
+    [[nodiscard]] Rig& self() noexcept { return static_cast<Rig&>(*this); }
+};
+
 /// Host memory, interrupt recorder, clock, subsystem, controller and host of one test, with the
 /// helpers that mean the same over every transport; `Host` is the testing host that drives the
 /// controller over `memory` (in_process_host or loopback_host).
 template <typename Traits, template <typename> class Host>
-struct rig_base {
+struct rig_base : rig_helpers<rig_base<Traits, Host>> {
     using controller_type = lockstep_controller<Traits>;
     using host_type = Host<controller_type>;
     /// What the controller reaches host memory through: the memory itself when Traits::dma is
@@ -327,47 +378,15 @@ struct rig_base {
 
     [[nodiscard]] nvmekit::spec::csts_register csts() { return host.csts(); }
 
-    /// `times` polls, each after a 1 ms clock advance.
-    void poll(int times)
+    /// Another controller of the subsystem, on the rig's DMA and clock, interrupting into
+    /// `interrupts`.
+    [[nodiscard]] auto make_peer(nvmekit::testing::recording_msix& interrupts)
     {
-        for (int i = 0; i < times; ++i) {
-            clock.advance(std::chrono::milliseconds{1});
-            ctrl.poll();
-        }
+        return std::make_unique<controller_type>(dma, interrupts, clock, subsystem);
     }
 
-    /// A copy of `bytes` bytes of host memory at `address`.
-    [[nodiscard]] std::vector<std::byte> snapshot(std::uint64_t address, std::size_t bytes)
-    {
-        const auto span = memory.bytes(address, bytes);
-        return {span.begin(), span.end()};
-    }
-
-    // ---- asynchronous events --------------------------------------------------------------------
-
-    /// Posts an Asynchronous Event Request and lets the controller take it, so that a doorbell
-    /// written next does not replace the admin SQ tail before the controller has seen it.
-    [[nodiscard]] std::uint16_t post_async_event_request()
-    {
-        const auto cid = host.submit(0, host_type::async_event_request_command());
-        ctrl.poll();
-        return cid;
-    }
-    /// Reads the Error Information log without RAE: error events are reported again (Base 2.0
-    /// 5.2.2 masks an event type from its report until its log page is read).
-    void acknowledge_errors()
-    {
-        std::vector<std::byte> log;
-        const auto result = host.get_log_page(nvmekit::spec::log_page_id::error_information, 64, log);
-        EXPECT_EQ(result.status(), nvmekit::spec::status::success());
-    }
-    /// Completes the Asynchronous Event Request `cid` the host has outstanding and returns its DW0.
-    [[nodiscard]] std::uint32_t async_event(std::uint16_t cid)
-    {
-        const auto completion = host.wait_for(0, cid);
-        EXPECT_EQ(completion.status(), nvmekit::spec::status::success());
-        return completion.cqe.dw0;
-    }
+    /// One step of the controller (rig_helpers).
+    void step() { ctrl.poll(); }
 };
 
 /// The rig over PCIe: the in-process host driver over BAR0, doorbells, queues and PRPs in host
@@ -496,9 +515,21 @@ inline constexpr bool offers_shadow_doorbells =
 template <typename Rig, typename Traits>
 using rig_for = typename Rig::template with_traits<Traits>;
 
+} // namespace nvmekit_test
+
+#ifdef NVMEKIT_TEST_SYSTEMC_RIGS
+// The same suites over nvme_device under TLM, LT and AT (tests/CMakeLists.txt builds the
+// command-set tests a second time with this defined): systemc_rigs.hpp names transport_rigs.
+#include "systemc/systemc_rigs.hpp"
+#endif
+
+namespace nvmekit_test {
+
+#ifndef NVMEKIT_TEST_SYSTEMC_RIGS
 /// The rigs of the command set tests that run over both transports, and over PCIe with
 /// asynchronous DMA (TYPED_TEST_SUITE), named after them in the test names.
 using transport_rigs = ::testing::Types<basic_rig<>, loopback_rig<>, async_dma_rig>;
+#endif
 struct transport_names {
     template <typename Rig>
     static std::string GetName(int /*index*/)
@@ -506,9 +537,20 @@ struct transport_names {
         return Rig::transport_name;
     }
 };
-/// The fixture of those suites (NVMEKIT_TEST_SUITE_OVER_TRANSPORTS).
+/// The fixture of those suites (NVMEKIT_TEST_SUITE_OVER_TRANSPORTS). A rig that cannot run in
+/// this process says why in `unavailable()` (a null pointer when it can), and the test is skipped.
 template <typename Rig>
-class transport_test : public ::testing::Test {};
+class transport_test : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        if constexpr (requires { Rig::unavailable(); }) {
+            if (const char* reason = Rig::unavailable()) {
+                GTEST_SKIP() << reason;
+            }
+        }
+    }
+};
 
 /// Declares `suite` a typed test suite over transport_rigs: each TYPED_TEST(suite, name) then runs
 /// over PCIe and over the loopback transport (suite/pcie.name, suite/loopback.name), with

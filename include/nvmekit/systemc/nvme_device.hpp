@@ -1,7 +1,8 @@
 #pragma once
-/// nvme_device: an NVMe PCI Express function as a SystemC module, loosely timed (TLM-2.0 LT).
+/// nvme_device: an NVMe PCI Express function as a SystemC module, loosely timed (TLM-2.0 LT) or
+/// approximately timed (AT).
 ///
-///     struct traits : nvmekit::systemc::device_traits {};     // override limits, backend, ...
+///     struct traits : nvmekit::systemc::device_traits {};     // LT; at_device_traits for AT
 ///     nvmekit::systemc::nvme_device<traits> nvme{"nvme"};
 ///     nvme.config_socket.bind(bus.config_initiator);          // PCI configuration space
 ///     nvme.bar0_socket.bind(bus.bar0_initiator);              // BAR0: registers, doorbells, MSI-X
@@ -16,21 +17,26 @@
 /// controller. `dma_socket` carries the controller's DMA and its MSI-X messages (providers.hpp).
 /// `intx` is the INTx pin and must be bound.
 ///
+/// Mode: the traits choose it. With device_traits (Traits::dma is tlm_dma) the DMA socket speaks
+/// LT: b_transport with annotated delay, synchronised through the quantum keeper. With
+/// at_device_traits (tlm_async_dma) it speaks AT: the controller's asynchronous DMA, each access
+/// a non-blocking transaction through a payload event queue (nb_initiator.hpp) that completes
+/// when its response begins, and MSI-X messages as posted AT writes. The target sockets serve
+/// b_transport in both modes.
+///
 /// Time: each BAR0 or configuration access adds `register_latency` to the transaction's delay.
 /// The controller runs in one SC_THREAD: it polls the controller when a BAR0 write arrives (at the
-/// write's annotated time), every `poll_period` while commands wait for their backend (or, when
-/// `next_due` is given, at the time it names: a timed backend's next completion), and every
-/// `idle_period` otherwise (timers: keep alive, interrupt coalescing). Its DMA takes the time the
-/// host memory target annotates, synchronised through the quantum keeper. An SC_METHOD drives
-/// `intx`, so the pin has one writer whichever process changed the controller's INTx level.
-///
-/// Approximately-timed mode (the non-blocking protocol with a payload event queue) needs the
-/// controller's DMA to complete asynchronously, which it does not yet: only LT is offered.
+/// write's annotated time), when an AT response begins, every `poll_period` while commands wait
+/// for their backend (or, when `next_due` is given, at the time it names: a timed backend's next
+/// completion), and every `idle_period` otherwise (timers: keep alive, interrupt coalescing). An
+/// SC_METHOD drives `intx`, so the pin has one writer whichever process changed the controller's
+/// INTx level.
 
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -49,12 +55,17 @@
 NVMEKIT_BEGIN_NAMESPACE
 namespace systemc {
 
-/// The traits of a controller inside nvme_device: derive from it to change limits, backend or
-/// tracer. The providers must stay these.
+/// The traits of a controller inside a loosely-timed nvme_device: derive from it to change
+/// limits, backend or tracer. The providers must stay these.
 struct device_traits : default_traits {
     using dma = tlm_dma;
     using interrupts = tlm_interrupts;
     using clock = simulation_clock;
+};
+
+/// The traits of an approximately-timed nvme_device: its DMA is non-blocking transactions.
+struct at_device_traits : device_traits {
+    using dma = tlm_async_dma;
 };
 
 /// The timing and PCI identity of an nvme_device.
@@ -73,11 +84,13 @@ struct device_options {
     std::function<std::optional<std::chrono::nanoseconds>()> next_due;
 };
 
-/// The NVMe PCI function as a TLM-2.0 LT module (see the top of this header).
+/// The NVMe PCI function as a TLM-2.0 module, LT or AT (see the top of this header).
 template <typename Traits = device_traits>
 class nvme_device : public sc_core::sc_module {
-    static_assert(std::is_same_v<typename Traits::dma, tlm_dma>,
-                  "nvme_device: Traits::dma must be nvmekit::systemc::tlm_dma (derive from device_traits)");
+    static_assert(std::is_same_v<typename Traits::dma, tlm_dma> ||
+                      std::is_same_v<typename Traits::dma, tlm_async_dma>,
+                  "nvme_device: Traits::dma must be nvmekit::systemc::tlm_dma (LT, device_traits) or "
+                  "tlm_async_dma (AT, at_device_traits)");
     static_assert(std::is_same_v<typename Traits::interrupts, tlm_interrupts>,
                   "nvme_device: Traits::interrupts must be nvmekit::systemc::tlm_interrupts");
     static_assert(std::is_same_v<typename Traits::clock, simulation_clock>,
@@ -85,6 +98,9 @@ class nvme_device : public sc_core::sc_module {
 
 public:
     using controller_type = nvmekit::controller<Traits>;
+    /// True when the DMA socket speaks the non-blocking (AT) protocol.
+    static constexpr bool approximately_timed = std::is_same_v<typename Traits::dma, tlm_async_dma>;
+    static_assert(controller_type::dma_completes_later == approximately_timed);
 
     tlm_utils::simple_target_socket<nvme_device> config_socket;
     tlm_utils::simple_target_socket<nvme_device> bar0_socket;
@@ -95,28 +111,15 @@ public:
 
     explicit nvme_device(const sc_core::sc_module_name& name, device_options options = {},
                          controller_config config = {})
-        : sc_core::sc_module{name}
-        , config_socket{"config_socket"}
-        , bar0_socket{"bar0_socket"}
-        , dma_socket{"dma_socket"}
-        , intx{"intx"}
-        , options_{std::move(options)}
-        , context_{dma_socket}
-        , clock_{context_}
-        , dma_{context_}
-        , interrupts_{context_}
-        , controller_{dma_, interrupts_, clock_, std::move(config)}
-        , config_space_{pci::bar0_layout_of(controller_, options_.function)}
-    {
-        config_socket.register_b_transport(this, &nvme_device::config_transport);
-        bar0_socket.register_b_transport(this, &nvme_device::bar0_transport);
-        // Until the host sets Bus Master Enable in configuration space the function masters nothing.
-        controller_.set_bus_master(config_space_.bus_master());
-        SC_THREAD(run);
-        SC_METHOD(drive_intx);
-        sensitive << interrupts_.intx_changed();
-        dont_initialize();
-    }
+        : nvme_device{name, nullptr, std::move(options), std::move(config)}
+    {}
+
+    /// A function of `subsystem`, which other controllers may share and which must outlive the
+    /// device.
+    nvme_device(const sc_core::sc_module_name& name, typename controller_type::subsystem_type& subsystem,
+                device_options options = {}, controller_config config = {})
+        : nvme_device{name, &subsystem, std::move(options), std::move(config)}
+    {}
 
     /// Sets device_options::next_due (once the backend it asks exists).
     void set_next_due(std::function<std::optional<std::chrono::nanoseconds>()> next_due)
@@ -138,9 +141,62 @@ public:
     /// Times the device polled the controller.
     [[nodiscard]] std::uint64_t polls() const noexcept { return polls_; }
     /// DMA and MSI-X transactions sent.
-    [[nodiscard]] std::uint64_t transactions() const noexcept { return context_.transactions(); }
+    [[nodiscard]] std::uint64_t transactions() const noexcept
+    {
+        return context_.transactions() + non_blocking_.transactions();
+    }
+    /// AT transactions (DMA and MSI-X) whose response has not begun; 0 in LT mode.
+    [[nodiscard]] std::size_t transactions_in_flight() const noexcept { return non_blocking_.in_flight(); }
 
 private:
+    nvme_device(const sc_core::sc_module_name& name, typename controller_type::subsystem_type* subsystem,
+                device_options options, controller_config config)
+        : sc_core::sc_module{name}
+        , config_socket{"config_socket"}
+        , bar0_socket{"bar0_socket"}
+        , dma_socket{"dma_socket"}
+        , intx{"intx"}
+        , options_{std::move(options)}
+        , non_blocking_{dma_socket}
+        , context_{dma_socket}
+        , clock_{context_}
+        , dma_{make_dma(non_blocking_, context_)}
+        , interrupts_{context_}
+        , own_subsystem_{subsystem == nullptr ? std::make_unique<typename controller_type::subsystem_type>()
+                                              : nullptr}
+        , controller_{dma_, interrupts_, clock_, subsystem == nullptr ? *own_subsystem_ : *subsystem,
+                      std::move(config)}
+        , config_space_{pci::bar0_layout_of(controller_, options_.function)}
+    {
+        config_socket.register_b_transport(this, &nvme_device::config_transport);
+        bar0_socket.register_b_transport(this, &nvme_device::bar0_transport);
+        dma_socket.register_nb_transport_bw(this, &nvme_device::dma_backward);
+        if constexpr (approximately_timed) {
+            context_.use_non_blocking(non_blocking_);
+        }
+        // Until the host sets Bus Master Enable in configuration space the function masters nothing.
+        controller_.set_bus_master(config_space_.bus_master());
+        SC_THREAD(run);
+        SC_METHOD(drive_intx);
+        sensitive << interrupts_.intx_changed();
+        dont_initialize();
+    }
+
+    [[nodiscard]] static typename Traits::dma make_dma(nb_initiator& non_blocking, initiator_context& context)
+    {
+        if constexpr (approximately_timed) {
+            return tlm_async_dma{non_blocking, context};
+        } else {
+            return tlm_dma{context};
+        }
+    }
+
+    tlm::tlm_sync_enum dma_backward(tlm::tlm_generic_payload& payload, tlm::tlm_phase& phase,
+                                    sc_core::sc_time& delay)
+    {
+        return non_blocking_.backward(payload, phase, delay);
+    }
+
     void run()
     {
         context_.set_owner(sc_core::sc_get_current_process_handle());
@@ -161,7 +217,7 @@ private:
                     next = std::min(next, at > now ? at - now : sc_core::SC_ZERO_TIME);
                 }
             }
-            sc_core::wait(next, wake_);
+            sc_core::wait(next, wake_ | non_blocking_.responded());
         }
     }
 
@@ -249,10 +305,12 @@ private:
     }
 
     device_options options_;
+    nb_initiator non_blocking_; ///< the AT path (unused in LT mode)
     initiator_context context_;
     simulation_clock clock_;
-    tlm_dma dma_;
+    typename Traits::dma dma_;
     tlm_interrupts interrupts_;
+    std::unique_ptr<typename controller_type::subsystem_type> own_subsystem_; ///< without a shared one
     controller_type controller_;
     pci::config_space config_space_;
     sc_core::sc_event wake_;

@@ -1,12 +1,14 @@
 #pragma once
-/// The providers of a controller inside a SystemC simulation, loosely timed (TLM-2.0 LT):
+/// The providers of a controller inside a SystemC simulation, loosely timed (TLM-2.0 LT) or
+/// approximately timed (AT):
 ///
 // clang-format off
 /// | provider           | concept               | what it does |
 /// |--------------------|-----------------------|--------------|
 /// | `simulation_clock` | Clock                 | `now()` is `sc_time_stamp()` plus the calling process's local time offset |
-/// | `tlm_dma`          | DmaProvider           | one `b_transport` per access through the device's initiator socket, with annotated delay |
-/// | `tlm_interrupts`   | IntxInterruptProvider | MSI-X as the 32-bit memory write the host programmed (address, data), through the same socket; INTx as a level the module drives on an `sc_out<bool>` |
+/// | `tlm_dma`          | DmaProvider           | LT: one `b_transport` per access through the device's initiator socket, with annotated delay |
+/// | `tlm_async_dma`    | AsyncDmaProvider      | AT: one non-blocking transaction per access (nb_initiator.hpp), complete when its response begins |
+/// | `tlm_interrupts`   | IntxInterruptProvider | MSI-X as the 32-bit memory write the host programmed (address, data), through the same socket (a posted AT write in AT mode); INTx as a level the module drives on an `sc_out<bool>` |
 // clang-format on
 ///
 /// The three share one `initiator_context`: the quantum keeper of the process that polls the
@@ -16,8 +18,9 @@
 /// BAR0 write that unmasks a pending MSI-X vector, say) runs in the host's process instead: its
 /// delay is added to the delay annotated on that host transaction, and it never waits.
 ///
-/// Approximately-timed mode (nb_transport with a payload event queue) needs a controller whose
-/// DMA completes asynchronously; these providers are synchronous.
+/// In AT mode the context sends through an nb_initiator instead (use_non_blocking()): DMA
+/// requests and MSI-X writes become transactions whose phases take simulated time, and the
+/// quantum keeper stays unused.
 ///
 /// Time conversion assumes a SystemC time resolution of 1 ns or finer (the default is 1 ps).
 ///
@@ -36,11 +39,13 @@
 #include <tlm>
 #include <tlm_utils/tlm_quantumkeeper.h>
 
+#include <nvmekit/async_dma.hpp>
 #include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/dma.hpp>
 #include <nvmekit/error.hpp>
 #include <nvmekit/interrupts.hpp>
+#include <nvmekit/systemc/nb_initiator.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace systemc {
@@ -103,14 +108,7 @@ public:
     bool transport(tlm::tlm_command command, std::uint64_t address, unsigned char* data, std::size_t length)
     {
         tlm::tlm_generic_payload payload;
-        payload.set_command(command);
-        payload.set_address(address);
-        payload.set_data_ptr(data);
-        payload.set_data_length(static_cast<unsigned>(length));
-        payload.set_streaming_width(static_cast<unsigned>(length));
-        payload.set_byte_enable_ptr(nullptr);
-        payload.set_dmi_allowed(false);
-        payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+        prepare_payload(payload, command, address, data, length);
         if (on_owner()) {
             sc_core::sc_time delay = keeper_.get_local_time();
             socket_->b_transport(payload, delay);
@@ -125,6 +123,26 @@ public:
         }
         ++transactions_;
         return payload.is_response_ok();
+    }
+
+    /// Sends MSI-X writes through `initiator`, the AT path, from now on.
+    void use_non_blocking(nb_initiator& initiator) noexcept { non_blocking_ = &initiator; }
+
+    /// A 32-bit or smaller write nobody waits for (an MSI-X message): through the AT path when
+    /// there is one, else a blocking transaction. False when it is known to have failed.
+    bool post_write(std::uint64_t address, std::span<unsigned char> bytes)
+    {
+        if (non_blocking_ != nullptr) {
+            non_blocking_->post_write(address, bytes, local_time());
+            return true;
+        }
+        return transport(tlm::TLM_WRITE_COMMAND, address, bytes.data(), bytes.size());
+    }
+
+    /// Posted writes the target refused on the AT path.
+    [[nodiscard]] std::uint64_t failed_posted_writes() const noexcept
+    {
+        return non_blocking_ != nullptr ? non_blocking_->failed_posted_writes() : 0;
     }
 
     /// Waits out the owner's local time offset (call from the owner).
@@ -149,6 +167,7 @@ private:
     tlm_utils::tlm_quantumkeeper keeper_;
     sc_core::sc_process_handle owner_;
     sc_core::sc_time* serving_delay_ = nullptr;
+    nb_initiator* non_blocking_ = nullptr;
     std::uint64_t transactions_ = 0;
 };
 
@@ -202,6 +221,25 @@ private:
     initiator_context* context_;
 };
 
+/// The AsyncDmaProvider of a controller in an AT simulation: every request is one non-blocking
+/// transaction (nb_initiator), complete in the poll() after its response has begun. A target's
+/// error response is errc::dma_fault (the controller's Data Transfer Error).
+class tlm_async_dma {
+public:
+    tlm_async_dma(nb_initiator& initiator, initiator_context& context) noexcept
+        : initiator_{&initiator}, context_{&context}
+    {}
+
+    /// Begins `request` at the calling process's local time.
+    void submit(dma_request& request) { initiator_->submit(request, context_->local_time()); }
+    std::size_t poll() { return initiator_->poll(); }
+    [[nodiscard]] std::size_t outstanding() const noexcept { return initiator_->outstanding(); }
+
+private:
+    nb_initiator* initiator_;
+    initiator_context* context_;
+};
+
 /// The InterruptProvider of a controller in a simulation: an MSI-X vector is the 32-bit memory
 /// write of its message data to its message address (PCI Local Bus 3.0 6.8.3). INTx is a level
 /// (`intx_output()`: asserted unless the host set Interrupt Disable in the Command register) whose
@@ -215,7 +253,7 @@ public:
     {
         std::array<unsigned char, 4> data{};
         std::memcpy(data.data(), &message.data, data.size()); // little-endian host memory
-        if (!context_->transport(tlm::TLM_WRITE_COMMAND, message.address, data.data(), data.size())) {
+        if (!context_->post_write(message.address, data)) {
             ++lost_messages_;
         }
     }
@@ -238,7 +276,10 @@ public:
     /// Notified when intx_output() may have changed.
     [[nodiscard]] const sc_core::sc_event& intx_changed() const noexcept { return intx_changed_; }
     /// MSI-X writes the host memory refused.
-    [[nodiscard]] std::uint64_t lost_messages() const noexcept { return lost_messages_; }
+    [[nodiscard]] std::uint64_t lost_messages() const noexcept
+    {
+        return lost_messages_ + context_->failed_posted_writes();
+    }
 
 private:
     initiator_context* context_;
@@ -250,6 +291,7 @@ private:
 
 static_assert(Clock<simulation_clock>);
 static_assert(DmaProvider<tlm_dma>);
+static_assert(AsyncDmaProvider<tlm_async_dma> && !InlineAsyncDmaProvider<tlm_async_dma>);
 static_assert(IntxInterruptProvider<tlm_interrupts>);
 
 } // namespace systemc

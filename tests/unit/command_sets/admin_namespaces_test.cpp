@@ -335,9 +335,9 @@ TYPED_TEST(admin_namespace_management, a_private_namespace_attaches_to_one_contr
 {
     pool_rig<TypeParam> r;
     nvmekit::testing::recording_msix msix;
-    typename TypeParam::controller_type second{r.dma, msix, r.clock, r.subsystem};
+    const auto second = r.make_peer(msix);
     const auto first_id = r.ctrl.controller_id();
-    const auto second_id = second.controller_id();
+    const auto second_id = second->controller_id();
     EXPECT_EQ(controller_ids(r, spec::cns::controller_list, 0),
               (std::vector<std::uint16_t>{first_id, second_id}));
     ASSERT_EQ(create_namespace(r, 8, 8, 0, 0).cqe.dw0, 2U); // NMIC 0: private

@@ -439,10 +439,10 @@ TYPED_TEST(admin_namespace_attachment, a_list_naming_another_controller_changes_
 {
     TypeParam r;
     r.subsystem.add_namespace(nvmekit::ram_backend{1 << 20});
-    typename TypeParam::controller_type other{r.dma, r.msix, r.clock, r.subsystem};
+    const auto other = r.make_peer(r.msix);
     r.host.bring_up();
     const std::uint16_t self = r.ctrl.controller_id();
-    const std::uint16_t other_id = other.controller_id();
+    const std::uint16_t other_id = other->controller_id();
     ASSERT_NE(self, other_id);
     EXPECT_TRUE(r.subsystem.find(1)->attached_to(other_id));
     EXPECT_EQ(detach(r, 1, {other_id}).status(), spec::status::success());

@@ -889,10 +889,10 @@ TYPED_TEST(admin_log_page, changed_namespace_list_ignores_other_controllers)
     r.subsystem.add_namespace(nvmekit::ram_backend{1 << 16});
     r.host.bring_up();
     nvmekit::testing::recording_msix other_msix;
-    typename TypeParam::controller_type other{r.dma, other_msix, r.clock, r.subsystem};
-    ASSERT_NE(other.controller_id(), r.ctrl.controller_id());
+    const auto other = r.make_peer(other_msix);
+    ASSERT_NE(other->controller_id(), r.ctrl.controller_id());
     EXPECT_EQ(changed_namespaces(r.host), std::vector<std::uint32_t>{1});
-    ASSERT_TRUE(r.subsystem.detach(1, other.controller_id()));
+    ASSERT_TRUE(r.subsystem.detach(1, other->controller_id()));
     EXPECT_EQ(changed_namespaces(r.host), std::vector<std::uint32_t>{});
     ASSERT_TRUE(r.subsystem.detach(1, r.ctrl.controller_id()));
     EXPECT_EQ(changed_namespaces(r.host), std::vector<std::uint32_t>{1});

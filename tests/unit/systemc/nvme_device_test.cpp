@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -16,10 +17,13 @@
 #include <nvmekit/systemc/host_platform.hpp>
 #include <nvmekit/testing/host.hpp>
 #include <nvmekit/timing/simple_model.hpp>
+#include <nvmekit/timing/ssd_model.hpp>
 
 // The device under TLM, driven by the in-process host driver through host_bus: the driver's
 // bring-up, commands and checks run unchanged, over configuration and BAR0 transactions, with
-// DMA and MSI-X as transactions to host memory.
+// DMA and MSI-X as transactions to host memory. Every test runs in both modes: loosely timed
+// (systemc_nvme_device/lt.*, b_transport) and approximately timed (systemc_nvme_device/at.*,
+// the non-blocking protocol on the controller's asynchronous DMA).
 //
 // SystemC elaborates one design per process, so each test builds its platform and runs one
 // simulation; ctest runs every test in a process of its own (gtest_discover_tests). Run by hand,
@@ -38,14 +42,18 @@ constexpr std::uint32_t block_bytes = 512;
 
 using timed_ram =
     nvmekit::timed_backend<nvmekit::ram_backend, nvmekit::timing::simple_model, sysc::simulation_clock>;
+using ssd_ram =
+    nvmekit::timed_backend<nvmekit::ram_backend, nvmekit::timing::ssd_model, sysc::simulation_clock>;
 
-/// Host memory, the device and the host's bus, bound to each other, and the host program.
+/// Host memory, the device (`Traits` choose LT or AT) and the host's bus, bound to each other, and
+/// the host program.
+template <typename Traits>
 struct platform {
     nvmekit::testing::flat_memory memory;
     nvmekit::testing::recording_msix msix;
     nvmekit::testing::manual_clock host_clock; // the driver's own bookkeeping; the device runs on sc_time
     sysc::host_memory<nvmekit::testing::recording_msix> ram;
-    sysc::nvme_device<> device;
+    sysc::nvme_device<Traits> device;
     sysc::host_bus bus{"bus"};
     sc_core::sc_signal<bool> intx{"intx"};
     std::unique_ptr<sysc::host_program> program;
@@ -81,7 +89,8 @@ struct platform {
 /// The current simulated time, as a value (sc_time_stamp() refers to a time that moves on).
 sc_core::sc_time simulated_now() { return sc_core::sc_time_stamp(); }
 
-/// Skips a test when this process already ran a simulation.
+/// Skips a test when this process already ran a simulation. `Traits` are the device's.
+template <typename Traits>
 class systemc_nvme_device : public ::testing::Test {
 protected:
     void SetUp() override
@@ -91,6 +100,16 @@ protected:
         }
     }
 };
+
+struct mode_names {
+    template <typename Traits>
+    static std::string GetName(int /*index*/)
+    {
+        return sysc::nvme_device<Traits>::approximately_timed ? "at" : "lt";
+    }
+};
+using modes = ::testing::Types<sysc::device_traits, sysc::at_device_traits>;
+TYPED_TEST_SUITE(systemc_nvme_device, modes, mode_names);
 
 std::vector<std::byte> pattern(std::size_t bytes, std::uint8_t seed)
 {
@@ -123,9 +142,9 @@ std::vector<std::byte> write_then_read(in_process_host<sysc::host_bus>& host, st
     return out;
 }
 
-TEST_F(systemc_nvme_device, configuration_space_shows_an_nvme_function_with_bar0_and_msix)
+TYPED_TEST(systemc_nvme_device, configuration_space_shows_an_nvme_function_with_bar0_and_msix)
 {
-    platform rig;
+    platform<TypeParam> rig;
     rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
     rig.run([&](in_process_host<sysc::host_bus>&) {
         EXPECT_EQ(rig.bus.config_read(nvmekit::pci::header::class_code, 1), 0x02U); // prog-if
@@ -140,9 +159,9 @@ TEST_F(systemc_nvme_device, configuration_space_shows_an_nvme_function_with_bar0
     });
 }
 
-TEST_F(systemc_nvme_device, brings_up_and_identifies_over_tlm)
+TYPED_TEST(systemc_nvme_device, brings_up_and_identifies_over_tlm)
 {
-    platform rig;
+    platform<TypeParam> rig;
     rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
     rig.run([&](in_process_host<sysc::host_bus>& host) {
         const auto result = host.bring_up({.io_queue_pairs = 2});
@@ -157,11 +176,19 @@ TEST_F(systemc_nvme_device, brings_up_and_identifies_over_tlm)
     });
     EXPECT_GT(rig.device.transactions(), 0U);
     EXPECT_GT(rig.msix.total(), 0U); // every completion was reaped after its MSI-X write
+    // DMA and MSI-X writes reach host memory by the mode's protocol only.
+    if constexpr (sysc::nvme_device<TypeParam>::approximately_timed) {
+        EXPECT_EQ(rig.ram.blocking_transactions(), 0U);
+        EXPECT_EQ(rig.ram.non_blocking_transactions(), rig.device.transactions());
+    } else {
+        EXPECT_EQ(rig.ram.blocking_transactions(), rig.device.transactions());
+        EXPECT_EQ(rig.ram.non_blocking_transactions(), 0U);
+    }
 }
 
-TEST_F(systemc_nvme_device, io_writes_and_reads_back_through_dma_transactions)
+TYPED_TEST(systemc_nvme_device, io_writes_and_reads_back_through_dma_transactions)
 {
-    platform rig;
+    platform<TypeParam> rig;
     rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
     rig.run([&](in_process_host<sysc::host_bus>& host) {
         host.bring_up();
@@ -172,9 +199,9 @@ TEST_F(systemc_nvme_device, io_writes_and_reads_back_through_dma_transactions)
     EXPECT_GT(rig.ram.bytes_transferred(), 2U * (3 * 4096 + 1024));
 }
 
-TEST_F(systemc_nvme_device, a_command_error_completes_with_its_status)
+TYPED_TEST(systemc_nvme_device, a_command_error_completes_with_its_status)
 {
-    platform rig;
+    platform<TypeParam> rig;
     rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
     rig.run([&](in_process_host<sysc::host_bus>& host) {
         host.bring_up();
@@ -190,9 +217,9 @@ TEST_F(systemc_nvme_device, a_command_error_completes_with_its_status)
     });
 }
 
-TEST_F(systemc_nvme_device, a_dma_the_host_memory_refuses_is_a_data_transfer_error)
+TYPED_TEST(systemc_nvme_device, a_dma_the_host_memory_refuses_is_a_data_transfer_error)
 {
-    platform rig;
+    platform<TypeParam> rig;
     rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
     rig.run([&](in_process_host<sysc::host_bus>& host) {
         host.bring_up();
@@ -204,9 +231,9 @@ TEST_F(systemc_nvme_device, a_dma_the_host_memory_refuses_is_a_data_transfer_err
     EXPECT_GT(rig.ram.refused(), 0U);
 }
 
-TEST_F(systemc_nvme_device, controller_reset_and_function_level_reset_bring_it_back)
+TYPED_TEST(systemc_nvme_device, controller_reset_and_function_level_reset_bring_it_back)
 {
-    platform rig;
+    platform<TypeParam> rig;
     rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
     rig.run([&](in_process_host<sysc::host_bus>& host) {
         host.bring_up();
@@ -230,9 +257,9 @@ TEST_F(systemc_nvme_device, controller_reset_and_function_level_reset_bring_it_b
     });
 }
 
-TEST_F(systemc_nvme_device, bar0_is_not_decoded_until_memory_space_is_enabled)
+TYPED_TEST(systemc_nvme_device, bar0_is_not_decoded_until_memory_space_is_enabled)
 {
-    platform rig;
+    platform<TypeParam> rig;
     rig.program = std::make_unique<sysc::host_program>("host", [&] {
         EXPECT_EQ(rig.bus.mmio_read(0x08, 4), 0xffffffffU); // an unsupported request
         rig.bus.enumerate(bar0_base);
@@ -242,11 +269,11 @@ TEST_F(systemc_nvme_device, bar0_is_not_decoded_until_memory_space_is_enabled)
     EXPECT_TRUE(rig.program->finished());
 }
 
-TEST_F(systemc_nvme_device, dma_takes_the_time_host_memory_annotates_within_the_global_quantum)
+TYPED_TEST(systemc_nvme_device, dma_takes_the_time_host_memory_annotates_within_the_global_quantum)
 {
     tlm::tlm_global_quantum::instance().set(sc_core::sc_time{10, sc_core::SC_US});
     const sc_core::sc_time access{1, sc_core::SC_US};
-    platform rig{{}, {.access_latency = access}};
+    platform<TypeParam> rig{{}, {.access_latency = access}};
     rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
     sc_core::sc_time identify_time;
     rig.run([&](in_process_host<sysc::host_bus>& host) {
@@ -262,9 +289,40 @@ TEST_F(systemc_nvme_device, dma_takes_the_time_host_memory_annotates_within_the_
     EXPECT_LE(identify_time, 4 * access + tlm::tlm_global_quantum::instance().get() + access);
 }
 
-TEST_F(systemc_nvme_device, intx_follows_pending_completions_when_msix_is_off)
+TYPED_TEST(systemc_nvme_device, at_overlaps_the_dma_of_queued_commands_and_lt_serialises_it)
 {
-    platform rig;
+    // Eight 4 KiB reads submitted at once, host memory taking 1 us per access: one fetch of the
+    // eight entries, then per command a data write, a CQE write and an MSI-X write.
+    const sc_core::sc_time access{1, sc_core::SC_US};
+    platform<TypeParam> rig{{}, {.access_latency = access}};
+    rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
+    sc_core::sc_time batch_time;
+    rig.run([&](in_process_host<sysc::host_bus>& host) {
+        host.bring_up();
+        std::vector<std::uint16_t> cids;
+        const sc_core::sc_time start = simulated_now();
+        for (std::uint64_t slba = 0; slba < 8 * 8; slba += 8) {
+            auto read = host.lba_command(spec::nvm_opcode::read, 1, slba, 8);
+            host.describe_data(read, host.allocate(4096), 4096);
+            cids.push_back(host.submit(1, read));
+        }
+        for (const std::uint16_t cid : cids) {
+            EXPECT_TRUE(host.wait_for(1, cid).ok());
+        }
+        batch_time = sc_core::sc_time_stamp() - start;
+    });
+    if constexpr (sysc::nvme_device<TypeParam>::approximately_timed) {
+        // The commands' data and completion writes are in flight together.
+        EXPECT_LE(batch_time, 6 * access) << batch_time.to_string();
+        EXPECT_GT(rig.ram.most_waiting_responses(), 0U); // and their responses begin one at a time
+    } else {
+        EXPECT_GE(batch_time, 8 * 2 * access) << batch_time.to_string(); // one access at a time
+    }
+}
+
+TYPED_TEST(systemc_nvme_device, intx_follows_pending_completions_when_msix_is_off)
+{
+    platform<TypeParam> rig;
     rig.device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
     rig.run([&](in_process_host<sysc::host_bus>& host) {
         host.bring_up({.reap_by_interrupt = false});
@@ -294,16 +352,17 @@ const sc_core::sc_time qd1_read_time{82048, sc_core::SC_NS}; // 80 us + 4096 byt
 
 /// The simulated time of eight QD1 4 KiB reads on a namespace timed by qd1_parameters, the device
 /// polling every `poll_period` while busy, or at the backend's next completion with `use_next_due`.
+template <typename Traits>
 std::vector<sc_core::sc_time> qd1_read_latencies(const sc_core::sc_time& poll_period, bool use_next_due)
 {
     sysc::device_options options;
     options.poll_period = poll_period;
-    platform rig{options};
+    platform<Traits> rig{options};
     auto& ns = rig.device.subsystem().add_namespace(timed_ram{nvmekit::ram_backend{1U << 20},
                                                               nvmekit::timing::simple_model{qd1_parameters},
                                                               rig.device.clock(), 64});
     if (use_next_due) {
-        const timed_ram* timed = ns.backend().get_if<timed_ram>();
+        const timed_ram* timed = ns.backend().template get_if<timed_ram>();
         rig.device.set_next_due([timed] { return timed->next_due(); });
     }
     std::vector<sc_core::sc_time> latencies;
@@ -321,73 +380,106 @@ std::vector<sc_core::sc_time> qd1_read_latencies(const sc_core::sc_time& poll_pe
     return latencies;
 }
 
-TEST_F(systemc_nvme_device, qd1_read_takes_the_model_latency_plus_transfer_time_in_simulated_time)
+TYPED_TEST(systemc_nvme_device, qd1_read_takes_the_model_latency_plus_transfer_time_in_simulated_time)
 {
     const nvmekit::timing::simple_model model{qd1_parameters};
     ASSERT_EQ(sysc::to_sc_time(model.service_time({nvmekit::block_operation::read, 0, 4096, false})),
               qd1_read_time);
     const sc_core::sc_time poll_period{1, sc_core::SC_US};
-    for (const auto& latency : qd1_read_latencies(poll_period, false)) {
+    for (const auto& latency : qd1_read_latencies<TypeParam>(poll_period, false)) {
         EXPECT_GE(latency, qd1_read_time);
         EXPECT_LE(latency, qd1_read_time + poll_period) << latency.to_string();
     }
 }
 
-TEST_F(systemc_nvme_device, with_next_due_a_qd1_read_takes_exactly_the_model_time)
+TYPED_TEST(systemc_nvme_device, with_next_due_a_qd1_read_takes_exactly_the_model_time)
 {
     // The device polls when the completion is due and the host wakes on the MSI-X write: with
     // no bus or memory latency nothing else takes simulated time.
-    for (const auto& latency : qd1_read_latencies(sc_core::sc_time{1, sc_core::SC_US}, true)) {
+    for (const auto& latency : qd1_read_latencies<TypeParam>(sc_core::sc_time{1, sc_core::SC_US}, true)) {
         EXPECT_EQ(latency, qd1_read_time) << latency.to_string();
     }
 }
 
-TEST_F(systemc_nvme_device, throughput_under_load_is_the_model_parallelism_over_its_latency)
+/// Keeps `queue_depth` one-block reads in flight until `total` have completed, the n-th (from 0)
+/// at LBA `lba_of(n)`, all into one buffer, and returns the simulated time that took.
+template <typename LbaOf>
+sc_core::sc_time reads_at_queue_depth(in_process_host<sysc::host_bus>& host, std::size_t queue_depth,
+                                      std::size_t total, LbaOf lba_of)
+{
+    const std::uint64_t buffer = host.allocate(block_bytes);
+    std::size_t submitted = 0;
+    const auto submit_read = [&] {
+        auto read = host.lba_command(spec::nvm_opcode::read, 1, lba_of(submitted++), 1);
+        host.describe_data(read, buffer, block_bytes);
+        host.submit(1, read);
+    };
+    const sc_core::sc_time start = simulated_now();
+    while (submitted < queue_depth) {
+        submit_read();
+    }
+    std::vector<nvmekit::testing::completion> done;
+    for (std::size_t completed = 0; completed < total;) {
+        done.clear();
+        host.reap(1, done);
+        for (const auto& completion : done) {
+            EXPECT_TRUE(completion.ok());
+            ++completed;
+            if (submitted < total) {
+                submit_read();
+            }
+        }
+    }
+    return simulated_now() - start;
+}
+
+TYPED_TEST(systemc_nvme_device, throughput_under_load_is_the_model_parallelism_over_its_latency)
 {
     // 4 servers of 100 us each: at queue depth 16 the device completes 4 reads per 100 us.
     constexpr std::size_t parallelism = 4;
-    constexpr std::size_t queue_depth = 16;
     constexpr std::size_t total = 400;
-    platform rig;
+    platform<TypeParam> rig;
     auto& ns = rig.device.subsystem().add_namespace(
         timed_ram{nvmekit::ram_backend{1U << 20},
                   nvmekit::timing::simple_model{{.read_latency = 100us, .parallelism = parallelism}},
                   rig.device.clock(), 64});
-    const timed_ram* timed = ns.backend().get_if<timed_ram>();
+    const timed_ram* timed = ns.backend().template get_if<timed_ram>();
     rig.device.set_next_due([timed] { return timed->next_due(); });
 
     sc_core::sc_time elapsed;
-    std::size_t completed = 0;
     rig.run([&](in_process_host<sysc::host_bus>& host) {
         host.bring_up();
-        const std::uint64_t buffer = host.allocate(512); // every read lands in one buffer
-        const auto submit_read = [&] {
-            auto read = host.lba_command(spec::nvm_opcode::read, 1, 0, 1);
-            host.describe_data(read, buffer, 512);
-            host.submit(1, read);
-        };
-        const sc_core::sc_time start = simulated_now();
-        for (std::size_t i = 0; i < queue_depth; ++i) {
-            submit_read();
-        }
-        std::vector<nvmekit::testing::completion> done;
-        for (std::size_t submitted = queue_depth; completed < total;) {
-            done.clear();
-            host.reap(1, done);
-            for (const auto& completion : done) {
-                EXPECT_TRUE(completion.ok());
-                ++completed;
-                if (submitted < total) {
-                    submit_read();
-                    ++submitted;
-                }
-            }
-        }
-        elapsed = simulated_now() - start;
+        elapsed = reads_at_queue_depth(host, 16, total, [](std::size_t) { return 0; });
     });
-    EXPECT_EQ(completed, total);
     // total / parallelism rounds of 100 us each, the first starting at once.
     const sc_core::sc_time expected{100.0 * total / parallelism, sc_core::SC_US};
+    EXPECT_EQ(elapsed, expected) << elapsed.to_string();
+}
+
+TYPED_TEST(systemc_nvme_device, throughput_under_load_is_the_ssd_model_channel_and_lun_parallelism)
+{
+    // 2 channels x 2 LUNs, 40 us page reads, transfers free: page p is read on unit p mod 4, so
+    // reads of consecutive pages at queue depth 16 keep the four LUNs busy, four reads per 40 us.
+    constexpr std::uint32_t units = 2 * 2;
+    constexpr std::size_t total = 400;
+    constexpr std::uint64_t blocks_per_page = 4096 / block_bytes;
+    nvmekit::timing::ssd_parameters parameters;
+    parameters.geometry.channels = 2;
+    parameters.geometry.luns_per_channel = 2;
+    platform<TypeParam> rig;
+    auto& ns = rig.device.subsystem().add_namespace(ssd_ram{
+        nvmekit::ram_backend{1U << 20}, nvmekit::timing::ssd_model{parameters}, rig.device.clock(), 64});
+    const ssd_ram* timed = ns.backend().template get_if<ssd_ram>();
+    rig.device.set_next_due([timed] { return timed->next_due(); });
+
+    sc_core::sc_time elapsed;
+    rig.run([&](in_process_host<sysc::host_bus>& host) {
+        host.bring_up();
+        elapsed =
+            reads_at_queue_depth(host, 16, total, [](std::size_t n) { return (n % 256) * blocks_per_page; });
+    });
+    EXPECT_EQ(timed->model().statistics().pages_read, total);
+    const sc_core::sc_time expected{40.0 * total / units, sc_core::SC_US};
     EXPECT_EQ(elapsed, expected) << elapsed.to_string();
 }
 
