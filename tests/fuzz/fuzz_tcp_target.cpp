@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -34,9 +35,9 @@
 #include <vector>
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include "fuzz_input.hpp"
@@ -66,11 +67,14 @@ struct program_traits : tcp::target_traits {
 };
 using target_type = tcp::target<program_traits>;
 
-void check(bool condition)
+/// Aborts, naming the invariant that does not hold.
+#define NVMEKIT_FUZZ_CHECK(condition) \
+    ((condition) ? static_cast<void>(0) : check_failed(__LINE__, #condition))
+
+[[noreturn]] void check_failed(int line, const char* condition)
 {
-    if (!condition) {
-        std::abort();
-    }
+    std::fprintf(stderr, "fuzz_tcp_target.cpp:%d: does not hold: %s\n", line, condition);
+    std::abort();
 }
 
 constexpr std::string_view host_nqn = "nqn.2014-08.org.nvmexpress:uuid:6e766d65-6b69-7400-0000-000000000001";
@@ -119,18 +123,27 @@ public:
     {
         for (std::size_t i = 0; i < count; ++i) {
             auto& c = connections_[i];
-            c.socket = tcp::socket_handle{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
-            check(c.socket.get() >= 0);
+            c.socket = tcp::socket_handle{::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+            NVMEKIT_FUZZ_CHECK(c.socket.get() >= 0);
             sockaddr_in address{};
             address.sin_family = AF_INET;
             address.sin_port = htons(port);
             address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            check(::connect(c.socket.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) ==
-                  0);
-            check(::fcntl(c.socket.get(), F_SETFL, O_NONBLOCK) == 0);
+            // Non-blocking, then waited for: a signal (the fuzzer's timers) cannot interrupt it.
+            const int connected =
+                ::connect(c.socket.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address));
+            NVMEKIT_FUZZ_CHECK(connected == 0 || errno == EINPROGRESS);
+            pollfd writable{c.socket.get(), POLLOUT, 0};
+            while (connected != 0 && ::poll(&writable, 1, 1000) <= 0) {
+                NVMEKIT_FUZZ_CHECK(errno == EINTR);
+            }
+            int error = 0;
+            socklen_t error_size = sizeof(error);
+            NVMEKIT_FUZZ_CHECK(::getsockopt(c.socket.get(), SOL_SOCKET, SO_ERROR, &error, &error_size) == 0 &&
+                               error == 0);
             // Small pieces leave at once rather than waiting for the target's acknowledgement.
             const int on = 1;
-            check(::setsockopt(c.socket.get(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) == 0);
+            NVMEKIT_FUZZ_CHECK(::setsockopt(c.socket.get(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) == 0);
             c.params.cpda = limits.cpda;
             c.params.maxh2cdata = limits.maxh2cdata;
         }
@@ -169,7 +182,7 @@ public:
                     break;
                 }
                 // Nothing may follow a C2HTermReq.
-                check(!c.terminated);
+                NVMEKIT_FUZZ_CHECK(!c.terminated);
                 c.received.insert(c.received.end(), chunk.begin(), chunk.begin() + got);
                 parse(c);
             }
@@ -199,7 +212,7 @@ private:
             const auto bytes = std::span<const std::byte>{c.received}.subspan(at);
             spec::pdu_common_header ch{};
             std::memcpy(&ch, bytes.data(), sizeof(ch));
-            check(ch.plen >= ch.hlen && ch.plen <= max_pdu_bytes);
+            NVMEKIT_FUZZ_CHECK(ch.plen >= ch.hlen && ch.plen <= max_pdu_bytes);
             if (bytes.size() < ch.plen) {
                 break;
             }
@@ -208,14 +221,14 @@ private:
         }
         c.received.erase(c.received.begin(), c.received.begin() + static_cast<std::ptrdiff_t>(at));
         // A C2HTermReq is the connection's last PDU.
-        check(!c.terminated || c.received.empty());
+        NVMEKIT_FUZZ_CHECK(!c.terminated || c.received.empty());
     }
 
     template <typename Pdu>
     static Pdu header_of(std::span<const std::byte> pdu)
     {
         Pdu header{};
-        check(pdu.size() >= sizeof(Pdu));
+        NVMEKIT_FUZZ_CHECK(pdu.size() >= sizeof(Pdu));
         std::memcpy(&header, pdu.data(), sizeof(Pdu));
         return header;
     }
@@ -224,46 +237,46 @@ private:
     {
         using enum spec::pdu_type;
         const auto type = ch.type;
-        check(type == icresp || type == c2h_term_req || type == capsule_resp || type == c2h_data ||
-              type == r2t);
-        check(ch.hlen == spec::pdu_header_length(type));
+        NVMEKIT_FUZZ_CHECK(type == icresp || type == c2h_term_req || type == capsule_resp ||
+                           type == c2h_data || type == r2t);
+        NVMEKIT_FUZZ_CHECK(ch.hlen == spec::pdu_header_length(type));
         const auto flags = ch.flags.raw;
         if (type == c2h_term_req) {
             // The header in error follows, at most 128 bytes; no digests, no PDO.
-            check(flags == 0 && ch.pdo == 0 && ch.plen <= ch.hlen + 128U);
+            NVMEKIT_FUZZ_CHECK(flags == 0 && ch.pdo == 0 && ch.plen <= ch.hlen + 128U);
             const auto fes = static_cast<unsigned>(header_of<spec::term_req_pdu>(pdu).fes);
-            check(fes >= 1 && fes <= 6);
+            NVMEKIT_FUZZ_CHECK(fes >= 1 && fes <= 6);
             c.terminated = true;
             return;
         }
         if (type == icresp) {
-            check(!c.icresp && flags == 0 && ch.pdo == 0 && ch.plen == sizeof(spec::icresp_pdu));
+            NVMEKIT_FUZZ_CHECK(!c.icresp && flags == 0 && ch.pdo == 0 && ch.plen == sizeof(spec::icresp_pdu));
             const auto icresp = header_of<spec::icresp_pdu>(pdu);
-            check(icresp.pfv == 0 && icresp.cpda == c.params.cpda &&
-                  icresp.maxh2cdata == c.params.maxh2cdata);
+            NVMEKIT_FUZZ_CHECK(icresp.pfv == 0 && icresp.cpda == c.params.cpda &&
+                               icresp.maxh2cdata == c.params.maxh2cdata);
             c.header_digest = icresp.dgst.get(spec::digest_options::hdgst_enable);
             c.data_digest = icresp.dgst.get(spec::digest_options::ddgst_enable);
             if (const auto asked = expected_icreq(c)) {
-                check(c.header_digest ==
-                      (asked->dgst.get(spec::digest_options::hdgst_enable) && limits_.allow_header_digest));
-                check(c.data_digest ==
-                      (asked->dgst.get(spec::digest_options::ddgst_enable) && limits_.allow_data_digest));
+                NVMEKIT_FUZZ_CHECK(c.header_digest == (asked->dgst.get(spec::digest_options::hdgst_enable) &&
+                                                       limits_.allow_header_digest));
+                NVMEKIT_FUZZ_CHECK(c.data_digest == (asked->dgst.get(spec::digest_options::ddgst_enable) &&
+                                                     limits_.allow_data_digest));
             }
             c.icresp = true;
             return;
         }
-        check(c.icresp);
-        check(ch.flags.get(spec::pdu_flags::hdgstf) == c.header_digest);
+        NVMEKIT_FUZZ_CHECK(c.icresp);
+        NVMEKIT_FUZZ_CHECK(ch.flags.get(spec::pdu_flags::hdgstf) == c.header_digest);
         const std::uint32_t header_end = ch.hlen + (c.header_digest ? 4U : 0U);
         if (c.header_digest) {
-            check(tcp::crc32c_of(pdu.first(ch.hlen)) ==
-                  tcp::load_digest(pdu.subspan(ch.hlen).first<spec::tcp_header_digest_size>()));
+            NVMEKIT_FUZZ_CHECK(tcp::crc32c_of(pdu.first(ch.hlen)) ==
+                               tcp::load_digest(pdu.subspan(ch.hlen).first<spec::tcp_header_digest_size>()));
         }
         if (type != c2h_data) {
-            check((flags & ~1U) == 0 && ch.pdo == 0 && ch.plen == header_end);
+            NVMEKIT_FUZZ_CHECK((flags & ~1U) == 0 && ch.pdo == 0 && ch.plen == header_end);
             if (type == r2t) {
                 const auto r2t_header = header_of<spec::r2t_pdu>(pdu);
-                check(r2t_header.r2tl != 0 && r2t_header.r2tl <= max_data_length);
+                NVMEKIT_FUZZ_CHECK(r2t_header.r2tl != 0 && r2t_header.r2tl <= max_data_length);
                 c.r2ts.push_back({r2t_header.cccid, r2t_header.ttag, r2t_header.r2to, r2t_header.r2tl});
             } else {
                 const auto cqe = header_of<spec::capsule_resp_pdu>(pdu).cqe;
@@ -277,17 +290,17 @@ private:
         }
         // C2HData: LAST_PDU (one PDU per read), its data at PDO aligned to HPDA, DATAL bytes.
         const auto header = header_of<spec::c2h_data_pdu>(pdu);
-        check(ch.flags.get(spec::pdu_flags::ddgstf) == c.data_digest);
-        check(ch.flags.get(spec::pdu_flags::last_pdu) && (flags & 0xf0U) == 0);
-        check(header.datal != 0 && header.datao == 0 && ch.pdo >= header_end && ch.pdo % 4 == 0);
+        NVMEKIT_FUZZ_CHECK(ch.flags.get(spec::pdu_flags::ddgstf) == c.data_digest);
+        NVMEKIT_FUZZ_CHECK(ch.flags.get(spec::pdu_flags::last_pdu) && (flags & 0xf0U) == 0);
+        NVMEKIT_FUZZ_CHECK(header.datal != 0 && header.datao == 0 && ch.pdo >= header_end && ch.pdo % 4 == 0);
         if (const auto asked = expected_icreq(c)) {
             const std::uint32_t alignment = spec::pdu_data_alignment_bytes(asked->hpda);
-            check(ch.pdo % alignment == 0 && ch.pdo - header_end < alignment);
+            NVMEKIT_FUZZ_CHECK(ch.pdo % alignment == 0 && ch.pdo - header_end < alignment);
         }
-        check(ch.plen == ch.pdo + header.datal + (c.data_digest ? 4U : 0U));
+        NVMEKIT_FUZZ_CHECK(ch.plen == ch.pdo + header.datal + (c.data_digest ? 4U : 0U));
         if (c.data_digest) {
-            check(tcp::crc32c_of(pdu.subspan(ch.pdo, header.datal)) ==
-                  tcp::load_digest(pdu.last<spec::tcp_data_digest_size>()));
+            NVMEKIT_FUZZ_CHECK(tcp::crc32c_of(pdu.subspan(ch.pdo, header.datal)) ==
+                               tcp::load_digest(pdu.last<spec::tcp_data_digest_size>()));
         }
     }
 
@@ -737,8 +750,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
          ++round) {
         target.poll(std::chrono::milliseconds{round < 20 ? 0 : 1});
     }
-    check(target.connection_count() == 0);
-    check(target.association_count() == 0);
-    check(target.statistics().connections_accepted == target.statistics().connections_closed);
+    NVMEKIT_FUZZ_CHECK(target.connection_count() == 0);
+    NVMEKIT_FUZZ_CHECK(target.association_count() == 0);
+    NVMEKIT_FUZZ_CHECK(target.statistics().connections_accepted == target.statistics().connections_closed);
     return 0;
 }
