@@ -137,6 +137,59 @@ write_seed("fuzz_tcp_pdu_stream", bytes([0x7F, 0x0F, 0x07]) + tcp_exchange(True,
 write_seed("fuzz_tcp_pdu_stream", bytes([0x03, 0x00, 0x99]) + tcp_exchange(False, True)
            + tcp_pdu(0x02, 0, struct.pack("<HI", 1, 2) + bytes(10), bytes(72)))
 
+# ---- fuzz_tcp_target ----------------------------------------------------------------------------
+# Setup (connections, digests allowed, MAXH2CDATA, CPDA, close), limits (I/O in-capsule data,
+# connect timeout, discovery, allowed hosts, linger), prefix (ICReq, admin Connect, enable and
+# I/O Connects; digests, discovery, KATO), then steps: [kind | connection << 4 | send mode << 6, ...].
+def tt_step(kind, conn=0, mode=0):
+    return bytes([kind | (conn << 4) | (mode << 6)])
+
+
+def tt_write(conn, blocks, slba=0, in_capsule=True):
+    # Opcode index 12 (Write), NSID 1, data of 256-byte units, CDW10 SLBA, CDW11 0.
+    return tt_step(6 if in_capsule else 5, conn) + bytes([12, 1, blocks * 2]) + struct.pack("<II", slba, 0)
+
+
+def tt_read(conn, blocks, slba=0):
+    return tt_step(5, conn) + bytes([1, 1, blocks * 2]) + struct.pack("<II", slba, 0)
+
+
+def tt_h2c(conn, piece_units=None):
+    return tt_step(7, conn) + bytes([0 if piece_units is None else 1 | ((piece_units - 1) << 1)])
+
+
+TT_POLL = tt_step(11) + bytes([3])
+TT_WAIT = tt_step(11) + bytes([0xc7])
+# Three connections, everything allowed; an admin queue and two I/O queues: writes in the capsule
+# and by R2T (in one H2CData and in 512-byte pieces), reads, Identify, Keep Alive, a Disconnect.
+write_seed("fuzz_tcp_target", bytes([0x0e, 0x02, 0x03]) + tt_write(1, 2) + tt_read(1, 2)
+           + tt_write(2, 8, 16, False) + TT_POLL + tt_h2c(2) + tt_read(2, 8, 16)
+           + tt_write(1, 4, 32, False) + TT_POLL + tt_h2c(1, 1) + TT_POLL + tt_step(14) + tt_step(13)
+           + tt_step(3) + bytes([4]) + tt_step(8, 2) + TT_POLL)
+# Header and data digests, CPDA 3, writes and reads in pieces of 7 bytes.
+write_seed("fuzz_tcp_target", bytes([0x5d, 0x01, 0x0f]) + tt_write(1, 2, 0) + tt_step(5, 1, 2)
+           + bytes([1, 1, 4]) + struct.pack("<II", 0, 0) + bytes([6]) + tt_write(1, 8, 8, False) + TT_POLL + tt_h2c(1, 2)
+           + tt_read(1, 8, 8) + tt_step(3) + bytes([0x4c]))
+# The discovery controller: Identify, the Discovery log page, a feature, Keep Alive.
+write_seed("fuzz_tcp_target", bytes([0x0c, 0x40, 0x13]) + tt_step(14) + tt_step(15) + TT_POLL
+           + tt_step(6) + bytes([3, 0, 0]) + struct.pack("<II", 0x0f, 0) + tt_step(13) + TT_POLL)
+# Step by step: an ICReq with HPDA 5 and digests, Connect, CC.EN = 1, Property Get CSTS, a read.
+write_seed("fuzz_tcp_target", bytes([0x0c, 0x02, 0x00]) + tt_step(1) + bytes([0x65]) + tt_step(2)
+           + bytes([0, 31, 0x30]) + tt_step(4) + bytes([0x03]) + TT_POLL + tt_step(3) + bytes([0x04])
+           + tt_step(6) + bytes([2, 0, 0]) + struct.pack("<II", 7, 0x00030003)
+           + tt_read(0, 8) + tt_step(5) + bytes([0, 0, 16]) + struct.pack("<II", 1, 0) + TT_POLL)
+# Errors: an I/O Connect to a wrong controller and host, an H2CData outside its R2T, a corrupt
+# header, an H2CTermReq.
+write_seed("fuzz_tcp_target", bytes([0x0e, 0x03, 0x03]) + tt_step(2, 1) + bytes([2, 15, 0x01])
+           + struct.pack("<H", 77) + tt_step(2, 2) + bytes([3, 15, 0x08]) + tt_write(0, 2, 0, False)
+           + TT_POLL + tt_step(7, 0) + bytes([0x21, 0x40]) + TT_POLL + tt_write(1, 1, 0, True)
+           + tt_step(10, 1, 1) + struct.pack("<HB", 2, 0x40) + tt_step(9, 2) + bytes([2]) + TT_POLL)
+# KATO 100 ms: a Keep Alive in time, then none; a connection that never connects (connect
+# timeout 0); a shutdown on another association.
+write_seed("fuzz_tcp_target", bytes([0x01, 0x88, 0x23]) + TT_POLL + tt_step(13) + TT_POLL + TT_WAIT + TT_WAIT)
+write_seed("fuzz_tcp_target", bytes([0x00, 0x00, 0x03]) + tt_step(4) + bytes([0x10]) + TT_POLL + tt_step(3)
+           + bytes([0x04]) + TT_POLL)
+
 # ---- fuzz_vfio_user_protocol -------------------------------------------------------------------
 json = b'{"capabilities":{"max_msg_fds":16,"max_data_xfer_size":1048576,"pgsizes":4096,"max_dma_maps":65535}}\0'
 write_seed("fuzz_vfio_user_protocol", bytes([0]) + struct.pack("<HH", 0, 0) + json)
