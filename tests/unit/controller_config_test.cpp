@@ -91,9 +91,15 @@ TEST(controller_config, cap_register_follows_the_configuration)
 
 TEST(controller_config, feature_table_reports_a_volatile_cache_and_no_extra_sensors)
 {
-    const auto features = nvmekit::detail::controller_feature_config();
+    const auto features = nvmekit::detail::controller_feature_config({});
     EXPECT_TRUE(features.volatile_write_cache_present);
     EXPECT_EQ(features.temperature_sensors, nvmekit::detail::reported_temperature_sensors);
+    // Asynchronous Event Configuration: the notices an I/O controller reports, and a discovery
+    // controller's Discovery Log Page Change Notices (bit 31) besides
+    EXPECT_EQ(features.supported_async_events, 0x0000'010fU);
+    nvmekit::controller_config discovery{};
+    discovery.identity.fabrics = nvmekit::fabrics_identity{.discovery = true};
+    EXPECT_EQ(nvmekit::detail::controller_feature_config(discovery).supported_async_events, 0x8000'010fU);
 }
 
 } // namespace
