@@ -283,7 +283,7 @@ inline outcome add_bdev(bdev_registry& bdevs, bdev_options options, any_backend 
 inline void add_bdev_methods(registry& methods, bdev_registry& bdevs, bdev_method_options options = {})
 {
     const method_options runtime_only{.allowed_states = states::runtime};
-    auto shared = std::make_shared<bdev_method_options>(std::move(options));
+    auto shared = std::make_shared<bdev_method_options>(options);
     // SPDK names an unnamed malloc bdev "Malloc%d" with a counter that only generated names
     // advance, once the bdev's memory is allocated and whether or not the name is then free.
     auto malloc_count = std::make_shared<std::uint64_t>(0);
