@@ -484,6 +484,17 @@ void poll_tcp(std::vector<std::unique_ptr<tcp_target>>& targets, std::chrono::mi
     }
 }
 
+/// Polls `ctrl` until its backend requests have finished (10 s at most): before a namespace is
+/// removed, and at shutdown (an io_uring backend's requests take real time).
+template <typename Controller>
+void finish_backend_requests(Controller& ctrl)
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+    while (ctrl.io_outstanding() != 0 && std::chrono::steady_clock::now() < deadline) {
+        ctrl.poll();
+    }
+}
+
 /// What a serving loop runs besides its own work (management's functions and listeners), with
 /// how long it may wait for work.
 using serve_also = std::function<void(std::chrono::milliseconds)>;
@@ -553,11 +564,7 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
         spdlog::info("{} poll group thread(s){}", o.groups, o.busy_poll ? ", busy-polling" : "");
     }
     // Management removes a namespace only once this controller holds no backend request.
-    drain = [&ctrl] {
-        for (int round = 0; round < 1'000'000 && ctrl.io_outstanding() != 0; ++round) {
-            ctrl.poll();
-        }
-    };
+    drain = [&ctrl] { finish_backend_requests(ctrl); };
     auto targets = listen_tcp(o, subsystem, nqn);
     while (!stop_requested.load()) {
         // Requests in an asynchronous backend (--io uring) complete only when the controller
@@ -578,10 +585,7 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
         server.statistics().clients, server.statistics().messages, server.statistics().error_replies,
         server.statistics().mapped_doorbells);
     // Backend requests still in flight finish first (an io_uring backend's take real time).
-    const auto drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
-    while (ctrl.io_outstanding() != 0 && std::chrono::steady_clock::now() < drain_deadline) {
-        ctrl.poll();
-    }
+    finish_backend_requests(ctrl);
     ctrl.stop_poll_groups();
     drain = [] {};
 }

@@ -223,8 +223,8 @@ public:
         if (!drain) {
             throw std::invalid_argument("served_target::adopt: no drain");
         }
-        subsystems_[s.nqn] = std::make_unique<served_subsystem>(subsystem, std::move(drain));
-        subsystems_[s.nqn]->namespaces_fixed = !namespaces_may_change;
+        subsystems_[s.nqn] =
+            std::make_unique<served_subsystem>(subsystem, std::move(drain), !namespaces_may_change);
         for (const auto& a : s.listeners) {
             if (a.trtype == "TCP") {
                 add_tcp_listener(s, a);
@@ -258,8 +258,9 @@ private:
                   nvmekit::subsystem_options{.max_namespaces = s.max_namespaces})}
             , subsystem{*owned}
         {}
-        served_subsystem(nvmekit::subsystem<nvmekit::any_backend>& adopted, std::function<void()> drain)
-            : subsystem{adopted}, drain_adopted{std::move(drain)}
+        served_subsystem(nvmekit::subsystem<nvmekit::any_backend>& adopted, std::function<void()> drain,
+                         bool fixed)
+            : subsystem{adopted}, drain_adopted{std::move(drain)}, namespaces_fixed{fixed}
         {}
         std::unique_ptr<nvmekit::subsystem<nvmekit::any_backend>> owned;
         nvmekit::subsystem<nvmekit::any_backend>& subsystem;
@@ -582,8 +583,9 @@ private:
             served->tcp_addresses.push_back(a);
             spdlog::info("{}: served over NVMe/TCP on {}", s.nqn, key);
         } catch (...) {
-            if (const auto it = tcp_.find(key);
-                it != tcp_.end() && it->second->target.association_count() == 0 && !serves_any(*it->second)) {
+            if (const auto it = tcp_.find(key); it != tcp_.end() &&
+                                                it->second->target.association_count() == 0 &&
+                                                it->second->target.subsystem_count() == 0) {
                 tcp_.erase(it);
             }
             if (created) {
@@ -591,13 +593,6 @@ private:
             }
             throw;
         }
-    }
-
-    /// Whether any subsystem is served at `listener`.
-    bool serves_any(const tcp_listener& listener) const
-    {
-        return std::any_of(subsystems_.begin(), subsystems_.end(),
-                           [&](const auto& entry) { return listener.target.serves(entry.first); });
     }
 
     /// Stops serving subsystem `nqn` at TCP listener `a` (its controllers there end); the
@@ -613,7 +608,7 @@ private:
             std::erase(served->tcp_addresses, a);
         }
         spdlog::info("{}: no longer served over NVMe/TCP on {}", nqn, it->first);
-        if (!serves_any(*it->second)) {
+        if (it->second->target.subsystem_count() == 0) {
             spdlog::info("NVMe/TCP listener on {} closed", it->first);
             tcp_.erase(it);
         }

@@ -296,6 +296,8 @@ public:
 
     /// Whether subsystem `nqn` is served here.
     [[nodiscard]] bool serves(std::string_view nqn) const { return find_subsystem(nqn) != nullptr; }
+    /// How many subsystems are served here.
+    [[nodiscard]] std::size_t subsystem_count() const noexcept { return subsystems_.size(); }
 
     /// Lets every controller finish its backend requests (as before a namespace is removed).
     void drain_backends()

@@ -1051,6 +1051,7 @@ TEST(tcp_target, a_removed_subsystem_is_served_no_more_and_may_be_destroyed)
         EXPECT_FALSE(target.remove_subsystem(removed));
         EXPECT_FALSE(target.serves(removed));
         EXPECT_TRUE(target.serves(kept));
+        EXPECT_EQ(target.subsystem_count(), 1U);
     });
     remove.reset(); // nothing of the target refers to it any more (AddressSanitizer would tell)
     std::vector<std::byte> back;
