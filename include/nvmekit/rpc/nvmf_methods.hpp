@@ -492,6 +492,13 @@ inline void add_nvmf_methods(registry& methods, bdev_registry& bdevs, nvmf_regis
 {
     const method_options runtime_only{.allowed_states = states::runtime};
     auto shared_hooks = std::make_shared<nvmf_method_hooks>(std::move(hooks));
+    // The hosts_changed hook after a change of subsystem `nqn`'s hosts; `undo` puts it back if it fails.
+    const auto hosts_changed = [&target, shared_hooks](const std::string& nqn,
+                                                       const std::function<void()>& undo) {
+        if (shared_hooks->hosts_changed) {
+            detail::run_hook([&] { shared_hooks->hosts_changed(*target.subsystem(nqn)); }, undo);
+        }
+    };
 
     methods.add(
         "nvmf_create_transport",
@@ -656,7 +663,7 @@ inline void add_nvmf_methods(registry& methods, bdev_registry& bdevs, nvmf_regis
 
     methods.add(
         "nvmf_subsystem_add_host",
-        [&target, shared_hooks](const nlohmann::json& p) -> outcome {
+        [&target, hosts_changed](const nlohmann::json& p) -> outcome {
             params in{p};
             const auto nqn = in.get(required<std::string>("nqn"));
             const auto host = in.get(required<std::string>("host"));
@@ -668,38 +675,32 @@ inline void add_nvmf_methods(registry& methods, bdev_registry& bdevs, nvmf_regis
             const bool had =
                 before && std::find(before->hosts.begin(), before->hosts.end(), host) != before->hosts.end();
             target.add_host(nqn, host);
-            if (shared_hooks->hosts_changed) {
-                detail::run_hook([&] { shared_hooks->hosts_changed(*target.subsystem(nqn)); },
-                                 [&] {
-                                     if (!had) {
-                                         target.remove_host(nqn, host);
-                                     }
-                                 });
-            }
+            hosts_changed(nqn, [&] {
+                if (!had) {
+                    target.remove_host(nqn, host);
+                }
+            });
             return true;
         },
         runtime_only);
 
     methods.add(
         "nvmf_subsystem_remove_host",
-        [&target, shared_hooks](const nlohmann::json& p) -> outcome {
+        [&target, hosts_changed](const nlohmann::json& p) -> outcome {
             params in{p};
             const auto nqn = in.get(required<std::string>("nqn"));
             const auto host = in.get(required<std::string>("host"));
             detail::read_target_name(in);
             in.finish();
             target.remove_host(nqn, host);
-            if (shared_hooks->hosts_changed) {
-                detail::run_hook([&] { shared_hooks->hosts_changed(*target.subsystem(nqn)); },
-                                 [&] { target.add_host(nqn, host); });
-            }
+            hosts_changed(nqn, [&] { target.add_host(nqn, host); });
             return true;
         },
         runtime_only);
 
     methods.add(
         "nvmf_subsystem_allow_any_host",
-        [&target, shared_hooks](const nlohmann::json& p) -> outcome {
+        [&target, hosts_changed](const nlohmann::json& p) -> outcome {
             params in{p};
             const auto nqn = in.get(required<std::string>("nqn"));
             const auto allow = in.get(required<bool>("allow_any_host"));
@@ -707,10 +708,7 @@ inline void add_nvmf_methods(registry& methods, bdev_registry& bdevs, nvmf_regis
             in.finish();
             const auto before = target.subsystem(nqn);
             target.allow_any_host(nqn, allow);
-            if (shared_hooks->hosts_changed) {
-                detail::run_hook([&] { shared_hooks->hosts_changed(*target.subsystem(nqn)); },
-                                 [&] { target.allow_any_host(nqn, before->allow_any_host); });
-            }
+            hosts_changed(nqn, [&] { target.allow_any_host(nqn, before->allow_any_host); });
             return true;
         },
         runtime_only);
