@@ -44,11 +44,15 @@
 ///
 /// Discovery: a Connect to the well-known discovery NQN creates a discovery controller (admin
 /// queue only, any host): Identify Controller and the Discovery log page (one entry per
-/// subsystem of this listener the host may connect to, read at any dword offset; GENCTR changes
-/// with the subsystems and their hosts, and a Discovery Log Page Change event reports it to the
-/// hosts that enabled it) come from discovery.hpp, Property Get/Set, features, Asynchronous
-/// Event Requests and Keep Alive from the controller core, other opcodes complete with Invalid
-/// Command Opcode. Not yet: referrals, other listeners in the log, poll groups across threads.
+/// subsystem of this listener the host may connect to, then one per referral, add_referral:
+/// another discovery service or an NVM subsystem elsewhere; read at any dword offset; GENCTR
+/// changes with the subsystems, their hosts and the referrals, and a Discovery Log Page Change
+/// event reports it to the hosts that enabled it) come from discovery.hpp, Property Get/Set,
+/// features, Asynchronous Event Requests and Keep Alive from the controller core, other opcodes
+/// complete with Invalid Command Opcode.
+///
+/// Not yet: other listeners of the embedder in the log (each target lists its own address),
+/// poll groups across threads.
 
 #include <algorithm>
 #include <array>
@@ -293,6 +297,47 @@ public:
         discovery_changed();
         return true;
     }
+
+    // Referrals: what the Discovery log page lists beyond this listener's subsystems (other
+    // discovery services, or NVM subsystems elsewhere), after them, to every host. Each change
+    // makes a new GENCTR and a Discovery Log Page Change event. Call these from the thread that
+    // calls poll().
+
+    /// Lists `referral` too; false (and no change) when it is listed already.
+    bool add_referral(discovery_referral referral)
+    {
+        if (std::find(referrals_.begin(), referrals_.end(), referral) != referrals_.end()) {
+            return false;
+        }
+        referrals_.push_back(std::move(referral));
+        discovery_changed();
+        return true;
+    }
+
+    /// Lists `referral` no more; false when it was not listed.
+    bool remove_referral(const discovery_referral& referral)
+    {
+        if (std::erase(referrals_, referral) == 0) {
+            return false;
+        }
+        discovery_changed();
+        return true;
+    }
+
+    /// Lists `referrals` instead of those listed now (a change only when they differ).
+    void set_referrals(std::vector<discovery_referral> referrals)
+    {
+        if (referrals == referrals_) {
+            return;
+        }
+        referrals_ = std::move(referrals);
+        discovery_changed();
+    }
+
+    [[nodiscard]] const std::vector<discovery_referral>& referrals() const noexcept { return referrals_; }
+
+    /// GENCTR of the Discovery log page now.
+    [[nodiscard]] std::uint64_t discovery_generation() const noexcept { return discovery_generation_; }
 
     /// Whether subsystem `nqn` is served here.
     [[nodiscard]] bool serves(std::string_view nqn) const { return find_subsystem(nqn) != nullptr; }
@@ -1091,6 +1136,9 @@ private:
                                        .admin_sq = max_admin_queue_entries});
                 }
             }
+            for (const auto& referral : referrals_) {
+                records.push_back(referral_record(referral));
+            }
             const auto log = discovery_log(discovery_generation_, records);
             if (!command.retain_async_event) {
                 c.owner->ctrl->acknowledge_discovery_log();
@@ -1312,6 +1360,8 @@ private:
     std::vector<served_subsystem> subsystems_;
     /// What discovery controllers belong to; it has no namespaces.
     subsystem_type discovery_subsystem_{{.nqn = std::string{spec::discovery_nqn}}, {.max_namespaces = 1}};
+    /// The referrals the Discovery log page lists after the subsystems.
+    std::vector<discovery_referral> referrals_;
     /// GENCTR of the Discovery log page: changes whenever what the log may list changes.
     std::uint64_t discovery_generation_ = 1;
     /// The configuration of discovery controllers: options_.controller's, as a discovery one.
