@@ -1,6 +1,7 @@
 #include <nvmekit/transport/tcp/target.hpp>
 
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -237,6 +238,34 @@ TEST(tcp_target_groups, many_connections_over_groups_do_verified_io)
         EXPECT_GT(statistics.r2ts, 0U);
         EXPECT_GT(statistics.c2h_data_pdus, 0U);
     });
+
+    // A Disconnect of I/O queue 4 (in its group): its queue leaves the controller, and a new
+    // connection connects it again
+    spec::disconnect_command disconnect{};
+    disconnect.cdw0.set(spec::command_dword0::opc, spec::fabrics_command_opcode);
+    disconnect.fctype = spec::fabrics_command_type::disconnect;
+    EXPECT_TRUE(hosts[0].io(4).execute(std::bit_cast<spec::submission_queue_entry>(disconnect), {}, {}).ok());
+    const auto queues_of_first = [&] {
+        std::size_t queues = 0;
+        served.with([&](target_type& target) {
+            target.for_each_controller([&](const target_type::controller_view& view) {
+                if (view.host_nqn == host_nqn(1)) {
+                    queues = view.qids.size() - 1;
+                }
+            });
+        });
+        return queues;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
+    while (queues_of_first() != 3 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    }
+    EXPECT_EQ(queues_of_first(), 3U);
+    ASSERT_TRUE(hosts[0].connect_io(4).ok());
+    EXPECT_EQ(queues_of_first(), 4U);
+    const auto again = run_worker(hosts[0], 4, 3, 10, stop);
+    EXPECT_EQ(again.failure, "");
+    EXPECT_EQ(again.verified, 10U);
 }
 
 TEST(tcp_target_groups, a_reset_and_an_ended_association_while_others_run_io)
