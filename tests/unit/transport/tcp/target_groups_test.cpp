@@ -139,6 +139,17 @@ void bring_up(tcp_host& host, std::uint16_t queues)
     }
 }
 
+/// Waits (5 s at most) until every worker has verified `rounds` rounds.
+void await_progress(const std::vector<std::atomic<std::size_t>>& progress, std::size_t rounds)
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
+    for (const auto& p : progress) {
+        while (p.load(std::memory_order_acquire) < rounds && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds{1});
+        }
+    }
+}
+
 std::vector<std::byte> pattern(std::size_t size, std::uint64_t seed)
 {
     std::vector<std::byte> data(size);
@@ -159,7 +170,8 @@ struct worker_result {
 /// R2T (H2CData split at 16 KiB), reads by C2HData. With `tolerate_end`, a failure ends the
 /// worker quietly (its association is being reset or ended).
 worker_result run_worker(tcp_host& host, std::uint16_t qid, std::uint64_t region, std::size_t rounds,
-                         const std::atomic<bool>& stop, bool tolerate_end = false)
+                         const std::atomic<bool>& stop, bool tolerate_end = false,
+                         std::atomic<std::size_t>* progress = nullptr)
 {
     constexpr std::uint64_t region_blocks = 1024;
     worker_result result;
@@ -188,6 +200,9 @@ worker_result run_worker(tcp_host& host, std::uint16_t qid, std::uint64_t region
                 return result;
             }
             ++result.verified;
+            if (progress != nullptr) {
+                progress->store(result.verified, std::memory_order_release);
+            }
         }
     } catch (const std::exception& e) {
         if (!tolerate_end) {
@@ -287,13 +302,14 @@ TEST(tcp_target_groups, a_reset_and_an_ended_association_while_others_run_io)
         bring_up(reset, tcp_host::max_io_queues);
         const std::atomic<bool> never{false};
         std::vector<worker_result> results(tcp_host::max_io_queues);
+        std::vector<std::atomic<std::size_t>> progress(results.size());
         {
-            const nvmekit_test::thread_group workers{
-                results.size(), [&](std::size_t i) {
-                    results[i] =
-                        run_worker(reset, static_cast<std::uint16_t>(1 + i), 4 + i, 1'000'000, never, true);
-                }};
-            std::this_thread::sleep_for(std::chrono::milliseconds{100});
+            const nvmekit_test::thread_group workers{results.size(), [&](std::size_t i) {
+                                                         results[i] = run_worker(
+                                                             reset, static_cast<std::uint16_t>(1 + i), 4 + i,
+                                                             1'000'000, never, true, &progress[i]);
+                                                     }};
+            await_progress(progress, 2); // every queue has I/O under way
             reset.set_property(spec::register_offset::cc, 0);
             while (spec::csts_register{
                 static_cast<std::uint32_t>(reset.get_property(spec::register_offset::csts))}
@@ -325,13 +341,14 @@ TEST(tcp_target_groups, a_reset_and_an_ended_association_while_others_run_io)
         bring_up(ended, tcp_host::max_io_queues);
         const std::atomic<bool> never{false};
         std::vector<worker_result> results(tcp_host::max_io_queues);
+        std::vector<std::atomic<std::size_t>> progress(results.size());
         {
-            const nvmekit_test::thread_group workers{
-                results.size(), [&](std::size_t i) {
-                    results[i] =
-                        run_worker(ended, static_cast<std::uint16_t>(1 + i), 8 + i, 1'000'000, never, true);
-                }};
-            std::this_thread::sleep_for(std::chrono::milliseconds{100});
+            const nvmekit_test::thread_group workers{results.size(), [&](std::size_t i) {
+                                                         results[i] = run_worker(
+                                                             ended, static_cast<std::uint16_t>(1 + i), 8 + i,
+                                                             1'000'000, never, true, &progress[i]);
+                                                     }};
+            await_progress(progress, 2); // every queue has I/O under way
             served.with([&](target_type& target) {
                 EXPECT_TRUE(target.set_host_access(nqn, {.any = false, .hosts = {host_nqn(1), host_nqn(2)}}));
             });
