@@ -70,18 +70,20 @@
 /// on one group, its commands take no lock and allocate nothing in steady state, and each
 /// connection's command buffers are a partition of the association's command_buffers that only
 /// its group's thread uses. poll() and the groups share no connection: they tell each other what
-/// happens by mailbox (mailbox.hpp), woken by an eventfd: a Controller Reset makes the groups end
-/// their connections' commands, an ended association makes them close its connections and
-/// answer, a connection closed in a group (Disconnect, the host's close, a fatal error) reaches
+/// happens by mailbox (mailbox.hpp), woken by an eventfd. A Controller Reset makes the groups end
+/// their connections' commands (and a counter each connection checks keeps a connection whose
+/// queue the reset deleted away from the controller even before the message arrives; while the
+/// controller is not ready its group answers new commands itself with Command Sequence Error, as
+/// the controller's submit() would). An ended association makes them close its connections and
+/// answer. A connection closed in a group (Disconnect, the host's close, a fatal error) reaches
 /// poll(), which disconnects its queue, frees its buffers once the backend is idle and destroys
 /// the controller once no group holds anything of it. remove_subsystem() thus waits for the
 /// groups: keep their threads running while poll() runs, and stop them before the target is
 /// destroyed.
 ///
 /// Not yet: other listeners of the embedder in the log (each target lists its own address);
-/// with connection groups, a group whose controller is not ready answers new commands itself
-/// with Command Sequence Error (as the controller's submit would), and the buffers of commands a
-/// reset ended are freed only when their connection closes.
+/// with connection groups, the buffers of commands a Controller Reset ended are freed only when
+/// their connection closes (the host closes it to connect the queue again).
 
 #include <algorithm>
 #include <array>
@@ -647,7 +649,14 @@ public:
             }
             const short revents = i < polled ? g.pollfds[i + 1].revents : short{POLLIN};
             const bool ran = c.owner->ctrl->run_in_group(index, [&](bool running) {
-                c.controller_running = running;
+                // A Controller Reset since the Connect deleted the queue (a later Connect may have
+                // made the QID another connection's, on another group): leave the controller alone.
+                if (c.connected && !c.queue_gone &&
+                    c.owner->queue_epoch.load(std::memory_order_acquire) != c.queue_epoch) {
+                    abandon_in_group(c);
+                    c.queue_gone = true;
+                }
+                c.controller_running = running && !c.queue_gone;
                 if (!c.leftover.empty()) {
                     const auto bytes = std::exchange(c.leftover, {});
                     consume(c, bytes);
@@ -655,7 +664,7 @@ public:
                 if ((revents & (POLLIN | POLLHUP | POLLERR)) != 0 && !c.closed) {
                     receive(c);
                 }
-                if (running && !c.closed) {
+                if (c.controller_running && !c.closed) {
                     g.busy = collect(c) != 0 || g.busy;
                 }
                 if (!c.closed) {
@@ -750,6 +759,10 @@ private:
         std::vector<command_buffers::buffer_id> quarantine;
         /// Tells this connection's queue from a later one of the same QID.
         std::uint64_t serial = 0;
+        /// In a group: the association's queue_epoch when the queue connected, and whether a
+        /// Controller Reset has deleted the queue since.
+        std::uint32_t queue_epoch = 0;
+        bool queue_gone = false;
     };
 
     struct association {
@@ -778,6 +791,10 @@ private:
         std::vector<bool> in_group;
         std::size_t groups_pending = 0;
         std::array<bool, command_buffers::partition_count> partition_taken{true};
+        /// Counts the Controller Resets (CC.EN 1 to 0): a group connection whose queue connected
+        /// before the last one leaves the controller alone, whether or not the groups' abandon
+        /// message has reached it.
+        std::atomic<std::uint32_t> queue_epoch{0};
         std::vector<std::uint8_t> retired_partitions;
     };
 
@@ -1379,6 +1396,7 @@ private:
                 c.handoff = true;
                 next_group_ = static_cast<std::uint16_t>((next_group_ + 1) % groups_.size());
                 owner->group_queues.emplace_back(command.qid, c.serial);
+                c.queue_epoch = owner->queue_epoch.load(std::memory_order_relaxed);
                 owner->in_group.resize(groups_.size(), false);
                 owner->in_group[placement_] = true;
             }
@@ -1587,6 +1605,7 @@ private:
             abandon(*io);
         }
         // The reset deleted the I/O queues; the groups end their connections' commands.
+        owner.queue_epoch.fetch_add(1, std::memory_order_release);
         owner.group_queues.clear();
         post_to_groups_of(owner, to_group::kind::abandon);
     }
@@ -1794,13 +1813,9 @@ private:
                     return;
                 case to_group::kind::abandon:
                     for (auto& c : g.connections) {
-                        if (c->owner == m.owner && !c->closed) {
-                            for (std::uint32_t i = 0; i < c->slots.size(); ++i) {
-                                if (c->slots[i].state == command_slot::phase::submitted) {
-                                    c->quarantine.push_back(c->slots[i].buffer);
-                                    free_slot(*c, i);
-                                }
-                            }
+                        if (c->owner == m.owner && !c->closed && c->connected) {
+                            abandon_in_group(*c);
+                            c->queue_gone = true;
                         }
                     }
                     return;
@@ -1817,6 +1832,18 @@ private:
             },
             mailbox_capacity);
         send_to_main(g);
+    }
+
+    /// A Controller Reset ended the commands of group connection `c` without completions: their
+    /// slots are free, their buffers held until the connection closes.
+    static void abandon_in_group(connection& c)
+    {
+        for (std::uint32_t i = 0; i < c.slots.size(); ++i) {
+            if (c.slots[i].state == command_slot::phase::submitted) {
+                c.quarantine.push_back(c.slots[i].buffer);
+                free_slot(c, i);
+            }
+        }
     }
 
     /// Group `g` posts what it has for poll(), in order, and wakes it.
