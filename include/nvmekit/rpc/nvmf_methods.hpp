@@ -38,7 +38,7 @@
 ///   traddr is an existing directory in which the socket `cntrl` is created. Answer true.
 /// - `nvmf_discovery_add_referral`: address {trtype TCP, adrfam, traddr, trsvcid} of another
 ///   discovery service (or an NVM subsystem elsewhere), subnqn (default: the discovery NQN),
-///   secure_channel (default false: TREQ secure channel not required). The discovery
+///   secure_channel (default false: TREQ secure channel not specified). The discovery
 ///   controllers list it (SUBTYPE 1, referral, for the discovery NQN; 2, NVM subsystem, for
 ///   another NQN), with a new GENCTR and a Discovery Log Page Change event. One of the same
 ///   address and subnqn listed already is left as it is. Answers true.

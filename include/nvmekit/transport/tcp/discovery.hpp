@@ -65,10 +65,13 @@ struct discovery_referral {
 
 /// The Discovery log page entry of `referral`, as SPDK writes it: SUBTYPE 1 (referral to another
 /// discovery service) when SUBNQN is the well-known discovery NQN, SUBTYPE 2 (NVM subsystem)
-/// for any other NQN; TREQ secure channel required or not required; PORTID 0 (not a port of
-/// this target); ASQSZ 32, the least a controller takes. (SUBTYPE 3 names the discovery
-/// subsystem that returns the log, never a referral.) nvme-cli's `connect-all` follows a
-/// SUBTYPE 1 entry with a discovery of its own and connects to a SUBTYPE 2 one.
+/// for any other NQN; PORTID 0 (not a port of this target); ASQSZ 32, the least a controller
+/// takes. (SUBTYPE 3 names the discovery subsystem that returns the log, never a referral.)
+/// TREQ's secure channel: required with `secure_channel`, else not specified, where SPDK writes
+/// "not required": libnvme 1.x before SECTYPE decided (linux-nvme/libnvme#612, #665) connects
+/// with TLS to any TCP entry whose TREQ says required or not required, which a host without
+/// TLS refuses. nvme-cli's `connect-all` follows a SUBTYPE 1 entry with a discovery of its own
+/// and connects to a SUBTYPE 2 one.
 [[nodiscard]] inline discovery_record referral_record(const discovery_referral& referral)
 {
     return {.address = referral.address,
@@ -79,7 +82,7 @@ struct discovery_referral {
             .subtype = referral.nqn == spec::discovery_nqn ? spec::discovery_subsystem_type::referral
                                                            : spec::discovery_subsystem_type::nvm,
             .secure_channel = referral.secure_channel ? spec::secure_channel_requirement::required
-                                                      : spec::secure_channel_requirement::not_required,
+                                                      : spec::secure_channel_requirement::not_specified,
             .family = referral.family};
 }
 

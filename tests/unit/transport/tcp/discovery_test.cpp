@@ -79,7 +79,7 @@ TEST(tcp_discovery, referrals_are_entries_of_their_own_subtype_and_secure_channe
     EXPECT_EQ(referral.adrfam, spec::address_family::ipv4);
     EXPECT_EQ(referral.subtype, spec::discovery_subsystem_type::referral);
     EXPECT_EQ(referral.treq.get(spec::transport_requirements::secure_channel),
-              spec::secure_channel_requirement::not_required);
+              spec::secure_channel_requirement::not_specified); // no TLS asked of libnvme
     EXPECT_EQ(referral.portid, 0U);
     EXPECT_EQ(referral.cntlid, spec::dynamic_controller_id);
     EXPECT_EQ(referral.asqsz, 32U);

@@ -1155,7 +1155,7 @@ TEST(tcp_target, referrals_are_listed_after_the_subsystems_and_each_change_is_an
     EXPECT_EQ(entry.adrfam, spec::address_family::ipv4);
     EXPECT_EQ(entry.subtype, spec::discovery_subsystem_type::referral);
     EXPECT_EQ(entry.treq.get(spec::transport_requirements::secure_channel),
-              spec::secure_channel_requirement::not_required);
+              spec::secure_channel_requirement::not_specified);
     EXPECT_EQ(entry.cntlid, spec::dynamic_controller_id);
     EXPECT_EQ(entry.address(), "127.0.0.2");
     EXPECT_EQ(entry.service_id(), "8009");
