@@ -19,7 +19,9 @@
 // connections (up to 4) of --qd commands each, and reports its IOPS, latency and the target
 // thread's CPU time per command beside the in-process figures. A read is a capsule out and
 // C2HData and a response back; a write carries its data in the capsule (--bs up to 8 KiB).
-// --server-busy-poll keeps the target from waiting in poll(2) when idle.
+// --server-busy-poll keeps the target from waiting in poll(2) when idle. With --threads the
+// target's I/O connections are spread over --groups connection groups, each on a thread of its
+// own beside the poll() thread, and the target CPU is that of all of them.
 //
 // One thread runs both sides: the host writes SQEs straight into queue memory and rings doorbells,
 // the controller runs inside poll(), and the host reaps CQEs by their phase tag. Time spent inside
@@ -222,8 +224,8 @@ options parse(int argc, char** argv)
         usage("--transport vfio-user runs the null and ram backends");
     }
     if (o.transport == "tcp") {
-        if (o.backend == "file" || o.backend == "uring" || o.threads) {
-            usage("--transport tcp runs the null and ram backends on one target thread");
+        if (o.backend == "file" || o.backend == "uring") {
+            usage("--transport tcp runs the null and ram backends");
         }
         if (o.queues > nvmekit::testing::tcp_host::max_io_queues) {
             usage(
@@ -437,8 +439,9 @@ int main(int argc, char** argv)
         }
         if (tcp) {
             fmt::print(
-                "over NVMe/TCP: the same workload, the target's poll() loop on a thread of its own, {} "
+                "over NVMe/TCP: the same workload, the target's poll() loop on a thread of its own{}, {} "
                 "loopback connection(s) of QD {}, target {}\n",
+                o.threads ? fmt::format(" and {} connection group thread(s)", o.groups) : std::string{},
                 o.queues, o.queue_depth,
                 o.server_busy_poll ? "busy-polling" : "waiting in poll(2) when idle");
             fmt::print("  IOPS             {:>12.0f}   ({} commands, {} errors)\n", t_iops, t.commands,

@@ -13,7 +13,9 @@
 #include <poll.h>
 #include <pthread.h>
 
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include <nvmekit/testing/tcp_host.hpp>
 #include <nvmekit/transport/tcp/target.hpp>
@@ -23,9 +25,10 @@ namespace {
 
 namespace tcp = nvmekit::transport::tcp;
 
-template <typename Backend>
+template <typename Backend, typename Threading>
 struct tcp_perf_traits : tcp::target_traits {
     using backend = Backend;
+    using threading = Threading;
     static constexpr nvmekit::limits limits = perf_traits<Backend, nvmekit::single_threaded>::limits;
 };
 
@@ -44,7 +47,7 @@ double thread_cpu_seconds(std::thread& thread)
 /// The host's side: `o.queues` connected I/O queues of `host`, each kept `o.queue_depth`
 /// commands deep until the run ends.
 results drive_tcp(const options& o, nvmekit::testing::tcp_host& host, std::uint64_t blocks,
-                  std::uint32_t lba_bytes, std::thread& target_thread)
+                  std::uint32_t lba_bytes, const std::function<double()>& target_cpu)
 {
     const std::uint32_t blocks_per_io = o.block_size / lba_bytes;
     const std::uint64_t io_slots = blocks / blocks_per_io;
@@ -76,7 +79,7 @@ results drive_tcp(const options& o, nvmekit::testing::tcp_host& host, std::uint6
     const auto start = steady::now();
     const auto deadline = start + std::chrono::duration<double>(o.seconds);
     const double cpu_start = process_cpu_seconds();
-    const double target_cpu_start = thread_cpu_seconds(target_thread);
+    const double target_cpu_start = target_cpu();
     for (;;) {
         const bool draining = o.count != 0 ? r.commands + o.queues * std::uint64_t{o.queue_depth} >= o.count
                                            : steady::now() >= deadline;
@@ -127,26 +130,54 @@ results drive_tcp(const options& o, nvmekit::testing::tcp_host& host, std::uint6
         }
     }
     r.seconds = std::chrono::duration<double>(steady::now() - start).count();
-    r.server_cpu_seconds = thread_cpu_seconds(target_thread) - target_cpu_start;
+    r.server_cpu_seconds = target_cpu() - target_cpu_start;
     r.cpu_seconds = process_cpu_seconds() - cpu_start;
     return r;
 }
 
-template <typename Backend>
+template <typename Backend, typename Threading>
 results run_over_tcp(const options& o, Backend backend, std::uint32_t lba_bytes)
 {
-    using target_type = tcp::target<tcp_perf_traits<Backend>>;
+    using target_type = tcp::target<tcp_perf_traits<Backend, Threading>>;
     typename target_type::subsystem_type subsystem{{.nqn = "nqn.2026-11.io.nvmekit:perf"}};
     subsystem.add_namespace(std::move(backend),
                             {.lba_format = static_cast<std::uint8_t>(lba_bytes == 512 ? 0 : 2)});
-    target_type target{subsystem, {.address = "127.0.0.1", .port = 0}};
+    tcp::target_options target_options{.address = "127.0.0.1", .port = 0};
+    if constexpr (Threading::concurrent_groups) {
+        // --threads: the I/O queues' connections on --groups connection groups, each on a thread.
+        target_options.connection_groups = o.groups;
+    }
+    target_type target{subsystem, target_options};
     std::atomic<bool> stop{false};
+    const std::chrono::milliseconds wait{o.server_busy_poll ? 0 : 1};
     std::thread serving{[&] {
-        const std::chrono::milliseconds wait{o.server_busy_poll ? 0 : 1};
         while (!stop.load(std::memory_order_relaxed)) {
             target.poll(wait);
         }
     }};
+    std::vector<std::thread> groups;
+    for (std::uint16_t i = 0; i < target.connection_group_count(); ++i) {
+        groups.emplace_back([&, i] {
+            while (!stop.load(std::memory_order_relaxed)) {
+                target.poll_group(i, wait);
+            }
+        });
+    }
+    // The target's CPU: its poll() thread's and every group thread's.
+    const auto target_cpu = [&] {
+        double seconds = thread_cpu_seconds(serving);
+        for (auto& group : groups) {
+            seconds += thread_cpu_seconds(group);
+        }
+        return seconds;
+    };
+    const auto join = [&] {
+        stop = true;
+        for (auto& group : groups) {
+            group.join();
+        }
+        serving.join();
+    };
     results r;
     try {
         nvmekit::testing::tcp_host host{"127.0.0.1",
@@ -161,15 +192,22 @@ results run_over_tcp(const options& o, Backend backend, std::uint32_t lba_bytes)
                 throw std::runtime_error(fmt::format("the target refused I/O queue {}", q));
             }
         }
-        r = drive_tcp(o, host, o.size / lba_bytes, lba_bytes, serving);
+        r = drive_tcp(o, host, o.size / lba_bytes, lba_bytes, target_cpu);
     } catch (...) {
-        stop = true;
-        serving.join();
+        join();
         throw;
     }
-    stop = true;
-    serving.join();
+    join();
     return r;
+}
+
+template <typename Backend>
+results run_over_tcp(const options& o, Backend backend, std::uint32_t lba_bytes)
+{
+    if (o.threads) {
+        return run_over_tcp<Backend, nvmekit::multi_threaded>(o, std::move(backend), lba_bytes);
+    }
+    return run_over_tcp<Backend, nvmekit::single_threaded>(o, std::move(backend), lba_bytes);
 }
 
 } // namespace
@@ -180,7 +218,9 @@ results run_tcp(const options& o, std::uint32_t lba_bytes)
         return run_over_tcp(o, nvmekit::null_backend{o.size, {.fill_reads = false}}, lba_bytes);
     }
     return run_over_tcp(
-        o, nvmekit::ram_backend{o.size, {.chunk_size = ram_chunk_size(o.size), .preallocate = true}},
+        o,
+        nvmekit::ram_backend{
+            o.size, {.chunk_size = ram_chunk_size(o.size), .preallocate = true, .concurrent = o.threads}},
         lba_bytes);
 }
 

@@ -22,6 +22,9 @@
 // server's thread, or with --group-threads each on a thread of its own (sleeping when idle, woken
 // by doorbells; --busy-poll never sleeps), apart from the thread that serves the vfio-user messages
 // and admin commands; --cpus LIST (comma separated) pins group i to the i-th CPU of the list, cyclically.
+// With --group-threads each --tcp listener also spreads its I/O queues' connections over --groups
+// connection groups, each on a thread of its own (the listener's thread keeps accepting, Connects,
+// admin and discovery queues); TCP listeners added through -r/-c are served by one thread.
 // --mapped-doorbells offers BAR0's doorbell page as a sparse-mmap area in shared memory (QEMU maps
 // it; a doorbell is then a store, no message), which the server's thread polls without sleeping
 // while a client is connected; clients that do not map it keep writing doorbells by message.
@@ -122,7 +125,9 @@ struct serve_traits : nvmekit::default_traits {
 };
 /// The controllers NVMe/TCP hosts create: serve_traits' limits but for 127 I/O queues, what
 /// SPDK's TCP transport grants by default (max_qpairs_per_ctrlr 128).
+/// Multi-threaded, for --group-threads' connection groups (without them it runs as one thread).
 struct tcp_serve_traits : nvmekit::transport::tcp::target_traits {
+    using threading = nvmekit::multi_threaded;
     static constexpr nvmekit::limits limits{
         .io_queues = 127, .queue_entries = 4096, .mdts = 5, .msix_vectors = 128, .aerl = 3};
 };
@@ -211,7 +216,8 @@ constexpr nvmekit_programs::program serve_program{
     "  management socket is served (default /var/tmp/nvmekit.sock).\n"
     "  --tcp serves NVMe/TCP hosts on ADDR:PORT (IPv6 as [ADDR]:PORT), as well as or instead of\n"
     "  --vfio-user; give it once per listener. --host NQN (repeatable) lets only those hosts\n"
-    "  connect over NVMe/TCP; without it any host may.\n"};
+    "  connect over NVMe/TCP; without it any host may. With --group-threads the I/O queues'\n"
+    "  connections of each --tcp listener are spread over --groups threads too.\n"};
 
 [[noreturn]] void usage(const std::string& problem) { nvmekit_programs::bad_usage(serve_program, problem); }
 
@@ -469,11 +475,52 @@ listen_tcp(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
                                      .queue_entries = o.queue_depth,
                                      .mdts = o.mdts};
         target_options.allowed_hosts = o.hosts;
+        if (o.group_threads) {
+            // The I/O queues' connections on --groups connection groups, each on a thread
+            // (tcp_group_threads); this thread keeps accepting, Connects and admin queues.
+            target_options.connection_groups = o.groups;
+        }
         targets.push_back(std::make_unique<tcp_target>(subsystem, target_options));
         spdlog::info("serving {} over NVMe/TCP on {}:{}", nqn, listener.address, targets.back()->port());
     }
     return targets;
 }
+
+/// With --group-threads: the connection groups of every --tcp listener, each polled by a thread
+/// of its own until this goes (before the listeners do).
+class tcp_group_threads {
+public:
+    tcp_group_threads(const options& o, std::vector<std::unique_ptr<tcp_target>>& targets)
+    {
+        const auto timeout = std::chrono::milliseconds{o.busy_poll ? 0 : 10};
+        for (auto& target : targets) {
+            for (std::uint16_t i = 0; i < target->connection_group_count(); ++i) {
+                threads_.emplace_back([this, target = target.get(), i, timeout] {
+                    while (!stop_.load(std::memory_order_acquire)) {
+                        target->poll_group(i, timeout);
+                    }
+                });
+            }
+        }
+        if (!threads_.empty()) {
+            spdlog::info("{} NVMe/TCP connection group thread(s){}", threads_.size(),
+                         o.busy_poll ? ", busy-polling" : "");
+        }
+    }
+    tcp_group_threads(const tcp_group_threads&) = delete;
+    tcp_group_threads& operator=(const tcp_group_threads&) = delete;
+    ~tcp_group_threads()
+    {
+        stop_.store(true, std::memory_order_release);
+        for (auto& thread : threads_) {
+            thread.join();
+        }
+    }
+
+private:
+    std::atomic<bool> stop_{false};
+    std::vector<std::thread> threads_;
+};
 
 /// One round of the NVMe/TCP listeners; the first waits up to `timeout` for work.
 void poll_tcp(std::vector<std::unique_ptr<tcp_target>>& targets, std::chrono::milliseconds timeout)
@@ -505,6 +552,7 @@ void serve_tcp(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsy
                const serve_also& also)
 {
     auto targets = listen_tcp(o, subsystem, nqn);
+    const tcp_group_threads groups{o, targets};
     while (!stop_requested.load()) {
         if (targets.empty() && also) {
             also(std::chrono::milliseconds{100}); // management serves the listeners, and waits
@@ -566,6 +614,7 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
     // Management removes a namespace only once this controller holds no backend request.
     drain = [&ctrl] { finish_backend_requests(ctrl); };
     auto targets = listen_tcp(o, subsystem, nqn);
+    const tcp_group_threads tcp_groups{o, targets};
     while (!stop_requested.load()) {
         // Requests in an asynchronous backend (--io uring) complete only when the controller
         // polls it: no sleeping while any is outstanding. With NVMe/TCP listeners too, no wait

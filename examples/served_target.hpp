@@ -3,7 +3,8 @@
 // subsystem is an emulated NVMe PCI function on the socket `cntrl` in the listener's directory,
 // with a controller of that subsystem; each TCP listener address is one NVMe/TCP target
 // (transport/tcp/target.hpp) serving every subsystem that listens there, to the hosts each
-// allows (nvmf_subsystem_add_host, allow_any_host), with a discovery controller listing them.
+// allows (nvmf_subsystem_add_host, allow_any_host), with a discovery controller listing them
+// and the referrals (nvmf_discovery_add_referral).
 // Namespaces added and removed while hosts run reach every controller of the subsystem
 // (Namespace Attribute Changed), over either transport; a host removed loses its controllers.
 //
@@ -133,6 +134,14 @@ public:
                     on_loop([&] {
                         for (auto& [key, listener] : tcp_) {
                             listener->target.set_host_access(s.nqn, host_access(s));
+                        }
+                    });
+                },
+            .referrals_changed =
+                [this](const std::vector<rpc::nvmf_referral>& referrals) {
+                    on_loop([&] {
+                        for (auto& [key, listener] : tcp_) {
+                            listener->target.set_referrals(tcp_referrals(referrals));
                         }
                     });
                 },
@@ -561,6 +570,25 @@ private:
         return {.any = s.allow_any_host, .hosts = s.hosts};
     }
 
+    /// The registry's referrals as a TCP target's discovery controller lists them.
+    static std::vector<nvmekit::transport::tcp::discovery_referral>
+    tcp_referrals(const std::vector<nvmekit::rpc::nvmf_referral>& referrals)
+    {
+        std::vector<nvmekit::transport::tcp::discovery_referral> out;
+        for (const auto& r : referrals) {
+            std::uint16_t port = 0;
+            std::from_chars(r.address.trsvcid.data(), r.address.trsvcid.data() + r.address.trsvcid.size(),
+                            port);
+            out.push_back({.address = r.address.traddr,
+                           .port = port,
+                           .nqn = r.subnqn,
+                           .secure_channel = r.secure_channel,
+                           .family = r.address.adrfam == "IPv6" ? nvmekit::spec::address_family::ipv6
+                                                                : nvmekit::spec::address_family::ipv4});
+        }
+        return out;
+    }
+
     /// "ADDR:PORT" ("[ADDR]:PORT" for IPv6): one TCP listener.
     static std::string tcp_key(const nvmekit::rpc::nvmf_listen_address& a)
     {
@@ -577,6 +605,7 @@ private:
             auto it = tcp_.find(key);
             if (it == tcp_.end()) {
                 it = tcp_.emplace(key, std::make_unique<tcp_listener>(tcp_options(a), a)).first;
+                it->second->target.set_referrals(tcp_referrals(target_.referrals()));
                 spdlog::info("NVMe/TCP listener on {} (port {})", key, it->second->target.port());
             }
             it->second->target.add_subsystem(served->subsystem, host_access(s));

@@ -736,6 +736,35 @@ public:
         return executed;
     }
 
+    /// For a message-based transport whose I/O queues live on concurrent poll groups: runs
+    /// `f(running)` as part of poll group `index`, so that `f` may call submit() and
+    /// take_completion() for that group's queues from the thread that polls the group, never
+    /// while the admin context has the groups paused. `running` is false while the group is
+    /// stopped (the controller is not ready, and the admin context acts for the group): `f` must
+    /// then leave the controller alone. Returns false, without calling `f`, while the admin
+    /// context asks the group to pause (try again at the next turn). Without concurrent poll
+    /// groups `f` runs at once, with `running` true while the controller is ready. Not from
+    /// inside poll_group() nor while start_poll_groups()'s threads run.
+    template <typename F>
+    bool run_in_group(std::uint16_t index, F&& f)
+    {
+        NVMEKIT_ASSERT(index < coordination_.groups().size(), "run_in_group: no such group");
+        auto& group = *coordination_.groups()[index];
+        if (!concurrent()) {
+            std::forward<F>(f)(state_machine_.state() == controller_state::ready);
+            return true;
+        }
+        if (!coordination_type::enter_poll(group)) {
+            return false;
+        }
+        {
+            const coordination_scope scope{group};
+            std::forward<F>(f)(!group.stopped && bus_master_.load(std::memory_order_acquire));
+        }
+        coordination_type::leave_poll(group);
+        return true;
+    }
+
     /// Starts one thread per poll group (a poll_group_runner calling poll_group(i), sleeping on
     /// an eventfd when idle and woken by doorbell writes). Needs concurrent_poll_groups (else
     /// throws std::logic_error), and so the multi_threaded policy: with single_threaded it does

@@ -168,6 +168,26 @@ def tcp_enable(s):
         time.sleep(0.01)
 
 
+DISCOVERY_NQN = "nqn.2014-08.org.nvmexpress.discovery"
+
+
+def discovery_entries(port, hostnqn):
+    """The Discovery log page's entries of the discovery controller at `port`, as (SUBTYPE,
+    TRADDR, TRSVCID, SUBNQN)."""
+    s, (status, _) = tcp_connect(port, DISCOVERY_NQN, hostnqn)
+    assert status == 0, hex(status)
+    tcp_enable(s)
+    size = 4096  # the header and three entries
+    status, _, log = tcp_command(s, nvm_command(0x02, 2, length=size, cdw=(0x70 | ((size // 4 - 1) << 16),),
+                                                to_host=True))  # Get Log Page 70h
+    s.close()
+    assert status == 0, hex(status)
+    records = struct.unpack("<Q", log[8:16])[0]
+    text = lambda field: field.rstrip(b"\0 ").decode()
+    return [(e[2], text(e[512:768]), text(e[32:64]), text(e[256:512]))
+            for e in (log[1024 * (i + 1):1024 * (i + 2)] for i in range(records))]
+
+
 def start(program, *arguments, wait_for):
     process = subprocess.Popen([program, *arguments], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 10
@@ -287,6 +307,14 @@ def main():
         except ConnectionRefusedError:
             pass
         assert result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": tcp}) is True
+        # A referral to another discovery service: listed by the method and by the listener's
+        # discovery controller, after the subsystem (SUBTYPE 2), as a referral (SUBTYPE 1).
+        referral = {"trtype": "TCP", "adrfam": "IPv4", "traddr": "127.0.0.2", "trsvcid": "8009"}
+        assert result(rpc, "nvmf_discovery_add_referral", {"address": referral}) is True
+        assert result(rpc, "nvmf_discovery_get_referrals") == [
+            {"address": referral, "secure_channel": False, "subnqn": DISCOVERY_NQN}]
+        discovered = [(2, "127.0.0.1", str(port), nqn), (1, "127.0.0.2", "8009", DISCOVERY_NQN)]
+        assert discovery_entries(port, host) == discovered, discovery_entries(port, host)
         subsystems = result(rpc, "nvmf_get_subsystems")
         assert [s["nqn"] for s in subsystems] == ["nqn.2014-08.org.nvmexpress.discovery", nqn]
         # What rpc.py's save_config does.
@@ -307,6 +335,10 @@ def main():
         admin, (status, _) = tcp_connect(port, nqn, host)
         admin.close()
         assert status == 0, hex(status)
+        # The referral came back with the configuration, before the listener it is listed by.
+        assert discovery_entries(port, host) == discovered
+        assert result(rpc, "nvmf_discovery_remove_referral", {"address": referral}) is True
+        assert discovery_entries(port, host) == discovered[:1]
     finally:
         stop(serve)
 

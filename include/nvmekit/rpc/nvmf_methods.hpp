@@ -36,6 +36,15 @@
 ///   {trtype, adrfam, traddr, trsvcid}; secure_channel, ana_state, sock_impl when they ask for
 ///   nothing. TCP takes adrfam IPv4 (the default) or IPv6 and a port in trsvcid; for VFIOUSER
 ///   traddr is an existing directory in which the socket `cntrl` is created. Answer true.
+/// - `nvmf_discovery_add_referral`: address {trtype TCP, adrfam, traddr, trsvcid} of another
+///   discovery service (or an NVM subsystem elsewhere), subnqn (default: the discovery NQN),
+///   secure_channel (default false: TREQ secure channel not specified). The discovery
+///   controllers list it (SUBTYPE 1, referral, for the discovery NQN; 2, NVM subsystem, for
+///   another NQN), with a new GENCTR and a Discovery Log Page Change event. One of the same
+///   address and subnqn listed already is left as it is. Answers true.
+/// - `nvmf_discovery_remove_referral`: address, subnqn (default: the discovery NQN). Internal
+///   Error (-32603) when no such referral is listed, as SPDK. Answers true.
+/// - `nvmf_discovery_get_referrals`: [{address, secure_channel, subnqn}] in the order added.
 ///
 /// Every method also takes tgt_name when it names the one target, "nvmf_tgt" as SPDK calls its
 /// default. They are callable at run time only, like SPDK's.
@@ -63,6 +72,7 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -87,6 +97,8 @@ struct nvmf_method_hooks {
     /// The hosts a subsystem allows changed (add_host, remove_host, allow_any_host): the
     /// subsystem as it is now.
     std::function<void(const nvmf_subsystem&)> hosts_changed{};
+    /// The discovery service's referrals changed (add_referral, remove_referral): all of them now.
+    std::function<void(const std::vector<nvmf_referral>&)> referrals_changed{};
     /// nvmf_subsystem_get_controllers' answer for a subsystem (none: an empty array).
     std::function<nlohmann::json(const nvmf_subsystem&)> controllers{};
     /// nvmf_subsystem_get_qpairs' answer for a subsystem (none: an empty array).
@@ -189,6 +201,14 @@ template <std::size_t N>
     return out;
 }
 
+/// A referral as nvmf_discovery_get_referrals lists it and nvmf_discovery_add_referral takes it.
+[[nodiscard]] inline nlohmann::json referral_json(const nvmf_referral& r)
+{
+    return {{"address", listen_address_json(r.address)},
+            {"secure_channel", r.secure_channel},
+            {"subnqn", r.subnqn}};
+}
+
 /// The discovery subsystem's entry of nvmf_get_subsystems.
 [[nodiscard]] inline nlohmann::json discovery_subsystem_json()
 {
@@ -230,7 +250,8 @@ template <std::size_t N>
 }
 
 /// The "nvmf" subsystem's configuration, as SPDK's save_config writes it: the calls that build
-/// the target again (transports, then each subsystem with its hosts, namespaces and listeners).
+/// the target again (transports, then the discovery referrals, then each subsystem with its
+/// hosts, namespaces and listeners).
 [[nodiscard]] inline nlohmann::json nvmf_config(const nvmf_registry& target)
 {
     nlohmann::json config = nlohmann::json::array();
@@ -239,6 +260,9 @@ template <std::size_t N>
     };
     for (const auto& t : target.transports()) {
         call("nvmf_create_transport", transport_json(t));
+    }
+    for (const auto& r : target.referrals()) {
+        call("nvmf_discovery_add_referral", referral_json(r));
     }
     for (const auto& s : target.subsystems()) {
         call("nvmf_create_subsystem", {{"nqn", s.nqn},
@@ -394,9 +418,9 @@ inline nvmf_transport_options read_transport(params& in)
     return t;
 }
 
-inline nvmf_listen_address read_listen_address(params& in)
+inline nvmf_listen_address read_listen_address(params& in, const std::string& name = "listen_address")
 {
-    const nlohmann::json object = object_parameter(in, "listen_address");
+    const nlohmann::json object = object_parameter(in, name);
     params address{object};
     auto [trtype_given, adrfam, traddr, trsvcid] =
         address.read(required<std::string>("trtype"), maybe<std::string>("adrfam"),
@@ -405,7 +429,7 @@ inline nvmf_listen_address read_listen_address(params& in)
     if (out.trtype == "TCP") {
         const std::string family = upper(adrfam.value_or("IPv4"));
         if (family != "IPV4" && family != "IPV6") {
-            invalid_param("listen_address 'adrfam' must be IPv4 or IPv6 for TCP, not '" + *adrfam + "'");
+            invalid_param(name + " 'adrfam' must be IPv4 or IPv6 for TCP, not '" + *adrfam + "'");
         }
         out.adrfam = family == "IPV4" ? "IPv4" : "IPv6";
         const bool port = !out.trsvcid.empty() && out.trsvcid.size() <= 5 &&
@@ -413,16 +437,15 @@ inline nvmf_listen_address read_listen_address(params& in)
                                       [](char c) { return c >= '0' && c <= '9'; }) &&
                           std::stoul(out.trsvcid) <= 65535;
         if (!port) {
-            invalid_param("listen_address 'trsvcid' must be a TCP port (0 to 65535), not '" + out.trsvcid +
-                          "'");
+            invalid_param(name + " 'trsvcid' must be a TCP port (0 to 65535), not '" + out.trsvcid + "'");
         }
         if (out.traddr.empty()) {
-            invalid_param("listen_address 'traddr' must be an address");
+            invalid_param(name + " 'traddr' must be an address");
         }
     } else {
         out.adrfam = adrfam.value_or("");
         if (out.traddr.empty()) {
-            invalid_param("listen_address 'traddr' must be the directory for the socket 'cntrl'");
+            invalid_param(name + " 'traddr' must be the directory for the socket 'cntrl'");
         }
     }
     return out;
@@ -753,6 +776,66 @@ inline void add_nvmf_methods(registry& methods, bdev_registry& bdevs, nvmf_regis
                                  [] {});
             }
             return true;
+        },
+        runtime_only);
+
+    // The referrals_changed hook after a change of the referrals; `undo` puts them back if it fails.
+    const auto referrals_changed = [&target, shared_hooks](const std::function<void()>& undo) {
+        if (shared_hooks->referrals_changed) {
+            detail::run_hook([&] { shared_hooks->referrals_changed(target.referrals()); }, undo);
+        }
+    };
+    // address and subnqn of a referral method's parameters.
+    const auto read_referral = [](params& in) {
+        nvmf_referral referral;
+        referral.address = detail::read_listen_address(in, "address");
+        if (referral.address.trtype != "TCP") {
+            detail::invalid_param("address 'trtype' of a referral must be TCP, not " +
+                                  referral.address.trtype);
+        }
+        referral.subnqn = in.get(optional<std::string>("subnqn", std::string{discovery_nqn}));
+        detail::read_target_name(in);
+        return referral;
+    };
+
+    methods.add(
+        "nvmf_discovery_add_referral",
+        [&target, read_referral, referrals_changed](const nlohmann::json& p) -> outcome {
+            params in{p};
+            nvmf_referral referral = read_referral(in);
+            referral.secure_channel = in.get(optional<bool>("secure_channel", false));
+            static_cast<void>(in.get(accepted_when_default<bool>("allow_any_host", true)));
+            in.finish();
+            if (target.add_referral(referral)) {
+                referrals_changed([&] { static_cast<void>(target.remove_referral(referral)); });
+            }
+            return true;
+        },
+        runtime_only);
+
+    methods.add(
+        "nvmf_discovery_remove_referral",
+        [&target, read_referral, referrals_changed](const nlohmann::json& p) -> outcome {
+            params in{p};
+            const nvmf_referral referral = read_referral(in);
+            in.finish();
+            const nvmf_referral removed = target.remove_referral(referral);
+            referrals_changed([&] { static_cast<void>(target.add_referral(removed)); });
+            return true;
+        },
+        runtime_only);
+
+    methods.add(
+        "nvmf_discovery_get_referrals",
+        [&target](const nlohmann::json& p) -> outcome {
+            params in{p};
+            detail::read_target_name(in);
+            in.finish();
+            nlohmann::json out = nlohmann::json::array();
+            for (const auto& r : target.referrals()) {
+                out.push_back(referral_json(r));
+            }
+            return out;
         },
         runtime_only);
 }

@@ -1,7 +1,8 @@
 #pragma once
 /// The NVMe-oF target's management state, as SPDK's nvmf library keeps it and its JSON-RPC
 /// methods change it: transports (one per transport type), subsystems by NQN, and in each
-/// subsystem its namespaces (each on a claimed bdev), allowed hosts and listen addresses.
+/// subsystem its namespaces (each on a claimed bdev), allowed hosts and listen addresses; and
+/// the discovery service's referrals.
 ///
 ///     nvmekit::rpc::bdev_registry bdevs;
 ///     nvmekit::rpc::nvmf_registry target;
@@ -100,6 +101,22 @@ struct nvmf_listen_address {
     std::string trsvcid{};
 
     friend bool operator==(const nvmf_listen_address&, const nvmf_listen_address&) = default;
+};
+
+/// A discovery service referral (SPDK's nvmf_discovery_add_referral): another discovery
+/// service, or an NVM subsystem elsewhere, that the discovery controllers list. subnqn is the
+/// discovery NQN unless given.
+struct nvmf_referral {
+    nvmf_listen_address address{};
+    std::string subnqn{};
+    bool secure_channel = false;
+
+    /// The same referral as SPDK tells them apart: the address and the NQN.
+    [[nodiscard]] bool same(const nvmf_referral& other) const
+    {
+        return address == other.address && subnqn == other.subnqn;
+    }
+    friend bool operator==(const nvmf_referral&, const nvmf_referral&) = default;
 };
 
 using nguid_bytes = std::array<std::uint8_t, 16>;
@@ -398,6 +415,52 @@ public:
         target.listeners.erase(it);
     }
 
+    // Referrals
+
+    /// Adds a referral (subnqn: the discovery NQN when empty); false, and no change, when one of
+    /// the same address and NQN is there already (SPDK ignores it too). Listed in the order added.
+    bool add_referral(nvmf_referral referral)
+    {
+        if (referral.subnqn.empty()) {
+            referral.subnqn = std::string{discovery_nqn};
+        }
+        detail::check_nqn(referral.subnqn);
+        const std::lock_guard lock{mutex_};
+        if (std::any_of(referrals_.begin(), referrals_.end(),
+                        [&](const nvmf_referral& r) { return r.same(referral); })) {
+            return false;
+        }
+        referrals_.push_back(std::move(referral));
+        return true;
+    }
+
+    /// Removes the referral of that address and NQN (subnqn: the discovery NQN when empty);
+    /// answers what it was. Refused with Internal Error, as SPDK, when there is none.
+    nvmf_referral remove_referral(nvmf_referral referral)
+    {
+        if (referral.subnqn.empty()) {
+            referral.subnqn = std::string{discovery_nqn};
+        }
+        const std::lock_guard lock{mutex_};
+        const auto it = std::find_if(referrals_.begin(), referrals_.end(),
+                                     [&](const nvmf_referral& r) { return r.same(referral); });
+        if (it == referrals_.end()) {
+            detail::refuse(error_code::internal_error, "Unable to remove a referral: no referral to " +
+                                                           describe(referral.address) + " " +
+                                                           referral.subnqn);
+        }
+        nvmf_referral removed = std::move(*it);
+        referrals_.erase(it);
+        return removed;
+    }
+
+    /// Copies of the referrals in the order they were added.
+    [[nodiscard]] std::vector<nvmf_referral> referrals() const
+    {
+        const std::lock_guard lock{mutex_};
+        return referrals_;
+    }
+
     /// "VFIOUSER /run/vm0" or "TCP IPv4 10.0.0.1:4420", for messages.
     [[nodiscard]] static std::string describe(const nvmf_listen_address& address)
     {
@@ -444,6 +507,7 @@ private:
     mutable std::mutex mutex_;
     std::vector<nvmf_transport_options> transports_;
     subsystem_list subsystems_;
+    std::vector<nvmf_referral> referrals_;
 };
 
 } // namespace rpc

@@ -60,6 +60,8 @@ struct json_config_fixture : ::testing::Test {
         t.calls.result("bdev_aio_create", R"({"name": "Aio0", "filename": ")" + directory + R"(/disk.img"})");
         t.calls.result("nvmf_create_transport", R"({"trtype": "VFIOUSER", "max_queue_depth": 64})");
         t.calls.result("nvmf_create_transport", R"({"trtype": "TCP"})");
+        t.calls.result("nvmf_discovery_add_referral", R"({"address": {"trtype": "TCP", "traddr": "192.0.2.9",
+            "trsvcid": "8009"}, "secure_channel": true})");
         t.calls.result("nvmf_create_subsystem",
                        R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "serial_number": "S1"})");
         t.calls.result("nvmf_subsystem_add_host", R"({"nqn": "nqn.2016-06.io.spdk:cnode1",
@@ -100,13 +102,17 @@ TEST_F(json_config_fixture, save_config_writes_the_calls_that_build_the_target)
     for (const auto& call : nvmf) {
         methods.push_back(call["method"]);
     }
-    EXPECT_EQ(methods, (std::vector<std::string>{"nvmf_create_transport", "nvmf_create_transport",
-                                                 "nvmf_create_subsystem", "nvmf_subsystem_add_host",
-                                                 "nvmf_subsystem_add_ns", "nvmf_subsystem_add_ns",
-                                                 "nvmf_subsystem_add_listener", "nvmf_create_subsystem",
-                                                 "nvmf_subsystem_add_ns", "nvmf_subsystem_add_listener"}));
+    EXPECT_EQ(methods, (std::vector<std::string>{
+                           "nvmf_create_transport", "nvmf_create_transport", "nvmf_discovery_add_referral",
+                           "nvmf_create_subsystem", "nvmf_subsystem_add_host", "nvmf_subsystem_add_ns",
+                           "nvmf_subsystem_add_ns", "nvmf_subsystem_add_listener", "nvmf_create_subsystem",
+                           "nvmf_subsystem_add_ns", "nvmf_subsystem_add_listener"}));
+    // The referral as SPDK writes it: the address, secure_channel and the NQN it defaulted to
+    EXPECT_EQ(nvmf[2]["params"], json::parse(R"({"address": {"trtype": "TCP", "adrfam": "IPv4",
+        "traddr": "192.0.2.9", "trsvcid": "8009"}, "secure_channel": true,
+        "subnqn": "nqn.2014-08.org.nvmexpress.discovery"})"));
     const auto& aio_uuid = t.bdevs.find("Aio0")->uuid();
-    EXPECT_EQ(nvmf[4]["params"], (json{{"nqn", "nqn.2016-06.io.spdk:cnode1"},
+    EXPECT_EQ(nvmf[5]["params"], (json{{"nqn", "nqn.2016-06.io.spdk:cnode1"},
                                        {"namespace",
                                         {{"nsid", 1},
                                          {"bdev_name", "Aio0"},
@@ -126,17 +132,21 @@ TEST_F(json_config_fixture, save_then_load_gives_the_same_subsystems)
     json saved;
     json subsystems;
     json transports;
+    json referrals;
     {
         target_under_test first;
         build(first);
         saved = json::parse(rpc::save_config(first.bdevs, first.nvmf).dump());
         subsystems = first.calls.result("nvmf_get_subsystems");
         transports = first.calls.result("nvmf_get_transports");
+        referrals = first.calls.result("nvmf_discovery_get_referrals");
     }
+    EXPECT_EQ(referrals.size(), 1U);
     target_under_test second;
     rpc::load_config(second.methods, saved);
     EXPECT_EQ(second.calls.result("nvmf_get_subsystems"), subsystems);
     EXPECT_EQ(second.calls.result("nvmf_get_transports"), transports);
+    EXPECT_EQ(second.calls.result("nvmf_discovery_get_referrals"), referrals);
     EXPECT_EQ(rpc::save_config(second.bdevs, second.nvmf), saved);
     EXPECT_EQ(second.calls.error("bdev_malloc_delete", R"({"name": "Malloc0"})")["code"], -16);
 }

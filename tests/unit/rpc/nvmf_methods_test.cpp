@@ -529,6 +529,84 @@ TEST(nvmf_methods, the_hosts_changed_hook_sees_each_change_and_a_failing_one_is_
     EXPECT_EQ(target.subsystem(cnode1)->hosts, std::vector<std::string>{host});
 }
 
+TEST_F(nvmf_methods_fixture, referrals_are_added_listed_and_removed_as_spdk_does)
+{
+    std::vector<std::vector<rpc::nvmf_referral>> seen;
+    hooks.referrals_changed = [&](const std::vector<rpc::nvmf_referral>& referrals) {
+        seen.push_back(referrals);
+    };
+    add_methods();
+    EXPECT_EQ(result("nvmf_discovery_get_referrals"), json::array());
+    // rpc.py nvmf_discovery_add_referral -t tcp -a 192.0.2.9 -s 8009: no adrfam, no subnqn
+    const std::string address = R"("address": {"trtype": "tcp", "traddr": "192.0.2.9", "trsvcid": "8009"})";
+    EXPECT_EQ(result("nvmf_discovery_add_referral", "{" + address + "}"), true);
+    // ... and one to an NVM subsystem at the same address, needing a secure channel
+    EXPECT_EQ(result("nvmf_discovery_add_referral",
+                     "{" + address + R"(, "subnqn": "nqn.2016-06.io.spdk:cnode9", "secure_channel": true,
+                         "tgt_name": "nvmf_tgt"})"),
+              true);
+    EXPECT_EQ(result("nvmf_discovery_get_referrals"), json::parse(R"([
+        {"address": {"trtype": "TCP", "adrfam": "IPv4", "traddr": "192.0.2.9", "trsvcid": "8009"},
+         "secure_channel": false, "subnqn": "nqn.2014-08.org.nvmexpress.discovery"},
+        {"address": {"trtype": "TCP", "adrfam": "IPv4", "traddr": "192.0.2.9", "trsvcid": "8009"},
+         "secure_channel": true, "subnqn": "nqn.2016-06.io.spdk:cnode9"}])"));
+    ASSERT_EQ(seen.size(), 2U);
+    EXPECT_EQ(seen[1].size(), 2U);
+    EXPECT_EQ(seen[1][1].subnqn, "nqn.2016-06.io.spdk:cnode9");
+    // The same address and NQN again: accepted, nothing changes
+    EXPECT_EQ(result("nvmf_discovery_add_referral", "{" + address + R"(, "secure_channel": true})"), true);
+    EXPECT_EQ(result("nvmf_discovery_get_referrals").size(), 2U);
+    EXPECT_EQ(seen.size(), 2U);
+
+    // Refusals
+    expect_error(error("nvmf_discovery_add_referral", "{}"), -32602, "'address'");
+    expect_error(error("nvmf_discovery_add_referral", R"({"address": {"trtype": "TCP", "traddr": "a"}})"),
+                 -32602, "address 'trsvcid'");
+    expect_error(error("nvmf_discovery_add_referral",
+                       R"({"address": {"trtype": "VFIOUSER", "traddr": "/tmp", "trsvcid": "0"}})"),
+                 -32602, "must be TCP");
+    expect_error(error("nvmf_discovery_add_referral", "{" + address + R"(, "subnqn": "cnode9"})"), -32602,
+                 "is not an NQN");
+    expect_error(error("nvmf_discovery_add_referral", "{" + address + R"(, "x": 1})"), -32602,
+                 "unknown parameter 'x'");
+    expect_error(error("nvmf_discovery_get_referrals", R"({"tgt_name": "other"})"), -32602,
+                 "Unable to find target other");
+
+    // Removal names the address and the NQN (the discovery NQN when absent)
+    EXPECT_EQ(result("nvmf_discovery_remove_referral", "{" + address + "}"), true);
+    EXPECT_EQ(result("nvmf_discovery_get_referrals")[0]["subnqn"], "nqn.2016-06.io.spdk:cnode9");
+    expect_error(error("nvmf_discovery_remove_referral", "{" + address + "}"), -32603,
+                 "Unable to remove a referral");
+    EXPECT_EQ(result("nvmf_discovery_remove_referral",
+                     "{" + address + R"(, "subnqn": "nqn.2016-06.io.spdk:cnode9"})"),
+              true);
+    EXPECT_EQ(result("nvmf_discovery_get_referrals"), json::array());
+    EXPECT_EQ(seen.size(), 4U);
+    EXPECT_TRUE(seen.back().empty());
+}
+
+TEST_F(nvmf_methods_fixture, a_failing_referrals_hook_undoes_the_change)
+{
+    bool refuse = false;
+    hooks.referrals_changed = [&](const std::vector<rpc::nvmf_referral>&) {
+        if (refuse) {
+            throw std::runtime_error("cannot list referrals");
+        }
+    };
+    add_methods();
+    const std::string params =
+        R"({"address": {"trtype": "TCP", "adrfam": "IPv6", "traddr": "2001:db8::9", "trsvcid": "8009"}})";
+    refuse = true;
+    expect_error(error("nvmf_discovery_add_referral", params), -32603, "cannot list referrals");
+    EXPECT_TRUE(target.referrals().empty());
+    refuse = false;
+    EXPECT_EQ(result("nvmf_discovery_add_referral", params), true);
+    refuse = true;
+    expect_error(error("nvmf_discovery_remove_referral", params), -32603, "cannot list referrals");
+    ASSERT_EQ(target.referrals().size(), 1U);
+    EXPECT_EQ(target.referrals()[0].address.adrfam, "IPv6");
+}
+
 TEST_F(nvmf_methods_fixture, the_methods_are_listed_and_callable_at_run_time_only)
 {
     add_methods();
@@ -537,7 +615,8 @@ TEST_F(nvmf_methods_fixture, the_methods_are_listed_and_callable_at_run_time_onl
          {"nvmf_create_transport", "nvmf_get_transports", "nvmf_create_subsystem", "nvmf_delete_subsystem",
           "nvmf_get_subsystems", "nvmf_subsystem_add_ns", "nvmf_subsystem_remove_ns",
           "nvmf_subsystem_add_host", "nvmf_subsystem_remove_host", "nvmf_subsystem_allow_any_host",
-          "nvmf_subsystem_add_listener", "nvmf_subsystem_remove_listener"}) {
+          "nvmf_subsystem_add_listener", "nvmf_subsystem_remove_listener", "nvmf_discovery_add_referral",
+          "nvmf_discovery_remove_referral", "nvmf_discovery_get_referrals"}) {
         EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
     }
     methods.set_state(rpc::states::startup);

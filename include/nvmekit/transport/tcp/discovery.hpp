@@ -6,13 +6,15 @@
 /// NQN; what it needs of a controller beyond these (Property Get/Set, Keep Alive, features)
 /// comes from the controller core.
 ///
-///     const auto log = discovery_log(1, {{.address = "127.0.0.1", .port = 4420, .nqn = nqn}});
+///     const auto log = discovery_log(1, {{.address = "127.0.0.1", .port = 4420, .nqn = nqn},
+///                                         referral_record({.address = "192.0.2.9", .port = 8009})});
 ///     const auto status = read_discovery_log(spec::get_log_page_view::decode(sqe), log, out);
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,19 +31,66 @@
 NVMEKIT_BEGIN_NAMESPACE
 namespace transport::tcp {
 
-/// An NVM subsystem reachable through an NVMe/TCP listener: one Discovery log page entry.
+/// An NVM subsystem reachable through an NVMe/TCP listener, or a referral: one Discovery log
+/// page entry.
 struct discovery_record {
-    std::string address; ///< TRADDR: the listener's IPv4 or IPv6 address
+    std::string address; ///< TRADDR: an IPv4 or IPv6 address
     std::uint16_t port = spec::tcp_default_port;
     std::string nqn;             ///< SUBNQN
     std::uint16_t port_id = 1;   ///< PORTID
     std::uint16_t admin_sq = 32; ///< ASQSZ: the largest admin submission queue the controller takes
+    /// SUBTYPE: an NVM subsystem, or a referral to another discovery service.
+    spec::discovery_subsystem_type subtype = spec::discovery_subsystem_type::nvm;
+    /// TREQ's secure channel requirement.
+    spec::secure_channel_requirement secure_channel = spec::secure_channel_requirement::not_required;
+    /// ADRFAM; none: from the address (IPv6 when it holds a colon).
+    std::optional<spec::address_family> family{};
 };
 
+/// A referral (NVMe Base 2.0 5.16.1.23; SPDK's nvmf_discovery_add_referral): another NVMe/TCP
+/// discovery service, or an NVM subsystem elsewhere, that a discovery controller lists beside
+/// what it serves itself.
+struct discovery_referral {
+    std::string address; ///< TRADDR
+    std::uint16_t port = 8009;
+    /// SUBNQN: the well-known discovery NQN (the default), a unique discovery NQN or an NVM
+    /// subsystem's.
+    std::string nqn = std::string{spec::discovery_nqn};
+    bool secure_channel = false; ///< TREQ: a secure channel is required
+    /// ADRFAM; none: from the address.
+    std::optional<spec::address_family> family{};
+
+    friend bool operator==(const discovery_referral&, const discovery_referral&) = default;
+};
+
+/// The Discovery log page entry of `referral`, as SPDK writes it: SUBTYPE 1 (referral to another
+/// discovery service) when SUBNQN is the well-known discovery NQN, SUBTYPE 2 (NVM subsystem)
+/// for any other NQN; PORTID 0 (not a port of this target); ASQSZ 32, the least a controller
+/// takes. (SUBTYPE 3 names the discovery subsystem that returns the log, never a referral.)
+/// TREQ's secure channel: required with `secure_channel`, else not specified, where SPDK writes
+/// "not required": libnvme 1.x before SECTYPE decided (linux-nvme/libnvme#612, #665) connects
+/// with TLS to any TCP entry whose TREQ says required or not required, which a host without
+/// TLS refuses. nvme-cli's `connect-all` follows a SUBTYPE 1 entry with a discovery of its own
+/// and connects to a SUBTYPE 2 one.
+[[nodiscard]] inline discovery_record referral_record(const discovery_referral& referral)
+{
+    return {.address = referral.address,
+            .port = referral.port,
+            .nqn = referral.nqn,
+            .port_id = 0,
+            .admin_sq = 32,
+            .subtype = referral.nqn == spec::discovery_nqn ? spec::discovery_subsystem_type::referral
+                                                           : spec::discovery_subsystem_type::nvm,
+            .secure_channel = referral.secure_channel ? spec::secure_channel_requirement::required
+                                                      : spec::secure_channel_requirement::not_specified,
+            .family = referral.family};
+}
+
 /// The Discovery log page (header, then one 1024-byte entry per record) of generation
-/// `generation` (GENCTR): RECFMT 0; each entry TRTYPE TCP, ADRFAM from the address (IPv6 when
-/// it holds a colon), SUBTYPE NVM subsystem, TREQ secure channel not required, CNTLID FFFFh (the
-/// dynamic controller model), TRSVCID the port in decimal, TSAS SECTYPE 0 (no security).
+/// `generation` (GENCTR): RECFMT 0; each entry TRTYPE TCP, ADRFAM as the record gives it or from
+/// the address (IPv6 when it holds a colon), SUBTYPE and TREQ's secure channel as the record
+/// says, CNTLID FFFFh (the dynamic controller model), TRSVCID the port in decimal, TSAS SECTYPE
+/// 0 (no security).
 [[nodiscard]] inline std::vector<std::byte> discovery_log(std::uint64_t generation,
                                                           std::span<const discovery_record> records)
 {
@@ -56,11 +105,11 @@ struct discovery_record {
     for (const auto& record : records) {
         spec::discovery_log_entry entry{};
         entry.trtype = spec::transport_type::tcp;
-        entry.adrfam = record.address.find(':') != std::string::npos ? spec::address_family::ipv6
-                                                                     : spec::address_family::ipv4;
-        entry.subtype = spec::discovery_subsystem_type::nvm;
-        entry.treq.set(spec::transport_requirements::secure_channel,
-                       spec::secure_channel_requirement::not_required);
+        entry.adrfam = record.family.value_or(record.address.find(':') != std::string::npos
+                                                  ? spec::address_family::ipv6
+                                                  : spec::address_family::ipv4);
+        entry.subtype = record.subtype;
+        entry.treq.set(spec::transport_requirements::secure_channel, record.secure_channel);
         entry.portid = record.port_id;
         entry.cntlid = spec::dynamic_controller_id;
         entry.asqsz = record.admin_sq;

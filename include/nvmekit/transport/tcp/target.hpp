@@ -1,7 +1,9 @@
 #pragma once
 /// An NVMe/TCP target (NVMe/TCP Transport Specification 1.0): a listening socket, its queue-pair
-/// connections and the controllers (associations) they create, served by one single-threaded
-/// poll loop over non-blocking POSIX sockets; no thread per connection.
+/// connections and the controllers (associations) they create, served by poll loops over
+/// non-blocking POSIX sockets; no thread per connection. By default one loop (poll()) serves
+/// everything; with connection groups the I/O queues' connections are spread over poll groups,
+/// each polled on a thread of the embedder's (see "Connection groups" below).
 ///
 ///     nvmekit::transport::tcp::target<>::subsystem_type subsystem;   // namespaces: the embedder's
 ///     subsystem.add_namespace(nvmekit::ram_backend{1ULL << 30});
@@ -44,14 +46,48 @@
 ///
 /// Discovery: a Connect to the well-known discovery NQN creates a discovery controller (admin
 /// queue only, any host): Identify Controller and the Discovery log page (one entry per
-/// subsystem of this listener the host may connect to, read at any dword offset; GENCTR changes
-/// with the subsystems and their hosts, and a Discovery Log Page Change event reports it to the
-/// hosts that enabled it) come from discovery.hpp, Property Get/Set, features, Asynchronous
-/// Event Requests and Keep Alive from the controller core, other opcodes complete with Invalid
-/// Command Opcode. Not yet: referrals, other listeners in the log, poll groups across threads.
+/// subsystem of this listener the host may connect to, then one per referral, add_referral:
+/// another discovery service or an NVM subsystem elsewhere; read at any dword offset; GENCTR
+/// changes with the subsystems, their hosts and the referrals, and a Discovery Log Page Change
+/// event reports it to the hosts that enabled it) come from discovery.hpp, Property Get/Set,
+/// features, Asynchronous Event Requests and Keep Alive from the controller core, other opcodes
+/// complete with Invalid Command Opcode.
+///
+/// Connection groups (target_options::connection_groups = N, Traits concurrent_target_traits):
+///
+///     for (std::uint16_t i = 0; i < target.connection_group_count(); ++i) {
+///         threads.emplace_back([&, i] { while (running) target.poll_group(i, 10ms); });
+///     }
+///     while (running) target.poll(10ms);        // accepts, Connects, admin queues, discovery
+///
+/// poll() accepts connections and serves them until their Connect; the admin and discovery
+/// queues stay with it, as does every association's lifetime: controller creation and
+/// destruction, the admin context (controller::poll), Controller Reset, shutdown, keep alive
+/// expiry, host access and subsystem changes. An I/O queue's connection, once its Connect
+/// succeeds, moves to group i (round-robin), whose thread from then on receives its PDUs,
+/// submits its commands to poll group i of the controller (concurrent_poll_groups: the queue was
+/// placed there), runs that poll group, takes the completions and sends them: a queue pair lives
+/// on one group, its commands take no lock and allocate nothing in steady state, and each
+/// connection's command buffers are a partition of the association's command_buffers that only
+/// its group's thread uses. poll() and the groups share no connection: they tell each other what
+/// happens by mailbox (mailbox.hpp), woken by an eventfd. A Controller Reset makes the groups end
+/// their connections' commands (and a counter each connection checks keeps a connection whose
+/// queue the reset deleted away from the controller even before the message arrives; while the
+/// controller is not ready its group answers new commands itself with Command Sequence Error, as
+/// the controller's submit() would). An ended association makes them close its connections and
+/// answer. A connection closed in a group (Disconnect, the host's close, a fatal error) reaches
+/// poll(), which disconnects its queue, frees its buffers once the backend is idle and destroys
+/// the controller once no group holds anything of it. remove_subsystem() thus waits for the
+/// groups: keep their threads running while poll() runs, and stop them before the target is
+/// destroyed.
+///
+/// Not yet: other listeners of the embedder in the log (each target lists its own address);
+/// with connection groups, the buffers of commands a Controller Reset ended are freed only when
+/// their connection closes (the host closes it to connect the queue again).
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -69,17 +105,21 @@
 #include <cerrno>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/controller.hpp>
+#include <nvmekit/mailbox.hpp>
 #include <nvmekit/spec/data_pointer.hpp>
 #include <nvmekit/spec/fabrics.hpp>
 #include <nvmekit/spec/opcodes.hpp>
 #include <nvmekit/spec/registers.hpp>
 #include <nvmekit/spec/status.hpp>
 #include <nvmekit/spec/tcp.hpp>
+#include <nvmekit/threading.hpp>
 #include <nvmekit/transport/tcp/command_buffers.hpp>
 #include <nvmekit/transport/tcp/command_slots.hpp>
 #include <nvmekit/transport/tcp/connection_params.hpp>
@@ -97,6 +137,12 @@ struct target_traits : default_traits {
     using dma = command_buffers;
     using interrupts = no_interrupts;
     using clock = steady_clock;
+};
+
+/// Controller traits of a TCP target whose connections are spread over connection groups
+/// (target_options::connection_groups): the controllers' I/O queues run on concurrent poll groups.
+struct concurrent_target_traits : target_traits {
+    using threading = multi_threaded;
 };
 
 /// How a target listens and what it grants.
@@ -126,6 +172,13 @@ struct target_options {
     bool discovery = true;
     /// PORTID of this listener in the Discovery log page.
     std::uint16_t port_id = 1;
+    /// 0: poll() serves every connection. N > 0: each I/O queue's connection, once its Connect
+    /// succeeds, moves to one of N connection groups (round-robin), which the embedder polls with
+    /// poll_group(i), each from a thread of its own; the I/O queue runs on the same poll group of
+    /// its controller (controller_config::concurrent_poll_groups), so a command goes from its
+    /// socket to the backend and back on that thread. Needs Traits::threading = multi_threaded
+    /// (concurrent_target_traits) and controller.io_queues of N or more (0: the build's limit).
+    std::uint16_t connection_groups = 0;
 };
 
 /// Which hosts may connect to a subsystem of a target: any host, or those `hosts` names.
@@ -154,6 +207,43 @@ struct target_statistics {
 };
 
 namespace detail {
+
+/// target_statistics as one thread counts them and any thread reads them: each counter has one
+/// writer (a relaxed load and store, no read-modify-write on the command path).
+struct target_counters {
+    std::atomic<std::uint64_t> connections_accepted{0};
+    std::atomic<std::uint64_t> connections_closed{0};
+    std::atomic<std::uint64_t> associations_created{0};
+    std::atomic<std::uint64_t> commands{0};
+    std::atomic<std::uint64_t> r2ts{0};
+    std::atomic<std::uint64_t> c2h_data_pdus{0};
+    std::atomic<std::uint64_t> terminations_sent{0};
+    std::atomic<std::uint64_t> terminations_received{0};
+    std::atomic<std::uint64_t> data_digest_errors{0};
+    std::atomic<std::uint64_t> keep_alive_expirations{0};
+
+    static void bump(std::atomic<std::uint64_t>& counter) noexcept
+    {
+        counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+
+    void add_to(target_statistics& out) const noexcept
+    {
+        const auto get = [](const std::atomic<std::uint64_t>& c) {
+            return c.load(std::memory_order_relaxed);
+        };
+        out.connections_accepted += get(connections_accepted);
+        out.connections_closed += get(connections_closed);
+        out.associations_created += get(associations_created);
+        out.commands += get(commands);
+        out.r2ts += get(r2ts);
+        out.c2h_data_pdus += get(c2h_data_pdus);
+        out.terminations_sent += get(terminations_sent);
+        out.terminations_received += get(terminations_received);
+        out.data_digest_errors += get(data_digest_errors);
+        out.keep_alive_expirations += get(keep_alive_expirations);
+    }
+};
 
 /// The completion entry of a command the transport answers itself.
 [[nodiscard]] inline spec::completion_queue_entry
@@ -198,6 +288,24 @@ public:
         options_.controller.identity.fabrics = identify_fields(options_.limits);
         discovery_controller_ = options_.controller;
         discovery_controller_.identity.fabrics->discovery = true;
+        if (options_.connection_groups != 0) {
+            if constexpr (!controller_type::threading_type::concurrent_groups) {
+                throw std::invalid_argument{
+                    "tcp::target: connection_groups needs Traits::threading = multi_threaded "
+                    "(tcp::concurrent_target_traits)"};
+            }
+            options_.controller.poll_groups = options_.connection_groups;
+            options_.controller.concurrent_poll_groups = true;
+            // Called on the admin context (this thread) inside connect_io_queue(): the group the
+            // connection goes to.
+            options_.controller.queue_placement = [this](std::uint16_t, std::uint16_t) { return placement_; };
+            for (std::uint16_t i = 0; i < options_.connection_groups; ++i) {
+                groups_.push_back(std::make_unique<group>(i));
+            }
+        }
+        discovery_controller_.poll_groups = 1;
+        discovery_controller_.concurrent_poll_groups = false;
+        discovery_controller_.queue_placement = {};
         listener_ = listen_on(options_.address, options_.port);
         port_ = local_port(listener_.get());
     }
@@ -212,8 +320,28 @@ public:
     target(const target&) = delete;
     target& operator=(const target&) = delete;
 
+    /// The embedder's group threads have stopped (no poll_group() runs).
     ~target()
     {
+        for (auto& g : groups_) {
+            g->inbox.drain(
+                [](to_group&& m) {
+                    if (m.what == to_group::kind::adopt) {
+                        delete m.adopted;
+                    }
+                },
+                mailbox_capacity);
+            for (auto& m : g->overflow) {
+                if (m.what == to_group::kind::adopt) {
+                    delete m.adopted;
+                }
+            }
+            g->overflow.clear();
+            for (auto& c : g->connections) {
+                c->socket.reset();
+            }
+            g->connections.clear();
+        }
         for (auto& connection : connections_) {
             close_connection(*connection);
         }
@@ -283,6 +411,13 @@ public:
         for (auto& association : associations_) {
             if (association->subsystem == gone) {
                 end_association(*association);
+            }
+        }
+        // Connection groups close the associations' connections on their threads.
+        wait_for_groups(
+            [gone](const association& a) { return a.subsystem != gone || a.groups_pending == 0; });
+        for (auto& association : associations_) {
+            if (association->subsystem == gone) {
                 drain(*association);
             }
         }
@@ -293,6 +428,47 @@ public:
         discovery_changed();
         return true;
     }
+
+    // Referrals: what the Discovery log page lists beyond this listener's subsystems (other
+    // discovery services, or NVM subsystems elsewhere), after them, to every host. Each change
+    // makes a new GENCTR and a Discovery Log Page Change event. Call these from the thread that
+    // calls poll().
+
+    /// Lists `referral` too; false (and no change) when it is listed already.
+    bool add_referral(discovery_referral referral)
+    {
+        if (std::find(referrals_.begin(), referrals_.end(), referral) != referrals_.end()) {
+            return false;
+        }
+        referrals_.push_back(std::move(referral));
+        discovery_changed();
+        return true;
+    }
+
+    /// Lists `referral` no more; false when it was not listed.
+    bool remove_referral(const discovery_referral& referral)
+    {
+        if (std::erase(referrals_, referral) == 0) {
+            return false;
+        }
+        discovery_changed();
+        return true;
+    }
+
+    /// Lists `referrals` instead of those listed now (a change only when they differ).
+    void set_referrals(std::vector<discovery_referral> referrals)
+    {
+        if (referrals == referrals_) {
+            return;
+        }
+        referrals_ = std::move(referrals);
+        discovery_changed();
+    }
+
+    [[nodiscard]] const std::vector<discovery_referral>& referrals() const noexcept { return referrals_; }
+
+    /// GENCTR of the Discovery log page now.
+    [[nodiscard]] std::uint64_t discovery_generation() const noexcept { return discovery_generation_; }
 
     /// Whether subsystem `nqn` is served here.
     [[nodiscard]] bool serves(std::string_view nqn) const { return find_subsystem(nqn) != nullptr; }
@@ -330,6 +506,9 @@ public:
             for (const connection* io : association->io) {
                 qids.push_back(io->qid);
             }
+            for (const auto& [qid, serial] : association->group_queues) {
+                qids.push_back(qid);
+            }
             visit(controller_view{.subsystem_nqn = association->subsystem->identity().nqn,
                                   .host_nqn = association->host_nqn,
                                   .host_id = association->host_id,
@@ -342,17 +521,38 @@ public:
     [[nodiscard]] const std::string& address() const noexcept { return options_.address; }
     /// The port the target listens on.
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
-    [[nodiscard]] const target_statistics& statistics() const noexcept { return statistics_; }
+    /// What the target has done: poll()'s counts and every connection group's.
+    [[nodiscard]] target_statistics statistics() const noexcept
+    {
+        target_statistics out{};
+        statistics_.add_to(out);
+        for (const auto& g : groups_) {
+            g->counters.add_to(out);
+        }
+        return out;
+    }
+    /// Connections served by poll(): those not connected yet, admin and discovery queues, and
+    /// without connection groups every I/O queue too.
     [[nodiscard]] std::size_t connection_count() const noexcept { return connections_.size(); }
     [[nodiscard]] std::size_t association_count() const noexcept { return associations_.size(); }
+    /// target_options::connection_groups.
+    [[nodiscard]] std::uint16_t connection_group_count() const noexcept
+    {
+        return static_cast<std::uint16_t>(groups_.size());
+    }
 
     /// One round of the loop: waits up to `timeout` for socket activity (not at all while a
     /// controller has work), accepts connections, receives and sends, runs the controllers and
     /// sends their completions.
     void poll(std::chrono::milliseconds timeout)
     {
+        take_group_messages();
+        send_to_groups();
         pollfds_.clear();
         pollfds_.push_back({listener_.get(), POLLIN, 0});
+        if (!groups_.empty()) {
+            pollfds_.push_back({main_wake_.get(), POLLIN, 0});
+        }
         const auto now = std::chrono::steady_clock::now();
         for (const auto& connection : connections_) {
             short events = 0;
@@ -369,10 +569,16 @@ public:
             throw_errno("tcp::target: poll");
         }
         // Connections accepted below are polled from the next round on.
+        const std::size_t first = groups_.empty() ? 1 : 2;
+        if (!groups_.empty() && (pollfds_[1].revents & POLLIN) != 0) {
+            std::uint64_t count = 0;
+            static_cast<void>(::read(main_wake_.get(), &count, sizeof(count)));
+        }
+        take_group_messages();
         const std::size_t polled = connections_.size();
         for (std::size_t i = 0; i < polled; ++i) {
             auto& connection = *connections_[i];
-            const short revents = pollfds_[i + 1].revents;
+            const short revents = pollfds_[i + first].revents;
             if ((revents & (POLLIN | POLLHUP | POLLERR)) != 0 && !connection.closed) {
                 receive(connection);
             }
@@ -394,8 +600,100 @@ public:
                 close_connection(*connection);
             }
         }
+        hand_over_connections();
+        send_to_groups();
         std::erase_if(connections_, [](const auto& connection) { return connection->closed; });
         std::erase_if(associations_, [this](const auto& association) { return retire(*association); });
+    }
+
+    /// One round of connection group `index` (0 to connection_group_count() - 1): waits up to
+    /// `timeout` for socket activity (not at all while its commands are under way), receives
+    /// from and sends to its connections, submits their commands to their controllers' poll
+    /// group `index`, runs that poll group and sends the completions. Call it from one thread per
+    /// group, in a loop, for as long as poll() runs (the target's changes wait for the groups);
+    /// stop those threads before the target is destroyed.
+    void poll_group(std::uint16_t index, std::chrono::milliseconds timeout)
+    {
+        NVMEKIT_ASSERT(index < groups_.size(), "tcp::target::poll_group: no such group");
+        group& g = *groups_[index];
+        take_messages(g);
+        g.pollfds.clear();
+        g.pollfds.push_back({g.wake.get(), POLLIN, 0});
+        for (const auto& c : g.connections) {
+            short events = 0;
+            if (!c->terminating && c->out.pending() < options_.send_backlog_limit) {
+                events |= POLLIN;
+            }
+            if (!c->out.empty()) {
+                events |= POLLOUT;
+            }
+            g.pollfds.push_back({c->socket.get(), events, 0});
+        }
+        const int wait = g.busy ? 0 : static_cast<int>(timeout.count());
+        if (::poll(g.pollfds.data(), g.pollfds.size(), wait) < 0 && errno != EINTR) {
+            throw_errno("tcp::target: poll");
+        }
+        if ((g.pollfds[0].revents & POLLIN) != 0) {
+            std::uint64_t count = 0;
+            static_cast<void>(::read(g.wake.get(), &count, sizeof(count)));
+        }
+        take_messages(g);
+        g.busy = false;
+        const auto now = std::chrono::steady_clock::now();
+        // Adopted connections were not in this round's poll: their first turn reads anyway.
+        const std::size_t polled = std::min(g.connections.size(), g.pollfds.size() - 1);
+        for (std::size_t i = 0; i < g.connections.size(); ++i) {
+            connection& c = *g.connections[i];
+            if (c.closed) {
+                continue;
+            }
+            const short revents = i < polled ? g.pollfds[i + 1].revents : short{POLLIN};
+            const bool ran = c.owner->ctrl->run_in_group(index, [&](bool running) {
+                // A Controller Reset since the Connect deleted the queue (a later Connect may have
+                // made the QID another connection's, on another group): leave the controller alone.
+                if (c.connected && !c.queue_gone &&
+                    c.owner->queue_epoch.load(std::memory_order_acquire) != c.queue_epoch) {
+                    abandon_in_group(c);
+                    c.queue_gone = true;
+                }
+                c.controller_running = running && !c.queue_gone;
+                if (!c.leftover.empty()) {
+                    const auto bytes = std::exchange(c.leftover, {});
+                    consume(c, bytes);
+                }
+                if ((revents & (POLLIN | POLLHUP | POLLERR)) != 0 && !c.closed) {
+                    receive(c);
+                }
+                if (c.controller_running && !c.closed) {
+                    g.busy = collect(c) != 0 || g.busy;
+                }
+                if (!c.closed) {
+                    flush(c);
+                }
+            });
+            if (!ran) {
+                g.busy = true; // the admin context has the group paused: next round
+            }
+            if (!c.closed) {
+                g.busy = g.busy || c.in_flight.used() != 0;
+            }
+            if (c.terminating && !c.closed && (c.out.empty() || now >= c.linger_until)) {
+                close_connection(c);
+            }
+        }
+        // Each controller with queues here runs its poll group once.
+        g.owners.clear();
+        for (const auto& c : g.connections) {
+            if (!c->closed && std::find(g.owners.begin(), g.owners.end(), c->owner) == g.owners.end()) {
+                g.owners.push_back(c->owner);
+            }
+        }
+        for (association* owner : g.owners) {
+            g.busy = owner->ctrl->poll_group(index) != 0 || g.busy;
+        }
+        std::erase_if(g.connections, [](const auto& c) { return c->closed; });
+        send_to_main(g);
+        g.busy = g.busy || !g.outbox.empty();
     }
 
 private:
@@ -444,6 +742,27 @@ private:
         spec::submission_queue_entry fabrics_sqe{};
         std::array<std::byte, sizeof(spec::connect_data)> fabrics_data{};
         std::uint32_t fabrics_length = 0;
+        /// The counters of the thread that serves it.
+        detail::target_counters* counters = nullptr;
+        /// Its buffers' partition of the association's command_buffers (0: the admin connection's,
+        /// and every connection's without connection groups).
+        std::uint8_t partition = 0;
+        /// The connection group it moves to or is in (-1: served by poll()).
+        int group = -1;
+        /// Its Connect succeeded on poll()'s thread: it moves to its group at the end of the round.
+        bool handoff = false;
+        /// Bytes received after the Connect before the move, which the group consumes first.
+        std::vector<std::byte> leftover;
+        /// False in a group while its controller is not ready: commands are answered here.
+        bool controller_running = true;
+        /// In a group: buffers of commands a Controller Reset ended, given back with the connection.
+        std::vector<command_buffers::buffer_id> quarantine;
+        /// Tells this connection's queue from a later one of the same QID.
+        std::uint64_t serial = 0;
+        /// In a group: the association's queue_epoch when the queue connected, and whether a
+        /// Controller Reset has deleted the queue since.
+        std::uint32_t queue_epoch = 0;
+        bool queue_gone = false;
     };
 
     struct association {
@@ -465,6 +784,68 @@ private:
         bool discovery = false;
         /// The subsystem the controller belongs to (discovery_subsystem_ for a discovery one).
         subsystem_type* subsystem = nullptr;
+        /// With connection groups: the connected I/O queues (QID, connection serial), the groups
+        /// that have had a connection of it, how many of them have not yet answered its end,
+        /// the buffer partitions in use and those of closed connections.
+        std::vector<std::pair<std::uint16_t, std::uint64_t>> group_queues;
+        std::vector<bool> in_group;
+        std::size_t groups_pending = 0;
+        std::array<bool, command_buffers::partition_count> partition_taken{true};
+        /// Counts the Controller Resets (CC.EN 1 to 0): a group connection whose queue connected
+        /// before the last one leaves the controller alone, whether or not the groups' abandon
+        /// message has reached it.
+        std::atomic<std::uint32_t> queue_epoch{0};
+        std::vector<std::uint8_t> retired_partitions;
+    };
+
+    /// What poll() tells a connection group.
+    struct to_group {
+        enum class kind : std::uint8_t {
+            adopt,   ///< serve `adopted` from now on
+            abandon, ///< a Controller Reset ended the commands of `owner`'s connections
+            end,     ///< close `owner`'s connections and answer `ended`
+        };
+        kind what = kind::adopt;
+        connection* adopted = nullptr;
+        association* owner = nullptr;
+    };
+
+    /// What a connection group tells poll().
+    struct to_main {
+        enum class kind : std::uint8_t {
+            closed, ///< a connection of `owner` closed: its queue, partition and held buffers
+            ended,  ///< the group holds nothing of `owner` any more
+        };
+        kind what = kind::closed;
+        association* owner = nullptr;
+        std::uint16_t qid = 0;
+        std::uint64_t serial = 0;
+        std::uint8_t partition = 0;
+        std::vector<command_buffers::buffer_id> quarantine{};
+    };
+
+    static constexpr std::size_t mailbox_capacity = 1024;
+
+    /// A connection group: its connections, and what poll() and it tell each other.
+    struct group {
+        explicit group(std::uint16_t i) : index{i}
+        {
+            if (wake.get() < 0) {
+                throw_errno("tcp::target: eventfd");
+            }
+        }
+        std::uint16_t index;
+        std::vector<std::unique_ptr<connection>> connections;
+        std::vector<pollfd> pollfds;
+        std::vector<association*> owners;
+        mailbox<to_group> inbox{mailbox_capacity};
+        /// Messages poll() could not post yet (the inbox was full), in order.
+        std::vector<to_group> overflow;
+        /// Messages to poll() not posted yet.
+        std::vector<to_main> outbox;
+        socket_handle wake{::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
+        detail::target_counters counters;
+        bool busy = false;
     };
 
     /// A subsystem served at this listener, and who may connect to it.
@@ -538,15 +919,16 @@ private:
             added->socket = std::move(fd);
             added->slots.resize(1);
             added->connect_deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
+            added->counters = &statistics_;
             connections_.push_back(std::move(added));
-            ++statistics_.connections_accepted;
+            detail::target_counters::bump(statistics_.connections_accepted);
         }
     }
 
     void receive(connection& c)
     {
         // A bounded number of reads per round keeps one busy host from starving the others.
-        for (int round = 0; round < 16 && !c.closed && !c.terminating; ++round) {
+        for (int round = 0; round < 16 && !c.closed && !c.terminating && !c.handoff; ++round) {
             if (c.out.pending() >= options_.send_backlog_limit) {
                 return;
             }
@@ -590,8 +972,13 @@ private:
             case stream_event::data: on_data(c); break;
             case stream_event::fatal: terminate(c, c.stream.error(), c.stream.header_bytes()); return;
             case stream_event::closed:
-                ++statistics_.terminations_received;
+                detail::target_counters::bump(c.counters->terminations_received);
                 close_connection(c);
+                return;
+            }
+            if (c.handoff) {
+                // What follows the Connect is its group's to consume.
+                c.leftover.assign(bytes.begin(), bytes.end());
                 return;
             }
         }
@@ -627,7 +1014,7 @@ private:
     {
         const spec::submission_queue_entry sqe = c.stream.capsule_cmd().sqe;
         const std::uint32_t in_capsule = c.stream.data_length();
-        ++statistics_.commands;
+        detail::target_counters::bump(c.counters->commands);
         c.sq_head = static_cast<std::uint16_t>((c.sq_head + 1U) % c.entries);
         if (sqe.opcode() == spec::fabrics_command_opcode) {
             c.fabrics_sqe = sqe;
@@ -651,7 +1038,8 @@ private:
                 c.stream.discard_data();
             }
         };
-        if (!c.connected) {
+        if (!c.connected || !c.controller_running) {
+            // (In a group, a controller that is not ready refuses the command as its submit() would.)
             refuse(spec::status{spec::generic_status::command_sequence_error}.with_dnr());
             return;
         }
@@ -694,7 +1082,7 @@ private:
         slot.length = sgl.length;
         slot.direction = spec::transfer_direction(sqe.opcode());
         slot.failed.reset();
-        slot.buffer = c.owner->buffers.acquire(sgl.length);
+        slot.buffer = c.owner->buffers.acquire(sgl.length, c.partition);
         if (in_capsule != 0) {
             c.sink = data_sink::capsule;
             c.sink_slot = *free_slot;
@@ -725,7 +1113,7 @@ private:
     {
         const bool digest_ok = c.stream.data_digest_ok();
         if (!digest_ok) {
-            ++statistics_.data_digest_errors;
+            detail::target_counters::bump(c.counters->data_digest_errors);
         }
         const data_sink sink = std::exchange(c.sink, data_sink::none);
         switch (sink) {
@@ -778,7 +1166,7 @@ private:
         slot.state = command_slot::phase::awaiting_h2c;
         slot.r2t = r2t_window{slot.sqe.cdw0.get(spec::command_dword0::cid), static_cast<std::uint16_t>(index),
                               0, slot.length, 0};
-        ++statistics_.r2ts;
+        detail::target_counters::bump(c.counters->r2ts);
         append(c, pdu_size(spec::pdu_type::r2t, 0, c.params), [&](std::span<std::byte> out) {
             return encode_r2t({slot.r2t.cccid, slot.r2t.ttag, slot.r2t.r2to, slot.r2t.r2tl}, c.params, out);
         });
@@ -799,6 +1187,12 @@ private:
                 finish(c, index, *answered);
                 return;
             }
+        }
+        if (!c.controller_running) {
+            finish(c, index,
+                   detail::local_completion(
+                       cid, spec::status{spec::generic_status::command_sequence_error}.with_dnr()));
+            return;
         }
         auto sqe = slot.sqe;
         sqe.dptr = spec::to_data_pointer(
@@ -821,7 +1215,7 @@ private:
             // The data leaves from the command's buffer: header, data, digest, then the response.
             const auto data = std::span<const std::byte>{c.owner->buffers.bytes(slot.buffer)};
             const c2h_data_fields fields{cqe.cid, 0, true, false};
-            ++statistics_.c2h_data_pdus;
+            detail::target_counters::bump(c.counters->c2h_data_pdus);
             append(c, layout_of(spec::pdu_type::c2h_data, slot.length, c.params).prefix_size(),
                    [&](std::span<std::byte> out) {
                        return encode_c2h_data_prefix(fields, slot.length, c.params, out);
@@ -950,7 +1344,7 @@ private:
             created->admin = &c;
             owner = created.get();
             associations_.push_back(std::move(created));
-            ++statistics_.associations_created;
+            detail::target_counters::bump(statistics_.associations_created);
         } else {
             if (discovery) {
                 // A discovery controller has no I/O queues.
@@ -972,15 +1366,40 @@ private:
             if (owner->host_id != data.hostid) {
                 return detail::invalid_connect_parameter(cid, true, offsetof(spec::connect_data, hostid));
             }
+            if (!groups_.empty()) {
+                // The queue's connection and its poll group: the next group round-robin; its
+                // buffers: a partition of their own.
+                const auto free_partition =
+                    std::find(owner->partition_taken.begin(), owner->partition_taken.end(), false);
+                if (free_partition == owner->partition_taken.end()) {
+                    return detail::local_completion(cid, spec::status{spec::generic_status::internal_error});
+                }
+                placement_ = next_group_;
+                c.partition = static_cast<std::uint8_t>(free_partition - owner->partition_taken.begin());
+            }
             const auto status = owner->ctrl->connect_io_queue(command.qid, entries);
             if (status.with_dnr(false) ==
                 spec::status{spec::command_specific_status::invalid_queue_identifier}) {
                 return detail::invalid_connect_parameter(cid, false, offsetof(spec::connect_command, qid));
             }
             if (!status.is_success()) {
+                c.partition = 0;
                 return detail::local_completion(cid, status);
             }
-            owner->io.push_back(&c);
+            if (groups_.empty()) {
+                owner->io.push_back(&c);
+            } else {
+                owner->partition_taken[c.partition] = true;
+                owner->buffers.prepare(c.partition);
+                c.group = placement_;
+                c.serial = next_serial_++;
+                c.handoff = true;
+                next_group_ = static_cast<std::uint16_t>((next_group_ + 1) % groups_.size());
+                owner->group_queues.emplace_back(command.qid, c.serial);
+                c.queue_epoch = owner->queue_epoch.load(std::memory_order_relaxed);
+                owner->in_group.resize(groups_.size(), false);
+                owner->in_group[placement_] = true;
+            }
         }
         c.owner = owner;
         c.qid = command.qid;
@@ -1091,6 +1510,9 @@ private:
                                        .admin_sq = max_admin_queue_entries});
                 }
             }
+            for (const auto& referral : referrals_) {
+                records.push_back(referral_record(referral));
+            }
             const auto log = discovery_log(discovery_generation_, records);
             if (!command.retain_async_event) {
                 c.owner->ctrl->acknowledge_discovery_log();
@@ -1126,7 +1548,7 @@ private:
                 association->ctrl->statistics().keep_alive_expirations == 0) {
                 continue;
             }
-            ++statistics_.keep_alive_expirations;
+            detail::target_counters::bump(statistics_.keep_alive_expirations);
             close_connection(*association->admin);
         }
     }
@@ -1182,6 +1604,10 @@ private:
         for (connection* io : owner.io) {
             abandon(*io);
         }
+        // The reset deleted the I/O queues; the groups end their connections' commands.
+        owner.queue_epoch.fetch_add(1, std::memory_order_release);
+        owner.group_queues.clear();
+        post_to_groups_of(owner, to_group::kind::abandon);
     }
 
     /// The queue of `c` leaves its controller (Disconnect, or the connection's end).
@@ -1192,11 +1618,12 @@ private:
         }
         c.connected = false;
         association& owner = *c.owner;
+        auto& quarantine = c.group < 0 ? owner.quarantine : c.quarantine;
         for (std::uint32_t i = 0; i < c.slots.size(); ++i) {
             switch (c.slots[i].state) {
             case command_slot::phase::free:
             case command_slot::phase::sending: continue; // freed once sent, or when the connection closes
-            case command_slot::phase::submitted: owner.quarantine.push_back(c.slots[i].buffer); break;
+            case command_slot::phase::submitted: quarantine.push_back(c.slots[i].buffer); break;
             case command_slot::phase::receiving:
             case command_slot::phase::awaiting_h2c: owner.buffers.release(c.slots[i].buffer); break;
             }
@@ -1208,16 +1635,25 @@ private:
             for (connection* io : std::exchange(owner.io, {})) {
                 close_connection(*io);
             }
+            // A connection whose I/O Connect succeeded this round has not moved yet: it ends here;
+            // the groups close theirs, and answer.
+            for (auto& other : connections_) {
+                if (other && other->owner == &owner && other->handoff) {
+                    close_connection(*other);
+                }
+            }
+            owner.groups_pending += post_to_groups_of(owner, to_group::kind::end);
             if (const auto cc =
                     owner.ctrl->property_read(static_cast<std::uint64_t>(spec::register_offset::cc), 4);
                 cc && (*cc & 1U) != 0) {
                 owner.ctrl->property_write(static_cast<std::uint64_t>(spec::register_offset::cc), 4,
                                            *cc & ~1ULL);
             }
-        } else {
+        } else if (c.group < 0) {
             static_cast<void>(owner.ctrl->disconnect_io_queue(c.qid));
             std::erase(owner.io, &c);
         }
+        // (A group's queue is disconnected by poll() when the connection's end reaches it.)
     }
 
     /// Frees quarantined buffers once the controller holds no backend I/O; true when a dying
@@ -1233,13 +1669,194 @@ private:
                 owner.quarantine.clear();
             }
         }
-        return owner.dying && owner.quarantine.empty() && owner.connections == 0;
+        if (owner.quarantine.empty()) {
+            // The partitions of closed group connections hold nothing any more: reusable.
+            for (const auto number : std::exchange(owner.retired_partitions, {})) {
+                owner.partition_taken[number] = false;
+            }
+        }
+        return owner.dying && owner.quarantine.empty() && owner.connections == 0 && owner.groups_pending == 0;
     }
 
     void drain(association& owner)
     {
         for (int round = 0; round < 100000 && !owner.ctrl->backend_idle(); ++round) {
             owner.ctrl->poll();
+        }
+    }
+
+    // ---- connection groups --------------------------------------------------------------------
+    // poll() and the groups share no connection: a connection moves to its group by a message,
+    // and everything else they tell each other goes by message too (a mailbox each way, woken by
+    // an eventfd). poll()'s thread keeps the associations: controllers' admin contexts, their
+    // creation and destruction, resets, keep alive, host access and subsystem changes.
+
+    /// Posts `message` to group `g` (behind those waiting for room) and wakes it.
+    void post(group& g, to_group message)
+    {
+        g.overflow.push_back(message);
+        send_to_groups();
+    }
+
+    /// Posts `what` about `owner` to each group that has had a connection of it; how many.
+    std::size_t post_to_groups_of(association& owner, typename to_group::kind what)
+    {
+        std::size_t posted = 0;
+        for (std::size_t i = 0; i < owner.in_group.size(); ++i) {
+            if (owner.in_group[i]) {
+                post(*groups_[i], {.what = what, .owner = &owner});
+                ++posted;
+            }
+        }
+        return posted;
+    }
+
+    /// Posts what waits for room in the groups' mailboxes.
+    void send_to_groups()
+    {
+        for (auto& g : groups_) {
+            std::size_t sent = 0;
+            while (sent < g->overflow.size() && g->inbox.try_push(std::move(g->overflow[sent]))) {
+                ++sent;
+            }
+            if (sent != 0) {
+                g->overflow.erase(g->overflow.begin(),
+                                  g->overflow.begin() + static_cast<std::ptrdiff_t>(sent));
+                const std::uint64_t one = 1;
+                static_cast<void>(::write(g->wake.get(), &one, sizeof(one)));
+            }
+        }
+    }
+
+    /// Moves the connections whose I/O Connect succeeded this round to their groups.
+    void hand_over_connections()
+    {
+        for (auto& c : connections_) {
+            if (c->handoff && !c->closed) {
+                c->handoff = false;
+                const auto index = static_cast<std::size_t>(c->group);
+                post(*groups_[index], {.what = to_group::kind::adopt, .adopted = c.release()});
+            }
+        }
+        std::erase(connections_, nullptr);
+    }
+
+    /// What the groups told poll().
+    void take_group_messages()
+    {
+        main_inbox_.drain(
+            [this](to_main&& m) {
+                if (m.what == to_main::kind::ended) {
+                    --m.owner->groups_pending;
+                    return;
+                }
+                group_connection_closed(m);
+            },
+            mailbox_capacity);
+    }
+
+    /// A connection of a group closed (its message reached poll()).
+    void group_connection_closed(const to_main& m)
+    {
+        {
+            {
+                association& owner = *m.owner;
+                --owner.connections;
+                owner.quarantine.insert(owner.quarantine.end(), m.quarantine.begin(), m.quarantine.end());
+                owner.retired_partitions.push_back(m.partition);
+                // The queue leaves the controller unless a reset deleted it (and a later
+                // connection may have connected the QID again).
+                const auto queue = std::find(owner.group_queues.begin(), owner.group_queues.end(),
+                                             std::pair{m.qid, m.serial});
+                if (queue != owner.group_queues.end()) {
+                    owner.group_queues.erase(queue);
+                    if (!owner.dying) {
+                        static_cast<void>(owner.ctrl->disconnect_io_queue(m.qid));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits (taking the groups' messages) until `done(association)` holds for every association.
+    template <typename Done>
+    void wait_for_groups(Done&& done)
+    {
+        if (groups_.empty()) {
+            return;
+        }
+        send_to_groups();
+        for (;;) {
+            take_group_messages();
+            if (std::all_of(associations_.begin(), associations_.end(),
+                            [&](const auto& a) { return done(*a); })) {
+                return;
+            }
+            send_to_groups();
+            pollfd wake{main_wake_.get(), POLLIN, 0};
+            if (::poll(&wake, 1, 1) > 0) {
+                std::uint64_t count = 0;
+                static_cast<void>(::read(main_wake_.get(), &count, sizeof(count)));
+            }
+        }
+    }
+
+    /// Group `g` takes poll()'s messages.
+    void take_messages(group& g)
+    {
+        g.inbox.drain(
+            [&](to_group&& m) {
+                switch (m.what) {
+                case to_group::kind::adopt:
+                    m.adopted->counters = &g.counters;
+                    g.connections.emplace_back(m.adopted);
+                    return;
+                case to_group::kind::abandon:
+                    for (auto& c : g.connections) {
+                        if (c->owner == m.owner && !c->closed && c->connected) {
+                            abandon_in_group(*c);
+                            c->queue_gone = true;
+                        }
+                    }
+                    return;
+                case to_group::kind::end:
+                    // (Closed ones leave g.connections at the end of the round.)
+                    for (auto& c : g.connections) {
+                        if (c->owner == m.owner) {
+                            close_connection(*c);
+                        }
+                    }
+                    g.outbox.push_back({.what = to_main::kind::ended, .owner = m.owner});
+                    return;
+                }
+            },
+            mailbox_capacity);
+        send_to_main(g);
+    }
+
+    /// A Controller Reset ended the commands of group connection `c` without completions: their
+    /// slots are free, their buffers held until the connection closes.
+    static void abandon_in_group(connection& c)
+    {
+        for (std::uint32_t i = 0; i < c.slots.size(); ++i) {
+            if (c.slots[i].state == command_slot::phase::submitted) {
+                c.quarantine.push_back(c.slots[i].buffer);
+                free_slot(c, i);
+            }
+        }
+    }
+
+    /// Group `g` posts what it has for poll(), in order, and wakes it.
+    void send_to_main(group& g)
+    {
+        std::size_t sent = 0;
+        while (sent < g.outbox.size() && main_inbox_.try_push(std::move(g.outbox[sent]))) {
+            ++sent;
+        }
+        if (sent != 0) {
+            g.outbox.erase(g.outbox.begin(), g.outbox.begin() + static_cast<std::ptrdiff_t>(sent));
+            const std::uint64_t one = 1;
+            static_cast<void>(::write(main_wake_.get(), &one, sizeof(one)));
         }
     }
 
@@ -1277,7 +1894,7 @@ private:
         if (c.terminating) {
             return;
         }
-        ++statistics_.terminations_sent;
+        detail::target_counters::bump(c.counters->terminations_sent);
         append(c, spec::tcp_term_req_max_length,
                [&](std::span<std::byte> out) { return encode_c2h_term_req(error, header, out); });
         c.terminating = true;
@@ -1300,11 +1917,28 @@ private:
                 }
             }
             c.out.clear();
-            --c.owner->connections;
+            if (c.group < 0) {
+                --c.owner->connections;
+            } else {
+                // poll() counts it closed, disconnects its queue and frees its buffers (at once
+                // when it has not moved to its group yet).
+                to_main closed{.what = to_main::kind::closed,
+                               .owner = c.owner,
+                               .qid = c.qid,
+                               .serial = c.serial,
+                               .partition = c.partition,
+                               .quarantine = std::exchange(c.quarantine, {})};
+                if (c.handoff) {
+                    c.handoff = false;
+                    group_connection_closed(closed);
+                } else {
+                    groups_[static_cast<std::size_t>(c.group)]->outbox.push_back(std::move(closed));
+                }
+            }
         }
         c.socket.reset();
         c.closed = true;
-        ++statistics_.connections_closed;
+        detail::target_counters::bump(c.counters->connections_closed);
     }
 
     target_options options_;
@@ -1312,6 +1946,8 @@ private:
     std::vector<served_subsystem> subsystems_;
     /// What discovery controllers belong to; it has no namespaces.
     subsystem_type discovery_subsystem_{{.nqn = std::string{spec::discovery_nqn}}, {.max_namespaces = 1}};
+    /// The referrals the Discovery log page lists after the subsystems.
+    std::vector<discovery_referral> referrals_;
     /// GENCTR of the Discovery log page: changes whenever what the log may list changes.
     std::uint64_t discovery_generation_ = 1;
     /// The configuration of discovery controllers: options_.controller's, as a discovery one.
@@ -1323,7 +1959,17 @@ private:
     std::vector<std::unique_ptr<association>> associations_;
     std::vector<pollfd> pollfds_;
     bool controllers_active_ = false;
-    target_statistics statistics_{};
+    /// poll()'s counts (each group counts its own).
+    detail::target_counters statistics_{};
+    /// With connection_groups: the groups, what they tell poll() and the eventfd that wakes it,
+    /// the group of the I/O queue being connected (queue_placement), the next group round-robin
+    /// and the serial of the next connection moved to a group.
+    std::vector<std::unique_ptr<group>> groups_;
+    mailbox<to_main> main_inbox_{mailbox_capacity};
+    socket_handle main_wake_{::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
+    std::uint16_t placement_ = 0;
+    std::uint16_t next_group_ = 0;
+    std::uint64_t next_serial_ = 1;
 };
 
 } // namespace transport::tcp

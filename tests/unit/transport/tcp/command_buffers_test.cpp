@@ -56,4 +56,23 @@ TEST(command_buffers, a_released_buffer_stops_resolving_even_when_reused)
     EXPECT_EQ(buffers.in_use(), 1U);
 }
 
+TEST(command_buffers, partitions_keep_their_buffers_apart)
+{
+    command_buffers buffers;
+    buffers.prepare(3);
+    const auto zero = buffers.acquire(512);
+    const auto three = buffers.acquire(512, 3);
+    EXPECT_NE(buffers.address(zero), buffers.address(three));
+    std::vector<std::byte> data(512, std::byte{0x5a});
+    EXPECT_FALSE(buffers.write(buffers.address(three), data));
+    EXPECT_EQ(buffers.bytes(three)[511], std::byte{0x5a});
+    EXPECT_NE(buffers.bytes(zero)[0], std::byte{0x5a});
+    EXPECT_EQ(buffers.in_use(), 2U);
+    // A partition not prepared resolves nothing; a released buffer of partition 3 goes back to it
+    EXPECT_TRUE(buffers.read(buffers.address(three) + (std::uint64_t{1} << 56), data));
+    buffers.release(three);
+    EXPECT_EQ(buffers.acquire(64, 3), three);
+    EXPECT_EQ(buffers.in_use(), 2U);
+}
+
 } // namespace

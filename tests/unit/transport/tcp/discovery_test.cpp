@@ -56,6 +56,59 @@ TEST(tcp_discovery, the_log_has_a_header_and_one_entry_per_record)
     EXPECT_EQ(second.service_id(), "4421");
 }
 
+TEST(tcp_discovery, referrals_are_entries_of_their_own_subtype_and_secure_channel)
+{
+    // A referral to another discovery service (the well-known NQN), and one to an NVM subsystem
+    // elsewhere that needs a secure channel, after a subsystem of this listener
+    const std::array<tcp::discovery_record, 3> records{
+        tcp::discovery_record{.address = "10.0.0.1", .port = 4420, .nqn = "nqn.2026-01.org.example:a"},
+        tcp::referral_record({.address = "192.0.2.9", .port = 8009}),
+        tcp::referral_record({.address = "192.0.2.10",
+                              .port = 4430,
+                              .nqn = "nqn.2026-01.org.example:elsewhere",
+                              .secure_channel = true,
+                              .family = spec::address_family::ipv4})};
+    const auto log = tcp::discovery_log(4, records);
+    ASSERT_EQ(log.size(), 4U * 1024U);
+    spec::discovery_log_header header{};
+    std::memcpy(&header, log.data(), sizeof(header));
+    EXPECT_EQ(header.numrec, 3U);
+    spec::discovery_log_entry referral{};
+    std::memcpy(&referral, log.data() + 2048, sizeof(referral));
+    EXPECT_EQ(referral.trtype, spec::transport_type::tcp);
+    EXPECT_EQ(referral.adrfam, spec::address_family::ipv4);
+    EXPECT_EQ(referral.subtype, spec::discovery_subsystem_type::referral);
+    EXPECT_EQ(referral.treq.get(spec::transport_requirements::secure_channel),
+              spec::secure_channel_requirement::not_specified); // no TLS asked of libnvme
+    EXPECT_EQ(referral.portid, 0U);
+    EXPECT_EQ(referral.cntlid, spec::dynamic_controller_id);
+    EXPECT_EQ(referral.asqsz, 32U);
+    EXPECT_EQ(referral.address(), "192.0.2.9");
+    EXPECT_EQ(referral.traddr[9], ' '); // space padded, as nvme-cli strips it
+    EXPECT_EQ(referral.service_id(), "8009");
+    EXPECT_EQ(referral.subsystem_nqn(), spec::discovery_nqn);
+    spec::discovery_log_entry elsewhere{};
+    std::memcpy(&elsewhere, log.data() + 3072, sizeof(elsewhere));
+    EXPECT_EQ(elsewhere.subtype, spec::discovery_subsystem_type::nvm);
+    EXPECT_EQ(elsewhere.treq.get(spec::transport_requirements::secure_channel),
+              spec::secure_channel_requirement::required);
+    EXPECT_EQ(elsewhere.subsystem_nqn(), "nqn.2026-01.org.example:elsewhere");
+    EXPECT_EQ(elsewhere.service_id(), "4430");
+}
+
+TEST(tcp_discovery, a_referrals_address_family_is_as_given_or_from_its_address)
+{
+    EXPECT_EQ(tcp::referral_record({.address = "2001:db8::9"}).family, std::nullopt);
+    const std::array<tcp::discovery_record, 2> records{
+        tcp::referral_record({.address = "2001:db8::9"}),
+        tcp::referral_record({.address = "fe80::1", .family = spec::address_family::ipv6})};
+    const auto log = tcp::discovery_log(1, records);
+    spec::discovery_log_entry first{};
+    std::memcpy(&first, log.data() + 1024, sizeof(first));
+    EXPECT_EQ(first.adrfam, spec::address_family::ipv6);
+    EXPECT_EQ(first.service_id(), "8009");
+}
+
 TEST(tcp_discovery, an_empty_log_is_its_header)
 {
     const auto log = tcp::discovery_log(1, {});

@@ -1124,4 +1124,70 @@ TEST(tcp_target, a_discovery_controller_reports_discovery_log_changes_to_a_host_
     EXPECT_EQ(discovered(host).first.size(), 1U);
 }
 
+TEST(tcp_target, referrals_are_listed_after_the_subsystems_and_each_change_is_an_event)
+{
+    const auto served = make_subsystem("nqn.2026-11.io.nvmekit:first", namespace_bytes);
+    shared_target shared;
+    shared.with([&](target_type& target) { target.add_subsystem(*served); });
+    auto host = discovery_host(shared.port(), std::string{host_a});
+    ASSERT_TRUE(
+        host.admin()
+            .execute(tcp_host::set_features_command(spec::feature_id::async_event_configuration, 1U << 31),
+                     {}, {})
+            .ok());
+    const auto [before, generation] = discovered(host);
+    EXPECT_EQ(before.size(), 1U);
+
+    // A referral to another discovery service: an AEN, a new GENCTR, and its entry after the subsystem's
+    const tcp::discovery_referral other{.address = "127.0.0.2", .port = 8009};
+    request_event(host.admin(), 800);
+    EXPECT_TRUE(shared.with([&](target_type& target) { return target.add_referral(other); }));
+    EXPECT_EQ(event_of(host.admin(), 800).get(spec::async_event_completion::log_page),
+              spec::log_page_id::discovery);
+    const auto [after, next_generation] = discovered(host);
+    EXPECT_EQ(after,
+              (std::vector<std::string>{"nqn.2026-11.io.nvmekit:first", std::string{spec::discovery_nqn}}));
+    EXPECT_NE(next_generation, generation);
+    spec::discovery_log_entry entry{};
+    const auto bytes = read_log(host, 2048, sizeof(entry));
+    std::memcpy(&entry, bytes.data(), sizeof(entry));
+    EXPECT_EQ(entry.trtype, spec::transport_type::tcp);
+    EXPECT_EQ(entry.adrfam, spec::address_family::ipv4);
+    EXPECT_EQ(entry.subtype, spec::discovery_subsystem_type::referral);
+    EXPECT_EQ(entry.treq.get(spec::transport_requirements::secure_channel),
+              spec::secure_channel_requirement::not_specified);
+    EXPECT_EQ(entry.cntlid, spec::dynamic_controller_id);
+    EXPECT_EQ(entry.address(), "127.0.0.2");
+    EXPECT_EQ(entry.service_id(), "8009");
+    // The same referral again changes nothing
+    EXPECT_FALSE(shared.with([&](target_type& target) { return target.add_referral(other); }));
+    EXPECT_EQ(discovered(host).second, next_generation);
+
+    // A referral to an NVM subsystem elsewhere, requiring a secure channel: SUBTYPE 2, TREQ required
+    const tcp::discovery_referral subsystem_elsewhere{.address = "127.0.0.3",
+                                                      .port = 4430,
+                                                      .nqn = "nqn.2026-11.io.nvmekit:elsewhere",
+                                                      .secure_channel = true};
+    request_event(host.admin(), 801);
+    shared.with([&](target_type& target) { target.set_referrals({other, subsystem_elsewhere}); });
+    EXPECT_EQ(event_of(host.admin(), 801).get(spec::async_event_completion::log_page),
+              spec::log_page_id::discovery);
+    const auto whole = read_log(host, 0, 4 * 1024);
+    spec::discovery_log_header header{};
+    std::memcpy(&header, whole.data(), sizeof(header));
+    EXPECT_EQ(header.numrec, 3U);
+    std::memcpy(&entry, whole.data() + 3072, sizeof(entry));
+    EXPECT_EQ(entry.subtype, spec::discovery_subsystem_type::nvm);
+    EXPECT_EQ(entry.treq.get(spec::transport_requirements::secure_channel),
+              spec::secure_channel_requirement::required);
+    EXPECT_EQ(entry.subsystem_nqn(), "nqn.2026-11.io.nvmekit:elsewhere");
+
+    // Removed: an event, and the log lists the subsystem alone again
+    request_event(host.admin(), 802);
+    shared.with([&](target_type& target) { target.set_referrals({}); });
+    static_cast<void>(event_of(host.admin(), 802));
+    EXPECT_EQ(discovered(host).first, std::vector<std::string>{"nqn.2026-11.io.nvmekit:first"});
+    EXPECT_FALSE(shared.with([&](target_type& target) { return target.remove_referral(other); }));
+}
+
 } // namespace
