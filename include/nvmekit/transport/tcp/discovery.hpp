@@ -41,8 +41,9 @@ struct discovery_record {
     std::uint16_t admin_sq = 32; ///< ASQSZ: the largest admin submission queue the controller takes
     /// SUBTYPE: an NVM subsystem, or a referral to another discovery service.
     spec::discovery_subsystem_type subtype = spec::discovery_subsystem_type::nvm;
-    /// TREQ's secure channel requirement.
-    spec::secure_channel_requirement secure_channel = spec::secure_channel_requirement::not_required;
+    /// TREQ's secure channel requirement: not specified unless TLS is required, since an
+    /// older libnvme (Debian 12's 1.3) starts TLS for an entry that says "not required".
+    spec::secure_channel_requirement secure_channel = spec::secure_channel_requirement::not_specified;
     /// ADRFAM; none: from the address (IPv6 when it holds a colon).
     std::optional<spec::address_family> family{};
 };
@@ -68,7 +69,7 @@ struct discovery_referral {
 /// for any other NQN; PORTID 0 (not a port of this target); ASQSZ 32, the least a controller
 /// takes. (SUBTYPE 3 names the discovery subsystem that returns the log, never a referral.)
 /// TREQ's secure channel: required with `secure_channel`, else not specified, where SPDK writes
-/// "not required": libnvme 1.x before SECTYPE decided (linux-nvme/libnvme#612, #665) connects
+/// "not required": libnvme before SECTYPE decided (linux-nvme/libnvme#612, #665) connects
 /// with TLS to any TCP entry whose TREQ says required or not required, which a host without
 /// TLS refuses. nvme-cli's `connect-all` follows a SUBTYPE 1 entry with a discovery of its own
 /// and connects to a SUBTYPE 2 one.
