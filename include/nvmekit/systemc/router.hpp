@@ -36,7 +36,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
