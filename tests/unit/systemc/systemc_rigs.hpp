@@ -1,9 +1,9 @@
 #pragma once
 /// The rigs that run the controller tests' typed suites on nvme_device under TLM: included by
-/// controller_fixture.hpp in place of its own transport_rigs when NVMEKIT_TEST_SYSTEMC_RIGS is
-/// defined (tests/CMakeLists.txt builds command-set test sources a second time so), so the same
-/// TYPED_TESTs run over the device, loosely timed (systemc_lt) and approximately timed
-/// (systemc_at).
+/// controller_fixture.hpp in place of its own transport_rigs and pcie_rigs when
+/// NVMEKIT_TEST_SYSTEMC_RIGS is defined (tests/CMakeLists.txt builds the command-set, bring-up and
+/// reset test sources a second time so), so the same TYPED_TESTs run over the device, loosely
+/// timed (systemc_lt) and approximately timed (systemc_at).
 ///
 /// The test's own thread is the host CPU: its BAR0 and configuration accesses are b_transport
 /// calls made between simulation steps (host_bus in stepping mode), and simulated time follows the
