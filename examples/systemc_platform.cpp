@@ -1,4 +1,6 @@
-// nvmekit-systemc-platform: a small SystemC virtual platform. Host memory as a TLM target, the NVMe
+// nvmekit-systemc-platform: a small SystemC virtual platform. Host memory as a TLM target, a router
+// (nvmekit::systemc::router: one address map for the host CPU's configuration and BAR0 accesses and
+// for the device's DMA and MSI-X writes), the NVMe
 // device (nvmekit::systemc::nvme_device, loosely timed, or with --at approximately timed) on a RAM
 // namespace timed by the SSD model with FEMU's defaults (or, with --untimed, on plain RAM, or with
 // --null on the null backend: nothing then takes simulated time, which measures the platform's
@@ -17,6 +19,7 @@
 #include <nvmekit/backends/timed_backend.hpp>
 #include <nvmekit/systemc/host_platform.hpp>
 #include <nvmekit/systemc/nvme_device.hpp>
+#include <nvmekit/systemc/router.hpp>
 #include <nvmekit/testing/host.hpp>
 #include <nvmekit/timing/ssd_model.hpp>
 
@@ -49,7 +52,11 @@ constexpr nvmekit_programs::program program{
     "  random verified 4 KiB read/write workload; prints simulated IOPS and latency percentiles.\n"
     "  --at: the device's DMA is approximately timed (nb_transport) instead of loosely timed\n"};
 
+// The address map the router decodes.
 constexpr std::uint64_t memory_base = 0x1000'0000;
+constexpr std::uint64_t memory_bytes = std::uint64_t{16} << 20;
+constexpr std::uint64_t config_base = 0xe000'0000; // the device's configuration space, ECAM-like
+constexpr std::uint64_t config_bytes = 4096;
 constexpr std::uint64_t bar0_base = 0xf000'0000;
 constexpr std::uint64_t namespace_bytes = std::uint64_t{256} << 20;
 constexpr std::uint32_t block_bytes = 4096;
@@ -232,17 +239,30 @@ int run_platform(const settings& options)
     sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
 
     nvmekit::testing::flat_memory memory;
-    memory.add_range(memory_base, std::size_t{16} << 20);
+    memory.add_range(memory_base, memory_bytes);
     nvmekit::testing::recording_msix msix;
     nvmekit::testing::manual_clock host_clock; // the driver's bookkeeping; the platform runs on sc_time
 
-    sysc::host_memory<nvmekit::testing::recording_msix> ram{"ram", memory, msix};
+    const sysc::host_memory_options memory_options{};
+    sysc::host_memory<nvmekit::testing::recording_msix> ram{"ram", memory, msix, memory_options};
     sysc::nvme_device<Traits> device{"nvme"};
     sysc::host_bus bus{"bus", sc_core::sc_time{10, sc_core::SC_US}}; // an MSI wakes it earlier
+    sysc::router interconnect{"router"};
     sc_core::sc_signal<bool> intx{"intx"};
-    device.dma_socket.bind(ram.socket);
-    bus.bar0_socket.bind(device.bar0_socket);
-    bus.config_socket.bind(device.config_socket);
+    // Every initiator on the router: the host CPU's two sockets and the device's DMA.
+    bus.config_socket.bind(interconnect.target_socket);
+    bus.bar0_socket.bind(interconnect.target_socket);
+    device.dma_socket.bind(interconnect.target_socket);
+    // The targets and the address map: host RAM and the MSI window keep their addresses (host
+    // memory decodes both), configuration space and BAR0 are rebased to offsets.
+    const std::size_t ram_target = interconnect.bind_target(ram.socket);
+    const std::size_t config_target = interconnect.bind_target(device.config_socket);
+    const std::size_t bar0_target = interconnect.bind_target(device.bar0_socket);
+    interconnect.map(ram_target, memory_base, memory_bytes, memory_base);
+    interconnect.map(ram_target, memory_options.msi_base, memory_options.msi_size, memory_options.msi_base);
+    interconnect.map(config_target, config_base, config_bytes);
+    interconnect.map(bar0_target, bar0_base, device.controller().bar0_size());
+    bus.use_system_addresses(config_base);
     device.intx.bind(intx);
     bus.wake_on(ram.msi_event());
 
@@ -309,9 +329,15 @@ int run_platform(const settings& options)
                 static_cast<unsigned long long>(result.errors),
                 static_cast<unsigned long long>(result.mismatches),
                 static_cast<unsigned long long>(result.digest));
+    std::printf("router: %zu windows, %llu address errors, %zu transactions left in flight\n",
+                interconnect.windows().size(), static_cast<unsigned long long>(interconnect.address_errors()),
+                interconnect.routes_in_flight());
     std::printf("wall clock: %.3f s, %.0f simulated commands per second\n", wall.count(),
                 wall.count() > 0 ? static_cast<double>(result.commands) / wall.count() : 0.0);
-    return result.errors == 0 && result.mismatches == 0 && result.commands == options.commands ? 0 : 1;
+    return result.errors == 0 && result.mismatches == 0 && result.commands == options.commands &&
+                   interconnect.address_errors() == 0
+               ? 0
+               : 1;
 }
 
 } // namespace

@@ -295,6 +295,74 @@ private:
     [[nodiscard]] Rig& self() noexcept { return static_cast<Rig&>(*this); }
 };
 
+/// The helpers of the PCIe rigs (basic_rig, the SystemC rigs): what needs only BAR0 (`read32`,
+/// `write32`, `mmio_read`, `mmio_write`) and the host driver. A rig derives from
+/// pcie_helpers<itself>.
+template <typename Rig>
+struct pcie_helpers {
+    // ---- registers --------------------------------------------------------------------------
+
+    void write_cc(nvmekit::spec::cc_register cc)
+    {
+        self().write32(nvmekit::spec::register_offset::cc, cc.raw);
+    }
+
+    /// The admin queue registers programmed by hand: AQA `aqa`, ASQ `asq` and ACQ `acq`.
+    void program_admin_queues(std::uint32_t aqa, std::uint64_t asq, std::uint64_t acq)
+    {
+        self().write32(nvmekit::spec::register_offset::aqa, aqa);
+        self().host.write64(nvmekit::spec::register_offset::asq, asq);
+        self().host.write64(nvmekit::spec::register_offset::acq, acq);
+    }
+
+    // ---- bring-up -----------------------------------------------------------------------------
+
+    /// Brings the controller up, then resets and re-enables it, so that the admin queue works,
+    /// no I/O queue exists and Number of Queues has not been set.
+    void admin_only()
+    {
+        self().host.bring_up({.io_queue_pairs = 1});
+        self().host.disable();
+        self().host.enable();
+    }
+
+    /// As admin_only(), then MSI-X vectors 0 to 64 programmed and Number of Queues set to `queues`
+    /// SQs and CQs.
+    void admin_only(std::uint16_t queues)
+    {
+        admin_only();
+        self().host.program_msix(64);
+        const auto granted = self().host.admin(Rig::host_type::set_features_command(
+            nvmekit::spec::feature_id::number_of_queues,
+            nvmekit::spec::number_of_queues::from_counts(queues, queues).raw));
+        ASSERT_TRUE(granted.ok());
+    }
+
+    /// Writes the SQ `qid` Tail doorbell (CAP.DSTRD 0).
+    void ring_sq_tail(std::uint16_t qid, std::uint32_t tail)
+    {
+        self().mmio_write(nvmekit::spec::sq_tail_doorbell_offset(qid, 0), 4, tail);
+    }
+    /// Writes the CQ `qid` Head doorbell (CAP.DSTRD 0).
+    void ring_cq_head(std::uint16_t qid, std::uint32_t head)
+    {
+        self().mmio_write(nvmekit::spec::cq_head_doorbell_offset(qid, 0), 4, head);
+    }
+
+    // ---- MSI-X ----------------------------------------------------------------------------------
+
+    /// Sets or clears the Mask bit of MSI-X vector `vector` through its table entry.
+    void mask_vector(std::uint16_t vector, bool masked)
+    {
+        self().mmio_write(self().ctrl.msix_table_offset() + 16U * vector + 12U, 4, masked ? 1U : 0U);
+    }
+    /// The first 64 bits of the Pending Bit Array.
+    [[nodiscard]] std::uint64_t pba() { return self().mmio_read(self().ctrl.msix_pba_offset(), 8); }
+
+private:
+    [[nodiscard]] Rig& self() noexcept { return static_cast<Rig&>(*this); }
+};
+
 /// Host memory, interrupt recorder, clock, subsystem, controller and host of one test, with the
 /// helpers that mean the same over every transport; `Host` is the testing host that drives the
 /// controller over `memory` (in_process_host or loopback_host).
@@ -392,7 +460,7 @@ struct rig_base : rig_helpers<rig_base<Traits, Host>> {
 /// The rig over PCIe: the in-process host driver over BAR0, doorbells, queues and PRPs in host
 /// memory, and MSI-X, with the register, doorbell and MSI-X helpers of the PCIe tests.
 template <typename Traits = test_traits>
-struct basic_rig : rig_base<Traits, nvmekit::testing::in_process_host> {
+struct basic_rig : rig_base<Traits, nvmekit::testing::in_process_host>, pcie_helpers<basic_rig<Traits>> {
     using common = rig_base<Traits, nvmekit::testing::in_process_host>;
     using common::ctrl;
     using common::host;
@@ -416,68 +484,23 @@ struct basic_rig : rig_base<Traits, nvmekit::testing::in_process_host> {
     {
         ctrl.mmio_write(static_cast<std::uint64_t>(offset), 4, value);
     }
-    void write_cc(nvmekit::spec::cc_register cc) { write32(nvmekit::spec::register_offset::cc, cc.raw); }
-
-    /// The admin queue registers programmed by hand: AQA `aqa`, ASQ `asq` and ACQ `acq`.
-    void program_admin_queues(std::uint32_t aqa, std::uint64_t asq, std::uint64_t acq)
+    /// A BAR0 access of `width` bytes at `offset`.
+    [[nodiscard]] std::uint64_t mmio_read(std::uint64_t offset, unsigned width)
     {
-        write32(nvmekit::spec::register_offset::aqa, aqa);
-        host.write64(nvmekit::spec::register_offset::asq, asq);
-        host.write64(nvmekit::spec::register_offset::acq, acq);
+        return ctrl.mmio_read(offset, width);
     }
-
-    // ---- bring-up -----------------------------------------------------------------------------
-
-    /// Brings the controller up, then resets and re-enables it, so that the admin queue works,
-    /// no I/O queue exists and Number of Queues has not been set.
-    void admin_only()
+    void mmio_write(std::uint64_t offset, unsigned width, std::uint64_t value)
     {
-        host.bring_up({.io_queue_pairs = 1});
-        host.disable();
-        host.enable();
+        ctrl.mmio_write(offset, width, value);
     }
-
-    /// As admin_only(), then MSI-X vectors 0 to 64 programmed and Number of Queues set to `queues`
-    /// SQs and CQs.
-    void admin_only(std::uint16_t queues)
-    {
-        admin_only();
-        host.program_msix(64);
-        const auto granted = host.admin(host_type::set_features_command(
-            nvmekit::spec::feature_id::number_of_queues,
-            nvmekit::spec::number_of_queues::from_counts(queues, queues).raw));
-        ASSERT_TRUE(granted.ok());
-    }
-
-    // ---- doorbells and queue memory -------------------------------------------------------------
-
-    /// Writes the SQ `qid` Tail doorbell (CAP.DSTRD 0).
-    void ring_sq_tail(std::uint16_t qid, std::uint32_t tail)
-    {
-        ctrl.mmio_write(nvmekit::spec::sq_tail_doorbell_offset(qid, 0), 4, tail);
-    }
-    /// Writes the CQ `qid` Head doorbell (CAP.DSTRD 0).
-    void ring_cq_head(std::uint16_t qid, std::uint32_t head)
-    {
-        ctrl.mmio_write(nvmekit::spec::cq_head_doorbell_offset(qid, 0), 4, head);
-    }
-
+    /// A PCIe Function Level Reset.
+    void function_level_reset() { ctrl.function_level_reset(); }
     /// Entry `index` of CQ `cqid` as it is in host memory.
     [[nodiscard]] nvmekit::spec::completion_queue_entry cqe_at(std::uint16_t cqid, std::uint32_t index)
     {
         return memory.template load<nvmekit::spec::completion_queue_entry>(
             host.completion_entry_address(cqid, index));
     }
-
-    // ---- MSI-X ----------------------------------------------------------------------------------
-
-    /// Sets or clears the Mask bit of MSI-X vector `vector` through its table entry.
-    void mask_vector(std::uint16_t vector, bool masked)
-    {
-        ctrl.mmio_write(ctrl.msix_table_offset() + 16U * vector + 12U, 4, masked ? 1U : 0U);
-    }
-    /// The first 64 bits of the Pending Bit Array.
-    [[nodiscard]] std::uint64_t pba() { return ctrl.mmio_read(ctrl.msix_pba_offset(), 8); }
 };
 
 /// The rig over the in-memory loopback transport (testing/loopback.hpp): properties instead of
@@ -529,6 +552,9 @@ namespace nvmekit_test {
 /// The rigs of the command set tests that run over both transports, and over PCIe with
 /// asynchronous DMA (TYPED_TEST_SUITE), named after them in the test names.
 using transport_rigs = ::testing::Types<basic_rig<>, loopback_rig<>, async_dma_rig>;
+/// The rigs of the PCIe tests (bring-up, resets: BAR0, doorbells, MSI-X) that run over every PCIe
+/// rig: the in-process one, with synchronous and with asynchronous DMA.
+using pcie_rigs = ::testing::Types<basic_rig<>, async_dma_rig>;
 #endif
 struct transport_names {
     template <typename Rig>
@@ -559,6 +585,14 @@ protected:
     template <typename Rig>                            \
     using suite = ::nvmekit_test::transport_test<Rig>; \
     TYPED_TEST_SUITE(suite, ::nvmekit_test::transport_rigs, ::nvmekit_test::transport_names)
+
+/// Declares `suite` a typed test suite over pcie_rigs: each TYPED_TEST(suite, name) then runs over
+/// the in-process PCIe rigs (suite/pcie.name, suite/pcie_async_dma.name) and, in the builds with
+/// the SystemC rigs, over nvme_device under TLM (suite/systemc_lt.name, suite/systemc_at.name).
+#define NVMEKIT_TEST_SUITE_OVER_PCIE(suite)            \
+    template <typename Rig>                            \
+    using suite = ::nvmekit_test::transport_test<Rig>; \
+    TYPED_TEST_SUITE(suite, ::nvmekit_test::pcie_rigs, ::nvmekit_test::transport_names)
 
 using rig = basic_rig<>;
 using host_type = rig::host_type;

@@ -27,6 +27,12 @@
 ///   calls (a unit test's own thread), on its own testing::manual_clock; before each access and
 ///   in each poll() the simulation runs until simulated time has caught up with that clock and
 ///   nothing more is due at that time, and the accesses themselves take no simulated time.
+///
+///   The sockets carry offsets (BAR0 offset, configuration offset), for a bus bound straight to
+///   the device's target sockets. Through a router (router.hpp) the bus speaks system addresses
+///   instead (use_system_addresses(config_base)): configuration accesses at `config_base` plus the
+///   offset (an ECAM-like window), BAR0 accesses at the address enumerate() gave BAR0 plus the
+///   offset.
 /// - `host_program`: runs the host's code in an SC_THREAD and stops the simulation when it ends.
 
 #include <algorithm>
@@ -271,6 +277,14 @@ public:
     /// poll() also returns when `event` fires (host_memory::msi_event(): an interrupt wakes the CPU).
     void wake_on(const sc_core::sc_event& event) noexcept { wake_ = &event; }
 
+    /// Sends system addresses instead of offsets (see the top of this header): configuration
+    /// accesses at `config_base` + offset, BAR0 accesses at BAR0's address (enumerate()) + offset.
+    void use_system_addresses(std::uint64_t config_base) noexcept
+    {
+        system_addresses_ = true;
+        config_base_ = config_base;
+    }
+
     /// Makes the host run outside the simulation and step it to `host_clock`'s time (see the top
     /// of this header); null makes it an SC_THREAD's again.
     void set_stepping(const testing::manual_clock* host_clock) noexcept { stepping_ = host_clock; }
@@ -279,6 +293,7 @@ public:
     /// Enable, and reads the MSI-X capability (table offset and size).
     void enumerate(std::uint64_t bar0_address)
     {
+        bar0_address_ = bar0_address;
         config_write(pci::header::bar0, 4, static_cast<std::uint32_t>(bar0_address));
         config_write(pci::header::bar1, 4, static_cast<std::uint32_t>(bar0_address >> 32));
         const pci::command_register command{static_cast<std::uint16_t>(config_read(pci::header::command, 2))};
@@ -295,20 +310,21 @@ public:
 
     [[nodiscard]] std::uint32_t config_read(std::uint32_t offset, unsigned width)
     {
-        return static_cast<std::uint32_t>(access(config_socket, tlm::TLM_READ_COMMAND, offset, width, 0));
+        return static_cast<std::uint32_t>(
+            access(config_socket, tlm::TLM_READ_COMMAND, config_address(offset), width, 0));
     }
     void config_write(std::uint32_t offset, unsigned width, std::uint32_t value)
     {
-        access(config_socket, tlm::TLM_WRITE_COMMAND, offset, width, value);
+        access(config_socket, tlm::TLM_WRITE_COMMAND, config_address(offset), width, value);
     }
 
     [[nodiscard]] std::uint64_t mmio_read(std::uint64_t offset, unsigned width)
     {
-        return access(bar0_socket, tlm::TLM_READ_COMMAND, offset, width, 0);
+        return access(bar0_socket, tlm::TLM_READ_COMMAND, bar0_address(offset), width, 0);
     }
     void mmio_write(std::uint64_t offset, unsigned width, std::uint64_t value)
     {
-        access(bar0_socket, tlm::TLM_WRITE_COMMAND, offset, width, value);
+        access(bar0_socket, tlm::TLM_WRITE_COMMAND, bar0_address(offset), width, value);
     }
 
     /// Lets simulated time pass: the host's local time, then `poll_interval` (or until an MSI).
@@ -342,6 +358,15 @@ public:
     [[nodiscard]] const msix_view& msix() const noexcept { return msix_; }
 
 private:
+    [[nodiscard]] std::uint64_t config_address(std::uint32_t offset) const noexcept
+    {
+        return system_addresses_ ? config_base_ + offset : offset;
+    }
+    [[nodiscard]] std::uint64_t bar0_address(std::uint64_t offset) const noexcept
+    {
+        return system_addresses_ ? bar0_address_ + offset : offset;
+    }
+
     /// The MSI-X capability's offset, found by walking the capability list.
     [[nodiscard]] std::uint32_t msix_capability()
     {
@@ -408,6 +433,9 @@ private:
     tlm_utils::tlm_quantumkeeper keeper_;
     msix_view msix_;
     std::uint64_t msix_table_offset_ = 0;
+    bool system_addresses_ = false;
+    std::uint64_t config_base_ = 0;
+    std::uint64_t bar0_address_ = 0;
 };
 
 /// Runs a host program (a function) in an SC_THREAD, then stops the simulation. An exception the

@@ -21,6 +21,13 @@
 /// can run at that time. Posted writes (`post_write`, MSI-X messages) take the same path and
 /// complete silently; failed ones are counted.
 ///
+/// Teardown: `abandon()` ends the protocol for an initiator whose simulation will not run again
+/// (it stopped with transactions in flight): every request in flight or waiting to begin completes
+/// in the next poll() with errc::dma_fault, posted writes in flight are dropped (counted as
+/// failed), and what is submitted afterwards fails the same way without a transaction. The
+/// payloads the targets may still hold stay this initiator's, freed with it; phases that would
+/// still arrive for them are ignored.
+///
 /// Every call comes from the simulation's single thread (any process, or between sc_start calls);
 /// nothing is locked.
 
@@ -79,6 +86,11 @@ public:
         transaction& sent = take();
         sent.request = &request;
         ++outstanding_;
+        if (abandoned_) {
+            sent.result = make_error_code(errc::dma_fault);
+            finished(sent);
+            return;
+        }
         if (request.buffer.empty() || request.address + request.buffer.size() < request.address) {
             sent.result =
                 request.buffer.empty() ? std::error_code{} : make_error_code(errc::dma_out_of_range);
@@ -97,6 +109,10 @@ public:
                     const sc_core::sc_time& delay = sc_core::SC_ZERO_TIME)
     {
         NVMEKIT_ASSERT(bytes.size() <= transaction::posted_capacity, "posted writes carry up to 8 bytes");
+        if (abandoned_) {
+            ++failed_posted_writes_;
+            return;
+        }
         transaction& sent = take();
         std::copy(bytes.begin(), bytes.end(), sent.posted.begin());
         prepare_payload(sent, tlm::TLM_WRITE_COMMAND, address, sent.posted.data(), bytes.size());
@@ -124,6 +140,31 @@ public:
         return completed;
     }
 
+    /// Ends the protocol for teardown (see the top of this header): the requests in flight or
+    /// waiting complete in the next poll() with errc::dma_fault, the posted writes are dropped.
+    void abandon()
+    {
+        abandoned_ = true;
+        for (transaction& sent : pool_) {
+            if (!sent.active) {
+                continue;
+            }
+            sent.active = false;
+            --in_flight_;
+            if (sent.request == nullptr) {
+                ++failed_posted_writes_;
+                continue; // no longer this initiator's to release: a target may hold it
+            }
+            sent.result = make_error_code(errc::dma_fault);
+            ready_.push_back(&sent);
+        }
+        waiting_.clear();
+        waiting_taken_ = 0;
+        requesting_ = nullptr;
+    }
+    /// True once abandon() was called.
+    [[nodiscard]] bool abandoned() const noexcept { return abandoned_; }
+
     /// Requests submitted whose `complete` has not run.
     [[nodiscard]] std::size_t outstanding() const noexcept { return outstanding_; }
     /// Requests and posted writes whose transaction has not ended.
@@ -141,6 +182,9 @@ public:
     {
         NVMEKIT_ASSERT(phase == tlm::END_REQ || phase == tlm::BEGIN_RESP,
                        "nb_initiator: a target may send only END_REQ and BEGIN_RESP backwards");
+        if (abandoned_) {
+            return tlm::TLM_COMPLETED; // nothing is waited for any more
+        }
         events_.notify(payload, phase, delay);
         return tlm::TLM_ACCEPTED;
     }
@@ -153,6 +197,7 @@ private:
         dma_request* request = nullptr; ///< null for a posted write
         std::error_code result;
         sc_core::sc_time not_before; ///< when BEGIN_REQ may be sent, for one that waits
+        bool active = false;         ///< begun, its response not yet begun
         std::array<unsigned char, posted_capacity> posted{};
     };
 
@@ -183,6 +228,7 @@ private:
     void begin(transaction& sent, const sc_core::sc_time& delay)
     {
         ++in_flight_;
+        sent.active = true;
         sent.not_before = sc_core::sc_time_stamp() + delay;
         if (requesting_ != nullptr || waiting_taken_ != waiting_.size()) {
             waiting_.push_back(&sent);
@@ -227,6 +273,9 @@ private:
     void phase_due(tlm::tlm_generic_payload& payload, const tlm::tlm_phase& phase)
     {
         auto& sent = static_cast<transaction&>(payload);
+        if (abandoned_) {
+            return; // abandon() settled it
+        }
         if (phase == tlm::END_REQ) {
             end_request(sent);
             return;
@@ -245,6 +294,7 @@ private:
     void responded(transaction& sent)
     {
         --in_flight_;
+        sent.active = false;
         const bool ok = sent.is_response_ok();
         if (sent.request == nullptr) {
             failed_posted_writes_ += ok ? 0U : 1U;
@@ -258,7 +308,9 @@ private:
     void finished(transaction& sent)
     {
         ready_.push_back(&sent);
-        responded_.notify(sc_core::SC_ZERO_TIME);
+        if (!abandoned_) {
+            responded_.notify(sc_core::SC_ZERO_TIME);
+        }
     }
 
     tlm::tlm_initiator_socket<>& socket_;
@@ -275,6 +327,7 @@ private:
     std::size_t in_flight_ = 0;
     std::uint64_t transactions_ = 0;
     std::uint64_t failed_posted_writes_ = 0;
+    bool abandoned_ = false;
 };
 
 } // namespace systemc

@@ -31,6 +31,13 @@
 /// completion), and every `idle_period` otherwise (timers: keep alive, interrupt coalescing). An
 /// SC_METHOD drives `intx`, so the pin has one writer whichever process changed the controller's
 /// INTx level.
+///
+/// Teardown: the device may be destroyed once the simulation has stopped (sc_stop, or the end of
+/// sc_start's time), whatever was in flight. In AT mode DMA transactions may then be in flight:
+/// the destructor resets the function as a Function Level Reset does, abandons those transactions
+/// (nb_initiator::abandon(): they complete as failed, nothing new is sent) and polls the
+/// controller until it has taken them all. A timed backend's requests still outstanding are not
+/// covered: they complete only as simulated time passes.
 
 #include <chrono>
 #include <cstdint>
@@ -120,6 +127,20 @@ public:
                 device_options options = {}, controller_config config = {})
         : nvme_device{name, &subsystem, std::move(options), std::move(config)}
     {}
+
+    nvme_device(const nvme_device&) = delete;
+    nvme_device& operator=(const nvme_device&) = delete;
+
+    /// With AT DMA in flight (a simulation stopped mid-transfer): the function reset, the
+    /// transactions abandoned, the controller's requests settled (see the top of this header).
+    ~nvme_device() override
+    {
+        if constexpr (approximately_timed) {
+            if (!controller_.dma_idle()) {
+                abandon_dma();
+            }
+        }
+    }
 
     /// Sets device_options::next_due (once the backend it asks exists).
     void set_next_due(std::function<std::optional<std::chrono::nanoseconds>()> next_due)
@@ -218,6 +239,18 @@ private:
                 }
             }
             sc_core::wait(next, wake_ | non_blocking_.responded());
+        }
+    }
+
+    /// Teardown with AT DMA in flight: nothing is fetched or posted once the function is reset, and
+    /// every request completes (failed) in the controller's next polls; a bounded number of them,
+    /// since each poll takes every completion and submits nothing that would not fail at once.
+    void abandon_dma()
+    {
+        controller_.function_level_reset();
+        non_blocking_.abandon();
+        for (int round = 0; round < 16 && !controller_.dma_idle(); ++round) {
+            controller_.poll();
         }
     }
 

@@ -107,22 +107,29 @@ public:
     /// with an error response.
     bool transport(tlm::tlm_command command, std::uint64_t address, unsigned char* data, std::size_t length)
     {
-        tlm::tlm_generic_payload payload;
-        prepare_payload(payload, command, address, data, length);
-        if (on_owner()) {
-            sc_core::sc_time delay = keeper_.get_local_time();
-            socket_->b_transport(payload, delay);
-            keeper_.set(delay);
-            if (keeper_.need_sync()) {
-                keeper_.sync();
+        const bool owner = on_owner();
+        bool ok = false;
+        {
+            // Gone before the owner waits: a simulation that stops during the wait never unwinds
+            // this stack, and the payload would be left allocated.
+            tlm::tlm_generic_payload payload;
+            prepare_payload(payload, command, address, data, length);
+            if (owner) {
+                sc_core::sc_time delay = keeper_.get_local_time();
+                socket_->b_transport(payload, delay);
+                keeper_.set(delay);
+            } else {
+                sc_core::sc_time scratch = sc_core::SC_ZERO_TIME;
+                sc_core::sc_time& delay = serving_delay_ != nullptr ? *serving_delay_ : scratch;
+                socket_->b_transport(payload, delay);
             }
-        } else {
-            sc_core::sc_time scratch = sc_core::SC_ZERO_TIME;
-            sc_core::sc_time& delay = serving_delay_ != nullptr ? *serving_delay_ : scratch;
-            socket_->b_transport(payload, delay);
+            ok = payload.is_response_ok();
         }
         ++transactions_;
-        return payload.is_response_ok();
+        if (owner && keeper_.need_sync()) {
+            keeper_.sync();
+        }
+        return ok;
     }
 
     /// Sends MSI-X writes through `initiator`, the AT path, from now on.

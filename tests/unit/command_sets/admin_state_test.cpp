@@ -215,7 +215,7 @@ TYPED_TEST(admin_abort, a_command_waiting_for_a_staging_buffer_is_aborted)
     r.host.describe_data(second, second_buffer, 4096);
     const auto first_cid = r.host.submit(1, first);
     const auto second_cid = r.host.submit(1, second);
-    r.ctrl.poll(); // the first write holds the only staging buffer in the backend; the second waits
+    r.step(); // the first write holds the only staging buffer in the backend; the second waits
     EXPECT_EQ(r.ctrl.statistics().staging_waits, 1U);
     EXPECT_EQ(ns.backend().outstanding(), 1U);
 

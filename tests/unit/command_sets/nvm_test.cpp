@@ -1254,7 +1254,7 @@ TYPED_TEST(nvm_staging, commands_wait_for_the_one_staging_buffer_and_all_complet
         sqe.mptr = host_buffer(r, metadata.back());
         cids.push_back(r.host.submit(1, sqe));
     }
-    r.ctrl.poll();
+    r.step(); // one poll of the controller (over TLM: the simulation catches up, DMA included)
     EXPECT_EQ(ns.backend().outstanding(), 2U); // the first write's data and metadata
     EXPECT_EQ(r.ctrl.statistics().staging_waits, 3U);
     EXPECT_EQ(r.ctrl.requests_in_use(), 4U);
@@ -1390,7 +1390,7 @@ TYPED_TEST(nvm_async, completions_arrive_in_backend_order_with_their_command_ids
         r.host.describe_data(sqe, buffers.back(), 512);
         cids.push_back(r.host.submit(1, sqe));
     }
-    r.ctrl.poll();
+    r.step(); // one poll of the controller (over TLM: the simulation catches up, DMA included)
     EXPECT_EQ(backend.outstanding(), 8U);
     EXPECT_EQ(r.ctrl.io_outstanding(), 8U);
     EXPECT_EQ(r.ctrl.requests_in_use(), 8U);

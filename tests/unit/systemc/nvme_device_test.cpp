@@ -257,6 +257,65 @@ TYPED_TEST(systemc_nvme_device, controller_reset_and_function_level_reset_bring_
     });
 }
 
+/// Stops the simulation `stop_after` after the host submitted `commands` 4 KiB writes, then
+/// destroys the platform: nothing asserts, and in AT mode transactions were in flight.
+template <typename Traits>
+void stop_with_writes_in_flight(bool by_sc_stop)
+{
+    const sc_core::sc_time stop_after{3, sc_core::SC_US};
+    auto rig = std::make_unique<platform<Traits>>(
+        sysc::device_options{},
+        sysc::host_memory_options{.access_latency = sc_core::sc_time{1, sc_core::SC_US}});
+    rig->device.subsystem().add_namespace(nvmekit::ram_backend{1U << 20});
+    bool submitted = false;
+    std::size_t in_flight = 0;
+    rig->program = std::make_unique<sysc::host_program>("host", [&] {
+        rig->bus.enumerate(bar0_base);
+        {
+            // Gone before the thread stops for good: what it allocated must not show as a leak.
+            in_process_host<sysc::host_bus> host{rig->bus, rig->memory, rig->host_clock, rig->msix};
+            host.bring_up();
+            for (std::uint64_t lba = 0; lba < 64; lba += 8) {
+                auto write = host.lba_command(spec::nvm_opcode::write, 1, lba, 8);
+                host.describe_data(write, host.allocate(4096), 4096);
+                static_cast<void>(host.submit(1, write));
+            }
+        }
+        submitted = true;
+        if (by_sc_stop) {
+            sc_core::wait(stop_after);
+            in_flight = rig->device.transactions_in_flight();
+            return; // host_program calls sc_stop()
+        }
+        sc_core::wait(); // until the simulation ends around it
+    });
+    if (by_sc_stop) {
+        sc_core::sc_start();
+    } else {
+        while (!submitted) { // bring-up, a microsecond at a time
+            sc_core::sc_start(sc_core::sc_time{1, sc_core::SC_US});
+        }
+        sc_core::sc_start(stop_after);
+        in_flight = rig->device.transactions_in_flight();
+    }
+    ASSERT_TRUE(submitted);
+    if constexpr (sysc::nvme_device<Traits>::approximately_timed) {
+        EXPECT_GT(in_flight, 0U) << "the test must stop the simulation with DMA in flight";
+        EXPECT_FALSE(rig->device.controller().dma_idle());
+    }
+    rig.reset(); // the device's teardown releases what is in flight
+}
+
+TYPED_TEST(systemc_nvme_device, destroyed_after_sc_stop_with_dma_in_flight)
+{
+    stop_with_writes_in_flight<TypeParam>(true);
+}
+
+TYPED_TEST(systemc_nvme_device, destroyed_when_sc_start_ends_with_dma_in_flight)
+{
+    stop_with_writes_in_flight<TypeParam>(false);
+}
+
 TYPED_TEST(systemc_nvme_device, bar0_is_not_decoded_until_memory_space_is_enabled)
 {
     platform<TypeParam> rig;

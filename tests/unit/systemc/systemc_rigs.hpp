@@ -1,9 +1,9 @@
 #pragma once
 /// The rigs that run the controller tests' typed suites on nvme_device under TLM: included by
-/// controller_fixture.hpp in place of its own transport_rigs when NVMEKIT_TEST_SYSTEMC_RIGS is
-/// defined (tests/CMakeLists.txt builds command-set test sources a second time so), so the same
-/// TYPED_TESTs run over the device, loosely timed (systemc_lt) and approximately timed
-/// (systemc_at).
+/// controller_fixture.hpp in place of its own transport_rigs and pcie_rigs when
+/// NVMEKIT_TEST_SYSTEMC_RIGS is defined (tests/CMakeLists.txt builds the command-set, bring-up and
+/// reset test sources a second time so), so the same TYPED_TESTs run over the device, loosely
+/// timed (systemc_lt) and approximately timed (systemc_at).
 ///
 /// The test's own thread is the host CPU: its BAR0 and configuration accesses are b_transport
 /// calls made between simulation steps (host_bus in stepping mode), and simulated time follows the
@@ -42,7 +42,8 @@ struct systemc_traits : Traits {
 /// The PCIe rig of the typed suites with the controller inside nvme_device (see the top of this
 /// header): the members and helpers basic_rig has, the controller reached through TLM.
 template <typename Traits, bool ApproximatelyTimed>
-struct systemc_rig : rig_helpers<systemc_rig<Traits, ApproximatelyTimed>> {
+struct systemc_rig : rig_helpers<systemc_rig<Traits, ApproximatelyTimed>>,
+                     pcie_helpers<systemc_rig<Traits, ApproximatelyTimed>> {
     using device_type = nvmekit::systemc::nvme_device<systemc_traits<Traits, ApproximatelyTimed>>;
     using controller_type = typename device_type::controller_type;
     using host_type = nvmekit::testing::in_process_host<nvmekit::systemc::host_bus>;
@@ -50,6 +51,7 @@ struct systemc_rig : rig_helpers<systemc_rig<Traits, ApproximatelyTimed>> {
     using with_traits = systemc_rig<OtherTraits, ApproximatelyTimed>;
     static constexpr const char* transport_name = ApproximatelyTimed ? "systemc_at" : "systemc_lt";
     static constexpr bool hands_commands_over = false;
+    static constexpr std::uint64_t bar0_address = 0xf000'0000;
 
     host_memory memory;
     nvmekit::testing::manual_clock clock; ///< the host driver's and the test backends' clock
@@ -81,7 +83,7 @@ struct systemc_rig : rig_helpers<systemc_rig<Traits, ApproximatelyTimed>> {
         bus.config_socket.bind(device.config_socket);
         device.intx.bind(intx);
         bus.set_stepping(&clock);
-        bus.enumerate(0xf000'0000);
+        bus.enumerate(bar0_address);
     }
     systemc_rig(const systemc_rig&) = delete;
     systemc_rig& operator=(const systemc_rig&) = delete;
@@ -115,6 +117,26 @@ struct systemc_rig : rig_helpers<systemc_rig<Traits, ApproximatelyTimed>> {
     {
         bus.mmio_write(static_cast<std::uint64_t>(offset), 4, value);
     }
+    /// A BAR0 access of `width` bytes at `offset`, through TLM.
+    [[nodiscard]] std::uint64_t mmio_read(std::uint64_t offset, unsigned width)
+    {
+        return bus.mmio_read(offset, width);
+    }
+    void mmio_write(std::uint64_t offset, unsigned width, std::uint64_t value)
+    {
+        bus.mmio_write(offset, width, value);
+    }
+    /// A Function Level Reset as the host makes one: Initiate Function Level Reset in the PCI
+    /// Express capability's Device Control, then the configuration the reset cleared restored
+    /// (BAR0, Memory Space and Bus Master Enable), as an operating system does around an FLR.
+    void function_level_reset()
+    {
+        const std::uint32_t device_control =
+            nvmekit::pci::pci_express_capability_offset + nvmekit::pci::pci_express_register::device_control;
+        bus.config_write(device_control, 2, 0x8000U | bus.config_read(device_control, 2));
+        bus.enumerate(bar0_address);
+    }
+
     [[nodiscard]] nvmekit::spec::completion_queue_entry cqe_at(std::uint16_t cqid, std::uint32_t index)
     {
         return memory.template load<nvmekit::spec::completion_queue_entry>(
@@ -127,5 +149,7 @@ using systemc_at_rig = systemc_rig<test_traits, true>;
 
 /// The transports the typed suites run over in this build.
 using transport_rigs = ::testing::Types<systemc_lt_rig, systemc_at_rig>;
+/// The PCIe rigs of the bring-up and reset suites in this build: the same two.
+using pcie_rigs = transport_rigs;
 
 } // namespace nvmekit_test
