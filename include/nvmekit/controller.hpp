@@ -11,6 +11,22 @@
 ///     ctrl.mmio_write(0x14, 4, cc);        // the host's BAR0 accesses
 ///     ctrl.poll();                         // nothing runs until the embedder polls
 ///
+/// Composition: this header holds the public API and the controller's own state (configuration,
+/// registers, queues, poll groups, features, logs, namespaces); the rest is in parts, each owning
+/// its data, composed statically (CRTP bases reaching the controller through self(), or members):
+///
+// clang-format off
+/// | header                      | what it owns |
+/// |-----------------------------|--------------|
+/// | io_context.hpp              | a command's record and request life: fetch, dispatch, the handlers' data interface, staging buffers, backend requests, completion, asynchronous DMA (dma_journal.hpp), retired queues |
+/// | pci/function.hpp            | the PCIe function: BAR0 layout and accesses, MSI-X table, Bus Master Enable, doorbells and shadow doorbells applied to the rings, interrupt signalling and INTx |
+/// | pci/reset_operations.hpp    | the reset state machine's hands: enable, Controller Reset, shutdown and its flushes, NVM Subsystem Reset, FLR |
+/// | group_coordination.hpp      | the admin context and the poll groups, and how they take turns |
+/// | queue_pair.hpp              | a submission and a completion queue: ring, request pool, held completions |
+/// | pci/doorbell_table.hpp, pci/shadow_doorbells.hpp, pci/interrupt_signalling.hpp | doorbell validity and ownership, Doorbell Buffer Config's buffers, vector coalescing and the INTx pin |
+/// | controller_config.hpp, controller_logs.hpp, handler_context.hpp | configuration and limits, the log pages and events, the handlers' context concepts |
+// clang-format on
+///
 /// Threading: by default nothing runs unless the embedder calls a member function, and the same
 /// sequence of calls always gives the same results; poll() runs the admin queue and every poll
 /// group on the caller's thread. With the multi_threaded policy (Traits::threading, threading.hpp)
@@ -94,7 +110,9 @@
 #include <nvmekit/namespace_table.hpp>
 #include <nvmekit/nvm_namespace.hpp>
 #include <nvmekit/pci/doorbell_table.hpp>
+#include <nvmekit/pci/function.hpp>
 #include <nvmekit/pci/interrupt_signalling.hpp>
+#include <nvmekit/pci/reset_operations.hpp>
 #include <nvmekit/pci/shadow_doorbells.hpp>
 #include <nvmekit/poll_group.hpp>
 #include <nvmekit/poll_group_state.hpp>
@@ -123,10 +141,21 @@
 
 NVMEKIT_BEGIN_NAMESPACE
 
+/// The controller: its parts composed, and its public API. The parts are bases reached at compile
+/// time (CRTP): each owns its data and reaches the rest through the controller (see the top of
+/// this file for what each owns).
 template <typename Traits>
-class controller : public detail::io_context<controller<Traits>, Traits> {
+class controller : public detail::io_context<controller<Traits>, Traits>,
+                   public pci::function<controller<Traits>, Traits>,
+                   public pci::reset_operations<controller<Traits>, Traits> {
     using io_context_type = detail::io_context<controller<Traits>, Traits>;
+    using pci_function_type = pci::function<controller<Traits>, Traits>;
+    using reset_operations_type = pci::reset_operations<controller<Traits>, Traits>;
     friend io_context_type;
+    friend pci_function_type;
+    friend reset_operations_type;
+
+    // What the controller's own members use of its parts.
     using io_context_type::acquire_request;
     using io_context_type::complete;
     using io_context_type::dma_slots_;
@@ -146,6 +175,25 @@ class controller : public detail::io_context<controller<Traits>, Traits> {
     using io_context_type::retired_queues_;
     using io_context_type::staging_per_group_;
     using io_context_type::with_command_dma;
+    using pci_function_type::apply_cq_head;
+    using pci_function_type::apply_doorbell;
+    using pci_function_type::bus_master_;
+    using pci_function_type::clear_every_doorbell;
+    using pci_function_type::doorbell_table_;
+    using pci_function_type::drain_doorbells;
+    using pci_function_type::drain_every_doorbell;
+    using pci_function_type::read_shadow_doorbells;
+    using pci_function_type::shadow_doorbells_;
+    using pci_function_type::signal_group_interrupts;
+    using pci_function_type::signal_interrupts;
+    using pci_function_type::trace_doorbell_error;
+    using pci_function_type::update_intx;
+    using pci_function_type::write_event_indexes;
+    using pci_function_type::write_new_queue_event_index;
+    using reset_operations_type::ready_clear_deferred_;
+    using reset_operations_type::set_csts_bit;
+    using reset_operations_type::shutdown_flushes_;
+    using reset_operations_type::state_machine_;
 
 public:
     using dma_type = typename Traits::dma;
@@ -209,16 +257,12 @@ public:
     /// subsystem (which assigns CNTLID unless the config names one).
     controller(dma_type& dma, interrupts_type& interrupts, clock_type& clock, subsystem_type& subsystem,
                const controller_config& config = {})
-        : dma_{dma}
+        : pci_function_type{interrupts}
+        , dma_{dma}
         , clock_{clock}
         , config_{detail::checked_controller_config(config, limits, threading_type::concurrent_groups)}
         , subsystem_{&subsystem}
         , registers_{detail::controller_register_config(config_)}
-        , msix_{interrupts, limits.msix_vectors}
-        , intx_{interrupts}
-        , interrupts_state_{limits.msix_vectors}
-        , doorbells_{limits.io_queues}
-        , state_machine_{reset_ops_}
     {
         submission_queues_.resize(std::size_t{limits.io_queues} + 1U);
         completion_queues_.resize(std::size_t{limits.io_queues} + 1U);
@@ -281,154 +325,6 @@ private:
     }
 
 public:
-    // ---- BAR0 layout ------------------------------------------------------------------------
-
-    /// First byte of the MSI-X table in BAR0 (page aligned, after the doorbells).
-    [[nodiscard]] std::uint64_t msix_table_offset() const noexcept
-    {
-        const std::uint64_t doorbells_end =
-            spec::doorbell_base_offset +
-            (2U * (std::uint64_t{limits.io_queues} + 1U)) * registers_.doorbell_stride_bytes();
-        return round_up(doorbells_end, page_bytes);
-    }
-    /// First byte of the MSI-X PBA in BAR0 (page aligned, after the table).
-    [[nodiscard]] std::uint64_t msix_pba_offset() const noexcept
-    {
-        return msix_table_offset() + round_up(msix_type::table_bytes(limits.msix_vectors), page_bytes);
-    }
-    /// BAR0 size: a power of two covering registers, doorbells, MSI-X table and PBA.
-    [[nodiscard]] std::uint64_t bar0_size() const noexcept
-    {
-        const std::uint64_t end =
-            msix_pba_offset() + round_up(msix_type::pba_bytes(limits.msix_vectors), page_bytes);
-        return std::bit_ceil(end);
-    }
-
-    // ---- host-facing side ---------------------------------------------------------------------
-
-    /// A host read of BAR0.
-    [[nodiscard]] std::uint64_t mmio_read(std::uint64_t offset, unsigned width)
-    {
-        if (offset >= msix_pba_offset()) {
-            return msix_.read_pba(offset - msix_pba_offset(), width);
-        }
-        if (offset >= msix_table_offset()) {
-            return msix_.read_table(offset - msix_table_offset(), width);
-        }
-        if (coordination_.fatal_pending()) {
-            // A concurrent group's fatal queue DMA error shows in CSTS.CFS from now, not only
-            // after the admin context's next poll.
-            const coordination_scope scope{coordination_.admin()};
-            take_fatal_error();
-        }
-        const std::uint64_t host_errors = registers_.host_error_count();
-        const std::uint64_t value = registers_.read(offset, width);
-        trace_register_error(host_errors, offset);
-        return value;
-    }
-
-    /// A host write to BAR0. Register changes take effect at once; doorbells are handed to the
-    /// processing context and act at the next poll().
-    void mmio_write(std::uint64_t offset, unsigned width, std::uint64_t value)
-    {
-        if (offset >= msix_pba_offset()) {
-            msix_.write_pba(offset - msix_pba_offset(), width, value);
-            return;
-        }
-        if (offset >= msix_table_offset()) {
-            msix_.write_table(offset - msix_table_offset(), width, value);
-            return;
-        }
-        const std::uint64_t host_errors = registers_.host_error_count();
-        const register_event event = registers_.write(offset, width, value);
-        trace_register_error(host_errors, offset);
-        switch (event.kind) {
-        case register_event_kind::none:
-        case register_event_kind::admin_queue_attributes_written: break;
-        case register_event_kind::cc_written:
-            with_groups_paused([&] {
-                on_cc_written(spec::cc_register{static_cast<std::uint32_t>(event.old_value)},
-                              spec::cc_register{static_cast<std::uint32_t>(event.new_value)});
-            });
-            break;
-        case register_event_kind::nssr_written:
-            if (event.new_value == spec::nvm_subsystem_reset_value) {
-                handle_event(controller_event::subsystem_reset);
-            }
-            break;
-        case register_event_kind::interrupt_mask_changed: update_intx(); break;
-        case register_event_kind::doorbell: {
-            // Checked here, on the host-facing side, so that a bad write never replaces a good one
-            // still waiting in the channel: hardware applies doorbell writes one by one.
-            const auto value = static_cast<std::uint32_t>(event.new_value);
-            switch (doorbell_table_.check(event.queue_id, event.completion_queue, value)) {
-            case pci::doorbell_table::write_check::valid:
-                ring_doorbell(event.queue_id, event.completion_queue, value);
-                break;
-            case pci::doorbell_table::write_check::no_queue: // an invalid doorbell register (Base 2.0 5.2)
-                trace_doorbell_error(event.completion_queue ? trace_event::err_doorbell_invalid_cq
-                                                            : trace_event::err_doorbell_invalid_sq,
-                                     event.queue_id, value);
-                break;
-            case pci::doorbell_table::write_check::beyond_queue:
-                trace_doorbell_error(event.completion_queue ? trace_event::err_doorbell_invalid_cq_head
-                                                            : trace_event::err_doorbell_invalid_sq_tail,
-                                     event.queue_id, value);
-                break;
-            }
-            break;
-        }
-        }
-    }
-
-    /// The PCI MSI-X capability's Message Control bits, set by the transport from config space.
-    void set_msix_control(bool enabled, bool function_mask)
-    {
-        msix_.set_enabled(enabled);
-        msix_.set_function_mask(function_mask);
-    }
-
-    /// PCIe Function Level Reset, the transport's entry point.
-    void function_level_reset() { handle_event(controller_event::function_reset); }
-
-    /// Where the host decodes BAR0 (0: nowhere, the default). From then on every DMA touching
-    /// [address, address + bar0_size()) is refused, whatever the DMA provider would do with it:
-    /// a data transfer ends in Data Transfer Error, a queue access in a fatal controller status,
-    /// so no host value can make the controller read or write its own registers. The transport
-    /// that owns PCI configuration space calls this when the host programs BAR0.
-    void set_bar0_address(std::uint64_t address) noexcept
-    {
-        bar0_address_ = address;
-        if (bus_master_.load(std::memory_order_relaxed)) {
-            dma_.exclude(address, address == 0 ? 0 : bar0_size());
-        }
-    }
-    /// The BAR0 address set by set_bar0_address (0: none).
-    [[nodiscard]] std::uint64_t bar0_address() const noexcept { return bar0_address_; }
-
-    /// PCI Command.Bus Master Enable, set by the transport that owns PCI configuration space
-    /// (enabled until then, for embedders without one). While it is clear the function masters
-    /// nothing (PCIe Base 4.0 7.5.1.1.3): no command is fetched, no data moves, no completion is
-    /// posted and no MSI-X message is sent; doorbells and backend completions wait, register
-    /// events (CC.EN, CC.SHN, resets) still run, and setting it again resumes. Any DMA that
-    /// would still be attempted is refused (Data Transfer Error). Call it where set_bar0_address
-    /// is called.
-    void set_bus_master(bool enabled) noexcept
-    {
-        bus_master_.store(enabled, std::memory_order_release);
-        if (enabled) {
-            dma_.exclude(bar0_address_, bar0_address_ == 0 ? 0 : bar0_size());
-            for (auto& group : coordination_.groups()) {
-                if (group->runner) {
-                    group->runner->notify(); // it may have slept through doorbells meanwhile
-                }
-            }
-        } else {
-            dma_.exclude(0, std::numeric_limits<std::uint64_t>::max()); // every address
-        }
-    }
-    [[nodiscard]] bool bus_master() const noexcept { return bus_master_.load(std::memory_order_relaxed); }
-
     /// An internal fatal error: CSTS.CFS reads 1 until the host resets the controller.
     void fatal_error() { handle_event(controller_event::fatal_error); }
 
@@ -452,7 +348,7 @@ public:
         if (!is_property(offset, width)) {
             return std::nullopt;
         }
-        return mmio_read(offset, width);
+        return this->mmio_read(offset, width);
     }
 
     /// Writes a controller property: CC, NSSR and the others act as the same register written
@@ -463,7 +359,7 @@ public:
         if (!is_property(offset, width)) {
             return false;
         }
-        mmio_write(offset, width, value);
+        this->mmio_write(offset, width, value);
         return true;
     }
 
@@ -840,7 +736,6 @@ public:
         }
         return sum;
     }
-    [[nodiscard]] msix_table<interrupts_type>& msix() noexcept { return msix_; }
     /// Commands fetched and not yet returned to their pool, over every queue, deleted queues
     /// whose commands are still in a backend included. Admin context (concurrent groups are
     /// paused while it counts).
@@ -897,8 +792,6 @@ public:
     [[nodiscard]] const error_log& errors() const noexcept { return logs_.errors(); }
 
 private:
-    using msix_type = msix_table<interrupts_type>;
-    static constexpr std::uint64_t page_bytes = 4096;
     /// The largest admin queue (AQA.ASQS and AQA.ACQS are 12 bits, 0's based).
     static constexpr std::uint32_t max_admin_queue_entries = 4096;
 
@@ -907,310 +800,6 @@ private:
     {
         return (width == 4 || width == 8) && offset % width == 0 &&
                offset + width <= spec::doorbell_base_offset;
-    }
-
-    [[nodiscard]] static constexpr std::uint64_t round_up(std::uint64_t value,
-                                                          std::uint64_t alignment) noexcept
-    {
-        return (value + alignment - 1) / alignment * alignment;
-    }
-
-    /// The state machine's hands: what each transition does to this controller.
-    struct reset_operations {
-        controller* self;
-
-        [[nodiscard]] bool enable_configuration_valid() const { return self->enable_configuration_valid(); }
-        [[nodiscard]] bool ready_delay_elapsed() const
-        {
-            return self->clock_.now() - self->enable_started_ >= self->config_.ready_delay;
-        }
-        [[nodiscard]] bool shutdown_flush_complete() const
-        {
-            if (self->shutdown_flushes_.pending() != 0) {
-                self->poll_backends();
-            }
-            return self->shutdown_flushes_.pending() == 0;
-        }
-        void start_enable() { self->start_enable(); }
-        void set_ready(bool ready)
-        {
-            // A Controller Reset completes (RDY reads 0) only once the backend has returned every
-            // request of the commands it aborted: until then a backend may still move data into
-            // host memory, which the host may reuse as soon as it sees RDY = 0.
-            self->ready_clear_deferred_ = !ready && (self->io_outstanding() != 0 || !self->dma_idle());
-            self->set_csts_bit(spec::csts_register::rdy, ready || self->ready_clear_deferred_);
-        }
-        void stop_and_abort_all() { self->stop_and_abort_all(); }
-        void reset_controller_state() { self->reset_controller_state(); }
-        void begin_shutdown(bool abrupt)
-        {
-            if (!abrupt) {
-                self->start_shutdown_flush();
-            }
-            auto csts = self->registers_.csts();
-            self->registers_.set_csts(csts.with(csts.shst, spec::shutdown_status::processing));
-        }
-        void complete_shutdown()
-        {
-            auto csts = self->registers_.csts();
-            self->registers_.set_csts(csts.with(csts.shst, spec::shutdown_status::complete));
-        }
-        void subsystem_reset()
-        {
-            self->ready_clear_deferred_ = false; // CSTS returns to its power-on value at once
-            self->registers_.reset_power_on();
-            self->reset_features();
-            static_cast<void>(self->logs_.firmware().on_subsystem_reset());
-            self->set_csts_bit(spec::csts_register::nssro, true);
-            self->hold_ready_for_dma();
-        }
-        void function_reset()
-        {
-            self->ready_clear_deferred_ = false;
-            self->registers_.reset_power_on();
-            self->reset_features();
-            self->msix_.reset();
-            self->for_each_coalescer([](interrupt_coalescer& coalescer) { coalescer.reset(); });
-            self->hold_ready_for_dma();
-        }
-        void set_fatal() { self->set_csts_bit(spec::csts_register::cfs, true); }
-        void host_protocol_error(controller_state state, controller_event event)
-        {
-            ++self->statistics_.host_protocol_errors;
-            self->tracer_.trace(trace_record{.event = trace_event::err_invalid_state_transition,
-                                             .value = std::uint64_t{static_cast<std::uint8_t>(state)} << 8U |
-                                                      static_cast<std::uint8_t>(event)});
-        }
-    };
-
-    /// An NVM Subsystem Reset or FLR with DMA still in flight (asynchronous DMA) completes, RDY
-    /// reading 0, only once that DMA has: until then it may still write host memory.
-    void hold_ready_for_dma()
-    {
-        if (!this->dma_idle()) {
-            ready_clear_deferred_ = true;
-            set_csts_bit(spec::csts_register::rdy, true);
-        }
-    }
-
-    void set_csts_bit(const auto& field, bool value)
-    {
-        auto csts = registers_.csts();
-        registers_.set_csts(csts.with(field, value));
-    }
-
-    void on_cc_written(spec::cc_register old_cc, spec::cc_register new_cc)
-    {
-        for (const controller_event event : cc_write_events(old_cc, new_cc)) {
-            state_machine_.handle(event);
-        }
-    }
-
-    /// CC, AQA, ASQ and ACQ against CAP (controller_enable.hpp); a refusal is traced.
-    [[nodiscard]] bool enable_configuration_valid()
-    {
-        const auto refusal = enable_refusal(registers_, message_based_);
-        if (refusal) {
-            tracer_.trace(trace_record{.event = refusal->event, .value = refusal->value});
-        }
-        return !refusal;
-    }
-
-    void start_enable()
-    {
-        if (ready_clear_deferred_) {
-            // CC.EN = 1 before RDY read 0 breaks the reset protocol; the new enable wins.
-            ready_clear_deferred_ = false;
-            set_csts_bit(spec::csts_register::rdy, false);
-            ++statistics_.host_protocol_errors;
-            tracer_.trace(trace_record{.event = trace_event::err_enable_before_ready_clear});
-        }
-        enable_started_ = clock_.now();
-        memory_page_bytes_ = std::uint64_t{4096} << registers_.cc().get(spec::cc_register::mps);
-        const auto aqa = registers_.aqa();
-        const std::uint32_t asq_entries = message_based_ ? admin_queue_entries_ : aqa.get(aqa.asqs) + 1U;
-        const std::uint32_t acq_entries = message_based_ ? admin_queue_entries_ : aqa.get(aqa.acqs) + 1U;
-        if (message_based_) {
-            completion_queues_[0] =
-                std::make_unique<detail::completion_queue<command>>(0, acq_entries, cq_ring::message_based);
-            submission_queues_[0] = std::make_unique<detail::submission_queue<command>>(
-                0, 0, asq_entries, limits.commands_per_queue, sq_ring::message_based);
-        } else {
-            completion_queues_[0] = std::make_unique<detail::completion_queue<command>>(
-                0, acq_entries, queue_memory::contiguous(registers_.acq().raw), 0, true);
-            submission_queues_[0] = std::make_unique<detail::submission_queue<command>>(
-                0, 0, asq_entries, limits.commands_per_queue, queue_memory::contiguous(registers_.asq().raw));
-        }
-        completion_queues_[0]->bound_submission_queues = 1;
-        // Doorbells written while the controller was disabled belong to no queue of this enable.
-        doorbell_table_.clear();
-        clear_every_doorbell();
-        static_cast<void>(doorbell_table_.take_invalid_registers());
-        static_cast<void>(doorbell_table_.take_invalid_values());
-        if (!message_based_) { // a message-based queue has no doorbell
-            doorbell_table_.publish(0, false, asq_entries);
-            doorbell_table_.publish(0, true, acq_entries);
-        }
-    }
-
-    /// Stops every queue: in-flight commands are dropped without a completion (Base 2.0 3.7.2),
-    /// held completions are discarded, and all queues, admin included, are deleted.
-    void stop_and_abort_all()
-    {
-        shutdown_flushes_.abandon(); // flushes still in a backend no longer count
-        for (auto& cq : completion_queues_) {
-            if (cq) {
-                cq->held.clear_and_dispose([](command* cmd) { drop_completion(*cmd); });
-            }
-        }
-        for (std::uint16_t qid = 0; qid <= limits.io_queues; ++qid) {
-            retire_submission_queue(qid);
-        }
-        for (auto& cq : completion_queues_) {
-            cq.reset();
-        }
-        clear_every_doorbell();
-        for (auto& group : coordination_.groups()) {
-            group->completion_queues.clear();
-            group->submission_queues.clear();
-            group->intx_wanted.store(false, std::memory_order_relaxed);
-        }
-        next_group_ = 0;
-        static_cast<void>(doorbell_table_.take_invalid_registers());
-        logs_.clear_events();
-        shadow_doorbells_.disable();
-        update_intx(); // no CQ holds an entry any more
-    }
-
-    using shutdown_flush_set = detail::shutdown_flushes<namespace_type, routed_completion>;
-
-    /// CC.SHN normal: flush every volatile cache of the attached namespaces (shutdown_flushes.hpp).
-    void start_shutdown_flush()
-    {
-        shutdown_flushes_.start(this, &on_shutdown_flush_complete, [&](auto&& flush) {
-            subsystem_->for_each_namespace([&](namespace_type& ns) {
-                if (ns.attached_to(controller_id_) && ns.backend().has_volatile_cache()) {
-                    flush(ns);
-                }
-            });
-        });
-    }
-
-    /// A shutdown flush's completion, on whichever thread the backend completed it: finished in
-    /// the admin context.
-    static void on_shutdown_flush_complete(block_request& request, block_status status)
-    {
-        auto& done = *static_cast<typename shutdown_flush_set::flush*>(request.context);
-        auto& self = *static_cast<controller*>(done.owner);
-        if (!self.coordination_.route(self.coordination_.admin(), done.routed, request, status,
-                                      &finish_shutdown_flush)) {
-            finish_shutdown_flush(request, status);
-        }
-    }
-
-    static void finish_shutdown_flush(block_request& request, block_status)
-    {
-        auto& done = *static_cast<typename shutdown_flush_set::flush*>(request.context);
-        static_cast<controller*>(done.owner)->shutdown_flushes_.finished(done);
-    }
-
-    void reset_controller_state()
-    {
-        registers_.reset_controller();
-        reset_features();
-    }
-
-    void reset_features()
-    {
-        granted_queues_.reset();
-        io_queue_created_ = false;
-        for_each_coalescer([](interrupt_coalescer& coalescer) { coalescer.reset(); });
-        features_.controller_reset(clock_.now());
-        keep_alive_.stop();
-        static_cast<void>(logs_.firmware().on_controller_reset());
-        // The Error Information log is kept across controller resets, so that a host can read
-        // why the controller failed (a Keep Alive expiry, say) after the reset that recovers it.
-    }
-
-    // ---- doorbells ----------------------------------------------------------------------------
-
-    /// The admin context's doorbells (every context's, unless groups are concurrent), after the
-    /// invalid doorbell writes counted since the last poll.
-    void drain_doorbells()
-    {
-        take_doorbell_errors();
-        if (concurrent()) {
-            doorbells_.drain([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
-                apply_doorbell(coordination_.admin(), qid, completion_queue, value);
-            });
-            return;
-        }
-        drain_every_doorbell([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
-            apply_doorbell(cq_owner(qid), qid, completion_queue, value);
-        });
-    }
-
-    /// Invalid doorbell writes counted on the host-facing side (and by concurrent groups): counted,
-    /// logged and reported as asynchronous events.
-    void take_doorbell_errors()
-    {
-        if (const auto writes = doorbell_table_.take_invalid_registers(); writes != 0) {
-            record_invalid_doorbells(spec::error_event::invalid_doorbell_register, writes);
-        }
-        if (const auto writes = doorbell_table_.take_invalid_values(); writes != 0) {
-            record_invalid_doorbells(spec::error_event::invalid_doorbell_value, writes);
-        }
-    }
-
-    /// Admin context: `writes` invalid doorbell writes of one kind. Each is an error with its own
-    /// Error Information entry, the log page the asynchronous event names (Base 2.0 5.2.2); one
-    /// event reports them all.
-    void record_invalid_doorbells(spec::error_event event, std::uint64_t writes)
-    {
-        statistics_.invalid_doorbells += writes;
-        // Not tied to a command (Base 2.0 5.16.1.2): SQID, CID and Parameter Error Location are
-        // FFFFh, and the status is the most applicable one: a doorbell of a queue that does not
-        // exist names an invalid queue, a value beyond the queue is an invalid field.
-        error_record record{};
-        record.status = event == spec::error_event::invalid_doorbell_register
-                            ? spec::status{spec::command_specific_status::invalid_queue_identifier}
-                            : spec::status{spec::generic_status::invalid_field};
-        // Entries that newer ones of the same burst would replace at once only advance the count.
-        const std::uint64_t kept = std::min<std::uint64_t>(writes, logs_.errors().capacity());
-        logs_.skip_errors(writes - kept);
-        for (std::uint64_t i = 0; i < kept; ++i) {
-            record_error(record);
-        }
-        logs_.events().post(spec::async_event_completion{event});
-    }
-
-    /// A doorbell value for queue `qid`, which `group` owns (for a CQ) or runs (for an SQ).
-    /// A doorbell register write arms the queue's shadow slot (read_shadow_doorbells).
-    void apply_doorbell(group_type& group, std::uint16_t qid, bool completion_queue, std::uint32_t value)
-    {
-        if (completion_queue) {
-            apply_cq_head(group, qid, value, true);
-        } else {
-            apply_sq_tail(qid, value, true);
-        }
-    }
-
-    /// Hands a checked doorbell value to the context that owns the queue, and wakes that
-    /// context's thread when it sleeps. A queue's group is stored before its doorbell becomes
-    /// valid (pci::doorbell_table).
-    void ring_doorbell(std::uint16_t qid, bool completion_queue, std::uint32_t value)
-    {
-        group_type* group =
-            qid == 0 ? nullptr : coordination_.groups()[doorbell_table_.group(qid, completion_queue)].get();
-        auto& channel = group != nullptr ? group->doorbells : doorbells_;
-        if (completion_queue) {
-            channel.ring_cq_head(qid, value);
-        } else {
-            channel.ring_sq_tail(qid, value);
-        }
-        if (group != nullptr && group->runner) {
-            group->runner->notify(); // after the value is visible (poll_group.hpp, the producers' rule)
-        }
     }
 
     /// The context that owns CQ `qid`: the admin context for the admin CQ, else its poll group.
@@ -1278,25 +867,6 @@ private:
         }
     }
 
-    /// Forgets every doorbell value not yet taken (the admin channel's and every group's).
-    void clear_every_doorbell() noexcept
-    {
-        doorbells_.clear();
-        for (auto& group : coordination_.groups()) {
-            group->doorbells.clear();
-        }
-    }
-
-    /// The admin queue's doorbells, then every poll group's.
-    template <typename F>
-    void drain_every_doorbell(F&& f)
-    {
-        doorbells_.drain(f);
-        for (auto& group : coordination_.groups()) {
-            group->doorbells.drain(f);
-        }
-    }
-
     /// Runs the SQs of one poll group; counts its poll and commands.
     std::size_t process_group_queues(group_type& group)
     {
@@ -1346,130 +916,6 @@ private:
     static void erase_queue(std::vector<std::uint16_t>& queues, std::uint16_t qid)
     {
         std::erase(queues, qid);
-    }
-
-    /// `from_register`: written to the doorbell register (not read from a shadow slot).
-    void apply_sq_tail(std::uint16_t qid, std::uint32_t value, bool from_register = false)
-    {
-        if (!submission_queue_exists(qid)) {
-            trace_doorbell_error(trace_event::err_doorbell_invalid_sq, qid, value);
-            report_invalid_doorbell(spec::error_event::invalid_doorbell_register);
-            return;
-        }
-        auto& sq = *submission_queues_[qid];
-        sq.shadow_armed = sq.shadow_armed || from_register;
-        if (!sq.ring.set_tail(value)) {
-            trace_doorbell_error(trace_event::err_doorbell_invalid_sq_tail, qid, value);
-            report_invalid_doorbell(spec::error_event::invalid_doorbell_value);
-        }
-    }
-
-    void apply_cq_head(group_type& group, std::uint16_t qid, std::uint32_t value, bool from_register = false)
-    {
-        if (!completion_queue_exists(qid)) {
-            trace_doorbell_error(trace_event::err_doorbell_invalid_cq, qid, value);
-            report_invalid_doorbell(spec::error_event::invalid_doorbell_register);
-            return;
-        }
-        auto& cq = *completion_queues_[qid];
-        cq.shadow_armed = cq.shadow_armed || from_register;
-        if (!cq.ring.set_head(value)) {
-            trace_doorbell_error(trace_event::err_doorbell_invalid_cq_head, qid, value);
-            report_invalid_doorbell(spec::error_event::invalid_doorbell_value);
-            return;
-        }
-        post_held_completions(group, cq);
-    }
-
-    void report_invalid_doorbell(spec::error_event event)
-    {
-        if (concurrent()) { // counted and reported by the admin context
-            if (event == spec::error_event::invalid_doorbell_register) {
-                doorbell_table_.count_invalid_register();
-            } else {
-                doorbell_table_.count_invalid_value();
-            }
-            return;
-        }
-        record_invalid_doorbells(event, 1);
-    }
-
-    /// The shadow doorbells (pci/shadow_doorbells.hpp) of one group's queues (the admin queue has none). A
-    /// queue's slot is taken as work only once the host has written the queue's doorbell register since
-    /// creating it: a host may re-create a queue without clearing its slots (SPDK's driver does), and the old
-    /// queue's tail must not run as new commands. Hosts write the register first, because a new queue's
-    /// EventIdx (0) asks them to.
-    void read_shadow_doorbells(group_type& group)
-    {
-        if (!shadow_doorbells_.enabled()) {
-            return;
-        }
-        for (const std::uint16_t qid : group.completion_queues) {
-            read_shadow_cq_head(group, qid);
-        }
-        for (const std::uint16_t qid : group.submission_queues) {
-            read_shadow_sq_tail(group, qid);
-        }
-    }
-
-    void read_shadow_cq_head(group_type& group, std::uint16_t qid)
-    {
-        std::uint32_t head = 0;
-        if (!completion_queues_[qid]->shadow_armed) {
-            return;
-        }
-        if (read_shadow(group, qid, true, head) && head != completion_queues_[qid]->ring.head()) {
-            apply_cq_head(group, qid, head);
-        }
-    }
-
-    void read_shadow_sq_tail(group_type& group, std::uint16_t qid)
-    {
-        std::uint32_t tail = 0;
-        if (!submission_queues_[qid]->shadow_armed) {
-            return;
-        }
-        if (read_shadow(group, qid, false, tail) && tail != submission_queues_[qid]->ring.tail()) {
-            apply_sq_tail(qid, tail);
-        }
-    }
-
-    bool read_shadow(group_type& group, std::uint16_t qid, bool completion_queue, std::uint32_t& value)
-    {
-        if constexpr (shadow_doorbells_supported) {
-            if (shadow_doorbells_.read(dma_, qid, completion_queue, value)) {
-                ++group.dma_errors;
-                tracer_.trace(trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
-                return false;
-            }
-            return true;
-        } else {
-            return false; // never enabled (Doorbell Buffer Config is not offered)
-        }
-    }
-
-    /// The EventIdx of one group's queues.
-    void write_event_indexes(group_type& group)
-    {
-        if (!shadow_doorbells_.enabled()) {
-            return;
-        }
-        for (const std::uint16_t qid : group.submission_queues) {
-            write_event_index(group, qid, false, submission_queues_[qid]->ring.tail());
-        }
-        for (const std::uint16_t qid : group.completion_queues) {
-            write_event_index(group, qid, true, completion_queues_[qid]->ring.head());
-        }
-    }
-
-    void write_event_index(group_type& group, std::uint16_t qid, bool completion_queue, std::uint32_t value)
-    {
-        if constexpr (shadow_doorbells_supported) {
-            if (shadow_doorbells_.write_event_index(dma_, qid, completion_queue, value)) {
-                ++group.dma_errors;
-                tracer_.trace(trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
-            }
-        }
     }
 
 public:
@@ -1531,7 +977,8 @@ public:
     }
 
     // The whole of this public section is the handlers' interface: HandlerContext and
-    // AdminHandlerContext (handler_context.hpp); everything after it is the controller's own.
+    // AdminHandlerContext (handler_context.hpp), with what io_context.hpp (data, staging buffers,
+    // backend requests, finish) and pci/function.hpp (coalescing, shadow doorbells) contribute.
 
     using staging_type = detail::staging_buffer;
 
@@ -1561,16 +1008,6 @@ public:
     [[nodiscard]] std::span<std::byte> admin_buffer() noexcept { return admin_data_; }
     /// Keep Alive received: the timer restarts.
     void keep_alive_received() { keep_alive_.restart(clock_.now()); }
-
-    /// The coalescers of every context, configured alike (Set Features 08h and 09h, resets).
-    template <typename F>
-    void for_each_coalescer(F&& f)
-    {
-        f(interrupts_state_.coalescer());
-        for (auto& group : coordination_.groups()) {
-            f(group->interrupts.coalescer());
-        }
-    }
 
     /// The host read the log page of an event type without RAE: that type is reported again.
     void acknowledge_event_type(spec::async_event_type type) noexcept { logs_.acknowledge_event_type(type); }
@@ -1737,13 +1174,6 @@ public:
         completion_queues_[qid].reset();
     }
 
-    /// Doorbell Buffer Config's buffers: shadow doorbells at `shadow_address`, EventIdx at
-    /// `event_index_address` (each one memory page, checked by the caller).
-    void configure_shadow_doorbells(std::uint64_t shadow_address, std::uint64_t event_index_address)
-    {
-        shadow_doorbells_.configure(shadow_address, event_index_address, registers_.doorbell_stride_bytes());
-    }
-
     // ---- controller features (command_sets/features.hpp decides Set/Get Features) -------------
 
     /// The feature table (feature_table.hpp).
@@ -1759,123 +1189,9 @@ public:
     void grant_queues(spec::number_of_queues granted) noexcept { granted_queues_ = granted; }
     /// I/O queue pairs this controller offers at most (controller_config::io_queues).
     [[nodiscard]] std::uint16_t max_io_queues() const noexcept { return config_.io_queues; }
-    /// The admin context's interrupt coalescing; every context's is configured alike.
-    [[nodiscard]] const interrupt_coalescer& admin_coalescer() const noexcept
-    {
-        return interrupts_state_.coalescer();
-    }
-
-private:
-    /// The admin context's interrupts: every CQ's, unless groups are concurrent (then the admin
-    /// CQ's, and the INTx pin for all).
-    void signal_interrupts()
-    {
-        const auto now = clock_.now();
-        auto& state = interrupts_state_;
-        if (concurrent()) {
-            if (completion_queues_[0]) {
-                consider_interrupt(*completion_queues_[0], state, now);
-            }
-        } else {
-            for (auto& cq : completion_queues_) {
-                if (cq) {
-                    consider_interrupt(*cq, state, now);
-                }
-            }
-        }
-        signal_due_vectors(state, now);
-        update_intx();
-    }
-
-    /// A concurrent group's interrupts: its CQs' vectors, and whether it wants the INTx pin.
-    void signal_group_interrupts(group_type& group)
-    {
-        const auto now = clock_.now();
-        for (const std::uint16_t qid : group.completion_queues) {
-            consider_interrupt(*completion_queues_[qid], group.interrupts, now);
-        }
-        signal_due_vectors(group.interrupts, now);
-        if constexpr (IntxInterruptProvider<interrupts_type>) {
-            const bool wanted = group_wants_intx(group);
-            if (wanted != group.intx_wanted.load(std::memory_order_relaxed)) {
-                group.intx_wanted.store(wanted, std::memory_order_relaxed);
-                refresh_intx();
-            }
-        }
-    }
-
-    /// Entries posted on `cq` since the last poll: due for its vector unless coalesced.
-    static void consider_interrupt(detail::completion_queue<command>& cq, pci::vector_signalling& signalling,
-                                   std::chrono::nanoseconds now)
-    {
-        if (cq.posted_since_signal == 0) {
-            return;
-        }
-        const std::uint32_t posted = std::exchange(cq.posted_since_signal, 0U);
-        if (cq.ring.interrupts_enabled()) {
-            signalling.on_completions(cq.ring.interrupt_vector(), cq.ring.qid() != 0, posted, now);
-        }
-    }
-
-    void signal_due_vectors(pci::vector_signalling& signalling, std::chrono::nanoseconds now)
-    {
-        signalling.raise_due(now, [this](std::uint16_t vector) {
-            tracer_.trace(trace_record{.event = trace_event::interrupt_raised, .value = vector});
-            msix_.signal(vector);
-        });
-    }
-
-    [[nodiscard]] static bool cq_wants_intx(const detail::completion_queue<command>& cq) noexcept
-    {
-        return cq.ring.interrupts_enabled() && cq.ring.outstanding() != 0;
-    }
-
-    /// Pin-based interrupts (when MSI-X is off and the provider has INTx): the pin is asserted
-    /// while a CQ with interrupts enabled holds entries and INTMS does not mask vector 0. Admin
-    /// context. With concurrent groups, running groups report their CQs at the end of each poll
-    /// (signal_group_interrupts); while they are paused or stopped the admin context reads their
-    /// CQs itself.
-    void update_intx()
-    {
-        if constexpr (IntxInterruptProvider<interrupts_type>) {
-            const bool allowed = !msix_.enabled() && (registers_.interrupt_mask() & 1U) == 0;
-            if (concurrent()) {
-                intx_.report_admin(allowed, completion_queues_[0] && cq_wants_intx(*completion_queues_[0]));
-                if (coordination_.paused_or_stopped()) {
-                    for (auto& group : coordination_.groups()) {
-                        group->intx_wanted.store(group_wants_intx(*group), std::memory_order_relaxed);
-                    }
-                }
-                refresh_intx();
-                return;
-            }
-            intx_.set_level(allowed && std::any_of(completion_queues_.begin(), completion_queues_.end(),
-                                                   [](const auto& cq) { return cq && cq_wants_intx(*cq); }));
-        }
-    }
-
-    /// Whether a CQ of `group` wants the INTx pin; its owner only.
-    [[nodiscard]] bool group_wants_intx(const group_type& group) const
-    {
-        return std::any_of(group.completion_queues.begin(), group.completion_queues.end(),
-                           [this](std::uint16_t qid) { return cq_wants_intx(*completion_queues_[qid]); });
-    }
-
-    /// Concurrent groups: sets the pin from what the admin context and the groups last reported
-    /// (pci::intx_pin). Any thread.
-    void refresh_intx()
-    {
-        if constexpr (IntxInterruptProvider<interrupts_type>) {
-            intx_.refresh([this] {
-                return std::any_of(
-                    coordination_.groups().begin(), coordination_.groups().end(),
-                    [](const auto& group) { return group->intx_wanted.load(std::memory_order_relaxed); });
-            });
-        }
-    }
 
     // ---- namespaces, logs, features and events ---------------------------------------------------
-public:
+
     /// A discovery controller's Discovery log page changed (fabrics_identity::discovery): when
     /// the host enabled Discovery Log Page Change Notices, a Notice event (F0h, log page 70h)
     /// completes an Asynchronous Event Request at the next poll(). Returns whether it was queued.
@@ -1940,21 +1256,6 @@ private:
         record_error(record);
     }
 
-    void trace_doorbell_error(trace_event event, std::uint16_t qid, std::uint32_t value) noexcept
-    {
-        tracer_.trace(trace_record{.event = event, .qid = qid, .value = value});
-    }
-
-    /// The register file's host error of the access at `offset`, if it counted one since
-    /// `host_errors_before`.
-    void trace_register_error(std::uint64_t host_errors_before, std::uint64_t offset) noexcept
-    {
-        if (registers_.host_error_count() != host_errors_before) {
-            tracer_.trace(
-                trace_record{.event = register_error_event(registers_.last_host_error()), .value = offset});
-        }
-    }
-
     void record_error(const error_record& record) { logs_.record_error(record); }
 
     /// The context that runs an SQ: its CQ's.
@@ -1978,41 +1279,19 @@ private:
         }
     }
 
-    // ---- admin commands of the controller core ---------------------------------------------------
-
-    /// A new queue's EventIdx is 0, its tail or head, before the host learns of the queue: whatever
-    /// an earlier queue left in the slot, the host's first doorbell then goes to the register,
-    /// which arms the shadow slot (read_shadow_doorbells).
-    void write_new_queue_event_index(std::uint16_t qid, bool completion_queue)
-    {
-        if (shadow_doorbells_.enabled()) {
-            write_event_index(coordination_.admin(), qid, completion_queue, 0);
-        }
-    }
+    // ---- the controller's own state ----------------------------------------------------------------
 
     dma_guard<dma_type> dma_; ///< the embedder's provider, refusing the controller's own BAR0
     clock_type& clock_;
     controller_config config_;
     subsystem_type* subsystem_;
     register_file registers_;
-    msix_type msix_;
-    pci::intx_pin<interrupts_type> intx_;
-    /// Coalescing and due vectors of the admin context; of every CQ unless groups are concurrent,
-    /// when each group has its own (configured alike).
-    pci::vector_signalling interrupts_state_;
-    doorbell_channel doorbells_; ///< the admin queue's; the I/O queues' are in their poll groups
     /// The admin context and the poll groups.
     coordination_type coordination_{std::uint16_t{0}, fetch_batch, limits.max_segments, std::uint16_t{1}};
-    /// By doorbell: its queue's entries and poll group, and the invalid writes not yet taken.
-    pci::doorbell_table doorbell_table_{limits.io_queues};
     std::uint16_t next_group_ = 0; ///< round-robin placement
-    reset_operations reset_ops_{this};
-    reset_state_machine<reset_operations> state_machine_;
     std::vector<std::unique_ptr<detail::submission_queue<command>>> submission_queues_;
     std::vector<std::unique_ptr<detail::completion_queue<command>>> completion_queues_;
     std::optional<spec::number_of_queues> granted_queues_;
-    std::uint64_t bar0_address_ = 0;     ///< where the host decodes BAR0 (set_bar0_address)
-    std::atomic<bool> bus_master_{true}; ///< PCI Command.Bus Master Enable (set_bus_master)
     /// The admin queue is message-based (connect_admin_queue), of this many entries.
     bool message_based_ = false;
     std::uint32_t admin_queue_entries_ = 0;
@@ -2022,13 +1301,9 @@ private:
         spec::command_dword0{}.with(spec::command_dword0::fuse, spec::fused_operation{3}).raw;
     std::uint32_t cdw0_required_ = 0;
     bool io_queue_created_ = false; ///< an I/O SQ or CQ was created since the last Controller Reset
-    pci::shadow_doorbells shadow_doorbells_;
-    std::chrono::nanoseconds enable_started_{0};
     controller_statistics statistics_{};
     /// Called from every context that detects an event.
     [[no_unique_address]] tracer_type tracer_{};
-    /// A Controller Reset waits for its aborted commands' backend requests before RDY reads 0.
-    bool ready_clear_deferred_ = false;
 
     std::unique_ptr<subsystem_type> owned_subsystem_;
     std::uint16_t controller_id_ = 0;
@@ -2038,7 +1313,6 @@ private:
     /// Admin data built or received by a handler (Identify, logs, features).
     static constexpr std::size_t admin_data_bytes = 16384;
     std::vector<std::byte> admin_data_;
-    shutdown_flush_set shutdown_flushes_;
     keep_alive_timer keep_alive_;
     feature_table features_{detail::controller_feature_config(config_), clock_.now()};
     /// Error Information, SMART / Health, Firmware Slot, Telemetry, Changed Namespace List, events.
