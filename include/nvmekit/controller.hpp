@@ -18,7 +18,7 @@
 // clang-format off
 /// | header                      | what it owns |
 /// |-----------------------------|--------------|
-/// | io_context.hpp              | a command's record and request life: fetch, dispatch, the handlers' data interface, staging buffers, backend requests, completion, asynchronous DMA (dma_journal.hpp), retired queues |
+/// | io_context.hpp              | a command's record and request life: fetch, dispatch, the handlers' data interface, staging buffers, backend requests, completion, the DMA provider behind its BAR0 guard, asynchronous DMA (dma_journal.hpp), retired queues |
 /// | pci/function.hpp            | the PCIe function: BAR0 layout and accesses, MSI-X table, Bus Master Enable, doorbells and shadow doorbells applied to the rings, interrupt signalling and INTx |
 /// | pci/reset_operations.hpp    | the reset state machine's hands: enable, Controller Reset, shutdown and its flushes, NVM Subsystem Reset, FLR |
 /// | group_coordination.hpp      | the admin context and the poll groups, and how they take turns |
@@ -158,6 +158,7 @@ class controller : public detail::io_context<controller<Traits>, Traits>,
     // What the controller's own members use of its parts.
     using io_context_type::acquire_request;
     using io_context_type::complete;
+    using io_context_type::dma_;
     using io_context_type::dma_slots_;
     using io_context_type::dma_status;
     using io_context_type::drop_completion;
@@ -257,8 +258,8 @@ public:
     /// subsystem (which assigns CNTLID unless the config names one).
     controller(dma_type& dma, interrupts_type& interrupts, clock_type& clock, subsystem_type& subsystem,
                const controller_config& config = {})
-        : pci_function_type{interrupts}
-        , dma_{dma}
+        : io_context_type{dma}
+        , pci_function_type{interrupts}
         , clock_{clock}
         , config_{detail::checked_controller_config(config, limits, threading_type::concurrent_groups)}
         , subsystem_{&subsystem}
@@ -1281,7 +1282,6 @@ private:
 
     // ---- the controller's own state ----------------------------------------------------------------
 
-    dma_guard<dma_type> dma_; ///< the embedder's provider, refusing the controller's own BAR0
     clock_type& clock_;
     controller_config config_;
     subsystem_type* subsystem_;

@@ -12,6 +12,8 @@
 ///   I/O and media errors;
 /// - asynchronous DMA (dma_journal.hpp): the slots of requests in flight, each command's journal,
 ///   parking a command and running it again, fetches and completion writes by request;
+/// - the DMA provider behind its BAR0 guard (dma_guard.hpp), which every part reaches host
+///   memory through;
 /// - the submission queues deleted with commands still in a backend (retired queues).
 ///
 /// A command's request: acquire_request (fetched) -> complete (completed; held while the CQ is
@@ -42,6 +44,7 @@
 #include <nvmekit/controller_config.hpp>
 #include <nvmekit/dispatcher.hpp>
 #include <nvmekit/dma.hpp>
+#include <nvmekit/dma_guard.hpp>
 #include <nvmekit/dma_journal.hpp>
 #include <nvmekit/error.hpp>
 #include <nvmekit/handler_context.hpp>
@@ -136,7 +139,7 @@ protected:
     static constexpr std::size_t staging_bytes =
         limits.max_transfer_bytes() + limits.max_transfer_bytes() / 16U + 4096U;
 
-    io_context() = default;
+    explicit io_context(dma_type& dma) noexcept : dma_{dma} {}
 
     [[nodiscard]] Controller& self() noexcept { return static_cast<Controller&>(*this); }
     [[nodiscard]] const Controller& self() const noexcept { return static_cast<const Controller&>(*this); }
@@ -231,7 +234,7 @@ public:
     [[nodiscard]] std::span<std::byte> map_host(std::uint64_t address, std::size_t length)
     {
         if constexpr (MappingDmaProvider<dma_type>) {
-            return self().dma_.map(address, length);
+            return dma_.map(address, length);
         } else {
             return {};
         }
@@ -525,7 +528,7 @@ protected:
         if constexpr (dma_completes_later) {
             return no_host_memory_;
         } else {
-            return self().dma_;
+            return dma_;
         }
     }
 
@@ -577,7 +580,7 @@ protected:
             slot.owner = const_cast<command*>(cmd);
             slot.group = cmd->group;
             cmd->async.cqe_in_flight = true;
-            context->self().dma_.inner().submit(slot.request);
+            context->dma_.inner().submit(slot.request);
             return {};
         }
     };
@@ -592,14 +595,14 @@ protected:
             return f(journaled);
         } else {
             static_cast<void>(speculative);
-            return f(self().dma_);
+            return f(dma_);
         }
     }
 
     std::error_code journal_read(const command& cmd, std::uint64_t address, std::span<std::byte> destination,
                                  bool speculative)
     {
-        if (self().dma_.touches_window(address, destination.size())) {
+        if (dma_.touches_window(address, destination.size())) {
             return make_error_code(errc::dma_fault);
         }
         if (destination.empty()) {
@@ -620,7 +623,7 @@ protected:
             slot->owner = const_cast<command*>(&cmd);
             slot->group = cmd.group;
             journal.record(*slot);
-            self().dma_.inner().submit(slot->request);
+            dma_.inner().submit(slot->request);
         }
         if (!slot->settled) {
             journal.blocked = true;
@@ -636,7 +639,7 @@ protected:
     std::error_code journal_write(const command& cmd, std::uint64_t address,
                                   std::span<const std::byte> source)
     {
-        if (self().dma_.touches_window(address, source.size())) {
+        if (dma_.touches_window(address, source.size())) {
             return make_error_code(errc::dma_fault);
         }
         if (source.empty()) {
@@ -657,7 +660,7 @@ protected:
         slot.owner = const_cast<command*>(&cmd);
         slot.group = cmd.group;
         journal.record(slot);
-        self().dma_.inner().submit(slot.request);
+        dma_.inner().submit(slot.request);
         return {};
     }
 
@@ -696,7 +699,7 @@ protected:
             static constexpr int rounds = 8;
             for (int round = 0; round < rounds; ++round) {
                 if (dma_slots_.outstanding() != 0) {
-                    self().dma_.inner().poll();
+                    dma_.inner().poll();
                 }
                 if (dma_slots_.take_completed([this](dma_slot& slot) { settle(slot); }) == 0) {
                     return;
@@ -774,7 +777,7 @@ protected:
         slot.group = &group;
         slot.entries = run.entries;
         sq.fetch_in_flight = true;
-        self().dma_.inner().submit(slot.request);
+        dma_.inner().submit(slot.request);
     }
 
     /// A fetch completed: its entries run (unless the queue was deleted, the controller is no
@@ -1101,6 +1104,9 @@ protected:
         }
     }
 
+    /// The embedder's provider, refusing the controller's own BAR0. First, at the controller's
+    /// offset 0, as the I/O path reaches it most.
+    dma_guard<dma_type> dma_;
     /// Asynchronous DMA only: the requests in flight and their buffers (dma_journal.hpp).
     [[no_unique_address]] std::conditional_t<dma_completes_later, dma_slot_pool, no_async_state> dma_slots_;
     [[no_unique_address]] std::conditional_t<dma_completes_later, refusing_dma, no_async_state>
