@@ -11,6 +11,22 @@
 ///     ctrl.mmio_write(0x14, 4, cc);        // the host's BAR0 accesses
 ///     ctrl.poll();                         // nothing runs until the embedder polls
 ///
+/// Composition: this header holds the public API and the controller's own state (configuration,
+/// registers, queues, poll groups, features, logs, namespaces); the rest is in parts, each owning
+/// its data, composed statically (CRTP bases reaching the controller through self(), or members):
+///
+// clang-format off
+/// | header                      | what it owns |
+/// |-----------------------------|--------------|
+/// | io_context.hpp              | a command's record and request life: fetch, dispatch, the handlers' data interface, staging buffers, backend requests, completion, the DMA provider behind its BAR0 guard, asynchronous DMA (dma_journal.hpp), retired queues |
+/// | pci/function.hpp            | the PCIe function: BAR0 layout and accesses, MSI-X table, Bus Master Enable, doorbells and shadow doorbells applied to the rings, interrupt signalling and INTx |
+/// | pci/reset_operations.hpp    | the reset state machine's hands: enable, Controller Reset, shutdown and its flushes, NVM Subsystem Reset, FLR |
+/// | group_coordination.hpp      | the admin context and the poll groups, and how they take turns |
+/// | queue_pair.hpp              | a submission and a completion queue: ring, request pool, held completions |
+/// | pci/doorbell_table.hpp, pci/shadow_doorbells.hpp, pci/interrupt_signalling.hpp | doorbell validity and ownership, Doorbell Buffer Config's buffers, vector coalescing and the INTx pin |
+/// | controller_config.hpp, controller_logs.hpp, handler_context.hpp | configuration and limits, the log pages and events, the handlers' context concepts |
+// clang-format on
+///
 /// Threading: by default nothing runs unless the embedder calls a member function, and the same
 /// sequence of calls always gives the same results; poll() runs the admin queue and every poll
 /// group on the caller's thread. With the multi_threaded policy (Traits::threading, threading.hpp)
@@ -87,13 +103,16 @@
 #include <nvmekit/host_ranges.hpp>
 #include <nvmekit/interrupt_coalescing.hpp>
 #include <nvmekit/interrupts.hpp>
+#include <nvmekit/io_context.hpp>
 #include <nvmekit/keep_alive_timer.hpp>
 #include <nvmekit/mailbox.hpp>
 #include <nvmekit/msix.hpp>
 #include <nvmekit/namespace_table.hpp>
 #include <nvmekit/nvm_namespace.hpp>
 #include <nvmekit/pci/doorbell_table.hpp>
+#include <nvmekit/pci/function.hpp>
 #include <nvmekit/pci/interrupt_signalling.hpp>
+#include <nvmekit/pci/reset_operations.hpp>
 #include <nvmekit/pci/shadow_doorbells.hpp>
 #include <nvmekit/poll_group.hpp>
 #include <nvmekit/poll_group_state.hpp>
@@ -122,8 +141,61 @@
 
 NVMEKIT_BEGIN_NAMESPACE
 
+/// The controller: its parts composed, and its public API. The parts are bases reached at compile
+/// time (CRTP): each owns its data and reaches the rest through the controller (see the top of
+/// this file for what each owns).
 template <typename Traits>
-class controller {
+class controller : public detail::io_context<controller<Traits>, Traits>,
+                   public pci::function<controller<Traits>, Traits>,
+                   public pci::reset_operations<controller<Traits>, Traits> {
+    using io_context_type = detail::io_context<controller<Traits>, Traits>;
+    using pci_function_type = pci::function<controller<Traits>, Traits>;
+    using reset_operations_type = pci::reset_operations<controller<Traits>, Traits>;
+    friend io_context_type;
+    friend pci_function_type;
+    friend reset_operations_type;
+
+    // What the controller's own members use of its parts.
+    using io_context_type::acquire_request;
+    using io_context_type::complete;
+    using io_context_type::dma_;
+    using io_context_type::dma_slots_;
+    using io_context_type::dma_status;
+    using io_context_type::drop_completion;
+    using io_context_type::error;
+    using io_context_type::execute;
+    using io_context_type::fetch_batch;
+    using io_context_type::free_retired_queues;
+    using io_context_type::poll_backends;
+    using io_context_type::poll_dma;
+    using io_context_type::post_held_completions;
+    using io_context_type::process_submission_queue;
+    using io_context_type::report_async_events;
+    using io_context_type::resume_staging_waiters;
+    using io_context_type::retire_submission_queue;
+    using io_context_type::retired_queues_;
+    using io_context_type::staging_per_group_;
+    using io_context_type::with_command_dma;
+    using pci_function_type::apply_cq_head;
+    using pci_function_type::apply_doorbell;
+    using pci_function_type::bus_master_;
+    using pci_function_type::clear_every_doorbell;
+    using pci_function_type::doorbell_table_;
+    using pci_function_type::drain_doorbells;
+    using pci_function_type::drain_every_doorbell;
+    using pci_function_type::read_shadow_doorbells;
+    using pci_function_type::shadow_doorbells_;
+    using pci_function_type::signal_group_interrupts;
+    using pci_function_type::signal_interrupts;
+    using pci_function_type::trace_doorbell_error;
+    using pci_function_type::update_intx;
+    using pci_function_type::write_event_indexes;
+    using pci_function_type::write_new_queue_event_index;
+    using reset_operations_type::ready_clear_deferred_;
+    using reset_operations_type::set_csts_bit;
+    using reset_operations_type::shutdown_flushes_;
+    using reset_operations_type::state_machine_;
+
 public:
     using dma_type = typename Traits::dma;
     using interrupts_type = typename Traits::interrupts;
@@ -138,8 +210,7 @@ public:
     /// True when Traits::dma is an AsyncDmaProvider whose requests complete after submit()
     /// returns: the controller then never waits for host memory (dma_journal.hpp). Any other
     /// provider, an InlineAsyncDmaProvider included, takes the synchronous path.
-    static constexpr bool dma_completes_later =
-        AsyncDmaProvider<dma_type> && !InlineAsyncDmaProvider<dma_type>;
+    static constexpr bool dma_completes_later = dma_completes_later_v<dma_type>;
     /// Doorbell Buffer Config: the shadow doorbells are read in place, which asynchronous DMA
     /// cannot do, so a controller with it reports the command as not supported.
     static constexpr bool shadow_doorbells_supported = !dma_completes_later;
@@ -172,49 +243,11 @@ public:
                   "limits: max_segments must hold a PRP transfer of MDTS bytes (2^mdts + 1 ranges)");
     static_assert(limits.staging_buffers >= 1, "limits: at least one staging buffer");
 
-    struct command;
-    struct no_async_state {};
-    /// A command's part of asynchronous DMA (dma_journal.hpp).
-    struct async_command_state {
-        detail::dma_journal journal;
-        /// The step that runs again when the journal's reads have completed: null for the
-        /// handler, else the continuation that blocked.
-        command_result (*step)(controller&, command&) = nullptr;
-        command_result deferred{};  ///< the result of a command finished while its writes were in flight
-        bool cqe_in_flight = false; ///< its completion queue entry is being written
-    };
-
-    /// One command from fetch to posted completion. Handlers receive it; `sqe` is the command as
-    /// the host submitted it. The other members belong to the controller.
-    struct command {
-        spec::submission_queue_entry sqe{};
-        spec::completion_queue_entry cqe{};
-        detail::submission_queue<command>* sq = nullptr;
-        std::uint32_t request_index = 0;
-        detail::list_hook held_hook; ///< waiting for CQ space
-        detail::list_hook wait_hook; ///< waiting for a staging buffer
-        controller* owner = nullptr;
-        /// The context that runs it.
-        detail::poll_group_state<command, threading_type::concurrent_groups>* group = nullptr;
-        // Backend I/O state.
-        namespace_type* ns = nullptr;
-        std::array<block_request, 2> block{};
-        std::array<routed_completion, 2> routed{}; ///< block[i] completed on another thread
-        std::uint8_t blocks_pending = 0;
-        block_status block_result = block_status::success;
-        /// Runs when every block request has completed; returns the command's result.
-        command_result (*continuation)(controller&, command&) = nullptr;
-        detail::staging_buffer* staging = nullptr;
-        command_progress progress{}; ///< what a multi-step command has done so far
-        std::uint64_t error_lba = 0; ///< the first LBA of a media error, for its Error Information entry
-        std::uint32_t data_segment_count = 0;
-        std::array<io_segment, limits.max_segments> data_segments{};
-        std::array<io_segment, 2> metadata_segments{};
-        /// Asynchronous DMA only: the journal of its accesses and the step that runs again.
-        [[no_unique_address]] mutable std::conditional_t<dma_completes_later, async_command_state,
-                                                         no_async_state>
-            async{};
-    };
+    using no_async_state = detail::no_async_state;
+    using async_command_state = detail::async_command_state<controller, Traits>;
+    /// One command from fetch to posted completion (io_context.hpp). Handlers receive it; `sqe`
+    /// is the command as the host submitted it. The other members belong to the controller.
+    using command = detail::controller_command<controller, Traits>;
 
     using table_type = dispatch_table<controller, command>;
     using group_type = detail::poll_group_state<command, threading_type::concurrent_groups>;
@@ -225,16 +258,12 @@ public:
     /// subsystem (which assigns CNTLID unless the config names one).
     controller(dma_type& dma, interrupts_type& interrupts, clock_type& clock, subsystem_type& subsystem,
                const controller_config& config = {})
-        : dma_{dma}
+        : io_context_type{dma}
+        , pci_function_type{interrupts}
         , clock_{clock}
         , config_{detail::checked_controller_config(config, limits, threading_type::concurrent_groups)}
         , subsystem_{&subsystem}
         , registers_{detail::controller_register_config(config_)}
-        , msix_{interrupts, limits.msix_vectors}
-        , intx_{interrupts}
-        , interrupts_state_{limits.msix_vectors}
-        , doorbells_{limits.io_queues}
-        , state_machine_{reset_ops_}
     {
         submission_queues_.resize(std::size_t{limits.io_queues} + 1U);
         completion_queues_.resize(std::size_t{limits.io_queues} + 1U);
@@ -297,154 +326,6 @@ private:
     }
 
 public:
-    // ---- BAR0 layout ------------------------------------------------------------------------
-
-    /// First byte of the MSI-X table in BAR0 (page aligned, after the doorbells).
-    [[nodiscard]] std::uint64_t msix_table_offset() const noexcept
-    {
-        const std::uint64_t doorbells_end =
-            spec::doorbell_base_offset +
-            (2U * (std::uint64_t{limits.io_queues} + 1U)) * registers_.doorbell_stride_bytes();
-        return round_up(doorbells_end, page_bytes);
-    }
-    /// First byte of the MSI-X PBA in BAR0 (page aligned, after the table).
-    [[nodiscard]] std::uint64_t msix_pba_offset() const noexcept
-    {
-        return msix_table_offset() + round_up(msix_type::table_bytes(limits.msix_vectors), page_bytes);
-    }
-    /// BAR0 size: a power of two covering registers, doorbells, MSI-X table and PBA.
-    [[nodiscard]] std::uint64_t bar0_size() const noexcept
-    {
-        const std::uint64_t end =
-            msix_pba_offset() + round_up(msix_type::pba_bytes(limits.msix_vectors), page_bytes);
-        return std::bit_ceil(end);
-    }
-
-    // ---- host-facing side ---------------------------------------------------------------------
-
-    /// A host read of BAR0.
-    [[nodiscard]] std::uint64_t mmio_read(std::uint64_t offset, unsigned width)
-    {
-        if (offset >= msix_pba_offset()) {
-            return msix_.read_pba(offset - msix_pba_offset(), width);
-        }
-        if (offset >= msix_table_offset()) {
-            return msix_.read_table(offset - msix_table_offset(), width);
-        }
-        if (coordination_.fatal_pending()) {
-            // A concurrent group's fatal queue DMA error shows in CSTS.CFS from now, not only
-            // after the admin context's next poll.
-            const coordination_scope scope{coordination_.admin()};
-            take_fatal_error();
-        }
-        const std::uint64_t host_errors = registers_.host_error_count();
-        const std::uint64_t value = registers_.read(offset, width);
-        trace_register_error(host_errors, offset);
-        return value;
-    }
-
-    /// A host write to BAR0. Register changes take effect at once; doorbells are handed to the
-    /// processing context and act at the next poll().
-    void mmio_write(std::uint64_t offset, unsigned width, std::uint64_t value)
-    {
-        if (offset >= msix_pba_offset()) {
-            msix_.write_pba(offset - msix_pba_offset(), width, value);
-            return;
-        }
-        if (offset >= msix_table_offset()) {
-            msix_.write_table(offset - msix_table_offset(), width, value);
-            return;
-        }
-        const std::uint64_t host_errors = registers_.host_error_count();
-        const register_event event = registers_.write(offset, width, value);
-        trace_register_error(host_errors, offset);
-        switch (event.kind) {
-        case register_event_kind::none:
-        case register_event_kind::admin_queue_attributes_written: break;
-        case register_event_kind::cc_written:
-            with_groups_paused([&] {
-                on_cc_written(spec::cc_register{static_cast<std::uint32_t>(event.old_value)},
-                              spec::cc_register{static_cast<std::uint32_t>(event.new_value)});
-            });
-            break;
-        case register_event_kind::nssr_written:
-            if (event.new_value == spec::nvm_subsystem_reset_value) {
-                handle_event(controller_event::subsystem_reset);
-            }
-            break;
-        case register_event_kind::interrupt_mask_changed: update_intx(); break;
-        case register_event_kind::doorbell: {
-            // Checked here, on the host-facing side, so that a bad write never replaces a good one
-            // still waiting in the channel: hardware applies doorbell writes one by one.
-            const auto value = static_cast<std::uint32_t>(event.new_value);
-            switch (doorbell_table_.check(event.queue_id, event.completion_queue, value)) {
-            case pci::doorbell_table::write_check::valid:
-                ring_doorbell(event.queue_id, event.completion_queue, value);
-                break;
-            case pci::doorbell_table::write_check::no_queue: // an invalid doorbell register (Base 2.0 5.2)
-                trace_doorbell_error(event.completion_queue ? trace_event::err_doorbell_invalid_cq
-                                                            : trace_event::err_doorbell_invalid_sq,
-                                     event.queue_id, value);
-                break;
-            case pci::doorbell_table::write_check::beyond_queue:
-                trace_doorbell_error(event.completion_queue ? trace_event::err_doorbell_invalid_cq_head
-                                                            : trace_event::err_doorbell_invalid_sq_tail,
-                                     event.queue_id, value);
-                break;
-            }
-            break;
-        }
-        }
-    }
-
-    /// The PCI MSI-X capability's Message Control bits, set by the transport from config space.
-    void set_msix_control(bool enabled, bool function_mask)
-    {
-        msix_.set_enabled(enabled);
-        msix_.set_function_mask(function_mask);
-    }
-
-    /// PCIe Function Level Reset, the transport's entry point.
-    void function_level_reset() { handle_event(controller_event::function_reset); }
-
-    /// Where the host decodes BAR0 (0: nowhere, the default). From then on every DMA touching
-    /// [address, address + bar0_size()) is refused, whatever the DMA provider would do with it:
-    /// a data transfer ends in Data Transfer Error, a queue access in a fatal controller status,
-    /// so no host value can make the controller read or write its own registers. The transport
-    /// that owns PCI configuration space calls this when the host programs BAR0.
-    void set_bar0_address(std::uint64_t address) noexcept
-    {
-        bar0_address_ = address;
-        if (bus_master_.load(std::memory_order_relaxed)) {
-            dma_.exclude(address, address == 0 ? 0 : bar0_size());
-        }
-    }
-    /// The BAR0 address set by set_bar0_address (0: none).
-    [[nodiscard]] std::uint64_t bar0_address() const noexcept { return bar0_address_; }
-
-    /// PCI Command.Bus Master Enable, set by the transport that owns PCI configuration space
-    /// (enabled until then, for embedders without one). While it is clear the function masters
-    /// nothing (PCIe Base 4.0 7.5.1.1.3): no command is fetched, no data moves, no completion is
-    /// posted and no MSI-X message is sent; doorbells and backend completions wait, register
-    /// events (CC.EN, CC.SHN, resets) still run, and setting it again resumes. Any DMA that
-    /// would still be attempted is refused (Data Transfer Error). Call it where set_bar0_address
-    /// is called.
-    void set_bus_master(bool enabled) noexcept
-    {
-        bus_master_.store(enabled, std::memory_order_release);
-        if (enabled) {
-            dma_.exclude(bar0_address_, bar0_address_ == 0 ? 0 : bar0_size());
-            for (auto& group : coordination_.groups()) {
-                if (group->runner) {
-                    group->runner->notify(); // it may have slept through doorbells meanwhile
-                }
-            }
-        } else {
-            dma_.exclude(0, std::numeric_limits<std::uint64_t>::max()); // every address
-        }
-    }
-    [[nodiscard]] bool bus_master() const noexcept { return bus_master_.load(std::memory_order_relaxed); }
-
     /// An internal fatal error: CSTS.CFS reads 1 until the host resets the controller.
     void fatal_error() { handle_event(controller_event::fatal_error); }
 
@@ -468,7 +349,7 @@ public:
         if (!is_property(offset, width)) {
             return std::nullopt;
         }
-        return mmio_read(offset, width);
+        return this->mmio_read(offset, width);
     }
 
     /// Writes a controller property: CC, NSSR and the others act as the same register written
@@ -479,7 +360,7 @@ public:
         if (!is_property(offset, width)) {
             return false;
         }
-        mmio_write(offset, width, value);
+        this->mmio_write(offset, width, value);
         return true;
     }
 
@@ -636,7 +517,7 @@ public:
         poll_dma();
         poll_backends();
         free_retired_queues();
-        if (ready_clear_deferred_ && io_outstanding() == 0 && dma_idle()) {
+        if (ready_clear_deferred_ && io_outstanding() == 0 && this->dma_idle()) {
             ready_clear_deferred_ = false;
             set_csts_bit(spec::csts_register::rdy, false); // the Controller Reset is complete
         }
@@ -885,7 +766,6 @@ public:
         }
         return sum;
     }
-    [[nodiscard]] msix_table<interrupts_type>& msix() noexcept { return msix_; }
     /// Commands fetched and not yet returned to their pool, over every queue, deleted queues
     /// whose commands are still in a backend included. Admin context (concurrent groups are
     /// paused while it counts).
@@ -942,9 +822,6 @@ public:
     [[nodiscard]] const error_log& errors() const noexcept { return logs_.errors(); }
 
 private:
-    using msix_type = msix_table<interrupts_type>;
-    static constexpr std::uint64_t page_bytes = 4096;
-    static constexpr std::size_t fetch_batch = 32;
     /// The largest admin queue (AQA.ASQS and AQA.ACQS are 12 bits, 0's based).
     static constexpr std::uint32_t max_admin_queue_entries = 4096;
 
@@ -953,310 +830,6 @@ private:
     {
         return (width == 4 || width == 8) && offset % width == 0 &&
                offset + width <= spec::doorbell_base_offset;
-    }
-
-    [[nodiscard]] static constexpr std::uint64_t round_up(std::uint64_t value,
-                                                          std::uint64_t alignment) noexcept
-    {
-        return (value + alignment - 1) / alignment * alignment;
-    }
-
-    /// The state machine's hands: what each transition does to this controller.
-    struct reset_operations {
-        controller* self;
-
-        [[nodiscard]] bool enable_configuration_valid() const { return self->enable_configuration_valid(); }
-        [[nodiscard]] bool ready_delay_elapsed() const
-        {
-            return self->clock_.now() - self->enable_started_ >= self->config_.ready_delay;
-        }
-        [[nodiscard]] bool shutdown_flush_complete() const
-        {
-            if (self->shutdown_flushes_.pending() != 0) {
-                self->poll_backends();
-            }
-            return self->shutdown_flushes_.pending() == 0;
-        }
-        void start_enable() { self->start_enable(); }
-        void set_ready(bool ready)
-        {
-            // A Controller Reset completes (RDY reads 0) only once the backend has returned every
-            // request of the commands it aborted: until then a backend may still move data into
-            // host memory, which the host may reuse as soon as it sees RDY = 0.
-            self->ready_clear_deferred_ = !ready && (self->io_outstanding() != 0 || !self->dma_idle());
-            self->set_csts_bit(spec::csts_register::rdy, ready || self->ready_clear_deferred_);
-        }
-        void stop_and_abort_all() { self->stop_and_abort_all(); }
-        void reset_controller_state() { self->reset_controller_state(); }
-        void begin_shutdown(bool abrupt)
-        {
-            if (!abrupt) {
-                self->start_shutdown_flush();
-            }
-            auto csts = self->registers_.csts();
-            self->registers_.set_csts(csts.with(csts.shst, spec::shutdown_status::processing));
-        }
-        void complete_shutdown()
-        {
-            auto csts = self->registers_.csts();
-            self->registers_.set_csts(csts.with(csts.shst, spec::shutdown_status::complete));
-        }
-        void subsystem_reset()
-        {
-            self->ready_clear_deferred_ = false; // CSTS returns to its power-on value at once
-            self->registers_.reset_power_on();
-            self->reset_features();
-            static_cast<void>(self->logs_.firmware().on_subsystem_reset());
-            self->set_csts_bit(spec::csts_register::nssro, true);
-            self->hold_ready_for_dma();
-        }
-        void function_reset()
-        {
-            self->ready_clear_deferred_ = false;
-            self->registers_.reset_power_on();
-            self->reset_features();
-            self->msix_.reset();
-            self->for_each_coalescer([](interrupt_coalescer& coalescer) { coalescer.reset(); });
-            self->hold_ready_for_dma();
-        }
-        void set_fatal() { self->set_csts_bit(spec::csts_register::cfs, true); }
-        void host_protocol_error(controller_state state, controller_event event)
-        {
-            ++self->statistics_.host_protocol_errors;
-            self->tracer_.trace(trace_record{.event = trace_event::err_invalid_state_transition,
-                                             .value = std::uint64_t{static_cast<std::uint8_t>(state)} << 8U |
-                                                      static_cast<std::uint8_t>(event)});
-        }
-    };
-
-    /// An NVM Subsystem Reset or FLR with DMA still in flight (asynchronous DMA) completes, RDY
-    /// reading 0, only once that DMA has: until then it may still write host memory.
-    void hold_ready_for_dma()
-    {
-        if (!dma_idle()) {
-            ready_clear_deferred_ = true;
-            set_csts_bit(spec::csts_register::rdy, true);
-        }
-    }
-
-    void set_csts_bit(const auto& field, bool value)
-    {
-        auto csts = registers_.csts();
-        registers_.set_csts(csts.with(field, value));
-    }
-
-    void on_cc_written(spec::cc_register old_cc, spec::cc_register new_cc)
-    {
-        for (const controller_event event : cc_write_events(old_cc, new_cc)) {
-            state_machine_.handle(event);
-        }
-    }
-
-    /// CC, AQA, ASQ and ACQ against CAP (controller_enable.hpp); a refusal is traced.
-    [[nodiscard]] bool enable_configuration_valid()
-    {
-        const auto refusal = enable_refusal(registers_, message_based_);
-        if (refusal) {
-            tracer_.trace(trace_record{.event = refusal->event, .value = refusal->value});
-        }
-        return !refusal;
-    }
-
-    void start_enable()
-    {
-        if (ready_clear_deferred_) {
-            // CC.EN = 1 before RDY read 0 breaks the reset protocol; the new enable wins.
-            ready_clear_deferred_ = false;
-            set_csts_bit(spec::csts_register::rdy, false);
-            ++statistics_.host_protocol_errors;
-            tracer_.trace(trace_record{.event = trace_event::err_enable_before_ready_clear});
-        }
-        enable_started_ = clock_.now();
-        memory_page_bytes_ = std::uint64_t{4096} << registers_.cc().get(spec::cc_register::mps);
-        const auto aqa = registers_.aqa();
-        const std::uint32_t asq_entries = message_based_ ? admin_queue_entries_ : aqa.get(aqa.asqs) + 1U;
-        const std::uint32_t acq_entries = message_based_ ? admin_queue_entries_ : aqa.get(aqa.acqs) + 1U;
-        if (message_based_) {
-            completion_queues_[0] =
-                std::make_unique<detail::completion_queue<command>>(0, acq_entries, cq_ring::message_based);
-            submission_queues_[0] = std::make_unique<detail::submission_queue<command>>(
-                0, 0, asq_entries, limits.commands_per_queue, sq_ring::message_based);
-        } else {
-            completion_queues_[0] = std::make_unique<detail::completion_queue<command>>(
-                0, acq_entries, queue_memory::contiguous(registers_.acq().raw), 0, true);
-            submission_queues_[0] = std::make_unique<detail::submission_queue<command>>(
-                0, 0, asq_entries, limits.commands_per_queue, queue_memory::contiguous(registers_.asq().raw));
-        }
-        completion_queues_[0]->bound_submission_queues = 1;
-        // Doorbells written while the controller was disabled belong to no queue of this enable.
-        doorbell_table_.clear();
-        clear_every_doorbell();
-        static_cast<void>(doorbell_table_.take_invalid_registers());
-        static_cast<void>(doorbell_table_.take_invalid_values());
-        if (!message_based_) { // a message-based queue has no doorbell
-            doorbell_table_.publish(0, false, asq_entries);
-            doorbell_table_.publish(0, true, acq_entries);
-        }
-    }
-
-    /// Stops every queue: in-flight commands are dropped without a completion (Base 2.0 3.7.2),
-    /// held completions are discarded, and all queues, admin included, are deleted.
-    void stop_and_abort_all()
-    {
-        shutdown_flushes_.abandon(); // flushes still in a backend no longer count
-        for (auto& cq : completion_queues_) {
-            if (cq) {
-                cq->held.clear_and_dispose([](command* cmd) { drop_completion(*cmd); });
-            }
-        }
-        for (std::uint16_t qid = 0; qid <= limits.io_queues; ++qid) {
-            retire_submission_queue(qid);
-        }
-        for (auto& cq : completion_queues_) {
-            cq.reset();
-        }
-        clear_every_doorbell();
-        for (auto& group : coordination_.groups()) {
-            group->completion_queues.clear();
-            group->submission_queues.clear();
-            group->intx_wanted.store(false, std::memory_order_relaxed);
-        }
-        next_group_ = 0;
-        static_cast<void>(doorbell_table_.take_invalid_registers());
-        logs_.clear_events();
-        shadow_doorbells_.disable();
-        update_intx(); // no CQ holds an entry any more
-    }
-
-    using shutdown_flush_set = detail::shutdown_flushes<namespace_type, routed_completion>;
-
-    /// CC.SHN normal: flush every volatile cache of the attached namespaces (shutdown_flushes.hpp).
-    void start_shutdown_flush()
-    {
-        shutdown_flushes_.start(this, &on_shutdown_flush_complete, [&](auto&& flush) {
-            subsystem_->for_each_namespace([&](namespace_type& ns) {
-                if (ns.attached_to(controller_id_) && ns.backend().has_volatile_cache()) {
-                    flush(ns);
-                }
-            });
-        });
-    }
-
-    /// A shutdown flush's completion, on whichever thread the backend completed it: finished in
-    /// the admin context.
-    static void on_shutdown_flush_complete(block_request& request, block_status status)
-    {
-        auto& done = *static_cast<typename shutdown_flush_set::flush*>(request.context);
-        auto& self = *static_cast<controller*>(done.owner);
-        if (!self.coordination_.route(self.coordination_.admin(), done.routed, request, status,
-                                      &finish_shutdown_flush)) {
-            finish_shutdown_flush(request, status);
-        }
-    }
-
-    static void finish_shutdown_flush(block_request& request, block_status)
-    {
-        auto& done = *static_cast<typename shutdown_flush_set::flush*>(request.context);
-        static_cast<controller*>(done.owner)->shutdown_flushes_.finished(done);
-    }
-
-    void reset_controller_state()
-    {
-        registers_.reset_controller();
-        reset_features();
-    }
-
-    void reset_features()
-    {
-        granted_queues_.reset();
-        io_queue_created_ = false;
-        for_each_coalescer([](interrupt_coalescer& coalescer) { coalescer.reset(); });
-        features_.controller_reset(clock_.now());
-        keep_alive_.stop();
-        static_cast<void>(logs_.firmware().on_controller_reset());
-        // The Error Information log is kept across controller resets, so that a host can read
-        // why the controller failed (a Keep Alive expiry, say) after the reset that recovers it.
-    }
-
-    // ---- doorbells ----------------------------------------------------------------------------
-
-    /// The admin context's doorbells (every context's, unless groups are concurrent), after the
-    /// invalid doorbell writes counted since the last poll.
-    void drain_doorbells()
-    {
-        take_doorbell_errors();
-        if (concurrent()) {
-            doorbells_.drain([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
-                apply_doorbell(coordination_.admin(), qid, completion_queue, value);
-            });
-            return;
-        }
-        drain_every_doorbell([this](std::uint16_t qid, bool completion_queue, std::uint32_t value) {
-            apply_doorbell(cq_owner(qid), qid, completion_queue, value);
-        });
-    }
-
-    /// Invalid doorbell writes counted on the host-facing side (and by concurrent groups): counted,
-    /// logged and reported as asynchronous events.
-    void take_doorbell_errors()
-    {
-        if (const auto writes = doorbell_table_.take_invalid_registers(); writes != 0) {
-            record_invalid_doorbells(spec::error_event::invalid_doorbell_register, writes);
-        }
-        if (const auto writes = doorbell_table_.take_invalid_values(); writes != 0) {
-            record_invalid_doorbells(spec::error_event::invalid_doorbell_value, writes);
-        }
-    }
-
-    /// Admin context: `writes` invalid doorbell writes of one kind. Each is an error with its own
-    /// Error Information entry, the log page the asynchronous event names (Base 2.0 5.2.2); one
-    /// event reports them all.
-    void record_invalid_doorbells(spec::error_event event, std::uint64_t writes)
-    {
-        statistics_.invalid_doorbells += writes;
-        // Not tied to a command (Base 2.0 5.16.1.2): SQID, CID and Parameter Error Location are
-        // FFFFh, and the status is the most applicable one: a doorbell of a queue that does not
-        // exist names an invalid queue, a value beyond the queue is an invalid field.
-        error_record record{};
-        record.status = event == spec::error_event::invalid_doorbell_register
-                            ? spec::status{spec::command_specific_status::invalid_queue_identifier}
-                            : spec::status{spec::generic_status::invalid_field};
-        // Entries that newer ones of the same burst would replace at once only advance the count.
-        const std::uint64_t kept = std::min<std::uint64_t>(writes, logs_.errors().capacity());
-        logs_.skip_errors(writes - kept);
-        for (std::uint64_t i = 0; i < kept; ++i) {
-            record_error(record);
-        }
-        logs_.events().post(spec::async_event_completion{event});
-    }
-
-    /// A doorbell value for queue `qid`, which `group` owns (for a CQ) or runs (for an SQ).
-    /// A doorbell register write arms the queue's shadow slot (read_shadow_doorbells).
-    void apply_doorbell(group_type& group, std::uint16_t qid, bool completion_queue, std::uint32_t value)
-    {
-        if (completion_queue) {
-            apply_cq_head(group, qid, value, true);
-        } else {
-            apply_sq_tail(qid, value, true);
-        }
-    }
-
-    /// Hands a checked doorbell value to the context that owns the queue, and wakes that
-    /// context's thread when it sleeps. A queue's group is stored before its doorbell becomes
-    /// valid (pci::doorbell_table).
-    void ring_doorbell(std::uint16_t qid, bool completion_queue, std::uint32_t value)
-    {
-        group_type* group =
-            qid == 0 ? nullptr : coordination_.groups()[doorbell_table_.group(qid, completion_queue)].get();
-        auto& channel = group != nullptr ? group->doorbells : doorbells_;
-        if (completion_queue) {
-            channel.ring_cq_head(qid, value);
-        } else {
-            channel.ring_sq_tail(qid, value);
-        }
-        if (group != nullptr && group->runner) {
-            group->runner->notify(); // after the value is visible (poll_group.hpp, the producers' rule)
-        }
     }
 
     /// The context that owns CQ `qid`: the admin context for the admin CQ, else its poll group.
@@ -1324,25 +897,6 @@ private:
         }
     }
 
-    /// Forgets every doorbell value not yet taken (the admin channel's and every group's).
-    void clear_every_doorbell() noexcept
-    {
-        doorbells_.clear();
-        for (auto& group : coordination_.groups()) {
-            group->doorbells.clear();
-        }
-    }
-
-    /// The admin queue's doorbells, then every poll group's.
-    template <typename F>
-    void drain_every_doorbell(F&& f)
-    {
-        doorbells_.drain(f);
-        for (auto& group : coordination_.groups()) {
-            group->doorbells.drain(f);
-        }
-    }
-
     /// Runs the SQs of one poll group; counts its poll and commands.
     std::size_t process_group_queues(group_type& group)
     {
@@ -1394,223 +948,8 @@ private:
         std::erase(queues, qid);
     }
 
-    /// `from_register`: written to the doorbell register (not read from a shadow slot).
-    void apply_sq_tail(std::uint16_t qid, std::uint32_t value, bool from_register = false)
-    {
-        if (!submission_queue_exists(qid)) {
-            trace_doorbell_error(trace_event::err_doorbell_invalid_sq, qid, value);
-            report_invalid_doorbell(spec::error_event::invalid_doorbell_register);
-            return;
-        }
-        auto& sq = *submission_queues_[qid];
-        sq.shadow_armed = sq.shadow_armed || from_register;
-        if (!sq.ring.set_tail(value)) {
-            trace_doorbell_error(trace_event::err_doorbell_invalid_sq_tail, qid, value);
-            report_invalid_doorbell(spec::error_event::invalid_doorbell_value);
-        }
-    }
-
-    void apply_cq_head(group_type& group, std::uint16_t qid, std::uint32_t value, bool from_register = false)
-    {
-        if (!completion_queue_exists(qid)) {
-            trace_doorbell_error(trace_event::err_doorbell_invalid_cq, qid, value);
-            report_invalid_doorbell(spec::error_event::invalid_doorbell_register);
-            return;
-        }
-        auto& cq = *completion_queues_[qid];
-        cq.shadow_armed = cq.shadow_armed || from_register;
-        if (!cq.ring.set_head(value)) {
-            trace_doorbell_error(trace_event::err_doorbell_invalid_cq_head, qid, value);
-            report_invalid_doorbell(spec::error_event::invalid_doorbell_value);
-            return;
-        }
-        post_held_completions(group, cq);
-    }
-
-    void report_invalid_doorbell(spec::error_event event)
-    {
-        if (concurrent()) { // counted and reported by the admin context
-            if (event == spec::error_event::invalid_doorbell_register) {
-                doorbell_table_.count_invalid_register();
-            } else {
-                doorbell_table_.count_invalid_value();
-            }
-            return;
-        }
-        record_invalid_doorbells(event, 1);
-    }
-
-    /// The shadow doorbells (pci/shadow_doorbells.hpp) of one group's queues (the admin queue has none). A
-    /// queue's slot is taken as work only once the host has written the queue's doorbell register since
-    /// creating it: a host may re-create a queue without clearing its slots (SPDK's driver does), and the old
-    /// queue's tail must not run as new commands. Hosts write the register first, because a new queue's
-    /// EventIdx (0) asks them to.
-    void read_shadow_doorbells(group_type& group)
-    {
-        if (!shadow_doorbells_.enabled()) {
-            return;
-        }
-        for (const std::uint16_t qid : group.completion_queues) {
-            read_shadow_cq_head(group, qid);
-        }
-        for (const std::uint16_t qid : group.submission_queues) {
-            read_shadow_sq_tail(group, qid);
-        }
-    }
-
-    void read_shadow_cq_head(group_type& group, std::uint16_t qid)
-    {
-        std::uint32_t head = 0;
-        if (!completion_queues_[qid]->shadow_armed) {
-            return;
-        }
-        if (read_shadow(group, qid, true, head) && head != completion_queues_[qid]->ring.head()) {
-            apply_cq_head(group, qid, head);
-        }
-    }
-
-    void read_shadow_sq_tail(group_type& group, std::uint16_t qid)
-    {
-        std::uint32_t tail = 0;
-        if (!submission_queues_[qid]->shadow_armed) {
-            return;
-        }
-        if (read_shadow(group, qid, false, tail) && tail != submission_queues_[qid]->ring.tail()) {
-            apply_sq_tail(qid, tail);
-        }
-    }
-
-    bool read_shadow(group_type& group, std::uint16_t qid, bool completion_queue, std::uint32_t& value)
-    {
-        if constexpr (shadow_doorbells_supported) {
-            if (shadow_doorbells_.read(dma_, qid, completion_queue, value)) {
-                ++group.dma_errors;
-                tracer_.trace(trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
-                return false;
-            }
-            return true;
-        } else {
-            return false; // never enabled (Doorbell Buffer Config is not offered)
-        }
-    }
-
-    /// The EventIdx of one group's queues.
-    void write_event_indexes(group_type& group)
-    {
-        if (!shadow_doorbells_.enabled()) {
-            return;
-        }
-        for (const std::uint16_t qid : group.submission_queues) {
-            write_event_index(group, qid, false, submission_queues_[qid]->ring.tail());
-        }
-        for (const std::uint16_t qid : group.completion_queues) {
-            write_event_index(group, qid, true, completion_queues_[qid]->ring.head());
-        }
-    }
-
-    void write_event_index(group_type& group, std::uint16_t qid, bool completion_queue, std::uint32_t value)
-    {
-        if constexpr (shadow_doorbells_supported) {
-            if (shadow_doorbells_.write_event_index(dma_, qid, completion_queue, value)) {
-                ++group.dma_errors;
-                tracer_.trace(trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
-            }
-        }
-    }
-
-    // ---- command processing -------------------------------------------------------------------
-
-    std::size_t process_submission_queue(detail::submission_queue<command>& sq, group_type& group)
-    {
-        if constexpr (dma_completes_later) {
-            if (!sq.ring.is_message_based()) {
-                start_fetch(sq, group); // its commands run when the entries have arrived
-                return 0;
-            }
-        }
-        std::size_t executed = 0;
-        while (!sq.ring.empty() && !group.stopped) {
-            const std::uint32_t room = std::min<std::uint32_t>(
-                static_cast<std::uint32_t>(sq.pool.available()), static_cast<std::uint32_t>(fetch_batch));
-            if (room == 0) {
-                break; // every request of this queue is in use: back-pressure
-            }
-            std::uint32_t fetched = 0;
-            if (sq.ring.fetch(ring_dma(), std::span{group.fetch_buffer}.first(room), fetched)) {
-                // The SQ cannot be read: a controller fatal status is what the spec offers
-                // (Base 2.0 9.5); the host recovers by resetting the controller.
-                tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = sq.ring.qid()});
-                coordination_.raise_fatal(group);
-                break;
-            }
-            for (std::uint32_t i = 0; i < fetched; ++i) {
-                auto& cmd = acquire_request(sq, group, group.fetch_buffer[i]);
-                trace_command(trace_event::sqe_fetched, cmd);
-                execute(cmd);
-                ++executed;
-            }
-        }
-        return executed;
-    }
-
-    void execute(command& cmd)
-    {
-        ++cmd.group->commands;
-        cmd.ns = nullptr;
-        cmd.blocks_pending = 0;
-        cmd.block_result = block_status::success;
-        cmd.continuation = nullptr;
-        cmd.progress.vendor = 0; // the others are set by the commands that use them
-        cmd.data_segment_count = 0;
-        if constexpr (dma_completes_later) {
-            cmd.async.step = nullptr;
-            cmd.async.journal.begin_step(false);
-        }
-        const std::uint8_t opcode = cmd.sqe.opcode();
-        command_result result;
-        trace_command(trace_event::command_dispatched, cmd);
-        if ((cmd.sqe.cdw0.raw & cdw0_checked_) != cdw0_required_) {
-            // A fused operation (not supported), or on a message-based queue a data pointer that
-            // is not an SGL (NVMe over Fabrics 1.1 2.3.1: PSDT 01b for every command).
-            result = command_result::failure(error(spec::generic_status::invalid_field));
-        } else if (cmd.sq->ring.qid() == 0) {
-            result = admin_table().dispatch(*this, opcode, cmd);
-        } else {
-            result = io_table().dispatch(*this, opcode, cmd);
-        }
-        if (!result.is_pending()) {
-            finish(cmd, result);
-        }
-    }
-
 public:
     // ---- the handlers' interface ----------------------------------------------------------------
-
-    /// Completes a command a handler left pending. Exactly once per pending command.
-    void finish(command& cmd, command_result result)
-    {
-        NVMEKIT_ASSERT(!result.is_pending(), "finish() with a pending result");
-        if constexpr (dma_completes_later) {
-            if (!settle_dma(cmd, result)) {
-                return; // runs again, or finishes, when its DMA has completed
-            }
-        }
-        auto& sq = *cmd.sq;
-        release_staging(cmd);
-        // An SQ's CQID was checked when the SQ was created; the CQ outlives the SQ unless a reset
-        // deleted both.
-        auto* cq = sq.retired ? nullptr : completion_queues_[sq.ring.cqid()].get();
-        if (cq == nullptr) {
-            // The queue was deleted or the controller reset while the command was in a backend:
-            // the command ends without a completion.
-            release_without_completion(cmd);
-            return;
-        }
-        if (!result.status.is_success()) {
-            on_command_error(cmd, result.status);
-        }
-        complete(sq, *cq, cmd, result.status, result.dw0);
-    }
 
     /// MDTS in bytes, as this controller reports it (controller_config::mdts).
     [[nodiscard]] std::uint64_t max_transfer_bytes() const noexcept
@@ -1620,38 +959,6 @@ public:
 
     /// The memory page size the host set (CC.MPS).
     [[nodiscard]] std::uint64_t memory_page_size() const noexcept { return memory_page_bytes_; }
-
-    /// Copies `data` to the host buffer of the command's data pointer (PRP or SGL).
-    [[nodiscard]] spec::status transfer_to_host(const command& cmd, std::span<const std::byte> data)
-    {
-        host_range_list ranges{cmd.group->scratch_ranges};
-        if (auto status = walk_data(cmd, data.size(), transfer_direction::controller_to_host, ranges);
-            !status.is_success()) {
-            return status;
-        }
-        const auto status = dma_status(
-            cmd, with_command_dma(cmd, [&](auto& dma) { return copy_to_host(dma, ranges, data); }));
-        if (status.is_success()) {
-            trace_command(trace_event::data_prepared, cmd, data.size());
-        }
-        return status;
-    }
-
-    /// Copies the host buffer of the command's data pointer into `data`.
-    [[nodiscard]] spec::status transfer_from_host(const command& cmd, std::span<std::byte> data)
-    {
-        host_range_list ranges{cmd.group->scratch_ranges};
-        if (auto status = walk_data(cmd, data.size(), transfer_direction::host_to_controller, ranges);
-            !status.is_success()) {
-            return status;
-        }
-        const auto status = dma_status(
-            cmd, with_command_dma(cmd, [&](auto& dma) { return copy_from_host(dma, ranges, data); }));
-        if (status.is_success()) {
-            trace_command(trace_event::data_prepared, cmd, data.size());
-        }
-        return status;
-    }
 
     /// The namespace `nsid` when it exists and is attached to this controller.
     [[nodiscard]] namespace_type* attached_namespace(std::uint32_t nsid) noexcept
@@ -1681,18 +988,7 @@ public:
     /// flight (dma_idle()). Then it may be destroyed.
     [[nodiscard]] bool backend_idle() const noexcept
     {
-        return io_outstanding() == 0 && shutdown_flushes_.in_backend() == 0 && dma_idle();
-    }
-
-    /// True when no DMA request of this controller is in flight or waiting to be taken (always,
-    /// with a synchronous provider).
-    [[nodiscard]] bool dma_idle() const noexcept
-    {
-        if constexpr (dma_completes_later) {
-            return dma_slots_.outstanding() == 0 && !dma_slots_.has_completed();
-        } else {
-            return true;
-        }
+        return io_outstanding() == 0 && shutdown_flushes_.in_backend() == 0 && this->dma_idle();
     }
 
     /// The admin command table this controller uses: the built-in one as Traits customised it.
@@ -1711,52 +1007,10 @@ public:
     }
 
     // The whole of this public section is the handlers' interface: HandlerContext and
-    // AdminHandlerContext (handler_context.hpp); everything after it is the controller's own.
+    // AdminHandlerContext (handler_context.hpp), with what io_context.hpp (data, staging buffers,
+    // backend requests, finish) and pci/function.hpp (coalescing, shadow doorbells) contribute.
 
     using staging_type = detail::staging_buffer;
-
-    /// An empty range list in the command's processing context, valid until its handler returns.
-    [[nodiscard]] host_range_list scratch_ranges(const command& cmd) noexcept
-    {
-        return host_range_list{cmd.group->scratch_ranges};
-    }
-    /// The same for metadata ranges (up to 16).
-    [[nodiscard]] host_range_list scratch_metadata_ranges(const command& cmd) noexcept
-    {
-        return host_range_list{cmd.group->scratch_metadata_ranges};
-    }
-
-    /// A zero-copy view of `length` bytes of host memory at `address`, or an empty span when the
-    /// DMA provider does not map (or not this range).
-    [[nodiscard]] std::span<std::byte> map_host(std::uint64_t address, std::size_t length)
-    {
-        if constexpr (MappingDmaProvider<dma_type>) {
-            return dma_.map(address, length);
-        } else {
-            return {};
-        }
-    }
-
-    /// Copies the host bytes `ranges` describe (from byte `offset` of them on) into `data`.
-    [[nodiscard]] spec::status read_host(const command& cmd, const host_range_list& ranges,
-                                         std::span<std::byte> data)
-    {
-        return dma_status(
-            cmd, with_command_dma(cmd, [&](auto& dma) { return copy_from_host(dma, ranges, data); }));
-    }
-    [[nodiscard]] spec::status read_host(const command& cmd, const host_range_list& ranges,
-                                         std::uint64_t offset, std::span<std::byte> data)
-    {
-        return dma_status(
-            cmd, with_command_dma(cmd, [&](auto& dma) { return copy_from_host(dma, ranges, offset, data); }));
-    }
-    /// Copies `data` to the host bytes `ranges` describe.
-    [[nodiscard]] spec::status write_host(const command& cmd, const host_range_list& ranges,
-                                          std::span<const std::byte> data)
-    {
-        return dma_status(cmd,
-                          with_command_dma(cmd, [&](auto& dma) { return copy_to_host(dma, ranges, data); }));
-    }
 
     /// The Volatile Write Cache feature: writes reach stable media before completing unless on.
     [[nodiscard]] bool volatile_write_cache_enabled() const noexcept
@@ -1785,149 +1039,6 @@ public:
     /// Keep Alive received: the timer restarts.
     void keep_alive_received() { keep_alive_.restart(clock_.now()); }
 
-    /// Aborts command `command_id` of SQ `sq_id` if it waits for a staging buffer (it completes
-    /// with Command Abort Requested); true when it did.
-    bool abort_waiting(std::uint16_t sq_id, std::uint16_t command_id)
-    {
-        for (auto& group : coordination_.groups()) {
-            auto& waiting_list = group->waiting_for_staging;
-            for (auto& waiting : waiting_list) {
-                if (waiting.sq->ring.qid() == sq_id && waiting.sqe.command_id() == command_id) {
-                    waiting_list.erase(waiting_list.iterator_to(waiting));
-                    finish(waiting,
-                           command_result::failure(spec::status{spec::generic_status::abort_requested}));
-                    return true;
-                }
-            }
-        }
-        return false;
-    }
-
-    /// Whether a command of this controller that waits for a staging buffer names `ns`.
-    [[nodiscard]] bool waits_for_staging(const namespace_type* ns) const noexcept
-    {
-        for (const auto& group : coordination_.groups()) {
-            for (const auto& waiting : group->waiting_for_staging) {
-                if (waiting.ns == ns) {
-                    return true;
-                }
-            }
-        }
-        return false;
-    }
-
-    [[nodiscard]] spec::status walk_data(const command& cmd, std::uint64_t length,
-                                         transfer_direction direction, host_range_list& ranges)
-    {
-        if (length > max_transfer_bytes()) {
-            return error(spec::generic_status::invalid_field);
-        }
-        if (cmd.sq->ring.qid() == 0 && cmd.sqe.pointer_type() != spec::data_pointer_type::prp &&
-            !message_based_) {
-            // Over PCIe admin commands use PRPs (message-based queues carry SGLs only: execute()).
-            return error(spec::generic_status::invalid_field);
-        }
-        const sgl_walk_options options{.direction = direction,
-                                       .bit_bucket_supported = true,
-                                       .max_segment_descriptors = 256,
-                                       .max_descriptors = std::size_t{limits.max_segments} * 4U};
-        const auto status = with_command_dma(
-            cmd,
-            [&](auto& dma) {
-                return walk_data_pointer(dma, cmd.sqe, length, static_cast<std::uint32_t>(memory_page_size()),
-                                         options, ranges);
-            },
-            false);
-        return dma_status(cmd, status);
-    }
-
-    [[nodiscard]] spec::status walk_metadata(const command& cmd, std::uint64_t length,
-                                             transfer_direction direction, host_range_list& ranges)
-    {
-        const sgl_walk_options options{.direction = direction,
-                                       .bit_bucket_supported = true,
-                                       .max_segment_descriptors = 256,
-                                       .max_descriptors = 16};
-        return dma_status(
-            cmd,
-            with_command_dma(
-                cmd, [&](auto& dma) { return walk_metadata_pointer(dma, cmd.sqe, length, options, ranges); },
-                false));
-    }
-
-    /// A free staging buffer for `cmd`, or null: the command is then parked and dispatched again
-    /// when a buffer is released (its handler must not have changed any state yet).
-    [[nodiscard]] detail::staging_buffer* acquire_staging(command& cmd)
-    {
-        if (cmd.staging != nullptr) {
-            return cmd.staging;
-        }
-        auto& group = *cmd.group;
-        if (group.free_staging == nullptr && group.staging.size() < staging_per_group_) {
-            auto& buffer = group.staging.emplace_back(std::make_unique<detail::staging_buffer>());
-            buffer->bytes.resize(staging_bytes);
-            buffer->range_storage.resize(limits.max_segments);
-            buffer->ranges = host_range_list{buffer->range_storage};
-            buffer->metadata_range_storage.resize(16);
-            buffer->metadata_ranges = host_range_list{buffer->metadata_range_storage};
-            buffer->next_free = group.free_staging;
-            group.free_staging = buffer.get();
-        }
-        if (group.free_staging == nullptr) {
-            ++group.staging_waits;
-            group.waiting_for_staging.push_back(cmd);
-            return nullptr;
-        }
-        detail::staging_buffer* buffer = std::exchange(group.free_staging, group.free_staging->next_free);
-        buffer->ranges.clear();
-        buffer->metadata_ranges.clear();
-        cmd.staging = buffer;
-        return buffer;
-    }
-
-    /// Submits `cmd.block[0..count)`; the continuation runs when all have completed.
-    void submit_blocks(command& cmd, std::uint8_t count)
-    {
-        NVMEKIT_ASSERT(cmd.ns != nullptr && count >= 1 && count <= cmd.block.size(), "bad block submission");
-        cmd.blocks_pending = count;
-        cmd.block_result = block_status::success;
-        cmd.group->io_outstanding += count;
-        for (std::uint8_t i = 0; i < count; ++i) {
-            cmd.block[i].complete = &on_block_complete;
-            cmd.block[i].context = &cmd;
-            trace_command(trace_event::backend_submitted, cmd, cmd.block[i].offset);
-        }
-        auto* ns = cmd.ns;
-        // A backend may complete inline, and the last completion may finish the command: read
-        // nothing from `cmd` after the last submit.
-        for (std::uint8_t i = 0; i < count; ++i) {
-            ns->backend().submit(cmd.block[i]);
-        }
-    }
-
-    /// Ends a command without a completion now: after a reset or the deletion of its queue, or an
-    /// Asynchronous Event Request (whose completion is built from the command identifier when an
-    /// event arrives).
-    static void release_without_completion(const command& cmd) noexcept
-    {
-        if constexpr (dma_completes_later) {
-            cmd.async.journal.release(cmd.owner->dma_slots_);
-        }
-        auto& request = cmd.sq->pool.at(cmd.request_index);
-        cmd.sq->pool.mark_completed(request);
-        cmd.sq->pool.release(request);
-    }
-
-    /// The coalescers of every context, configured alike (Set Features 08h and 09h, resets).
-    template <typename F>
-    void for_each_coalescer(F&& f)
-    {
-        f(interrupts_state_.coalescer());
-        for (auto& group : coordination_.groups()) {
-            f(group->interrupts.coalescer());
-        }
-    }
-
     /// The host read the log page of an event type without RAE: that type is reported again.
     void acknowledge_event_type(spec::async_event_type type) noexcept { logs_.acknowledge_event_type(type); }
 
@@ -1942,45 +1053,6 @@ public:
                                    .status = status,
                                    .nsid = cmd.sqe.nsid,
                                    .value = value});
-    }
-
-    /// A read of an uncorrectable or failing block: counted as a media error, at `lba`.
-    void record_media_error(command& cmd, std::uint64_t lba) noexcept
-    {
-        ++cmd.group->media_errors;
-        cmd.error_lba = lba;
-    }
-
-    /// The status of a failed backend request, counting media errors.
-    [[nodiscard]] spec::status backend_failure(command& cmd, block_status status) noexcept
-    {
-        if (status == block_status::unrecovered_read_error || status == block_status::write_fault) {
-            ++cmd.group->media_errors;
-            // The first block in error when the backend says which (Base 2.0 5.16.1.2: the LBA
-            // field holds the first LBA that experienced the error), else the first of the
-            // command's data request.
-            const block_request& data = cmd.block[0];
-            const std::uint64_t at =
-                data.error_offset != block_request::unknown_offset ? data.error_offset : data.offset;
-            cmd.error_lba = cmd.ns != nullptr ? at / cmd.ns->data_transfer_bytes(1) : 0;
-        }
-        return block_error(status);
-    }
-
-    void count_read(const command& cmd, std::uint64_t bytes) noexcept
-    {
-        auto& group = *cmd.group;
-        ++group.read_commands;
-        group.read_512_units += units_512(bytes);
-        group.statistics.add_bytes(bytes);
-    }
-
-    void count_write(const command& cmd, std::uint64_t bytes) noexcept
-    {
-        auto& group = *cmd.group;
-        ++group.write_commands;
-        group.written_512_units += units_512(bytes);
-        group.statistics.add_bytes(bytes);
     }
 
     /// SMART / Health Information (Base 2.0 5.16.1.3), controller-wide.
@@ -2132,13 +1204,6 @@ public:
         completion_queues_[qid].reset();
     }
 
-    /// Doorbell Buffer Config's buffers: shadow doorbells at `shadow_address`, EventIdx at
-    /// `event_index_address` (each one memory page, checked by the caller).
-    void configure_shadow_doorbells(std::uint64_t shadow_address, std::uint64_t event_index_address)
-    {
-        shadow_doorbells_.configure(shadow_address, event_index_address, registers_.doorbell_stride_bytes());
-    }
-
     // ---- controller features (command_sets/features.hpp decides Set/Get Features) -------------
 
     /// The feature table (feature_table.hpp).
@@ -2154,725 +1219,9 @@ public:
     void grant_queues(spec::number_of_queues granted) noexcept { granted_queues_ = granted; }
     /// I/O queue pairs this controller offers at most (controller_config::io_queues).
     [[nodiscard]] std::uint16_t max_io_queues() const noexcept { return config_.io_queues; }
-    /// The admin context's interrupt coalescing; every context's is configured alike.
-    [[nodiscard]] const interrupt_coalescer& admin_coalescer() const noexcept
-    {
-        return interrupts_state_.coalescer();
-    }
-
-private:
-    [[nodiscard]] static spec::status dma_status(const command& cmd, spec::status status) noexcept
-    {
-        if constexpr (dma_completes_later) {
-            if (cmd.async.journal.blocked) {
-                // A read is in flight: this run's result is void (finish() parks the command).
-                return spec::status{spec::generic_status::data_transfer_error}.with_dnr();
-            }
-        }
-        if (status.is_success()) {
-            return status;
-        }
-        if (status == spec::status{spec::generic_status::data_transfer_error}) {
-            ++cmd.group->dma_errors;
-            cmd.owner->trace_command(trace_event::err_dma, cmd, 0, status.with_dnr());
-        }
-        return status.with_dnr();
-    }
-
-    // ---- asynchronous DMA (dma_completes_later; dma_journal.hpp) ----------------------------
-
-    /// The provider sq_ring::fetch and cq_ring::post take: a synchronous controller's own; with
-    /// asynchronous DMA one that refuses everything, since only message-based rings (which never
-    /// access host memory) use those calls then.
-    [[nodiscard]] auto& ring_dma() noexcept
-    {
-        if constexpr (dma_completes_later) {
-            return no_host_memory_;
-        } else {
-            return dma_;
-        }
-    }
-
-    /// Refuses every access (ring_dma() with asynchronous DMA: only message-based rings use it,
-    /// and they never access host memory).
-    struct refusing_dma {
-        static std::error_code read(std::uint64_t, std::span<std::byte>)
-        {
-            return make_error_code(errc::dma_fault);
-        }
-        static std::error_code write(std::uint64_t, std::span<const std::byte>)
-        {
-            return make_error_code(errc::dma_fault);
-        }
-    };
-
-    /// A command's view of host memory with asynchronous DMA: reads and writes go through its
-    /// journal. `speculative` reads that are in flight report success with unspecified bytes, so a
-    /// copy over many ranges submits all its reads in one run; the caller then sees the command
-    /// blocked (dma_status). Walks of PRP lists and SGL segments are not speculative: they stop at
-    /// the first read still in flight.
-    struct command_dma {
-        controller* self;
-        const command* cmd;
-        bool speculative;
-        std::error_code read(std::uint64_t address, std::span<std::byte> destination)
-        {
-            return self->journal_read(*cmd, address, destination, speculative);
-        }
-        std::error_code write(std::uint64_t address, std::span<const std::byte> source)
-        {
-            return self->journal_write(*cmd, address, source);
-        }
-    };
-
-    /// Writes one completion queue entry of `cmd` by a request (cq_ring::post's provider).
-    struct completion_writer {
-        controller* self;
-        const command* cmd;
-        static std::error_code read(std::uint64_t, std::span<std::byte>)
-        {
-            return make_error_code(errc::dma_fault);
-        }
-        std::error_code write(std::uint64_t address, std::span<const std::byte> source)
-        {
-            auto& slot = self->dma_slots_.take(dma_operation::write, address, source.size());
-            std::memcpy(slot.bytes.data(), source.data(), source.size());
-            slot.kind = detail::dma_slot_kind::completion_write;
-            slot.owner = const_cast<command*>(cmd);
-            slot.group = cmd->group;
-            cmd->async.cqe_in_flight = true;
-            self->dma_.inner().submit(slot.request);
-            return {};
-        }
-    };
-
-    /// Runs `f(provider)` with the provider a command's accesses use: the controller's own, or
-    /// with asynchronous DMA the command's journal.
-    template <typename F>
-    decltype(auto) with_command_dma(const command& cmd, F&& f, bool speculative = true)
-    {
-        if constexpr (dma_completes_later) {
-            command_dma journaled{this, &cmd, speculative};
-            return f(journaled);
-        } else {
-            static_cast<void>(speculative);
-            return f(dma_);
-        }
-    }
-
-    std::error_code journal_read(const command& cmd, std::uint64_t address, std::span<std::byte> destination,
-                                 bool speculative)
-    {
-        if (dma_.touches_window(address, destination.size())) {
-            return make_error_code(errc::dma_fault);
-        }
-        if (destination.empty()) {
-            return {}; // touches nothing, in every run
-        }
-        auto& journal = cmd.async.journal;
-        bool diverged = false;
-        detail::dma_slot* slot = journal.replayed(dma_operation::read, address, destination.size(), diverged);
-        if (diverged) {
-            return make_error_code(errc::dma_fault); // the handler did not run as it did before
-        }
-        if (slot == nullptr) {
-            if (journal.blocked && !speculative) {
-                return make_error_code(std::errc::operation_would_block);
-            }
-            slot = &dma_slots_.take(dma_operation::read, address, destination.size());
-            slot->kind = detail::dma_slot_kind::command_read;
-            slot->owner = const_cast<command*>(&cmd);
-            slot->group = cmd.group;
-            journal.record(*slot);
-            dma_.inner().submit(slot->request);
-        }
-        if (!slot->settled) {
-            journal.blocked = true;
-            return speculative ? std::error_code{} : make_error_code(std::errc::operation_would_block);
-        }
-        if (slot->result) {
-            return slot->result;
-        }
-        std::memcpy(destination.data(), slot->bytes.data(), destination.size());
-        return {};
-    }
-
-    std::error_code journal_write(const command& cmd, std::uint64_t address,
-                                  std::span<const std::byte> source)
-    {
-        if (dma_.touches_window(address, source.size())) {
-            return make_error_code(errc::dma_fault);
-        }
-        if (source.empty()) {
-            return {}; // touches nothing, in every run
-        }
-        auto& journal = cmd.async.journal;
-        bool diverged = false;
-        if (journal.replayed(dma_operation::write, address, source.size(), diverged) != nullptr) {
-            // Posted by an earlier run, unless the handler did not run as it did before.
-            return diverged ? make_error_code(errc::dma_fault) : std::error_code{};
-        }
-        if (journal.blocked) {
-            return {}; // this run is void: its bytes may come from reads still in flight
-        }
-        auto& slot = dma_slots_.take(dma_operation::write, address, source.size());
-        std::memcpy(slot.bytes.data(), source.data(), source.size());
-        slot.kind = detail::dma_slot_kind::command_write;
-        slot.owner = const_cast<command*>(&cmd);
-        slot.group = cmd.group;
-        journal.record(slot);
-        dma_.inner().submit(slot.request);
-        return {};
-    }
-
-    /// finish() with asynchronous DMA: false while the command must wait for its requests (it
-    /// is parked to run again, or its result is kept until its writes complete); true when it may
-    /// complete now, its journal emptied and a failed posted write turned into its status.
-    bool settle_dma(command& cmd, command_result& result)
-    {
-        auto& journal = cmd.async.journal;
-        if (journal.blocked) {
-            journal.parked = true;
-            return false;
-        }
-        if (journal.pending != 0) {
-            journal.finish_deferred = true;
-            cmd.async.deferred = result;
-            return false;
-        }
-        if (journal.write_failed && result.status.is_success()) {
-            result =
-                command_result::failure(spec::status{spec::generic_status::data_transfer_error}.with_dnr());
-            ++cmd.group->dma_errors;
-            trace_command(trace_event::err_dma, cmd, 0, result.status);
-        }
-        journal.release(dma_slots_);
-        return true;
-    }
-
-    /// Takes the provider's completions and acts on each: a fetch's entries run, a parked command
-    /// runs again, a finished command completes, a completion entry counts as posted. What that
-    /// submits is polled for again, a bounded number of rounds, so that a provider completing
-    /// promptly moves a command from fetch to completion in one poll().
-    void poll_dma()
-    {
-        if constexpr (dma_completes_later) {
-            static constexpr int rounds = 8;
-            for (int round = 0; round < rounds; ++round) {
-                if (dma_slots_.outstanding() != 0) {
-                    dma_.inner().poll();
-                }
-                if (dma_slots_.take_completed([this](detail::dma_slot& slot) { settle(slot); }) == 0) {
-                    return;
-                }
-            }
-        }
-    }
-
-    void settle(detail::dma_slot& slot)
-    {
-        switch (slot.kind) {
-        case detail::dma_slot_kind::queue_fetch: fetched(slot); return;
-        case detail::dma_slot_kind::completion_write: completion_written(slot); return;
-        case detail::dma_slot_kind::command_read:
-        case detail::dma_slot_kind::command_write: break;
-        }
-        auto& cmd = *static_cast<command*>(slot.owner);
-        auto& journal = cmd.async.journal;
-        if (slot.kind == detail::dma_slot_kind::command_write && slot.result) {
-            journal.write_failed = true;
-        }
-        if (--journal.pending != 0) {
-            return;
-        }
-        if (journal.parked) {
-            run_again(cmd);
-        } else if (journal.finish_deferred) {
-            journal.finish_deferred = false;
-            finish(cmd, cmd.async.deferred);
-        }
-    }
-
-    /// A parked command's reads have completed: the step that blocked runs again, served from
-    /// its journal; a command whose queue was deleted meanwhile only ends.
-    void run_again(command& cmd)
-    {
-        auto& journal = cmd.async.journal;
-        journal.rewind();
-        if (cmd.sq->retired) {
-            finish(cmd, command_result::failure(spec::status{spec::generic_status::aborted_sq_deletion}));
-            return;
-        }
-        if (cmd.async.step == nullptr) {
-            if (cmd.staging != nullptr) { // the walk fills its ranges again
-                cmd.staging->ranges.clear();
-                cmd.staging->metadata_ranges.clear();
-            }
-            --cmd.group->commands; // counted once, when first executed
-            execute(cmd);
-            return;
-        }
-        cmd.continuation = cmd.async.step;
-        const command_result result = cmd.async.step(*this, cmd);
-        if (!result.is_pending()) {
-            finish(cmd, result);
-        }
-    }
-
-    /// Starts reading the next entries of `sq` (one contiguous run, as many as its pool can take),
-    /// unless a read of its entries is already in flight.
-    void start_fetch(detail::submission_queue<command>& sq, group_type& group)
-    {
-        if (sq.fetch_in_flight || sq.ring.empty() || group.stopped) {
-            return;
-        }
-        const auto room = static_cast<std::uint32_t>(std::min<std::size_t>(sq.pool.available(), fetch_batch));
-        if (room == 0) {
-            return; // every request of this queue is in use: back-pressure
-        }
-        const auto run = sq.ring.next_run(room);
-        auto& slot =
-            dma_slots_.take(dma_operation::read, run.address, std::size_t{run.entries} * sq_ring::sqe_size);
-        slot.kind = detail::dma_slot_kind::queue_fetch;
-        slot.owner = &sq;
-        slot.group = &group;
-        slot.entries = run.entries;
-        sq.fetch_in_flight = true;
-        dma_.inner().submit(slot.request);
-    }
-
-    /// A fetch completed: its entries run (unless the queue was deleted, the controller is no
-    /// longer ready, or the read failed, which is a controller fatal status as with synchronous DMA).
-    void fetched(detail::dma_slot& slot)
-    {
-        auto& sq = *static_cast<detail::submission_queue<command>*>(slot.owner);
-        auto& group = *static_cast<group_type*>(slot.group);
-        sq.fetch_in_flight = false;
-        const std::uint32_t entries = slot.entries;
-        if (sq.retired || group.stopped || state_machine_.state() != controller_state::ready) {
-            dma_slots_.release(slot);
-            return;
-        }
-        if (slot.result) {
-            dma_slots_.release(slot);
-            tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = sq.ring.qid()});
-            coordination_.raise_fatal(group);
-            take_fatal_error();
-            return;
-        }
-        std::array<spec::submission_queue_entry, fetch_batch> sqes{};
-        std::memcpy(sqes.data(), slot.bytes.data(), std::size_t{entries} * sq_ring::sqe_size);
-        dma_slots_.release(slot);
-        sq.ring.consume(entries);
-        for (std::uint32_t i = 0; i < entries; ++i) {
-            auto& cmd = acquire_request(sq, group, sqes[i]);
-            trace_command(trace_event::sqe_fetched, cmd);
-            execute(cmd);
-        }
-        start_fetch(sq, group);
-    }
-
-    /// A completion entry's write completed: it counts as posted (for interrupts and statistics)
-    /// and the command's request is free. A failed write is a controller fatal status.
-    void completion_written(detail::dma_slot& slot)
-    {
-        auto& cmd = *static_cast<command*>(slot.owner);
-        const bool failed = static_cast<bool>(slot.result);
-        dma_slots_.release(slot);
-        cmd.async.cqe_in_flight = false;
-        auto& group = *cmd.group;
-        auto* cq = cmd.sq->retired ? nullptr : completion_queues_[cmd.sq->ring.cqid()].get();
-        if (failed) {
-            tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = cmd.sq->ring.cqid()});
-            coordination_.raise_fatal(group);
-        } else if (cq != nullptr) {
-            trace_command(trace_event::cqe_posted, cmd, cq->ring.qid(), cmd.cqe.status());
-            ++group.completions_posted;
-            ++cq->posted_since_signal;
-        }
-        completion_posted(cmd);
-        if (failed) {
-            take_fatal_error();
-        }
-    }
-
-    // ---- staging buffers --------------------------------------------------------------------
-
-    void release_staging(command& cmd) noexcept
-    {
-        if (cmd.staging != nullptr) {
-            cmd.staging->next_free = cmd.group->free_staging;
-            cmd.group->free_staging = std::exchange(cmd.staging, nullptr);
-        }
-    }
-
-    /// Dispatches again the commands of `group` that waited for a staging buffer, while buffers
-    /// are free.
-    void resume_staging_waiters(group_type& group)
-    {
-        while (group.free_staging != nullptr && !group.waiting_for_staging.empty()) {
-            auto& cmd = group.waiting_for_staging.front();
-            group.waiting_for_staging.pop_front();
-            --group.commands; // counted once, when first executed
-            execute(cmd);
-        }
-    }
-
-    // ---- backend requests -------------------------------------------------------------------
-
-    static void on_block_complete(block_request& request, block_status status)
-    {
-        auto& cmd = *static_cast<command*>(request.context);
-        auto& node = cmd.routed[static_cast<std::size_t>(&request - cmd.block.data())];
-        if (!cmd.owner->coordination_.route(*cmd.group, node, request, status, &finish_block)) {
-            finish_block(request, status);
-        }
-    }
-
-    /// on_block_complete on the thread of the command's context.
-    static void finish_block(block_request& request, block_status status)
-    {
-        auto& cmd = *static_cast<command*>(request.context);
-        auto& self = *cmd.owner;
-        self.trace_command(trace_event::backend_completed, cmd, static_cast<std::uint64_t>(status));
-        --cmd.group->io_outstanding;
-        if (status != block_status::success && cmd.block_result == block_status::success) {
-            cmd.block_result = status;
-        }
-        if (--cmd.blocks_pending != 0) {
-            return;
-        }
-        if (cmd.sq->retired) {
-            // Deleted queue or controller reset: the command was aborted, so nothing of it may
-            // reach host memory any more (a staged read's copy-out, a multi-step command's next
-            // step); it only gives its request back.
-            self.finish(cmd,
-                        command_result::failure(spec::status{spec::generic_status::aborted_sq_deletion}));
-            return;
-        }
-        if constexpr (dma_completes_later) {
-            cmd.async.step = cmd.continuation;
-            cmd.async.journal.begin_step(true);
-        }
-        const command_result result = cmd.continuation(self, cmd);
-        if (!result.is_pending()) {
-            self.finish(cmd, result);
-        }
-    }
-
-    /// The NVMe status of a backend failure (NVM Command Set 1.0 Figure 18; Base 2.0 Figure 104).
-    [[nodiscard]] static spec::status block_error(block_status status) noexcept
-    {
-        switch (status) {
-        case block_status::success: return spec::status::success();
-        case block_status::unrecovered_read_error:
-            return spec::status{spec::media_status::unrecovered_read_error}.with_dnr();
-        case block_status::write_fault: return spec::status{spec::media_status::write_fault}.with_dnr();
-        case block_status::out_of_range:
-            return spec::status{spec::generic_status::lba_out_of_range}.with_dnr();
-        case block_status::internal_error: break;
-        }
-        return spec::status{spec::generic_status::internal_error};
-    }
-
-    /// Admin context: polls every backend with requests outstanding. With concurrent groups, the
-    /// completions of a running group's commands are routed to it (coordination_.owns()).
-    void poll_backends()
-    {
-        subsystem_->for_each_namespace([](namespace_type& ns) {
-            if (ns.backend().outstanding() != 0) {
-                ns.backend().poll();
-            }
-        });
-        if (!coordination_.admin().routed.empty_approx()) {
-            coordination_type::take_routed(coordination_.admin());
-        }
-    }
-
-    /// Frees deleted SQs whose last command has left the backend (their requests belong to their
-    /// groups: concurrent groups are paused to read them).
-    void free_retired_queues()
-    {
-        if (retired_queues_.empty()) {
-            return;
-        }
-        with_groups_paused([this] { free_idle_retired_queues(); });
-    }
-
-    void free_idle_retired_queues()
-    {
-        std::erase_if(retired_queues_, [this](const auto& sq) {
-            if (sq->pool.in_use() != 0 || sq->fetch_in_flight) {
-                return false;
-            }
-            if (auto* deleting = std::exchange(sq->deleting, nullptr)) {
-                finish(*deleting, command_result::success()); // Delete I/O SQ: all aborted now
-            }
-            return true;
-        });
-    }
-
-    /// Takes an SQ out of service; it is freed at once (returns null), or when its commands leave
-    /// the backend (returns it, retired).
-    detail::submission_queue<command>* retire_submission_queue(std::uint16_t qid)
-    {
-        auto& sq = submission_queues_[qid];
-        if (!sq) {
-            return nullptr;
-        }
-        group_of(*sq).waiting_for_staging.remove_if([&](const command& cmd) {
-            if (cmd.sq != sq.get()) {
-                return false;
-            }
-            release_without_completion(cmd);
-            return true;
-        });
-        detail::submission_queue<command>* retired = nullptr;
-        if (sq->pool.in_use() != 0 || sq->fetch_in_flight) {
-            sq->retired = true;
-            retired = sq.get();
-            retired_queues_.push_back(std::move(sq));
-        }
-        sq.reset();
-        return retired;
-    }
-
-    /// Builds `cmd`'s completion entry and posts it on `cq`, its SQ's CQ, or holds it while `cq` is
-    /// full.
-    void complete(detail::submission_queue<command>& sq, detail::completion_queue<command>& cq, command& cmd,
-                  spec::status status, std::uint32_t dw0)
-    {
-        auto& cqe = cmd.cqe;
-        cqe = {};
-        cqe.dw0 = dw0;
-        cqe.sq_id = sq.ring.qid();
-        cqe.sq_head = static_cast<std::uint16_t>(sq.ring.head());
-        cqe.cid = cmd.sqe.command_id();
-        cqe.set_status(status, false);
-        sq.pool.mark_completed(sq.pool.at(cmd.request_index));
-        if (!cq.held.empty() || cq.ring.full()) {
-            ++cmd.group->completions_held;
-            trace_command(trace_event::err_cq_full, cmd, cq.ring.qid(), status);
-            cq.held.push_back(cmd);
-            return;
-        }
-        if (post(cq, cmd)) {
-            posted_now(cmd);
-        } else {
-            cq.held.push_back(cmd);
-        }
-    }
-
-    /// Writes one CQE; false when the DMA failed (the controller is then in a fatal state).
-    bool post(detail::completion_queue<command>& cq, const command& cmd)
-    {
-        auto& group = *cmd.group;
-        if constexpr (dma_completes_later) {
-            if (!cq.ring.is_message_based()) {
-                // Written by a request; counted as posted, and the request freed, when it completes.
-                completion_writer writer{this, &cmd};
-                static_cast<void>(cq.ring.post(writer, cmd.cqe));
-                return true;
-            }
-        }
-        if (cq.ring.post(ring_dma(), cmd.cqe)) {
-            tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = cq.ring.qid()});
-            coordination_.raise_fatal(group);
-            return false;
-        }
-        trace_command(trace_event::cqe_posted, cmd, cq.ring.qid(), cmd.cqe.status());
-        ++group.completions_posted;
-        ++cq.posted_since_signal;
-        return true;
-    }
-
-    void post_held_completions(group_type& group, detail::completion_queue<command>& cq)
-    {
-        while (!cq.held.empty() && !cq.ring.full() && !group.stopped) {
-            auto& cmd = cq.held.front();
-            if (!post(cq, cmd)) {
-                return;
-            }
-            cq.held.pop_front();
-            posted_now(cmd);
-        }
-    }
-
-    // ---- a command's request: its life in the SQ's pool -----------------------------------------
-    // acquire_request (fetched) -> complete (completed; held while the CQ is full) ->
-    // completion_posted (free); or drop_completion (a held completion discarded: reset, queue
-    // deletion); or release_without_completion (ended without one).
-
-    /// Takes a request of `sq` for `sqe`, run by `group`. The pool has one: a fetch never takes
-    /// more entries than the pool has free.
-    command& acquire_request(detail::submission_queue<command>& sq, group_type& group,
-                             const spec::submission_queue_entry& sqe) noexcept
-    {
-        auto* request = sq.pool.acquire();
-        NVMEKIT_ASSERT(request != nullptr, "a request was taken beyond the pool");
-        auto& cmd = request->payload;
-        cmd.sqe = sqe;
-        cmd.group = &group;
-        cmd.sq = &sq;
-        cmd.request_index = request->index();
-        cmd.owner = this;
-        return cmd;
-    }
-
-    /// post() returned: the request is free unless the entry is still being written.
-    static void posted_now(const command& cmd) noexcept
-    {
-        if constexpr (dma_completes_later) {
-            if (cmd.async.cqe_in_flight) {
-                return;
-            }
-        }
-        completion_posted(cmd);
-    }
-
-    /// The command's completion entry was written: its request returns to the pool.
-    static void completion_posted(const command& cmd) noexcept
-    {
-        auto& request = cmd.sq->pool.at(cmd.request_index);
-        cmd.sq->pool.mark_posted(request);
-        cmd.sq->pool.release(request);
-    }
-
-    /// A completion held for CQ space will never be posted.
-    static void drop_completion(const command& cmd) noexcept
-    {
-        cmd.sq->pool.release(cmd.sq->pool.at(cmd.request_index));
-    }
-
-    void report_async_events()
-    {
-        if (!completion_queue_exists(0)) {
-            return;
-        }
-        auto& admin_sq = *submission_queues_[0];
-        // While the admin queue's requests all wait for CQ space the event stays queued.
-        while (admin_sq.pool.available() != 0) {
-            const auto report = logs_.next_event_report(); // its type is masked until acknowledged
-            if (!report) {
-                return;
-            }
-            spec::submission_queue_entry request{};
-            request.cdw0.set(spec::command_dword0::cid, report->command_id);
-            auto& cmd = acquire_request(admin_sq, coordination_.admin(), request);
-            complete(admin_sq, *completion_queues_[0], cmd, spec::status::success(), report->event.raw);
-        }
-    }
-
-    /// The admin context's interrupts: every CQ's, unless groups are concurrent (then the admin
-    /// CQ's, and the INTx pin for all).
-    void signal_interrupts()
-    {
-        const auto now = clock_.now();
-        auto& state = interrupts_state_;
-        if (concurrent()) {
-            if (completion_queues_[0]) {
-                consider_interrupt(*completion_queues_[0], state, now);
-            }
-        } else {
-            for (auto& cq : completion_queues_) {
-                if (cq) {
-                    consider_interrupt(*cq, state, now);
-                }
-            }
-        }
-        signal_due_vectors(state, now);
-        update_intx();
-    }
-
-    /// A concurrent group's interrupts: its CQs' vectors, and whether it wants the INTx pin.
-    void signal_group_interrupts(group_type& group)
-    {
-        const auto now = clock_.now();
-        for (const std::uint16_t qid : group.completion_queues) {
-            consider_interrupt(*completion_queues_[qid], group.interrupts, now);
-        }
-        signal_due_vectors(group.interrupts, now);
-        if constexpr (IntxInterruptProvider<interrupts_type>) {
-            const bool wanted = group_wants_intx(group);
-            if (wanted != group.intx_wanted.load(std::memory_order_relaxed)) {
-                group.intx_wanted.store(wanted, std::memory_order_relaxed);
-                refresh_intx();
-            }
-        }
-    }
-
-    /// Entries posted on `cq` since the last poll: due for its vector unless coalesced.
-    static void consider_interrupt(detail::completion_queue<command>& cq, pci::vector_signalling& signalling,
-                                   std::chrono::nanoseconds now)
-    {
-        if (cq.posted_since_signal == 0) {
-            return;
-        }
-        const std::uint32_t posted = std::exchange(cq.posted_since_signal, 0U);
-        if (cq.ring.interrupts_enabled()) {
-            signalling.on_completions(cq.ring.interrupt_vector(), cq.ring.qid() != 0, posted, now);
-        }
-    }
-
-    void signal_due_vectors(pci::vector_signalling& signalling, std::chrono::nanoseconds now)
-    {
-        signalling.raise_due(now, [this](std::uint16_t vector) {
-            tracer_.trace(trace_record{.event = trace_event::interrupt_raised, .value = vector});
-            msix_.signal(vector);
-        });
-    }
-
-    [[nodiscard]] static bool cq_wants_intx(const detail::completion_queue<command>& cq) noexcept
-    {
-        return cq.ring.interrupts_enabled() && cq.ring.outstanding() != 0;
-    }
-
-    /// Pin-based interrupts (when MSI-X is off and the provider has INTx): the pin is asserted
-    /// while a CQ with interrupts enabled holds entries and INTMS does not mask vector 0. Admin
-    /// context. With concurrent groups, running groups report their CQs at the end of each poll
-    /// (signal_group_interrupts); while they are paused or stopped the admin context reads their
-    /// CQs itself.
-    void update_intx()
-    {
-        if constexpr (IntxInterruptProvider<interrupts_type>) {
-            const bool allowed = !msix_.enabled() && (registers_.interrupt_mask() & 1U) == 0;
-            if (concurrent()) {
-                intx_.report_admin(allowed, completion_queues_[0] && cq_wants_intx(*completion_queues_[0]));
-                if (coordination_.paused_or_stopped()) {
-                    for (auto& group : coordination_.groups()) {
-                        group->intx_wanted.store(group_wants_intx(*group), std::memory_order_relaxed);
-                    }
-                }
-                refresh_intx();
-                return;
-            }
-            intx_.set_level(allowed && std::any_of(completion_queues_.begin(), completion_queues_.end(),
-                                                   [](const auto& cq) { return cq && cq_wants_intx(*cq); }));
-        }
-    }
-
-    /// Whether a CQ of `group` wants the INTx pin; its owner only.
-    [[nodiscard]] bool group_wants_intx(const group_type& group) const
-    {
-        return std::any_of(group.completion_queues.begin(), group.completion_queues.end(),
-                           [this](std::uint16_t qid) { return cq_wants_intx(*completion_queues_[qid]); });
-    }
-
-    /// Concurrent groups: sets the pin from what the admin context and the groups last reported
-    /// (pci::intx_pin). Any thread.
-    void refresh_intx()
-    {
-        if constexpr (IntxInterruptProvider<interrupts_type>) {
-            intx_.refresh([this] {
-                return std::any_of(
-                    coordination_.groups().begin(), coordination_.groups().end(),
-                    [](const auto& group) { return group->intx_wanted.load(std::memory_order_relaxed); });
-            });
-        }
-    }
 
     // ---- namespaces, logs, features and events ---------------------------------------------------
-public:
+
     /// A discovery controller's Discovery log page changed (fabrics_identity::discovery): when
     /// the host enabled Discovery Log Page Change Notices, a Notice event (F0h, log page 70h)
     /// completes an Asynchronous Event Request at the next poll(). Returns whether it was queued.
@@ -2937,21 +1286,6 @@ private:
         record_error(record);
     }
 
-    void trace_doorbell_error(trace_event event, std::uint16_t qid, std::uint32_t value) noexcept
-    {
-        tracer_.trace(trace_record{.event = event, .qid = qid, .value = value});
-    }
-
-    /// The register file's host error of the access at `offset`, if it counted one since
-    /// `host_errors_before`.
-    void trace_register_error(std::uint64_t host_errors_before, std::uint64_t offset) noexcept
-    {
-        if (registers_.host_error_count() != host_errors_before) {
-            tracer_.trace(
-                trace_record{.event = register_error_event(registers_.last_host_error()), .value = offset});
-        }
-    }
-
     void record_error(const error_record& record) { logs_.record_error(record); }
 
     /// The context that runs an SQ: its CQ's.
@@ -2975,50 +1309,18 @@ private:
         }
     }
 
-    // ---- admin commands of the controller core ---------------------------------------------------
+    // ---- the controller's own state ----------------------------------------------------------------
 
-    [[nodiscard]] static spec::status error(auto code) noexcept { return spec::status{code}.with_dnr(); }
-
-    /// A new queue's EventIdx is 0, its tail or head, before the host learns of the queue: whatever
-    /// an earlier queue left in the slot, the host's first doorbell then goes to the register,
-    /// which arms the shadow slot (read_shadow_doorbells).
-    void write_new_queue_event_index(std::uint16_t qid, bool completion_queue)
-    {
-        if (shadow_doorbells_.enabled()) {
-            write_event_index(coordination_.admin(), qid, completion_queue, 0);
-        }
-    }
-
-    dma_guard<dma_type> dma_; ///< the embedder's provider, refusing the controller's own BAR0
-    /// Asynchronous DMA only: the requests in flight and their buffers (dma_journal.hpp).
-    [[no_unique_address]] std::conditional_t<dma_completes_later, detail::dma_slot_pool, no_async_state>
-        dma_slots_;
-    [[no_unique_address]] std::conditional_t<dma_completes_later, refusing_dma, no_async_state>
-        no_host_memory_;
     clock_type& clock_;
     controller_config config_;
     subsystem_type* subsystem_;
     register_file registers_;
-    msix_type msix_;
-    pci::intx_pin<interrupts_type> intx_;
-    /// Coalescing and due vectors of the admin context; of every CQ unless groups are concurrent,
-    /// when each group has its own (configured alike).
-    pci::vector_signalling interrupts_state_;
-    doorbell_channel doorbells_; ///< the admin queue's; the I/O queues' are in their poll groups
     /// The admin context and the poll groups.
     coordination_type coordination_{std::uint16_t{0}, fetch_batch, limits.max_segments, std::uint16_t{1}};
-    /// limits.staging_buffers shared out among the poll groups, at least one each.
-    std::size_t staging_per_group_ = 1;
-    /// By doorbell: its queue's entries and poll group, and the invalid writes not yet taken.
-    pci::doorbell_table doorbell_table_{limits.io_queues};
     std::uint16_t next_group_ = 0; ///< round-robin placement
-    reset_operations reset_ops_{this};
-    reset_state_machine<reset_operations> state_machine_;
     std::vector<std::unique_ptr<detail::submission_queue<command>>> submission_queues_;
     std::vector<std::unique_ptr<detail::completion_queue<command>>> completion_queues_;
     std::optional<spec::number_of_queues> granted_queues_;
-    std::uint64_t bar0_address_ = 0;     ///< where the host decodes BAR0 (set_bar0_address)
-    std::atomic<bool> bus_master_{true}; ///< PCI Command.Bus Master Enable (set_bus_master)
     /// The admin queue is message-based (connect_admin_queue), of this many entries.
     bool message_based_ = false;
     std::uint32_t admin_queue_entries_ = 0;
@@ -3028,13 +1330,9 @@ private:
         spec::command_dword0{}.with(spec::command_dword0::fuse, spec::fused_operation{3}).raw;
     std::uint32_t cdw0_required_ = 0;
     bool io_queue_created_ = false; ///< an I/O SQ or CQ was created since the last Controller Reset
-    pci::shadow_doorbells shadow_doorbells_;
-    std::chrono::nanoseconds enable_started_{0};
     controller_statistics statistics_{};
     /// Called from every context that detects an event.
     [[no_unique_address]] tracer_type tracer_{};
-    /// A Controller Reset waits for its aborted commands' backend requests before RDY reads 0.
-    bool ready_clear_deferred_ = false;
 
     std::unique_ptr<subsystem_type> owned_subsystem_;
     std::uint16_t controller_id_ = 0;
@@ -3044,12 +1342,6 @@ private:
     /// Admin data built or received by a handler (Identify, logs, features).
     static constexpr std::size_t admin_data_bytes = 16384;
     std::vector<std::byte> admin_data_;
-    /// A staging buffer holds MDTS bytes of data, their separate metadata (at most 1/64 of the
-    /// data; 1/16 is reserved) and up to 4 KiB of command parameters (Copy source ranges).
-    static constexpr std::size_t staging_bytes =
-        limits.max_transfer_bytes() + limits.max_transfer_bytes() / 16U + 4096U;
-    std::vector<std::unique_ptr<detail::submission_queue<command>>> retired_queues_;
-    shutdown_flush_set shutdown_flushes_;
     keep_alive_timer keep_alive_;
     feature_table features_{detail::controller_feature_config(config_), clock_.now()};
     /// Error Information, SMART / Health, Firmware Slot, Telemetry, Changed Namespace List, events.
