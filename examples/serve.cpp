@@ -30,8 +30,11 @@
 // while a client is connected; clients that do not map it keep writing doorbells by message.
 // --io chooses how file namespaces do their I/O: psync (the default, file_backend: pread/pwrite inside the
 // command) or uring (uring_backend: io_uring, completing in the server's poll loop, which then polls without
-// sleeping while I/O is outstanding; built when liburing is found). SIGINT or SIGTERM shut the server down
-// cleanly (file backends are synced). Nothing a client sends ends the program.
+// sleeping while I/O is outstanding; built when liburing is found). --timing simple|ssd[:KEY=VALUE,...] wraps
+// every namespace's backend (and those Namespace Management creates) in a timed_backend on the server's
+// wall clock, the ssd model starting from FEMU's defaults (the keys are in the usage text); the loop then
+// polls without sleeping while a timed request is held, so none completes late. SIGINT or SIGTERM shut the
+// server down cleanly (file backends are synced). Nothing a client sends ends the program.
 //
 // Identity: unless --nqn, --serial or --cntlid give them, the subsystem NQN, the serial number and
 // the vfio-user controller's ID are derived from the socket path (made absolute; without
@@ -235,8 +238,8 @@ constexpr nvmekit_programs::program serve_program{
     "      program-us, erase-us, channel-bytes-per-second, host-bytes-per-second (0: no\n"
     "      transfer time), write-buffer (SIZE, 0: writes complete when programmed);\n"
     "    both: max-outstanding (requests a namespace holds, default 65536; more fail).\n"
-    "    Example: --timing ssd:channels=16,program-us=500,write-buffer=64M. Namespaces made\n"
-    "    through -r/-c are not timed.\n"
+    "    Example: --timing ssd:channels=16,program-us=500,write-buffer=64M. The bdevs\n"
+    "    created through -r/-c are not timed.\n"
     "  --trace prints the controller's trace events: host mistakes (err_*) at debug level, each\n"
     "  step of every command at trace level; it sets --log trace unless --log is given.\n"
     "  -r serves SPDK's JSON-RPC methods on a Unix socket (scripts/rpc.py -s PATH); -c loads a\n"
