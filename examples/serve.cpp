@@ -33,7 +33,8 @@
 // sleeping while I/O is outstanding; built when liburing is found). --timing simple|ssd[:KEY=VALUE,...] wraps
 // every namespace's backend (and those Namespace Management creates) in a timed_backend on the server's
 // wall clock, the ssd model starting from FEMU's defaults (the keys are in the usage text); the loop then
-// polls without sleeping while a timed request is held, so none completes late. SIGINT or SIGTERM shut the
+// polls without sleeping while a timed request is held, so none completes late (not with --group-threads,
+// whose submissions would not wake it). SIGINT or SIGTERM shut the
 // server down cleanly (file backends are synced). Nothing a client sends ends the program.
 //
 // Identity: unless --nqn, --serial or --cntlid give them, the subsystem NQN, the serial number and
@@ -239,7 +240,7 @@ constexpr nvmekit_programs::program serve_program{
     "      transfer time), write-buffer (SIZE, 0: writes complete when programmed);\n"
     "    both: max-outstanding (requests a namespace holds, default 65536; more fail).\n"
     "    Example: --timing ssd:channels=16,program-us=500,write-buffer=64M. The bdevs\n"
-    "    created through -r/-c are not timed.\n"
+    "    created through -r/-c are not timed; not with --group-threads.\n"
     "  --trace prints the controller's trace events: host mistakes (err_*) at debug level, each\n"
     "  step of every command at trace level; it sets --log trace unless --log is given.\n"
     "  -r serves SPDK's JSON-RPC methods on a Unix socket (scripts/rpc.py -s PATH); -c loads a\n"
@@ -555,6 +556,11 @@ options parse(int argc, char** argv)
     }
     if (o.group_threads && o.uring) {
         usage("--group-threads: the io_uring backend is polled by one thread; use --io psync");
+    }
+    if (o.group_threads && o.timing.model != timing_spec::kind::none) {
+        // The server's thread completes the timed requests, and the group threads do not wake it
+        // when they submit one: it could sleep past their time.
+        usage("--group-threads: timed requests complete on the server's thread; leave out --timing");
     }
     if (o.max_namespaces < o.namespaces.size()) {
         usage("--max-namespaces " + std::to_string(o.max_namespaces) + " is below the " +

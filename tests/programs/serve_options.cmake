@@ -38,6 +38,8 @@ expect_failure(2 "--timing simple: not KEY=VALUE: ''" --vfio-user "${socket}" --
 expect_failure(2 "--timing ssd write-buffer: not a size: 64Q" --vfio-user "${socket}" --timing ssd:write-buffer=64Q)
 expect_failure(2 "--timing ssd:write-buffer=1K: ssd_model: the write buffer must hold at least one page"
                --vfio-user "${socket}" --timing ssd:write-buffer=1K)
+expect_failure(2 "--group-threads: timed requests complete on the server's thread"
+               --vfio-user "${socket}" --group-threads --timing ssd)
 # Good values pass the parsing: the configuration error that follows is the capacity's.
 expect_failure(1 "larger than the unallocated NVM capacity" --vfio-user "${socket}" --ram 64M --capacity 32M
                --timing ssd:channels=16,luns=4,planes=2,read-us=50,program-us=500,erase-us=3000,write-buffer=64M,host-bytes-per-second=3200000000)
