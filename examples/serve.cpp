@@ -30,8 +30,12 @@
 // while a client is connected; clients that do not map it keep writing doorbells by message.
 // --io chooses how file namespaces do their I/O: psync (the default, file_backend: pread/pwrite inside the
 // command) or uring (uring_backend: io_uring, completing in the server's poll loop, which then polls without
-// sleeping while I/O is outstanding; built when liburing is found). SIGINT or SIGTERM shut the server down
-// cleanly (file backends are synced). Nothing a client sends ends the program.
+// sleeping while I/O is outstanding; built when liburing is found). --timing simple|ssd[:KEY=VALUE,...] wraps
+// every namespace's backend (and those Namespace Management creates) in a timed_backend on the server's
+// wall clock, the ssd model starting from FEMU's defaults (the keys are in the usage text); the loop then
+// polls without sleeping while a timed request is held, so none completes late (not with --group-threads,
+// whose submissions would not wake it). SIGINT or SIGTERM shut the
+// server down cleanly (file backends are synced). Nothing a client sends ends the program.
 //
 // Identity: unless --nqn, --serial or --cntlid give them, the subsystem NQN, the serial number and
 // the vfio-user controller's ID are derived from the socket path (made absolute; without
@@ -95,11 +99,14 @@
 #include <nvmekit/backends/uring_backend.hpp>
 #endif
 #include <nvmekit/backends/ram_backend.hpp>
+#include <nvmekit/backends/timed_backend.hpp>
 #include <nvmekit/clock.hpp>
 #include <nvmekit/controller.hpp>
 #include <nvmekit/instance_identity.hpp>
 #include <nvmekit/pci/config_space.hpp>
 #include <nvmekit/spdlog_tracer.hpp>
+#include <nvmekit/timing/simple_model.hpp>
+#include <nvmekit/timing/ssd_model.hpp>
 #include <nvmekit/transport/eventfd_interrupts.hpp>
 #include <nvmekit/transport/mapped_memory.hpp>
 #include <nvmekit/transport/tcp/target.hpp>
@@ -146,10 +153,23 @@ std::atomic<bool> stop_requested{false};
 
 extern "C" void on_signal(int /*signal*/) { stop_requested.store(true); }
 
+/// The server's wall clock: the controllers' and the timed backends' (--timing).
+nvmekit::steady_clock server_clock;
+
 struct namespace_spec {
     bool file = false;
     std::uint64_t bytes = 0;
     std::string path;
+};
+
+/// --timing: the model that times every namespace's requests.
+struct timing_spec {
+    enum class kind { none, simple, ssd };
+    kind model = kind::none;
+    nvmekit::timing::simple_parameters simple{};
+    nvmekit::timing::ssd_parameters ssd = nvmekit::timing::femu_defaults();
+    /// Requests a namespace holds at once; more complete with Internal Error.
+    std::size_t max_outstanding = 65536;
 };
 
 /// One --tcp listener.
@@ -173,6 +193,7 @@ struct options {
     std::uint8_t lba_format = 0;
     bool direct = false;
     bool uring = false;            ///< file namespaces on uring_backend (--io uring) instead of file_backend
+    timing_spec timing;            ///< --timing
     std::uint16_t queues = 0;      ///< I/O queue pairs offered (0: the build's limit, 64)
     std::uint32_t queue_depth = 0; ///< entries per queue (0: the build's limit, 4096)
     std::uint8_t mdts = 0;         ///< MDTS (0: the build's limit, 5 = 128 KiB)
@@ -194,7 +215,7 @@ constexpr nvmekit_programs::program serve_program{
     "nvmekit-serve",
     "nvmekit-serve [--vfio-user SOCKET] [--tcp ADDR:PORT]... [--host NQN]... [--ram SIZE]...\n"
     "                     [--file PATH]... [--4k] [--direct]\n"
-    "                     [--io psync|uring]\n"
+    "                     [--io psync|uring] [--timing simple|ssd[:KEY=VALUE,...]]\n"
     "                     [--capacity SIZE] [--max-namespaces 1-1024]\n"
     "                     [--queues 1-64] [--queue-depth 2-4096] [--mdts 1-5] [--groups 1-64]\n"
     "                     [--group-threads] [--busy-poll] [--cpus LIST] [--mapped-doorbells]\n"
@@ -209,6 +230,17 @@ constexpr nvmekit_programs::program serve_program{
     "  /etc/machine-id: unique per socket, the same after a restart. PCI IDs default to vendor\n"
     "  F0E5 (held by no vendor), device 0A0A, subsystem F0E5:0000.\n"
     "  --io: how file namespaces do I/O: psync (pread/pwrite, the default) or uring (io_uring).\n"
+    "  --timing completes each namespace's requests at a timing model's wall-clock times:\n"
+    "    simple: fixed latencies (all 0 unless given), keys read-us, write-us, flush-us,\n"
+    "      other-us (Write Zeroes, Deallocate), bytes-per-second (0: no transfer time),\n"
+    "      parallelism (requests served at once, default 1);\n"
+    "    ssd: NAND with FEMU's defaults (8 channels x 8 LUNs, 40 us read, 200 us program,\n"
+    "      2 ms erase), keys channels, luns, planes, blocks, pages, page-bytes, read-us,\n"
+    "      program-us, erase-us, channel-bytes-per-second, host-bytes-per-second (0: no\n"
+    "      transfer time), write-buffer (SIZE, 0: writes complete when programmed);\n"
+    "    both: max-outstanding (requests a namespace holds, default 65536; more fail).\n"
+    "    Example: --timing ssd:channels=16,program-us=500,write-buffer=64M. The bdevs\n"
+    "    created through -r/-c are not timed; not with --group-threads.\n"
     "  --trace prints the controller's trace events: host mistakes (err_*) at debug level, each\n"
     "  step of every command at trace level; it sets --log trace unless --log is given.\n"
     "  -r serves SPDK's JSON-RPC methods on a Unix socket (scripts/rpc.py -s PATH); -c loads a\n"
@@ -222,10 +254,10 @@ constexpr nvmekit_programs::program serve_program{
 [[noreturn]] void usage(const std::string& problem) { nvmekit_programs::bad_usage(serve_program, problem); }
 
 /// A decimal value from `low` to `high`; anything else is a usage error naming the option.
-std::uint32_t parse_decimal(std::string_view option, std::string_view text, std::uint32_t low,
-                            std::uint32_t high)
+std::uint64_t parse_decimal64(std::string_view option, std::string_view text, std::uint64_t low,
+                              std::uint64_t high)
 {
-    std::uint32_t value = 0;
+    std::uint64_t value = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (error != std::errc{} || end != text.data() + text.size() || text.empty() || value < low ||
         value > high) {
@@ -233,6 +265,12 @@ std::uint32_t parse_decimal(std::string_view option, std::string_view text, std:
               std::to_string(high) + ": " + std::string{text});
     }
     return value;
+}
+
+std::uint32_t parse_decimal(std::string_view option, std::string_view text, std::uint32_t low,
+                            std::uint32_t high)
+{
+    return static_cast<std::uint32_t>(parse_decimal64(option, text, low, high));
 }
 
 /// A 16-bit hexadecimal value ("1b36", "0x1b36"), `low` to `high`.
@@ -266,12 +304,14 @@ std::string machine_id()
     return {};
 }
 
-std::uint64_t parse_size(std::string_view text)
+/// SIZE: bytes, or with K, M, G or T; `option` (if any) names it in the usage error.
+std::uint64_t parse_size(std::string_view text, std::string_view option = {})
 {
+    const std::string problem = (option.empty() ? "" : std::string{option} + ": ") + "not a size: ";
     std::uint64_t value = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (error != std::errc{} || value == 0) {
-        usage("not a size: " + std::string{text});
+        usage(problem + std::string{text});
     }
     const std::string_view suffix{end, static_cast<std::size_t>(text.data() + text.size() - end)};
     if (suffix.empty()) {
@@ -282,8 +322,8 @@ std::uint64_t parse_size(std::string_view text)
                            : suffix == "G" || suffix == "g" ? 30
                            : suffix == "T" || suffix == "t" ? 40
                                                             : 64;
-    if (shift == 64) {
-        usage("not a size: " + std::string{text});
+    if (shift == 64 || value > (std::uint64_t{1} << (63 - shift))) {
+        usage(problem + std::string{text});
     }
     return value << shift;
 }
@@ -301,6 +341,98 @@ tcp_listener parse_listener(const std::string& text)
     }
     return {address, static_cast<std::uint16_t>(
                          parse_decimal("--tcp port", std::string_view{text}.substr(colon + 1), 1, 65535))};
+}
+
+/// --timing MODEL[:KEY=VALUE,...] (the keys in the usage text). An unknown model or key, a value
+/// out of its range or parameters the model refuses are usage errors naming them.
+timing_spec parse_timing(const std::string& text)
+{
+    timing_spec t;
+    const std::size_t colon = text.find(':');
+    const std::string name = text.substr(0, colon);
+    if (name == "simple") {
+        t.model = timing_spec::kind::simple;
+    } else if (name == "ssd") {
+        t.model = timing_spec::kind::ssd;
+    } else {
+        usage("--timing is simple or ssd, then :KEY=VALUE,... if any: " + text);
+    }
+    const std::string keys = colon == std::string::npos ? std::string{} : text.substr(colon + 1);
+    for (std::size_t start = 0; colon != std::string::npos && start <= keys.size();) {
+        const std::size_t comma = std::min(keys.find(',', start), keys.size());
+        const std::string item = keys.substr(start, comma - start);
+        start = comma + 1;
+        const std::size_t equals = item.find('=');
+        if (equals == std::string::npos || equals == 0) {
+            usage("--timing " + name + ": not KEY=VALUE: '" + item + "'");
+        }
+        const std::string key = item.substr(0, equals);
+        const std::string_view value = std::string_view{item}.substr(equals + 1);
+        const std::string option = "--timing " + name + " " + key;
+        const auto number = [&](std::uint64_t low, std::uint64_t high) {
+            return parse_decimal64(option, value, low, high);
+        };
+        // Latencies in microseconds, up to 1000 s; rates in bytes per second, up to 1 PB/s.
+        const auto microseconds = [&] {
+            return std::chrono::nanoseconds{std::chrono::microseconds{number(0, 1'000'000'000)}};
+        };
+        constexpr std::uint64_t max_rate = 1'000'000'000'000'000;
+        auto& simple = t.simple;
+        auto& ssd = t.ssd;
+        auto& geometry = t.ssd.geometry;
+        const bool is_ssd = t.model == timing_spec::kind::ssd;
+        if (key == "max-outstanding") {
+            t.max_outstanding = number(1, std::uint64_t{1} << 20);
+        } else if (!is_ssd && key == "read-us") {
+            simple.read_latency = microseconds();
+        } else if (!is_ssd && key == "write-us") {
+            simple.write_latency = microseconds();
+        } else if (!is_ssd && key == "flush-us") {
+            simple.flush_latency = microseconds();
+        } else if (!is_ssd && key == "other-us") {
+            simple.other_latency = microseconds();
+        } else if (!is_ssd && key == "bytes-per-second") {
+            simple.transfer_bytes_per_second = number(0, max_rate);
+        } else if (!is_ssd && key == "parallelism") {
+            simple.parallelism = number(1, 65536);
+        } else if (is_ssd && key == "channels") {
+            geometry.channels = static_cast<std::uint32_t>(number(1, 256));
+        } else if (is_ssd && key == "luns") {
+            geometry.luns_per_channel = static_cast<std::uint32_t>(number(1, 256));
+        } else if (is_ssd && key == "planes") {
+            geometry.planes_per_lun = static_cast<std::uint32_t>(number(1, 16));
+        } else if (is_ssd && key == "blocks") {
+            geometry.blocks_per_plane = static_cast<std::uint32_t>(number(1, std::uint64_t{1} << 20));
+        } else if (is_ssd && key == "pages") {
+            geometry.pages_per_block = static_cast<std::uint32_t>(number(1, std::uint64_t{1} << 20));
+        } else if (is_ssd && key == "page-bytes") {
+            geometry.page_bytes = static_cast<std::uint32_t>(number(512, std::uint64_t{1} << 20));
+        } else if (is_ssd && key == "read-us") {
+            ssd.page_read = microseconds();
+        } else if (is_ssd && key == "program-us") {
+            ssd.page_program = microseconds();
+        } else if (is_ssd && key == "erase-us") {
+            ssd.block_erase = microseconds();
+        } else if (is_ssd && key == "channel-bytes-per-second") {
+            ssd.channel_bytes_per_second = number(0, max_rate);
+        } else if (is_ssd && key == "host-bytes-per-second") {
+            ssd.host_bytes_per_second = number(0, max_rate);
+        } else if (is_ssd && key == "write-buffer") {
+            ssd.write_buffer_bytes = value == "0" ? 0 : parse_size(value, option);
+        } else {
+            usage("--timing " + name + ": unknown key " + key);
+        }
+    }
+    try { // what the model itself refuses (a write buffer smaller than a page)
+        if (t.model == timing_spec::kind::simple) {
+            static_cast<void>(nvmekit::timing::simple_model{t.simple});
+        } else {
+            static_cast<void>(nvmekit::timing::ssd_model{t.ssd});
+        }
+    } catch (const std::invalid_argument& e) {
+        usage("--timing " + text + ": " + e.what());
+    }
+    return t;
 }
 
 options parse(int argc, char** argv)
@@ -343,6 +475,8 @@ options parse(int argc, char** argv)
             } else if (io != "psync") {
                 usage("--io is psync or uring: " + io);
             }
+        } else if (arg == "--timing") {
+            o.timing = parse_timing(value());
         } else if (arg == "--queues") {
             o.queues = static_cast<std::uint16_t>(parse_decimal(arg, value(), 1, 64));
         } else if (arg == "--queue-depth") {
@@ -423,6 +557,11 @@ options parse(int argc, char** argv)
     if (o.group_threads && o.uring) {
         usage("--group-threads: the io_uring backend is polled by one thread; use --io psync");
     }
+    if (o.group_threads && o.timing.model != timing_spec::kind::none) {
+        // The server's thread completes the timed requests, and the group threads do not wake it
+        // when they submit one: it could sleep past their time.
+        usage("--group-threads: timed requests complete on the server's thread; leave out --timing");
+    }
     if (o.max_namespaces < o.namespaces.size()) {
         usage("--max-namespaces " + std::to_string(o.max_namespaces) + " is below the " +
               std::to_string(o.namespaces.size()) + " namespaces given");
@@ -439,6 +578,47 @@ nvmekit::any_backend file_namespace_backend(const std::string& path, const optio
     }
 #endif
     return nvmekit::file_backend{path, {.direct = o.direct}};
+}
+
+/// `backend` timed by --timing's model on the server's clock (itself without --timing).
+nvmekit::any_backend timed(nvmekit::any_backend backend, const timing_spec& timing)
+{
+    switch (timing.model) {
+    case timing_spec::kind::none: break;
+    case timing_spec::kind::simple:
+        return nvmekit::timed_backend{std::move(backend), nvmekit::timing::simple_model{timing.simple},
+                                      server_clock, timing.max_outstanding};
+    case timing_spec::kind::ssd:
+        return nvmekit::timed_backend{std::move(backend), nvmekit::timing::ssd_model{timing.ssd},
+                                      server_clock, timing.max_outstanding};
+    }
+    return backend;
+}
+
+/// How --timing times the namespaces, for the log.
+std::string timing_description(const timing_spec& timing)
+{
+    switch (timing.model) {
+    case timing_spec::kind::none: break;
+    case timing_spec::kind::simple: {
+        const auto& p = timing.simple;
+        return fmt::format(", timed: simple, read {} us, write {} us, flush {} us, other {} us, {} B/s, "
+                           "parallelism {}",
+                           p.read_latency.count() / 1000, p.write_latency.count() / 1000,
+                           p.flush_latency.count() / 1000, p.other_latency.count() / 1000,
+                           p.transfer_bytes_per_second, p.parallelism);
+    }
+    case timing_spec::kind::ssd: {
+        const auto& p = timing.ssd;
+        const auto& g = p.geometry;
+        return fmt::format(", timed: ssd, {} channels x {} LUNs x {} planes, read {} us, program {} us, "
+                           "erase {} us, write buffer {} KiB",
+                           g.channels, g.luns_per_channel, g.planes_per_lun, p.page_read.count() / 1000,
+                           p.page_program.count() / 1000, p.block_erase.count() / 1000,
+                           p.write_buffer_bytes >> 10);
+    }
+    }
+    return {};
 }
 
 /// The vfio-user servers' log, through spdlog.
@@ -577,10 +757,9 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
     using controller_type = nvmekit::controller<Traits>;
     nvmekit::transport::mapped_memory memory;
     nvmekit::transport::eventfd_interrupts interrupts{Traits::limits.msix_vectors};
-    nvmekit::steady_clock clock;
     controller_type ctrl{memory,
                          interrupts,
-                         clock,
+                         server_clock,
                          subsystem,
                          {.identity = {.vendor_id = o.vendor_id,
                                        .subsystem_vendor_id = o.subsystem_vendor_id,
@@ -857,18 +1036,19 @@ int main(int argc, char** argv)
             {.nqn = nqn, .serial_number = serial, .model_number = "nvmekit vfio-user controller"},
             {.max_namespaces = o.max_namespaces, .nvm_capacity_bytes = o.capacity}};
         if (o.capacity != 0) {
-            subsystem.set_backend_factory(
-                [concurrent = o.group_threads](std::uint64_t bytes) -> std::optional<nvmekit::any_backend> {
-                    spdlog::info("namespace management: a sparse RAM backend of {} MiB", bytes >> 20);
-                    return nvmekit::any_backend{nvmekit::ram_backend{bytes, {.concurrent = concurrent}}};
-                });
+            subsystem.set_backend_factory([concurrent = o.group_threads, timing = o.timing](
+                                              std::uint64_t bytes) -> std::optional<nvmekit::any_backend> {
+                spdlog::info("namespace management: a sparse RAM backend of {} MiB{}", bytes >> 20,
+                             timing_description(timing));
+                return timed(nvmekit::ram_backend{bytes, {.concurrent = concurrent}}, timing);
+            });
         }
         for (std::size_t index = 0; index < o.namespaces.size(); ++index) {
             const auto& ns = o.namespaces[index];
-            nvmekit::any_backend backend =
-                ns.file
-                    ? file_namespace_backend(ns.path, o)
-                    : nvmekit::any_backend{nvmekit::ram_backend{ns.bytes, {.concurrent = o.group_threads}}};
+            nvmekit::any_backend backend = timed(ns.file ? file_namespace_backend(ns.path, o)
+                                                         : nvmekit::any_backend{nvmekit::ram_backend{
+                                                               ns.bytes, {.concurrent = o.group_threads}}},
+                                                 o.timing);
             const auto bytes = backend.capacity_bytes();
 #ifdef NVMEKIT_SERVE_HAVE_RPC
             if (managed) {
@@ -879,10 +1059,11 @@ int main(int argc, char** argv)
 #endif
             const auto& added = subsystem.add_namespace(std::move(backend), {.lba_format = o.lba_format});
             if (ns.file) {
-                spdlog::info("namespace {}: file {} ({} MiB, {})", added.nsid(), ns.path, bytes >> 20,
-                             o.uring ? "io_uring" : "pread/pwrite");
+                spdlog::info("namespace {}: file {} ({} MiB, {}{})", added.nsid(), ns.path, bytes >> 20,
+                             o.uring ? "io_uring" : "pread/pwrite", timing_description(o.timing));
             } else {
-                spdlog::info("namespace {}: sparse RAM, {} MiB", added.nsid(), bytes >> 20);
+                spdlog::info("namespace {}: sparse RAM, {} MiB{}", added.nsid(), bytes >> 20,
+                             timing_description(o.timing));
             }
         }
         // With management, the command line's target is one it reports, changes and saves, and

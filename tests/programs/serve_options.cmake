@@ -1,6 +1,7 @@
 # Checks how nvmekit-serve refuses bad numbers and a Namespace Management pool too small:
 #   cmake -DPROGRAM=path -DWORK=dir -P serve_options.cmake
-# A number out of its range (or not a number) is a usage error (exit 2, named on stderr);
+# A number out of its range (or not a number), and a --timing model or key it does not know, is a
+# usage error (exit 2, named on stderr);
 # namespaces larger than --capacity are a configuration error (exit 1, said on stdout, where the
 # server logs), found before the server listens.
 function(expect_failure status_expected pattern)
@@ -21,6 +22,29 @@ expect_failure(2 "--cntlid: not a number from 1 to 65519: 65520" --vfio-user "${
 expect_failure(2 "--max-namespaces 1 is below the 2 namespaces given"
                --vfio-user "${socket}" --ram 16M --ram 16M --max-namespaces 1)
 expect_failure(2 "--io is psync or uring: aio" --vfio-user "${socket}" --io aio)
+# --timing MODEL[:KEY=VALUE,...]: the model, each key and each value checked.
+expect_failure(2 "--timing is simple or ssd, then :KEY=VALUE,... if any: femu" --vfio-user "${socket}" --timing femu)
+expect_failure(2 "--timing ssd: unknown key speed" --vfio-user "${socket}" --timing ssd:speed=1)
+expect_failure(2 "--timing simple: unknown key channels" --vfio-user "${socket}" --timing simple:channels=8)
+expect_failure(2 "--timing ssd channels: not a number from 1 to 256: 0" --vfio-user "${socket}" --timing ssd:channels=0)
+expect_failure(2 "--timing ssd read-us: not a number from 0 to 1000000000: 4x"
+               --vfio-user "${socket}" --timing ssd:luns=4,read-us=4x)
+expect_failure(2 "--timing simple read-us: not a number from 0 to 1000000000: -80"
+               --vfio-user "${socket}" --timing simple:read-us=-80)
+expect_failure(2 "--timing simple parallelism: not a number from 1 to 65536: 0"
+               --vfio-user "${socket}" --timing simple:parallelism=0)
+expect_failure(2 "--timing simple: not KEY=VALUE: 'write-us'" --vfio-user "${socket}" --timing simple:write-us)
+expect_failure(2 "--timing simple: not KEY=VALUE: ''" --vfio-user "${socket}" --timing simple:read-us=80,)
+expect_failure(2 "--timing ssd write-buffer: not a size: 64Q" --vfio-user "${socket}" --timing ssd:write-buffer=64Q)
+expect_failure(2 "--timing ssd:write-buffer=1K: ssd_model: the write buffer must hold at least one page"
+               --vfio-user "${socket}" --timing ssd:write-buffer=1K)
+expect_failure(2 "--group-threads: timed requests complete on the server's thread"
+               --vfio-user "${socket}" --group-threads --timing ssd)
+# Good values pass the parsing: the configuration error that follows is the capacity's.
+expect_failure(1 "larger than the unallocated NVM capacity" --vfio-user "${socket}" --ram 64M --capacity 32M
+               --timing ssd:channels=16,luns=4,planes=2,read-us=50,program-us=500,erase-us=3000,write-buffer=64M,host-bytes-per-second=3200000000)
+expect_failure(1 "larger than the unallocated NVM capacity" --vfio-user "${socket}" --ram 64M --capacity 32M
+               --timing simple:read-us=80,write-us=20,flush-us=0,other-us=5,bytes-per-second=2000000000,parallelism=16,max-outstanding=1024)
 expect_failure(1 "larger than the unallocated NVM capacity" --vfio-user "${socket}" --ram 64M --capacity 32M)
 expect_failure(2 "--vfio-user SOCKET or --tcp ADDR:PORT .*is required" --ram 16M)
 expect_failure(2 "--tcp is ADDR:PORT: 127.0.0.1" --tcp 127.0.0.1)

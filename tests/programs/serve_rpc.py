@@ -4,7 +4,7 @@ would, then saves the configuration, restarts from it and compares nvmf_get_subs
 VFIOUSER listener starts a function a vfio-user client reaches (VERSION, then NVMe registers read
 from BAR0); removing it stops the function. A TCP listener takes NVMe/TCP connections (ICReq,
 then an admin Connect) from the hosts the subsystem allows; a host removed loses its controller,
-and a listener removed refuses connections.
+and a listener removed refuses connections. With --timing, a read takes the model's latency.
 
     serve_rpc.py PATH-TO-nvmekit-serve WORK-DIRECTORY
 """
@@ -206,6 +206,44 @@ def stop(process):
         raise AssertionError(f"exit {process.returncode}: {output!r}")
 
 
+def timed_read(program):
+    """--timing simple:read-us=20000 over NVMe/TCP: a read completes after the model's 20 ms (and
+    soon after: the server does not sleep past it), a write, untimed, well before."""
+    port = free_tcp_port()
+    nqn = "nqn.2026-11.io.nvmekit:timed"
+    host = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000cc"
+    serve = start(program, "--tcp", f"127.0.0.1:{port}", "--ram", "16M", "--nqn", nqn,
+                  "--timing", "simple:read-us=20000,parallelism=4", wait_for=[])
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                admin, (status, cntlid) = tcp_connect(port, nqn, host)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and serve.poll() is None, "no NVMe/TCP listener"
+                time.sleep(0.02)
+        assert status == 0, hex(status)
+        tcp_enable(admin)
+        io, (status, _) = tcp_connect(port, nqn, host, qid=1, cntlid=cntlid)
+        assert status == 0, hex(status)
+        written = bytes(range(256)) * 2
+        began = time.monotonic()
+        assert tcp_command(io, nvm_command(0x01, 1, slba=5, length=512), written)[0] == 0  # Write
+        write_time = time.monotonic() - began
+        began = time.monotonic()
+        status, _, read = tcp_command(io, nvm_command(0x02, 2, slba=5, length=512, to_host=True))  # Read
+        read_time = time.monotonic() - began
+        assert status == 0 and read == written, (hex(status), read[:16])
+        # The server's idle wait is 100 ms: a read held past its time would take that long.
+        assert 0.020 <= read_time < 0.020 + 0.075, read_time
+        assert write_time < 0.020, write_time
+        io.close()
+        admin.close()
+    finally:
+        stop(serve)
+
+
 def main():
     program, work = sys.argv[1], sys.argv[2]
     shutil.rmtree(work, ignore_errors=True)
@@ -402,6 +440,7 @@ def main():
         assert any(c["method"] == "nvmf_subsystem_add_ns" and c["params"]["nqn"] == nqn for c in saved_nvmf)
     finally:
         stop(serve)
+    timed_read(program)
     shutil.rmtree(work)
     print("serve_rpc: ok")
 
