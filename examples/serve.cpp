@@ -364,11 +364,11 @@ timing_spec parse_timing(const std::string& text)
         start = comma + 1;
         const std::size_t equals = item.find('=');
         if (equals == std::string::npos || equals == 0) {
-            usage("--timing " + name + ": not KEY=VALUE: '" + item + "'");
+            usage(fmt::format("--timing {}: not KEY=VALUE: '{}'", name, item));
         }
         const std::string key = item.substr(0, equals);
         const std::string_view value = std::string_view{item}.substr(equals + 1);
-        const std::string option = "--timing " + name + " " + key;
+        const std::string option = fmt::format("--timing {} {}", name, key);
         const auto number = [&](std::uint64_t low, std::uint64_t high) {
             return parse_decimal64(option, value, low, high);
         };
@@ -420,7 +420,7 @@ timing_spec parse_timing(const std::string& text)
         } else if (is_ssd && key == "write-buffer") {
             ssd.write_buffer_bytes = value == "0" ? 0 : parse_size(value, option);
         } else {
-            usage("--timing " + name + ": unknown key " + key);
+            usage(fmt::format("--timing {}: unknown key {}", name, key));
         }
     }
     try { // what the model itself refuses (a write buffer smaller than a page)
