@@ -64,8 +64,11 @@ stop_server() {
         && host_ok "$3 stopped on SIGINT with status 0" \
         || host_fail "$3 on SIGINT: expected exit status 0 and 'stopped', got status $status"
 }
-# server_identity LOG: "NQN SERIAL CNTLID" as the server logged them
+# server_identity LOG: "NQN SERIAL CNTLID" as the server logged them. The server binds its
+# socket before it logs, so the log is waited on (up to 5 s) for the identity line, which
+# follows the "serving" line.
 server_identity() {
+    for _ in $(seq 1 50); do grep -q '\] identity: serial ' "$1" && break; sleep 0.1; done
     echo "$(sed -n 's/.*\] serving \([^ ]*\) on .*/\1/p' "$1" | head -n 1)" \
         "$(sed -n 's/.*\] identity: serial \([^,]*\), CNTLID \([0-9]*\),.*/\1 \2/p' "$1" | head -n 1)"
 }
