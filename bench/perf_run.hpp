@@ -168,21 +168,19 @@ struct results {
     histogram latency;
 };
 
-/// CPU time of the whole process, every thread included.
-inline double process_cpu_seconds()
+/// Seconds on `clock` (a CPU-time clock of clock_gettime).
+inline double clock_seconds(clockid_t clock)
 {
     timespec now{};
-    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    ::clock_gettime(clock, &now);
     return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
+/// CPU time of the whole process, every thread included.
+inline double process_cpu_seconds() { return clock_seconds(CLOCK_PROCESS_CPUTIME_ID); }
+
 /// CPU time of the calling thread.
-inline double thread_cpu_seconds()
-{
-    timespec now{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
-}
+inline double thread_cpu_seconds() { return clock_seconds(CLOCK_THREAD_CPUTIME_ID); }
 
 /// A command slot of one queue: its data buffer and PRP list, and when it was submitted.
 struct slot {
