@@ -27,7 +27,8 @@
 // the controller runs inside poll(), and the host reaps CQEs by their phase tag. Time spent inside
 // poll() is the controller's; the rest of the loop is the host's. The run first measures the
 // machine's own ceiling, single-core memcpy bandwidth at the chosen block size, and reports the
-// data rate as a fraction of it.
+// data rate as a fraction of it, by the wall clock and by CPU time. The RAM backend's namespace
+// and the ceiling's buffer are both on transparent huge pages unless --no-huge-pages.
 //
 // --backend file (file_backend: pread/pwrite inside the command) and --backend uring
 // (uring_backend: io_uring, completing in poll(); built when liburing is found) run on the file
