@@ -27,7 +27,8 @@
 // the controller runs inside poll(), and the host reaps CQEs by their phase tag. Time spent inside
 // poll() is the controller's; the rest of the loop is the host's. The run first measures the
 // machine's own ceiling, single-core memcpy bandwidth at the chosen block size, and reports the
-// data rate as a fraction of it.
+// data rate as a fraction of it, by the wall clock and by CPU time. The RAM backend's namespace
+// and the ceiling's buffer are both on transparent huge pages unless --no-huge-pages.
 //
 // --backend file (file_backend: pread/pwrite inside the command) and --backend uring
 // (uring_backend: io_uring, completing in poll(); built when liburing is found) run on the file
@@ -49,6 +50,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <optional>
 #include <random>
 #include <span>
@@ -57,6 +60,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include <fmt/format.h>
 
@@ -92,7 +97,7 @@ constexpr nvmekit_programs::program perf_program{
     "                    [--mix READ_PERCENT] [--count COMMANDS] [--groups N] [--threads] [--json]\n"
     "                    [--file PATH] [--direct] [--multi-threaded] [--transport in-process|vfio-user|tcp]\n"
     "                    [--doorbell-replies] [--doorbell-per-command] [--server-busy-poll]\n"
-    "                    [--mapped-doorbells]\n"
+    "                    [--mapped-doorbells] [--no-huge-pages]\n"
     "                    [--help] [--version]\n"};
 
 [[noreturn]] void usage(const std::string& problem) { nvmekit_programs::bad_usage(perf_program, problem); }
@@ -163,6 +168,8 @@ options parse(int argc, char** argv)
             o.file = value();
         } else if (arg == "--direct") {
             o.direct = true;
+        } else if (arg == "--no-huge-pages") {
+            o.huge_pages = false;
         } else if (arg == "--rw") {
             const auto rw = value();
             if (rw == "randread") {
@@ -241,25 +248,50 @@ options parse(int argc, char** argv)
 
 // ---- the machine's ceiling --------------------------------------------------------------------
 
+/// The ceiling's bandwidth, by the wall clock and by the measuring thread's CPU time.
+struct ceiling_rate {
+    double wall_gib_per_s = 0;
+    double cpu_gib_per_s = 0;
+};
+
 /// Single-core memcpy bandwidth at `block` bytes per copy between random block-aligned places of
 /// a `region`-byte buffer (the namespace's size, as the backend sees it) and a small ring of host
 /// buffers, in the direction of the workload: reads copy out of the region, writes into it, and
-/// a mix does both in the workload's proportion. Measured for about `seconds`.
-double memcpy_ceiling_gib_per_s(std::uint64_t region, std::uint32_t block, unsigned read_percent,
-                                double seconds)
+/// a mix does both in the workload's proportion. Measured for about `seconds`. The region is
+/// allocated as the RAM backend allocates its one chunk (2 MiB aligned and advised for
+/// transparent huge pages with `huge_pages`, else 64-byte aligned) and the ring page aligned, as
+/// the host's buffers are, so that the copies are the backend's in size, place and alignment.
+ceiling_rate memcpy_ceiling_gib_per_s(std::uint64_t region, std::uint32_t block, unsigned read_percent,
+                                      double seconds, bool huge_pages)
 {
     region = std::max<std::uint64_t>(std::min<std::uint64_t>(region, std::uint64_t{1} << 30), block);
-    std::vector<std::byte> backing(region, std::byte{0x5a});
-    std::vector<std::byte> ring(std::size_t{block} * 128, std::byte{0xa5});
+    const std::size_t alignment = huge_pages && region >= nvmekit::ram_backend::huge_page_bytes
+                                      ? nvmekit::ram_backend::huge_page_bytes
+                                      : std::size_t{64};
+    const auto release = [alignment](std::byte* data) {
+        ::operator delete (data, std::align_val_t{alignment});
+    };
+    const std::unique_ptr<std::byte, decltype(release)> backing{
+        static_cast<std::byte*>(::operator new (region, std::align_val_t{alignment})), release};
+#if defined(MADV_HUGEPAGE)
+    if (alignment == nvmekit::ram_backend::huge_page_bytes) {
+        static_cast<void>(
+            ::madvise(backing.get(), region - region % nvmekit::ram_backend::huge_page_bytes, MADV_HUGEPAGE));
+    }
+#endif
+    std::memset(backing.get(), 0x5a, region);
+    std::vector<std::byte, nvmekit::testing::detail::page_aligned_allocator<std::byte>> ring(
+        std::size_t{block} * 128, std::byte{0xa5});
     const std::uint64_t blocks = region / block;
     std::mt19937_64 random{7};
     std::uint64_t copied = 0;
+    const double cpu_start = thread_cpu_seconds();
     const auto start = steady::now();
     const auto deadline = start + std::chrono::duration<double>(seconds);
     std::size_t slot = 0;
     while (steady::now() < deadline) {
         for (int i = 0; i < 256; ++i) {
-            std::byte* far = backing.data() + (random() % blocks) * block;
+            std::byte* far = backing.get() + (random() % blocks) * block;
             std::byte* near = ring.data() + slot * block;
             if (random() % 100 < read_percent) {
                 std::memcpy(near, far, block);
@@ -271,9 +303,11 @@ double memcpy_ceiling_gib_per_s(std::uint64_t region, std::uint32_t block, unsig
         }
     }
     const double elapsed = std::chrono::duration<double>(steady::now() - start).count();
+    const double cpu = thread_cpu_seconds() - cpu_start;
     volatile std::byte sink = ring[0];
     static_cast<void>(sink);
-    return static_cast<double>(copied) / elapsed / double(1ULL << 30);
+    const double gib = static_cast<double>(copied) / double(1ULL << 30);
+    return {.wall_gib_per_s = gib / elapsed, .cpu_gib_per_s = gib / cpu};
 }
 
 std::string_view name(workload w)
@@ -300,7 +334,9 @@ int main(int argc, char** argv)
     } else if (o.rw == workload::randwrite || o.rw == workload::write) {
         read_percent = 0;
     }
-    const double ceiling = memcpy_ceiling_gib_per_s(o.size, o.block_size, read_percent, 1.0);
+    const ceiling_rate ceilings =
+        memcpy_ceiling_gib_per_s(o.size, o.block_size, read_percent, 1.0, o.huge_pages);
+    const double ceiling = ceilings.wall_gib_per_s;
     results r;
     results over_vfio_user;
     results over_tcp;
@@ -310,9 +346,12 @@ int main(int argc, char** argv)
         } else if (o.backend == "file" || o.backend == "uring") {
             r = run_file_backend(o, lba_bytes);
         } else {
-            r = run(o,
-                    nvmekit::ram_backend{o.size, {.chunk_size = ram_chunk_size(o.size), .preallocate = true}},
-                    lba_bytes);
+            r = run(
+                o,
+                nvmekit::ram_backend{
+                    o.size,
+                    {.chunk_size = ram_chunk_size(o.size), .preallocate = true, .huge_pages = o.huge_pages}},
+                lba_bytes);
         }
 #ifdef NVMEKIT_PERF_HAVE_VFIO_USER
         if (o.transport == "vfio-user") {
@@ -334,6 +373,12 @@ int main(int argc, char** argv)
     const double host_ns = (r.seconds - r.controller_seconds) * 1e9 /
                            static_cast<double>(std::max<std::uint64_t>(r.commands, 1));
     const auto us = [](std::uint64_t ns) { return static_cast<double>(ns) / 1000.0; };
+    // The same fraction by CPU time (the run's process CPU against the ceiling thread's), which a
+    // busy machine's time slices do not move as much as they move the wall clock. One thread
+    // only: with --threads the process's CPU holds busy-polling that moves no data.
+    const double cpu_gib_per_s =
+        static_cast<double>(r.commands) * o.block_size / std::max(r.cpu_seconds, 1e-9) / double(1ULL << 30);
+    const bool cpu_fraction = o.backend != "null" && !o.threads;
     const bool vfio_user = o.transport == "vfio-user";
     const auto per_command = [](double seconds, std::uint64_t commands) {
         return seconds * 1e9 / static_cast<double>(std::max<std::uint64_t>(commands, 1));
@@ -359,6 +404,8 @@ int main(int argc, char** argv)
             "\"controller_ns_per_command\": {:.1f}, \"host_ns_per_command\": {:.1f}, "
             "\"controller_commands_per_cpu_second\": {:.0f}, "
             "\"memcpy_ceiling_gib_per_s\": {:.2f}, \"fraction_of_memcpy_ceiling\": {}, "
+            "\"memcpy_ceiling_cpu_gib_per_s\": {:.2f}, \"fraction_of_memcpy_ceiling_cpu\": {}, "
+            "\"huge_pages\": {}, "
             "\"vfio_user\": {}, \"tcp\": {}}}\n",
             o.backend, name(o.rw), o.block_size, o.queue_depth, o.queues, o.groups, r.seconds, r.commands,
             r.errors, iops, mib_per_s, r.latency.mean() / 1000.0, us(r.latency.percentile(50)),
@@ -367,6 +414,10 @@ int main(int argc, char** argv)
             host_ns, 1e9 / controller_ns, ceiling,
             // The null backend moves no data: a fraction of the copy ceiling means nothing.
             o.backend == "null" ? std::string{"null"} : fmt::format("{:.3f}", gib_per_s / ceiling),
+            ceilings.cpu_gib_per_s,
+            cpu_fraction ? fmt::format("{:.3f}", cpu_gib_per_s / ceilings.cpu_gib_per_s)
+                         : std::string{"null"},
+            o.huge_pages,
             !vfio_user ? std::string{"null"}
                        : fmt::format("{{\"doorbells\": \"{}\", \"commands\": {}, \"errors\": {}, "
                                      "\"iops\": {:.0f}, \"latency_us\": {{\"avg\": {:.3f}, \"p50\": {:.3f}, "
@@ -417,6 +468,11 @@ int main(int argc, char** argv)
         } else {
             fmt::print("  memcpy ceiling   {:>12.2f} GiB/s at {} B; this run: {:.2f} GiB/s = {:.1f}% of it\n",
                        ceiling, o.block_size, gib_per_s, 100.0 * gib_per_s / ceiling);
+            if (cpu_fraction) {
+                fmt::print(
+                    "  by CPU time      {:>12.2f} GiB/s per CPU second; this run: {:.2f} = {:.1f}% of it\n",
+                    ceilings.cpu_gib_per_s, cpu_gib_per_s, 100.0 * cpu_gib_per_s / ceilings.cpu_gib_per_s);
+            }
         }
         if (vfio_user) {
             fmt::print(

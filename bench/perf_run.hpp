@@ -71,10 +71,11 @@ struct options {
     bool multi_threaded = false; ///< the controller built with the multi_threaded policy (--threads needs it)
     std::string file = "/var/tmp/nvmekit-perf.img"; ///< --backend file or uring
     bool direct = false;                            ///< the file also opened with O_DIRECT
-    std::string transport = "in-process";           ///< or vfio-user, tcp: a server thread over a socket
-    bool doorbell_replies = false; ///< vfio-user: wait for each doorbell's reply (else posted)
-    bool server_busy_poll = false; ///< vfio-user, tcp: the server never waits in poll(2)
-    bool mapped_doorbells = false; ///< vfio-user: doorbells stored into a mapped page (server polls)
+    bool huge_pages = true; ///< the RAM backend's chunk and the ceiling's buffer on transparent huge pages
+    std::string transport = "in-process"; ///< or vfio-user, tcp: a server thread over a socket
+    bool doorbell_replies = false;        ///< vfio-user: wait for each doorbell's reply (else posted)
+    bool server_busy_poll = false;        ///< vfio-user, tcp: the server never waits in poll(2)
+    bool mapped_doorbells = false;        ///< vfio-user: doorbells stored into a mapped page (server polls)
     /// A doorbell write per command (SQ tail after each SQE, CQ head after each CQE), as a
     /// driver that does not batch rings them; else one per queue per pass of the loop.
     bool doorbell_per_command = false;
@@ -167,13 +168,19 @@ struct results {
     histogram latency;
 };
 
-/// CPU time of the whole process, every thread included.
-inline double process_cpu_seconds()
+/// Seconds on `clock` (a CPU-time clock of clock_gettime).
+inline double clock_seconds(clockid_t clock)
 {
     timespec now{};
-    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    ::clock_gettime(clock, &now);
     return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
+
+/// CPU time of the whole process, every thread included.
+inline double process_cpu_seconds() { return clock_seconds(CLOCK_PROCESS_CPUTIME_ID); }
+
+/// CPU time of the calling thread.
+inline double thread_cpu_seconds() { return clock_seconds(CLOCK_THREAD_CPUTIME_ID); }
 
 /// A command slot of one queue: its data buffer and PRP list, and when it was submitted.
 struct slot {

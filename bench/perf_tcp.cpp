@@ -39,9 +39,7 @@ double thread_cpu_seconds(std::thread& thread)
     if (::pthread_getcpuclockid(thread.native_handle(), &clock) != 0) {
         throw std::runtime_error("cannot read the target thread's CPU clock");
     }
-    timespec now{};
-    ::clock_gettime(clock, &now);
-    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+    return clock_seconds(clock);
 }
 
 /// The host's side: `o.queues` connected I/O queues of `host`, each kept `o.queue_depth`

@@ -34,14 +34,6 @@ struct vfio_user_traits : nvmekit::default_traits {
     static constexpr nvmekit::limits limits = perf_traits<Backend, nvmekit::single_threaded>::limits;
 };
 
-/// The CPU time the calling thread has used so far.
-double this_thread_cpu_seconds()
-{
-    timespec now{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
-}
-
 /// Guest RAM the client shares with the server: a memfd, mapped here.
 class shared_guest_memory {
 public:
@@ -136,7 +128,7 @@ results run_over_vfio_user(const options& o, Backend backend, std::uint32_t lba_
         const std::uint64_t blocks = o.size / lba_bytes; // the namespace is --size bytes
         const std::uint64_t messages_before = client.messages_sent();
         // The device's CPU: every thread of the process but this one (the server's and the groups').
-        const double device_cpu_before = process_cpu_seconds() - this_thread_cpu_seconds();
+        const double device_cpu_before = process_cpu_seconds() - thread_cpu_seconds();
         r = drive(
             o, memory, host, blocks, lba_bytes, entries, up.cap.get(spec::cap_register::dstrd),
             [&](std::uint64_t offset, std::uint32_t value) {
@@ -147,7 +139,7 @@ results run_over_vfio_user(const options& o, Backend backend, std::uint32_t lba_
                 }
             },
             [](std::uint64_t /*round*/) {});
-        r.server_cpu_seconds = process_cpu_seconds() - this_thread_cpu_seconds() - device_cpu_before;
+        r.server_cpu_seconds = process_cpu_seconds() - thread_cpu_seconds() - device_cpu_before;
         r.doorbell_messages = client.messages_sent() - messages_before;
         join();
     } catch (...) {

@@ -14,6 +14,11 @@
 /// so steady-state I/O never allocates (benchmarks). A failed allocation completes the write with
 /// internal_error before any byte is stored.
 ///
+/// `huge_pages` asks the kernel (Linux: madvise MADV_HUGEPAGE) to back chunks of 2 MiB or more with
+/// transparent huge pages, allocating them 2 MiB aligned: random I/O over a large namespace then
+/// takes one TLB entry per 2 MiB instead of per 4 KiB page. A hint only; elsewhere, or when the
+/// kernel declines, the chunks are ordinary memory. Chunks are 64-byte aligned in every case.
+///
 /// Every request completes inline, inside submit(). No volatile cache: flush does nothing.
 ///
 /// Threads: submit() may run on several threads at once (poll groups on threads of their own
@@ -42,6 +47,10 @@
 #include <stdexcept>
 #include <utility>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include <nvmekit/block_backend.hpp>
 #include <nvmekit/config.hpp>
 
@@ -60,11 +69,17 @@ struct ram_backend_options {
     /// threads of their own; bytes_allocated() then never decreases. False frees them (memory
     /// returns to the system; submit from one thread at a time).
     bool concurrent = false;
+    /// Back chunks of 2 MiB or more with transparent huge pages where the system offers them
+    /// (Linux: 2 MiB-aligned chunks advised with MADV_HUGEPAGE): fewer TLB misses for random
+    /// requests over a large namespace. A hint; data and semantics are the same either way.
+    bool huge_pages = false;
 };
 
 /// A sparse RAM backend (see the top of this header).
 class ram_backend {
 public:
+    /// The huge page size `huge_pages` aligns chunks of at least this size to.
+    static constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
     /// Chunk pointers per leaf table.
     static constexpr std::size_t leaf_entries = 4096;
     /// The largest top table accepted, in entries (128 MiB of pointers).
@@ -220,7 +235,7 @@ private:
         std::byte* data = slot.load(std::memory_order_acquire);
         if (data == nullptr) {
             const std::uint64_t length = chunk_length(index);
-            std::byte* const fresh = new (std::nothrow) std::byte[static_cast<std::size_t>(length)]();
+            std::byte* const fresh = allocate_chunk(static_cast<std::size_t>(length));
             if (fresh == nullptr) {
                 return nullptr;
             }
@@ -229,10 +244,44 @@ private:
                 data = fresh;
                 bytes_allocated_.fetch_add(length, std::memory_order_relaxed);
             } else {
-                delete[] fresh;
+                free_chunk(fresh, static_cast<std::size_t>(length));
             }
         }
         return data;
+    }
+
+    /// The alignment of a chunk of `length` bytes: a huge page's with `huge_pages` when it holds
+    /// one, else a cache line's (a copy between the chunk and a page-aligned buffer then runs on
+    /// whole lines).
+    [[nodiscard]] std::size_t chunk_alignment(std::size_t length) const noexcept
+    {
+        return options_.huge_pages && length >= huge_page_bytes ? huge_page_bytes : std::size_t{64};
+    }
+
+    /// A zero-filled chunk of `length` bytes, advised for huge pages before it is first touched
+    /// when `huge_pages` asks for them; nullptr when memory runs out.
+    [[nodiscard]] std::byte* allocate_chunk(std::size_t length) const noexcept
+    {
+        const std::size_t alignment = chunk_alignment(length);
+        auto* const data =
+            static_cast<std::byte*>(::operator new (length, std::align_val_t{alignment}, std::nothrow));
+        if (data == nullptr) {
+            return nullptr;
+        }
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+        if (alignment == huge_page_bytes) {
+            // Whole huge pages only; a refusal leaves ordinary pages, which is no error.
+            static_cast<void>(::madvise(data, length - length % huge_page_bytes, MADV_HUGEPAGE));
+        }
+#endif
+        std::memset(data, 0, length);
+        return data;
+    }
+
+    /// Frees a chunk of `length` bytes from allocate_chunk.
+    void free_chunk(std::byte* data, std::size_t length) const noexcept
+    {
+        ::operator delete (data, std::align_val_t{chunk_alignment(length)});
     }
 
     /// Frees the chunk at `index` (not in concurrent or preallocate mode: see the top of the header).
@@ -244,7 +293,7 @@ private:
             return;
         }
         if (std::byte* const data = leaf[index % leaf_entries].exchange(nullptr, std::memory_order_acq_rel)) {
-            delete[] data;
+            free_chunk(data, static_cast<std::size_t>(chunk_length(index)));
             bytes_allocated_.fetch_sub(chunk_length(index), std::memory_order_relaxed);
         }
     }
@@ -258,7 +307,9 @@ private:
                 continue;
             }
             for (std::size_t entry = 0; entry < leaf_entries; ++entry) {
-                delete[] leaf[entry].load(std::memory_order_acquire);
+                if (std::byte* const data = leaf[entry].load(std::memory_order_acquire)) {
+                    free_chunk(data, static_cast<std::size_t>(chunk_length(top * leaf_entries + entry)));
+                }
             }
             delete[] leaf;
         }

@@ -207,6 +207,29 @@ TEST(ram_backend, preallocate_allocates_everything_and_never_frees)
     EXPECT_EQ(read_bytes(backend, 0, 2048), expected);
 }
 
+TEST(ram_backend, huge_page_chunks_hold_the_same_data_and_are_freed_alike)
+{
+    // Two 2 MiB chunks (huge-page aligned) and a last one of 512 bytes (cache-line aligned).
+    const std::uint64_t mib = kib * kib;
+    ram_backend backend{4 * mib + 512, {.chunk_size = 2 * mib, .huge_pages = true}};
+    EXPECT_TRUE(backend.options().huge_pages);
+    auto data = pattern(8 * kib, 9);
+    ASSERT_EQ(write_bytes(backend, 2 * mib - 4 * kib, data), block_status::success);
+    auto tail = pattern(512, 10);
+    ASSERT_EQ(write_bytes(backend, 4 * mib, tail), block_status::success);
+    EXPECT_EQ(backend.bytes_allocated(), 4 * mib + 512);
+    EXPECT_EQ(read_bytes(backend, 2 * mib - 4 * kib, 8 * kib), data);
+    EXPECT_EQ(read_bytes(backend, 4 * mib, 512), tail);
+    EXPECT_EQ(read_bytes(backend, 0, 4 * kib), zeros(4 * kib)) << "a fresh chunk is zero-filled";
+    EXPECT_EQ(run(backend, block_operation::deallocate, 0, 2 * mib).status, block_status::success);
+    EXPECT_EQ(backend.bytes_allocated(), 2 * mib + 512);
+    std::vector<std::byte> expected = zeros(4 * kib);
+    expected.insert(expected.end(), data.begin() + 4 * kib, data.end());
+    EXPECT_EQ(read_bytes(backend, 2 * mib - 4 * kib, 8 * kib), expected);
+    ram_backend moved{std::move(backend)};
+    EXPECT_EQ(read_bytes(moved, 4 * mib, 512), tail);
+}
+
 TEST(ram_backend, out_of_range_requests_touch_nothing)
 {
     ram_backend backend{4 * kib, {.chunk_size = 512}};
