@@ -47,7 +47,6 @@ protected:
     using threading_type = typename Traits::threading;
     using coordination_type = detail::group_coordination<group_type, threading_type::concurrent_groups>;
     using coordination_scope = typename coordination_type::scope;
-    static constexpr std::size_t fetch_batch = io_context<Controller, Traits>::fetch_batch;
 
     group_processing() = default;
     group_processing(const group_processing&) = delete;
@@ -450,7 +449,8 @@ protected:
     }
 
     /// The admin context and the poll groups.
-    coordination_type coordination_{std::uint16_t{0}, fetch_batch, limits.max_segments, std::uint16_t{1}};
+    coordination_type coordination_{std::uint16_t{0}, Controller::fetch_batch, limits.max_segments,
+                                    std::uint16_t{1}};
     std::uint16_t next_group_ = 0; ///< round-robin placement
 };
 
