@@ -30,7 +30,6 @@ class introspection {
 protected:
     using command = detail::controller_command<Controller, Traits>;
     using group_type = detail::poll_group_state<command, Traits::threading::concurrent_groups>;
-    static constexpr nvmekit::limits limits = Traits::limits;
 
     introspection() = default;
     introspection(const introspection&) = delete;

@@ -20,7 +20,6 @@
 #include <nvmekit/config.hpp>
 #include <nvmekit/dispatcher.hpp>
 #include <nvmekit/io_context.hpp>
-#include <nvmekit/poll_group_state.hpp>
 #include <nvmekit/queue_memory.hpp>
 #include <nvmekit/queue_pair.hpp>
 #include <nvmekit/spec/features.hpp>
@@ -35,7 +34,6 @@ template <typename Controller, typename Traits>
 class queue_state {
 protected:
     using command = detail::controller_command<Controller, Traits>;
-    using group_type = detail::poll_group_state<command, Traits::threading::concurrent_groups>;
     static constexpr nvmekit::limits limits = Traits::limits;
 
     queue_state()

@@ -20,7 +20,6 @@
 #include <nvmekit/config.hpp>
 #include <nvmekit/cq_ring.hpp>
 #include <nvmekit/io_context.hpp>
-#include <nvmekit/poll_group_state.hpp>
 #include <nvmekit/queue_pair.hpp>
 #include <nvmekit/reset_state_machine.hpp>
 #include <nvmekit/spec/commands.hpp>
@@ -39,7 +38,6 @@ template <typename Controller, typename Traits>
 class message_queues {
 protected:
     using command = detail::controller_command<Controller, Traits>;
-    using group_type = detail::poll_group_state<command, Traits::threading::concurrent_groups>;
     static constexpr nvmekit::limits limits = Traits::limits;
 
     message_queues() = default;
