@@ -7,6 +7,8 @@
 /// It owns the feature table (command_sets/features.hpp decides Set and Get Features), the log
 /// pages and events (controller_logs.hpp), the namespaces attached to this controller, the Keep
 /// Alive timer, the admin and log page buffers, the power-on time and the memory page size.
+/// (Not to be confused with the admin context that runs the admin queue, group_processing.hpp:
+/// this is the admin command set's context, the AdminHandlerContext concept.)
 ///
 /// Composition: detail::admin_context<Controller, Traits> is a base of nvmekit::controller (CRTP;
 /// controller.hpp), reaching the subsystem, clock, tracer and poll groups through self().
