@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
+#include <type_traits>
 
 #include <gtest/gtest.h>
 
@@ -401,6 +403,85 @@ TEST(controller_features, reserved_select_and_unsupported_features_are_invalid_f
                                                          vector_65.raw))
                   .status(),
               dnr(spec::generic_status::invalid_field));
+}
+
+// ---- the controller's parts ------------------------------------------------------------------
+// Each part is a base of the controller (CRTP, no virtual call) owning its data; these check
+// what each part owns through the controller's public API.
+
+using controller_type = nvmekit::controller<test_traits>;
+static_assert(
+    std::is_base_of_v<nvmekit::transport::message_queues<controller_type, test_traits>, controller_type>);
+static_assert(
+    std::is_base_of_v<nvmekit::detail::group_processing<controller_type, test_traits>, controller_type>);
+static_assert(std::is_base_of_v<nvmekit::detail::queue_state<controller_type, test_traits>, controller_type>);
+static_assert(
+    std::is_base_of_v<nvmekit::detail::introspection<controller_type, test_traits>, controller_type>);
+static_assert(
+    std::is_base_of_v<nvmekit::detail::admin_context<controller_type, test_traits>, controller_type>);
+static_assert(!std::is_polymorphic_v<controller_type>, "the parts are composed without virtual calls");
+
+TEST(controller_parts, queue_state_allows_the_configured_queues_until_number_of_queues_is_set)
+{
+    rig r{{.io_queues = 8}};
+    r.admin_only();
+    EXPECT_EQ(r.ctrl.allowed_submission_queues(), 8U);
+    EXPECT_EQ(r.ctrl.allowed_completion_queues(), 8U);
+    EXPECT_FALSE(r.ctrl.granted_queues().has_value());
+    EXPECT_FALSE(r.ctrl.io_queue_created());
+    EXPECT_TRUE(r.ctrl.submission_queue_exists(0));
+    EXPECT_FALSE(r.ctrl.submission_queue_exists(1));
+    EXPECT_FALSE(r.ctrl.submission_queue_exists(test_traits::limits.io_queues + 1U)); // beyond the table
+    const auto granted = r.host.admin(set_number_of_queues(spec::number_of_queues::from_counts(3, 2).raw));
+    ASSERT_TRUE(granted.ok());
+    EXPECT_EQ(r.ctrl.allowed_submission_queues(), 3U);
+    EXPECT_EQ(r.ctrl.allowed_completion_queues(), 2U);
+    EXPECT_EQ(r.ctrl.max_io_queues(), 8U);
+}
+
+TEST(controller_parts, group_processing_places_queues_in_groups_and_runs_a_pause_around_a_call)
+{
+    rig r{{.poll_groups = 2}};
+    r.admin_only(4);
+    EXPECT_EQ(r.ctrl.poll_group_count(), 2U);
+    EXPECT_FALSE(r.ctrl.completion_queue_group(0).has_value()); // the admin context's
+    EXPECT_FALSE(r.ctrl.completion_queue_group(1).has_value()); // not created yet
+    EXPECT_EQ(r.ctrl.with_groups_paused([] { return 7; }), 7);
+    EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
+}
+
+TEST(controller_parts, introspection_counts_the_admin_commands_and_reports_the_state)
+{
+    rig r;
+    r.admin_only();
+    EXPECT_EQ(r.ctrl.state(), nvmekit::controller_state::ready);
+    const auto before = r.ctrl.statistics().commands;
+    ASSERT_TRUE(
+        r.host.admin(get_features(spec::feature_id::number_of_queues, spec::feature_select::current)).ok());
+    EXPECT_EQ(r.ctrl.statistics().commands, before + 1U);
+    r.ctrl.set_temperature(350);
+    EXPECT_EQ(r.ctrl.temperature(), 350U);
+}
+
+TEST(controller_parts, admin_context_reports_a_discovery_log_change_only_when_the_host_enabled_it)
+{
+    rig r;
+    r.admin_only();
+    EXPECT_EQ(r.ctrl.memory_page_size(), 4096U);
+    EXPECT_EQ(r.ctrl.admin_buffer().size(), 16384U);
+    EXPECT_EQ(r.ctrl.log_buffer().size(), r.ctrl.max_transfer_bytes());
+    EXPECT_FALSE(r.ctrl.report_discovery_log_change()); // Discovery Log Page Change Notices off
+}
+
+TEST(controller_parts, message_queues_are_refused_to_a_controller_already_enabled_over_pcie)
+{
+    rig r;
+    r.admin_only();
+    EXPECT_FALSE(r.ctrl.message_based());
+    EXPECT_EQ(r.ctrl.connect_admin_queue(32), dnr(spec::generic_status::command_sequence_error));
+    EXPECT_EQ(r.ctrl.connect_io_queue(1, 32), dnr(spec::generic_status::command_sequence_error));
+    EXPECT_EQ(r.ctrl.property_read(0x14, 4), std::optional<std::uint64_t>{r.ctrl.registers().cc().raw});
+    EXPECT_FALSE(r.ctrl.submit(1, spec::submission_queue_entry{})); // no such message-based queue
 }
 
 } // namespace
