@@ -136,11 +136,12 @@ public:
         const std::size_t offset = std::size_t{tail_} * cqe_size;
         NVMEKIT_ASSERT(memory_.contiguous_bytes_from(offset) >= cqe_size,
                        "cq_ring: a completion queue entry straddles a memory page");
-        if (auto error = dma_write_object(dma, memory_.address_of(offset), entry)) {
-            return error;
+        // The provider's own success value is returned: building a new one costs a call.
+        const std::error_code error = dma_write_object(dma, memory_.address_of(offset), entry);
+        if (!error) {
+            advance_tail();
         }
-        advance_tail();
-        return {};
+        return error;
     }
 
     /// Back to the state of a new queue: head = tail = 0 and phase = true, so the first pass

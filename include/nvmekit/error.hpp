@@ -42,6 +42,11 @@ public:
     return category;
 }
 
+/// Success, for the providers' per-access paths to return: `std::error_code{}` calls the standard
+/// library's out-of-line `std::system_category()` each time one is built, which a copy of this
+/// (the same value and category) does not.
+inline const std::error_code no_error{};
+
 [[nodiscard]] inline std::error_code make_error_code(errc value) noexcept
 {
     return {static_cast<int>(value), error_category()};

@@ -124,7 +124,7 @@ public:
             if (!destination.empty()) {
                 std::memcpy(destination.data(), r->data + (address - r->address), destination.size());
             }
-            return {};
+            return no_error;
         }
         return read_across_regions(address, destination);
     }
@@ -140,7 +140,7 @@ public:
             if (!source.empty()) {
                 std::memcpy(r->data + (address - r->address), source.data(), source.size());
             }
-            return {};
+            return no_error;
         }
         return write_across_regions(address, source);
     }
