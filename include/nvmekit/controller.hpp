@@ -24,7 +24,7 @@
 /// | pci/reset_operations.hpp    | the reset state machine's hands: enable, Controller Reset, shutdown and its flushes, NVM Subsystem Reset, FLR |
 /// | transport/message_queues.hpp | message-based transports: properties, connected admin and I/O queues, submit() and take_completion(), the CDW0 bits checked |
 /// | group_processing.hpp        | poll(), poll_group(), the group threads and pauses: the admin context and the poll groups, queue placement and each group's queue list |
-/// | command_sets/queue_state.hpp | the queues by QID (created, deleted, their memory from PRP lists), Number of Queues granted, whether an I/O queue was created |
+/// | queue_state.hpp             | the queues by QID (created, deleted, their memory from PRP lists), Number of Queues granted, whether an I/O queue was created |
 /// | admin_context.hpp           | the handlers' and admin command set's context: features, log pages and events, attached namespaces, Keep Alive, admin and log buffers, memory page size |
 /// | introspection.hpp           | state(), registers(), statistics() and the controller-wide counters, identity, temperature |
 /// | group_coordination.hpp      | how the admin context and the poll groups take turns |
@@ -89,7 +89,6 @@
 #include <nvmekit/command_sets/features.hpp>
 #include <nvmekit/command_sets/identify.hpp>
 #include <nvmekit/command_sets/nvm.hpp>
-#include <nvmekit/command_sets/queue_state.hpp>
 #include <nvmekit/completion_inbox.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/controller_config.hpp>
@@ -130,6 +129,7 @@
 #include <nvmekit/prp_walker.hpp>
 #include <nvmekit/queue_memory.hpp>
 #include <nvmekit/queue_pair.hpp>
+#include <nvmekit/queue_state.hpp>
 #include <nvmekit/register_file.hpp>
 #include <nvmekit/request_pool.hpp>
 #include <nvmekit/reset_state_machine.hpp>
