@@ -166,7 +166,6 @@ public:
     /// I/O queue pairs this controller offers at most (controller_config::io_queues).
     [[nodiscard]] std::uint16_t max_io_queues() const noexcept { return self().config_.io_queues; }
 
-public:
     [[nodiscard]] bool submission_queue_exists(std::uint16_t qid) const noexcept
     {
         return qid <= limits.io_queues && submission_queues_[qid] != nullptr;
@@ -176,7 +175,6 @@ public:
         return qid <= limits.io_queues && completion_queues_[qid] != nullptr;
     }
 
-protected:
 protected:
     [[nodiscard]] std::size_t count_requests_in_use() const noexcept
     {
