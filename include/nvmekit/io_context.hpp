@@ -54,6 +54,7 @@
 #include <nvmekit/poll_group_state.hpp>
 #include <nvmekit/prp_walker.hpp>
 #include <nvmekit/queue_pair.hpp>
+#include <nvmekit/request_pool.hpp>
 #include <nvmekit/reset_state_machine.hpp>
 #include <nvmekit/sgl_walker.hpp>
 #include <nvmekit/spec/queue_entries.hpp>
@@ -95,7 +96,9 @@ struct controller_command {
     spec::submission_queue_entry sqe{};
     spec::completion_queue_entry cqe{};
     submission_queue<controller_command>* sq = nullptr;
-    std::uint32_t request_index = 0;
+    /// Its request in the SQ's pool (a request_pool<controller_command>::request, which cannot
+    /// be named while this type is incomplete): reached without an index into the pool.
+    void* request = nullptr;
     list_hook held_hook; ///< waiting for CQ space
     list_hook wait_hook; ///< waiting for a staging buffer
     Controller* owner = nullptr;
@@ -396,7 +399,7 @@ public:
         if constexpr (dma_completes_later) {
             cmd.async.journal.release(cmd.owner->dma_slots_);
         }
-        auto& request = cmd.sq->pool.at(cmd.request_index);
+        auto& request = request_of(cmd);
         cmd.sq->pool.mark_completed(request);
         cmd.sq->pool.release(request);
     }
@@ -1027,7 +1030,7 @@ protected:
         cqe.sq_head = static_cast<std::uint16_t>(sq.ring.head());
         cqe.cid = cmd.sqe.command_id();
         cqe.set_status(status, false);
-        sq.pool.mark_completed(sq.pool.at(cmd.request_index));
+        sq.pool.mark_completed(request_of(cmd));
         if (!cq.held.empty() || cq.ring.full()) {
             ++cmd.group->completions_held;
             self().trace_command(trace_event::err_cq_full, cmd, cq.ring.qid(), status);
@@ -1081,6 +1084,12 @@ protected:
     // completion_posted (free); or drop_completion (a held completion discarded: reset, queue
     // deletion); or release_without_completion (ended without one).
 
+    /// The request of the SQ's pool that holds `cmd`.
+    [[nodiscard]] static typename request_pool<command>::request& request_of(const command& cmd) noexcept
+    {
+        return *static_cast<typename request_pool<command>::request*>(cmd.request);
+    }
+
     /// Takes a request of `sq` for `sqe`, run by `group`. The pool has one: a fetch never takes
     /// more entries than the pool has free.
     command& acquire_request(submission_queue<command>& sq, group_type& group,
@@ -1092,7 +1101,7 @@ protected:
         cmd.sqe = sqe;
         cmd.group = &group;
         cmd.sq = &sq;
-        cmd.request_index = request->index();
+        cmd.request = request;
         cmd.owner = &self();
         return cmd;
     }
@@ -1111,15 +1120,13 @@ protected:
     /// The command's completion entry was written: its request returns to the pool.
     static void completion_posted(const command& cmd) noexcept
     {
-        auto& request = cmd.sq->pool.at(cmd.request_index);
-        cmd.sq->pool.mark_posted(request);
-        cmd.sq->pool.release(request);
+        cmd.sq->pool.release_posted(request_of(cmd));
     }
 
     /// A completion held for CQ space will never be posted.
     static void drop_completion(const command& cmd) noexcept
     {
-        cmd.sq->pool.release(cmd.sq->pool.at(cmd.request_index));
+        cmd.sq->pool.release(request_of(cmd));
     }
 
     void report_async_events()
