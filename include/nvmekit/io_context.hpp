@@ -54,6 +54,7 @@
 #include <nvmekit/poll_group_state.hpp>
 #include <nvmekit/prp_walker.hpp>
 #include <nvmekit/queue_pair.hpp>
+#include <nvmekit/request_pool.hpp>
 #include <nvmekit/reset_state_machine.hpp>
 #include <nvmekit/sgl_walker.hpp>
 #include <nvmekit/spec/queue_entries.hpp>
@@ -95,7 +96,9 @@ struct controller_command {
     spec::submission_queue_entry sqe{};
     spec::completion_queue_entry cqe{};
     submission_queue<controller_command>* sq = nullptr;
-    std::uint32_t request_index = 0;
+    /// Its request in the SQ's pool (a request_pool<controller_command>::request, which cannot
+    /// be named while this type is incomplete): reached without an index into the pool.
+    void* request = nullptr;
     list_hook held_hook; ///< waiting for CQ space
     list_hook wait_hook; ///< waiting for a staging buffer
     Controller* owner = nullptr;
@@ -106,6 +109,9 @@ struct controller_command {
     std::array<block_request, 2> block{};
     std::array<routed_completion, 2> routed{}; ///< block[i] completed on another thread
     std::uint8_t blocks_pending = 0;
+    /// Its block requests are being submitted: a completion inside submit() only records its
+    /// status, and the submitter runs the continuation when submit() has returned.
+    bool submitting = false;
     block_status block_result = block_status::success;
     /// Runs when every block request has completed; returns the command's result.
     command_result (*continuation)(Controller&, controller_command&) = nullptr;
@@ -365,32 +371,35 @@ public:
     /// Submits `cmd.block[0..count)`; the continuation runs when all have completed.
     void submit_blocks(command& cmd, std::uint8_t count)
     {
-        NVMEKIT_ASSERT(cmd.ns != nullptr && count >= 1 && count <= cmd.block.size(), "bad block submission");
-        cmd.blocks_pending = count;
-        cmd.block_result = block_status::success;
-        cmd.group->io_outstanding += count;
-        for (std::uint8_t i = 0; i < count; ++i) {
-            cmd.block[i].complete = &on_block_complete;
-            cmd.block[i].context = &cmd;
-            self().trace_command(trace_event::backend_submitted, cmd, cmd.block[i].offset);
-        }
-        auto* ns = cmd.ns;
-        // A backend may complete inline, and the last completion may finish the command: read
-        // nothing from `cmd` after the last submit.
-        for (std::uint8_t i = 0; i < count; ++i) {
-            ns->backend().submit(cmd.block[i]);
-        }
+        static_cast<void>(submit_blocks_then(cmd, count, cmd.continuation));
     }
 
-    /// Ends a command without a completion now: after a reset or the deletion of its queue, or an
-    /// Asynchronous Event Request (whose completion is built from the command identifier when an
-    /// event arrives).
+    /// Sets `continuation` and submits `cmd.block[0..count)`; returns pending, for the handler
+    /// (or continuation) to return. When the backend completed them all inside submit(), the
+    /// continuation is called directly once submit() has returned, and its result completes the
+    /// command (or it submitted again); otherwise the last completion runs it.
+    [[nodiscard]] NVMEKIT_HOT_INLINE command_result submit_blocks_then(
+        command& cmd, std::uint8_t count, command_result (*continuation)(Controller&, command&))
+    {
+        cmd.continuation = continuation;
+        if (submit_blocks_inline(cmd, count)) {
+            const command_result result = continue_blocks(cmd, continuation);
+            if (!result.is_pending()) {
+                finish(cmd, result);
+            }
+        }
+        return command_result::pending();
+    }
+
+    /// Ends a command without a completion now: after a reset    /// Ends a command without a completion now:
+    /// after a reset or the deletion of its queue, or an Asynchronous Event Request (whose completion is
+    /// built from the command identifier when an event arrives).
     static void release_without_completion(const command& cmd) noexcept
     {
         if constexpr (dma_completes_later) {
             cmd.async.journal.release(cmd.owner->dma_slots_);
         }
-        auto& request = cmd.sq->pool.at(cmd.request_index);
+        auto& request = request_of(cmd);
         cmd.sq->pool.mark_completed(request);
         cmd.sq->pool.release(request);
     }
@@ -860,6 +869,50 @@ protected:
 
     // ---- backend requests -------------------------------------------------------------------
 
+    /// Submits `cmd.block[0..count)`; true when the backend completed them all inside submit():
+    /// their statuses are recorded and the caller runs the continuation (continue_blocks).
+    /// Otherwise the last completion runs it, later, on the command's context.
+    NVMEKIT_HOT_INLINE bool submit_blocks_inline(command& cmd, std::uint8_t count)
+    {
+        NVMEKIT_ASSERT(cmd.ns != nullptr && count >= 1 && count <= cmd.block.size(), "bad block submission");
+        cmd.blocks_pending = count;
+        cmd.block_result = block_status::success;
+        cmd.group->io_outstanding += count;
+        for (std::uint8_t i = 0; i < count; ++i) {
+            cmd.block[i].complete = &on_block_complete;
+            cmd.block[i].context = &cmd;
+            self().trace_command(trace_event::backend_submitted, cmd, cmd.block[i].offset);
+        }
+        auto* ns = cmd.ns;
+        // While `submitting` is set no completion finishes the command (finish_block), so it stays
+        // this caller's. A completion on another thread is routed to this context and finished at
+        // its next poll, after `submitting` is cleared here.
+        cmd.submitting = true;
+        for (std::uint8_t i = 0; i < count; ++i) {
+            ns->backend().submit(cmd.block[i]);
+        }
+        cmd.submitting = false;
+        return cmd.blocks_pending == 0;
+    }
+
+    /// The command's block requests have all completed: its continuation runs, unless the
+    /// command was aborted meanwhile; returns the command's result.
+    NVMEKIT_HOT_INLINE command_result continue_blocks(command& cmd,
+                                                      command_result (*continuation)(Controller&, command&))
+    {
+        if (cmd.sq->retired) {
+            // Deleted queue or controller reset: the command was aborted, so nothing of it may
+            // reach host memory any more (a staged read's copy-out, a multi-step command's next
+            // step); it only gives its request back.
+            return command_result::failure(spec::status{spec::generic_status::aborted_sq_deletion});
+        }
+        if constexpr (dma_completes_later) {
+            cmd.async.step = continuation;
+            cmd.async.journal.begin_step(true);
+        }
+        return continuation(self(), cmd);
+    }
+
     static void on_block_complete(block_request& request, block_status status)
     {
         auto& cmd = *static_cast<command*>(request.context);
@@ -879,22 +932,10 @@ protected:
         if (status != block_status::success && cmd.block_result == block_status::success) {
             cmd.block_result = status;
         }
-        if (--cmd.blocks_pending != 0) {
-            return;
+        if (--cmd.blocks_pending != 0 || cmd.submitting) {
+            return; // more to come, or completed inside submit(): its submitter continues
         }
-        if (cmd.sq->retired) {
-            // Deleted queue or controller reset: the command was aborted, so nothing of it may
-            // reach host memory any more (a staged read's copy-out, a multi-step command's next
-            // step); it only gives its request back.
-            self.finish(cmd,
-                        command_result::failure(spec::status{spec::generic_status::aborted_sq_deletion}));
-            return;
-        }
-        if constexpr (dma_completes_later) {
-            cmd.async.step = cmd.continuation;
-            cmd.async.journal.begin_step(true);
-        }
-        const command_result result = cmd.continuation(self, cmd);
+        const command_result result = self.continue_blocks(cmd, cmd.continuation);
         if (!result.is_pending()) {
             self.finish(cmd, result);
         }
@@ -989,7 +1030,7 @@ protected:
         cqe.sq_head = static_cast<std::uint16_t>(sq.ring.head());
         cqe.cid = cmd.sqe.command_id();
         cqe.set_status(status, false);
-        sq.pool.mark_completed(sq.pool.at(cmd.request_index));
+        sq.pool.mark_completed(request_of(cmd));
         if (!cq.held.empty() || cq.ring.full()) {
             ++cmd.group->completions_held;
             self().trace_command(trace_event::err_cq_full, cmd, cq.ring.qid(), status);
@@ -1043,6 +1084,12 @@ protected:
     // completion_posted (free); or drop_completion (a held completion discarded: reset, queue
     // deletion); or release_without_completion (ended without one).
 
+    /// The request of the SQ's pool that holds `cmd`.
+    [[nodiscard]] static typename request_pool<command>::request& request_of(const command& cmd) noexcept
+    {
+        return *static_cast<typename request_pool<command>::request*>(cmd.request);
+    }
+
     /// Takes a request of `sq` for `sqe`, run by `group`. The pool has one: a fetch never takes
     /// more entries than the pool has free.
     command& acquire_request(submission_queue<command>& sq, group_type& group,
@@ -1054,7 +1101,7 @@ protected:
         cmd.sqe = sqe;
         cmd.group = &group;
         cmd.sq = &sq;
-        cmd.request_index = request->index();
+        cmd.request = request;
         cmd.owner = &self();
         return cmd;
     }
@@ -1073,15 +1120,13 @@ protected:
     /// The command's completion entry was written: its request returns to the pool.
     static void completion_posted(const command& cmd) noexcept
     {
-        auto& request = cmd.sq->pool.at(cmd.request_index);
-        cmd.sq->pool.mark_posted(request);
-        cmd.sq->pool.release(request);
+        cmd.sq->pool.release_posted(request_of(cmd));
     }
 
     /// A completion held for CQ space will never be posted.
     static void drop_completion(const command& cmd) noexcept
     {
-        cmd.sq->pool.release(cmd.sq->pool.at(cmd.request_index));
+        cmd.sq->pool.release(request_of(cmd));
     }
 
     void report_async_events()

@@ -106,6 +106,18 @@ public:
         r.state_ = request_state::posted;
     }
 
+    /// completed -> posted -> free in one step: the completion entry was written and nothing
+    /// holds the request after it (mark_posted then release).
+    void release_posted(request& r) noexcept
+    {
+        NVMEKIT_ASSERT(owns(r), "request_pool: request of another pool");
+        NVMEKIT_ASSERT(r.state_ == request_state::completed,
+                       "request_pool: release_posted needs a completed request");
+        --in_flight_count_;
+        r.state_ = request_state::free;
+        free_[free_count_++] = r.index_;
+    }
+
     /// posted -> free, or completed -> free to drop a completion that will never be posted
     /// (reset, queue deletion). An in_flight request cannot be released: its command may still
     /// be executing; finish or cancel it and mark it completed first. The most recently released

@@ -53,6 +53,7 @@ TEST(controller_command, starts_with_no_owner_request_state_or_staging_buffer)
     EXPECT_EQ(cmd.staging, nullptr);
     EXPECT_EQ(cmd.continuation, nullptr);
     EXPECT_EQ(cmd.blocks_pending, 0U);
+    EXPECT_FALSE(cmd.submitting);
     EXPECT_EQ(cmd.block_result, nvmekit::block_status::success);
     EXPECT_EQ(cmd.data_segment_count, 0U);
     EXPECT_EQ(cmd.progress.vendor, 0U);

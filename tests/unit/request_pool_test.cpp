@@ -112,6 +112,20 @@ TEST(request_pool, completed_request_can_be_released_without_posting)
     EXPECT_TRUE(in_flight_indexes(pool).empty());
 }
 
+TEST(request_pool, release_posted_frees_a_completed_request_in_one_step)
+{
+    pool_type pool{2};
+    request* r = pool.acquire();
+    ASSERT_NE(r, nullptr);
+    pool.mark_completed(*r);
+    pool.release_posted(*r);
+    EXPECT_EQ(r->state(), request_state::free);
+    EXPECT_EQ(pool.in_flight_count(), 0U);
+    EXPECT_EQ(pool.available(), 2U);
+    EXPECT_TRUE(pool.all_free());
+    EXPECT_EQ(pool.acquire(), r); // the latest released is served first
+}
+
 TEST(request_pool, exhausted_pool_serves_again_after_a_release_and_reuses_the_latest_first)
 {
     pool_type pool{2};
@@ -264,6 +278,7 @@ TEST(request_pool_death, illegal_state_moves_assert)
     ASSERT_NE(in_flight, nullptr);
     EXPECT_DEATH(pool.mark_posted(*in_flight), "mark_posted needs a completed request");
     EXPECT_DEATH(pool.release(*in_flight), "release needs a posted or completed request");
+    EXPECT_DEATH(pool.release_posted(*in_flight), "release_posted needs a completed request");
 
     pool.mark_completed(*in_flight);
     EXPECT_DEATH(pool.mark_completed(*in_flight), "mark_completed needs an in_flight request");
@@ -271,6 +286,7 @@ TEST(request_pool_death, illegal_state_moves_assert)
     pool.mark_posted(*in_flight);
     EXPECT_DEATH(pool.mark_completed(*in_flight), "mark_completed needs an in_flight request");
     EXPECT_DEATH(pool.mark_posted(*in_flight), "mark_posted needs a completed request");
+    EXPECT_DEATH(pool.release_posted(*in_flight), "release_posted needs a completed request");
 
     pool.release(*in_flight);
     EXPECT_DEATH(pool.release(*in_flight), "release needs a posted or completed request");

@@ -256,10 +256,10 @@ private:
     }
 
     /// Submits the data request and, with separate metadata, the metadata request.
-    static command_result submit_data(Controller& c, command& cmd, block_operation operation, bool fua,
-                                      std::uint64_t slba, std::uint64_t data_bytes,
-                                      std::uint64_t metadata_bytes,
-                                      command_result (*continuation)(Controller&, command&))
+    NVMEKIT_HOT_INLINE static command_result
+    submit_data(Controller& c, command& cmd, block_operation operation, bool fua, std::uint64_t slba,
+                std::uint64_t data_bytes, std::uint64_t metadata_bytes,
+                command_result (*continuation)(Controller&, command&))
     {
         auto& ns = *cmd.ns;
         assign_request(cmd.block[0], operation, fua, ns.data_offset(slba), data_bytes,
@@ -271,9 +271,7 @@ private:
                 std::span<const io_segment>{cmd.metadata_segments}.first(cmd.progress.metadata_segments));
             count = 2;
         }
-        cmd.continuation = continuation;
-        c.submit_blocks(cmd, count);
-        return command_result::pending();
+        return c.submit_blocks_then(cmd, count, continuation);
     }
 
     /// Submits one request without host data (write zeroes, deallocate, flush, verify reads).
@@ -286,9 +284,7 @@ private:
             cmd.data_segments[0] = io_segment{nullptr, length}; // discarded
             cmd.block[0].segments = std::span<const io_segment>{cmd.data_segments}.first(1);
         }
-        cmd.continuation = continuation;
-        c.submit_blocks(cmd, 1);
-        return command_result::pending();
+        return c.submit_blocks_then(cmd, 1, continuation);
     }
 
     /// LBA range and transfer size checks shared by the data commands.
