@@ -4,13 +4,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <system_error>
 #include <utility>
 
 #include <nvmekit/config.hpp>
 #include <nvmekit/dma.hpp>
+#include <nvmekit/error.hpp>
 #include <nvmekit/queue_memory.hpp>
 #include <nvmekit/spec/queue_entries.hpp>
 
@@ -24,6 +28,11 @@ NVMEKIT_BEGIN_NAMESPACE
 /// DMA and the host returns them through its head doorbell. A message-based queue (fabrics, the
 /// in-memory loopback) is held by the controller: the transport takes each completion with pop()
 /// and sends it on.
+///
+/// With a provider whose views are stable (StableMappingDmaProvider), a queue in one contiguous
+/// range keeps a view of it and post() stores each entry there, mapping the queue again only when
+/// the provider's mapping generation changes; a queue the provider does not map (a PRP list, a
+/// range it refuses) is written through the provider as with any other.
 class cq_ring {
 public:
     /// Size of a completion queue entry: 16 bytes (CC.IOCQES = 4).
@@ -134,6 +143,17 @@ public:
             return {};
         }
         const std::size_t offset = std::size_t{tail_} * cqe_size;
+        if constexpr (StableMappingDmaProvider<Dma>) {
+            if (const std::uint64_t generation = dma.mapping_generation(); generation != view_generation_)
+                [[unlikely]] {
+                map_view(dma, generation);
+            }
+            if (view_ != nullptr) [[likely]] {
+                std::memcpy(view_ + offset, &entry, cqe_size);
+                advance_tail();
+                return no_error;
+            }
+        }
         NVMEKIT_ASSERT(memory_.contiguous_bytes_from(offset) >= cqe_size,
                        "cq_ring: a completion queue entry straddles a memory page");
         // The provider's own success value is returned: building a new one costs a call.
@@ -154,6 +174,22 @@ public:
     }
 
 private:
+    /// Maps the whole queue for post() (no view when the queue is not one contiguous range or the
+    /// provider does not map it), valid while the provider's mapping generation is `generation`.
+    template <typename Dma>
+    [[gnu::noinline]] void map_view(Dma& dma, std::uint64_t generation)
+    {
+        view_ = nullptr;
+        view_generation_ = generation;
+        if (memory_.is_contiguous()) {
+            const std::size_t bytes = std::size_t{entries_} * cqe_size;
+            if (const std::span<std::byte> view = dma.map(memory_.address_of(0), bytes);
+                view.size() == bytes) {
+                view_ = view.data();
+            }
+        }
+    }
+
     /// post() on a message-based queue, kept out of the memory-based path.
     void post_local(const spec::completion_queue_entry& entry) noexcept
     {
@@ -177,6 +213,10 @@ private:
 
     queue_memory memory_;
     std::unique_ptr<spec::completion_queue_entry[]> local_; ///< a message-based queue's slots
+    std::byte* view_ = nullptr; ///< the queue's entries as the provider mapped them (map_view)
+    /// The provider's mapping generation view_ was taken in; none yet (a provider's generation
+    /// never reaches this value).
+    std::uint64_t view_generation_ = std::numeric_limits<std::uint64_t>::max();
     std::uint32_t entries_;
     std::uint32_t head_ = 0;
     std::uint32_t tail_ = 0;

@@ -49,6 +49,15 @@ template <typename T>
 concept MappingDmaProvider = DmaProvider<T> && requires(T& dma, std::uint64_t address, std::size_t length) {
     { dma.map(address, length) } -> std::same_as<std::span<std::byte>>;
 };
+
+/// A MappingDmaProvider whose views stay valid while its mapping generation stays the same: a
+/// caller may keep a span map() returned and use it for as long as mapping_generation() returns
+/// the value it read before the map() call. Whatever can invalidate a view (a region removed, an
+/// access window changed) changes the generation first.
+template <typename T>
+concept StableMappingDmaProvider = MappingDmaProvider<T> && requires(const T& dma) {
+    { dma.mapping_generation() } noexcept -> std::same_as<std::uint64_t>;
+};
 // clang-format on
 
 /// Checks `T` models DmaProvider with one readable diagnostic per missing operation. Use it where

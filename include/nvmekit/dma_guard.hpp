@@ -41,6 +41,7 @@ public:
     /// cut at the top.
     void exclude(std::uint64_t base, std::uint64_t length) noexcept
     {
+        changes_.fetch_add(1, std::memory_order_relaxed);
         if (length == 0) {
             first_.store(std::numeric_limits<std::uint64_t>::max(), std::memory_order_relaxed);
             last_.store(0, std::memory_order_relaxed);
@@ -115,6 +116,17 @@ public:
         return inner_->map(address, length);
     }
 
+    /// Present only when the wrapped provider's views are stable (StableMappingDmaProvider): its
+    /// generation, changed as well by every exclude(), so that a view kept across a change of
+    /// window (BAR0 moved, Bus Master Enable cleared) is dropped and mapped again.
+    // clang-format off
+    [[nodiscard]] std::uint64_t mapping_generation() const noexcept
+        requires StableMappingDmaProvider<Dma>
+    // clang-format on
+    {
+        return inner_->mapping_generation() + changes_.load(std::memory_order_relaxed);
+    }
+
     [[nodiscard]] Dma& inner() noexcept { return *inner_; }
     [[nodiscard]] const Dma& inner() const noexcept { return *inner_; }
 
@@ -122,6 +134,7 @@ private:
     Dma* inner_;
     std::atomic<std::uint64_t> first_{std::numeric_limits<std::uint64_t>::max()};
     std::atomic<std::uint64_t> last_{0};
+    std::atomic<std::uint64_t> changes_{0}; ///< exclude() calls, part of mapping_generation()
 };
 
 NVMEKIT_END_NAMESPACE

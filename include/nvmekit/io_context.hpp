@@ -1124,10 +1124,7 @@ protected:
     }
 
     /// A completion held for CQ space will never be posted.
-    static void drop_completion(const command& cmd) noexcept
-    {
-        cmd.sq->pool.release(request_of(cmd));
-    }
+    static void drop_completion(const command& cmd) noexcept { cmd.sq->pool.release(request_of(cmd)); }
 
     void report_async_events()
     {

@@ -2,7 +2,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <system_error>
 #include <vector>
+
+#include <nvmekit/dma_guard.hpp>
+#include <nvmekit/testing/flat_memory.hpp>
+#include <nvmekit/transport/mapped_memory.hpp>
 
 #include <gtest/gtest.h>
 
@@ -38,6 +44,37 @@ spec::completion_queue_entry slot_of(const recorded_memory& host, std::uint32_t 
 {
     return host.memory.load<spec::completion_queue_entry>(queue_base + slot * 16ULL);
 }
+
+/// A StableMappingDmaProvider over a flat_memory that counts its maps and writes, whose mapping
+/// generation the test changes, and which can refuse to map.
+struct viewing_memory {
+    nvmekit::testing::flat_memory memory;
+    std::uint64_t generation = 0;
+    bool refuse_maps = false;
+    int maps = 0;
+    int writes = 0;
+
+    std::error_code read(std::uint64_t address, std::span<std::byte> destination) const
+    {
+        return memory.read(address, destination);
+    }
+    std::error_code write(std::uint64_t address, std::span<const std::byte> source)
+    {
+        ++writes;
+        return memory.write(address, source);
+    }
+    std::span<std::byte> map(std::uint64_t address, std::size_t length)
+    {
+        ++maps;
+        return refuse_maps ? std::span<std::byte>{} : memory.map(address, length);
+    }
+    [[nodiscard]] std::uint64_t mapping_generation() const noexcept { return generation; }
+};
+static_assert(nvmekit::StableMappingDmaProvider<viewing_memory>);
+static_assert(nvmekit::StableMappingDmaProvider<nvmekit::transport::mapped_memory>);
+static_assert(nvmekit::StableMappingDmaProvider<nvmekit::dma_guard<nvmekit::transport::mapped_memory>>);
+static_assert(
+    !nvmekit::StableMappingDmaProvider<nvmekit::testing::recording_dma<nvmekit::testing::flat_memory>>);
 
 } // namespace
 
@@ -350,4 +387,87 @@ TEST(cq_ring_death, queue_sizes_outside_2_to_65536_assert)
     EXPECT_DEATH((cq_ring{1, 1, queue_memory::contiguous(queue_base), 0, true}), "queue size out of range");
     EXPECT_DEATH((cq_ring{1, 65537, queue_memory::contiguous(queue_base), 0, true}),
                  "queue size out of range");
+}
+
+TEST(cq_ring, stable_mapping_provider_posts_into_one_view_of_the_queue)
+{
+    viewing_memory host;
+    host.memory.add_range(host_base, 0x10000);
+    cq_ring cq{1, 4, queue_memory::contiguous(queue_base), 0, true};
+    for (std::uint16_t cid = 0; cid < 9; ++cid) {
+        ASSERT_FALSE(cq.post(host, completion(cid)));
+        ASSERT_TRUE(cq.set_head(cq.tail()));
+    }
+    EXPECT_EQ(host.maps, 1);
+    EXPECT_EQ(host.writes, 0);
+    // 9 posts into 4 slots: the ninth is in slot 0 on the third pass, phase 1 again.
+    const auto last = host.memory.load<spec::completion_queue_entry>(queue_base);
+    EXPECT_EQ(last.cid, 8U);
+    EXPECT_EQ(last.dw0, 0xd000'0008U);
+    EXPECT_TRUE(last.phase());
+    const auto second = host.memory.load<spec::completion_queue_entry>(queue_base + 16);
+    EXPECT_EQ(second.cid, 5U);
+    EXPECT_FALSE(second.phase());
+}
+
+TEST(cq_ring, a_new_mapping_generation_maps_again_and_a_refused_map_writes_through_the_provider)
+{
+    viewing_memory host;
+    host.memory.add_range(host_base, 0x10000);
+    cq_ring cq{1, 8, queue_memory::contiguous(queue_base), 0, true};
+    ASSERT_FALSE(cq.post(host, completion(1)));
+    EXPECT_EQ(host.maps, 1);
+
+    host.generation = 1;
+    host.refuse_maps = true;
+    ASSERT_FALSE(cq.post(host, completion(2)));
+    ASSERT_FALSE(cq.post(host, completion(3)));
+    EXPECT_EQ(host.maps, 2); // one attempt per generation
+    EXPECT_EQ(host.writes, 2);
+    EXPECT_EQ(host.memory.load<spec::completion_queue_entry>(queue_base + 32).cid, 3U);
+
+    host.generation = 2;
+    host.refuse_maps = false;
+    ASSERT_FALSE(cq.post(host, completion(4)));
+    EXPECT_EQ(host.maps, 3);
+    EXPECT_EQ(host.writes, 2);
+    EXPECT_EQ(host.memory.load<spec::completion_queue_entry>(queue_base + 48).cid, 4U);
+}
+
+TEST(cq_ring, queue_only_partly_mapped_is_written_through_the_provider)
+{
+    viewing_memory host;
+    host.memory.add_range(host_base, 0x10000);
+    // 8 slots, the last four past the end of the range: no view, and the fifth post fails.
+    cq_ring cq{1, 8, queue_memory::contiguous(host_base + 0x10000 - 64), 0, true};
+    for (std::uint16_t cid = 0; cid < 4; ++cid) {
+        ASSERT_FALSE(cq.post(host, completion(cid)));
+    }
+    EXPECT_EQ(host.writes, 4);
+    EXPECT_EQ(cq.post(host, completion(4)), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
+    EXPECT_EQ(cq.tail(), 4U);
+}
+
+TEST(cq_ring, region_removed_or_window_excluded_ends_the_view)
+{
+    std::vector<std::byte> guest(0x10000);
+    nvmekit::transport::mapped_memory memory;
+    ASSERT_TRUE(memory.add(host_base, guest.data(), guest.size(), true));
+    nvmekit::dma_guard guard{memory};
+    cq_ring cq{1, 8, queue_memory::contiguous(queue_base), 0, true};
+    ASSERT_FALSE(cq.post(guard, completion(1)));
+    EXPECT_EQ(guest[0x1000 + 12], std::byte{1}); // cid 1, little-endian
+
+    // Bus Master Enable cleared: the controller excludes every address.
+    guard.exclude(0, ~std::uint64_t{0});
+    EXPECT_EQ(cq.post(guard, completion(2)), nvmekit::make_error_code(nvmekit::errc::dma_fault));
+    guard.exclude(0, 0);
+    ASSERT_FALSE(cq.post(guard, completion(2)));
+    EXPECT_EQ(guest[0x1000 + 16 + 12], std::byte{2});
+
+    // The region unmapped: nothing more is stored in its memory.
+    ASSERT_TRUE(memory.remove(host_base, guest.size()));
+    EXPECT_EQ(cq.post(guard, completion(3)), nvmekit::make_error_code(nvmekit::errc::dma_unmapped));
+    EXPECT_EQ(guest[0x1000 + 32 + 12], std::byte{0});
+    EXPECT_EQ(cq.tail(), 2U);
 }

@@ -112,6 +112,7 @@ public:
         other.shared_ = false;
         other.ranges_.clear();
         other.last_hit_ = {};
+        ++other.generation_;
     }
 
     flat_memory& operator=(const flat_memory& other)
@@ -131,6 +132,8 @@ public:
             last_hit_ = {};
             other.ranges_.clear();
             other.last_hit_ = {};
+            ++generation_;
+            ++other.generation_;
         }
         return *this;
     }
@@ -141,12 +144,18 @@ public:
     /// thread uses the object: before the threads that share it start, or after they stop.
     void set_synchronized(bool on)
     {
+        ++generation_; // map() refuses every view while synchronized
         if (!on) {
             mutex_.reset();
         } else if (mutex_ == nullptr) {
             mutex_ = std::make_unique<std::mutex>();
         }
     }
+
+    /// Changes when views map() returned may no longer be used (StableMappingDmaProvider): when
+    /// the object is assigned or its synchronization is turned on or off. Ranges are never
+    /// removed, so a view is otherwise valid for the life of the object.
+    [[nodiscard]] std::uint64_t mapping_generation() const noexcept { return generation_; }
 
     /// Whether accesses hold the internal mutex.
     [[nodiscard]] bool synchronized() const noexcept { return mutex_ != nullptr; }
@@ -535,10 +544,11 @@ private:
     /// The range of the last successful lookup (map nodes never move, and ranges are never
     /// removed). Updated by const lookups too, so it is guarded by the mutex like the bytes.
     mutable cached_range last_hit_{};
-    bool shared_ = false; ///< lookups leave last_hit_ alone (set_shared)
+    bool shared_ = false;          ///< lookups leave last_hit_ alone (set_shared)
+    std::uint64_t generation_ = 0; ///< mapping_generation()
 };
 
-static_assert(MappingDmaProvider<flat_memory>);
+static_assert(StableMappingDmaProvider<flat_memory>);
 static_assert(check_dma_provider<flat_memory>());
 
 } // namespace testing

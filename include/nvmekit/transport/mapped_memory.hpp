@@ -18,8 +18,10 @@
 /// span in this process, so the controller stages through read and write).
 ///
 /// Regions may be added and removed while the controller runs (between polls, on the thread that
-/// polls): a removed region is unmapped for every later access. The object does not own the
-/// memory; the caller maps and unmaps it.
+/// polls): a removed region is unmapped for every later access, and mapping_generation() changes
+/// so that holders of views map() returned drop them (StableMappingDmaProvider: the controller
+/// keeps a view of each completion queue). The object does not own the memory; the caller maps
+/// and unmaps it.
 ///
 /// Reads, writes and maps may run on several threads at once (poll groups); adding or removing a
 /// region must not overlap any of them.
@@ -83,6 +85,7 @@ public:
         }
         regions_.insert(next, region{address, size, data, writable});
         last_hit_.store(nullptr, std::memory_order_relaxed);
+        generation_.fetch_add(1, std::memory_order_relaxed); // a range map() refused may map now
         return true;
     }
 
@@ -95,6 +98,7 @@ public:
         if (it == regions_.end()) {
             return false;
         }
+        generation_.fetch_add(1, std::memory_order_relaxed);
         regions_.erase(it);
         last_hit_.store(nullptr, std::memory_order_relaxed);
         return true;
@@ -103,11 +107,19 @@ public:
     /// Removes every region (the client went away).
     void clear() noexcept
     {
+        generation_.fetch_add(1, std::memory_order_relaxed);
         regions_.clear();
         last_hit_.store(nullptr, std::memory_order_relaxed);
     }
 
     [[nodiscard]] std::span<const region> regions() const noexcept { return regions_; }
+
+    /// Changes whenever a region is added or removed (StableMappingDmaProvider): a view map()
+    /// returned stays valid while it does not.
+    [[nodiscard]] std::uint64_t mapping_generation() const noexcept
+    {
+        return generation_.load(std::memory_order_relaxed);
+    }
 
     /// Hands accesses outside every mapped region to `fallback` (null: none, the default); set
     /// and cleared as regions are, never during an access. The object does not own it.
@@ -269,6 +281,7 @@ private:
     /// is a valid answer for the accesses inside it).
     mutable std::atomic<const region*> last_hit_{nullptr};
     dma_fallback* fallback_ = nullptr;
+    std::atomic<std::uint64_t> generation_{0}; ///< mapping_generation()
 };
 
 } // namespace transport
