@@ -350,3 +350,56 @@ TEST(ram_backend, concurrent_mode_zeroes_whole_chunks_instead_of_freeing_them)
         EXPECT_EQ(backend.bytes_allocated(), 2560U) << "only the never-written chunk [2048, 2560) is new";
     }
 }
+
+TEST(ram_backend, copy_non_temporal_copies_exactly_the_bytes_at_every_alignment_and_length)
+{
+    // Source and destination offsets 0-17 and 63-65 from a 64-byte boundary, lengths around the
+    // 16- and 64-byte steps; the guard bytes around the destination must stay untouched.
+    constexpr std::size_t guard = 80;
+    const auto source = pattern(4096 + 2 * guard, 21);
+    for (const std::size_t length : {0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 200, 512, 4095, 4096}) {
+        for (const std::size_t destination_offset : {0, 1, 8, 15, 16, 17, 63, 64, 65}) {
+            for (const std::size_t source_offset : {0, 3, 16}) {
+                alignas(64) std::array<std::byte, 4096 + 2 * guard> target{};
+                target.fill(std::byte{0xee});
+                nvmekit::detail::copy_non_temporal(target.data() + destination_offset,
+                                                   source.data() + source_offset, length);
+                nvmekit::detail::non_temporal_fence();
+                for (std::size_t i = 0; i < target.size(); ++i) {
+                    const bool inside = i >= destination_offset && i < destination_offset + length;
+                    const std::byte expected =
+                        inside ? source[source_offset + i - destination_offset] : std::byte{0xee};
+                    ASSERT_EQ(target[i], expected) << "length " << length << ", destination offset "
+                                                   << destination_offset << ", source offset "
+                                                   << source_offset << ", byte " << i;
+                }
+            }
+        }
+    }
+}
+
+TEST(ram_backend, non_temporal_writes_hold_the_same_data)
+{
+    // Pieces that split across 512-byte chunks at odd places, from segments of odd sizes.
+    ram_backend plain{8 * kib, {.chunk_size = 512}};
+    ram_backend streaming{8 * kib, {.chunk_size = 512, .non_temporal_writes = true}};
+    EXPECT_TRUE(streaming.options().non_temporal_writes);
+    EXPECT_FALSE(plain.options().non_temporal_writes) << "off by default";
+    auto first = pattern(1000, 22);
+    auto second = pattern(3, 23);
+    auto third = pattern(2100, 24);
+    const std::array segments{io_segment{first.data(), first.size()}, io_segment{second.data(), second.size()},
+                              io_segment{third.data(), third.size()}};
+    const std::uint64_t length = first.size() + second.size() + third.size();
+    for (const std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{77}, 4 * kib + 1}) {
+        for (ram_backend* backend : {&plain, &streaming}) {
+            EXPECT_EQ(run(*backend, block_operation::write, offset, length, segments).status,
+                      block_status::success);
+        }
+        EXPECT_EQ(read_bytes(streaming, 0, 8 * kib), read_bytes(plain, 0, 8 * kib)) << "offset " << offset;
+    }
+    std::vector<std::byte> expected = first;
+    expected.insert(expected.end(), second.begin(), second.end());
+    expected.insert(expected.end(), third.begin(), third.end());
+    EXPECT_EQ(read_bytes(streaming, 4 * kib + 1, length), expected);
+}
