@@ -362,15 +362,13 @@ int main(int argc, char** argv)
         } else if (o.backend == "file" || o.backend == "uring") {
             r = run_file_backend(o, lba_bytes);
         } else {
-            r = run(
-                o,
-                nvmekit::ram_backend{
-                    o.size,
-                    {.chunk_size = ram_chunk_size(o.size),
-                     .preallocate = true,
-                     .huge_pages = o.huge_pages,
-                     .non_temporal_writes = o.non_temporal_writes}},
-                lba_bytes);
+            r = run(o,
+                    nvmekit::ram_backend{o.size,
+                                         {.chunk_size = ram_chunk_size(o.size),
+                                          .preallocate = true,
+                                          .huge_pages = o.huge_pages,
+                                          .non_temporal_writes = o.non_temporal_writes}},
+                    lba_bytes);
         }
 #ifdef NVMEKIT_PERF_HAVE_VFIO_USER
         if (o.transport == "vfio-user") {
@@ -497,8 +495,9 @@ int main(int argc, char** argv)
                        ceiling, o.block_size, gib_per_s, 100.0 * gib_per_s / ceiling);
         }
         if (cpu_fraction) {
-            fmt::print("  by CPU time      {:>12.2f} GiB/s per CPU second; this run: {:.2f} = {:.1f}% of it\n",
-                       ceilings.cpu_gib_per_s, cpu_gib_per_s, 100.0 * cpu_gib_per_s / ceilings.cpu_gib_per_s);
+            fmt::print(
+                "  by CPU time      {:>12.2f} GiB/s per CPU second; this run: {:.2f} = {:.1f}% of it\n",
+                ceilings.cpu_gib_per_s, cpu_gib_per_s, 100.0 * cpu_gib_per_s / ceilings.cpu_gib_per_s);
         }
         if (vfio_user) {
             fmt::print(

@@ -85,10 +85,10 @@ struct ram_backend_options {
     /// Store written data with non-temporal stores (x86-64 SSE2; elsewhere a plain copy): the
     /// destination lines are neither read for ownership nor kept in cache. Faster when writes land
     /// on memory out of cache, as random writes over a namespace far larger than the caches do;
-    /// slower when they land in cache (a small namespace, the same blocks rewritten), and a read
-    /// right after a write then comes from memory. Off by default for that reason: a small
-    /// namespace or a hot working set is the common case in tests. Data and semantics are the
-    /// same either way.
+    /// slower when they would land in a near cache (a namespace of a few MiB, the same blocks
+    /// rewritten), and a read soon after a write then comes from memory. Off by default for that
+    /// reason: a small namespace or a hot working set is the common case in tests. Data and
+    /// semantics are the same either way.
     bool non_temporal_writes = false;
 };
 

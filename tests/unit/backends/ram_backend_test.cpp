@@ -369,9 +369,9 @@ TEST(ram_backend, copy_non_temporal_copies_exactly_the_bytes_at_every_alignment_
                     const bool inside = i >= destination_offset && i < destination_offset + length;
                     const std::byte expected =
                         inside ? source[source_offset + i - destination_offset] : std::byte{0xee};
-                    ASSERT_EQ(target[i], expected) << "length " << length << ", destination offset "
-                                                   << destination_offset << ", source offset "
-                                                   << source_offset << ", byte " << i;
+                    ASSERT_EQ(target[i], expected)
+                        << "length " << length << ", destination offset " << destination_offset
+                        << ", source offset " << source_offset << ", byte " << i;
                 }
             }
         }
@@ -388,7 +388,8 @@ TEST(ram_backend, non_temporal_writes_hold_the_same_data)
     auto first = pattern(1000, 22);
     auto second = pattern(3, 23);
     auto third = pattern(2100, 24);
-    const std::array segments{io_segment{first.data(), first.size()}, io_segment{second.data(), second.size()},
+    const std::array segments{io_segment{first.data(), first.size()},
+                              io_segment{second.data(), second.size()},
                               io_segment{third.data(), third.size()}};
     const std::uint64_t length = first.size() + second.size() + third.size();
     for (const std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{77}, 4 * kib + 1}) {
