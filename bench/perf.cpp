@@ -267,7 +267,8 @@ struct ceiling_rate {
 /// transparent huge pages with `huge_pages`, else 64-byte aligned) and the ring page aligned, as
 /// the host's buffers are, so that the copies are the backend's in size, place and alignment.
 /// With `non_temporal_writes` the copies into the region are the RAM backend's
-/// copy_non_temporal, each followed by the fence the backend puts before a completion.
+/// copy_non_temporal, with one fence per 256 copies (the backend fences once per poll(), for
+/// every write of the pass, or once per write with `concurrent`).
 ceiling_rate copy_ceiling_gib_per_s(std::uint64_t region, std::uint32_t block, unsigned read_percent,
                                     double seconds, bool huge_pages, bool non_temporal_writes)
 {
@@ -304,12 +305,14 @@ ceiling_rate copy_ceiling_gib_per_s(std::uint64_t region, std::uint32_t block, u
                 std::memcpy(near, far, block);
             } else if (non_temporal_writes) {
                 nvmekit::detail::copy_non_temporal(far, near, block);
-                nvmekit::detail::non_temporal_fence();
             } else {
                 std::memcpy(far, near, block);
             }
             slot = (slot + 1) % 128;
             copied += block;
+        }
+        if (non_temporal_writes) {
+            nvmekit::detail::non_temporal_fence();
         }
     }
     const double elapsed = std::chrono::duration<double>(steady::now() - start).count();
@@ -366,6 +369,7 @@ int main(int argc, char** argv)
                     nvmekit::ram_backend{o.size,
                                          {.chunk_size = ram_chunk_size(o.size),
                                           .preallocate = true,
+                                          .concurrent = o.threads,
                                           .huge_pages = o.huge_pages,
                                           .non_temporal_writes = o.non_temporal_writes}},
                     lba_bytes);

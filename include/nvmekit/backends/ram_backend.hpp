@@ -22,9 +22,13 @@
 /// `non_temporal_writes` stores written data with non-temporal (streaming) stores on x86-64:
 /// the destination's cache lines are not read for ownership first, which nearly halves the cost
 /// of a write into memory that is not in cache (random writes over a namespace much larger than
-/// the caches). A fence before the completion makes the data visible as a plain store would.
+/// the caches). A fence (sfence) makes the data visible to other threads before the completion,
+/// and it waits until the streamed lines have left the core. Without `concurrent`, one fence in
+/// poll() serves every write since the last poll(): a successful streamed write completes in the
+/// next poll() (the submitting thread reads its data at once). With `concurrent`, each write is
+/// fenced and completed inside submit(), since a fence orders only its own thread's stores.
 ///
-/// Every request completes inline, inside submit(). No volatile cache: flush does nothing.
+/// Every other request completes inline, inside submit(). No volatile cache: flush does nothing.
 ///
 /// Threads: submit() may run on several threads at once (poll groups on threads of their own
 /// submitting to one namespace), each request object used by one thread.
@@ -34,6 +38,8 @@
 ///   per table level (a plain load on x86); no request takes a lock.
 /// - Requests on different bytes never interfere, even within one chunk: their data is exact.
 /// - Requests on the same bytes at once leave those bytes undefined, as on a drive.
+/// - With `non_temporal_writes` and several submitting threads, `concurrent` is needed
+///   (`preallocate` is not enough): see above.
 /// - Chunk memory is freed only by a Deallocate or Write Zeroes that covers a whole chunk, and
 ///   then a request on that chunk running at the same time on another thread would use freed
 ///   memory. `concurrent = true` (or `preallocate`) zeroes whole chunks instead, so chunk memory
@@ -51,6 +57,7 @@
 #include <new>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -87,8 +94,9 @@ struct ram_backend_options {
     /// on memory out of cache, as random writes over a namespace far larger than the caches do;
     /// slower when they would land in a near cache (a namespace of a few MiB, the same blocks
     /// rewritten), and a read soon after a write then comes from memory. Off by default for that
-    /// reason: a small namespace or a hot working set is the common case in tests. Data and
-    /// semantics are the same either way.
+    /// reason: a small namespace or a hot working set is the common case in tests. The data is
+    /// the same either way; without `concurrent`, writes complete in poll() (see the top of the
+    /// header).
     bool non_temporal_writes = false;
 };
 
@@ -190,6 +198,7 @@ public:
         , bytes_allocated_{other.bytes_allocated_.exchange(0, std::memory_order_relaxed)}
         , top_entries_{std::exchange(other.top_entries_, 0)}
         , top_{std::move(other.top_)}
+        , fence_pending_{std::move(other.fence_pending_)}
     {}
 
     /// Frees this backend's data and takes the other's; the moved-from backend has no capacity left.
@@ -204,6 +213,8 @@ public:
                                    std::memory_order_relaxed);
             top_entries_ = std::exchange(other.top_entries_, 0);
             top_ = std::move(other.top_);
+            fence_pending_ = std::move(other.fence_pending_);
+            other.fence_pending_.clear();
         }
         return *this;
     }
@@ -221,7 +232,12 @@ public:
         if (status == block_status::success) {
             switch (request.operation) {
             case block_operation::read: read(request); break;
-            case block_operation::write: status = write(request); break;
+            case block_operation::write:
+                status = write(request);
+                if (status == block_status::success && options_.non_temporal_writes && defer_fence(request)) {
+                    return;
+                }
+                break;
             case block_operation::write_zeroes:
             case block_operation::deallocate: zero_range(request.offset, request.length); break;
             case block_operation::flush: break;
@@ -230,14 +246,36 @@ public:
         detail::complete_request(request, status);
     }
 
-    /// Nothing is ever pending: returns 0.
-    std::size_t poll() noexcept { return 0; }
+    /// Completes the streamed writes submitted since the last poll() after one fence; returns
+    /// how many. Nothing else is ever pending.
+    std::size_t poll() noexcept
+    {
+        if (fence_pending_.empty()) {
+            return 0;
+        }
+        detail::non_temporal_fence();
+        // A completion may submit a write, which joins the other list.
+        fence_pending_.swap(completing_);
+        const std::size_t completed = completing_.size();
+        for (completing_done_ = 0; completing_done_ < completed;) {
+            // A request stops counting in outstanding() when its completion runs.
+            block_request& request = *completing_[completing_done_++];
+            detail::complete_request(request, block_status::success);
+        }
+        completing_.clear();
+        completing_done_ = 0;
+        return completed;
+    }
 
     /// No cache: writes are in memory once they complete, and flush does nothing.
     [[nodiscard]] bool has_volatile_cache() const noexcept { return false; }
 
-    /// Always 0: requests complete inside submit().
-    [[nodiscard]] std::size_t outstanding() const noexcept { return 0; }
+    /// Streamed writes waiting for poll() (see non_temporal_writes); every other request
+    /// completes inside submit().
+    [[nodiscard]] std::size_t outstanding() const noexcept
+    {
+        return fence_pending_.size() + completing_.size() - completing_done_;
+    }
 
     /// Bytes of chunk memory allocated now (chunk data only, not the tables). The last chunk is
     /// only as long as the capacity leaves. Safe to call on any thread while requests run; exact
@@ -429,13 +467,28 @@ private:
             copy_in(request, [](std::byte* destination, const std::byte* source, std::size_t bytes) {
                 detail::copy_non_temporal(destination, source, bytes);
             });
-            detail::non_temporal_fence();
         } else {
             copy_in(request, [](std::byte* destination, const std::byte* source, std::size_t bytes) {
                 std::memcpy(destination, source, bytes);
             });
         }
         return block_status::success;
+    }
+
+    /// After a streamed write: queues the request for the next poll()'s fence and returns true,
+    /// or fences at once and returns false (submit then completes it) with `concurrent`, where
+    /// submit() and poll() may run on different threads, or when the queue cannot grow.
+    bool defer_fence(block_request& request) noexcept
+    {
+        if (!options_.concurrent) {
+            try {
+                fence_pending_.push_back(&request);
+                return true;
+            } catch (const std::bad_alloc&) {
+            }
+        }
+        detail::non_temporal_fence();
+        return false;
     }
 
     /// Copies a write's segments into their chunks (all allocated) with `copy(destination,
@@ -475,6 +528,10 @@ private:
     /// Leaf tables (arrays of leaf_entries chunk slots), each nullptr until the first write to
     /// its range; owned, with their chunks, by this backend.
     std::unique_ptr<std::atomic<chunk_slot*>[]> top_;
+    /// Streamed writes waiting for poll()'s fence, and those poll() is completing.
+    std::vector<block_request*> fence_pending_;
+    std::vector<block_request*> completing_;
+    std::size_t completing_done_ = 0; ///< completing_'s requests whose completion has run
 };
 
 static_assert(check_block_backend<ram_backend>());

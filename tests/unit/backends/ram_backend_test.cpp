@@ -393,14 +393,96 @@ TEST(ram_backend, non_temporal_writes_hold_the_same_data)
                               io_segment{third.data(), third.size()}};
     const std::uint64_t length = first.size() + second.size() + third.size();
     for (const std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{77}, 4 * kib + 1}) {
-        for (ram_backend* backend : {&plain, &streaming}) {
-            EXPECT_EQ(run(*backend, block_operation::write, offset, length, segments).status,
-                      block_status::success);
-        }
+        EXPECT_EQ(run(plain, block_operation::write, offset, length, segments).status, block_status::success);
+        EXPECT_EQ(
+            nvmekit_test::run_polled(streaming, block_operation::write, offset, length, segments).status,
+            block_status::success);
         EXPECT_EQ(read_bytes(streaming, 0, 8 * kib), read_bytes(plain, 0, 8 * kib)) << "offset " << offset;
     }
     std::vector<std::byte> expected = first;
     expected.insert(expected.end(), second.begin(), second.end());
     expected.insert(expected.end(), third.begin(), third.end());
     EXPECT_EQ(read_bytes(streaming, 4 * kib + 1, length), expected);
+}
+
+TEST(ram_backend, streamed_writes_complete_in_the_next_poll_after_one_fence)
+{
+    ram_backend backend{8 * kib, {.chunk_size = 512, .non_temporal_writes = true}};
+    auto first = pattern(1000, 25);
+    auto second = pattern(700, 26);
+    const std::array first_segments{io_segment{first.data(), first.size()}};
+    const std::array second_segments{io_segment{second.data(), second.size()}};
+    nvmekit_test::recorded_request one{block_operation::write, 100, first.size(), first_segments};
+    nvmekit_test::recorded_request two{block_operation::write, 3000, second.size(), second_segments};
+    backend.submit(one.request);
+    backend.submit(two.request);
+    EXPECT_EQ(one.result.calls, 0);
+    EXPECT_EQ(two.result.calls, 0);
+    EXPECT_EQ(backend.outstanding(), 2U);
+    EXPECT_EQ(read_bytes(backend, 100, first.size()), first)
+        << "the submitting thread reads its data at once";
+    EXPECT_EQ(run(backend, block_operation::write, 8 * kib - 10, first.size(), first_segments).status,
+              block_status::out_of_range)
+        << "a failed write completes inside submit()";
+    EXPECT_EQ(backend.outstanding(), 2U);
+    EXPECT_EQ(backend.poll(), 2U);
+    EXPECT_EQ(one.result.calls, 1);
+    EXPECT_EQ(one.result.status, block_status::success);
+    EXPECT_EQ(two.result.calls, 1);
+    EXPECT_EQ(backend.outstanding(), 0U);
+    EXPECT_EQ(backend.poll(), 0U);
+    EXPECT_EQ(read_bytes(backend, 3000, second.size()), second);
+    EXPECT_EQ(one.result.calls, 1) << "completed once only";
+}
+
+TEST(ram_backend, a_streamed_write_submitted_by_a_completion_waits_for_the_next_poll)
+{
+    ram_backend backend{4 * kib, {.chunk_size = 512, .non_temporal_writes = true}};
+    struct chain {
+        ram_backend* backend;
+        std::vector<std::byte> data = pattern(100, 27);
+        std::array<io_segment, 1> segments{};
+        int completions = 0;
+    } state{&backend};
+    state.segments[0] = io_segment{state.data.data(), state.data.size()};
+    block_request request{.operation = block_operation::write,
+                          .offset = 0,
+                          .length = 100,
+                          .segments = state.segments,
+                          .complete =
+                              [](block_request& done, block_status status) {
+                                  auto* self = static_cast<chain*>(done.context);
+                                  EXPECT_EQ(status, block_status::success);
+                                  if (++self->completions < 2) {
+                                      done.offset += 100;
+                                      self->backend->submit(done);
+                                  }
+                              },
+                          .context = &state};
+    backend.submit(request);
+    EXPECT_EQ(backend.poll(), 1U);
+    EXPECT_EQ(state.completions, 1);
+    EXPECT_EQ(backend.outstanding(), 1U) << "the write the completion submitted";
+    ram_backend moved{std::move(backend)};
+    EXPECT_EQ(moved.outstanding(), 1U) << "a move takes the waiting writes along";
+    EXPECT_EQ(backend.outstanding(), 0U);
+    EXPECT_EQ(moved.poll(), 1U);
+    EXPECT_EQ(state.completions, 2);
+    std::vector<std::byte> expected = state.data;
+    expected.insert(expected.end(), state.data.begin(), state.data.end());
+    EXPECT_EQ(read_bytes(moved, 0, 200), expected);
+}
+
+TEST(ram_backend, concurrent_streamed_writes_complete_inside_submit)
+{
+    // submit() and poll() may run on different threads, and a fence orders only its own thread's
+    // stores: each write is fenced and completed at once.
+    ram_backend backend{4 * kib, {.chunk_size = 512, .concurrent = true, .non_temporal_writes = true}};
+    auto data = pattern(1500, 28);
+    const std::array segments{io_segment{data.data(), data.size()}};
+    const outcome result = run(backend, block_operation::write, 7, data.size(), segments);
+    EXPECT_EQ(result.calls, 1);
+    EXPECT_EQ(result.status, block_status::success);
+    EXPECT_EQ(backend.outstanding(), 0U);
+    EXPECT_EQ(read_bytes(backend, 7, data.size()), data);
 }
