@@ -60,6 +60,39 @@ std::vector<std::byte> pattern(std::size_t length, std::uint8_t seed)
 
 std::vector<std::byte> zeros(std::size_t length) { return std::vector<std::byte>(length, std::byte{0}); }
 
+/// A write of `data` at offset 0 whose completion submits it again at the next offset, until it
+/// has completed `limit` times.
+struct chained_write {
+    chained_write(ram_backend& target, std::vector<std::byte> bytes, int times)
+        : backend{&target}, data{std::move(bytes)}, limit{times}
+    {
+        segments[0] = io_segment{data.data(), data.size()};
+        request = block_request{.operation = block_operation::write,
+                                .offset = 0,
+                                .length = data.size(),
+                                .segments = segments,
+                                .complete =
+                                    [](block_request& done, block_status status) {
+                                        auto* self = static_cast<chained_write*>(done.context);
+                                        EXPECT_EQ(status, block_status::success);
+                                        if (++self->completions < self->limit) {
+                                            done.offset += self->data.size();
+                                            self->backend->submit(done);
+                                        }
+                                    },
+                                .context = this};
+    }
+    chained_write(const chained_write&) = delete;
+    chained_write& operator=(const chained_write&) = delete;
+
+    ram_backend* backend;
+    std::vector<std::byte> data;
+    int limit;
+    std::array<io_segment, 1> segments{};
+    int completions = 0;
+    block_request request{};
+};
+
 } // namespace
 
 TEST(ram_backend, starts_empty_with_the_given_capacity)
@@ -272,29 +305,9 @@ TEST(ram_backend, flush_and_poll_do_nothing)
 TEST(ram_backend, a_completion_may_submit_the_next_request)
 {
     ram_backend backend{4 * kib, {.chunk_size = 512}};
-    struct chain {
-        ram_backend* backend;
-        std::array<std::byte, 4> data{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}};
-        std::array<io_segment, 1> segments{};
-        int completions = 0;
-    } state{&backend};
-    state.segments[0] = io_segment{state.data.data(), state.data.size()};
-    block_request request{.operation = block_operation::write,
-                          .offset = 0,
-                          .length = 4,
-                          .segments = state.segments,
-                          .complete =
-                              [](block_request& done, block_status status) {
-                                  auto* self = static_cast<chain*>(done.context);
-                                  EXPECT_EQ(status, block_status::success);
-                                  if (++self->completions < 3) {
-                                      done.offset += 4;
-                                      self->backend->submit(done);
-                                  }
-                              },
-                          .context = &state};
-    backend.submit(request);
-    EXPECT_EQ(state.completions, 3);
+    chained_write chain{backend, {std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}}, 3};
+    backend.submit(chain.request);
+    EXPECT_EQ(chain.completions, 3);
     EXPECT_EQ(read_bytes(backend, 0, 13),
               (std::vector<std::byte>{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}, std::byte{1},
                                       std::byte{2}, std::byte{3}, std::byte{4}, std::byte{1}, std::byte{2},
@@ -438,38 +451,18 @@ TEST(ram_backend, streamed_writes_complete_in_the_next_poll_after_one_fence)
 TEST(ram_backend, a_streamed_write_submitted_by_a_completion_waits_for_the_next_poll)
 {
     ram_backend backend{4 * kib, {.chunk_size = 512, .non_temporal_writes = true}};
-    struct chain {
-        ram_backend* backend;
-        std::vector<std::byte> data = pattern(100, 27);
-        std::array<io_segment, 1> segments{};
-        int completions = 0;
-    } state{&backend};
-    state.segments[0] = io_segment{state.data.data(), state.data.size()};
-    block_request request{.operation = block_operation::write,
-                          .offset = 0,
-                          .length = 100,
-                          .segments = state.segments,
-                          .complete =
-                              [](block_request& done, block_status status) {
-                                  auto* self = static_cast<chain*>(done.context);
-                                  EXPECT_EQ(status, block_status::success);
-                                  if (++self->completions < 2) {
-                                      done.offset += 100;
-                                      self->backend->submit(done);
-                                  }
-                              },
-                          .context = &state};
-    backend.submit(request);
+    chained_write chain{backend, pattern(100, 27), 2};
+    backend.submit(chain.request);
     EXPECT_EQ(backend.poll(), 1U);
-    EXPECT_EQ(state.completions, 1);
+    EXPECT_EQ(chain.completions, 1);
     EXPECT_EQ(backend.outstanding(), 1U) << "the write the completion submitted";
     ram_backend moved{std::move(backend)};
     EXPECT_EQ(moved.outstanding(), 1U) << "a move takes the waiting writes along";
     EXPECT_EQ(backend.outstanding(), 0U);
     EXPECT_EQ(moved.poll(), 1U);
-    EXPECT_EQ(state.completions, 2);
-    std::vector<std::byte> expected = state.data;
-    expected.insert(expected.end(), state.data.begin(), state.data.end());
+    EXPECT_EQ(chain.completions, 2);
+    std::vector<std::byte> expected = chain.data;
+    expected.insert(expected.end(), chain.data.begin(), chain.data.end());
     EXPECT_EQ(read_bytes(moved, 0, 200), expected);
 }
 
