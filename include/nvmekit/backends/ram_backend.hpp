@@ -90,13 +90,13 @@ struct ram_backend_options {
     /// requests over a large namespace. A hint; data and semantics are the same either way.
     bool huge_pages = false;
     /// Store written data with non-temporal stores (x86-64 SSE2; elsewhere a plain copy): the
-    /// destination lines are neither read for ownership nor kept in cache. Faster when writes land
-    /// on memory out of cache, as random writes over a namespace far larger than the caches do;
-    /// slower when they would land in a near cache (a namespace of a few MiB, the same blocks
-    /// rewritten), and a read soon after a write then comes from memory. Off by default for that
-    /// reason: a small namespace or a hot working set is the common case in tests. The data is
-    /// the same either way; without `concurrent`, writes complete in poll() (see the top of the
-    /// header).
+    /// destination lines are neither read for ownership nor kept in cache. Much faster for writes
+    /// to memory out of cache, as random writes over a namespace far larger than the caches are;
+    /// slower when written data is read back soon (it then comes from memory, not from cache), as
+    /// in a small namespace or a hot working set, the common case in tests. Off by default for
+    /// that reason and because, without `concurrent`, writes then complete in poll() rather than
+    /// inside submit() (see the top of the header), which a caller driving the backend itself
+    /// must expect. The data is the same either way.
     bool non_temporal_writes = false;
 };
 
@@ -205,6 +205,7 @@ public:
     ram_backend& operator=(ram_backend&& other) noexcept
     {
         if (this != &other) {
+            NVMEKIT_ASSERT(outstanding() == 0, "ram_backend move-assigned over writes waiting for poll()");
             release_all();
             capacity_ = std::exchange(other.capacity_, 0);
             options_ = other.options_;
@@ -219,7 +220,12 @@ public:
         return *this;
     }
 
-    ~ram_backend() { release_all(); }
+    /// Every streamed write must have completed (poll() until outstanding() is 0).
+    ~ram_backend()
+    {
+        NVMEKIT_ASSERT(outstanding() == 0, "ram_backend destroyed with writes waiting for poll()");
+        release_all();
+    }
 
     /// The fixed size given at construction.
     [[nodiscard]] std::uint64_t capacity_bytes() const noexcept { return capacity_; }
