@@ -28,7 +28,10 @@
 // poll() is the controller's; the rest of the loop is the host's. The run first measures the
 // machine's own ceiling, single-core memcpy bandwidth at the chosen block size, and reports the
 // data rate as a fraction of it, by the wall clock and by CPU time. The RAM backend's namespace
-// and the ceiling's buffer are both on transparent huge pages unless --no-huge-pages.
+// and the ceiling's buffer are both on transparent huge pages unless --no-huge-pages. The RAM
+// backend writes with non-temporal stores unless --temporal-writes; the ceiling's write copies
+// are then the backend's copy routine too, and the fraction is of that ceiling (the plain memcpy
+// ceiling is reported beside it).
 //
 // --backend file (file_backend: pread/pwrite inside the command) and --backend uring
 // (uring_backend: io_uring, completing in poll(); built when liburing is found) run on the file
@@ -97,7 +100,7 @@ constexpr nvmekit_programs::program perf_program{
     "                    [--mix READ_PERCENT] [--count COMMANDS] [--groups N] [--threads] [--json]\n"
     "                    [--file PATH] [--direct] [--multi-threaded] [--transport in-process|vfio-user|tcp]\n"
     "                    [--doorbell-replies] [--doorbell-per-command] [--server-busy-poll]\n"
-    "                    [--mapped-doorbells] [--no-huge-pages]\n"
+    "                    [--mapped-doorbells] [--no-huge-pages] [--temporal-writes]\n"
     "                    [--help] [--version]\n"};
 
 [[noreturn]] void usage(const std::string& problem) { nvmekit_programs::bad_usage(perf_program, problem); }
@@ -170,6 +173,8 @@ options parse(int argc, char** argv)
             o.direct = true;
         } else if (arg == "--no-huge-pages") {
             o.huge_pages = false;
+        } else if (arg == "--temporal-writes") {
+            o.non_temporal_writes = false;
         } else if (arg == "--rw") {
             const auto rw = value();
             if (rw == "randread") {
@@ -261,8 +266,11 @@ struct ceiling_rate {
 /// allocated as the RAM backend allocates its one chunk (2 MiB aligned and advised for
 /// transparent huge pages with `huge_pages`, else 64-byte aligned) and the ring page aligned, as
 /// the host's buffers are, so that the copies are the backend's in size, place and alignment.
-ceiling_rate memcpy_ceiling_gib_per_s(std::uint64_t region, std::uint32_t block, unsigned read_percent,
-                                      double seconds, bool huge_pages)
+/// With `non_temporal_writes` the copies into the region are the RAM backend's
+/// copy_non_temporal, with one fence per 256 copies (the backend fences once per poll(), for
+/// every write of the pass, or once per write with `concurrent`).
+ceiling_rate copy_ceiling_gib_per_s(std::uint64_t region, std::uint32_t block, unsigned read_percent,
+                                    double seconds, bool huge_pages, bool non_temporal_writes)
 {
     region = std::max<std::uint64_t>(std::min<std::uint64_t>(region, std::uint64_t{1} << 30), block);
     const std::size_t alignment = huge_pages && region >= nvmekit::ram_backend::huge_page_bytes
@@ -295,11 +303,16 @@ ceiling_rate memcpy_ceiling_gib_per_s(std::uint64_t region, std::uint32_t block,
             std::byte* near = ring.data() + slot * block;
             if (random() % 100 < read_percent) {
                 std::memcpy(near, far, block);
+            } else if (non_temporal_writes) {
+                nvmekit::detail::copy_non_temporal(far, near, block);
             } else {
                 std::memcpy(far, near, block);
             }
             slot = (slot + 1) % 128;
             copied += block;
+        }
+        if (non_temporal_writes) {
+            nvmekit::detail::non_temporal_fence();
         }
     }
     const double elapsed = std::chrono::duration<double>(steady::now() - start).count();
@@ -334,8 +347,14 @@ int main(int argc, char** argv)
     } else if (o.rw == workload::randwrite || o.rw == workload::write) {
         read_percent = 0;
     }
+    const ceiling_rate memcpy_ceilings =
+        copy_ceiling_gib_per_s(o.size, o.block_size, read_percent, 1.0, o.huge_pages, false);
+    // The RAM backend's own copy, when it is not memcpy (non-temporal stores for writes): the
+    // fraction is of the ceiling of the copy the backend makes.
+    const bool backend_copy = o.backend == "ram" && o.non_temporal_writes && read_percent < 100;
     const ceiling_rate ceilings =
-        memcpy_ceiling_gib_per_s(o.size, o.block_size, read_percent, 1.0, o.huge_pages);
+        backend_copy ? copy_ceiling_gib_per_s(o.size, o.block_size, read_percent, 1.0, o.huge_pages, true)
+                     : memcpy_ceilings;
     const double ceiling = ceilings.wall_gib_per_s;
     results r;
     results over_vfio_user;
@@ -346,12 +365,14 @@ int main(int argc, char** argv)
         } else if (o.backend == "file" || o.backend == "uring") {
             r = run_file_backend(o, lba_bytes);
         } else {
-            r = run(
-                o,
-                nvmekit::ram_backend{
-                    o.size,
-                    {.chunk_size = ram_chunk_size(o.size), .preallocate = true, .huge_pages = o.huge_pages}},
-                lba_bytes);
+            r = run(o,
+                    nvmekit::ram_backend{o.size,
+                                         {.chunk_size = ram_chunk_size(o.size),
+                                          .preallocate = true,
+                                          .concurrent = o.threads,
+                                          .huge_pages = o.huge_pages,
+                                          .non_temporal_writes = o.non_temporal_writes}},
+                    lba_bytes);
         }
 #ifdef NVMEKIT_PERF_HAVE_VFIO_USER
         if (o.transport == "vfio-user") {
@@ -403,21 +424,23 @@ int main(int argc, char** argv)
             "\"threads\": {}, \"process_cpu_ns_per_command\": {:.1f}, "
             "\"controller_ns_per_command\": {:.1f}, \"host_ns_per_command\": {:.1f}, "
             "\"controller_commands_per_cpu_second\": {:.0f}, "
-            "\"memcpy_ceiling_gib_per_s\": {:.2f}, \"fraction_of_memcpy_ceiling\": {}, "
-            "\"memcpy_ceiling_cpu_gib_per_s\": {:.2f}, \"fraction_of_memcpy_ceiling_cpu\": {}, "
-            "\"huge_pages\": {}, "
+            "\"memcpy_ceiling_gib_per_s\": {:.2f}, \"memcpy_ceiling_cpu_gib_per_s\": {:.2f}, "
+            "\"ceiling_copy\": \"{}\", \"ceiling_gib_per_s\": {:.2f}, \"fraction_of_ceiling\": {}, "
+            "\"ceiling_cpu_gib_per_s\": {:.2f}, \"fraction_of_ceiling_cpu\": {}, "
+            "\"huge_pages\": {}, \"non_temporal_writes\": {}, "
             "\"vfio_user\": {}, \"tcp\": {}}}\n",
             o.backend, name(o.rw), o.block_size, o.queue_depth, o.queues, o.groups, r.seconds, r.commands,
             r.errors, iops, mib_per_s, r.latency.mean() / 1000.0, us(r.latency.percentile(50)),
             us(r.latency.percentile(99)), us(r.latency.percentile(99.9)), o.threads,
             r.cpu_seconds * 1e9 / static_cast<double>(std::max<std::uint64_t>(r.commands, 1)), controller_ns,
-            host_ns, 1e9 / controller_ns, ceiling,
+            host_ns, 1e9 / controller_ns, memcpy_ceilings.wall_gib_per_s, memcpy_ceilings.cpu_gib_per_s,
+            backend_copy ? "non-temporal" : "memcpy", ceiling,
             // The null backend moves no data: a fraction of the copy ceiling means nothing.
             o.backend == "null" ? std::string{"null"} : fmt::format("{:.3f}", gib_per_s / ceiling),
             ceilings.cpu_gib_per_s,
             cpu_fraction ? fmt::format("{:.3f}", cpu_gib_per_s / ceilings.cpu_gib_per_s)
                          : std::string{"null"},
-            o.huge_pages,
+            o.huge_pages, o.backend == "ram" && o.non_temporal_writes,
             !vfio_user ? std::string{"null"}
                        : fmt::format("{{\"doorbells\": \"{}\", \"commands\": {}, \"errors\": {}, "
                                      "\"iops\": {:.0f}, \"latency_us\": {{\"avg\": {:.3f}, \"p50\": {:.3f}, "
@@ -465,14 +488,20 @@ int main(int argc, char** argv)
         if (o.backend == "null") {
             fmt::print("  memcpy ceiling   {:>12.2f} GiB/s at {} B (the null backend moves no data)\n",
                        ceiling, o.block_size);
+        } else if (backend_copy) {
+            fmt::print("  memcpy ceiling   {:>12.2f} GiB/s at {} B ({:.2f} per CPU second)\n",
+                       memcpy_ceilings.wall_gib_per_s, o.block_size, memcpy_ceilings.cpu_gib_per_s);
+            fmt::print("  backend's copy   {:>12.2f} GiB/s (non-temporal writes); this run: {:.2f} GiB/s = "
+                       "{:.1f}% of it\n",
+                       ceiling, gib_per_s, 100.0 * gib_per_s / ceiling);
         } else {
             fmt::print("  memcpy ceiling   {:>12.2f} GiB/s at {} B; this run: {:.2f} GiB/s = {:.1f}% of it\n",
                        ceiling, o.block_size, gib_per_s, 100.0 * gib_per_s / ceiling);
-            if (cpu_fraction) {
-                fmt::print(
-                    "  by CPU time      {:>12.2f} GiB/s per CPU second; this run: {:.2f} = {:.1f}% of it\n",
-                    ceilings.cpu_gib_per_s, cpu_gib_per_s, 100.0 * cpu_gib_per_s / ceilings.cpu_gib_per_s);
-            }
+        }
+        if (cpu_fraction) {
+            fmt::print(
+                "  by CPU time      {:>12.2f} GiB/s per CPU second; this run: {:.2f} = {:.1f}% of it\n",
+                ceilings.cpu_gib_per_s, cpu_gib_per_s, 100.0 * cpu_gib_per_s / ceilings.cpu_gib_per_s);
         }
         if (vfio_user) {
             fmt::print(

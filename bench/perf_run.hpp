@@ -72,6 +72,7 @@ struct options {
     std::string file = "/var/tmp/nvmekit-perf.img"; ///< --backend file or uring
     bool direct = false;                            ///< the file also opened with O_DIRECT
     bool huge_pages = true; ///< the RAM backend's chunk and the ceiling's buffer on transparent huge pages
+    bool non_temporal_writes = true; ///< the RAM backend (and the ceiling) write with non-temporal stores
     std::string transport = "in-process"; ///< or vfio-user, tcp: a server thread over a socket
     bool doorbell_replies = false;        ///< vfio-user: wait for each doorbell's reply (else posted)
     bool server_busy_poll = false;        ///< vfio-user, tcp: the server never waits in poll(2)

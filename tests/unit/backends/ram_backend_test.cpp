@@ -60,6 +60,39 @@ std::vector<std::byte> pattern(std::size_t length, std::uint8_t seed)
 
 std::vector<std::byte> zeros(std::size_t length) { return std::vector<std::byte>(length, std::byte{0}); }
 
+/// A write of `data` at offset 0 whose completion submits it again at the next offset, until it
+/// has completed `limit` times.
+struct chained_write {
+    chained_write(ram_backend& target, std::vector<std::byte> bytes, int times)
+        : backend{&target}, data{std::move(bytes)}, limit{times}
+    {
+        segments[0] = io_segment{data.data(), data.size()};
+        request = block_request{.operation = block_operation::write,
+                                .offset = 0,
+                                .length = data.size(),
+                                .segments = segments,
+                                .complete =
+                                    [](block_request& done, block_status status) {
+                                        auto* self = static_cast<chained_write*>(done.context);
+                                        EXPECT_EQ(status, block_status::success);
+                                        if (++self->completions < self->limit) {
+                                            done.offset += self->data.size();
+                                            self->backend->submit(done);
+                                        }
+                                    },
+                                .context = this};
+    }
+    chained_write(const chained_write&) = delete;
+    chained_write& operator=(const chained_write&) = delete;
+
+    ram_backend* backend;
+    std::vector<std::byte> data;
+    int limit;
+    std::array<io_segment, 1> segments{};
+    int completions = 0;
+    block_request request{};
+};
+
 } // namespace
 
 TEST(ram_backend, starts_empty_with_the_given_capacity)
@@ -272,29 +305,9 @@ TEST(ram_backend, flush_and_poll_do_nothing)
 TEST(ram_backend, a_completion_may_submit_the_next_request)
 {
     ram_backend backend{4 * kib, {.chunk_size = 512}};
-    struct chain {
-        ram_backend* backend;
-        std::array<std::byte, 4> data{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}};
-        std::array<io_segment, 1> segments{};
-        int completions = 0;
-    } state{&backend};
-    state.segments[0] = io_segment{state.data.data(), state.data.size()};
-    block_request request{.operation = block_operation::write,
-                          .offset = 0,
-                          .length = 4,
-                          .segments = state.segments,
-                          .complete =
-                              [](block_request& done, block_status status) {
-                                  auto* self = static_cast<chain*>(done.context);
-                                  EXPECT_EQ(status, block_status::success);
-                                  if (++self->completions < 3) {
-                                      done.offset += 4;
-                                      self->backend->submit(done);
-                                  }
-                              },
-                          .context = &state};
-    backend.submit(request);
-    EXPECT_EQ(state.completions, 3);
+    chained_write chain{backend, {std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}}, 3};
+    backend.submit(chain.request);
+    EXPECT_EQ(chain.completions, 3);
     EXPECT_EQ(read_bytes(backend, 0, 13),
               (std::vector<std::byte>{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}, std::byte{1},
                                       std::byte{2}, std::byte{3}, std::byte{4}, std::byte{1}, std::byte{2},
@@ -349,4 +362,120 @@ TEST(ram_backend, concurrent_mode_zeroes_whole_chunks_instead_of_freeing_them)
         ASSERT_EQ(write_bytes(backend, 512, data), block_status::success);
         EXPECT_EQ(backend.bytes_allocated(), 2560U) << "only the never-written chunk [2048, 2560) is new";
     }
+}
+
+TEST(ram_backend, copy_non_temporal_copies_exactly_the_bytes_at_every_alignment_and_length)
+{
+    // Source and destination offsets 0-17 and 63-65 from a 64-byte boundary, lengths around the
+    // 16- and 64-byte steps; the guard bytes around the destination must stay untouched.
+    constexpr std::size_t guard = 80;
+    const auto source = pattern(4096 + 2 * guard, 21);
+    for (const std::size_t length : {0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 200, 512, 4095, 4096}) {
+        for (const std::size_t destination_offset : {0, 1, 8, 15, 16, 17, 63, 64, 65}) {
+            for (const std::size_t source_offset : {0, 3, 16}) {
+                alignas(64) std::array<std::byte, 4096 + 2 * guard> target{};
+                target.fill(std::byte{0xee});
+                nvmekit::detail::copy_non_temporal(target.data() + destination_offset,
+                                                   source.data() + source_offset, length);
+                nvmekit::detail::non_temporal_fence();
+                for (std::size_t i = 0; i < target.size(); ++i) {
+                    const bool inside = i >= destination_offset && i < destination_offset + length;
+                    const std::byte expected =
+                        inside ? source[source_offset + i - destination_offset] : std::byte{0xee};
+                    ASSERT_EQ(target[i], expected)
+                        << "length " << length << ", destination offset " << destination_offset
+                        << ", source offset " << source_offset << ", byte " << i;
+                }
+            }
+        }
+    }
+}
+
+TEST(ram_backend, non_temporal_writes_hold_the_same_data)
+{
+    // Pieces that split across 512-byte chunks at odd places, from segments of odd sizes.
+    ram_backend plain{8 * kib, {.chunk_size = 512}};
+    ram_backend streaming{8 * kib, {.chunk_size = 512, .non_temporal_writes = true}};
+    EXPECT_TRUE(streaming.options().non_temporal_writes);
+    EXPECT_FALSE(plain.options().non_temporal_writes) << "off by default";
+    auto first = pattern(1000, 22);
+    auto second = pattern(3, 23);
+    auto third = pattern(2100, 24);
+    const std::array segments{io_segment{first.data(), first.size()},
+                              io_segment{second.data(), second.size()},
+                              io_segment{third.data(), third.size()}};
+    const std::uint64_t length = first.size() + second.size() + third.size();
+    for (const std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{77}, 4 * kib + 1}) {
+        EXPECT_EQ(run(plain, block_operation::write, offset, length, segments).status, block_status::success);
+        EXPECT_EQ(
+            nvmekit_test::run_polled(streaming, block_operation::write, offset, length, segments).status,
+            block_status::success);
+        EXPECT_EQ(read_bytes(streaming, 0, 8 * kib), read_bytes(plain, 0, 8 * kib)) << "offset " << offset;
+    }
+    std::vector<std::byte> expected = first;
+    expected.insert(expected.end(), second.begin(), second.end());
+    expected.insert(expected.end(), third.begin(), third.end());
+    EXPECT_EQ(read_bytes(streaming, 4 * kib + 1, length), expected);
+}
+
+TEST(ram_backend, streamed_writes_complete_in_the_next_poll_after_one_fence)
+{
+    ram_backend backend{8 * kib, {.chunk_size = 512, .non_temporal_writes = true}};
+    auto first = pattern(1000, 25);
+    auto second = pattern(700, 26);
+    const std::array first_segments{io_segment{first.data(), first.size()}};
+    const std::array second_segments{io_segment{second.data(), second.size()}};
+    nvmekit_test::recorded_request one{block_operation::write, 100, first.size(), first_segments};
+    nvmekit_test::recorded_request two{block_operation::write, 3000, second.size(), second_segments};
+    backend.submit(one.request);
+    backend.submit(two.request);
+    EXPECT_EQ(one.result.calls, 0);
+    EXPECT_EQ(two.result.calls, 0);
+    EXPECT_EQ(backend.outstanding(), 2U);
+    EXPECT_EQ(read_bytes(backend, 100, first.size()), first)
+        << "the submitting thread reads its data at once";
+    EXPECT_EQ(run(backend, block_operation::write, 8 * kib - 10, first.size(), first_segments).status,
+              block_status::out_of_range)
+        << "a failed write completes inside submit()";
+    EXPECT_EQ(backend.outstanding(), 2U);
+    EXPECT_EQ(backend.poll(), 2U);
+    EXPECT_EQ(one.result.calls, 1);
+    EXPECT_EQ(one.result.status, block_status::success);
+    EXPECT_EQ(two.result.calls, 1);
+    EXPECT_EQ(backend.outstanding(), 0U);
+    EXPECT_EQ(backend.poll(), 0U);
+    EXPECT_EQ(read_bytes(backend, 3000, second.size()), second);
+    EXPECT_EQ(one.result.calls, 1) << "completed once only";
+}
+
+TEST(ram_backend, a_streamed_write_submitted_by_a_completion_waits_for_the_next_poll)
+{
+    ram_backend backend{4 * kib, {.chunk_size = 512, .non_temporal_writes = true}};
+    chained_write chain{backend, pattern(100, 27), 2};
+    backend.submit(chain.request);
+    EXPECT_EQ(backend.poll(), 1U);
+    EXPECT_EQ(chain.completions, 1);
+    EXPECT_EQ(backend.outstanding(), 1U) << "the write the completion submitted";
+    ram_backend moved{std::move(backend)};
+    EXPECT_EQ(moved.outstanding(), 1U) << "a move takes the waiting writes along";
+    EXPECT_EQ(backend.outstanding(), 0U);
+    EXPECT_EQ(moved.poll(), 1U);
+    EXPECT_EQ(chain.completions, 2);
+    std::vector<std::byte> expected = chain.data;
+    expected.insert(expected.end(), chain.data.begin(), chain.data.end());
+    EXPECT_EQ(read_bytes(moved, 0, 200), expected);
+}
+
+TEST(ram_backend, concurrent_streamed_writes_complete_inside_submit)
+{
+    // submit() and poll() may run on different threads, and a fence orders only its own thread's
+    // stores: each write is fenced and completed at once.
+    ram_backend backend{4 * kib, {.chunk_size = 512, .concurrent = true, .non_temporal_writes = true}};
+    auto data = pattern(1500, 28);
+    const std::array segments{io_segment{data.data(), data.size()}};
+    const outcome result = run(backend, block_operation::write, 7, data.size(), segments);
+    EXPECT_EQ(result.calls, 1);
+    EXPECT_EQ(result.status, block_status::success);
+    EXPECT_EQ(backend.outstanding(), 0U);
+    EXPECT_EQ(read_bytes(backend, 7, data.size()), data);
 }

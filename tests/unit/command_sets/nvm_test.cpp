@@ -394,6 +394,23 @@ TYPED_TEST(nvm_read_write, multi_page_write_reads_back_exactly)
     EXPECT_EQ(part(around.data, 17 * 512, 512), zeroes(512));
 }
 
+TYPED_TEST(nvm_read_write, streamed_writes_complete_through_the_backend_poll_and_read_back)
+{
+    // ram_backend's non_temporal_writes completes writes in its poll(), after one fence.
+    TypeParam r;
+    r.subsystem.add_namespace(nvmekit::ram_backend{capacity, {.non_temporal_writes = true}});
+    r.host.bring_up();
+    const auto data = pattern(16 * 512, 11);
+    EXPECT_EQ(write_blocks(r, 1, 3, 16, data).status(), spec::status::success());
+    const auto odd = pattern(3 * 512, 12);
+    EXPECT_EQ(write_blocks(r, 1, 40, 3, odd).status(), spec::status::success());
+    const auto back = read_blocks(r, 1, 2, 41, 41 * 512);
+    EXPECT_EQ(back.done.status(), spec::status::success());
+    EXPECT_EQ(part(back.data, 0, 512), zeroes(512));
+    EXPECT_EQ(part(back.data, 512, data.size()), data);
+    EXPECT_EQ(part(back.data, 38 * 512, odd.size()), odd);
+}
+
 TEST(nvm_read_write, full_mdts_transfer_through_a_prp_list_with_an_offset)
 {
     rig r;
