@@ -225,6 +225,17 @@ public:
                              dma_map_request(address, size, offset, writable), fds));
     }
 
+    /// DMA_UNMAP of the region mapped at `address` with `size` bytes; the errno of the reply.
+    std::uint32_t unmap_dma(std::uint64_t address, std::uint64_t size)
+    {
+        namespace vu = transport::vfio_user;
+        vu::dma_unmap unmap{};
+        unmap.argsz = sizeof unmap;
+        unmap.address = address;
+        unmap.size = size;
+        return error_of(call(vu::command::dma_unmap, unmap));
+    }
+
     /// SET_IRQS giving MSI-X vectors `first`, `first` + 1, ... the eventfds `fds` to signal (the
     /// server takes its own copies of the descriptors); the errno of the reply.
     std::uint32_t set_msix_eventfds(std::uint32_t first, std::span<const int> fds)

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +10,8 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -221,12 +224,14 @@ TEST(vfio_user_client, drives_poll_groups_on_threads_of_their_own_with_msix_on_e
     ASSERT_EQ(client.set_msix_eventfds(0, vectors), 0U);
     auto& host = remote.host;
     ASSERT_EQ(host.bring_up({.io_queue_pairs = 2, .max_polls = 1'000'000}).io_queue_pairs, 2U);
-    const std::uint64_t buffer = host.allocate(4096);
+    // A buffer per queue, so per group: the groups' threads never write the same bytes (their
+    // order reaches this thread only through the CQ in shared memory, which TSan cannot see).
+    const std::array buffers{host.allocate(4096), host.allocate(4096)};
     for (int round = 0; round < 50; ++round) {
         for (std::uint16_t qid = 1; qid <= 2; ++qid) {
             auto read =
                 host.lba_command(spec::nvm_opcode::read, 1, static_cast<std::uint64_t>(round) * 8U, 8);
-            host.describe_data(read, buffer, 4096);
+            host.describe_data(read, buffers[qid - 1U], 4096);
             ASSERT_TRUE(host.io(qid, read).ok());
         }
         if (round % 10 == 0) {
@@ -244,6 +249,45 @@ TEST(vfio_user_client, drives_poll_groups_on_threads_of_their_own_with_msix_on_e
         ::close(vectors[i]);
         ::close(watchers[i]);
     }
+}
+
+TEST(vfio_user_client, regions_mapped_and_unmapped_while_poll_group_threads_run_io)
+{
+    // QEMU maps and unmaps guest memory while the device runs (memory hot-plug, a reset of the
+    // guest's memory map): the server changes its regions only while the group threads, which
+    // read them for every command, are paused. ThreadSanitizer checks it in the TSan build.
+    const auto path = socket_path("remap");
+    device<threaded_traits> d{path, 2};
+    remote_host remote{path};
+    auto& client = remote.client;
+    auto& host = remote.host;
+    ASSERT_EQ(host.bring_up({.io_queue_pairs = 2, .max_polls = 1'000'000}).io_queue_pairs, 2U);
+    // A buffer per queue, so per group: the groups' threads never write the same bytes (their
+    // order reaches this thread only through the CQ in shared memory, which TSan cannot see).
+    const std::array buffers{host.allocate(4096), host.allocate(4096)};
+    shared_memory extra;
+    constexpr std::uint64_t extra_base = guest_base + 0x1'0000'0000;
+    for (int round = 0; round < 20; ++round) {
+        // Reads in flight on both groups while the region comes and goes.
+        std::vector<std::pair<std::uint16_t, std::uint16_t>> submitted;
+        for (std::uint16_t qid = 1; qid <= 2; ++qid) {
+            for (std::uint64_t i = 0; i < 8; ++i) {
+                auto read = host.lba_command(spec::nvm_opcode::read, 1, i * 8U, 8);
+                host.describe_data(read, buffers[qid - 1U], 4096);
+                submitted.emplace_back(qid, host.submit(qid, read));
+            }
+        }
+        ASSERT_EQ(client.map_dma(extra.fd, extra_base, guest_bytes), 0U);
+        ASSERT_EQ(client.unmap_dma(extra_base, guest_bytes), 0U);
+        for (const auto& [qid, cid] : submitted) {
+            ASSERT_TRUE(host.wait_for(qid, cid).ok());
+        }
+    }
+    // A region that is not mapped (any more) is refused, and I/O goes on.
+    EXPECT_EQ(client.unmap_dma(extra_base, guest_bytes), static_cast<std::uint32_t>(ENOENT));
+    auto read = host.lba_command(spec::nvm_opcode::read, 1, 0, 8);
+    host.describe_data(read, buffers[0], 4096);
+    EXPECT_TRUE(host.io(1, read).ok());
 }
 
 TEST(vfio_user_client, rings_mapped_doorbells_with_stores_and_the_others_by_message)

@@ -224,15 +224,19 @@ private:
         log(server_log_level::info, "vfio-user client disconnected; waiting for the next one");
     }
 
+    /// Every region unmapped. Regions change only while no poll group runs: groups on threads of
+    /// their own (--group-threads) read the region list and the memory it maps.
     void unmap_all()
     {
-        for (const auto& mapping : mappings_) {
-            if (mapping.base != nullptr) {
-                ::munmap(mapping.base, mapping.length);
+        controller_.with_groups_paused([this] {
+            memory_.clear();
+            for (const auto& mapping : mappings_) {
+                if (mapping.base != nullptr) {
+                    ::munmap(mapping.base, mapping.length);
+                }
             }
-        }
+        });
         mappings_.clear();
-        memory_.clear();
     }
 
     /// Disconnects a client that went away while a DMA reply was awaited (noticed inside the
@@ -420,7 +424,9 @@ private:
         if (base == MAP_FAILED) {
             return reply_error(static_cast<std::errc>(errno));
         }
-        if (!memory_.add(request->address, static_cast<std::byte*>(base), request->size, writable)) {
+        if (!controller_.with_groups_paused([&] {
+                return memory_.add(request->address, static_cast<std::byte*>(base), request->size, writable);
+            })) {
             ::munmap(base, request->size);
             return reply_error(std::errc::file_exists);
         }
@@ -448,8 +454,11 @@ private:
                 return reply_error(std::errc::no_such_file_or_directory);
             }
             if (it->base != nullptr) {
-                memory_.remove(it->address, it->length);
-                ::munmap(it->base, it->length);
+                // No poll group may be inside the region when it goes (see unmap_all).
+                controller_.with_groups_paused([&] {
+                    memory_.remove(it->address, it->length);
+                    ::munmap(it->base, it->length);
+                });
             }
             // A region without a descriptor has no DMA to wait for: message DMA runs to its end
             // inside one controller poll, and commands that arrive meanwhile (this one too) are
