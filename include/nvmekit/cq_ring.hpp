@@ -2,6 +2,7 @@
 /// A completion queue as the controller sees it: tail, phase tag, full/empty logic and posting
 /// of entries (Base 2.0 3.3.1 and 4.6).
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -143,6 +144,11 @@ public:
             return {};
         }
         const std::size_t offset = std::size_t{tail_} * cqe_size;
+        // The command's data, written to host memory before, must be visible no later than its
+        // completion entry, as PCIe orders a function's posted writes: a host on another core that
+        // sees the new phase tag then finds the data. Free on x86, a barrier on weakly ordered
+        // machines.
+        std::atomic_thread_fence(std::memory_order_release);
         if constexpr (StableMappingDmaProvider<Dma>) {
             if (const std::uint64_t generation = dma.mapping_generation(); generation != view_generation_)
                 [[unlikely]] {
