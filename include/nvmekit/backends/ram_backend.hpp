@@ -38,8 +38,10 @@
 ///   per table level (a plain load on x86); no request takes a lock.
 /// - Requests on different bytes never interfere, even within one chunk: their data is exact.
 /// - Requests on the same bytes at once leave those bytes undefined, as on a drive.
-/// - With `non_temporal_writes` and several submitting threads, `concurrent` is needed
-///   (`preallocate` is not enough): see above.
+/// - With `non_temporal_writes`, `concurrent` is needed (`preallocate` is not enough) as soon as
+///   more than one thread reaches the backend: several submitting threads, or a controller whose
+///   poll groups run on threads of their own (one submits while another polls the backend or
+///   asks outstanding()). See above.
 /// - Chunk memory is freed only by a Deallocate or Write Zeroes that covers a whole chunk, and
 ///   then a request on that chunk running at the same time on another thread would use freed
 ///   memory. `concurrent = true` (or `preallocate`) zeroes whole chunks instead, so chunk memory

@@ -396,9 +396,12 @@ TYPED_TEST(nvm_read_write, multi_page_write_reads_back_exactly)
 
 TYPED_TEST(nvm_read_write, streamed_writes_complete_through_the_backend_poll_and_read_back)
 {
-    // ram_backend's non_temporal_writes completes writes in its poll(), after one fence.
+    // ram_backend's non_temporal_writes completes writes in its poll(), after one fence; with the
+    // poll groups on threads of their own, several threads reach the backend, which then needs
+    // `concurrent` (each write fenced and completed inside submit()).
     TypeParam r;
-    r.subsystem.add_namespace(nvmekit::ram_backend{capacity, {.non_temporal_writes = true}});
+    r.subsystem.add_namespace(nvmekit::ram_backend{
+        capacity, {.concurrent = nvmekit_test::threaded_groups_requested(), .non_temporal_writes = true}});
     r.host.bring_up();
     const auto data = pattern(16 * 512, 11);
     EXPECT_EQ(write_blocks(r, 1, 3, 16, data).status(), spec::status::success());
