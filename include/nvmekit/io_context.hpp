@@ -391,9 +391,9 @@ public:
         return command_result::pending();
     }
 
-    /// Ends a command without a completion now: after a reset    /// Ends a command without a completion now:
-    /// after a reset or the deletion of its queue, or an Asynchronous Event Request (whose completion is
-    /// built from the command identifier when an event arrives).
+    /// Ends a command without a completion now: after a reset or the deletion of its queue, or an
+    /// Asynchronous Event Request (whose completion is built from the command identifier when an
+    /// event arrives).
     static void release_without_completion(const command& cmd) noexcept
     {
         if constexpr (dma_completes_later) {
