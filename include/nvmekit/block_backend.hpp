@@ -13,6 +13,14 @@
 ///
 /// `b` is an lvalue of the backend type and `request` an lvalue `block_request`.
 ///
+/// A backend that often completes requests inside submit() may also offer (InlineSubmitting)
+// clang-format off
+/// | expression                | type                          | semantics |
+/// |---------------------------|-------------------------------|-----------|
+/// | `b.submit_inline(request)` | `std::optional<block_status>` | as `b.submit(request)`, except that a request it completes inside the call may end by returning its status instead of calling `request.complete`; std::nullopt means `request.complete` runs as with submit() (it may already have run) |
+// clang-format on
+/// The controller then continues a command whose request completed at once without the callback.
+///
 /// Rules every backend keeps:
 /// - The submitter owns the request and its segments and keeps them alive until `complete` runs.
 ///   A backend never touches a request after calling its `complete`: the callback may reuse it,
@@ -28,6 +36,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include <nvmekit/config.hpp>
@@ -128,6 +137,14 @@ concept BlockBackend = BlockSized<T> && BlockSubmittable<T> && BlockPollable<T> 
     BlockOutstandingCounting<T>;
 // clang-format on
 
+/// A backend that can return the status of a request it completes at once (see the top).
+// clang-format off
+template <typename T>
+concept InlineSubmitting = requires(T& backend, block_request& request) {
+    { backend.submit_inline(request) } -> std::same_as<std::optional<block_status>>;
+};
+// clang-format on
+
 /// Checks `T` models BlockBackend with one readable diagnostic per missing operation. Use it where
 /// a backend enters the library: `static_assert(check_block_backend<T>());`.
 template <typename T>
@@ -163,6 +180,15 @@ consteval bool check_block_backend()
     case block_operation::deallocate: break;
     case block_operation::read:
     case block_operation::write: {
+        if (request.segments.size() == 1) {
+            // The common shape, checked without the loop.
+            const io_segment& only = request.segments[0];
+            if (only.size != request.length ||
+                (request.operation == block_operation::write && only.data == nullptr && only.size != 0)) {
+                return block_status::internal_error;
+            }
+            break;
+        }
         std::uint64_t total = 0;
         for (const io_segment& segment : request.segments) {
             if (segment.size > request.length - total) {

@@ -31,6 +31,7 @@
 /// | `c.acquire_staging(cmd)`                     | `C::staging_type*`       | a staging buffer (`bytes`, `ranges`, `metadata_ranges`) held until the command ends, or null: the command then waits and its handler runs again when one is free, so it must not have changed anything before asking |
 /// | `c.submit_blocks(cmd, n)`                    | `void`                   | submits `cmd.block[0..n)` (1 or 2) to `cmd.ns`'s backend; when all completed, `cmd.continuation(c, cmd)` runs on the command's context and its result completes the command (or it submits again and returns pending) |
 /// | `c.submit_blocks_then(cmd, n, next)`         | `command_result`         | sets `cmd.continuation = next` and submits as `submit_blocks` does; returns pending, for the handler to return. When the backend completed the requests inside submit(), `next` is called directly after submit() returned and its result completes the command |
+/// | `c.submit_blocks_now(cmd, n, next)`          | `bool`                   | sets `cmd.continuation = next` and submits as `submit_blocks` does. True when the backend completed the requests at once: the handler continues itself (calls `next` and returns its result). False: `next` runs later, or has run, and the handler returns pending |
 /// | `c.backend_failure(cmd, status)`             | `spec::status`           | the NVMe status of a failed block request, with the media error recorded |
 /// | `c.record_media_error(cmd, lba)`             | `void`                   | the LBA of a media error, for the command's Error Information entry |
 /// | `c.finish(cmd, result)`                      | `void`                   | completes a command its handler left pending; exactly once. After a reset or the deletion of its queue the command ends without a completion, as a built-in one does |
@@ -111,6 +112,7 @@ concept HandlerContext =
         { c.acquire_staging(cmd) } -> std::same_as<typename C::staging_type*>;
         { c.submit_blocks(cmd, std::uint8_t{}) } -> std::same_as<void>;
         { c.submit_blocks_then(cmd, std::uint8_t{}, cmd.continuation) } -> std::same_as<command_result>;
+        { c.submit_blocks_now(cmd, std::uint8_t{}, cmd.continuation) } -> std::same_as<bool>;
         { c.backend_failure(cmd, status) } -> std::same_as<spec::status>;
         { c.record_media_error(cmd, u64) } -> std::same_as<void>;
         { c.finish(cmd, result) } -> std::same_as<void>;

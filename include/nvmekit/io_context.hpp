@@ -381,14 +381,40 @@ public:
     [[nodiscard]] NVMEKIT_HOT_INLINE command_result submit_blocks_then(
         command& cmd, std::uint8_t count, command_result (*continuation)(Controller&, command&))
     {
-        cmd.continuation = continuation;
-        if (submit_blocks_inline(cmd, count)) {
-            const command_result result = continue_blocks(cmd, continuation);
+        if (submit_blocks_now(cmd, count, continuation)) {
+            const command_result result = continuation(self(), cmd);
             if (!result.is_pending()) {
                 finish(cmd, result);
             }
         }
         return command_result::pending();
+    }
+
+    /// Sets `continuation` and submits `cmd.block[0..count)`. True when the backend completed
+    /// them all at once: the caller continues the command itself, by calling `continuation` (or
+    /// what it would do) and returning its result. False when the continuation runs later, or
+    /// has already run: the caller returns pending.
+    [[nodiscard]] NVMEKIT_HOT_INLINE bool
+    submit_blocks_now(command& cmd, std::uint8_t count, command_result (*continuation)(Controller&, command&))
+    {
+        cmd.continuation = continuation;
+        if (!submit_blocks_inline(cmd, count)) {
+            return false;
+        }
+        if constexpr (dma_completes_later) {
+            // The step runs through continue_blocks, which records it for the DMA journal.
+            const command_result result = continue_blocks(cmd, continuation);
+            if (!result.is_pending()) {
+                finish(cmd, result);
+            }
+            return false;
+        } else {
+            if (cmd.sq->retired) [[unlikely]] {
+                finish(cmd, command_result::failure(spec::status{spec::generic_status::aborted_sq_deletion}));
+                return false;
+            }
+            return true;
+        }
     }
 
     /// Ends a command without a completion now: after a reset or the deletion of its queue, or an
@@ -446,7 +472,7 @@ public:
 protected:
     // ---- command processing -------------------------------------------------------------------
 
-    std::size_t process_submission_queue(submission_queue<command>& sq, group_type& group)
+    [[gnu::flatten]] std::size_t process_submission_queue(submission_queue<command>& sq, group_type& group)
     {
         if constexpr (dma_completes_later) {
             if (!sq.ring.is_message_based()) {
@@ -889,7 +915,14 @@ protected:
         // its next poll, after `submitting` is cleared here.
         cmd.submitting = true;
         for (std::uint8_t i = 0; i < count; ++i) {
-            ns->backend().submit(cmd.block[i]);
+            if constexpr (InlineSubmitting<typename Traits::backend>) {
+                // std::nullopt: submitted, and its completion runs (or ran) the callback.
+                if (const auto status = ns->backend().submit_inline(cmd.block[i])) {
+                    record_block(cmd, *status);
+                }
+            } else {
+                ns->backend().submit(cmd.block[i]);
+            }
         }
         cmd.submitting = false;
         return cmd.blocks_pending == 0;
@@ -927,18 +960,25 @@ protected:
     {
         auto& cmd = *static_cast<command*>(request.context);
         auto& self = *cmd.owner;
-        self.trace_command(trace_event::backend_completed, cmd, static_cast<std::uint64_t>(status));
-        --cmd.group->io_outstanding;
-        if (status != block_status::success && cmd.block_result == block_status::success) {
-            cmd.block_result = status;
-        }
-        if (--cmd.blocks_pending != 0 || cmd.submitting) {
+        self.record_block(cmd, status);
+        if (cmd.blocks_pending != 0 || cmd.submitting) {
             return; // more to come, or completed inside submit(): its submitter continues
         }
         const command_result result = self.continue_blocks(cmd, cmd.continuation);
         if (!result.is_pending()) {
             self.finish(cmd, result);
         }
+    }
+
+    /// One of the command's block requests has completed with `status`.
+    NVMEKIT_HOT_INLINE void record_block(command& cmd, block_status status) noexcept
+    {
+        self().trace_command(trace_event::backend_completed, cmd, static_cast<std::uint64_t>(status));
+        --cmd.group->io_outstanding;
+        if (status != block_status::success && cmd.block_result == block_status::success) {
+            cmd.block_result = status;
+        }
+        --cmd.blocks_pending;
     }
 
     /// The NVMe status of a backend failure (NVM Command Set 1.0 Figure 18; Base 2.0 Figure 104).

@@ -141,6 +141,28 @@ TEST(block_backend, reads_and_writes_need_segments_that_add_up_to_the_length)
     }
 }
 
+TEST(block_backend, a_single_segment_must_be_exactly_the_length_and_a_write_needs_its_data)
+{
+    std::array<std::byte, 16> memory{};
+    const std::array one{io_segment{memory.data(), 16}};
+    const std::array discard{io_segment{nullptr, 16}};
+    const std::array empty_discard{io_segment{nullptr, 0}};
+    for (const block_operation operation : {block_operation::read, block_operation::write}) {
+        EXPECT_EQ(validate_block_request(request_of(operation, 0, 16, one), 16), block_status::success);
+        EXPECT_EQ(validate_block_request(request_of(operation, 0, 15, one), 16),
+                  block_status::internal_error);
+        EXPECT_EQ(validate_block_request(request_of(operation, 0, 17, one), 32),
+                  block_status::internal_error);
+        EXPECT_EQ(validate_block_request(request_of(operation, 1, 16, one), 16), block_status::out_of_range);
+        EXPECT_EQ(validate_block_request(request_of(operation, 0, 0, empty_discard), 0),
+                  block_status::success);
+    }
+    EXPECT_EQ(validate_block_request(request_of(block_operation::read, 0, 16, discard), 16),
+              block_status::success);
+    EXPECT_EQ(validate_block_request(request_of(block_operation::write, 0, 16, discard), 16),
+              block_status::internal_error);
+}
+
 TEST(block_backend, segment_sizes_that_would_overflow_are_rejected)
 {
     std::array<std::byte, 1> memory{};

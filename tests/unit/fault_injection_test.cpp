@@ -708,9 +708,11 @@ TEST(fault_map, a_map_refused_after_others_succeeded)
 
 // ---- backend faults ----------------------------------------------------------------------------------
 
-TEST(fault_backend, every_block_status_gives_its_status_and_a_full_log_entry)
+/// Each block status a backend can give, once for a Read and once for a Write, on a rig whose
+/// backend has `options`.
+void expect_every_block_status_gives_its_status_and_a_full_log_entry(nt::test_backend_options options)
 {
-    fault_rig r{{}, {.delay = 200us}};
+    fault_rig r{{}, options};
     const auto data = pattern(8 * 512, 28);
     r.backend().preload(0, data);
     // NVM Command Set 1.0 Figure 18 (LBA Out of Range), Base 2.0 Figure 101 (Internal Error) and
@@ -743,6 +745,18 @@ TEST(fault_backend, every_block_status_gives_its_status_and_a_full_log_entry)
         EXPECT_EQ(stored(r, 0, data.size()), data);
         expect_queue_serves(r, 1, 100, 30);
     }
+}
+
+TEST(fault_backend, every_block_status_gives_its_status_and_a_full_log_entry)
+{
+    expect_every_block_status_gives_its_status_and_a_full_log_entry({.delay = 200us});
+}
+
+TEST(fault_backend, every_block_status_returned_by_submit_inline_gives_the_same_status_and_entry)
+{
+    // The controller continues a command whose request the backend completed at once without
+    // its completion callback (InlineSubmitting).
+    expect_every_block_status_gives_its_status_and_a_full_log_entry({.inline_completion = true});
 }
 
 TEST(fault_backend, media_error_inside_a_multi_block_read_logs_the_first_lba_in_error)

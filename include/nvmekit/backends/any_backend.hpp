@@ -15,6 +15,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -28,6 +29,7 @@ namespace detail {
 struct any_backend_vtable {
     std::uint64_t (*capacity_bytes)(const void* backend);
     void (*submit)(void* backend, block_request& request);
+    std::optional<block_status> (*submit_inline)(void* backend, block_request& request);
     std::size_t (*poll)(void* backend);
     bool (*has_volatile_cache)(const void* backend);
     std::size_t (*outstanding)(const void* backend);
@@ -39,6 +41,14 @@ inline constexpr any_backend_vtable any_backend_vtable_for{
     .capacity_bytes =
         [](const void* backend) { return static_cast<const Backend*>(backend)->capacity_bytes(); },
     .submit = [](void* backend, block_request& request) { static_cast<Backend*>(backend)->submit(request); },
+    .submit_inline = [](void* backend, block_request& request) -> std::optional<block_status> {
+        if constexpr (InlineSubmitting<Backend>) {
+            return static_cast<Backend*>(backend)->submit_inline(request);
+        } else {
+            static_cast<Backend*>(backend)->submit(request);
+            return std::nullopt;
+        }
+    },
     .poll = [](void* backend) { return static_cast<Backend*>(backend)->poll(); },
     .has_volatile_cache =
         [](const void* backend) { return static_cast<const Backend*>(backend)->has_volatile_cache(); },
@@ -113,6 +123,14 @@ public:
         vtable_->submit(object_, request);
     }
 
+    /// Forwards to the owned backend's submit_inline(), or to its submit() (std::nullopt) when
+    /// it has none.
+    std::optional<block_status> submit_inline(block_request& request)
+    {
+        check();
+        return vtable_->submit_inline(object_, request);
+    }
+
     /// Forwards to the owned backend's poll().
     std::size_t poll()
     {
@@ -178,5 +196,6 @@ private:
 };
 
 static_assert(check_block_backend<any_backend>());
+static_assert(InlineSubmitting<any_backend>);
 
 NVMEKIT_END_NAMESPACE

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include <nvmekit/block_backend.hpp>
 #include <nvmekit/config.hpp>
@@ -40,6 +41,12 @@ public:
     /// status of validate_block_request.
     void submit(block_request& request) noexcept
     {
+        detail::complete_request(request, *submit_inline(request));
+    }
+
+    /// submit() returning the status instead of calling `request.complete`: always a status.
+    std::optional<block_status> submit_inline(block_request& request) noexcept
+    {
         const block_status status = validate_block_request(request, capacity_);
         if (status == block_status::success && request.operation == block_operation::read &&
             options_.fill_reads) {
@@ -49,7 +56,7 @@ public:
                 }
             }
         }
-        detail::complete_request(request, status);
+        return status;
     }
 
     /// Nothing is ever pending: returns 0.
@@ -67,5 +74,6 @@ private:
 };
 
 static_assert(check_block_backend<null_backend>());
+static_assert(InlineSubmitting<null_backend>);
 
 NVMEKIT_END_NAMESPACE

@@ -57,6 +57,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -236,6 +237,15 @@ public:
     /// validate_block_request (internal_error too when a chunk cannot be allocated).
     void submit(block_request& request) noexcept
     {
+        if (const auto status = submit_inline(request)) {
+            detail::complete_request(request, *status);
+        }
+    }
+
+    /// submit() returning the status instead of calling `request.complete`, except for a
+    /// streamed write that completes in poll() (std::nullopt).
+    std::optional<block_status> submit_inline(block_request& request) noexcept
+    {
         block_status status = validate_block_request(request, capacity_);
         if (status == block_status::success) {
             switch (request.operation) {
@@ -243,7 +253,7 @@ public:
             case block_operation::write:
                 status = write(request);
                 if (status == block_status::success && options_.non_temporal_writes && defer_fence(request)) {
-                    return;
+                    return std::nullopt;
                 }
                 break;
             case block_operation::write_zeroes:
@@ -251,7 +261,7 @@ public:
             case block_operation::flush: break;
             }
         }
-        detail::complete_request(request, status);
+        return status;
     }
 
     /// Completes the streamed writes submitted since the last poll() after one fence; returns
@@ -543,5 +553,6 @@ private:
 };
 
 static_assert(check_block_backend<ram_backend>());
+static_assert(InlineSubmitting<ram_backend>);
 
 NVMEKIT_END_NAMESPACE

@@ -271,7 +271,10 @@ private:
                 std::span<const io_segment>{cmd.metadata_segments}.first(cmd.progress.metadata_segments));
             count = 2;
         }
-        return c.submit_blocks_then(cmd, count, continuation);
+        if (c.submit_blocks_now(cmd, count, continuation)) {
+            return continuation(c, cmd);
+        }
+        return command_result::pending();
     }
 
     /// Submits one request without host data (write zeroes, deallocate, flush, verify reads).
@@ -335,7 +338,7 @@ private:
 
     // ---- Read and Write (NVM Command Set 1.0 3.3.4, 3.3.6) -----------------------------------
 
-    static command_result read(Controller& c, command& cmd)
+    [[gnu::flatten]] static command_result read(Controller& c, command& cmd)
     {
         const auto view = spec::read_view::decode(cmd.sqe);
         if (const auto status = locate(c, cmd, view.starting_lba, view.block_count, true);
@@ -383,7 +386,7 @@ private:
         return command_result::success();
     }
 
-    static command_result write(Controller& c, command& cmd)
+    [[gnu::flatten]] static command_result write(Controller& c, command& cmd)
     {
         const auto view = spec::write_view::decode(cmd.sqe);
         if (const auto status = locate(c, cmd, view.starting_lba, view.block_count, true);

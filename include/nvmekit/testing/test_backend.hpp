@@ -24,7 +24,9 @@
 ///
 /// Bounded: at most `max_outstanding` requests wait at once. A request submitted beyond that
 /// completes at once, inside submit(), with internal_error (it is still recorded and counted by
-/// fail_nth). That is the only completion inside submit().
+/// fail_nth). That is the only completion inside submit(), unless `options.inline_completion`
+/// runs every request at once (submit_inline() then returns the status instead of calling
+/// `complete`).
 ///
 /// Configuration (set_delay_function, add_media_error, fail_nth) allocates; so does recording,
 /// which appends to a vector, so submit() can throw std::bad_alloc when memory runs out (the
@@ -99,6 +101,9 @@ struct test_backend_options {
     std::uint64_t seed = 1;             ///< seeds the jitter generator
     bool volatile_cache = false;        ///< what has_volatile_cache() reports (flush is recorded either way)
     std::size_t chunk_size = std::size_t{64} * 1024; ///< chunk size of the RAM storage
+    /// Every request completes inside submit(), and submit_inline() returns its status (delays
+    /// and jitter are not used): an inline backend with faults and records.
+    bool inline_completion = false;
 };
 
 /// A delayed, fault-injecting, recording RAM backend (see the top of this header). `Clock` is read
@@ -179,20 +184,13 @@ public:
     /// max_outstanding requests already wait (after releasing the mutex). Any thread.
     void submit(block_request& request)
     {
+        if (options_.inline_completion) {
+            nvmekit::detail::complete_request(request, *submit_inline(request));
+            return;
+        }
         {
             const std::lock_guard lock{mutex_};
-            records_.push_back(
-                {request.operation, request.offset, request.length, request.force_unit_access});
-            const std::uint64_t ordinal = submitted_.load(std::memory_order_relaxed) + 1;
-            submitted_.store(ordinal, std::memory_order_relaxed);
-            std::optional<block_status> injected;
-            const auto rule =
-                std::find_if(nth_rules_.begin(), nth_rules_.end(),
-                             [ordinal](const nth_rule& candidate) { return candidate.ordinal == ordinal; });
-            if (rule != nth_rules_.end()) {
-                injected = rule->status;
-                nth_rules_.erase(rule);
-            }
+            const std::optional<block_status> injected = record_and_take_rule(request);
             if (!waiting_.full()) {
                 waiting_.push(waiting_request{&request, injected}, due_time(request));
                 outstanding_.fetch_add(1, std::memory_order_relaxed);
@@ -201,6 +199,19 @@ public:
             overflows_.fetch_add(1, std::memory_order_relaxed);
         }
         nvmekit::detail::complete_request(request, block_status::internal_error);
+    }
+
+    /// With options.inline_completion, runs `request` at once and returns its status without
+    /// calling `complete`; otherwise submit() (std::nullopt).
+    std::optional<block_status> submit_inline(block_request& request)
+    {
+        if (!options_.inline_completion) {
+            submit(request);
+            return std::nullopt;
+        }
+        const std::lock_guard lock{mutex_};
+        const std::optional<block_status> injected = record_and_take_rule(request);
+        return injected ? *injected : execute(request);
     }
 
     /// Completes every request due by now that was submitted before the call (see the top of
@@ -341,6 +352,24 @@ private:
         std::uint64_t last = 0;
     };
 
+    /// Records `request`, counts it, and takes the fail_nth rule that names it, if any. Under
+    /// the mutex.
+    std::optional<block_status> record_and_take_rule(const block_request& request)
+    {
+        records_.push_back({request.operation, request.offset, request.length, request.force_unit_access});
+        const std::uint64_t ordinal = submitted_.load(std::memory_order_relaxed) + 1;
+        submitted_.store(ordinal, std::memory_order_relaxed);
+        const auto rule =
+            std::find_if(nth_rules_.begin(), nth_rules_.end(),
+                         [ordinal](const nth_rule& candidate) { return candidate.ordinal == ordinal; });
+        if (rule == nth_rules_.end()) {
+            return std::nullopt;
+        }
+        const block_status status = rule->status;
+        nth_rules_.erase(rule);
+        return status;
+    }
+
     std::chrono::nanoseconds due_time(const block_request& request)
     {
         std::chrono::nanoseconds delay = options_.delay;
@@ -435,6 +464,7 @@ private:
 };
 
 static_assert(check_block_backend<test_backend<>>());
+static_assert(InlineSubmitting<test_backend<>>);
 
 } // namespace testing
 NVMEKIT_END_NAMESPACE

@@ -33,6 +33,7 @@ using nvmekit::io_segment;
 
 static_assert(nvmekit::BlockBackend<any_backend>);
 static_assert(nvmekit::check_block_backend<any_backend>());
+static_assert(nvmekit::InlineSubmitting<any_backend>);
 static_assert(!std::is_copy_constructible_v<any_backend>);
 static_assert(std::is_nothrow_move_constructible_v<any_backend>);
 static_assert(std::is_convertible_v<nvmekit::ram_backend, any_backend>);
@@ -283,4 +284,25 @@ TEST(any_backend_death, operations_on_an_empty_any_backend_assert)
     any_backend other{std::move(backend)};
     EXPECT_DEATH(static_cast<void>(backend.capacity_bytes()), "empty any_backend");
     EXPECT_DEATH(static_cast<void>(backend.poll()), "empty any_backend");
+}
+
+TEST(any_backend, submit_inline_reaches_an_inline_backend_and_falls_back_to_submit_without_one)
+{
+    any_backend inline_one{nvmekit::null_backend{4096}};
+    std::array<std::byte, 16> data{};
+    data.fill(std::byte{0xaa});
+    const std::array segments{io_segment{data.data(), data.size()}};
+    const auto read = nvmekit_test::run_inline(inline_one, block_operation::read, 0, data.size(), segments);
+    EXPECT_EQ(read.returned, block_status::success);
+    EXPECT_EQ(read.callback.calls, 0);
+    EXPECT_EQ(data[0], std::byte{0});
+
+    counting_backend::counters counts;
+    any_backend callback_only{counting_backend{counts}};
+    const auto written =
+        nvmekit_test::run_inline(callback_only, block_operation::write, 0, data.size(), segments);
+    EXPECT_EQ(written.returned, std::nullopt);
+    EXPECT_EQ(counts.submit, 1);
+    EXPECT_EQ(written.callback.calls, 1) << "its submit() ran the callback";
+    EXPECT_EQ(written.callback.status, block_status::write_fault);
 }

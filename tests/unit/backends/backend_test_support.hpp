@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -66,6 +67,23 @@ outcome run(Backend& backend, nvmekit::block_operation operation, std::uint64_t 
     recorded_request one{operation, offset, length, segments, force_unit_access};
     backend.submit(one.request);
     return one.result;
+}
+
+/// What submit_inline() did with one request: the status it returned (std::nullopt: none) and
+/// how the completion callback ran.
+struct inline_outcome {
+    std::optional<nvmekit::block_status> returned;
+    outcome callback;
+};
+
+/// Submits one request with submit_inline() and returns what happened by the time it returned.
+template <typename Backend>
+inline_outcome run_inline(Backend& backend, nvmekit::block_operation operation, std::uint64_t offset,
+                          std::uint64_t length, std::span<const nvmekit::io_segment> segments = {})
+{
+    recorded_request one{operation, offset, length, segments};
+    const auto returned = backend.submit_inline(one.request);
+    return inline_outcome{returned, one.result};
 }
 
 /// Submits one request, polls the backend until it completes (at most 10 s), and returns its

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/backend_test_support.hpp"
+
 using nvmekit::block_operation;
 using nvmekit::block_request;
 using nvmekit::block_status;
@@ -15,6 +17,7 @@ using nvmekit::null_backend;
 
 static_assert(nvmekit::BlockBackend<null_backend>);
 static_assert(nvmekit::check_block_backend<null_backend>());
+static_assert(nvmekit::InlineSubmitting<null_backend>);
 
 namespace {
 
@@ -153,4 +156,26 @@ TEST(null_backend, a_length_that_disagrees_with_the_segments_is_an_internal_erro
     EXPECT_EQ(result.calls, 1);
     EXPECT_EQ(result.status, block_status::internal_error);
     EXPECT_EQ(data, filled(std::byte{0xaa}));
+}
+
+TEST(null_backend, submit_inline_returns_every_status_without_the_callback)
+{
+    null_backend backend{4096};
+    auto data = filled(std::byte{0xaa});
+    const std::array segments{io_segment{data.data(), 16}};
+    const auto read = nvmekit_test::run_inline(backend, block_operation::read, 0, 16, segments);
+    EXPECT_EQ(read.returned, block_status::success);
+    EXPECT_EQ(read.callback.calls, 0);
+    EXPECT_EQ(data, filled(std::byte{0}));
+
+    data = filled(std::byte{0xaa});
+    const auto beyond = nvmekit_test::run_inline(backend, block_operation::read, 4096 - 15, 16, segments);
+    EXPECT_EQ(beyond.returned, block_status::out_of_range);
+    EXPECT_EQ(beyond.callback.calls, 0);
+    const auto mismatched = nvmekit_test::run_inline(backend, block_operation::write, 0, 32, segments);
+    EXPECT_EQ(mismatched.returned, block_status::internal_error);
+    EXPECT_EQ(mismatched.callback.calls, 0);
+    EXPECT_EQ(data, filled(std::byte{0xaa}));
+    EXPECT_EQ(nvmekit_test::run_inline(backend, block_operation::flush, 0, 0).returned,
+              block_status::success);
 }

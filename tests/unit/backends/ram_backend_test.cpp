@@ -22,6 +22,7 @@ using nvmekit::ram_backend;
 
 static_assert(nvmekit::BlockBackend<ram_backend>);
 static_assert(nvmekit::check_block_backend<ram_backend>());
+static_assert(nvmekit::InlineSubmitting<ram_backend>);
 
 namespace {
 
@@ -478,4 +479,31 @@ TEST(ram_backend, concurrent_streamed_writes_complete_inside_submit)
     EXPECT_EQ(result.status, block_status::success);
     EXPECT_EQ(backend.outstanding(), 0U);
     EXPECT_EQ(read_bytes(backend, 7, data.size()), data);
+}
+
+TEST(ram_backend, submit_inline_returns_the_status_except_for_a_streamed_write_left_for_poll)
+{
+    ram_backend plain{4 * kib, {.chunk_size = 512}};
+    auto data = pattern(600, 29);
+    const std::array segments{io_segment{data.data(), data.size()}};
+    const auto written = nvmekit_test::run_inline(plain, block_operation::write, 10, data.size(), segments);
+    EXPECT_EQ(written.returned, block_status::success);
+    EXPECT_EQ(written.callback.calls, 0);
+    EXPECT_EQ(read_bytes(plain, 10, data.size()), data);
+    const auto beyond =
+        nvmekit_test::run_inline(plain, block_operation::read, 4 * kib - 10, data.size(), segments);
+    EXPECT_EQ(beyond.returned, block_status::out_of_range);
+    EXPECT_EQ(beyond.callback.calls, 0);
+
+    ram_backend streaming{4 * kib, {.chunk_size = 512, .non_temporal_writes = true}};
+    nvmekit_test::recorded_request one{block_operation::write, 20, data.size(), segments};
+    EXPECT_EQ(streaming.submit_inline(one.request), std::nullopt) << "completes in poll()";
+    EXPECT_EQ(one.result.calls, 0);
+    EXPECT_EQ(streaming.outstanding(), 1U);
+    EXPECT_EQ(streaming.poll(), 1U);
+    EXPECT_EQ(one.result.calls, 1);
+    EXPECT_EQ(one.result.status, block_status::success);
+    const auto read = nvmekit_test::run_inline(streaming, block_operation::read, 20, data.size(), segments);
+    EXPECT_EQ(read.returned, block_status::success) << "only streamed writes wait for poll()";
+    EXPECT_EQ(read_bytes(streaming, 20, data.size()), data);
 }

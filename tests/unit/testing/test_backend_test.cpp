@@ -789,3 +789,43 @@ TEST(test_backend, moving_keeps_the_waiting_requests_and_the_configuration)
     EXPECT_EQ(assigned.records().size(), 2U);
     EXPECT_EQ(assigned.submitted(), 2U);
 }
+
+TEST(test_backend, inline_completion_runs_each_request_at_once_with_its_faults_and_records)
+{
+    manual_clock clock;
+    test_backend backend{clock, 4096, 1, {.delay = 1ms, .inline_completion = true}};
+    backend.fail_nth(2, block_status::write_fault);
+    backend.add_media_error(100, 1);
+    auto data = bytes_of({7, 7, 7, 7});
+    const std::array segments{io_segment{data.data(), data.size()}};
+    journal log;
+    tracked_request first{log, 1, block_operation::write, 0, 4, segments};
+    tracked_request second{log, 2, block_operation::write, 8, 4, segments};
+    tracked_request third{log, 3, block_operation::read, 98, 4, segments};
+    tracked_request fourth{log, 4, block_operation::write, 16, 4, segments};
+    EXPECT_EQ(backend.submit_inline(first.request), block_status::success);
+    EXPECT_EQ(backend.submit_inline(second.request), block_status::write_fault);
+    EXPECT_EQ(backend.submit_inline(third.request), block_status::unrecovered_read_error);
+    EXPECT_EQ(third.request.error_offset, 100U);
+    EXPECT_TRUE(log.order.empty()) << "submit_inline returns the status instead of calling complete";
+    backend.submit(fourth.request);
+    EXPECT_EQ(log.order, (std::vector<int>{4})) << "submit completes at once, past max_outstanding too";
+    EXPECT_EQ(log.statuses, (std::vector<block_status>{block_status::success}));
+    EXPECT_EQ(backend.outstanding(), 0U);
+    EXPECT_EQ(backend.poll(), 0U);
+    EXPECT_EQ(backend.submitted(), 4U);
+    EXPECT_EQ(backend.records().size(), 4U);
+    std::vector<std::byte> stored(20);
+    backend.peek(0, stored);
+    std::vector<std::byte> expected(20, std::byte{0});
+    std::copy(data.begin(), data.end(), expected.begin());
+    std::copy(data.begin(), data.end(), expected.begin() + 16);
+    EXPECT_EQ(stored, expected) << "the failed write stored nothing";
+
+    test_backend delayed{clock, 4096, 8};
+    tracked_request late{log, 5, block_operation::flush, 0, 0};
+    EXPECT_EQ(delayed.submit_inline(late.request), std::nullopt) << "without the option: submit()";
+    EXPECT_EQ(delayed.outstanding(), 1U);
+    EXPECT_EQ(delayed.poll(), 1U);
+    EXPECT_EQ(log.order.back(), 5);
+}
