@@ -305,6 +305,20 @@ std::vector<std::uint16_t> cid_range(std::uint16_t first, std::uint16_t last, st
 
 } // namespace
 
+/// An 8-entry queue at queue_base, slot i holding command(i), in memory a viewing_memory maps.
+struct viewed_queue {
+    viewing_memory host;
+    sq_ring sq{1, 1, 8, queue_memory::contiguous(queue_base)};
+
+    viewed_queue()
+    {
+        host.memory.add_range(host_base, 0x10000);
+        for (std::uint32_t slot = 0; slot < 8; ++slot) {
+            host.memory.store(queue_base + slot * 64ULL, command(slot));
+        }
+    }
+};
+
 /// Takes `count` entries from `sq`'s view (sq_ring::take_mapped) and returns their CIDs; nothing
 /// when the queue has no view.
 template <typename Dma>
@@ -458,12 +472,8 @@ TEST(sq_ring, stable_mapping_provider_takes_entries_from_one_view_of_the_queue)
 
 TEST(sq_ring, take_from_the_view_wraps_at_the_end_of_the_ring_and_stops_at_count)
 {
-    viewing_memory host;
-    host.memory.add_range(host_base, 0x10000);
-    for (std::uint32_t slot = 0; slot < 8; ++slot) {
-        host.memory.store(queue_base + slot * 64ULL, command(slot));
-    }
-    sq_ring sq{1, 1, 8, queue_memory::contiguous(queue_base)};
+    viewed_queue q;
+    auto& [host, sq] = q;
     ASSERT_TRUE(sq.set_tail(6));
     ASSERT_EQ(take_mapped(sq, host, 6).size(), 6U);
     ASSERT_TRUE(sq.set_tail(3));
@@ -481,12 +491,8 @@ TEST(sq_ring, take_from_the_view_wraps_at_the_end_of_the_ring_and_stops_at_count
 
 TEST(sq_ring, a_new_mapping_generation_maps_again_and_a_refused_map_leaves_the_entries_to_fetch)
 {
-    viewing_memory host;
-    host.memory.add_range(host_base, 0x10000);
-    for (std::uint32_t slot = 0; slot < 8; ++slot) {
-        host.memory.store(queue_base + slot * 64ULL, command(slot));
-    }
-    sq_ring sq{1, 1, 8, queue_memory::contiguous(queue_base)};
+    viewed_queue q;
+    auto& [host, sq] = q;
     ASSERT_TRUE(sq.set_tail(5));
     ASSERT_EQ(take_mapped(sq, host, 1), (std::vector<std::uint16_t>{0}));
     EXPECT_EQ(host.maps, 1);
