@@ -487,6 +487,26 @@ protected:
             if (room == 0) {
                 break; // every request of this queue is in use: back-pressure
             }
+            if constexpr (!dma_completes_later && StableMappingDmaProvider<dma_guard<dma_type>>) {
+                // Entries read where they lie in a view of the queue, each copied once, into its
+                // command record. All of a batch are copied before the first runs: their
+                // completions report the head past the whole batch, as after a fetch, and a host
+                // that sees one may reuse every slot of the batch.
+                const std::uint32_t count = std::min(room, sq.ring.pending());
+                std::array<command*, fetch_batch> batch;
+                std::uint32_t taken = 0;
+                if (sq.ring.take_mapped(dma_, count,
+                                        [&](std::span<const std::byte, sq_ring::sqe_size> entry) {
+                                            batch[taken++] = &acquire_request(sq, group, entry);
+                                        })) {
+                    for (std::uint32_t i = 0; i < count; ++i) {
+                        self().trace_command(trace_event::sqe_fetched, *batch[i]);
+                        execute(*batch[i]);
+                    }
+                    executed += count;
+                    continue;
+                }
+            }
             std::uint32_t fetched = 0;
             if (sq.ring.fetch(ring_dma(), std::span{group.fetch_buffer}.first(room), fetched)) {
                 // The SQ cannot be read: a controller fatal status is what the spec offers
@@ -1131,14 +1151,19 @@ protected:
     }
 
     /// Takes a request of `sq` for `sqe`, run by `group`. The pool has one: a fetch never takes
-    /// more entries than the pool has free.
-    command& acquire_request(submission_queue<command>& sq, group_type& group,
-                             const spec::submission_queue_entry& sqe) noexcept
+    /// more entries than the pool has free. `sqe` is the entry itself, or its 64 bytes where they
+    /// lie in a view of host memory (sq_ring::take_mapped).
+    template <typename Entry>
+    command& acquire_request(submission_queue<command>& sq, group_type& group, const Entry& sqe) noexcept
     {
         auto* request = sq.pool.acquire();
         NVMEKIT_ASSERT(request != nullptr, "a request was taken beyond the pool");
         auto& cmd = request->payload;
-        cmd.sqe = sqe;
+        if constexpr (std::is_same_v<Entry, spec::submission_queue_entry>) {
+            cmd.sqe = sqe;
+        } else {
+            std::memcpy(&cmd.sqe, sqe.data(), sizeof cmd.sqe);
+        }
         cmd.group = &group;
         cmd.sq = &sq;
         cmd.request = request;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <span>
 #include <system_error>
@@ -26,6 +27,11 @@ NVMEKIT_BEGIN_NAMESPACE
 /// reads them by DMA. A message-based queue (fabrics, the in-memory loopback) is held by the
 /// controller itself: the transport hands it each command as it arrives (push()), and fetch()
 /// copies from there.
+///
+/// With a provider whose views are stable (StableMappingDmaProvider), a queue in one contiguous
+/// range keeps a view of it, mapped once and again only when the provider's mapping generation
+/// changes, and take_mapped() hands each entry to the caller where it lies, to be copied once; a
+/// queue the provider does not map (a PRP list, a range it refuses) is read with fetch().
 class sq_ring {
 public:
     /// Size of a submission queue entry: the only one supported is 64 bytes (CC.IOSQES = 6).
@@ -134,6 +140,39 @@ public:
         return {};
     }
 
+    /// Hands the `count` entries at the head (count <= pending()) to `take`, in order, each as the
+    /// 64 bytes of the queue's view of host memory that hold it, then advances the head past them
+    /// all. `take` copies what it keeps: the host may reuse the slots once the head has passed
+    /// them. False, with nothing taken and the head unchanged, when the queue has no view: a
+    /// message-based queue, a PRP-list queue, or a range the provider does not map whole; fetch()
+    /// reads those.
+    template <StableMappingDmaProvider Dma, typename Take>
+    bool take_mapped(Dma& dma, std::uint32_t count, Take&& take)
+    {
+        NVMEKIT_ASSERT(count <= pending(), "sq_ring: taking entries not submitted");
+        if (const std::uint64_t generation = dma.mapping_generation(); generation != view_generation_)
+            [[unlikely]] {
+            map_view(dma, generation);
+        }
+        if (view_ == nullptr) [[unlikely]] {
+            return false;
+        }
+        // At most two runs: from the head to the end of the ring, then from its start.
+        std::uint32_t position = head_;
+        for (std::uint32_t left = count; left != 0;) {
+            const std::uint32_t run = std::min(left, entries_ - position);
+            const std::byte* entry = view_ + std::size_t{position} * sqe_size;
+            for (const std::byte* const end = entry + std::size_t{run} * sqe_size; entry != end;
+                 entry += sqe_size) {
+                take(std::span<const std::byte, sqe_size>{entry, sqe_size});
+            }
+            left -= run;
+            position = position + run == entries_ ? 0 : position + run;
+        }
+        head_ = position;
+        return true;
+    }
+
     /// Entries in host memory that one read can fetch: where they are and how many.
     struct run {
         std::uint64_t address;
@@ -176,6 +215,23 @@ private:
                        {std::size_t{count}, std::size_t{entries_ - position}, run_entries}))};
     }
 
+    /// Maps the whole queue for take_mapped() (no view for a message-based queue, one that is not
+    /// one contiguous range, or one the provider does not map), valid while the provider's mapping
+    /// generation is `generation`.
+    template <typename Dma>
+    [[gnu::noinline]] void map_view(Dma& dma, std::uint64_t generation)
+    {
+        view_ = nullptr;
+        view_generation_ = generation;
+        if (local_ == nullptr && memory_.is_contiguous()) {
+            const std::size_t bytes = std::size_t{entries_} * sqe_size;
+            if (const std::span<std::byte> view = dma.map(memory_.address_of(0), bytes);
+                view.size() == bytes) {
+                view_ = view.data();
+            }
+        }
+    }
+
     void take_local(std::span<spec::submission_queue_entry> out) noexcept
     {
         const auto first = static_cast<std::uint32_t>(std::min<std::size_t>(out.size(), entries_ - head_));
@@ -186,6 +242,10 @@ private:
 
     queue_memory memory_;
     std::unique_ptr<spec::submission_queue_entry[]> local_; ///< a message-based queue's slots
+    const std::byte* view_ = nullptr; ///< the queue's entries as the provider mapped them (map_view)
+    /// The provider's mapping generation view_ was taken in; none yet (a provider's generation
+    /// never reaches this value).
+    std::uint64_t view_generation_ = std::numeric_limits<std::uint64_t>::max();
     std::uint32_t entries_;
     std::uint32_t head_ = 0;
     std::uint32_t tail_ = 0;

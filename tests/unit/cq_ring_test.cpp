@@ -14,6 +14,7 @@
 
 #include "asserts_enabled.hpp"
 #include "recorded_memory.hpp"
+#include "viewing_memory.hpp"
 
 namespace spec = nvmekit::spec;
 using nvmekit::cq_ring;
@@ -45,32 +46,6 @@ spec::completion_queue_entry slot_of(const recorded_memory& host, std::uint32_t 
     return host.memory.load<spec::completion_queue_entry>(queue_base + slot * 16ULL);
 }
 
-/// A StableMappingDmaProvider over a flat_memory that counts its maps and writes, whose mapping
-/// generation the test changes, and which can refuse to map.
-struct viewing_memory {
-    nvmekit::testing::flat_memory memory;
-    std::uint64_t generation = 0;
-    bool refuse_maps = false;
-    int maps = 0;
-    int writes = 0;
-
-    std::error_code read(std::uint64_t address, std::span<std::byte> destination) const
-    {
-        return memory.read(address, destination);
-    }
-    std::error_code write(std::uint64_t address, std::span<const std::byte> source)
-    {
-        ++writes;
-        return memory.write(address, source);
-    }
-    std::span<std::byte> map(std::uint64_t address, std::size_t length)
-    {
-        ++maps;
-        return refuse_maps ? std::span<std::byte>{} : memory.map(address, length);
-    }
-    [[nodiscard]] std::uint64_t mapping_generation() const noexcept { return generation; }
-};
-static_assert(nvmekit::StableMappingDmaProvider<viewing_memory>);
 static_assert(nvmekit::StableMappingDmaProvider<nvmekit::transport::mapped_memory>);
 static_assert(nvmekit::StableMappingDmaProvider<nvmekit::dma_guard<nvmekit::transport::mapped_memory>>);
 static_assert(

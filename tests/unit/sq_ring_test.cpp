@@ -3,14 +3,19 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <system_error>
 #include <vector>
+
+#include <nvmekit/dma_guard.hpp>
+#include <nvmekit/transport/mapped_memory.hpp>
 
 #include <gtest/gtest.h>
 
 #include "asserts_enabled.hpp"
 #include "recorded_memory.hpp"
+#include "viewing_memory.hpp"
 
 namespace spec = nvmekit::spec;
 using nvmekit::queue_memory;
@@ -300,6 +305,35 @@ std::vector<std::uint16_t> cid_range(std::uint16_t first, std::uint16_t last, st
 
 } // namespace
 
+/// An 8-entry queue at queue_base, slot i holding command(i), in memory a viewing_memory maps.
+struct viewed_queue {
+    viewing_memory host;
+    sq_ring sq{1, 1, 8, queue_memory::contiguous(queue_base)};
+
+    viewed_queue()
+    {
+        host.memory.add_range(host_base, 0x10000);
+        for (std::uint32_t slot = 0; slot < 8; ++slot) {
+            host.memory.store(queue_base + slot * 64ULL, command(slot));
+        }
+    }
+};
+
+/// Takes `count` entries from `sq`'s view (sq_ring::take_mapped) and returns their CIDs; nothing
+/// when the queue has no view.
+template <typename Dma>
+std::vector<std::uint16_t> take_mapped(sq_ring& sq, Dma& dma, std::uint32_t count)
+{
+    std::vector<std::uint16_t> result;
+    const bool taken = sq.take_mapped(dma, count, [&](std::span<const std::byte, sq_ring::sqe_size> entry) {
+        spec::submission_queue_entry copy{};
+        std::memcpy(&copy, entry.data(), sizeof copy);
+        result.push_back(copy.command_id());
+    });
+    EXPECT_EQ(taken, !result.empty() || count == 0);
+    return result;
+}
+
 TEST(sq_ring, prp_list_queue_fetch_splits_reads_at_page_boundaries)
 {
     three_page_queue q;
@@ -410,4 +444,132 @@ TEST(sq_ring_death, queue_sizes_outside_2_to_65536_and_other_entry_sizes_assert)
     EXPECT_DEATH((sq_ring{1, 1, 1, queue_memory::contiguous(queue_base)}), "queue size out of range");
     EXPECT_DEATH((sq_ring{1, 1, 65537, queue_memory::contiguous(queue_base)}), "queue size out of range");
     EXPECT_DEATH((sq_ring{1, 1, 16, queue_memory::contiguous(queue_base), 128}), "only 64-byte");
+}
+
+TEST(sq_ring, stable_mapping_provider_takes_entries_from_one_view_of_the_queue)
+{
+    viewing_memory host;
+    host.memory.add_range(host_base, 0x10000);
+    sq_ring sq{1, 1, 8, queue_memory::contiguous(queue_base)};
+    // Five passes of three entries round 8 slots, the host refilling each slot before its tail.
+    std::uint32_t next_slot = 0;
+    for (std::uint32_t pass = 0; pass < 5; ++pass) {
+        std::vector<std::uint16_t> expected;
+        for (int i = 0; i < 3; ++i) {
+            host.memory.store(queue_base + next_slot * 64ULL, command(next_slot, pass));
+            expected.push_back(static_cast<std::uint16_t>(pass * 1000 + next_slot));
+            next_slot = (next_slot + 1) % 8;
+        }
+        ASSERT_TRUE(sq.set_tail(next_slot));
+        ASSERT_EQ(take_mapped(sq, host, 3), expected) << "pass " << pass;
+        EXPECT_EQ(sq.head(), next_slot);
+        EXPECT_TRUE(sq.empty());
+    }
+    EXPECT_EQ(host.maps, 1);
+    EXPECT_EQ(host.reads, 0);
+    EXPECT_EQ(host.writes, 0);
+}
+
+TEST(sq_ring, take_from_the_view_wraps_at_the_end_of_the_ring_and_stops_at_count)
+{
+    viewed_queue q;
+    auto& [host, sq] = q;
+    ASSERT_TRUE(sq.set_tail(6));
+    ASSERT_EQ(take_mapped(sq, host, 6).size(), 6U);
+    ASSERT_TRUE(sq.set_tail(3));
+    EXPECT_EQ(take_mapped(sq, host, 4), (std::vector<std::uint16_t>{6, 7, 0, 1}));
+    EXPECT_EQ(sq.head(), 2U);
+    EXPECT_EQ(sq.pending(), 1U);
+    EXPECT_EQ(take_mapped(sq, host, 1), (std::vector<std::uint16_t>{2}));
+    EXPECT_EQ(sq.head(), 3U);
+    // Up to the last slot exactly: the head wraps to 0.
+    ASSERT_TRUE(sq.set_tail(0));
+    EXPECT_EQ(take_mapped(sq, host, 5), (std::vector<std::uint16_t>{3, 4, 5, 6, 7}));
+    EXPECT_EQ(sq.head(), 0U);
+    EXPECT_EQ(host.maps, 1);
+}
+
+TEST(sq_ring, a_new_mapping_generation_maps_again_and_a_refused_map_leaves_the_entries_to_fetch)
+{
+    viewed_queue q;
+    auto& [host, sq] = q;
+    ASSERT_TRUE(sq.set_tail(5));
+    ASSERT_EQ(take_mapped(sq, host, 1), (std::vector<std::uint16_t>{0}));
+    EXPECT_EQ(host.maps, 1);
+
+    host.generation = 1;
+    host.refuse_maps = true;
+    EXPECT_TRUE(take_mapped(sq, host, 2).empty());
+    EXPECT_TRUE(take_mapped(sq, host, 2).empty());
+    EXPECT_EQ(host.maps, 2); // one attempt per generation
+    EXPECT_EQ(sq.head(), 1U);
+    std::array<spec::submission_queue_entry, 2> out{};
+    std::uint32_t fetched = 0;
+    ASSERT_FALSE(sq.fetch(host, out, fetched));
+    EXPECT_EQ(cids(std::span{out}.first(fetched)), (std::vector<std::uint16_t>{1, 2}));
+    EXPECT_EQ(host.reads, 1);
+
+    host.generation = 2;
+    host.refuse_maps = false;
+    EXPECT_EQ(take_mapped(sq, host, 2), (std::vector<std::uint16_t>{3, 4}));
+    EXPECT_EQ(host.maps, 3);
+    EXPECT_EQ(host.reads, 1);
+    EXPECT_TRUE(sq.empty());
+}
+
+TEST(sq_ring, queues_without_one_whole_mapped_range_have_no_view)
+{
+    viewing_memory host;
+    host.memory.add_range(host_base, 0x10000);
+    // 8 slots, the last four past the end of the range.
+    sq_ring partly_mapped{1, 1, 8, queue_memory::contiguous(host_base + 0x10000 - 4 * 64)};
+    ASSERT_TRUE(partly_mapped.set_tail(2));
+    EXPECT_TRUE(take_mapped(partly_mapped, host, 2).empty());
+    EXPECT_EQ(partly_mapped.head(), 0U);
+    EXPECT_EQ(host.maps, 1);
+
+    sq_ring message_based{1, 1, 8, sq_ring::message_based};
+    ASSERT_TRUE(message_based.push(command(0)));
+    EXPECT_TRUE(take_mapped(message_based, host, 1).empty());
+    EXPECT_EQ(message_based.pending(), 1U);
+    EXPECT_EQ(host.maps, 1); // a message-based queue asks for no view
+
+    three_page_queue q;
+    viewing_memory pages;
+    pages.memory = q.host.memory;
+    sq_ring prp_list{1, 1, 192, q.memory};
+    ASSERT_TRUE(prp_list.set_tail(1));
+    EXPECT_TRUE(take_mapped(prp_list, pages, 1).empty());
+    EXPECT_EQ(prp_list.head(), 0U);
+    EXPECT_EQ(pages.maps, 0); // nor does a PRP-list queue
+}
+
+TEST(sq_ring, region_removed_or_window_excluded_ends_the_view)
+{
+    std::vector<std::byte> guest(0x10000);
+    nvmekit::transport::mapped_memory memory;
+    ASSERT_TRUE(memory.add(host_base, guest.data(), guest.size(), true));
+    for (std::uint32_t slot = 0; slot < 8; ++slot) {
+        const auto entry = command(slot);
+        std::memcpy(guest.data() + 0x1000 + slot * 64, &entry, sizeof entry);
+    }
+    nvmekit::dma_guard guard{memory};
+    sq_ring sq{1, 1, 8, queue_memory::contiguous(queue_base)};
+    ASSERT_TRUE(sq.set_tail(7));
+    ASSERT_EQ(take_mapped(sq, guard, 1), (std::vector<std::uint16_t>{0}));
+
+    // Bus Master Enable cleared: the controller excludes every address, and nothing is taken.
+    guard.exclude(0, ~std::uint64_t{0});
+    EXPECT_TRUE(take_mapped(sq, guard, 1).empty());
+    std::array<spec::submission_queue_entry, 1> out{};
+    std::uint32_t fetched = 0;
+    EXPECT_EQ(sq.fetch(guard, out, fetched), dma_fault);
+    guard.exclude(0, 0);
+    ASSERT_EQ(take_mapped(sq, guard, 1), (std::vector<std::uint16_t>{1}));
+
+    // The region unmapped: nothing more is read from its memory.
+    ASSERT_TRUE(memory.remove(host_base, guest.size()));
+    EXPECT_TRUE(take_mapped(sq, guard, 1).empty());
+    EXPECT_EQ(sq.fetch(guard, out, fetched), dma_unmapped);
+    EXPECT_EQ(sq.head(), 2U);
 }
