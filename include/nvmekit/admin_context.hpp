@@ -176,13 +176,13 @@ public:
     void trace_command(trace_event event, const command& cmd, std::uint64_t value = 0,
                        spec::status status = spec::status::success()) noexcept
     {
-        self().tracer_.trace(trace_record{.event = event,
-                                          .opcode = cmd.sqe.opcode(),
-                                          .qid = cmd.sq->ring.qid(),
-                                          .cid = cmd.sqe.command_id(),
-                                          .status = status,
-                                          .nsid = cmd.sqe.nsid,
-                                          .value = value});
+        nvmekit::detail::emit_trace(self().tracer_, trace_record{.event = event,
+                                                                 .opcode = cmd.sqe.opcode(),
+                                                                 .qid = cmd.sq->ring.qid(),
+                                                                 .cid = cmd.sqe.command_id(),
+                                                                 .status = status,
+                                                                 .nsid = cmd.sqe.nsid,
+                                                                 .value = value});
     }
 
     /// SMART / Health Information (Base 2.0 5.16.1.3), controller-wide.
@@ -307,7 +307,8 @@ protected:
     {
         const std::uint32_t kato = features_.keep_alive_timeout_ms();
         if (keep_alive_.expired(self().clock_.now(), kato)) {
-            self().tracer_.trace(trace_record{.event = trace_event::err_keep_alive_expired, .value = kato});
+            nvmekit::detail::emit_trace(
+                self().tracer_, trace_record{.event = trace_event::err_keep_alive_expired, .value = kato});
             ++self().statistics_.keep_alive_expirations;
             error_record record{};
             record.status = spec::status{spec::generic_status::keep_alive_timer_expired};

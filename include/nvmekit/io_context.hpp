@@ -511,7 +511,8 @@ protected:
             if (sq.ring.fetch(ring_dma(), std::span{group.fetch_buffer}.first(room), fetched)) {
                 // The SQ cannot be read: a controller fatal status is what the spec offers
                 // (Base 2.0 9.5); the host recovers by resetting the controller.
-                self().tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = sq.ring.qid()});
+                nvmekit::detail::emit_trace(
+                    self().tracer_, trace_record{.event = trace_event::err_queue_dma, .qid = sq.ring.qid()});
                 self().coordination_.raise_fatal(group);
                 break;
             }
@@ -849,7 +850,8 @@ protected:
         }
         if (slot.result) {
             dma_slots_.release(slot);
-            self().tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = sq.ring.qid()});
+            nvmekit::detail::emit_trace(
+                self().tracer_, trace_record{.event = trace_event::err_queue_dma, .qid = sq.ring.qid()});
             self().coordination_.raise_fatal(group);
             self().take_fatal_error();
             return;
@@ -877,8 +879,8 @@ protected:
         auto& group = *cmd.group;
         auto* cq = cmd.sq->retired ? nullptr : self().completion_queues_[cmd.sq->ring.cqid()].get();
         if (failed) {
-            self().tracer_.trace(
-                trace_record{.event = trace_event::err_queue_dma, .qid = cmd.sq->ring.cqid()});
+            nvmekit::detail::emit_trace(self().tracer_, trace_record{.event = trace_event::err_queue_dma,
+                                                                     .qid = cmd.sq->ring.cqid()});
             self().coordination_.raise_fatal(group);
         } else if (cq != nullptr) {
             self().trace_command(trace_event::cqe_posted, cmd, cq->ring.qid(), cmd.cqe.status());
@@ -1117,7 +1119,8 @@ protected:
             }
         }
         if (cq.ring.post(ring_dma(), cmd.cqe)) {
-            self().tracer_.trace(trace_record{.event = trace_event::err_queue_dma, .qid = cq.ring.qid()});
+            nvmekit::detail::emit_trace(
+                self().tracer_, trace_record{.event = trace_event::err_queue_dma, .qid = cq.ring.qid()});
             self().coordination_.raise_fatal(group);
             return false;
         }

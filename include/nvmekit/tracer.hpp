@@ -207,4 +207,27 @@ struct null_tracer {
 static_assert(Tracer<null_tracer>);
 static_assert(std::is_empty_v<null_tracer>);
 
+namespace detail {
+/// Calls `tracer.trace(record)` in a function of its own.
+template <typename T>
+[[gnu::noinline]] void trace_out_of_line(T& tracer, const trace_record& record)
+{
+    tracer.trace(record);
+}
+
+/// How the controller calls its tracer: never for null_tracer, else out of line, so that a
+/// tracer's code (formatting, logging) is not inlined into the hot paths the controller compiles
+/// as one piece.
+template <typename T>
+NVMEKIT_HOT_INLINE inline void emit_trace(T& tracer, const trace_record& record)
+{
+    if constexpr (!std::is_same_v<std::remove_const_t<T>, null_tracer>) {
+        trace_out_of_line(tracer, record);
+    } else {
+        static_cast<void>(tracer);
+        static_cast<void>(record);
+    }
+}
+} // namespace detail
+
 NVMEKIT_END_NAMESPACE

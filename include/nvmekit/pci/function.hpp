@@ -455,7 +455,8 @@ protected:
         if constexpr (shadow_doorbells_supported) {
             if (shadow_doorbells_.read(self().dma_, qid, completion_queue, value)) {
                 ++group.dma_errors;
-                self().tracer_.trace(trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
+                nvmekit::detail::emit_trace(
+                    self().tracer_, trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
                 return false;
             }
             return true;
@@ -483,7 +484,8 @@ protected:
         if constexpr (shadow_doorbells_supported) {
             if (shadow_doorbells_.write_event_index(self().dma_, qid, completion_queue, value)) {
                 ++group.dma_errors;
-                self().tracer_.trace(trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
+                nvmekit::detail::emit_trace(
+                    self().tracer_, trace_record{.event = trace_event::err_shadow_doorbell_dma, .qid = qid});
             }
         }
     }
@@ -554,7 +556,8 @@ protected:
     void signal_due_vectors(pci::vector_signalling& signalling, std::chrono::nanoseconds now)
     {
         signalling.raise_due(now, [this](std::uint16_t vector) {
-            self().tracer_.trace(trace_record{.event = trace_event::interrupt_raised, .value = vector});
+            nvmekit::detail::emit_trace(
+                self().tracer_, trace_record{.event = trace_event::interrupt_raised, .value = vector});
             msix_.signal(vector);
         });
     }
@@ -613,7 +616,7 @@ protected:
 
     void trace_doorbell_error(trace_event event, std::uint16_t qid, std::uint32_t value) noexcept
     {
-        self().tracer_.trace(trace_record{.event = event, .qid = qid, .value = value});
+        nvmekit::detail::emit_trace(self().tracer_, trace_record{.event = event, .qid = qid, .value = value});
     }
 
     /// The register file's host error of the access at `offset`, if it counted one since
@@ -621,8 +624,9 @@ protected:
     void trace_register_error(std::uint64_t host_errors_before, std::uint64_t offset) noexcept
     {
         if (self().registers_.host_error_count() != host_errors_before) {
-            self().tracer_.trace(trace_record{
-                .event = register_error_event(self().registers_.last_host_error()), .value = offset});
+            nvmekit::detail::emit_trace(self().tracer_, trace_record{.event = register_error_event(
+                                                                         self().registers_.last_host_error()),
+                                                                     .value = offset});
         }
     }
 

@@ -120,9 +120,10 @@ protected:
         void host_protocol_error(controller_state state, controller_event event)
         {
             ++self().statistics_.host_protocol_errors;
-            self().tracer_.trace(trace_record{.event = trace_event::err_invalid_state_transition,
-                                              .value = std::uint64_t{static_cast<std::uint8_t>(state)} << 8U |
-                                                       static_cast<std::uint8_t>(event)});
+            nvmekit::detail::emit_trace(
+                self().tracer_, trace_record{.event = trace_event::err_invalid_state_transition,
+                                             .value = std::uint64_t{static_cast<std::uint8_t>(state)} << 8U |
+                                                      static_cast<std::uint8_t>(event)});
         }
     };
 
@@ -154,7 +155,8 @@ protected:
     {
         const auto refusal = enable_refusal(self().registers_, self().message_based_);
         if (refusal) {
-            self().tracer_.trace(trace_record{.event = refusal->event, .value = refusal->value});
+            nvmekit::detail::emit_trace(self().tracer_,
+                                        trace_record{.event = refusal->event, .value = refusal->value});
         }
         return !refusal;
     }
@@ -166,7 +168,8 @@ protected:
             ready_clear_deferred_ = false;
             set_csts_bit(spec::csts_register::rdy, false);
             ++self().statistics_.host_protocol_errors;
-            self().tracer_.trace(trace_record{.event = trace_event::err_enable_before_ready_clear});
+            nvmekit::detail::emit_trace(self().tracer_,
+                                        trace_record{.event = trace_event::err_enable_before_ready_clear});
         }
         enable_started_ = self().clock_.now();
         self().memory_page_bytes_ = std::uint64_t{4096} << self().registers_.cc().get(spec::cc_register::mps);
