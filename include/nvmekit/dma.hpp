@@ -13,6 +13,10 @@
 /// `src` a `std::span<const std::byte>`, `len` a `std::size_t`. Providers never throw for host
 /// addresses: an address outside the memory the host gave is an error code (the controller turns
 /// it into Data Transfer Error), never an out-of-bounds access.
+///
+/// The controller compiles Read, Write and its submission queue processing as one piece each, so
+/// a provider's `map()` is inlined into them: keep it a lookup, and call anything heavy (logging,
+/// locking slow paths) out of line, or every controller built on the provider compiles slowly.
 
 #include <concepts>
 #include <cstddef>
