@@ -185,15 +185,8 @@ private:
     template <typename Dma>
     [[gnu::noinline]] void map_view(Dma& dma, std::uint64_t generation)
     {
-        view_ = nullptr;
         view_generation_ = generation;
-        if (memory_.is_contiguous()) {
-            const std::size_t bytes = std::size_t{entries_} * cqe_size;
-            if (const std::span<std::byte> view = dma.map(memory_.address_of(0), bytes);
-                view.size() == bytes) {
-                view_ = view.data();
-            }
-        }
+        view_ = memory_.map_whole(dma, std::size_t{entries_} * cqe_size);
     }
 
     /// post() on a message-based queue, kept out of the memory-based path.

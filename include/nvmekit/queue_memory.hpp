@@ -119,6 +119,19 @@ public:
         return page_size_ - offset % page_size_;
     }
 
+    /// The first `bytes` bytes of a contiguous queue as `dma` maps them, or nullptr when the
+    /// queue is a PRP list or the provider does not map all of them (what the rings keep as their
+    /// view of a queue).
+    template <MappingDmaProvider Dma>
+    [[nodiscard]] std::byte* map_whole(Dma& dma, std::size_t bytes) const
+    {
+        if (!is_contiguous()) {
+            return nullptr;
+        }
+        const std::span<std::byte> view = dma.map(base_, bytes);
+        return view.size() == bytes ? view.data() : nullptr;
+    }
+
     /// Whether the queue is one contiguous range (PC = 1).
     [[nodiscard]] bool is_contiguous() const noexcept { return pages_.empty(); }
 

@@ -221,15 +221,8 @@ private:
     template <typename Dma>
     [[gnu::noinline]] void map_view(Dma& dma, std::uint64_t generation)
     {
-        view_ = nullptr;
         view_generation_ = generation;
-        if (local_ == nullptr && memory_.is_contiguous()) {
-            const std::size_t bytes = std::size_t{entries_} * sqe_size;
-            if (const std::span<std::byte> view = dma.map(memory_.address_of(0), bytes);
-                view.size() == bytes) {
-                view_ = view.data();
-            }
-        }
+        view_ = local_ == nullptr ? memory_.map_whole(dma, std::size_t{entries_} * sqe_size) : nullptr;
     }
 
     void take_local(std::span<spec::submission_queue_entry> out) noexcept
