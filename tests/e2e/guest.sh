@@ -215,7 +215,8 @@ set_get "Asynchronous Event Configuration" 11 "$aec_before"
 # --- SMART counters move by what fio moved. Merges off, so that each I/O fio issues is one
 # command (with fewer queues than CPUs the block layer otherwise merges adjacent requests).
 for queue in /sys/block/nvme0c0n*/queue/nomerges; do echo 2 >"$queue"; done
-expect "nvme0c0n1 nomerges" 2 "$(cat /sys/block/nvme0c0n1/queue/nomerges)" A job of known size first: 1250 writes of 4 KiB
+expect "nvme0c0n1 nomerges" 2 "$(cat /sys/block/nvme0c0n1/queue/nomerges)"
+# A job of known size first: 1250 writes of 4 KiB
 # (5,120,000 bytes, exactly 10,000 units of 512 bytes), then the same 1250 reads. psync, one I/O
 # at a time, so the block layer cannot merge them into fewer commands.
 smart_job() { # NAME RW OUTPUT
@@ -350,8 +351,14 @@ if [ -n "${NVM_CAPACITY:-}" ]; then
         count=$pattern_blocks oflag=direct conv=fsync
     read_back "pattern on the created namespace" "/dev/nvme0n$new_nsid" 0
     run "format nvme0n$new_nsid" nvme format "/dev/nvme0n$new_nsid" --lbaf="$LBA_FORMAT" --force
-    dd if="/dev/nvme0n$new_nsid" of=/tmp/back.bin bs=4096 count=$pattern_blocks iflag=direct 2>/dev/null
-    expect "non-zero bytes where the pattern was, after format" 0 "$(tr -d '\000' </tmp/back.bin | wc -c)"
+    # A failed read must not pass for zeroes: the read must succeed and return every byte.
+    rm -f /tmp/back.bin
+    if dd if="/dev/nvme0n$new_nsid" of=/tmp/back.bin bs=4096 count=$pattern_blocks iflag=direct 2>/tmp/out; then
+        expect "bytes read where the pattern was, after format" "$PATTERN_BYTES" "$(wc -c </tmp/back.bin)"
+        expect "non-zero bytes where the pattern was, after format" 0 "$(tr -d '\000' </tmp/back.bin | wc -c)"
+    else
+        fail "read nvme0n$new_nsid after format: $(cat /tmp/out)"
+    fi
     run "detach-ns" nvme detach-ns /dev/nvme0 -n "$new_nsid" -c "$cntlid"
     for _ in $(seq 1 20); do [ -e "/dev/nvme0n$new_nsid" ] || break; sleep 1; done
     expect "nvme0n$new_nsid after detach-ns" absent "$([ -e "/dev/nvme0n$new_nsid" ] && echo present || echo absent)"

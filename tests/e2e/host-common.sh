@@ -5,7 +5,12 @@
 #   require_provisioned LABEL   exits with 1, listing what provision.sh check finds missing,
 #                               unless everything is provisioned; then sources env.sh
 #   host_ok TEXT, host_fail TEXT  print "E2E ok: TEXT" or "E2E FAIL: TEXT" (counted in failures)
-#   stop_processes PID...       kills each process (a server left running) and reaps it
+#   stop_server PID LOG NAME [SIGNAL]  stops a server with SIGNAL (INT by default); the check
+#                               that it exited with 0 after logging "stopped"
+#   stop_processes PID...       kills each process (a server left running) and reaps it; for
+#                               cleaning up, it checks nothing
+#   matching GREP-ARGUMENTS...  grep's matching lines; no match is no failure, grep's own is
+#   json_value JSON EXPRESSION  the Python EXPRESSION over the parsed JSON (j), as JSON
 #   copy_modules OUT NAME...    the guest kernel's modules NAME into OUT, in load order
 #   free_port                   prints a TCP port nothing listens on
 #   rpc METHOD [PARAMS-JSON]    one JSON-RPC call on the socket $rpc_sock
@@ -27,12 +32,47 @@ require_provisioned() {
 host_ok() { echo "E2E ok: $*"; }
 host_fail() { echo "E2E FAIL: $*"; failures=$((failures + 1)); }
 
+# stop_server PID LOG NAME [SIGNAL]: nvmekit-serve stops cleanly on SIGINT and on SIGTERM: it
+# logs "stopped" and exits with 0. A server that had exited before the signal fails the check.
+stop_server() {
+    local signal=${4:-INT} status=0 sent=yes
+    kill -s "$signal" "$1" 2>/dev/null || sent=no
+    wait "$1" || status=$?
+    if [ "$sent" = yes ] && [ "$status" -eq 0 ] && grep -q '\] stopped$' "$2"; then
+        host_ok "$3 stopped on SIG$signal with status 0"
+    else
+        host_fail "$3 on SIG$signal: expected exit status 0 and 'stopped' in $2, got status $status$(
+            [ "$sent" = yes ] || echo ' (it had exited before the signal)')"
+    fi
+}
+
 stop_processes() {
     local pid
     for pid in "$@"; do
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
     done
+}
+
+# matching GREP-ARGUMENTS...: the lines grep matches, for a check that wants none or some: no
+# matching line is status 0 with nothing printed; grep's own failure (a file it cannot read)
+# stays a failure, so that the check does not pass on a log that was never searched.
+matching() {
+    grep "$@" || [ $? -eq 1 ]
+}
+
+# json_value JSON EXPRESSION: prints the value of the Python EXPRESSION over the parsed JSON
+# (named j) as JSON, or "error: ..." when JSON does not parse or the expression raises; the
+# caller compares it with what it expects.
+json_value() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+text, expression = sys.argv[1], sys.argv[2]
+try:
+    print(json.dumps(eval(expression, {"j": json.loads(text)})))
+except Exception as e:
+    print(f"error: {expression}: {type(e).__name__}: {e}")
+PY
 }
 
 # copy_modules OUT NAME...: the guest kernel's modules NAME, named in load order, into OUT and

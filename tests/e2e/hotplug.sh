@@ -6,7 +6,8 @@
 # connected to the TCP listener with its kernel's nvme-tcp host, so the same subsystem is served
 # over both transports. A second namespace is added while they run and must appear in both, then
 # is removed and must go from both (tests/e2e/guest-hotplug.sh). Then the configuration is saved,
-# the server restarted from it, and nvmf_get_subsystems compared.
+# the server stopped with SIGINT, restarted from it, nvmf_get_subsystems compared, and the
+# restarted server stopped with SIGTERM; each stop must end in exit status 0.
 #
 #   tests/e2e/hotplug.sh NVMEKIT_SERVE_BINARY
 #
@@ -34,14 +35,17 @@ sock=$work/rpc.sock
 rpc_sock=$sock
 nqn=nqn.2019-07.io.spdk:cnode0
 uuid=6a0d7c2e-3b1f-4c5e-9d8a-1f2e3d4c5b6a
+# start_serve LOG ARGUMENTS...: nvmekit-serve with the JSON-RPC socket, its output in LOG
 start_serve() {
-    "$serve" -r "$sock" "$@" >>"$work/serve.log" 2>&1 &
+    local log=$1
+    shift
+    "$serve" -r "$sock" "$@" >"$log" 2>&1 &
     serve_pid=$!
     for _ in $(seq 1 50); do [ -S "$sock" ] && return 0; sleep 0.1; done
-    echo "e2e [hotplug]: FAILED: no socket"; cat "$work/serve.log"; exit 1
+    echo "e2e [hotplug]: FAILED: no socket $sock after 5 s"; cat "$log"; exit 1
 }
 
-start_serve
+start_serve "$work/serve.log"
 mkdir -p "$work/vm0" "$work/overlay/e2e"
 rpc nvmf_create_transport '{"trtype": "VFIOUSER"}' >/dev/null
 rpc bdev_malloc_create "{\"name\": \"Malloc0\", \"num_blocks\": 131072, \"block_size\": 512, \"uuid\": \"$uuid\"}" >/dev/null
@@ -89,21 +93,33 @@ if wait_line "E2E: waiting for namespace 2 to appear" 600; then
     # NVMe/TCP host's, each with its I/O queues (one a CPU, 2 here) and the admin queue pair,
     # and the commands their poll groups completed.
     controllers=$(rpc nvmf_subsystem_get_controllers "{\"nqn\": \"$nqn\"}")
-    python3 -c 'import json, sys; c = json.loads(sys.argv[1]); assert [x["num_io_qpairs"] for x in c] == [2, 2] and c[0]["hostnqn"] == "" and c[1]["hostnqn"].startswith("nqn."), c' \
-        "$controllers" && host_ok "nvmf_subsystem_get_controllers: the function's and the TCP host's, 2 I/O queue pairs each" \
-        || host_fail "nvmf_subsystem_get_controllers: expected the function's and the TCP host's controllers with 2 I/O queue pairs each, got $controllers"
+    # [I/O queue pairs, the host NQN's first 4 characters] of each controller: the function's
+    # (no host NQN) and the TCP host's
+    expected='[[2, ""], [2, "nqn."]]'
+    actual=$(json_value "$controllers" '[[c["num_io_qpairs"], c["hostnqn"][:4]] for c in j]')
+    [ "$actual" = "$expected" ] \
+        && host_ok "nvmf_subsystem_get_controllers: the function's and the TCP host's, 2 I/O queue pairs each" \
+        || host_fail "nvmf_subsystem_get_controllers: [I/O queue pairs, host NQN prefix] expected $expected, got $actual (from $controllers)"
     qpairs=$(rpc nvmf_subsystem_get_qpairs "{\"nqn\": \"$nqn\"}")
-    python3 -c 'import json, sys; q = json.loads(sys.argv[1]); assert [(p["qid"], p["listen_address"]["trtype"]) for p in q] == [(0, "VFIOUSER"), (1, "VFIOUSER"), (2, "VFIOUSER"), (0, "TCP"), (1, "TCP"), (2, "TCP")], q' \
-        "$qpairs" && host_ok "nvmf_subsystem_get_qpairs: queue pairs 0, 1 and 2 over each transport" \
-        || host_fail "nvmf_subsystem_get_qpairs: expected queue pairs 0, 1 and 2 over VFIOUSER and TCP, got $qpairs"
+    expected='[[0, "VFIOUSER"], [1, "VFIOUSER"], [2, "VFIOUSER"], [0, "TCP"], [1, "TCP"], [2, "TCP"]]'
+    actual=$(json_value "$qpairs" '[[p["qid"], p["listen_address"]["trtype"]] for p in j]')
+    [ "$actual" = "$expected" ] \
+        && host_ok "nvmf_subsystem_get_qpairs: queue pairs 0, 1 and 2 over each transport" \
+        || host_fail "nvmf_subsystem_get_qpairs: [qid, trtype] expected $expected, got $actual (from $qpairs)"
     stats=$(rpc nvmf_get_stats)
-    python3 -c 'import json, sys; g = json.loads(sys.argv[1])["poll_groups"]; assert [x["current_io_qpairs"] for x in g] == [2, 2] and all(x["completed_nvme_io"] > 0 for x in g), g' \
-        "$stats" && host_ok "nvmf_get_stats: the function's poll group and the TCP listener's hold 2 I/O queue pairs each and completed commands" \
-        || host_fail "nvmf_get_stats: expected two poll groups with 2 I/O queue pairs and completed commands, got $stats"
+    expected='[[2, true], [2, true]]'
+    actual=$(json_value "$stats" '[[g["current_io_qpairs"], g["completed_nvme_io"] > 0] for g in j["poll_groups"]]')
+    [ "$actual" = "$expected" ] \
+        && host_ok "nvmf_get_stats: the function's poll group and the TCP listener's hold 2 I/O queue pairs each and completed commands" \
+        || host_fail "nvmf_get_stats: [current I/O queue pairs, completed commands > 0] of each poll group expected $expected, got $actual (from $stats)"
     rpc nvmf_subsystem_add_ns "{\"nqn\": \"$nqn\", \"namespace\": {\"bdev_name\": \"Malloc1\", \"nsid\": 2}}" >/dev/null
     if wait_line "E2E: waiting for namespace 2 to go away" 300; then
         rpc nvmf_subsystem_remove_ns "{\"nqn\": \"$nqn\", \"nsid\": 2}" >/dev/null
+    else
+        host_fail "the guests: expected both to print 'E2E: waiting for namespace 2 to go away' within 300 s of nvmf_subsystem_add_ns; namespace 2 not removed"
     fi
+else
+    host_fail "the guests: expected both to print 'E2E: waiting for namespace 2 to appear' within 600 s; the controllers, queue pairs and statistics not checked, namespace 2 not added"
 fi
 # check_guest LABEL LOG PID: the guest's exit, its checks and its kernel log
 check_guest() {
@@ -114,10 +130,10 @@ check_guest() {
     [ "$status" -eq 0 ] && host_ok "$1: QEMU exited with 0" || host_fail "$1: QEMU: expected exit status 0, got $status"
     result=$(sed -n 's/^E2E: result \([0-9]*\).*/\1/p' "$2" | tail -n 1)
     [ "$result" = 0 ] && host_ok "$1: guest checks: 0 failed" || host_fail "$1: guest checks: expected 0 failed, got ${result:-no result line}"
-    warnings=$(grep -E "^\[ *[0-9.]+\] nvme" "$2" | grep -i -E "timeout|duplicate|fail|error|warn|abort" || true)
+    warnings=$(matching -E "^\[ *[0-9.]+\] nvme" "$2" | matching -i -E "timeout|duplicate|fail|error|warn|abort")
     [ -z "$warnings" ] && host_ok "$1: no NVMe warnings in the guest kernel log" \
         || host_fail "$1: NVMe warnings in the guest kernel log: $warnings"
-    warnings=$(grep -E "^\[ *[0-9.]+\] " "$2" | grep -E "WARNING|BUG|Call Trace|RIP:" || true)
+    warnings=$(matching -E "^\[ *[0-9.]+\] " "$2" | matching -E "WARNING|BUG|Call Trace|RIP:")
     [ -z "$warnings" ] && host_ok "$1: no WARNING, BUG or call trace in the guest kernel log" \
         || host_fail "$1: the guest kernel logged: $warnings"
 }
@@ -128,16 +144,19 @@ tcp_qemu_pid=''
 
 # Saved, restarted from the file, the same subsystems.
 before=$(rpc nvmf_get_subsystems)
+# Each call on its own line, so that a failing one stops the script (inside echo's arguments its
+# status would be lost).
+bdev_config=$(rpc framework_get_config '{"name": "bdev"}')
+nvmf_config=$(rpc framework_get_config '{"name": "nvmf"}')
 {
     echo '{"subsystems": ['
-    echo "{\"subsystem\": \"bdev\", \"config\": $(rpc framework_get_config '{"name": "bdev"}')},"
-    echo "{\"subsystem\": \"nvmf\", \"config\": $(rpc framework_get_config '{"name": "nvmf"}')}"
+    echo "{\"subsystem\": \"bdev\", \"config\": $bdev_config},"
+    echo "{\"subsystem\": \"nvmf\", \"config\": $nvmf_config}"
     echo ']}'
 } >"$work/config.json"
-kill -INT "$serve_pid"
-wait "$serve_pid" && host_ok "nvmekit-serve stopped on SIGINT with status 0" || host_fail "nvmekit-serve: non-zero exit on SIGINT"
+stop_server "$serve_pid" "$work/serve.log" nvmekit-serve INT
 serve_pid=''
-start_serve -c "$work/config.json"
+start_serve "$work/serve-restarted.log" -c "$work/config.json"
 after=$(rpc nvmf_get_subsystems)
 [ "$before" = "$after" ] && host_ok "nvmf_get_subsystems the same after save, restart and load" \
     || host_fail "nvmf_get_subsystems after restart: expected $before, got $after"
@@ -145,10 +164,11 @@ after=$(rpc nvmf_get_subsystems)
     || host_fail "no $work/vm0/cntrl after the restart"
 (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && host_ok "the TCP listener listens again from the configuration" \
     || host_fail "nothing listens on 127.0.0.1:$port after the restart"
-kill -INT "$serve_pid"
-wait "$serve_pid" || true
+stop_server "$serve_pid" "$work/serve-restarted.log" "nvmekit-serve (restarted from the configuration)" TERM
 serve_pid=''
 echo "---- e2e [hotplug]: nvmekit-serve log"
 cat "$work/serve.log"
+echo "---- e2e [hotplug]: the restarted nvmekit-serve's log"
+cat "$work/serve-restarted.log"
 echo "e2e [hotplug]: $failures failed"
 [ "$failures" -eq 0 ]

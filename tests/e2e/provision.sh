@@ -2,22 +2,32 @@
 # Provisions what the end-to-end test needs, outside the repository: a QEMU with the vfio-user
 # client built from Debian's source package, a Debian 12 guest kernel with a busybox initramfs
 # holding nvme-cli and fio, and the firmware directory for -L. Idempotent: a step whose result is
-# already there is skipped. Debian 12, as root. See tests/e2e/README.md.
+# already there is skipped. Debian 12, as root. Packages and sources come from the Debian mirror
+# this machine's apt already uses (read from its apt sources). See tests/e2e/README.md.
 #
 #   provision.sh [all]                 everything below, then writes $NVMEKIT_E2E_DIR/env.sh
 #   provision.sh packages|qemu|guest|firmware
 #   provision.sh pack OVERLAY OUT      initramfs = base guest tree + OVERLAY directory, to OUT
 #   provision.sh boot-test             boots the base initramfs once under TCG and checks /init ran
 #   provision.sh qemu-args             prints the common QEMU arguments, one a line
+#   provision.sh mirror                prints the Debian mirror read from the apt sources
 #   provision.sh check                 prints what is missing or out of date, one a line; fails
 #                                      if anything is (changes nothing, needs no root)
 set -euo pipefail
 
 e2e_dir=${NVMEKIT_E2E_DIR:-/var/tmp/nvmekit-e2e}
-qemu_package_version=${NVMEKIT_QEMU_VERSION:-1:10.2.2+ds-1}
+# The Debian version of the source package qemu to build: NVMEKIT_QEMU_VERSION, or else the
+# highest version the suite below lists whose files the mirror serves (fetch_qemu_source), which
+# must be $qemu_min_upstream or later: the first QEMU with the vfio-user client.
+qemu_version_override=${NVMEKIT_QEMU_VERSION:-}
+qemu_min_upstream=10.1
 qemu_suite=${NVMEKIT_QEMU_SUITE:-unstable}
 jobs=${NVMEKIT_E2E_JOBS:-2}
-mirror=${NVMEKIT_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# The Debian mirror: NVMEKIT_DEBIAN_MIRROR, or else read from this machine's apt sources when
+# first needed (debian_mirror); `check` never needs it.
+mirror=${NVMEKIT_DEBIAN_MIRROR:-}
+# The apt sources file this script writes (apt_sources); never read as the machine's own.
+own_sources=/etc/apt/sources.list.d/nvmekit-e2e.sources
 
 qemu_dir=$e2e_dir/qemu
 qemu_bin=$qemu_dir/build/qemu-system-x86_64
@@ -84,10 +94,94 @@ missing_packages() {
     done
 }
 
+# apt_source_entries: "TYPE URI SUITE" for every suite of every enabled entry of this machine's
+# apt sources, in the order apt reads them: /etc/apt/sources.list, then the files of
+# /etc/apt/sources.list.d in name order, one-line .list files and deb822 .sources files alike
+# (the file this script writes left out).
+apt_source_entries() {
+    local file
+    local files=()
+    [ -f /etc/apt/sources.list ] && files+=(/etc/apt/sources.list)
+    while IFS= read -r file; do
+        [ "$file" = "$own_sources" ] || files+=("$file")
+    done < <(find /etc/apt/sources.list.d -maxdepth 1 -type f \( -name '*.list' -o -name '*.sources' \) \
+        2>/dev/null | LC_ALL=C sort)
+    for file in "${files[@]}"; do
+        case $file in
+            *.sources)
+                # deb822 stanzas, separated by blank lines; field names in any case; comment
+                # lines skipped; the first URI of a stanza's URIs
+                awk '
+                    function flush() {
+                        if (types != "" && uri != "" && tolower(enabled) != "no") {
+                            nt = split(types, t, " "); ns = split(suites, s, " ")
+                            for (i = 1; i <= nt; i++) for (j = 1; j <= ns; j++) print t[i], uri, s[j]
+                        }
+                        types = uri = suites = enabled = ""
+                    }
+                    /^[ \t]*$/ { flush(); next }
+                    /^#/ { next }
+                    /^[A-Za-z-]+:/ {
+                        key = tolower(substr($0, 1, index($0, ":") - 1))
+                        value = substr($0, index($0, ":") + 1)
+                        if (key == "types") types = value
+                        else if (key == "uris") { split(value, u, " "); uri = u[1] }
+                        else if (key == "suites") suites = value
+                        else if (key == "enabled") { gsub(/[ \t]/, "", value); enabled = value }
+                    }
+                    END { flush() }
+                ' "$file"
+                ;;
+            *)
+                # one-line entries: TYPE [OPTIONS] URI SUITE COMPONENT...
+                awk '
+                    { sub(/#.*/, "") }
+                    $1 == "deb" || $1 == "deb-src" {
+                        i = 2
+                        if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+                        if (i + 1 <= NF) print $1, $(i), $(i + 1)
+                    }
+                ' "$file"
+                ;;
+        esac
+    done
+}
+
+# apt_archive_mirrors: the URIs (no trailing slash), first one first, of the Debian archive
+# entries of this machine's apt sources: deb or deb-src entries of this release's own suites
+# (its codename from /etc/os-release, with -updates or -backports) or of Debian's suite names;
+# security entries (a -security suite, or a URI ending in -security) are not the archive.
+apt_archive_mirrors() {
+    local codename=''
+    codename=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release 2>/dev/null | tr -d '"')
+    apt_source_entries | awk -v codename="$codename" '
+        $1 != "deb" && $1 != "deb-src" { next }
+        $3 ~ /-security$/ || $2 ~ /-security\/*$/ || $2 ~ /^cdrom:/ { next }
+        {
+            suite = $3; sub(/-(updates|backports)$/, "", suite)
+            if ((codename != "" && suite == codename) || suite ~ /^(oldoldstable|oldstable|stable|testing|unstable|sid)$/) {
+                uri = $2; sub(/\/+$/, "", uri)
+                if (!(uri in seen)) { seen[uri] = 1; print uri }
+            }
+        }
+    '
+}
+
+# debian_mirror: sets mirror, unless NVMEKIT_DEBIAN_MIRROR did, to the first Debian archive URI of
+# this machine's apt sources; fails when there is none.
+debian_mirror() {
+    [ -z "$mirror" ] || return 0
+    mirror=$(apt_archive_mirrors | awk 'NR == 1')
+    [ -n "$mirror" ] || die "no Debian archive entry (deb URI SUITE for this release, not -security) in" \
+        "/etc/apt/sources.list or /etc/apt/sources.list.d/*.{list,sources} (${own_sources##*/} not counted);" \
+        "add one, or set NVMEKIT_DEBIAN_MIRROR to a Debian mirror's URI"
+}
+
 # bookworm-backports (binary, for meson >= 1.5; NotAutomatic, so nothing else is taken from it)
-# and the source index of $qemu_suite, in a file of their own.
+# and the source index of $qemu_suite, from the machine's mirror, in a file of their own.
 apt_sources() {
-    local file=/etc/apt/sources.list.d/nvmekit-e2e.sources
+    debian_mirror
+    local file=$own_sources
     local want
     want="Types: deb
 URIs: $mirror
@@ -136,52 +230,132 @@ step_packages() {
 fetch_from_pool() {
     local dsc=$1 base=$2 file
     curl -fsSL -o "$dsc.part" "$base/$dsc" || return 1
-    for file in $(awk '/^Files:/ { f = 1; next } /^[^ ]/ { f = 0 } f { print $3 }' "$dsc.part"); do
+    for file in $(dsc_files "$dsc.part"); do
         curl -fsSL -o "$file" "$base/$file" || return 1
     done
     mv "$dsc.part" "$dsc"
 }
 
-# Downloads the files of source version $1 of qemu from snapshot.debian.org, by their hashes.
-fetch_from_snapshot() {
-    local version=${1//+/%2B} hash name
-    curl -fsSL -o srcfiles.json \
-        "https://snapshot.debian.org/mr/package/qemu/$version/srcfiles?fileinfo=1" || return 1
-    python3 -c '
-import json, sys
-d = json.load(open("srcfiles.json"))
-for r in d["result"]:
-    print(r["hash"], d["fileinfo"][r["hash"]][0]["name"])' >srcfiles.txt || return 1
-    while read -r hash name; do
-        curl -fsSL -o "$name" "https://snapshot.debian.org/file/$hash" || return 1
-    done <srcfiles.txt
+# qemu_version_ok VERSION: whether the Debian version VERSION of qemu is upstream
+# $qemu_min_upstream or later (its release candidates included)
+qemu_version_ok() {
+    local upstream=${1#*:}
+    upstream=${upstream%-*}
+    dpkg --compare-versions "$upstream" ge "$qemu_min_upstream~"
 }
 
-# Fetches and unpacks the source package into $qemu_dir/src: apt-get source while the suite
-# still carries the version, otherwise the .dsc and its files from the pool, then from
-# snapshot.debian.org. dpkg-source checks every file against the .dsc's checksums.
+# built_qemu: the Debian version of the QEMU in $qemu_dir when it can be used as it is (the
+# binary there, built with this configuration, of the version NVMEKIT_QEMU_VERSION names, or
+# else of any version with the vfio-user client), nothing otherwise. Reads only what the build
+# recorded in $qemu_dir/.built: no network, no root; a newer version in the mirror does not make
+# a finished build out of date.
+built_qemu() {
+    local version='' args=''
+    [ -x "$qemu_bin" ] && [ -r "$qemu_dir/.built" ] || return 0
+    read -r version args <"$qemu_dir/.built" || true
+    [ -n "$version" ] && [ "$args" = "${qemu_configure_args[*]}" ] || return 0
+    if [ -n "$qemu_version_override" ]; then
+        [ "$version" = "$qemu_version_override" ] || return 0
+    else
+        qemu_version_ok "$version" || return 0
+    fi
+    echo "$version"
+}
+
+# qemu_source_versions: NVMEKIT_QEMU_VERSION, or else every version of the source package qemu
+# in the source indexes (apt-cache showsrc, after apt_sources added $qemu_suite's) that has the
+# vfio-user client, highest first; fails if there is none.
+qemu_source_versions() {
+    if [ -n "$qemu_version_override" ]; then
+        echo "$qemu_version_override"
+        return 0
+    fi
+    local version listed=() versions=()
+    mapfile -t listed < <(apt-cache showsrc qemu 2>/dev/null \
+        | awk '/^Package: / { source = ($2 == "qemu") } source && /^Version: / { print $2 }')
+    for version in "${listed[@]}"; do
+        qemu_version_ok "$version" && versions+=("$version")
+    done
+    [ ${#versions[@]} -ne 0 ] || die "no qemu source version $qemu_min_upstream or later (vfio-user client) in the" \
+        "source indexes (the $qemu_suite one of $mirror lists: ${listed[*]:-none}); set NVMEKIT_QEMU_VERSION or NVMEKIT_QEMU_SUITE"
+    printf '%s\n' "${versions[@]}" | awk '!seen[$0]++' | sort_versions
+}
+
+# sort_versions: the Debian versions on standard input, highest first (insertion, in dpkg's order)
+sort_versions() {
+    local sorted=() version i
+    while read -r version; do
+        i=${#sorted[@]}
+        while [ "$i" -gt 0 ] && dpkg --compare-versions "$version" gt "${sorted[$((i - 1))]}"; do
+            sorted[i]=${sorted[$((i - 1))]}
+            i=$((i - 1))
+        done
+        sorted[i]=$version
+    done
+    [ ${#sorted[@]} -eq 0 ] || printf '%s\n' "${sorted[@]}"
+}
+
+# dsc_files DSC: the files the source package description DSC lists (its Files: field)
+dsc_files() {
+    awk '/^Files:/ { f = 1; next } /^[^ ]/ { f = 0 } f { print $3 }' "$1"
+}
+
+# dsc_complete DSC: whether DSC and every file it lists are in the current directory
+dsc_complete() {
+    local file
+    [ -e "$1" ] || return 1
+    for file in $(dsc_files "$1"); do
+        [ -e "$file" ] || return 1
+    done
+}
+
+# download_qemu_source VERSION: the .dsc of source version VERSION of qemu and the files it
+# lists, into the current directory: apt-get source, or else from the mirror's pool. Fails when
+# the mirror serves neither.
+download_qemu_source() {
+    local version=$1
+    local dsc=qemu_${version#*:}.dsc
+    dsc_complete "$dsc" && return 0
+    apt-get source --download-only -q -o APT::Sandbox::User=root "qemu=$version" \
+        || { log "apt-get source qemu=$version failed; trying the pool" \
+            && fetch_from_pool "$dsc" "$mirror/pool/main/q/qemu"; } \
+        || return 1
+    dsc_complete "$dsc"
+}
+
+# Fetches and unpacks the source package into $qemu_dir/src, its version in
+# $qemu_dir/src/.nvmekit-version: NVMEKIT_QEMU_VERSION, or else the highest version in the
+# source index with the vfio-user client whose files the mirror serves (an index may still list
+# versions whose files are gone); a source of that version already unpacked is kept.
+# dpkg-source checks every file against the .dsc's checksums.
 fetch_qemu_source() {
-    local upstream=${qemu_package_version#*:}
-    local dsc=qemu_${upstream}.dsc
-    local work=$qemu_dir/fetch
+    apt_sources
+    local work=$qemu_dir/fetch version chosen='' versions=()
+    mapfile -t versions < <(qemu_source_versions)
+    [ ${#versions[@]} -ne 0 ] || die "no qemu source version to fetch"
     mkdir -p "$work"
+    for version in "${versions[@]}"; do
+        if [ "$(cat "$qemu_dir/src/.nvmekit-version" 2>/dev/null)" = "$version" ]; then
+            log "qemu $version source already unpacked"
+            return 0
+        fi
+        if (cd "$work" && download_qemu_source "$version"); then
+            chosen=$version
+            break
+        fi
+        log "the mirror does not serve qemu $version; trying the next version"
+    done
+    [ -n "$chosen" ] || die "could not fetch any of the qemu source versions ${versions[*]}" \
+        "(suite $qemu_suite, then the pool of $mirror)"
+    log "qemu source version: $chosen"
     (
         cd "$work"
-        if [ ! -e "$dsc" ]; then
-            apt_sources
-            apt-get source --download-only -q -o APT::Sandbox::User=root \
-                "qemu=$qemu_package_version" \
-                || { log "apt-get source failed; trying the pool" && fetch_from_pool "$dsc" "$mirror/pool/main/q/qemu"; } \
-                || { log "not in the pool; trying snapshot.debian.org" && fetch_from_snapshot "$upstream"; } \
-                || die "could not fetch $dsc (suite $qemu_suite, pool, snapshot.debian.org)"
-            [ -e "$dsc" ] || die "no $dsc after the download"
-        fi
         rm -rf src.tmp
-        dpkg-source -x "$dsc" src.tmp
+        dpkg-source -x "qemu_${chosen#*:}.dsc" src.tmp
     )
     rm -rf "$qemu_dir/src"
     mv "$work/src.tmp" "$qemu_dir/src"
-    echo "$qemu_package_version" >"$qemu_dir/src/.nvmekit-version"
+    echo "$chosen" >"$qemu_dir/src/.nvmekit-version"
 }
 
 configure_qemu() {
@@ -197,16 +371,16 @@ build_qemu() {
 
 step_qemu() {
     mkdir -p "$qemu_dir" "$log_dir"
-    local config="$qemu_package_version ${qemu_configure_args[*]}"
-    if [ -x "$qemu_bin" ] && [ "$(cat "$qemu_dir/.built" 2>/dev/null)" = "$config" ]; then
-        log "QEMU already built: $qemu_bin"
+    local built
+    built=$(built_qemu)
+    if [ -n "$built" ]; then
+        log "QEMU $built already built: $qemu_bin"
         return 0
     fi
-    if [ "$(cat "$qemu_dir/src/.nvmekit-version" 2>/dev/null)" != "$qemu_package_version" ]; then
-        timed "fetch qemu $qemu_package_version source" fetch_qemu_source
-    else
-        log "QEMU source already unpacked"
-    fi
+    timed "fetch qemu source" fetch_qemu_source
+    local qemu_package_version
+    qemu_package_version=$(cat "$qemu_dir/src/.nvmekit-version")
+    local config="$qemu_package_version ${qemu_configure_args[*]}"
     grep -q "default y" "$qemu_dir/src/hw/vfio-user/Kconfig" 2>/dev/null \
         || die "this QEMU source has no vfio-user client (hw/vfio-user/Kconfig)"
     if [ "$(cat "$qemu_dir/.configured" 2>/dev/null)" != "$config" ]; then
@@ -315,11 +489,12 @@ kernel_package() {
     apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/{print $2; exit}'
 }
 
-# What the guest tree is built from: the guest programs' versions, the kernel package and this
-# script (it writes /init).
+# What the guest tree is built from: the guest programs' versions, the kernel package and the
+# functions of this script that build the tree (one writes /init); other changes to the script
+# leave the guest as it is.
 guest_stamp() {
     echo "$(dpkg-query -W -f='${Version}' busybox-static nvme-cli fio 2>/dev/null | tr '\n' ' ')" \
-        "$1 $(sha256sum "$0" | cut -c1-16)"
+        "$1 $(declare -f step_guest write_init copy_with_libs copy_modules | sha256sum | cut -c1-16)"
 }
 
 step_guest() {
@@ -429,14 +604,13 @@ boot_test() {
 # Prints, one a line, what provision_all would still have to make (nothing when everything is
 # there and current) and fails if anything is missing. Changes nothing and needs no root.
 check_all() {
-    local missing=() packages config kernel_deb
+    local missing=() packages kernel_deb
     packages=$(missing_packages "${qemu_build_packages[@]}" "${firmware_packages[@]}" "${uefi_packages[@]}" \
         "${guest_packages[@]}")
     [ -z "$packages" ] || missing+=("host packages: ${packages//$'\n'/ }")
     meson_ok || missing+=("meson >= 1.5 (bookworm-backports)")
-    config="$qemu_package_version ${qemu_configure_args[*]}"
-    if [ ! -x "$qemu_bin" ] || [ "$(cat "$qemu_dir/.built" 2>/dev/null)" != "$config" ]; then
-        missing+=("QEMU $qemu_package_version with the vfio-user client: $qemu_bin")
+    if [ -z "$(built_qemu)" ]; then
+        missing+=("QEMU ${qemu_version_override:-$qemu_min_upstream or later} with the vfio-user client, built with ${qemu_configure_args[*]}: $qemu_bin")
     fi
     [ -e "$firmware_dir/bios-256k.bin" ] || missing+=("firmware for -L: $firmware_dir/bios-256k.bin")
     [ -e "$ovmf_code" ] && [ -e "$ovmf_vars" ] || missing+=("OVMF (package ovmf): $ovmf_code, $ovmf_vars")
@@ -479,5 +653,9 @@ case ${1:-all} in
     boot-test) timed "boot test" boot_test ;;
     check) check_all ;;
     qemu-args) qemu_base_args ;;
-    *) die "unknown command: $1 (all, packages, qemu, firmware, guest, pack, boot-test, qemu-args, check)" ;;
+    mirror)
+        debian_mirror
+        echo "$mirror"
+        ;;
+    *) die "unknown command: $1 (all, packages, qemu, firmware, guest, pack, boot-test, qemu-args, check, mirror)" ;;
 esac

@@ -69,10 +69,16 @@ args=(--tcp "127.0.0.1:$port" --host "$host_nqn" --nqn "$nqn" --ram "${ns_mib}M"
 echo "=== e2e-tcp: nvmekit-serve ${args[*]}"
 "$serve" "${args[@]}" >"$work/serve.log" 2>&1 &
 serve_pid=$!
+ready=no
 for _ in $(seq 1 50); do
-    grep -q "over NVMe/TCP on" "$work/serve.log" && [ -S "$rpc_sock" ] && break
+    grep -q "over NVMe/TCP on" "$work/serve.log" && [ -S "$rpc_sock" ] && ready=yes && break
     sleep 0.1
 done
+[ "$ready" = yes ] || {
+    echo "e2e-tcp: FAILED: nvmekit-serve did not log 'over NVMe/TCP on' and create $rpc_sock within 5 s"
+    cat "$work/serve.log"
+    exit 1
+}
 rpc bdev_malloc_create "{\"name\": \"Second\", \"num_blocks\": $((ns2_mib << 11)), \"block_size\": 512}" >/dev/null
 rpc nvmf_create_subsystem "{\"nqn\": \"$nqn2\", \"allow_any_host\": true}" >/dev/null
 rpc nvmf_subsystem_add_ns "{\"nqn\": \"$nqn2\", \"namespace\": {\"bdev_name\": \"Second\"}}" >/dev/null
@@ -83,8 +89,8 @@ timeout 900 "$NVMEKIT_E2E_QEMU" "${NVMEKIT_E2E_QEMU_ARGS[@]}" -initrd "$work/ini
     -append "console=ttyS0 loglevel=6" \
     -netdev user,id=net0 -device e1000,netdev=net0,romfile= \
     >"$work/guest.log" 2>&1 || qemu_status=$?
-serve_status=0
-kill -INT "$serve_pid"
+serve_status=0 signalled=yes
+kill -INT "$serve_pid" 2>/dev/null || signalled=no
 wait "$serve_pid" || serve_status=$?
 serve_pid=
 
@@ -97,22 +103,23 @@ guest_result=$(sed -n 's/^E2E: result \([0-9]*\).*/\1/p' "$work/guest.log" | tai
 [ "$guest_result" = 0 ] && host_ok "guest checks: 0 failed" \
     || host_fail "guest checks: expected 0 failed, got ${guest_result:-no result line} ($(grep -c '^E2E FAIL' "$work/guest.log") FAIL lines)"
 # The guest kernel's log: no warning, BUG or call trace anywhere, no NVMe complaint.
-problems=$(grep -E "^\[ *[0-9.]+\] " "$work/guest.log" | grep -E "WARNING|BUG|Call Trace|RIP:" || true)
+problems=$(matching -E "^\[ *[0-9.]+\] " "$work/guest.log" | matching -E "WARNING|BUG|Call Trace|RIP:")
 [ -z "$problems" ] && host_ok "no WARNING, BUG or call trace in the guest kernel log" \
     || host_fail "the guest kernel logged: $problems"
 # Until the guest tries the host NQN the server refuses, no NVMe complaint at all; from then
 # on the refusal itself ("Connect for subsystem ... is not allowed" and the failed queue).
 sed '/^E2E: refused host begins/,$d' "$work/guest.log" >"$work/before-refusal.log"
 sed -n '/^E2E: refused host begins/,$p' "$work/guest.log" >"$work/refusal.log"
-warnings=$(grep -E "^\[ *[0-9.]+\] nvme" "$work/before-refusal.log" \
-    | grep -i -E "timeout|duplicate|missing|fail|error|warn|abort|clamping|not supported" || true)
+warnings=$(matching -E "^\[ *[0-9.]+\] nvme" "$work/before-refusal.log" \
+    | matching -i -E "timeout|duplicate|missing|fail|error|warn|abort|clamping|not supported")
 [ -z "$warnings" ] && host_ok "no NVMe warnings in the guest kernel log" \
     || host_fail "NVMe warnings in the guest kernel log: expected none, got: $warnings"
 grep -q -E "^\[ *[0-9.]+\] nvme.*is not allowed" "$work/refusal.log" \
     && host_ok "the guest kernel logged the refused host's Connect as not allowed" \
     || host_fail "the guest kernel log: expected 'Connect for subsystem $nqn is not allowed' for the refused host"
-[ "$serve_status" -eq 0 ] && grep -q '\] stopped$' "$work/serve.log" \
+[ "$signalled" = yes ] && [ "$serve_status" -eq 0 ] && grep -q '\] stopped$' "$work/serve.log" \
     && host_ok "nvmekit-serve stopped on SIGINT with status 0" \
-    || host_fail "nvmekit-serve on SIGINT: expected exit status 0 and 'stopped', got status $serve_status"
+    || host_fail "nvmekit-serve on SIGINT: expected exit status 0 and 'stopped', got status $serve_status$(
+        [ "$signalled" = yes ] || echo ' (it had exited before the signal)')"
 echo "=== e2e-tcp: $([ $failures -eq 0 ] && echo passed || echo "FAILED ($failures host checks)") in $((SECONDS - start)) s"
 [ "$failures" -eq 0 ]
