@@ -4,11 +4,16 @@ would, then saves the configuration, restarts from it and compares nvmf_get_subs
 VFIOUSER listener starts a function a vfio-user client reaches (VERSION, then NVMe registers read
 from BAR0); removing it stops the function. A TCP listener takes NVMe/TCP connections (ICReq,
 then an admin Connect) from the hosts the subsystem allows; a host removed loses its controller,
-and a listener removed refuses connections. With --timing, a read takes the model's latency.
+and a listener removed refuses connections. With --timing, a read takes at least the model's
+latency, and an untimed write sent behind it completes first.
+
+Every check raises CheckFailed with what failed (never a bare assert, which python -O drops);
+the script then exits 1.
 
     serve_rpc.py PATH-TO-nvmekit-serve WORK-DIRECTORY
 """
 
+import inspect
 import json
 import os
 import shutil
@@ -17,6 +22,30 @@ import struct
 import subprocess
 import sys
 import time
+
+
+class CheckFailed(Exception):
+    """A check of this script failed."""
+
+
+def _caller():
+    """The line of the script that called a check: its number and its text."""
+    frame = inspect.stack()[2]
+    text = frame.code_context[0].strip() if frame.code_context else ""
+    return f"line {frame.lineno}: {text}"
+
+
+def check(condition, *details):
+    """Raises CheckFailed, naming the calling line and `details`, when `condition` is false."""
+    if not condition:
+        raise CheckFailed(" ".join([_caller(), *(repr(d) for d in details)]))
+
+
+def equal(actual, expected):
+    """Raises CheckFailed unless `actual` equals `expected` and is of its type (so that 1 is not
+    taken for True)."""
+    if type(actual) is not type(expected) or actual != expected:
+        raise CheckFailed(f"{_caller()}: expected {expected!r}, got {actual!r}")
 
 
 def call(path, method, params=None):
@@ -39,14 +68,14 @@ def call(path, method, params=None):
 def result(path, method, params=None):
     response = call(path, method, params)
     if "result" not in response:
-        raise AssertionError(f"{method} {params}: {response}")
+        raise CheckFailed(f"{method} {params}: {response}")
     return response["result"]
 
 
 def error(path, method, params=None):
     response = call(path, method, params)
     if "error" not in response:
-        raise AssertionError(f"{method} {params}: expected an error, got {response}")
+        raise CheckFailed(f"{method} {params}: expected an error, got {response}")
     return response["error"]
 
 
@@ -57,12 +86,12 @@ def vfio_user_message(s, message_id, command, payload):
     while len(header) < 16:
         header += s.recv(16 - len(header))
     reply_id, reply_command, size, flags, error_number = struct.unpack("<HHIII", header)
-    assert reply_id == message_id and reply_command == command, (reply_id, reply_command)
+    check(reply_id == message_id and reply_command == command, (reply_id, reply_command))
     body = b""
     while len(body) < size - 16:
         body += s.recv(size - 16 - len(body))
     if flags & 0x20:
-        raise AssertionError(f"vfio-user command {command}: error {error_number}")
+        raise CheckFailed(f"vfio-user command {command}: error {error_number}")
     return body
 
 
@@ -101,7 +130,7 @@ def tcp_connect(port, subnqn, hostnqn, qid=0, cntlid=0xFFFF):
     # ICReq: PDU type 0, HLEN = PLEN = 128, PFV 0, HPDA 0, no digests, MAXR2T 0.
     s.sendall(struct.pack("<BBBBI", 0, 0, 128, 0, 128) + bytes(120))
     icresp = receive_exactly(s, 128)
-    assert icresp[0] == 1 and struct.unpack("<I", icresp[4:8])[0] == 128, icresp[:8]
+    check(icresp[0] == 1 and struct.unpack("<I", icresp[4:8])[0] == 128, icresp[:8])
     # Connect: opcode 7Fh, SGL (PSDT 01b), FCTYPE 01h; an in-capsule Data Block (offset) of 1024 bytes.
     sqe = bytearray(64)
     sqe[0], sqe[1] = 0x7F, 0x40
@@ -116,7 +145,7 @@ def tcp_connect(port, subnqn, hostnqn, qid=0, cntlid=0xFFFF):
     data[512:512 + len(hostnqn)] = hostnqn.encode()
     s.sendall(struct.pack("<BBBBI", 4, 0, 72, 72, 72 + 1024) + bytes(sqe) + bytes(data))
     response = receive_exactly(s, 24)
-    assert response[0] == 5, response[:8]
+    check(response[0] == 5, response[:8])
     dw0, _, _, _, _, status = struct.unpack("<IIHHHH", response[8:24])
     return s, ((status >> 1) & 0x7FF, dw0 & 0xFFFF)  # SCT and SC, without DNR and More
 
@@ -135,7 +164,7 @@ def tcp_command(s, sqe, data=b""):
             if flags & 0x08:
                 return 0, 0, received
         else:
-            assert kind == 5, pdu[:8]
+            check(kind == 5, pdu[:8])
             dw0, _, _, _, _, status = struct.unpack("<IIHHHH", pdu[8:24])
             return (status >> 1) & 0x7FF, dw0, received
 
@@ -161,10 +190,10 @@ def tcp_enable(s):
         sqe[0], sqe[4] = 0x7F, fctype
         struct.pack_into("<BxxxIQ", sqe, 40, 0, offset, value)  # ATTRIB: 4 bytes
         return sqe
-    assert tcp_command(s, property_command(0x00, 0x14, 0x460001))[0] == 0
+    equal(tcp_command(s, property_command(0x00, 0x14, 0x460001))[0], 0)
     deadline = time.monotonic() + 5
     while not tcp_command(s, property_command(0x04, 0x1C))[1] & 1:
-        assert time.monotonic() < deadline, "CSTS.RDY stayed 0"
+        check(time.monotonic() < deadline, "CSTS.RDY stayed 0")
         time.sleep(0.01)
 
 
@@ -175,13 +204,13 @@ def discovery_entries(port, hostnqn):
     """The Discovery log page's entries of the discovery controller at `port`, as (SUBTYPE,
     TRADDR, TRSVCID, SUBNQN)."""
     s, (status, _) = tcp_connect(port, DISCOVERY_NQN, hostnqn)
-    assert status == 0, hex(status)
+    check(status == 0, hex(status))
     tcp_enable(s)
     size = 4096  # the header and three entries
     status, _, log = tcp_command(s, nvm_command(0x02, 2, length=size, cdw=(0x70 | ((size // 4 - 1) << 16),),
                                                 to_host=True))  # Get Log Page 70h
     s.close()
-    assert status == 0, hex(status)
+    check(status == 0, hex(status))
     records = struct.unpack("<Q", log[8:16])[0]
     text = lambda field: field.rstrip(b"\0 ").decode()
     return [(e[2], text(e[512:768]), text(e[32:64]), text(e[256:512]))
@@ -194,7 +223,7 @@ def start(program, *arguments, wait_for):
     while not all(os.path.exists(p) for p in wait_for):
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
-            raise AssertionError(f"{arguments}: no socket; output {process.communicate()[0]!r}")
+            raise CheckFailed(f"{arguments}: no socket; output {process.communicate()[0]!r}")
         time.sleep(0.02)
     return process
 
@@ -203,17 +232,47 @@ def stop(process):
     process.terminate()
     output = process.communicate(timeout=20)[0]
     if process.returncode != 0:
-        raise AssertionError(f"exit {process.returncode}: {output!r}")
+        raise CheckFailed(f"exit {process.returncode}: {output!r}")
+
+
+def capsule(sqe, data=b""):
+    """A command capsule PDU: `sqe` with `data` in it."""
+    return struct.pack("<BBBBI", 4, 0, 72, 72 if data else 0, 72 + len(data)) + bytes(sqe) + bytes(data)
+
+
+def tcp_completions(s, count):
+    """Reads PDUs until `count` commands completed: their CIDs in the order they completed, and
+    for each CID its status (SCT and SC) and the data a read returned."""
+    order, results, received = [], {}, {}
+    while len(order) < count:
+        common = receive_exactly(s, 8)
+        kind, flags, _, pdo, plen = struct.unpack("<BBBBI", common)
+        pdu = common + receive_exactly(s, plen - 8)
+        if kind == 7:  # C2HData, CCCID at byte 8; SUCCESS (flags bit 3): no response capsule follows
+            cid = struct.unpack("<H", pdu[8:10])[0]
+            received[cid] = received.get(cid, b"") + pdu[pdo:]
+            if flags & 0x08:
+                order.append(cid)
+                results[cid] = (0, received[cid])
+        else:
+            check(kind == 5, pdu[:8])
+            _, _, _, _, cid, status = struct.unpack("<IIHHHH", pdu[8:24])
+            order.append(cid)
+            results[cid] = ((status >> 1) & 0x7FF, received.get(cid, b""))
+    return order, results
 
 
 def timed_read(program):
-    """--timing simple:read-us=20000 over NVMe/TCP: a read completes after the model's 20 ms (and
-    soon after: the server does not sleep past it), a write, untimed, well before."""
+    """--timing simple:read-us=50000 over NVMe/TCP: the model times reads at 50 ms and writes at
+    nothing. What it decides is checked, not how fast the machine is: a read completes no sooner
+    than 50 ms after it was sent (a lower bound that load cannot break), and a write sent right
+    behind a read, in the same segment, completes before it (due at once, the read 50 ms later)."""
+    latency = 0.050
     port = free_tcp_port()
     nqn = "nqn.2026-11.io.nvmekit:timed"
     host = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000cc"
     serve = start(program, "--tcp", f"127.0.0.1:{port}", "--ram", "16M", "--nqn", nqn,
-                  "--timing", "simple:read-us=20000,parallelism=4", wait_for=[])
+                  "--timing", f"simple:read-us={int(latency * 1e6)},parallelism=4", wait_for=[])
     try:
         deadline = time.monotonic() + 10
         while True:
@@ -221,23 +280,34 @@ def timed_read(program):
                 admin, (status, cntlid) = tcp_connect(port, nqn, host)
                 break
             except OSError:
-                assert time.monotonic() < deadline and serve.poll() is None, "no NVMe/TCP listener"
+                check(time.monotonic() < deadline and serve.poll() is None, "no NVMe/TCP listener")
                 time.sleep(0.02)
-        assert status == 0, hex(status)
+        equal(status, 0)
         tcp_enable(admin)
         io, (status, _) = tcp_connect(port, nqn, host, qid=1, cntlid=cntlid)
-        assert status == 0, hex(status)
-        written = bytes(range(256)) * 2
+        equal(status, 0)
+        first = bytes(range(256)) * 2
+        second = bytes(reversed(first))
+        io.sendall(capsule(nvm_command(0x01, 1, slba=5, length=512), first))  # Write
+        order, results = tcp_completions(io, 1)
+        equal(results[1], (0, b""))
+        # A read of LBA 5 and, behind it, a write of LBA 9: the write completes first.
         began = time.monotonic()
-        assert tcp_command(io, nvm_command(0x01, 1, slba=5, length=512), written)[0] == 0  # Write
-        write_time = time.monotonic() - began
-        began = time.monotonic()
-        status, _, read = tcp_command(io, nvm_command(0x02, 2, slba=5, length=512, to_host=True))  # Read
+        io.sendall(capsule(nvm_command(0x02, 2, slba=5, length=512, to_host=True)) +
+                   capsule(nvm_command(0x01, 3, slba=9, length=512), second))
+        order, results = tcp_completions(io, 2)
         read_time = time.monotonic() - began
-        assert status == 0 and read == written, (hex(status), read[:16])
-        # The server's idle wait is 100 ms: a read held past its time would take that long.
-        assert 0.020 <= read_time < 0.020 + 0.075, read_time
-        assert write_time < 0.020, write_time
+        equal(order, [3, 2])
+        equal(results[3], (0, b""))
+        equal(results[2], (0, first))
+        check(read_time >= latency, f"the read completed {read_time:.4f} s after it was sent, before {latency} s")
+        # A read alone: the model's latency again, and the data the write wrote.
+        began = time.monotonic()
+        io.sendall(capsule(nvm_command(0x02, 4, slba=9, length=512, to_host=True)))
+        order, results = tcp_completions(io, 1)
+        read_time = time.monotonic() - began
+        equal(results[4], (0, second))
+        check(read_time >= latency, f"the read completed {read_time:.4f} s after it was sent, before {latency} s")
         io.close()
         admin.close()
     finally:
@@ -253,130 +323,130 @@ def main():
 
     serve = start(program, "-r", rpc, wait_for=[rpc])
     try:
-        assert result(rpc, "spdk_get_version")["version"].startswith("nvmekit v")
+        check(result(rpc, "spdk_get_version")["version"].startswith("nvmekit v"))
         methods = result(rpc, "rpc_get_methods")
         for name in ("nvmf_create_transport", "nvmf_subsystem_add_ns", "framework_get_config", "bdev_malloc_create"):
-            assert name in methods, name
-        assert result(rpc, "bdev_malloc_create", {"name": "Malloc0", "num_blocks": 2048, "block_size": 512}) == "Malloc0"
-        assert result(rpc, "nvmf_create_transport", {"trtype": "VFIOUSER"}) is True
-        assert result(rpc, "nvmf_create_subsystem", {"nqn": nqn, "allow_any_host": True, "serial_number": "SPDK01",
+            check(name in methods, name)
+        equal(result(rpc, "bdev_malloc_create", {"name": "Malloc0", "num_blocks": 2048, "block_size": 512}), "Malloc0")
+        equal(result(rpc, "nvmf_create_transport", {"trtype": "VFIOUSER"}), True)
+        equal(result(rpc, "nvmf_create_subsystem", {"nqn": nqn, "allow_any_host": True, "serial_number": "SPDK01",
                                                      "ana_reporting": False, "passthrough": False,
-                                                     "enable_nssr": False}) is True
-        assert result(rpc, "nvmf_subsystem_add_ns", {"nqn": nqn, "namespace": {"bdev_name": "Malloc0"}}) == 1
+                                                     "enable_nssr": False}), True)
+        equal(result(rpc, "nvmf_subsystem_add_ns", {"nqn": nqn, "namespace": {"bdev_name": "Malloc0"}}), 1)
         vm0 = {"trtype": "VFIOUSER", "adrfam": "IPv4", "traddr": os.path.join(work, "vm0"), "trsvcid": "0"}
-        assert result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": vm0}) is True
+        equal(result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": vm0}), True)
         # The listener is a function: NVMe 2.0 registers behind its socket.
         cntrl = os.path.join(work, "vm0", "cntrl")
-        assert nvme_version(cntrl) == 0x00020000
+        equal(nvme_version(cntrl), 0x00020000)
         # No host has the controller running: no controller, no queue pair, one idle poll group.
-        assert result(rpc, "nvmf_subsystem_get_controllers", {"nqn": nqn}) == []
-        assert result(rpc, "nvmf_subsystem_get_qpairs", {"nqn": nqn}) == []
+        equal(result(rpc, "nvmf_subsystem_get_controllers", {"nqn": nqn}), [])
+        equal(result(rpc, "nvmf_subsystem_get_qpairs", {"nqn": nqn}), [])
         stats = result(rpc, "nvmf_get_stats")
-        assert [g["current_admin_qpairs"] for g in stats["poll_groups"]] == [0], stats
+        check([g["current_admin_qpairs"] for g in stats["poll_groups"]] == [0], stats)
         # A namespace added and removed while the function runs.
-        assert result(rpc, "bdev_null_create", {"name": "Null1", "num_blocks": 64, "block_size": 4096}) == "Null1"
-        assert result(rpc, "nvmf_subsystem_add_ns", {"nqn": nqn, "namespace": {"bdev_name": "Null1"}}) == 2
-        assert result(rpc, "nvmf_subsystem_remove_ns", {"nqn": nqn, "nsid": 2}) is True
-        assert result(rpc, "bdev_null_delete", {"name": "Null1"}) is True
-        assert result(rpc, "nvmf_subsystem_remove_listener", {"nqn": nqn, "listen_address": vm0}) is True
-        assert not os.path.exists(cntrl), "the function outlived its listener"
-        assert result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": vm0}) is True
-        assert nvme_version(cntrl) == 0x00020000
+        equal(result(rpc, "bdev_null_create", {"name": "Null1", "num_blocks": 64, "block_size": 4096}), "Null1")
+        equal(result(rpc, "nvmf_subsystem_add_ns", {"nqn": nqn, "namespace": {"bdev_name": "Null1"}}), 2)
+        equal(result(rpc, "nvmf_subsystem_remove_ns", {"nqn": nqn, "nsid": 2}), True)
+        equal(result(rpc, "bdev_null_delete", {"name": "Null1"}), True)
+        equal(result(rpc, "nvmf_subsystem_remove_listener", {"nqn": nqn, "listen_address": vm0}), True)
+        check(not os.path.exists(cntrl), "the function outlived its listener")
+        equal(result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": vm0}), True)
+        equal(nvme_version(cntrl), 0x00020000)
         # A second subsystem's function goes with the subsystem.
         os.makedirs(os.path.join(work, "vm1"))
-        assert result(rpc, "nvmf_create_subsystem", {"nqn": nqn + "x"}) is True
-        assert result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn + "x", "listen_address": dict(
-            vm0, traddr=os.path.join(work, "vm1"))}) is True
-        assert result(rpc, "nvmf_delete_subsystem", {"nqn": nqn + "x"}) is True
-        assert not os.path.exists(os.path.join(work, "vm1", "cntrl"))
-        assert error(rpc, "bdev_malloc_delete", {"name": "Malloc0"})["code"] == -16
-        assert error(rpc, "nvmf_create_subsystem", {"nqn": nqn})["code"] == -32603
-        assert error(rpc, "nvmf_subsystem_add_ns", {"nqn": nqn})["code"] == -32602
-        assert error(rpc, "no_such_method")["code"] == -32601
+        equal(result(rpc, "nvmf_create_subsystem", {"nqn": nqn + "x"}), True)
+        equal(result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn + "x", "listen_address": dict(
+            vm0, traddr=os.path.join(work, "vm1"))}), True)
+        equal(result(rpc, "nvmf_delete_subsystem", {"nqn": nqn + "x"}), True)
+        check(not os.path.exists(os.path.join(work, "vm1", "cntrl")))
+        equal(error(rpc, "bdev_malloc_delete", {"name": "Malloc0"})["code"], -16)
+        equal(error(rpc, "nvmf_create_subsystem", {"nqn": nqn})["code"], -32603)
+        equal(error(rpc, "nvmf_subsystem_add_ns", {"nqn": nqn})["code"], -32602)
+        equal(error(rpc, "no_such_method")["code"], -32601)
         # A TCP listener: the allowed host connects, another is refused, a host removed loses its
         # controller, the listener removed takes no more connections.
         port = free_tcp_port()
         tcp = {"trtype": "TCP", "adrfam": "IPv4", "traddr": "127.0.0.1", "trsvcid": str(port)}
         host = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000aa"
         other = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000bb"
-        assert error(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": tcp})["code"] != 0
-        assert result(rpc, "nvmf_create_transport", {"trtype": "TCP"}) is True
-        assert result(rpc, "nvmf_subsystem_allow_any_host", {"nqn": nqn, "allow_any_host": False}) is True
-        assert result(rpc, "nvmf_subsystem_add_host", {"nqn": nqn, "host": host}) is True
-        assert result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": tcp}) is True
+        check(error(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": tcp})["code"] != 0)
+        equal(result(rpc, "nvmf_create_transport", {"trtype": "TCP"}), True)
+        equal(result(rpc, "nvmf_subsystem_allow_any_host", {"nqn": nqn, "allow_any_host": False}), True)
+        equal(result(rpc, "nvmf_subsystem_add_host", {"nqn": nqn, "host": host}), True)
+        equal(result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": tcp}), True)
         refused, (status, _) = tcp_connect(port, nqn, other)
         refused.close()
-        assert status == 0x184, hex(status)  # Connect Invalid Host
+        check(status == 0x184, hex(status))  # Connect Invalid Host
         admin, (status, cntlid) = tcp_connect(port, nqn, host)
-        assert status == 0, hex(status)
+        check(status == 0, hex(status))
         controllers = result(rpc, "nvmf_subsystem_get_controllers", {"nqn": nqn})
-        assert controllers == [{"cntlid": cntlid, "hostnqn": host,
-                                "hostid": "01020304-0506-0708-090a-0b0c0d0e0f10", "num_io_qpairs": 0}], controllers
+        check(controllers == [{"cntlid": cntlid, "hostnqn": host,
+                                "hostid": "01020304-0506-0708-090a-0b0c0d0e0f10", "num_io_qpairs": 0}], controllers)
         qpairs = result(rpc, "nvmf_subsystem_get_qpairs", {"nqn": nqn})
-        assert [(q["qid"], q["listen_address"]["trsvcid"]) for q in qpairs] == [(0, str(port))], qpairs
-        assert any(g["transports"] == [{"trtype": "TCP"}] and g["current_admin_qpairs"] == 1
-                   for g in result(rpc, "nvmf_get_stats")["poll_groups"])
+        check([(q["qid"], q["listen_address"]["trsvcid"]) for q in qpairs] == [(0, str(port))], qpairs)
+        check(any(g["transports"] == [{"trtype": "TCP"}] and g["current_admin_qpairs"] == 1
+                   for g in result(rpc, "nvmf_get_stats")["poll_groups"]))
         # The namespace's I/O counts in its bdev's statistics.
         tcp_enable(admin)
         io, (status, _) = tcp_connect(port, nqn, host, qid=1, cntlid=cntlid)
-        assert status == 0, hex(status)
+        check(status == 0, hex(status))
         written = bytes(range(256)) * 2
-        assert tcp_command(io, nvm_command(0x01, 1, slba=3, length=512), written)[0] == 0  # Write
+        equal(tcp_command(io, nvm_command(0x01, 1, slba=3, length=512), written)[0], 0)  # Write
         status, _, read = tcp_command(io, nvm_command(0x02, 2, slba=3, length=512, to_host=True))  # Read
-        assert status == 0 and read == written, (hex(status), read[:16])
+        check(status == 0 and read == written, (hex(status), read[:16]))
         deallocate = struct.pack("<IIQ", 0, 8, 16)  # 8 blocks from LBA 16
-        assert tcp_command(io, nvm_command(0x09, 3, length=16, cdw=(0, 0x4)), deallocate)[0] == 0  # DSM, AD
-        assert tcp_command(io, nvm_command(0x00, 4, cdw=(0,)))[0] == 0  # Flush: not counted
+        equal(tcp_command(io, nvm_command(0x09, 3, length=16, cdw=(0, 0x4)), deallocate)[0], 0)  # DSM, AD
+        equal(tcp_command(io, nvm_command(0x00, 4, cdw=(0,)))[0], 0)  # Flush: not counted
         io.close()
         stats = result(rpc, "bdev_get_iostat", {"name": "Malloc0", "reset_mode": "all"})["bdevs"][0]
-        assert (stats["num_write_ops"], stats["bytes_written"], stats["num_read_ops"], stats["bytes_read"],
-                stats["num_unmap_ops"], stats["bytes_unmapped"]) == (1, 512, 1, 512, 1, 4096), stats
-        assert stats["max_read_latency_ticks"] == stats["min_read_latency_ticks"] == stats["read_latency_ticks"]
-        assert result(rpc, "bdev_get_iostat", {"name": "Malloc0"})["bdevs"][0]["num_write_ops"] == 0
-        assert result(rpc, "nvmf_subsystem_remove_host", {"nqn": nqn, "host": host}) is True
-        assert admin.recv(1) == b"", "the removed host's connection stayed open"
+        check((stats["num_write_ops"], stats["bytes_written"], stats["num_read_ops"], stats["bytes_read"],
+                stats["num_unmap_ops"], stats["bytes_unmapped"]) == (1, 512, 1, 512, 1, 4096), stats)
+        check(stats["max_read_latency_ticks"] == stats["min_read_latency_ticks"] == stats["read_latency_ticks"])
+        equal(result(rpc, "bdev_get_iostat", {"name": "Malloc0"})["bdevs"][0]["num_write_ops"], 0)
+        equal(result(rpc, "nvmf_subsystem_remove_host", {"nqn": nqn, "host": host}), True)
+        check(admin.recv(1) == b"", "the removed host's connection stayed open")
         admin.close()
-        assert result(rpc, "nvmf_subsystem_get_controllers", {"nqn": nqn}) == []
-        assert result(rpc, "nvmf_subsystem_add_host", {"nqn": nqn, "host": host}) is True
-        assert result(rpc, "nvmf_subsystem_remove_listener", {"nqn": nqn, "listen_address": tcp}) is True
+        equal(result(rpc, "nvmf_subsystem_get_controllers", {"nqn": nqn}), [])
+        equal(result(rpc, "nvmf_subsystem_add_host", {"nqn": nqn, "host": host}), True)
+        equal(result(rpc, "nvmf_subsystem_remove_listener", {"nqn": nqn, "listen_address": tcp}), True)
         try:
             socket.create_connection(("127.0.0.1", port), timeout=5).close()
-            raise AssertionError("the listener outlived its removal")
+            raise CheckFailed("the listener outlived its removal")
         except ConnectionRefusedError:
             pass
-        assert result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": tcp}) is True
+        equal(result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": tcp}), True)
         # A referral to another discovery service: listed by the method and by the listener's
         # discovery controller, after the subsystem (SUBTYPE 2), as a referral (SUBTYPE 1).
         referral = {"trtype": "TCP", "adrfam": "IPv4", "traddr": "127.0.0.2", "trsvcid": "8009"}
-        assert result(rpc, "nvmf_discovery_add_referral", {"address": referral}) is True
-        assert result(rpc, "nvmf_discovery_get_referrals") == [
-            {"address": referral, "secure_channel": False, "subnqn": DISCOVERY_NQN}]
+        equal(result(rpc, "nvmf_discovery_add_referral", {"address": referral}), True)
+        equal(result(rpc, "nvmf_discovery_get_referrals"), [
+            {"address": referral, "secure_channel": False, "subnqn": DISCOVERY_NQN}])
         discovered = [(2, "127.0.0.1", str(port), nqn), (1, "127.0.0.2", "8009", DISCOVERY_NQN)]
-        assert discovery_entries(port, host) == discovered, discovery_entries(port, host)
+        check(discovery_entries(port, host) == discovered, discovery_entries(port, host))
         subsystems = result(rpc, "nvmf_get_subsystems")
-        assert [s["nqn"] for s in subsystems] == ["nqn.2014-08.org.nvmexpress.discovery", nqn]
+        equal([s["nqn"] for s in subsystems], ["nqn.2014-08.org.nvmexpress.discovery", nqn])
         # What rpc.py's save_config does.
         config = {"subsystems": [
             {"subsystem": s["subsystem"], "config": result(rpc, "framework_get_config", {"name": s["subsystem"]})}
             for s in result(rpc, "framework_get_subsystems")]}
     finally:
         stop(serve)
-    assert not os.path.exists(rpc), "the socket outlived the server"
+    check(not os.path.exists(rpc), "the socket outlived the server")
 
     saved = os.path.join(work, "config.json")
     with open(saved, "w") as f:
         json.dump(config, f, indent=2)
     serve = start(program, "-r", rpc, "-c", saved, wait_for=[rpc])
     try:
-        assert result(rpc, "nvmf_get_subsystems") == subsystems
-        assert nvme_version(os.path.join(work, "vm0", "cntrl")) == 0x00020000
+        equal(result(rpc, "nvmf_get_subsystems"), subsystems)
+        equal(nvme_version(os.path.join(work, "vm0", "cntrl")), 0x00020000)
         admin, (status, _) = tcp_connect(port, nqn, host)
         admin.close()
-        assert status == 0, hex(status)
+        check(status == 0, hex(status))
         # The referral came back with the configuration, before the listener it is listed by.
-        assert discovery_entries(port, host) == discovered
-        assert result(rpc, "nvmf_discovery_remove_referral", {"address": referral}) is True
-        assert discovery_entries(port, host) == discovered[:1]
+        equal(discovery_entries(port, host), discovered)
+        equal(result(rpc, "nvmf_discovery_remove_referral", {"address": referral}), True)
+        equal(discovery_entries(port, host), discovered[:1])
     finally:
         stop(serve)
 
@@ -386,8 +456,8 @@ def main():
         result(rpc, "nvmf_create_transport", {"trtype": "VFIOUSER", "max_queue_depth": 65536})
         result(rpc, "nvmf_create_subsystem", {"nqn": nqn})
         e = error(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": vm0})
-        assert e["code"] == -32603 and "max_queue_depth 65536" in e["message"], e
-        assert result(rpc, "nvmf_get_subsystems")[1]["listen_addresses"] == []
+        check(e["code"] == -32603 and "max_queue_depth 65536" in e["message"], e)
+        equal(result(rpc, "nvmf_get_subsystems")[1]["listen_addresses"], [])
     finally:
         stop(serve)
 
@@ -397,8 +467,8 @@ def main():
         json.dump({"subsystems": [{"subsystem": "nvmf", "config": [
             {"method": "nvmf_subsystem_add_ns", "params": {"nqn": nqn, "namespace": {"bdev_name": "x"}}}]}]}, f)
     run = subprocess.run([program, "-r", rpc, "-c", bad], capture_output=True, text=True, timeout=20)
-    assert run.returncode == 1 and "nvmf_subsystem_add_ns failed" in run.stdout, run
-    assert not os.path.exists(rpc)
+    check(run.returncode == 1 and "nvmf_subsystem_add_ns failed" in run.stdout, run)
+    check(not os.path.exists(rpc))
 
     # The command-line device and the management socket together: the command line's bdev,
     # transports, subsystem, namespace, hosts and TCP listener are management's objects.
@@ -407,37 +477,37 @@ def main():
     serve = start(program, "--vfio-user", device, "--ram", "16M", "--max-namespaces", "2", "--nqn", nqn,
                   "--tcp", f"127.0.0.1:{port}", "--host", host, "-r", rpc, wait_for=[device, rpc])
     try:
-        assert sorted(t["trtype"] for t in result(rpc, "nvmf_get_transports")) == ["TCP", "VFIOUSER"]
+        equal(sorted(t["trtype"] for t in result(rpc, "nvmf_get_transports")), ["TCP", "VFIOUSER"])
         bdevs = result(rpc, "bdev_get_bdevs")
-        assert [(b["name"], b["num_blocks"], b["block_size"], b["claimed"]) for b in bdevs] == [
-            ("Malloc0", 32768, 512, True)], bdevs
+        check([(b["name"], b["num_blocks"], b["block_size"], b["claimed"]) for b in bdevs] == [
+            ("Malloc0", 32768, 512, True)], bdevs)
         cli = result(rpc, "nvmf_get_subsystems")[1]
-        assert cli["nqn"] == nqn and cli["hosts"] == [{"nqn": host}] and not cli["allow_any_host"], cli
-        assert [(n["nsid"], n["bdev_name"]) for n in cli["namespaces"]] == [(1, "Malloc0")], cli
-        assert [(a["trtype"], a["trsvcid"]) for a in cli["listen_addresses"]] == [("TCP", str(port))], cli
-        assert nvme_version(device) == 0x00020000
+        check(cli["nqn"] == nqn and cli["hosts"] == [{"nqn": host}] and not cli["allow_any_host"], cli)
+        check([(n["nsid"], n["bdev_name"]) for n in cli["namespaces"]] == [(1, "Malloc0")], cli)
+        check([(a["trtype"], a["trsvcid"]) for a in cli["listen_addresses"]] == [("TCP", str(port))], cli)
+        equal(nvme_version(device), 0x00020000)
         admin, (status, _) = tcp_connect(port, nqn, host)
-        assert status == 0, hex(status)
-        assert len(result(rpc, "nvmf_subsystem_get_controllers", {"nqn": nqn})) == 1
+        check(status == 0, hex(status))
+        equal(len(result(rpc, "nvmf_subsystem_get_controllers", {"nqn": nqn})), 1)
         refused, (status, _) = tcp_connect(port, nqn, other)
         refused.close()
-        assert status == 0x184, hex(status)
-        assert result(rpc, "nvmf_subsystem_allow_any_host", {"nqn": nqn, "allow_any_host": True}) is True
+        check(status == 0x184, hex(status))
+        equal(result(rpc, "nvmf_subsystem_allow_any_host", {"nqn": nqn, "allow_any_host": True}), True)
         allowed, (status, _) = tcp_connect(port, nqn, other)
         allowed.close()
         admin.close()
-        assert status == 0, hex(status)
+        check(status == 0, hex(status))
         # A namespace added to it and removed; the subsystem itself cannot go.
-        assert result(rpc, "bdev_malloc_create", {"name": "Extra", "num_blocks": 1024, "block_size": 512}) == "Extra"
-        assert result(rpc, "nvmf_subsystem_add_ns", {"nqn": nqn, "namespace": {"bdev_name": "Extra"}}) == 2
-        assert result(rpc, "nvmf_subsystem_remove_ns", {"nqn": nqn, "nsid": 2}) is True
+        equal(result(rpc, "bdev_malloc_create", {"name": "Extra", "num_blocks": 1024, "block_size": 512}), "Extra")
+        equal(result(rpc, "nvmf_subsystem_add_ns", {"nqn": nqn, "namespace": {"bdev_name": "Extra"}}), 2)
+        equal(result(rpc, "nvmf_subsystem_remove_ns", {"nqn": nqn, "nsid": 2}), True)
         e = error(rpc, "nvmf_delete_subsystem", {"nqn": nqn})
-        assert e["code"] == -32603 and "command line" in e["message"], e
-        assert [s["nqn"] for s in result(rpc, "nvmf_get_subsystems")] == [
-            "nqn.2014-08.org.nvmexpress.discovery", nqn]
-        assert error(rpc, "bdev_malloc_delete", {"name": "Malloc0"})["code"] == -16
+        check(e["code"] == -32603 and "command line" in e["message"], e)
+        equal([s["nqn"] for s in result(rpc, "nvmf_get_subsystems")], [
+            "nqn.2014-08.org.nvmexpress.discovery", nqn])
+        equal(error(rpc, "bdev_malloc_delete", {"name": "Malloc0"})["code"], -16)
         saved_nvmf = result(rpc, "framework_get_config", {"name": "nvmf"})
-        assert any(c["method"] == "nvmf_subsystem_add_ns" and c["params"]["nqn"] == nqn for c in saved_nvmf)
+        check(any(c["method"] == "nvmf_subsystem_add_ns" and c["params"]["nqn"] == nqn for c in saved_nvmf))
     finally:
         stop(serve)
     timed_read(program)
@@ -446,4 +516,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except CheckFailed as failure:
+        print(f"serve_rpc: FAIL: {failure}", file=sys.stderr)
+        sys.exit(1)

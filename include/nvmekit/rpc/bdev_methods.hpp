@@ -11,8 +11,9 @@
 ///   nowait when false. Answers the name.
 /// - `bdev_malloc_delete`, `bdev_null_delete`, `bdev_aio_delete`: name. Answer true.
 /// - `bdev_get_bdevs`: name, timeout. Answers an array of bdev objects.
-/// - `bdev_get_iostat`: name or names, reset_mode ("none", "all", "maxmin": what to clear once
-///   reported; "maxmin" only the latency maxima and minima), per_channel (false only). Answers
+/// - `bdev_get_iostat`: name or names, reset_mode ("none", "all", "maxmin", "error": what to clear
+///   once reported; "maxmin" only the latency maxima and minima, "error" only the error counts,
+///   which nvmekit does not keep: it clears nothing), per_channel (false only). Answers
 ///   {tick_rate, ticks, bdevs: [...]} in the registry's bdev_clock. Each bdev reports the reads,
 ///   writes and deallocates (SPDK's unmaps) that completed successfully through its
 ///   bdev_backend, i.e. those of the namespaces on it: operations, bytes, and latency ticks from
@@ -420,9 +421,11 @@ inline void add_bdev_methods(registry& methods, bdev_registry& bdevs, bdev_metho
                 params{p}.read(maybe<std::string>("name"), maybe<std::vector<std::string>>("names"),
                                accepted_when_default<bool>("per_channel", false),
                                optional<std::string>("reset_mode", "none"));
-            if (reset_mode != "none" && reset_mode != "all" && reset_mode != "maxmin") {
+            if (reset_mode != "none" && reset_mode != "all" && reset_mode != "maxmin" &&
+                reset_mode != "error") {
                 throw exception{error_code::invalid_params,
-                                "parameter 'reset_mode' must be \"all\", \"maxmin\" or \"none\", not \"" +
+                                "parameter 'reset_mode' must be \"all\", \"maxmin\", "
+                                "\"error\" or \"none\", not \"" +
                                     reset_mode + "\""};
             }
             if (name && names) {
@@ -440,7 +443,8 @@ inline void add_bdev_methods(registry& methods, bdev_registry& bdevs, bdev_metho
             nlohmann::json devices = nlohmann::json::array();
             for (const auto& device : selected) {
                 devices.push_back(detail::iostat_json(*device));
-                if (reset_mode != "none") {
+                // "error" clears the error counts: io_error is always empty here.
+                if (reset_mode == "all" || reset_mode == "maxmin") {
                     device->statistics().reset(reset_mode == "all" ? bdev_io_reset::all
                                                                    : bdev_io_reset::max_min);
                 }

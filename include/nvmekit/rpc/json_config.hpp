@@ -8,9 +8,13 @@
 ///
 /// - save_config(): the running state in that format (bdev_config() and nvmf_config() are its
 ///   two parts).
-/// - load_config(): runs each call of a configuration through a method registry, in order.
-/// - add_config_methods(): SPDK's `framework_get_config` (name: "bdev" or "nvmf"), the method
-///   rpc.py's save_config calls for each subsystem.
+/// - load_config(): runs each call of a configuration through a method registry, in order. An
+///   entry may also be a batch, an array of calls (as SPDK writes with `save_config
+///   --with-batches`): its calls run in order too.
+/// - add_config_methods(): SPDK's `framework_get_config` (name: "bdev" or "nvmf"; with_batches,
+///   whether batches are kept as arrays, which changes nothing here: nvmekit's configuration is
+///   one call an entry, with no batch to keep or flatten), the method rpc.py's save_config calls
+///   for each subsystem.
 ///
 ///     nvmekit::rpc::add_config_methods(methods, bdevs, target);
 ///     nvmekit::rpc::load_config(methods, nlohmann::json::parse(std::ifstream{"nvmekit.json"}));
@@ -93,7 +97,7 @@ inline void load_config(const registry& methods, const nlohmann::json& config)
         if (!calls->is_array()) {
             malformed("\"config\" of subsystem " + name + " must be an array");
         }
-        for (const auto& call : *calls) {
+        const auto run = [&](const nlohmann::json& call) {
             if (!call.is_object() || !call.contains("method") || !call["method"].is_string()) {
                 malformed("an entry of subsystem " + name + " has no \"method\"");
             }
@@ -108,6 +112,15 @@ inline void load_config(const registry& methods, const nlohmann::json& config)
                           answer["error"].value("message", std::string{}) + ", code " +
                           std::to_string(answer["error"].value("code", 0)) + ")");
             }
+        };
+        for (const auto& entry : *calls) {
+            if (entry.is_array()) { // a batch: its calls in order
+                for (const auto& call : entry) {
+                    run(call);
+                }
+            } else {
+                run(entry);
+            }
         }
     }
 }
@@ -117,7 +130,9 @@ inline void load_config(const registry& methods, const nlohmann::json& config)
 inline void add_config_methods(registry& methods, const bdev_registry& bdevs, const nvmf_registry& target)
 {
     methods.add("framework_get_config", [&bdevs, &target](const nlohmann::json& p) -> outcome {
-        auto [name] = params{p}.read(required<std::string>("name"));
+        // with_batches: nvmekit's entries are single calls, so there is no batch to keep or flatten.
+        [[maybe_unused]] auto [name, with_batches] =
+            params{p}.read(required<std::string>("name"), optional<bool>("with_batches", false));
         if (name == "bdev") {
             return bdev_config(bdevs);
         }

@@ -8,19 +8,25 @@
 ///   max_qpairs_per_ctrlr, one more), max_io_size (a power of two, 8 KiB to 4 MiB: MDTS),
 ///   in_capsule_data_size (TCP: a multiple of 16 up to 128 KiB; VFIOUSER: 0), and the sizes of
 ///   SPDK's buffer pools (io_unit_size, num_shared_buffers, buf_cache_size, control_msg_num),
-///   which nvmekit has no pool for and records as given; disable_mappable_bar0 (nvmekit's BAR0
-///   is never mappable). Accepted when they ask for the default: max_aq_depth, abort_timeout_sec,
-///   dif_insert_or_strip, zcopy, disable_command_passthru, c2h_success and sock_priority (TCP),
-///   disable_adaptive_irq and disable_shadow_doorbells (VFIOUSER). Options of another transport
-///   type (RDMA's, TCP's for VFIOUSER and the reverse) are ignored, as SPDK ignores them.
-///   Answers true.
+///   which nvmekit has no pool for and records as given; iobuf_small_cache_size and
+///   iobuf_large_cache_size, SPDK's newer names for the per-poll-group share of those pools,
+///   taken and left unused for the same reason; disable_mappable_bar0 (nvmekit's BAR0 is never
+///   mappable). Accepted when they ask for the default: max_aq_depth, abort_timeout_sec,
+///   dif_insert_or_strip, zcopy, disable_command_passthru, acceptor_poll_rate (10000),
+///   masked_oncs and masked_fuses (nothing masked: an empty array), c2h_success and
+///   sock_priority (TCP), disable_adaptive_irq and disable_shadow_doorbells (VFIOUSER); kas and
+///   min_kato only when absent (the controllers' Keep Alive is their own configuration's).
+///   Options of another transport type (RDMA's, TCP's for VFIOUSER and the reverse) are
+///   ignored, as SPDK ignores them. Answers true.
 /// - `nvmf_get_transports`: trtype. Answers [{trtype, options...}].
 /// - `nvmf_create_subsystem`: nqn; serial_number, model_number, max_namespaces (0: 32),
 ///   allow_any_host, min_cntlid, max_cntlid; ana_reporting, passthrough, enable_nssr,
-///   max_discard_size_kib, max_write_zeroes_size_kib, dmrsl and wzsl when they ask for nothing.
+///   max_discard_size_kib, max_write_zeroes_size_kib, dmrsl and wzsl when they ask for nothing,
+///   admin_label only when absent (nvmekit's discovery log has no extended entries to carry it).
 ///   Answers true.
 /// - `nvmf_delete_subsystem`: nqn. Releases the namespaces' bdevs. Answers true.
-/// - `nvmf_get_subsystems`: the discovery subsystem, then each subsystem in SPDK's shape.
+/// - `nvmf_get_subsystems`: the discovery subsystem, then each subsystem in SPDK's shape; with
+///   nqn, only that one (the discovery NQN: the discovery subsystem).
 /// - `nvmf_subsystem_add_ns`: nqn, namespace {bdev_name; nsid (0 or absent: the lowest free),
 ///   uuid (default: the bdev's), nguid (32 hex digits, default: the UUID's bytes), eui64 (16
 ///   hex digits); anagrpid, ptpl_file, no_auto_visible, hide_metadata when they ask for
@@ -28,14 +34,16 @@
 ///   Answers the NSID.
 /// - `nvmf_subsystem_remove_ns`: nqn, nsid. Answers true.
 /// - `nvmf_subsystem_add_host` (nqn, host; psk, dhchap_key, dhchap_ctrlr_key when absent),
-///   `nvmf_subsystem_remove_host` (nqn, host), `nvmf_subsystem_allow_any_host` (nqn,
-///   allow_any_host). Answer true.
+///   `nvmf_subsystem_remove_host` (nqn, host; timeout_ms, the longest SPDK waits for the host's
+///   I/O before it disconnects: accepted, nothing is waited for, the hook runs before the answer),
+///   `nvmf_subsystem_allow_any_host` (nqn, allow_any_host). Answer true.
 /// - `nvmf_subsystem_get_controllers`, `nvmf_subsystem_get_qpairs` (nqn) and `nvmf_get_stats`:
 ///   what the embedder's hooks report of the controllers it serves.
 /// - `nvmf_subsystem_add_listener` / `nvmf_subsystem_remove_listener`: nqn, listen_address
-///   {trtype, adrfam, traddr, trsvcid}; secure_channel, ana_state, sock_impl when they ask for
-///   nothing. TCP takes adrfam IPv4 (the default) or IPv6 and a port in trsvcid; for VFIOUSER
-///   traddr is an existing directory in which the socket `cntrl` is created. Answer true.
+///   {trtype, adrfam, traddr, trsvcid}; secure_channel, ana_state, sock_impl and numa_id (-1,
+///   any NUMA node) when they ask for nothing. TCP takes adrfam IPv4 (the default) or IPv6 and
+///   a port in trsvcid; for VFIOUSER traddr is an existing directory in which the socket `cntrl`
+///   is created. Answer true.
 /// - `nvmf_discovery_add_referral`: address {trtype TCP, adrfam, traddr, trsvcid} of another
 ///   discovery service (or an NVM subsystem elsewhere), subnqn (default: the discovery NQN),
 ///   secure_channel (default false: TREQ secure channel not specified). The discovery
@@ -333,6 +341,14 @@ inline std::string transport_type(const std::string& given)
     return trtype;
 }
 
+/// A parameter nvmekit takes only when it is absent: refused naming it and `why` when present.
+inline void refuse_present(params& in, std::string_view name, const std::string& why)
+{
+    if (in.get(maybe<nlohmann::json>(name))) {
+        invalid_param("parameter '" + std::string{name} + "' is not supported: " + why);
+    }
+}
+
 /// A parameter nvmekit takes only at its default for this transport type.
 template <typename T>
 void require_default(std::string_view name, const T& value, const T& fallback, const std::string& trtype)
@@ -393,6 +409,16 @@ inline nvmf_transport_options read_transport(params& in)
     t.dif_insert_or_strip = in.get(accepted_when_default<bool>("dif_insert_or_strip", false));
     t.zcopy = in.get(accepted_when_default<bool>("zcopy", false));
     static_cast<void>(in.get(accepted_when_default<bool>("disable_command_passthru", false)));
+    // No acceptor poller: listeners are polled with the queues.
+    static_cast<void>(in.get(accepted_when_default<std::uint32_t>("acceptor_poll_rate", 10000)));
+    // No buffer pools (see num_shared_buffers): nothing to reserve per poll group.
+    static_cast<void>(in.get(maybe<std::uint32_t>("iobuf_small_cache_size")));
+    static_cast<void>(in.get(maybe<std::uint32_t>("iobuf_large_cache_size")));
+    static_cast<void>(in.get(accepted_when_default<std::vector<std::string>>("masked_oncs", {})));
+    static_cast<void>(in.get(accepted_when_default<std::vector<std::string>>("masked_fuses", {})));
+    for (const char* keep_alive : {"kas", "min_kato"}) {
+        refuse_present(in, keep_alive, "the controllers keep the Keep Alive settings of their configuration");
+    }
 
     // Options of one transport type; SPDK ignores them for the others.
     const auto c2h_success = in.get(optional<bool>("c2h_success", fallback.c2h_success));
@@ -569,6 +595,8 @@ inline void add_nvmf_methods(registry& methods, bdev_registry& bdevs, nvmf_regis
             created.allow_any_host = in.get(optional<bool>("allow_any_host", false));
             created.min_cntlid = in.get(optional<std::uint16_t>("min_cntlid", created.min_cntlid));
             created.max_cntlid = in.get(optional<std::uint16_t>("max_cntlid", created.max_cntlid));
+            detail::refuse_present(in, "admin_label",
+                                   "the discovery log has no extended entries to carry it");
             static_cast<void>(in.read(accepted_when_default<bool>("ana_reporting", false),
                                       accepted_when_default<bool>("passthrough", false),
                                       accepted_when_default<bool>("enable_nssr", false),
@@ -602,7 +630,18 @@ inline void add_nvmf_methods(registry& methods, bdev_registry& bdevs, nvmf_regis
         [&target](const nlohmann::json& p) -> outcome {
             params in{p};
             detail::read_target_name(in);
+            const auto nqn = in.get(maybe<std::string>("nqn"));
             in.finish();
+            if (nqn && *nqn == discovery_nqn) {
+                return nlohmann::json::array({discovery_subsystem_json()});
+            }
+            if (nqn) {
+                const auto found = target.subsystem(*nqn);
+                if (!found) {
+                    detail::invalid_param("Unable to find subsystem with NQN " + *nqn);
+                }
+                return nlohmann::json::array({subsystem_json(*found)});
+            }
             nlohmann::json out = nlohmann::json::array({discovery_subsystem_json()});
             for (const auto& s : target.subsystems()) {
                 out.push_back(subsystem_json(s));
@@ -714,6 +753,9 @@ inline void add_nvmf_methods(registry& methods, bdev_registry& bdevs, nvmf_regis
             const auto nqn = in.get(required<std::string>("nqn"));
             const auto host = in.get(required<std::string>("host"));
             detail::read_target_name(in);
+            // How long SPDK waits for the host's outstanding I/O before it disconnects the host:
+            // nothing is waited for here (the hosts_changed hook acts before the call answers).
+            static_cast<void>(in.get(maybe<std::uint32_t>("timeout_ms")));
             in.finish();
             target.remove_host(nqn, host);
             hosts_changed(nqn, [&] { target.add_host(nqn, host); });
@@ -745,7 +787,8 @@ inline void add_nvmf_methods(registry& methods, bdev_registry& bdevs, nvmf_regis
             detail::read_target_name(in);
             static_cast<void>(in.read(accepted_when_default<bool>("secure_channel", false),
                                       accepted_when_default<std::string>("ana_state", "optimized"),
-                                      accepted_when_default<std::string>("sock_impl", "posix")));
+                                      accepted_when_default<std::string>("sock_impl", "posix"),
+                                      accepted_when_default<std::int32_t>("numa_id", -1)));
             if (address.trtype == "VFIOUSER") {
                 std::error_code failure;
                 if (!std::filesystem::is_directory(address.traddr, failure)) {

@@ -343,6 +343,15 @@ TEST_F(bdev_methods_fixture, iostat_by_names_and_with_reset_modes)
     EXPECT_EQ(stats["num_write_ops"], 0);
     EXPECT_EQ(stats["bytes_written"], 0);
     EXPECT_EQ(result("bdev_get_iostat", R"({"name": "b"})")["bdevs"][0]["num_write_ops"], 1);
+
+    // error clears only the error counts, which are not kept: the rest stays, as rpc.py's
+    // --reset-mode error asks (with the per_channel it always sends).
+    stats = result("bdev_get_iostat", R"({"names": ["b"], "per_channel": false, "reset_mode": "error"})");
+    EXPECT_EQ(stats["bdevs"][0]["num_write_ops"], 1);
+    EXPECT_EQ(stats["bdevs"][0]["io_error"], json::object());
+    stats = result("bdev_get_iostat", R"({"name": "b"})")["bdevs"][0];
+    EXPECT_EQ(stats["num_write_ops"], 1);
+    EXPECT_EQ(stats["max_write_latency_ticks"], 40);
 }
 
 TEST_F(bdev_methods_fixture, iostat_counts_what_a_namespace_on_the_bdev_sends_it)

@@ -57,7 +57,9 @@ struct json_config_fixture : ::testing::Test {
         t.calls.result("bdev_malloc_create", R"({"name": "Malloc0", "num_blocks": 32, "block_size": 512,
             "uuid": "2b6601ba-eada-44fb-9a83-a20eb9eb9e90"})");
         t.calls.result("bdev_null_create", R"({"name": "Null0", "num_blocks": 64, "block_size": 4096})");
-        t.calls.result("bdev_aio_create", R"({"name": "Aio0", "filename": ")" + directory + R"(/disk.img"})");
+        t.calls.result("bdev_aio_create",
+                       R"({"name": "Aio0", "filename": ")" + directory +
+                           R"(/disk.img", "uuid": "6d1c3f0a-8e2b-4a5d-9c7e-1f2a3b4c5d6e"})");
         t.calls.result("nvmf_create_transport", R"({"trtype": "VFIOUSER", "max_queue_depth": 64})");
         t.calls.result("nvmf_create_transport", R"({"trtype": "TCP"})");
         t.calls.result("nvmf_discovery_add_referral", R"({"address": {"trtype": "TCP", "traddr": "192.0.2.9",
@@ -111,13 +113,19 @@ TEST_F(json_config_fixture, save_config_writes_the_calls_that_build_the_target)
     EXPECT_EQ(nvmf[2]["params"], json::parse(R"({"address": {"trtype": "TCP", "adrfam": "IPv4",
         "traddr": "192.0.2.9", "trsvcid": "8009"}, "secure_channel": true,
         "subnqn": "nqn.2014-08.org.nvmexpress.discovery"})"));
-    const auto& aio_uuid = t.bdevs.find("Aio0")->uuid();
-    EXPECT_EQ(nvmf[5]["params"], (json{{"nqn", "nqn.2016-06.io.spdk:cnode1"},
-                                       {"namespace",
-                                        {{"nsid", 1},
-                                         {"bdev_name", "Aio0"},
-                                         {"uuid", rpc::uuid_string(aio_uuid)},
-                                         {"nguid", rpc::hex_string(aio_uuid)}}}}));
+    // A namespace added without uuid or nguid takes its bdev's UUID, and the UUID's 16 bytes, first
+    // byte first, as its NGUID, written as 32 upper-case hex digits (as SPDK writes it):
+    //   python3 -c 'import uuid; print(uuid.UUID("6d1c3f0a-8e2b-4a5d-9c7e-1f2a3b4c5d6e").hex.upper())'
+    //   6D1C3F0A8E2B4A5D9C7E1F2A3B4C5D6E
+    EXPECT_EQ(nvmf[5]["params"], json::parse(R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "namespace": {
+        "nsid": 1, "bdev_name": "Aio0", "uuid": "6d1c3f0a-8e2b-4a5d-9c7e-1f2a3b4c5d6e",
+        "nguid": "6D1C3F0A8E2B4A5D9C7E1F2A3B4C5D6E"}})"));
+    // ... and so does one given only an EUI-64, which it keeps:
+    //   python3 -c 'import uuid; print(uuid.UUID("2b6601ba-eada-44fb-9a83-a20eb9eb9e90").hex.upper())'
+    //   2B6601BAEADA44FB9A83A20EB9EB9E90
+    EXPECT_EQ(nvmf[6]["params"], json::parse(R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "namespace": {
+        "nsid": 2, "bdev_name": "Malloc0", "uuid": "2b6601ba-eada-44fb-9a83-a20eb9eb9e90",
+        "nguid": "2B6601BAEADA44FB9A83A20EB9EB9E90", "eui64": "0102030405060708"}})"));
 
     // framework_get_config answers each part; rpc.py's save_config assembles them.
     EXPECT_EQ(t.calls.result("framework_get_config", R"({"name": "bdev"})"), bdev);
@@ -125,6 +133,50 @@ TEST_F(json_config_fixture, save_config_writes_the_calls_that_build_the_target)
     const json e = t.calls.error("framework_get_config", R"({"name": "iscsi"})");
     EXPECT_EQ(e, json::parse(R"({"code": -32602, "message": "Subsystem 'iscsi' not found"})"));
     EXPECT_EQ(t.calls.error("framework_get_config")["code"], -32602);
+    // with_batches, which rpc.py's save_config always sends: either way each entry is one call.
+    EXPECT_EQ(t.calls.result("framework_get_config", R"({"name": "nvmf", "with_batches": false})"), nvmf);
+    EXPECT_EQ(t.calls.result("framework_get_config", R"({"name": "nvmf", "with_batches": true})"), nvmf);
+    EXPECT_EQ(t.calls.result("framework_get_config", R"({"name": "bdev", "with_batches": true})"), bdev);
+    EXPECT_EQ(t.calls.error("framework_get_config", R"({"name": "bdev", "with_batches": 1})")["code"],
+              -32602);
+    EXPECT_EQ(t.calls.error("framework_get_config", R"({"name": "bdev", "batches": true})")["code"], -32602);
+}
+
+TEST_F(json_config_fixture, load_runs_the_calls_of_a_batch_in_order)
+{
+    target_under_test t;
+    // A configuration as SPDK writes it with batches kept: an array of calls is one entry.
+    rpc::load_config(t.methods, json::parse(R"({"subsystems": [
+        {"subsystem": "bdev", "config": [
+            [{"method": "bdev_null_create", "params": {"name": "a", "num_blocks": 8, "block_size": 512}},
+             {"method": "bdev_null_create", "params": {"name": "b", "num_blocks": 8, "block_size": 512}}],
+            {"method": "bdev_null_create", "params": {"name": "c", "num_blocks": 8, "block_size": 512}},
+            []]},
+        {"subsystem": "nvmf", "config": [
+            [{"method": "nvmf_create_subsystem", "params": {"nqn": "nqn.2016-06.io.spdk:cnode1"}},
+             {"method": "nvmf_subsystem_add_ns",
+              "params": {"nqn": "nqn.2016-06.io.spdk:cnode1", "namespace": {"bdev_name": "b"}}}]]}]})"));
+    ASSERT_EQ(t.bdevs.size(), 3U);
+    EXPECT_EQ(t.bdevs.list()[0]->name(), "a");
+    EXPECT_EQ(t.bdevs.list()[1]->name(), "b");
+    EXPECT_EQ(t.bdevs.list()[2]->name(), "c");
+    const json subsystems = t.calls.result("nvmf_get_subsystems");
+    ASSERT_EQ(subsystems.size(), 2U);
+    ASSERT_EQ(subsystems[1]["namespaces"].size(), 1U);
+    EXPECT_EQ(subsystems[1]["namespaces"][0]["bdev_name"], "b");
+    // A call of a batch that fails is named like any other; the calls before it stay done.
+    try {
+        rpc::load_config(t.methods, json::parse(R"({"subsystems": [{"subsystem": "bdev", "config": [
+            [{"method": "bdev_null_create", "params": {"name": "d", "num_blocks": 8, "block_size": 512}},
+             {"method": "bdev_null_create", "params": {"name": "a", "num_blocks": 8, "block_size": 512}}]]}]})"));
+        FAIL() << "loaded";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string{e.what()}.find("bdev: bdev_null_create failed"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(t.bdevs.size(), 4U);
+    EXPECT_THROW(rpc::load_config(t.methods, json::parse(R"({"subsystems": [{"subsystem": "bdev", "config": [
+                     [{"params": {}}]]}]})")),
+                 std::invalid_argument);
 }
 
 TEST_F(json_config_fixture, save_then_load_gives_the_same_subsystems)

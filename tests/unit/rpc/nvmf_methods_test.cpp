@@ -145,6 +145,84 @@ TEST_F(nvmf_methods_fixture, create_transport_refuses_what_nvmekit_cannot_do_nam
     EXPECT_EQ(result("nvmf_get_transports")[0]["max_queue_depth"], 128);
 }
 
+TEST_F(nvmf_methods_fixture, create_transport_takes_the_newer_options_rpc_py_sends)
+{
+    add_methods();
+    // scripts/rpc.py nvmf_create_transport -t tcp --iobuf-small-cache-size 64 --iobuf-large-cache-size 8
+    // --acceptor-poll-rate 10000, with the switches it always sends.
+    EXPECT_EQ(result("nvmf_create_transport", R"({"trtype": "tcp", "iobuf_small_cache_size": 64,
+        "iobuf_large_cache_size": 8, "acceptor_poll_rate": 10000, "zcopy": false, "no_srq": false,
+        "c2h_success": true, "dif_insert_or_strip": false, "no_wr_batching": false,
+        "disable_mappable_bar0": false, "disable_adaptive_irq": false, "disable_shadow_doorbells": false,
+        "disable_command_passthru": false, "masked_oncs": [], "masked_fuses": []})"),
+              true);
+    // The pools' shares are taken and not reported: there are no pools.
+    const json tcp = result("nvmf_get_transports")[0];
+    EXPECT_FALSE(tcp.contains("iobuf_small_cache_size")) << tcp.dump();
+    EXPECT_EQ(tcp["buf_cache_size"], 4294967295U);
+    // Values asking for what nvmekit does not do are refused, naming the parameter.
+    const auto refused = [&](const std::string& options, const std::string& part) {
+        expect_error(error("nvmf_create_transport", R"({"trtype": "VFIOUSER", )" + options + "}"), -32602,
+                     part);
+    };
+    refused(R"("acceptor_poll_rate": 500)",
+            "'acceptor_poll_rate' is not supported with a value other than 10000");
+    refused(R"("masked_oncs": ["nvmcmps"])", "'masked_oncs'");
+    refused(R"("masked_fuses": ["fcws"])", "'masked_fuses'");
+    refused(R"("masked_oncs": "nvmcmps")", "'masked_oncs' must be an array");
+    refused(R"("kas": 10)", "'kas' is not supported");
+    refused(R"("min_kato": 10000)", "'min_kato' is not supported");
+    refused(R"("iobuf_small_cache_size": -1)", "'iobuf_small_cache_size'");
+    EXPECT_EQ(result("nvmf_get_transports").size(), 1U);
+}
+
+TEST_F(nvmf_methods_fixture, get_subsystems_of_one_nqn)
+{
+    add_methods();
+    make_subsystem();
+    make_subsystem("nqn.2016-06.io.spdk:cnode2");
+    // scripts/rpc.py nvmf_get_subsystems nqn.2016-06.io.spdk:cnode2
+    const json all = result("nvmf_get_subsystems");
+    ASSERT_EQ(all.size(), 3U);
+    EXPECT_EQ(result("nvmf_get_subsystems", R"({"nqn": "nqn.2016-06.io.spdk:cnode2"})"),
+              json::array({all[2]}));
+    EXPECT_EQ(
+        result("nvmf_get_subsystems", R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "tgt_name": "nvmf_tgt"})"),
+        json::array({all[1]}));
+    EXPECT_EQ(result("nvmf_get_subsystems", R"({"nqn": "nqn.2014-08.org.nvmexpress.discovery"})"),
+              json::array({all[0]}));
+    expect_error(error("nvmf_get_subsystems", R"({"nqn": "nqn.x:9"})"), -32602,
+                 "Unable to find subsystem with NQN nqn.x:9");
+    expect_error(error("nvmf_get_subsystems", R"({"nqn": 3})"), -32602, "'nqn' must be a string");
+}
+
+TEST_F(nvmf_methods_fixture, newer_subsystem_host_and_listener_parameters)
+{
+    add_methods();
+    // scripts/rpc.py nvmf_create_subsystem --admin-label: no extended discovery entries to carry it.
+    expect_error(
+        error("nvmf_create_subsystem", R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "admin_label": "abcd"})"),
+        -32602, "'admin_label' is not supported");
+    EXPECT_EQ(result("nvmf_get_subsystems").size(), 1U);
+    make_subsystem();
+    // nvmf_subsystem_remove_host -T 100: the removal does not wait, so any timeout is met.
+    const std::string host1 = R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "host": "nqn.2016-06.io.spdk:host1")";
+    EXPECT_EQ(result("nvmf_subsystem_add_host", host1 + "}"), true);
+    expect_error(error("nvmf_subsystem_remove_host", host1 + R"(, "timeout_ms": "100"})"), -32602,
+                 "'timeout_ms' must be an integer");
+    EXPECT_EQ(result("nvmf_get_subsystems")[1]["hosts"].size(), 1U);
+    EXPECT_EQ(result("nvmf_subsystem_remove_host", host1 + R"(, "timeout_ms": 100})"), true);
+    EXPECT_EQ(result("nvmf_get_subsystems")[1]["hosts"], json::array());
+    // nvmf_subsystem_add_listener --numa-id: -1 (any node) only.
+    ASSERT_EQ(result("nvmf_create_transport", R"({"trtype": "TCP"})"), true);
+    const std::string tcp = R"({"nqn": "nqn.2016-06.io.spdk:cnode1", "listen_address": {"trtype": "TCP",
+        "traddr": "127.0.0.1", "trsvcid": "4420"}, "secure_channel": false)";
+    expect_error(error("nvmf_subsystem_add_listener", tcp + R"(, "numa_id": 0})"), -32602, "'numa_id'");
+    EXPECT_EQ(result("nvmf_get_subsystems")[1]["listen_addresses"], json::array());
+    EXPECT_EQ(result("nvmf_subsystem_add_listener", tcp + R"(, "numa_id": -1})"), true);
+    EXPECT_EQ(result("nvmf_get_subsystems")[1]["listen_addresses"].size(), 1U);
+}
+
 TEST_F(nvmf_methods_fixture, create_subsystem_as_rpc_py_sends_it_and_get_subsystems_in_spdks_shape)
 {
     add_methods();
