@@ -45,11 +45,32 @@ TEST(poll_group_statistics, starts_at_zero)
 
 TEST(poll_group_counters, counters_differing_in_any_one_field_are_unequal)
 {
+    // Every field set, each to a value of its own, so that no field can stand in for another.
+    poll_group_counters base;
+    std::uint64_t value = 10;
     for (const auto member : counter_members) {
-        poll_group_counters changed;
-        changed.*member = 1;
-        EXPECT_NE(changed, poll_group_counters{});
-        EXPECT_EQ(changed, changed);
+        base.*member = value++;
+    }
+    for (std::size_t i = 0; i < counter_members.size(); ++i) {
+        const auto member = counter_members[i];
+        SCOPED_TRACE(i);
+        poll_group_counters changed = base;
+        changed.*member += 1;
+        EXPECT_NE(changed, base);
+        EXPECT_NE(base, changed);
+        // Equal again once that field is put back: == compares the fields and nothing else.
+        poll_group_counters restored = changed;
+        restored.*member = base.*member;
+        EXPECT_EQ(restored, base);
+        // Nor is a change of this field equal to the same change of another.
+        for (std::size_t j = 0; j < counter_members.size(); ++j) {
+            if (j == i) {
+                continue;
+            }
+            poll_group_counters other = base;
+            other.*counter_members[j] += 1;
+            EXPECT_NE(changed, other) << "fields " << i << " and " << j;
+        }
     }
 }
 

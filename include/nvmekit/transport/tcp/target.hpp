@@ -38,6 +38,9 @@
 /// Features reports it, Keep Alive commands restart the timer, Set Features changes it); when
 /// the controller's timer expires the association is ended.
 ///
+/// Time: the controllers' timers, connect_timeout and termination_linger all read Traits::clock,
+/// so a test or simulator that gives its own clock decides when they expire.
+///
 /// Subsystems: one listener serves any number of subsystems (add_subsystem, remove_subsystem);
 /// a Connect's SUBNQN picks one, and each numbers its controllers itself, so an I/O Connect
 /// names a controller by SUBNQN and CNTLID. Each has its hosts (host_access: any, or a list;
@@ -157,10 +160,12 @@ struct target_options {
     controller_config controller{};
     /// A connection stops reading while more than this many bytes wait to be sent to its host.
     std::size_t send_backlog_limit = std::size_t{4} << 20;
-    /// How long a terminated connection may take to send its C2HTermReq before it is closed.
+    /// How long a terminated connection may take to send its C2HTermReq before it is closed
+    /// (Traits::clock time).
     std::chrono::milliseconds termination_linger{500};
     /// How long a connection may take from its acceptance to a successful Connect before it is
-    /// closed (a peer that opens connections and sends nothing holds no resources for long).
+    /// closed (a peer that opens connections and sends nothing holds no resources for long;
+    /// Traits::clock time).
     std::chrono::milliseconds connect_timeout{10000};
     /// Host NQNs allowed to connect to the subsystem given to the constructor; empty: any host.
     /// Another host's Connect completes with Connect Invalid Host. (Subsystems added with
@@ -553,7 +558,7 @@ public:
         if (!groups_.empty()) {
             pollfds_.push_back({main_wake_.get(), POLLIN, 0});
         }
-        const auto now = std::chrono::steady_clock::now();
+        const std::chrono::nanoseconds now = clock_.now();
         for (const auto& connection : connections_) {
             short events = 0;
             if (!connection->terminating && connection->out.pending() < options_.send_backlog_limit) {
@@ -639,7 +644,7 @@ public:
         }
         take_messages(g);
         g.busy = false;
-        const auto now = std::chrono::steady_clock::now();
+        const std::chrono::nanoseconds now = clock_.now();
         // Adopted connections were not in this round's poll: their first turn reads anyway.
         const std::size_t polled = std::min(g.connections.size(), g.pollfds.size() - 1);
         for (std::size_t i = 0; i < g.connections.size(); ++i) {
@@ -724,8 +729,8 @@ private:
         bool connected = false;
         bool terminating = false;
         bool closed = false;
-        std::chrono::steady_clock::time_point linger_until{};
-        std::chrono::steady_clock::time_point connect_deadline{};
+        std::chrono::nanoseconds linger_until{};     ///< Traits::clock time
+        std::chrono::nanoseconds connect_deadline{}; ///< Traits::clock time
         bool ever_connected = false;
         std::uint16_t sq_head = 0;
         std::uint32_t entries = 1;
@@ -918,7 +923,7 @@ private:
             auto added = std::make_unique<connection>();
             added->socket = std::move(fd);
             added->slots.resize(1);
-            added->connect_deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
+            added->connect_deadline = clock_.now() + options_.connect_timeout;
             added->counters = &statistics_;
             connections_.push_back(std::move(added));
             detail::target_counters::bump(statistics_.connections_accepted);
@@ -1278,7 +1283,7 @@ private:
             respond(c, detail::local_completion(cid, spec::status::success()));
             disconnect_queue(c);
             c.terminating = true;
-            c.linger_until = std::chrono::steady_clock::now() + options_.termination_linger;
+            c.linger_until = clock_.now() + options_.termination_linger;
             return;
         default:
             respond(c, detail::local_completion(
@@ -1898,7 +1903,7 @@ private:
         append(c, spec::tcp_term_req_max_length,
                [&](std::span<std::byte> out) { return encode_c2h_term_req(error, header, out); });
         c.terminating = true;
-        c.linger_until = std::chrono::steady_clock::now() + options_.termination_linger;
+        c.linger_until = clock_.now() + options_.termination_linger;
         disconnect_queue(c);
         flush(c);
     }

@@ -34,6 +34,9 @@ using target_type = tcp::target<tcp::concurrent_target_traits>;
 
 constexpr std::string_view nqn = "nqn.2026-11.io.nvmekit:grouped";
 constexpr std::uint64_t namespace_bytes = std::uint64_t{16} << 20;
+/// How long a test waits for what should come soon: long enough that no load makes it run out,
+/// so it only stops a test that would otherwise hang.
+constexpr std::chrono::seconds hang_guard{30};
 
 std::string host_nqn(unsigned n)
 {
@@ -90,13 +93,14 @@ public:
     }
     [[nodiscard]] std::uint16_t port() const { return target_.port(); }
 
-    [[nodiscard]] tcp_host host(unsigned n) const
+    /// Host `n`, whose every wait for the target ends after `timeout`.
+    [[nodiscard]] tcp_host host(unsigned n, std::chrono::milliseconds timeout = hang_guard) const
     {
         tcp_host_options options;
         options.subsystem_nqn = std::string{nqn};
         options.host_nqn = host_nqn(n);
         options.io_in_capsule_data = 8192;
-        options.timeout = std::chrono::milliseconds{3000};
+        options.timeout = timeout;
         return tcp_host{"127.0.0.1", port(), options};
     }
 
@@ -139,10 +143,10 @@ void bring_up(tcp_host& host, std::uint16_t queues)
     }
 }
 
-/// Waits (5 s at most) until every worker has verified `rounds` rounds.
+/// Waits (hang_guard at most) until every worker has verified `rounds` rounds.
 void await_progress(const std::vector<std::atomic<std::size_t>>& progress, std::size_t rounds)
 {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
+    const auto deadline = std::chrono::steady_clock::now() + hang_guard;
     for (const auto& p : progress) {
         while (p.load(std::memory_order_acquire) < rounds && std::chrono::steady_clock::now() < deadline) {
             std::this_thread::sleep_for(std::chrono::milliseconds{1});
@@ -271,7 +275,7 @@ TEST(tcp_target_groups, many_connections_over_groups_do_verified_io)
         });
         return queues;
     };
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
+    const auto deadline = std::chrono::steady_clock::now() + hang_guard;
     while (queues_of_first() != 3 && std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds{1});
     }
@@ -298,7 +302,8 @@ TEST(tcp_target_groups, a_reset_and_an_ended_association_while_others_run_io)
 
     // A Controller Reset of another controller while its queues and the steady host's run I/O
     {
-        auto reset = served.host(2);
+        // The commands the reset ends go unanswered: the workers wait this long for them.
+        auto reset = served.host(2, std::chrono::milliseconds{3000});
         bring_up(reset, tcp_host::max_io_queues);
         const std::atomic<bool> never{false};
         std::vector<worker_result> results(tcp_host::max_io_queues);
@@ -366,7 +371,7 @@ TEST(tcp_target_groups, a_reset_and_an_ended_association_while_others_run_io)
         EXPECT_GT(steady_results[i].verified, 0U) << "steady worker " << i;
     }
     // Only the steady host's controller is left, with its four queues, once the ended ones are gone
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
+    const auto deadline = std::chrono::steady_clock::now() + hang_guard;
     std::size_t associations = 0;
     do {
         associations = served.with([](target_type& target) { return target.association_count(); });

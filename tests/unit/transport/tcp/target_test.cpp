@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <nvmekit/backends/ram_backend.hpp>
+#include <nvmekit/testing/manual_clock.hpp>
 #include <nvmekit/testing/tcp_host.hpp>
 
 #include "print_helpers.hpp"
@@ -37,11 +38,31 @@ using target_type = tcp::target<>;
 constexpr std::uint64_t namespace_bytes = std::uint64_t{4} << 20;
 /// Small enough that a 128 KiB write takes several H2CData PDUs.
 constexpr std::uint32_t test_maxh2cdata = 32 * 1024;
+/// How long a host waits for what should come at once: long enough that no load makes it run
+/// out, so it only stops a test that would otherwise hang.
+constexpr std::chrono::seconds hang_guard{30};
+
+/// The time of the targets of manual_time_traits: it stands still until a test moves it.
+nvmekit::testing::manual_clock& manual_time()
+{
+    static nvmekit::testing::manual_clock clock;
+    return clock;
+}
+struct manual_time_clock {
+    [[nodiscard]] std::chrono::nanoseconds now() const noexcept { return manual_time().now(); }
+};
+/// A target whose connect timeout and controllers' Keep Alive Timers run on manual_time().
+struct manual_time_traits : tcp::target_traits {
+    using clock = manual_time_clock;
+};
 
 /// A target of one subsystem with one RAM namespace, polled on its own thread until stopped.
-class served_target {
+template <typename Traits = tcp::target_traits>
+class basic_served_target {
 public:
-    explicit served_target(const std::function<void(tcp::target_options&)>& configure = {})
+    using served_type = tcp::target<Traits>;
+
+    explicit basic_served_target(const std::function<void(tcp::target_options&)>& configure = {})
         : target_{make_subsystem(subsystem_), options(configure)}
     {
         thread_ = std::thread{[this] {
@@ -50,9 +71,9 @@ public:
             }
         }};
     }
-    served_target(const served_target&) = delete;
-    served_target& operator=(const served_target&) = delete;
-    ~served_target() { halt(); }
+    basic_served_target(const basic_served_target&) = delete;
+    basic_served_target& operator=(const basic_served_target&) = delete;
+    ~basic_served_target() { halt(); }
 
     /// Stops the loop; the target's state may then be read from the test's thread.
     void halt()
@@ -64,7 +85,7 @@ public:
     }
 
     [[nodiscard]] std::uint16_t port() const { return target_.port(); }
-    [[nodiscard]] target_type& target() { return target_; }
+    [[nodiscard]] served_type& target() { return target_; }
     [[nodiscard]] tcp_host host(tcp_host_options options = {}) const
     {
         options.io_in_capsule_data = 8192;
@@ -72,7 +93,8 @@ public:
     }
 
 private:
-    static target_type::subsystem_type& make_subsystem(target_type::subsystem_type& subsystem)
+    static typename served_type::subsystem_type&
+    make_subsystem(typename served_type::subsystem_type& subsystem)
     {
         subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
         return subsystem;
@@ -89,11 +111,14 @@ private:
         return options;
     }
 
-    target_type::subsystem_type subsystem_;
-    target_type target_;
+    typename served_type::subsystem_type subsystem_;
+    served_type target_;
     std::atomic<bool> stop_{false};
     std::thread thread_;
 };
+using served_target = basic_served_target<>;
+/// A served target on manual_time().
+using manual_time_target = basic_served_target<manual_time_traits>;
 
 [[nodiscard]] std::vector<std::byte> pattern(std::size_t size, unsigned seed)
 {
@@ -110,6 +135,17 @@ void bring_up(tcp_host& host)
     host.connect_admin();
     host.enable();
     ASSERT_TRUE(host.connect_io(1).ok());
+}
+
+/// Returns once the target served by a thread of its own has run a whole round of its loop, its
+/// checks of time included, that began after this call did. Each of three Property Gets is
+/// answered at the end of a round, so the next is received in a later round: the second's round
+/// began after the call, and it had ended before the third was received.
+void await_a_round(tcp_host& host)
+{
+    for (int i = 0; i < 3; ++i) {
+        static_cast<void>(host.get_property(spec::register_offset::vs));
+    }
 }
 
 /// Gives `sqe` command identifier `cid`, PSDT 01b and `sgl` as its data pointer, as a host
@@ -243,17 +279,28 @@ TEST(tcp_target, identify_controller_reports_the_fields_a_fabrics_host_checks)
 
 TEST(tcp_target, a_connection_that_does_not_connect_in_time_is_closed)
 {
-    served_target served{
-        [](tcp::target_options& options) { options.connect_timeout = std::chrono::milliseconds{200}; }};
-    tcp_queue silent{"127.0.0.1", served.port(), {}};
-    tcp_queue initialized{"127.0.0.1", served.port(), {}};
-    initialized.initialize();
+    constexpr std::chrono::milliseconds timeout{200};
+    manual_time_target served{[&](tcp::target_options& options) { options.connect_timeout = timeout; }};
+    const auto start = manual_time().now();
+    tcp_queue silent{"127.0.0.1", served.port(), {.timeout = hang_guard}};
+    tcp_queue initialized{"127.0.0.1", served.port(), {.timeout = hang_guard}};
+    initialized.initialize(); // accepted by now, as `silent` before it: both at `start`
+    auto host = served.host();
+    bring_up(host);
+    // Until the timeout has passed neither is closed ...
+    manual_time().set(start + timeout - std::chrono::milliseconds{1});
+    await_a_round(host);
+    EXPECT_EQ(served.target().statistics().connections_closed, 0U);
+    // ... then both are.
+    manual_time().set(start + timeout + std::chrono::milliseconds{1});
     EXPECT_TRUE(silent.closed_by_target());
     EXPECT_TRUE(initialized.closed_by_target());
-    auto host = served.host();
-    bring_up(host); // a connection that connects in time stays
-    std::this_thread::sleep_for(std::chrono::milliseconds{300});
+    // A connection that connected in time stays, long after the timeout.
+    manual_time().advance(100 * timeout);
+    await_a_round(host);
     check_io(host);
+    served.halt();
+    EXPECT_EQ(served.target().statistics().connections_closed, 2U);
 }
 
 TEST(tcp_target, only_the_allowed_hosts_connect)
@@ -599,16 +646,28 @@ TEST(tcp_target, h2c_term_req_ends_the_connection)
 
 TEST(tcp_target, an_association_whose_host_sends_no_keep_alive_within_kato_ends)
 {
-    served_target served;
-    auto quiet = served.host({.keep_alive_timeout_ms = 500});
-    auto lively = served.host({.keep_alive_timeout_ms = 500});
-    bring_up(quiet);
+    constexpr std::chrono::milliseconds kato{500};
+    manual_time_target served;
+    auto quiet = served.host(
+        {.timeout = hang_guard, .keep_alive_timeout_ms = static_cast<std::uint32_t>(kato.count())});
+    auto lively = served.host({.keep_alive_timeout_ms = static_cast<std::uint32_t>(kato.count())});
+    const auto start = manual_time().now();
+    bring_up(quiet); // both Keep Alive Timers start at `start`
     bring_up(lively);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds{1300};
-    while (std::chrono::steady_clock::now() < deadline) {
+    const auto keep_alive = [&] {
         ASSERT_TRUE(lively.admin().execute(tcp_host::command(spec::admin_opcode::keep_alive), {}, {}).ok());
-        std::this_thread::sleep_for(std::chrono::milliseconds{40});
-    }
+    };
+    // Within KATO of their last Keep Alive (the quiet host's Connect) both associations stay.
+    manual_time().set(start + kato / 2);
+    keep_alive();
+    manual_time().set(start + kato - std::chrono::milliseconds{1});
+    keep_alive();
+    await_a_round(lively);
+    EXPECT_EQ(served.target().statistics().keep_alive_expirations, 0U);
+    EXPECT_EQ(served.target().statistics().connections_closed, 0U);
+    // Past KATO since the Connect the quiet host's association ends; the lively host's Keep Alives
+    // restarted its timer, which has run for 2 ms only.
+    manual_time().set(start + kato + std::chrono::milliseconds{1});
     EXPECT_TRUE(quiet.admin().closed_by_target());
     EXPECT_TRUE(quiet.io(1).closed_by_target());
     check_io(lively);
@@ -619,7 +678,8 @@ TEST(tcp_target, an_association_whose_host_sends_no_keep_alive_within_kato_ends)
 
 TEST(tcp_target, the_keep_alive_timer_feature_reports_the_kato_of_connect)
 {
-    served_target served;
+    manual_time_target served; // the timers expire when the test moves the time, not before
+    const auto start = manual_time().now();
     const auto kato = [](tcp_host& host) {
         const auto result = host.admin().execute(
             tcp_host::get_features_command(spec::feature_id::keep_alive_timer, spec::feature_select::current),
@@ -630,7 +690,7 @@ TEST(tcp_target, the_keep_alive_timer_feature_reports_the_kato_of_connect)
     auto exact = served.host({.keep_alive_timeout_ms = 1500});
     bring_up(exact);
     EXPECT_EQ(kato(exact), 1500U);
-    auto rounded = served.host({.keep_alive_timeout_ms = 1234});
+    auto rounded = served.host({.timeout = hang_guard, .keep_alive_timeout_ms = 1234});
     bring_up(rounded);
     EXPECT_EQ(kato(rounded), 1300U); // rounded up to KAS (100 ms)
     // Set Features changes it, and Get Features then reports the new value
@@ -639,6 +699,14 @@ TEST(tcp_target, the_keep_alive_timer_feature_reports_the_kato_of_connect)
             .execute(tcp_host::set_features_command(spec::feature_id::keep_alive_timer, 60000), {}, {})
             .ok());
     EXPECT_EQ(kato(exact), 60000U);
+    // The timer runs with the new KATO: 1.6 s on, past the Connect's 1.5 s, the association stays,
+    // while the other one's 1.3 s has ended it.
+    manual_time().set(start + std::chrono::milliseconds{1600});
+    await_a_round(exact);
+    EXPECT_TRUE(rounded.admin().closed_by_target());
+    EXPECT_EQ(kato(exact), 60000U);
+    served.halt();
+    EXPECT_EQ(served.target().statistics().keep_alive_expirations, 1U);
 }
 
 TEST(tcp_target, a_connect_kato_the_controller_cannot_hold_is_an_invalid_parameter)
@@ -824,7 +892,7 @@ TEST(tcp_target, hostile_byte_streams_end_only_their_own_connections)
     }
     check_io(bystander);
     // Once the hostile connections are gone, only the bystander's two remain.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
+    const auto deadline = std::chrono::steady_clock::now() + hang_guard;
     served.halt();
     for (; served.target().connection_count() > 2 && std::chrono::steady_clock::now() < deadline;) {
         served.target().poll(std::chrono::milliseconds{1});
