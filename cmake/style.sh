@@ -27,10 +27,10 @@ tidy)
     # The controller with every command set and the testing providers, the vfio-user server and
     # transports, the umbrella header's consumers, and the in-process host.
     units=(examples/serve.cpp examples/demo.cpp examples/vendor_async_command.cpp tests/unit/controller_test.cpp)
-    for unit in "${units[@]}"; do
-        echo "clang-tidy: ${unit}"
-        clang-tidy-14 -p "$build" --quiet "$unit"
-    done
+    # One unit per core at a time; each prints its findings as it ends, and any finding fails.
+    printf '%s\0' "${units[@]}" | xargs -0 -P "$(nproc)" -I{} \
+        sh -c 'out=$(clang-tidy-14 -p "$1" --quiet "$2" 2>&1); status=$?; printf "clang-tidy: %s\n%s\n" "$2" "$out"; exit $status' \
+        sh "$build" {} || { echo "clang-tidy: findings above" >&2; exit 1; }
     ;;
 *)
     echo "usage: style.sh format | tidy BUILD" >&2

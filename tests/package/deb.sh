@@ -51,7 +51,7 @@ cleanup_package() {
 }
 trap cleanup_package EXIT
 
-cmake -S "$source_dir/tests/package/find_package" -B "$work/consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S "$source_dir/tests/package/find_package" -B "$work/consumer" -G Ninja -DCMAKE_BUILD_TYPE= >/dev/null
 cmake --build "$work/consumer" >/dev/null
 if ! ctest --test-dir "$work/consumer" --output-on-failure; then
     echo "deb package: a consumer built with find_package against the installed package failed" >&2

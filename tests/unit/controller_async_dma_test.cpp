@@ -23,6 +23,7 @@
 /// fatal status, and a reset or a queue deletion waits for the DMA in flight.
 
 namespace {
+namespace controller_async_dma_test {
 
 namespace spec = nvmekit::spec;
 using namespace nvmekit_test;
@@ -301,4 +302,5 @@ TEST(controller_async_dma, admin_data_and_features_move_by_late_requests)
     EXPECT_EQ(result.io_queue_pairs, 1U);
 }
 
+} // namespace controller_async_dma_test
 } // namespace

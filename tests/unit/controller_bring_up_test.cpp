@@ -16,6 +16,7 @@
 // with the rig's clock.
 
 namespace {
+namespace controller_bring_up_test {
 
 namespace spec = nvmekit::spec;
 using namespace nvmekit_test;
@@ -228,4 +229,5 @@ TYPED_TEST(controller_bring_up, host_bring_up_recovers_a_failed_controller)
     EXPECT_EQ(r.csts().raw, ready_status().raw);
 }
 
+} // namespace controller_bring_up_test
 } // namespace

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace controller_config_test {
 
 using nvmekit::controller_config;
 using nvmekit::detail::checked_controller_config;
@@ -102,4 +103,5 @@ TEST(controller_config, feature_table_reports_a_volatile_cache_and_no_extra_sens
     EXPECT_EQ(nvmekit::detail::controller_feature_config(discovery).supported_async_events, 0x8000'010fU);
 }
 
+} // namespace controller_config_test
 } // namespace

@@ -35,6 +35,7 @@
 /// order.
 
 namespace {
+namespace controller_data_test {
 
 namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
@@ -831,4 +832,5 @@ TEST(controller_data, asynchronous_dma_late_and_out_of_order_on_every_lba_format
     }
 }
 
+} // namespace controller_data_test
 } // namespace

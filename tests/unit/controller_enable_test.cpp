@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace controller_enable_test {
 
 using nvmekit::cc_write_events;
 using nvmekit::controller_event;
@@ -138,4 +139,5 @@ TEST(controller_enable, a_connected_admin_queue_ignores_aqa_asq_and_acq)
     EXPECT_TRUE(enable_refusal(registers, true)) << "CC is still checked";
 }
 
+} // namespace controller_enable_test
 } // namespace

@@ -10,6 +10,7 @@
 #include "controller_fixture.hpp"
 
 namespace {
+namespace controller_interrupts_test {
 
 namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
@@ -455,4 +456,5 @@ TEST(controller_intx, nothing_while_msix_is_enabled)
     EXPECT_EQ(r.msix.intx_transitions(), 0U);
 }
 
+} // namespace controller_interrupts_test
 } // namespace

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 namespace {
+namespace controller_logs_test {
 
 using nvmekit::controller_logs;
 using nvmekit::controller_logs_config;
@@ -117,4 +118,5 @@ TEST(controller_logs, firmware_slot_1_holds_the_configured_revision)
     EXPECT_EQ(logs.firmware().active_revision(), "1.0");
 }
 
+} // namespace controller_logs_test
 } // namespace

@@ -16,6 +16,7 @@
 /// suite also runs with 2 and 4 groups: NVMEKIT_TEST_POLL_GROUPS in the test fixture.)
 
 namespace {
+namespace controller_poll_groups_test {
 
 namespace spec = nvmekit::spec;
 using namespace nvmekit_test;
@@ -144,4 +145,5 @@ TEST(controller_poll_groups, the_group_count_is_checked)
     EXPECT_NO_THROW((controller_type{memory, msix, clock, {.poll_groups = test_traits::limits.io_queues}}));
 }
 
+} // namespace controller_poll_groups_test
 } // namespace

@@ -11,6 +11,7 @@
 #include "controller_fixture.hpp"
 
 namespace {
+namespace controller_queues_test {
 
 namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
@@ -934,4 +935,5 @@ TEST(controller_shadow_doorbells_config, buffers_must_be_page_aligned)
     EXPECT_EQ(cqe.sq_head, 2U);
 }
 
+} // namespace controller_queues_test
 } // namespace

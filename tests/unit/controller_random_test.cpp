@@ -42,6 +42,7 @@
 /// host_error or CSTS.CFS is a failure.
 
 namespace {
+namespace controller_random_test {
 
 namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
@@ -2232,4 +2233,5 @@ TEST_F(controller_bug_repro, invalid_doorbell_value_does_not_replace_a_pending_v
     EXPECT_EQ(r.ctrl.statistics().completions_held, 0U);
 }
 
+} // namespace controller_random_test
 } // namespace

@@ -9,6 +9,7 @@
 #include "controller_fixture.hpp"
 
 namespace {
+namespace controller_reset_test {
 
 namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
@@ -425,4 +426,5 @@ TEST(controller_fatal, cq_post_failure_sets_cfs)
     EXPECT_EQ(r.host.io(1, read_command()).status(), dnr(spec::generic_status::invalid_namespace_or_format));
 }
 
+} // namespace controller_reset_test
 } // namespace

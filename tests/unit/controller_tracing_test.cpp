@@ -15,6 +15,7 @@
 /// The controller's trace events: the exact event of each host mistake, driven through the
 /// in-process host, and the ordered life of a Read.
 namespace {
+namespace controller_tracing_test {
 
 namespace spec = nvmekit::spec;
 using namespace nvmekit_test;
@@ -298,4 +299,5 @@ TEST(controller_tracing, the_life_of_a_read)
     EXPECT_TRUE(tracer.host_errors().empty());
 }
 
+} // namespace controller_tracing_test
 } // namespace

@@ -21,6 +21,7 @@
 /// all complete.
 
 namespace {
+namespace controller_uring_backend_test {
 
 namespace spec = nvmekit::spec;
 using namespace nvmekit_test;
@@ -151,4 +152,5 @@ TEST(controller_uring_backend, a_namespace_opened_with_o_direct_keeps_its_data)
     EXPECT_EQ(file.read(5 * 4096, data.size()), data);
 }
 
+} // namespace controller_uring_backend_test
 } // namespace

@@ -19,6 +19,7 @@
 /// up reading or writing itself).
 
 namespace {
+namespace dma_guard_test {
 
 namespace spec = nvmekit::spec;
 using namespace nvmekit_test;
@@ -218,4 +219,5 @@ TEST(controller_bar0_dma, a_completion_queue_in_bar0_fails_the_controller_until_
     EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
 }
 
+} // namespace dma_guard_test
 } // namespace

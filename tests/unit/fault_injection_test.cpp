@@ -29,6 +29,7 @@
 #include "controller_fixture.hpp"
 
 namespace {
+namespace fault_injection_test {
 
 namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
@@ -1150,4 +1151,5 @@ TEST(fault_clock, a_jump_of_hours_under_interrupt_coalescing)
     EXPECT_EQ(r.msix.events().size(), 2U);
 }
 
+} // namespace fault_injection_test
 } // namespace

@@ -20,6 +20,7 @@
 #include "read_checksummed.hpp"
 
 namespace {
+namespace handler_context_test {
 
 namespace spec = nvmekit::spec;
 using namespace nvmekit_test;
@@ -384,4 +385,5 @@ TEST(handler_context_vendor_command, a_failed_backend_read_is_an_unrecovered_rea
     }
 }
 
+} // namespace handler_context_test
 } // namespace

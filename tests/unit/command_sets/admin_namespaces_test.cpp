@@ -19,6 +19,7 @@
 #include "controller_fixture.hpp"
 
 namespace {
+namespace command_sets_admin_namespaces_test {
 
 namespace spec = nvmekit::spec;
 using namespace nvmekit_test;
@@ -110,7 +111,7 @@ nvmekit::testing::completion identify(Rig& r, spec::cns cns, std::uint32_t nsid,
 }
 
 template <typename Rig>
-[[nodiscard]] spec::identify_controller identify_controller(Rig& r)
+[[nodiscard]] spec::identify_controller identify_pool_controller(Rig& r)
 {
     std::vector<std::byte> out;
     EXPECT_TRUE(identify(r, spec::cns::identify_controller, 0, out).ok());
@@ -147,7 +148,7 @@ NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_get_lba_status);
 TYPED_TEST(admin_namespace_management, identify_controller_reports_the_pool_and_oacs_bit_3)
 {
     pool_rig<TypeParam> r;
-    const auto data = identify_controller(r);
+    const auto data = identify_pool_controller(r);
     EXPECT_TRUE(data.oacs.get(spec::admin_command_support::namespace_management));
     EXPECT_TRUE(data.oacs.get(spec::admin_command_support::get_lba_status));
     EXPECT_EQ(data.tnvmcap.low(), pool_bytes);
@@ -181,7 +182,7 @@ TYPED_TEST(admin_namespace_management, create_returns_the_nsid_and_takes_capacit
     const auto created = create_namespace(r, 128, 128, 2);
     ASSERT_EQ(created.status(), spec::status::success());
     EXPECT_EQ(created.cqe.dw0, 2U);
-    EXPECT_EQ(identify_controller(r).unvmcap.low(), pool_bytes - 64 * 1024 - 128 * 4096);
+    EXPECT_EQ(identify_pool_controller(r).unvmcap.low(), pool_bytes - 64 * 1024 - 128 * 4096);
     // Allocated but not attached: in list-ns --all (CNS 10h), not in the active list (CNS 02h).
     EXPECT_EQ(nsid_list(r, spec::cns::allocated_namespace_list), (std::vector<std::uint32_t>{1, 2}));
     EXPECT_EQ(nsid_list(r, spec::cns::allocated_namespace_list, 1), (std::vector<std::uint32_t>{2}));
@@ -235,7 +236,7 @@ TYPED_TEST(admin_namespace_management, create_refuses_what_the_spec_names)
               dnr(spec::command_specific_status::namespace_insufficient_capacity));
     const auto exact = create_namespace(r, 240, 240, 2);
     ASSERT_TRUE(exact.ok());
-    EXPECT_EQ(identify_controller(r).unvmcap.low(), 0U);
+    EXPECT_EQ(identify_pool_controller(r).unvmcap.low(), 0U);
     EXPECT_EQ(create_namespace(r, 1, 1, 0).status(),
               dnr(spec::command_specific_status::namespace_insufficient_capacity));
     // Nothing was allocated by the refused commands.
@@ -279,7 +280,7 @@ TYPED_TEST(admin_namespace_management, delete_returns_capacity_and_detaches_with
     ASSERT_TRUE(r.host.get_log_page(spec::log_page_id::changed_namespace_list, 4096, out).ok());
     // nvme delete-ns /dev/nvme0 -n 2
     ASSERT_EQ(delete_namespace(r, 2).status(), spec::status::success());
-    EXPECT_EQ(identify_controller(r).unvmcap.low(), pool_bytes - 64 * 1024);
+    EXPECT_EQ(identify_pool_controller(r).unvmcap.low(), pool_bytes - 64 * 1024);
     EXPECT_EQ(nsid_list(r, spec::cns::active_namespace_list), (std::vector<std::uint32_t>{1}));
     EXPECT_EQ(nsid_list(r, spec::cns::allocated_namespace_list), (std::vector<std::uint32_t>{1}));
     ASSERT_TRUE(r.host.get_log_page(spec::log_page_id::changed_namespace_list, 4096, out).ok());
@@ -292,7 +293,7 @@ TYPED_TEST(admin_namespace_management, delete_returns_capacity_and_detaches_with
     ASSERT_TRUE(create_namespace(r, 8, 8, 0).ok());
     ASSERT_EQ(delete_namespace(r, all_namespaces).status(), spec::status::success());
     EXPECT_TRUE(nsid_list(r, spec::cns::allocated_namespace_list).empty());
-    EXPECT_EQ(identify_controller(r).unvmcap.low(), pool_bytes);
+    EXPECT_EQ(identify_pool_controller(r).unvmcap.low(), pool_bytes);
 }
 
 // ---- attach-ns / detach-ns / list-ctrl -------------------------------------------------------------
@@ -501,4 +502,5 @@ TYPED_TEST(admin_get_lba_status, information_log_lists_tracked_ranges_per_namesp
     EXPECT_EQ(load<spec::lba_status_log_header>(out).lsgc, header.lsgc);
 }
 
+} // namespace command_sets_admin_namespaces_test
 } // namespace

@@ -27,6 +27,7 @@
 #include "controller_fixture.hpp"
 
 namespace {
+namespace command_sets_admin_state_test {
 
 namespace spec = nvmekit::spec;
 using namespace nvmekit_test;
@@ -955,4 +956,5 @@ TYPED_TEST(admin_firmware, pieces_beyond_mdts_or_the_largest_image_are_invalid_f
     EXPECT_EQ(download(r, piece, (std::size_t{1} << 20) - 4096).status(), spec::status::success());
 }
 
+} // namespace command_sets_admin_state_test
 } // namespace

@@ -15,6 +15,7 @@
 #include "controller_fixture.hpp"
 
 namespace {
+namespace command_sets_admin_test {
 
 namespace spec = nvmekit::spec;
 using namespace nvmekit_test;
@@ -1185,7 +1186,7 @@ TYPED_TEST(admin_log_page, more_than_mdts_is_invalid_field)
 }
 
 template <typename Rig>
-void set_feature(Rig& r, spec::feature_id fid, std::uint32_t value)
+void set_feature_value(Rig& r, spec::feature_id fid, std::uint32_t value)
 {
     ASSERT_EQ(r.host.admin(host_type::set_features_command(fid, value)).status(), spec::status::success());
 }
@@ -1208,7 +1209,7 @@ TYPED_TEST(admin_async_events, namespace_attribute_changed_when_enabled)
     r.subsystem.add_namespace(nvmekit::ram_backend{1 << 16});
     r.host.bring_up();
     EXPECT_EQ(changed_namespaces(r.host).size(), 2U);
-    set_feature(r, spec::feature_id::async_event_configuration, 1U << 8);
+    set_feature_value(r, spec::feature_id::async_event_configuration, 1U << 8);
     const auto cid = *r.host.async_event_request_cid();
     ASSERT_TRUE(r.subsystem.detach(2, r.ctrl.controller_id()));
     EXPECT_EQ(r.async_event(cid), namespace_attribute_changed_event());
@@ -1236,7 +1237,7 @@ TYPED_TEST(admin_async_events, no_namespace_event_when_disabled)
     ASSERT_TRUE(r.subsystem.detach(1, r.ctrl.controller_id()));
     EXPECT_FALSE(event_reported(r));
     // Only the SMART warnings enabled: still no notice.
-    set_feature(r, spec::feature_id::async_event_configuration, 0x0fU);
+    set_feature_value(r, spec::feature_id::async_event_configuration, 0x0fU);
     ASSERT_TRUE(r.subsystem.detach(2, r.ctrl.controller_id()));
     EXPECT_FALSE(event_reported(r));
     EXPECT_EQ(r.host.outstanding(0), 1U); // the request is still held
@@ -1252,7 +1253,7 @@ TYPED_TEST(admin_async_events, notice_is_masked_until_the_log_is_read_without_ra
     }
     r.host.bring_up();
     EXPECT_EQ(changed_namespaces(r.host).size(), 3U);
-    set_feature(r, spec::feature_id::async_event_configuration, 1U << 8);
+    set_feature_value(r, spec::feature_id::async_event_configuration, 1U << 8);
     const auto id = r.ctrl.controller_id();
     ASSERT_TRUE(r.subsystem.detach(1, id));
     EXPECT_EQ(r.async_event(*r.host.async_event_request_cid()), namespace_attribute_changed_event());
@@ -1275,8 +1276,8 @@ TYPED_TEST(admin_async_events, temperature_over_threshold_raises_a_smart_event)
     const auto over = spec::temperature_threshold{}
                           .with(spec::temperature_threshold::tmpth, 350)
                           .with(spec::temperature_threshold::thsel, spec::threshold_type::over);
-    set_feature(r, spec::feature_id::temperature_threshold, over.raw);
-    set_feature(r, spec::feature_id::async_event_configuration, 0x02U);
+    set_feature_value(r, spec::feature_id::temperature_threshold, over.raw);
+    set_feature_value(r, spec::feature_id::async_event_configuration, 0x02U);
     const auto cid = *r.host.async_event_request_cid();
     r.ctrl.set_temperature(349);
     EXPECT_FALSE(event_reported(r));
@@ -1306,18 +1307,18 @@ TYPED_TEST(admin_async_events, temperature_event_needs_aec_bit_1)
     TypeParam r;
     r.host.bring_up();
     // Bits 0, 2, 3 and 8 enabled; bit 1 (temperature) clear.
-    set_feature(r, spec::feature_id::async_event_configuration, 0x10dU);
+    set_feature_value(r, spec::feature_id::async_event_configuration, 0x10dU);
     r.ctrl.set_temperature(400);
     EXPECT_FALSE(event_reported(r));
     EXPECT_EQ(smart_log(r.host).critical_warning.raw, 0x02U);
     // Lowering the threshold below the current temperature is a crossing too, once enabled.
-    set_feature(r, spec::feature_id::async_event_configuration, 0x02U);
+    set_feature_value(r, spec::feature_id::async_event_configuration, 0x02U);
     r.ctrl.set_temperature(320);
     EXPECT_FALSE(event_reported(r));
     const auto over = spec::temperature_threshold{}
                           .with(spec::temperature_threshold::tmpth, 310)
                           .with(spec::temperature_threshold::thsel, spec::threshold_type::over);
-    set_feature(r, spec::feature_id::temperature_threshold, over.raw);
+    set_feature_value(r, spec::feature_id::temperature_threshold, over.raw);
     EXPECT_EQ(r.async_event(*r.host.async_event_request_cid()), temperature_event());
 }
 
@@ -1417,4 +1418,5 @@ TYPED_TEST(admin_custom_table, replaced_handler_runs_instead_of_the_built_in_one
     EXPECT_EQ(load<spec::identify_controller>(data).nn, 256U);
 }
 
+} // namespace command_sets_admin_test
 } // namespace

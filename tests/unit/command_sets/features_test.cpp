@@ -27,6 +27,7 @@
 #include "controller_fixture.hpp"
 
 namespace {
+namespace command_sets_features_test {
 
 namespace spec = nvmekit::spec;
 using namespace nvmekit_test;
@@ -544,4 +545,5 @@ TYPED_TEST(admin_features, a_saved_async_event_configuration_is_in_effect_after_
     EXPECT_EQ(event.get(spec::async_event_completion::log_page), spec::log_page_id::changed_namespace_list);
 }
 
+} // namespace command_sets_features_test
 } // namespace

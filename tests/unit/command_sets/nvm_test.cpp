@@ -33,6 +33,7 @@ inline void PrintTo(const block_request_record& record, std::ostream* out)
 NVMEKIT_END_NAMESPACE
 
 namespace {
+namespace command_sets_nvm_test {
 
 namespace spec = nvmekit::spec;
 using namespace nvmekit_test;
@@ -1621,4 +1622,5 @@ TYPED_TEST(nvm_async, backend_failures_map_to_nvme_statuses)
     EXPECT_EQ(r.ctrl.requests_in_use(), 0U);
 }
 
+} // namespace command_sets_nvm_test
 } // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace pci_doorbell_table_test {
 
 using nvmekit::pci::doorbell_table;
 using write_check = doorbell_table::write_check;
@@ -71,4 +72,5 @@ TEST(doorbell_table, invalid_writes_found_elsewhere_are_counted_with_the_others)
     EXPECT_EQ(table.take_invalid_values(), 2U);
 }
 
+} // namespace pci_doorbell_table_test
 } // namespace

@@ -13,6 +13,7 @@
 // rest of the controller only holding the queues and registers it acts on.
 
 namespace {
+namespace pci_function_test {
 
 namespace spec = nvmekit::spec;
 using namespace nvmekit_test;
@@ -69,4 +70,5 @@ TEST(pci_function, bus_master_enable_and_bar0_address_are_kept_as_the_transport_
     EXPECT_TRUE(r.ctrl.bus_master());
 }
 
+} // namespace pci_function_test
 } // namespace

@@ -7,6 +7,7 @@
 #include <vector>
 
 namespace {
+namespace pci_interrupt_signalling_test {
 
 using nvmekit::pci::intx_pin;
 using nvmekit::pci::vector_signalling;
@@ -96,4 +97,5 @@ TEST(intx_pin, concurrent_reports_assert_the_pin_while_allowed_and_wanted)
     EXPECT_EQ(provider.levels, (std::vector<bool>{true, false, true}));
 }
 
+} // namespace pci_interrupt_signalling_test
 } // namespace

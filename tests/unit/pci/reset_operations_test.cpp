@@ -12,6 +12,7 @@
 // hands, is tested through one.
 
 namespace {
+namespace pci_reset_operations_test {
 
 namespace spec = nvmekit::spec;
 using nvmekit::controller_state;
@@ -64,4 +65,5 @@ TEST(pci_reset_operations, a_function_level_reset_returns_the_registers_to_their
     EXPECT_FALSE(r.ctrl.submission_queue_exists(0));
 }
 
+} // namespace pci_reset_operations_test
 } // namespace

@@ -8,6 +8,7 @@
 #include <span>
 
 namespace {
+namespace pci_shadow_doorbells_test {
 
 using nvmekit::pci::shadow_doorbells;
 
@@ -86,4 +87,5 @@ TEST(shadow_doorbells, a_slot_outside_host_memory_is_an_error)
     EXPECT_TRUE(doorbells.write_event_index(r.memory, 1, false, 1));
 }
 
+} // namespace pci_shadow_doorbells_test
 } // namespace

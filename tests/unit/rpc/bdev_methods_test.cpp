@@ -22,6 +22,7 @@
 #include "rpc/method_calls.hpp"
 
 namespace {
+namespace rpc_bdev_methods_test {
 
 namespace rpc = nvmekit::rpc;
 using nlohmann::json;
@@ -476,4 +477,5 @@ TEST_F(bdev_methods_fixture, through_the_unix_socket_server)
     EXPECT_EQ(bdevs.size(), 0U);
 }
 
+} // namespace rpc_bdev_methods_test
 } // namespace

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace rpc_framework_methods_test {
 
 namespace rpc = nvmekit::rpc;
 using nlohmann::json;
@@ -113,4 +114,5 @@ TEST(framework_methods, rpc_get_methods_lists_them_in_both_states)
               json::parse(R"(["rpc_get_methods", "spdk_get_version", "framework_get_subsystems"])"));
 }
 
+} // namespace rpc_framework_methods_test
 } // namespace

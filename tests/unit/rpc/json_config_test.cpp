@@ -15,6 +15,7 @@
 #include "rpc/method_calls.hpp"
 
 namespace {
+namespace rpc_json_config_test {
 
 namespace rpc = nvmekit::rpc;
 using nlohmann::json;
@@ -241,4 +242,5 @@ TEST_F(json_config_fixture, load_names_the_call_that_fails_and_keeps_what_came_b
         {"subsystem": "accel", "config": []}, {"subsystem": "vmd", "config": null}, {"subsystem": "x"}]})")));
 }
 
+} // namespace rpc_json_config_test
 } // namespace

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace rpc_jsonrpc_test {
 
 namespace rpc = nvmekit::rpc;
 using nlohmann::json;
@@ -626,4 +627,5 @@ TEST(params, errors_reach_the_client_as_invalid_params)
         rpc::error_code::invalid_params, "unknown parameter 'uuid'");
 }
 
+} // namespace rpc_jsonrpc_test
 } // namespace

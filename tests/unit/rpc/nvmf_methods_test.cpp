@@ -20,6 +20,7 @@
 #include "rpc/method_calls.hpp"
 
 namespace {
+namespace rpc_nvmf_methods_test {
 
 namespace rpc = nvmekit::rpc;
 using nlohmann::json;
@@ -718,4 +719,5 @@ TEST(nvmf_hex, parses_and_prints_identifiers)
     EXPECT_EQ(rpc::hex_string(std::array<std::uint8_t, 2>{0xab, 0x0f}), "AB0F");
 }
 
+} // namespace rpc_nvmf_methods_test
 } // namespace

@@ -9,6 +9,7 @@
 #include <nvmekit/backends/null_backend.hpp>
 
 namespace {
+namespace rpc_nvmf_registry_test {
 
 namespace rpc = nvmekit::rpc;
 
@@ -109,4 +110,5 @@ TEST(nvmf_registry, readers_take_snapshots_while_a_writer_changes_it)
     EXPECT_FALSE(disk->claimed());
 }
 
+} // namespace rpc_nvmf_registry_test
 } // namespace

@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace rpc_server_test {
 
 namespace rpc = nvmekit::rpc;
 using nlohmann::json;
@@ -555,4 +556,5 @@ TEST_F(server_fixture, connections_beyond_max_clients_are_closed)
     ASSERT_TRUE(b.read_response());
 }
 
+} // namespace rpc_server_test
 } // namespace

@@ -13,6 +13,7 @@
 #include <nvmekit/testing/flat_memory.hpp>
 
 namespace {
+namespace testing_host_base_test {
 
 namespace spec = nvmekit::spec;
 using nvmekit::testing::completion;
@@ -83,4 +84,5 @@ TEST(host_base, admin_read_describes_a_buffer_and_returns_its_bytes)
     EXPECT_EQ(host.allocate(512), sqe.dptr.prp1);
 }
 
+} // namespace testing_host_base_test
 } // namespace

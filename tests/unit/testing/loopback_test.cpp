@@ -23,6 +23,7 @@
 // command sets run exactly as over PCIe.
 
 namespace {
+namespace testing_loopback_test {
 
 namespace spec = nvmekit::spec;
 using nvmekit::testing::completion;
@@ -434,4 +435,5 @@ TEST(loopback, a_reset_while_a_command_is_in_the_backend_posts_nothing_for_it)
     EXPECT_FALSE(ctrl.take_completion(0).has_value());
 }
 
+} // namespace testing_loopback_test
 } // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace testing_recording_tracer_test {
 
 using nvmekit::trace_event;
 
@@ -28,4 +29,5 @@ TEST(recording_tracer, records_in_order_and_filters)
     EXPECT_TRUE(tracer.snapshot().empty());
 }
 
+} // namespace testing_recording_tracer_test
 } // namespace

@@ -22,6 +22,7 @@
 // exchange is written out by hand, and what the initiator sent is checked by a pdu_stream.
 
 namespace {
+namespace testing_tcp_host_test {
 
 namespace spec = nvmekit::spec;
 namespace tcp = nvmekit::transport::tcp;
@@ -315,4 +316,5 @@ TEST(tcp_host, refuses_a_response_to_no_outstanding_command)
     EXPECT_THROW(queue.reap([](const nvmekit::testing::completion&) {}, true), host_error);
 }
 
+} // namespace testing_tcp_host_test
 } // namespace

@@ -32,6 +32,7 @@
 // the host driver brings the function up through it, with the queues in a memfd both share.
 
 namespace {
+namespace testing_vfio_user_client_test {
 
 namespace spec = nvmekit::spec;
 namespace vu = nvmekit::transport::vfio_user;
@@ -332,4 +333,5 @@ TEST(vfio_user_client, a_server_without_mappable_doorbells_offers_none)
     EXPECT_FALSE(client.doorbells_mapped());
 }
 
+} // namespace testing_vfio_user_client_test
 } // namespace

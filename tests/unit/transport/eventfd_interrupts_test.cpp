@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace transport_eventfd_interrupts_test {
 
 using nvmekit::transport::eventfd_interrupts;
 
@@ -145,4 +146,5 @@ TEST(eventfd_interrupts, raises_from_several_threads_while_the_vectors_are_reass
     ::close(watcher);
 }
 
+} // namespace transport_eventfd_interrupts_test
 } // namespace

@@ -16,6 +16,7 @@
 #include "controller_fixture.hpp"
 
 namespace {
+namespace transport_mapped_memory_test {
 
 using nvmekit::transport::mapped_memory;
 
@@ -277,4 +278,5 @@ TEST(controller_over_adjacent_regions, a_buffer_across_two_regions_is_staged)
     EXPECT_EQ(r.snapshot(buffer, bytes), data);
 }
 
+} // namespace transport_mapped_memory_test
 } // namespace

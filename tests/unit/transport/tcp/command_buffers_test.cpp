@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace transport_tcp_command_buffers_test {
 
 using nvmekit::transport::tcp::command_buffers;
 
@@ -75,4 +76,5 @@ TEST(command_buffers, partitions_keep_their_buffers_apart)
     EXPECT_EQ(buffers.in_use(), 2U);
 }
 
+} // namespace transport_tcp_command_buffers_test
 } // namespace

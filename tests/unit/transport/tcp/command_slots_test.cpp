@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace transport_tcp_command_slots_test {
 
 using nvmekit::transport::tcp::command_slots;
 
@@ -84,4 +85,5 @@ TEST(command_slots, agrees_with_a_map_through_random_takes_and_releases)
     }
 }
 
+} // namespace transport_tcp_command_slots_test
 } // namespace

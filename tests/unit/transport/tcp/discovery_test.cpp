@@ -11,6 +11,7 @@
 #include "print_helpers.hpp"
 
 namespace {
+namespace transport_tcp_discovery_test {
 
 namespace spec = nvmekit::spec;
 namespace tcp = nvmekit::transport::tcp;
@@ -191,4 +192,5 @@ TEST(tcp_discovery, a_discovery_controller_takes_only_its_admin_commands)
     }
 }
 
+} // namespace transport_tcp_discovery_test
 } // namespace

@@ -58,7 +58,7 @@ tcp::connection_params params_for(const host_options& options)
         limits_for(options));
 }
 
-std::vector<std::byte> random_bytes(std::size_t size, std::uint64_t seed)
+std::vector<std::byte> random_stream_bytes(std::size_t size, std::uint64_t seed)
 {
     std::vector<std::byte> bytes(size);
     nvmekit_test::splitmix64 random{seed};
@@ -168,7 +168,7 @@ constexpr std::array<host_options, 6> all_options{{
 exchange typical_exchange(const host_options& options)
 {
     exchange s{options};
-    const auto data = random_bytes(1000, 21);
+    const auto data = random_stream_bytes(1000, 21);
     s.capsule(1, std::span{data}.first(300));
     s.capsule(2, {});
     s.h2c({2, 1, 0, false}, std::span{data}.first(500));
@@ -221,7 +221,7 @@ TEST(tcp_pdu_stream, every_split_point_and_byte_at_a_time)
 TEST(tcp_pdu_stream, padding_per_cpda_is_skipped)
 {
     exchange s{{true, true, 31}};
-    const auto data = random_bytes(100, 2);
+    const auto data = random_stream_bytes(100, 2);
     const auto pdu = s.capsule(9, data);
     EXPECT_EQ(std::to_integer<unsigned>(pdu[3]), 128U); // PDO: 72 + 4 rounded up to 128
     const auto h2c = s.h2c({9, 0, 0, true}, data);
@@ -253,7 +253,7 @@ TEST(tcp_pdu_stream, discarded_data_is_read_and_dropped)
 TEST(tcp_pdu_stream, a_data_digest_error_is_reported_with_the_data_and_the_stream_goes_on)
 {
     exchange s{{false, true, 0}};
-    const auto data = random_bytes(64, 4);
+    const auto data = random_stream_bytes(64, 4);
     const auto pdu = s.capsule(1, data);
     pdu[pdu.size() - 1] ^= std::byte{0x01};
     s.capsule(2, data);
@@ -382,7 +382,7 @@ TEST(tcp_pdu_stream, digest_flags_must_match_the_connection)
 
         // DDGSTF flipped on a PDU with data.
         exchange t{options};
-        const auto data = random_bytes(16, 1);
+        const auto data = random_stream_bytes(16, 1);
         pdu = t.capsule(1, data);
         pdu[1] ^= std::byte{0x02};
         fix_header_digest(pdu, t.params);
@@ -399,7 +399,7 @@ TEST(tcp_pdu_stream, digest_flags_must_match_the_connection)
 
 TEST(tcp_pdu_stream, flags_a_pdu_does_not_define)
 {
-    const auto data = random_bytes(16, 1);
+    const auto data = random_stream_bytes(16, 1);
     for (const std::uint8_t flag : {0x04, 0x08, 0x10, 0x80}) {
         exchange s{{true, false, 0}};
         const auto pdu = s.capsule(1, data);
@@ -418,7 +418,7 @@ TEST(tcp_pdu_stream, flags_a_pdu_does_not_define)
 
 TEST(tcp_pdu_stream, hlen_pdo_and_plen)
 {
-    const auto data = random_bytes(64, 1);
+    const auto data = random_stream_bytes(64, 1);
     for (const auto& options : all_options) {
         const auto header_end = 72U + (options.header_digest ? 4U : 0U);
         const auto check = [&](auto&& edit, const tcp::fatal_error& expected) {
@@ -453,7 +453,7 @@ TEST(tcp_pdu_stream, in_capsule_data_limit)
 {
     // The admin queue's 8 KiB before Connect.
     exchange s{{true, true, 0}};
-    auto data = random_bytes(8192, 1);
+    auto data = random_stream_bytes(8192, 1);
     s.capsule(1, data);
     EXPECT_FALSE(s.run().error);
     data.push_back(std::byte{0});
@@ -481,7 +481,7 @@ TEST(tcp_pdu_stream, in_capsule_data_limit)
 
 TEST(tcp_pdu_stream, h2c_data_fields)
 {
-    const auto data = random_bytes(8193, 1);
+    const auto data = random_stream_bytes(8193, 1);
     for (const auto& options : all_options) {
         // MAXH2CDATA 8192.
         exchange s{options};
@@ -509,7 +509,7 @@ TEST(tcp_pdu_stream, h2c_term_req_closes_the_stream)
 {
     for (const auto& options : all_options) {
         exchange s{options};
-        const auto header = random_bytes(72, 5);
+        const auto header = random_stream_bytes(72, 5);
         s.term_req(tcp::invalid_header_field(3), header);
         const auto outcome = s.run();
         EXPECT_FALSE(outcome.error);
@@ -530,7 +530,7 @@ TEST(tcp_pdu_stream, h2c_term_req_closes_the_stream)
 
     // PLEN beyond 24 + 128.
     exchange t{{}};
-    const auto pdu = t.term_req(tcp::invalid_header_field(3), random_bytes(128, 5));
+    const auto pdu = t.term_req(tcp::invalid_header_field(3), random_stream_bytes(128, 5));
     set_plen(pdu, 153);
     EXPECT_EQ(t.run().error, tcp::invalid_header_field(4));
 }
@@ -538,7 +538,7 @@ TEST(tcp_pdu_stream, h2c_term_req_closes_the_stream)
 TEST(tcp_pdu_stream, the_caller_fails_a_pdu_and_the_term_req_carries_its_header)
 {
     exchange s{{true, false, 0}};
-    const auto data = random_bytes(32, 1);
+    const auto data = random_stream_bytes(32, 1);
     s.h2c({1, 77, 0, true}, data);
     tcp::pdu_stream stream;
     auto bytes = s.bytes.bytes();
@@ -566,7 +566,7 @@ TEST(tcp_pdu_stream, the_caller_fails_a_pdu_and_the_term_req_carries_its_header)
 TEST(tcp_pdu_stream, zero_copy_window_and_bytes_wanted)
 {
     exchange s{{false, true, 0}};
-    const auto data = random_bytes(1000, 8);
+    const auto data = random_stream_bytes(1000, 8);
     s.capsule(4, data);
     auto bytes = s.bytes.bytes();
     tcp::pdu_stream stream;
@@ -648,7 +648,7 @@ TEST(tcp_pdu_stream, check_h2c_data_against_its_r2t)
 TEST(tcp_pdu_stream, random_exchanges_in_random_splits)
 {
     nvmekit_test::splitmix64 random{2026};
-    const auto data = random_bytes(20'000, 99);
+    const auto data = random_stream_bytes(20'000, 99);
     for (int round = 0; round < 300; ++round) {
         host_options options{random.percent(50), random.percent(50),
                              static_cast<std::uint8_t>(random.one_in(3) ? random.below(32) : 0)};

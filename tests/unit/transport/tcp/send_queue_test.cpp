@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 namespace {
+namespace transport_tcp_send_queue_test {
 
 using nvmekit::transport::tcp::send_queue;
 using flush_result = send_queue::flush_result;
@@ -166,4 +167,5 @@ TEST(send_queue, a_closed_peer_fails_the_flush)
     EXPECT_TRUE(queue.empty());
 }
 
+} // namespace transport_tcp_send_queue_test
 } // namespace

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 namespace {
+namespace transport_tcp_socket_test {
 
 namespace tcp = nvmekit::transport::tcp;
 
@@ -57,4 +58,5 @@ TEST(tcp_socket, a_refused_connection_throws)
     EXPECT_THROW(static_cast<void>(tcp::connect_to("127.0.0.1", port, [](int) {})), std::system_error);
 }
 
+} // namespace transport_tcp_socket_test
 } // namespace

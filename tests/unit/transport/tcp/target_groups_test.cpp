@@ -25,6 +25,7 @@
 // (the ci-tsan preset).
 
 namespace {
+namespace transport_tcp_target_groups_test {
 
 namespace spec = nvmekit::spec;
 namespace tcp = nvmekit::transport::tcp;
@@ -396,4 +397,5 @@ TEST(tcp_target_groups, connection_groups_need_the_multi_threaded_policy)
     EXPECT_THROW(tcp::target<> target{options}, std::invalid_argument);
 }
 
+} // namespace transport_tcp_target_groups_test
 } // namespace

@@ -26,6 +26,7 @@
 // target's poll loop runs on a thread of its own, as a server's would.
 
 namespace {
+namespace transport_tcp_target_test {
 
 namespace spec = nvmekit::spec;
 namespace tcp = nvmekit::transport::tcp;
@@ -1258,4 +1259,5 @@ TEST(tcp_target, referrals_are_listed_after_the_subsystems_and_each_change_is_an
     EXPECT_FALSE(shared.with([&](target_type& target) { return target.remove_referral(other); }));
 }
 
+} // namespace transport_tcp_target_test
 } // namespace

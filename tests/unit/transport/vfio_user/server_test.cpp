@@ -35,6 +35,7 @@
 #include <nvmekit/testing/vfio_user_client.hpp>
 
 namespace {
+namespace transport_vfio_user_server_test {
 
 namespace vu = nvmekit::transport::vfio_user;
 namespace spec = nvmekit::spec;
@@ -1308,4 +1309,5 @@ TEST(vfio_user_server, a_client_that_disconnects_while_a_dma_reply_is_awaited_is
     EXPECT_GE(d.server.statistics().failed_message_dma, 1U);
 }
 
+} // namespace transport_vfio_user_server_test
 } // namespace

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace transport_vfio_user_socket_test {
 
 namespace vu = nvmekit::transport::vfio_user;
 
@@ -153,4 +154,5 @@ TEST_F(socket_pair, send_message_sends_everything)
     EXPECT_FALSE(vu::send_message(server, bytes)); // EPIPE, no SIGPIPE
 }
 
+} // namespace transport_vfio_user_socket_test
 } // namespace
