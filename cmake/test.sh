@@ -126,10 +126,10 @@ for preset in ci-gcc ci-clang ci-tsan; do
         # The controller tests again, with the I/O queues spread over 2 and 4 poll groups, and over
         # 2 poll groups on threads of their own.
         for groups in 2 4; do
-            NVMEKIT_TEST_POLL_GROUPS=$groups run_stage "ci-gcc-controllers-${groups}-groups" --preset ci-gcc -L '^controller$'
+            NVMEKIT_TEST_POLL_GROUPS=$groups run_stage "ci-gcc-controllers-${groups}-groups" --preset ci-gcc -L '^controller'
         done
         NVMEKIT_TEST_POLL_GROUPS=2 NVMEKIT_TEST_THREADED_GROUPS=1 \
-            run_stage ci-gcc-controllers-2-threaded-groups --preset ci-gcc -L '^controller$'
+            run_stage ci-gcc-controllers-2-threaded-groups --preset ci-gcc -L '^controller'
     else
         run_stage "$preset" --preset "$preset"
     fi

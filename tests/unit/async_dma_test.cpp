@@ -34,6 +34,7 @@ using nvmekit::testing::mapping_dma_archetype;
 using nvmekit::testing::recording_dma;
 
 namespace {
+namespace async_dma_test {
 
 /// Lacks poll(): cannot tell when a late completion happens.
 struct no_poll {
@@ -248,4 +249,5 @@ TEST(async_dma, a_callback_submitting_again_through_the_adapter_completes_inline
     EXPECT_EQ(state.completions, 3);
 }
 
+} // namespace async_dma_test
 } // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace dispatcher_test {
 
 namespace spec = nvmekit::spec;
 
@@ -111,4 +112,5 @@ TEST(dispatch_table, namespace_changing_effects_are_exclusive)
     EXPECT_TRUE(nvmekit::effects::changes_controller().get(spec::command_effects::ccc));
 }
 
+} // namespace dispatcher_test
 } // namespace

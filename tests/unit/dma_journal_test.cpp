@@ -16,6 +16,7 @@
 #include <nvmekit/testing/manual_clock.hpp>
 
 namespace {
+namespace dma_journal_test {
 
 namespace nt = nvmekit::testing;
 using nvmekit::dma_operation;
@@ -157,4 +158,5 @@ TEST(dma_journal, release_returns_every_slot_and_empties_the_journal)
     EXPECT_EQ(pool.allocated(), 3U);
 }
 
+} // namespace dma_journal_test
 } // namespace

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace group_coordination_test {
 
 using nvmekit::block_request;
 using nvmekit::block_status;
@@ -150,4 +151,5 @@ TEST(group_coordination, a_fatal_error_stops_its_group_until_taken)
     EXPECT_FALSE(coordination.take_fatal());
 }
 
+} // namespace group_coordination_test
 } // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace host_mistakes_test {
 
 using nvmekit::host_mistake_event;
 using nvmekit::register_error_event;
@@ -56,4 +57,5 @@ TEST(host_mistakes, every_register_refusal_has_its_event)
 static_assert(host_mistake_event(spec::status{spec::generic_status::lba_out_of_range}) ==
               trace_event::err_lba_out_of_range);
 
+} // namespace host_mistakes_test
 } // namespace

@@ -11,6 +11,7 @@
 #include <nvmekit/subsystem.hpp>
 
 namespace {
+namespace instance_identity_test {
 
 using nvmekit::derive_instance_identity;
 
@@ -106,4 +107,5 @@ TEST(instance_identity, the_boundary_between_the_inputs_counts)
     EXPECT_NE(derive_instance_identity("b/c", "a").nqn, derive_instance_identity("/c", "ab").nqn);
 }
 
+} // namespace instance_identity_test
 } // namespace

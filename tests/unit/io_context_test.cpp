@@ -11,6 +11,7 @@
 #include <nvmekit/threading.hpp>
 
 namespace {
+namespace io_context_test {
 
 namespace nt = nvmekit::testing;
 
@@ -75,4 +76,5 @@ TEST(controller_command, a_journaled_command_starts_with_nothing_in_flight)
     EXPECT_EQ(cmd.async.journal.pending, 0U);
 }
 
+} // namespace io_context_test
 } // namespace

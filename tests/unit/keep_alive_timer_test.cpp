@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace keep_alive_timer_test {
 
 using namespace std::chrono_literals;
 using nvmekit::keep_alive_timer;
@@ -45,4 +46,5 @@ TEST(keep_alive_timer, a_timeout_of_zero_never_expires_and_stop_stops)
     EXPECT_FALSE(timer.expired(1h, 1));
 }
 
+} // namespace keep_alive_timer_test
 } // namespace

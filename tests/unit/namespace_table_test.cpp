@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace namespace_table_test {
 
 struct fake_namespace {
     int id;
@@ -49,4 +50,5 @@ TEST(namespace_table, an_empty_table_finds_nothing)
     EXPECT_EQ(table.find(1), nullptr);
 }
 
+} // namespace namespace_table_test
 } // namespace

@@ -9,6 +9,7 @@
 #include <nvmekit/backends/null_backend.hpp>
 
 namespace {
+namespace nvm_namespace_test {
 
 namespace spec = nvmekit::spec;
 using ns_type = nvmekit::nvm_namespace<nvmekit::null_backend>;
@@ -178,4 +179,5 @@ TEST(nvm_namespace, a_private_namespace_reports_nmic_0_and_common_capabilities_h
     EXPECT_EQ(common.lbaf[0].data_size(), 512U);
 }
 
+} // namespace nvm_namespace_test
 } // namespace

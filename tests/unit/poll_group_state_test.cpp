@@ -6,6 +6,7 @@
 #include <type_traits>
 
 namespace {
+namespace poll_group_state_test {
 
 struct test_command {
     nvmekit::detail::list_hook held_hook;
@@ -55,4 +56,5 @@ TEST(poll_group_state, a_new_group_is_stopped_with_room_for_every_queue)
     EXPECT_EQ(group.io_outstanding.load(), 0U);
 }
 
+} // namespace poll_group_state_test
 } // namespace

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 namespace {
+namespace queue_pair_test {
 
 using nvmekit::queue_memory;
 
@@ -53,4 +54,5 @@ TEST(queue_pair, a_completion_queue_holds_commands_in_order_until_unlinked)
     EXPECT_FALSE(second.held_hook.is_linked());
 }
 
+} // namespace queue_pair_test
 } // namespace

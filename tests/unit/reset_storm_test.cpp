@@ -49,6 +49,7 @@
 /// - after the storm a clean bring-up, Identify Controller and a verified write and read work.
 
 namespace {
+namespace reset_storm_test {
 
 namespace nt = nvmekit::testing;
 namespace spec = nvmekit::spec;
@@ -1679,4 +1680,5 @@ TEST(reset_storm_shutdown_flush, next_normal_shutdown_waits_for_its_own_flush)
     EXPECT_EQ(storage.outstanding(), 0U);
 }
 
+} // namespace reset_storm_test
 } // namespace

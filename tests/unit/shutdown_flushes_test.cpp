@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace shutdown_flushes_test {
 
 using nvmekit::block_operation;
 using nvmekit::block_request;
@@ -125,4 +126,5 @@ TEST(shutdown_flushes, the_request_object_is_reused_for_a_namespace)
     EXPECT_EQ(r.flushes.pending(), 0U);
 }
 
+} // namespace shutdown_flushes_test
 } // namespace

@@ -9,6 +9,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 namespace {
+namespace spdlog_tracer_test {
 
 using nvmekit::trace_event;
 
@@ -61,4 +62,5 @@ TEST(spdlog_tracer, command_steps_are_at_trace_level_and_host_mistakes_at_debug)
 
 static_assert(nvmekit::check_tracer<nvmekit::spdlog_tracer>());
 
+} // namespace spdlog_tracer_test
 } // namespace

@@ -17,6 +17,7 @@
 /// on its one thread.
 
 namespace {
+namespace threading_test {
 
 namespace spec = nvmekit::spec;
 
@@ -91,4 +92,5 @@ TEST(threading, single_threaded_runs_several_groups_on_one_thread)
     EXPECT_EQ(r.ctrl.group_statistics(0).commands + r.ctrl.group_statistics(1).commands, 2U);
 }
 
+} // namespace threading_test
 } // namespace

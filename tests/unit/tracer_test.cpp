@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace tracer_test {
 
 using nvmekit::trace_event;
 
@@ -55,4 +56,5 @@ TEST(tracer, command_events_are_the_ones_carrying_a_command)
 static_assert(nvmekit::check_tracer<nvmekit::null_tracer>());
 static_assert(std::is_trivially_copyable_v<nvmekit::trace_record>);
 
+} // namespace tracer_test
 } // namespace

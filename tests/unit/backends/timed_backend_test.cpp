@@ -28,6 +28,7 @@
 #include "thread_group.hpp"
 
 namespace {
+namespace backends_timed_backend_test {
 
 using namespace std::chrono_literals;
 using nvmekit::block_operation;
@@ -389,4 +390,5 @@ TEST(timed_backend, a_controller_read_completes_after_the_models_latency)
     EXPECT_EQ(timed->model().statistics().pages_read, 1U);
 }
 
+} // namespace backends_timed_backend_test
 } // namespace

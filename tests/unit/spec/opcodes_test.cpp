@@ -7,6 +7,7 @@
 namespace spec = nvmekit::spec;
 
 namespace {
+namespace spec_opcodes_test {
 
 TEST(opcodes, values_are_those_of_the_specifications)
 {
@@ -60,4 +61,5 @@ TEST(opcodes, names_are_the_upper_case_ones_logs_print)
     EXPECT_NE(spec::name(spec::admin_opcode::create_io_sq), spec::name(spec::admin_opcode::create_io_cq));
 }
 
+} // namespace spec_opcodes_test
 } // namespace

@@ -11,6 +11,7 @@
 namespace spec = nvmekit::spec;
 
 namespace {
+namespace spec_queue_entries_test {
 
 /// The bytes of an entry as the host's memory holds them.
 template <typename Entry>
@@ -88,4 +89,5 @@ TEST(queue_entries, a_cqe_keeps_the_phase_in_bit_0_and_the_status_above_it)
     EXPECT_EQ(raw[15], 0x00);
 }
 
+} // namespace spec_queue_entries_test
 } // namespace

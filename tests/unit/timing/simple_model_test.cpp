@@ -12,6 +12,7 @@
 #include "splitmix64.hpp"
 
 namespace {
+namespace timing_simple_model_test {
 
 using namespace std::chrono_literals;
 using nvmekit::block_operation;
@@ -118,4 +119,5 @@ TEST(simple_model, refuses_no_servers_and_negative_latencies)
     EXPECT_THROW(simple_model{simple_parameters{.other_latency = -1ns}}, std::invalid_argument);
 }
 
+} // namespace timing_simple_model_test
 } // namespace

@@ -13,6 +13,7 @@
 #include "splitmix64.hpp"
 
 namespace {
+namespace timing_ssd_model_test {
 
 using namespace std::chrono_literals;
 using nvmekit::block_operation;
@@ -296,4 +297,5 @@ TEST(ssd_model, refuses_an_empty_geometry_negative_latencies_and_a_buffer_below_
     EXPECT_NO_THROW(ssd_model{small_buffer});
 }
 
+} // namespace timing_ssd_model_test
 } // namespace

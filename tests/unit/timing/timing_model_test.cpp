@@ -8,6 +8,7 @@
 #include <nvmekit/timing/timing_model.hpp>
 
 namespace {
+namespace timing_timing_model_test {
 
 using namespace std::chrono_literals;
 using nvmekit::timing::timing_request;
@@ -57,4 +58,5 @@ TEST(timing_model_archetype, completes_every_request_when_it_is_submitted)
     EXPECT_EQ(model.complete_at({}, 5us), 5us);
 }
 
+} // namespace timing_timing_model_test
 } // namespace
