@@ -515,7 +515,13 @@ options parse(int argc, char** argv)
         } else if (arg == "--subsystem-id") {
             o.subsystem_id = parse_hex16(arg, value());
         } else if (arg == "--log") {
-            o.log_level = value();
+            // spdlog reads a name it does not know as "off": refuse it instead of silencing the log.
+            std::string level = value();
+            if (level != "trace" && level != "debug" && level != "info" && level != "warning" &&
+                level != "warn" && level != "error" && level != "critical" && level != "off") {
+                usage("--log is trace, debug, info, warning, error, critical or off: " + level);
+            }
+            o.log_level = std::move(level);
         } else if (arg == "--trace") {
             o.trace = true;
         } else if (arg == "-r" || arg == "--rpc-socket") {

@@ -50,6 +50,18 @@ expect_failure(2 "--vfio-user SOCKET or --tcp ADDR:PORT .*is required" --ram 16M
 expect_failure(2 "--tcp is ADDR:PORT: 127.0.0.1" --tcp 127.0.0.1)
 expect_failure(2 "--tcp port: not a number from 1 to 65535: 70000" --tcp 127.0.0.1:70000)
 expect_failure(1 "not an IPv4 or IPv6 address: no-such-address" --tcp no-such-address:4420)
+expect_failure(2 "--log is trace, debug, info, warning, error, critical or off: verbose"
+               --vfio-user "${socket}" --ram 16M --log verbose)
+expect_failure(2 "--log is trace, debug, info, warning, error, critical or off: INFO"
+               --vfio-user "${socket}" --ram 16M --log INFO)
+# --vfio-user never removes what is at its path: a file there is refused and kept whole.
+set(image "${WORK}/disk.img")
+file(WRITE "${image}" "a disk image")
+expect_failure(1 "exists and is not a socket" --vfio-user "${image}" --ram 16M)
+file(READ "${image}" kept)
+if(NOT kept STREQUAL "a disk image")
+    message(FATAL_ERROR "nvmekit-serve --vfio-user ${image} changed the file at its path")
+endif()
 if(EXISTS "${socket}")
     message(FATAL_ERROR "nvmekit-serve listened although its configuration was refused: ${socket}")
 endif()

@@ -302,6 +302,12 @@ private:
             result.value = nlohmann::json::parse(first, last);
         } catch (const nlohmann::json::parse_error& e) {
             return fail(std::string{"malformed JSON: "} + e.what());
+        } catch (const nlohmann::json::exception& e) {
+            // Well-formed but not representable, such as a number beyond a double (1e400):
+            // nlohmann_json throws out_of_range, not parse_error.
+            return fail(std::string{"JSON value out of range: "} + e.what());
+        } catch (const std::bad_alloc&) {
+            return fail("out of memory parsing the request");
         }
         scan_ = end;
         consumed_ = end;

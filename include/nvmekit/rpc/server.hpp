@@ -31,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -49,6 +50,7 @@
 
 #include <nvmekit/config.hpp>
 #include <nvmekit/rpc/jsonrpc.hpp>
+#include <nvmekit/transport/unix_socket_path.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace rpc {
@@ -61,6 +63,11 @@ struct server_options {
     std::size_t max_output_bytes = std::size_t{64} << 20;
     /// Connections beyond this are closed as soon as they are accepted.
     std::size_t max_clients = 64;
+    /// The socket file's mode: its owner's alone by default.
+    mode_t socket_mode = 0600;
+    /// Accept only peers running as the server's own user or as root (SO_PEERCRED): a socket
+    /// whose directory or mode lets others connect still admits no one else.
+    bool same_user_only = true;
 };
 
 /// What happened, for the embedder's log.
@@ -70,6 +77,7 @@ using server_logger = std::function<void(std::string_view)>;
 struct server_statistics {
     std::uint64_t clients_accepted = 0;
     std::uint64_t clients_refused = 0;      ///< over max_clients
+    std::uint64_t clients_denied = 0;       ///< another user's (same_user_only)
     std::uint64_t requests = 0;             ///< decoded values dispatched
     std::uint64_t responses = 0;            ///< responses queued
     std::uint64_t parse_errors = 0;         ///< streams failed (garbage, too long, too deep)
@@ -114,18 +122,6 @@ private:
     throw std::system_error(errno, std::generic_category(), "rpc server: " + what);
 }
 
-inline sockaddr_un unix_address(const std::string& path)
-{
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    if (path.empty() || path.size() >= sizeof(address.sun_path)) {
-        throw std::invalid_argument("rpc server: socket path must be 1 to " +
-                                    std::to_string(sizeof(address.sun_path) - 1) + " bytes: " + path);
-    }
-    std::memcpy(address.sun_path, path.data(), path.size());
-    return address;
-}
-
 } // namespace detail
 
 class server {
@@ -155,8 +151,8 @@ public:
         if (listener_.valid()) {
             return;
         }
-        const sockaddr_un address = detail::unix_address(options_.socket_path);
-        clear_path(address);
+        const sockaddr_un address = transport::unix_socket_address(options_.socket_path, "rpc server");
+        clear_path();
         detail::fd_holder listener{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)};
         if (!listener.valid()) {
             detail::throw_errno("socket() for " + options_.socket_path);
@@ -164,8 +160,12 @@ public:
         if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
             detail::throw_errno("bind " + options_.socket_path);
         }
+        // Whoever may connect may manage the server (export files, open listeners): the socket is
+        // its owner's alone (0600), set before listen(2), so no one connects under the umask's
+        // mode; accept_clients() also checks each peer's credentials.
         struct stat bound {};
-        if (::stat(options_.socket_path.c_str(), &bound) != 0 || ::listen(listener.get(), 16) != 0) {
+        if (::chmod(options_.socket_path.c_str(), options_.socket_mode) != 0 ||
+            ::stat(options_.socket_path.c_str(), &bound) != 0 || ::listen(listener.get(), 16) != 0) {
             const int error = errno;
             ::unlink(options_.socket_path.c_str());
             errno = error;
@@ -242,6 +242,7 @@ public:
         server_statistics s;
         s.clients_accepted = counters_.clients_accepted.load(std::memory_order_relaxed);
         s.clients_refused = counters_.clients_refused.load(std::memory_order_relaxed);
+        s.clients_denied = counters_.clients_denied.load(std::memory_order_relaxed);
         s.requests = counters_.requests.load(std::memory_order_relaxed);
         s.responses = counters_.responses.load(std::memory_order_relaxed);
         s.parse_errors = counters_.parse_errors.load(std::memory_order_relaxed);
@@ -272,6 +273,7 @@ private:
     struct atomic_counters {
         std::atomic<std::uint64_t> clients_accepted{0};
         std::atomic<std::uint64_t> clients_refused{0};
+        std::atomic<std::uint64_t> clients_denied{0};
         std::atomic<std::uint64_t> requests{0};
         std::atomic<std::uint64_t> responses{0};
         std::atomic<std::uint64_t> parse_errors{0};
@@ -293,33 +295,11 @@ private:
     }
 
     /// Refuses a path where a server answers or that is no socket; removes a stale socket file.
-    void clear_path(const sockaddr_un& address) const
+    void clear_path() const
     {
-        struct stat existing {};
-        if (::lstat(options_.socket_path.c_str(), &existing) != 0) {
-            if (errno == ENOENT) {
-                return;
-            }
-            detail::throw_errno("stat " + options_.socket_path);
-        }
-        if (!S_ISSOCK(existing.st_mode)) {
-            throw std::runtime_error("rpc server: " + options_.socket_path + " exists and is not a socket");
-        }
-        const detail::fd_holder probe{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)};
-        if (!probe.valid()) {
-            detail::throw_errno("socket() for " + options_.socket_path);
-        }
-        if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0 ||
-            errno == EAGAIN || errno == EINPROGRESS) {
-            // Connected, or a listener whose backlog is full: a server is there.
-            throw std::runtime_error("rpc server: a server already answers at " + options_.socket_path);
-        }
-        if (errno != ECONNREFUSED && errno != ENOENT) {
-            detail::throw_errno("probing " + options_.socket_path);
-        }
-        log("removing stale socket " + options_.socket_path);
-        if (::unlink(options_.socket_path.c_str()) != 0 && errno != ENOENT) {
-            detail::throw_errno("removing stale socket " + options_.socket_path);
+        if (transport::prepare_unix_socket_path(options_.socket_path, "rpc server") ==
+            transport::socket_path_state::stale_removed) {
+            log("removed stale socket " + options_.socket_path);
         }
     }
 
@@ -409,6 +389,11 @@ private:
                 }
                 return;
             }
+            if (options_.same_user_only && !peer_allowed(fd)) {
+                count(counters_.clients_denied);
+                ::close(fd);
+                continue;
+            }
             if (clients_.size() >= options_.max_clients) {
                 count(counters_.clients_refused);
                 ::close(fd);
@@ -419,6 +404,23 @@ private:
             count(counters_.clients_accepted);
             counters_.clients_connected.store(clients_.size(), std::memory_order_relaxed);
         }
+    }
+
+    /// Whether the peer on `fd` runs as this process's effective user or as root.
+    [[nodiscard]] bool peer_allowed(int fd) const
+    {
+        ucred peer{};
+        socklen_t size = sizeof peer;
+        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || size != sizeof peer) {
+            log(std::string{"connection refused: no peer credentials: "} + std::strerror(errno));
+            return false;
+        }
+        if (peer.uid == 0 || peer.uid == ::geteuid()) {
+            return true;
+        }
+        log("connection refused: uid " + std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) +
+            ") is neither this server's user nor root");
+        return false;
     }
 
     void receive(client& c)
@@ -461,7 +463,20 @@ private:
                 return;
             }
             count(counters_.requests);
-            if (auto response = methods_.dispatch(item.value)) {
+            // Nothing a client sends may end the server: an exception that escapes the registry's
+            // own handling (in its checks or encoding) answers this request with Internal Error,
+            // and the connection stays open, as for any other failed request.
+            std::optional<std::string> response;
+            try {
+                response = methods_.dispatch(item.value);
+            } catch (const std::exception& e) {
+                log(std::string{"request failed: "} + e.what());
+                response = encode_error(nullptr, {error_code::internal_error, "the request failed"});
+            } catch (...) {
+                log("request failed");
+                response = encode_error(nullptr, {error_code::internal_error, "the request failed"});
+            }
+            if (response) {
                 queue(c, *response);
             }
             if (c.closed || stop_requested_.load()) {

@@ -154,6 +154,24 @@ TEST(stream_decoder, malformed_json_inside_a_value_is_a_parse_error)
     }
 }
 
+// Well-formed JSON whose numbers no double or 64-bit integer holds: nlohmann_json throws
+// out_of_range for them, which must become a Parse Error like any other undecodable request.
+TEST(stream_decoder, numbers_beyond_a_double_are_a_parse_error_not_an_exception)
+{
+    const std::string digits(400, '9');
+    for (const std::string& bad :
+         std::vector<std::string>{R"({"jsonrpc":"2.0","method":"spdk_get_version","id":1e400})",
+                                  R"({"jsonrpc":"2.0","method":"x","params":{"n":-1e400},"id":1})",
+                                  R"({"jsonrpc":"2.0","method":"x","params":[)" + digits + "],\"id\":1}",
+                                  "[" + digits + "." + digits + "e999999]"}) {
+        decoded out;
+        ASSERT_NO_THROW(out = decode_chunks({bad})) << bad;
+        ASSERT_TRUE(out.failure) << bad;
+        EXPECT_NE(out.failure->find("out of range"), std::string::npos) << *out.failure;
+        EXPECT_TRUE(out.values.empty());
+    }
+}
+
 TEST(stream_decoder, requests_before_garbage_are_delivered_then_it_fails_for_good)
 {
     rpc::stream_decoder decoder;

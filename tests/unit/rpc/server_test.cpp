@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <gtest/gtest.h>
@@ -323,6 +324,34 @@ TEST_F(server_fixture, garbage_gets_a_parse_error_and_the_connection_is_closed)
     EXPECT_EQ(server.statistics().parse_errors, 1U);
 }
 
+// A number beyond a double (nlohmann_json throws out_of_range, not parse_error) gets a Parse
+// Error and closes that connection; the server and its other clients go on.
+TEST_F(server_fixture, number_out_of_range_gets_a_parse_error_and_the_server_goes_on)
+{
+    rpc::server server{methods, options()};
+    server.start();
+    test_client a{path};
+    test_client b{path};
+    ASSERT_TRUE(a.send(R"({"jsonrpc":"2.0","method":"spdk_get_version","id":1e400})"));
+    auto response = a.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["id"], nullptr);
+    EXPECT_EQ((*response)["error"]["code"], -32700);
+    EXPECT_TRUE(a.wait_closed());
+    EXPECT_TRUE(server.running());
+    ASSERT_TRUE(
+        b.send(R"({"jsonrpc":"2.0","method":"echo","params":[)" + std::string(400, '1') + "],\"id\":4}"));
+    response = b.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["error"]["code"], -32700);
+    test_client c{path};
+    ASSERT_TRUE(c.send(request("echo", 5)));
+    response = c.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["id"], 5);
+    EXPECT_EQ(server.statistics().parse_errors, 2U);
+}
+
 TEST_F(server_fixture, huge_request_is_refused_and_the_connection_closed)
 {
     auto o = options();
@@ -503,6 +532,54 @@ TEST_F(server_fixture, refuses_to_start_where_a_server_answers)
     test_client again{path};
     ASSERT_TRUE(again.send(request("echo", 2)));
     ASSERT_TRUE(again.read_response());
+}
+
+TEST_F(server_fixture, the_socket_is_its_owners_alone_whatever_the_umask)
+{
+    const mode_t previous = ::umask(0);
+    rpc::server server{methods, options()};
+    server.start();
+    ::umask(previous);
+    struct stat socket_file {};
+    ASSERT_EQ(::stat(path.c_str(), &socket_file), 0);
+    EXPECT_EQ(socket_file.st_mode & 07777, 0600U);
+}
+
+TEST_F(server_fixture, a_peer_of_another_user_is_refused)
+{
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "needs root, to connect as another user";
+    }
+    auto o = options();
+    o.socket_mode = 0666; // the file lets anyone connect: the credentials check must still refuse
+    rpc::server server{methods, o};
+    server.start();
+    ASSERT_EQ(::chmod(directory.c_str(), 0755), 0); // let nobody reach the socket file
+    // A thread of its own connects as nobody (65534): the raw system calls change that thread's
+    // credentials alone, which are the ones SO_PEERCRED records at connect(2).
+    enum class outcome { answered, refused, could_not_connect, could_not_become_nobody };
+    auto stranger = std::async(std::launch::async, [&] {
+        if (::syscall(SYS_setresgid, 65534, 65534, 65534) != 0 ||
+            ::syscall(SYS_setresuid, 65534, 65534, 65534) != 0) {
+            return outcome::could_not_become_nobody;
+        }
+        try {
+            test_client client{path};
+            if (!client.send(request("echo", 1))) {
+                return outcome::refused;
+            }
+            return client.read_response() ? outcome::answered : outcome::refused;
+        } catch (const std::runtime_error&) {
+            return outcome::could_not_connect;
+        }
+    });
+    EXPECT_EQ(static_cast<int>(stranger.get()), static_cast<int>(outcome::refused))
+        << "0: answered, 2: could not connect, 3: could not become nobody";
+    EXPECT_TRUE(eventually([&] { return server.statistics().clients_denied == 1U; }));
+    // The server's own user still gets answers.
+    test_client owner{path};
+    ASSERT_TRUE(owner.send(request("echo", 2)));
+    ASSERT_TRUE(owner.read_response());
 }
 
 TEST_F(server_fixture, removes_a_stale_socket_file)

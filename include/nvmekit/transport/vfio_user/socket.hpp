@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <nvmekit/config.hpp>
+#include <nvmekit/transport/unix_socket_path.hpp>
 #include <nvmekit/transport/vfio_user/protocol.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
@@ -65,27 +66,25 @@ private:
     int fd_ = -1;
 };
 
-/// A listening UNIX stream socket at `path` (an existing socket file there is replaced). Throws
-/// std::system_error naming the path when it cannot be created.
+/// A listening UNIX stream socket at `path`. A stale socket file there (nobody listening) is
+/// replaced; anything else at the path (a file, a directory, a socket a server answers on) is
+/// refused with std::runtime_error naming it (prepare_unix_socket_path). Throws std::system_error
+/// naming the path when the socket cannot be created.
 [[nodiscard]] inline unique_fd listen_unix(const std::string& path, int backlog = 1)
 {
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    if (path.empty() || path.size() >= sizeof(address.sun_path)) {
-        throw std::invalid_argument("vfio-user: socket path must be 1 to " +
-                                    std::to_string(sizeof(address.sun_path) - 1) + " bytes: " + path);
-    }
-    std::memcpy(address.sun_path, path.data(), path.size());
+    const sockaddr_un address = transport::unix_socket_address(path, "vfio-user");
+    transport::prepare_unix_socket_path(path, "vfio-user");
     unique_fd socket{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
     if (!socket.valid()) {
         throw std::system_error(errno, std::generic_category(), "vfio-user: socket() for " + path);
     }
-    ::unlink(path.c_str());
     if (::bind(socket.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
         throw std::system_error(errno, std::generic_category(), "vfio-user: bind " + path);
     }
     if (::listen(socket.get(), backlog) != 0) {
-        throw std::system_error(errno, std::generic_category(), "vfio-user: listen " + path);
+        const int error = errno;
+        ::unlink(path.c_str());
+        throw std::system_error(error, std::generic_category(), "vfio-user: listen " + path);
     }
     return socket;
 }

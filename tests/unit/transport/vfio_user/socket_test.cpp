@@ -4,11 +4,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <gtest/gtest.h>
 
@@ -152,6 +155,84 @@ TEST_F(socket_pair, send_message_sends_everything)
     ::close(client);
     client = -1;
     EXPECT_FALSE(vu::send_message(server, bytes)); // EPIPE, no SIGPIPE
+}
+
+// ---- the listening socket's path -----------------------------------------------------------
+
+/// A scratch directory, removed with what the test left in it.
+struct socket_directory : ::testing::Test {
+    std::string directory;
+    std::string path;
+    void SetUp() override
+    {
+        std::string pattern = "/tmp/nvmekit-vfio-user-XXXXXX";
+        ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+        directory = pattern;
+        path = directory + "/socket";
+    }
+    void TearDown() override
+    {
+        ::unlink(path.c_str());
+        ::rmdir(path.c_str());
+        ::rmdir(directory.c_str());
+    }
+};
+
+TEST_F(socket_directory, a_file_at_the_path_is_refused_and_kept)
+{
+    const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, "disk image", 10), 10);
+    ::close(fd);
+    try {
+        [[maybe_unused]] auto listener = vu::listen_unix(path);
+        FAIL() << "listened over a regular file";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string{e.what()}.find("exists and is not a socket"), std::string::npos) << e.what();
+        EXPECT_NE(std::string{e.what()}.find(path), std::string::npos) << e.what();
+    }
+    struct stat kept {};
+    ASSERT_EQ(::stat(path.c_str(), &kept), 0);
+    EXPECT_TRUE(S_ISREG(kept.st_mode));
+    EXPECT_EQ(kept.st_size, 10);
+}
+
+TEST_F(socket_directory, a_directory_at_the_path_is_refused)
+{
+    ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);
+    EXPECT_THROW((void)vu::listen_unix(path), std::runtime_error);
+    struct stat kept {};
+    ASSERT_EQ(::stat(path.c_str(), &kept), 0);
+    EXPECT_TRUE(S_ISDIR(kept.st_mode));
+}
+
+TEST_F(socket_directory, a_live_socket_is_refused_and_keeps_its_server)
+{
+    auto first = vu::listen_unix(path);
+    try {
+        [[maybe_unused]] auto second = vu::listen_unix(path);
+        FAIL() << "took a live socket over";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string{e.what()}.find("already answers"), std::string::npos) << e.what();
+    }
+    // The first server still accepts on its path (the probe's connection is queued first).
+    const auto address = nvmekit::transport::unix_socket_address(path, "test");
+    const int client = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(client, 0);
+    EXPECT_EQ(::connect(client, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+    ::close(client);
+}
+
+TEST_F(socket_directory, a_stale_socket_is_replaced)
+{
+    {
+        auto gone = vu::listen_unix(path); // closed without removing its file
+    }
+    struct stat stale {};
+    ASSERT_EQ(::lstat(path.c_str(), &stale), 0);
+    ASSERT_TRUE(S_ISSOCK(stale.st_mode));
+    auto listener = vu::listen_unix(path);
+    EXPECT_TRUE(listener.valid());
 }
 
 } // namespace transport_vfio_user_socket_test
