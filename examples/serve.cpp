@@ -55,14 +55,17 @@
 // methods (rpc_get_methods, spdk_get_version, framework_*, bdev_*, nvmf_*) on a Unix socket, so
 // SPDK's scripts/rpc.py -s PATH manages the target; -c/--json FILE loads a configuration in SPDK's
 // format (what rpc.py save_config writes) at start and refuses to start when a call in it fails.
-// Without --vfio-user the program serves the management socket alone (default
-// /var/tmp/nvmekit.sock). A VFIOUSER listener added through it (nvmf_subsystem_add_listener)
-// starts an emulated function on the socket `cntrl` in the listener's directory, with a controller
-// of its subsystem; a TCP listener (nvmf_create_transport -t TCP first) listens on its address and
-// port for NVMe/TCP hosts, of every subsystem that adds it, with a discovery controller listing
-// them, to the hosts each subsystem allows (nvmf_subsystem_add_host, allow_any_host; a host
-// removed loses its controllers). Removing a listener (or the subsystem) ends its controllers;
-// namespaces added or removed meanwhile reach every controller of the subsystem.
+// Without --vfio-user and --tcp the program serves the management socket alone, by default at
+// $XDG_RUNTIME_DIR/nvmekit.sock when that is the absolute path of a directory of the user's, else
+// at /run/nvmekit.sock for root; for another user without one, -r PATH is required (never a
+// world-writable directory such as /var/tmp: rpc::default_socket_path). A VFIOUSER listener added
+// through it (nvmf_subsystem_add_listener) starts an emulated function on the socket `cntrl` in the
+// listener's directory, with a controller of its subsystem; a TCP listener (nvmf_create_transport
+// -t TCP first) listens on its address and port for NVMe/TCP hosts, of every subsystem that adds
+// it, with a discovery controller listing them, to the hosts each subsystem allows
+// (nvmf_subsystem_add_host, allow_any_host; a host removed loses its controllers). Removing a
+// listener (or the subsystem) ends its controllers; namespaces added or removed meanwhile reach
+// every controller of the subsystem.
 // With -r or -c, the command line's target is management's too: each --ram is a malloc bdev
 // Malloc<i>, each --file an aio bdev AIO<i>, the namespaces are on them, the subsystem, its hosts
 // (--host, else any) and its --tcp listeners are recorded with VFIOUSER and TCP transports of
@@ -89,6 +92,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -105,6 +109,7 @@
 #include <nvmekit/instance_identity.hpp>
 #include <nvmekit/pci/config_space.hpp>
 #include <nvmekit/spdlog_tracer.hpp>
+#include <nvmekit/spec/fabrics.hpp>
 #include <nvmekit/timing/simple_model.hpp>
 #include <nvmekit/timing/ssd_model.hpp>
 #include <nvmekit/transport/eventfd_interrupts.hpp>
@@ -221,7 +226,7 @@ constexpr nvmekit_programs::program serve_program{
     "                     [--group-threads] [--busy-poll] [--cpus LIST] [--mapped-doorbells]\n"
     "                     [--nqn NQN] [--serial SN] [--cntlid 1-65519] [--vendor-id HEX]\n"
     "                     [--device-id HEX] [--subsystem-vendor-id HEX] [--subsystem-id HEX]\n"
-    "                     [--log trace|debug|info|warn] [--trace] [--help] [--version]\n"
+    "                     [--log LEVEL] [--trace] [--help] [--version]\n"
     "                     [-r|--rpc-socket PATH] [-c|--json FILE]\n"
     "  SIZE takes K, M or G; with no namespace option one 1G RAM namespace is served.\n"
     "  --capacity gives the subsystem NVM capacity from which the host creates RAM namespaces\n"
@@ -241,11 +246,14 @@ constexpr nvmekit_programs::program serve_program{
     "    both: max-outstanding (requests a namespace holds, default 65536; more fail).\n"
     "    Example: --timing ssd:channels=16,program-us=500,write-buffer=64M. The bdevs\n"
     "    created through -r/-c are not timed; not with --group-threads.\n"
+    "  --log LEVEL: trace, debug, info (the default), warn (or warning), err (or error),\n"
+    "  critical or off.\n"
     "  --trace prints the controller's trace events: host mistakes (err_*) at debug level, each\n"
     "  step of every command at trace level; it sets --log trace unless --log is given.\n"
     "  -r serves SPDK's JSON-RPC methods on a Unix socket (scripts/rpc.py -s PATH); -c loads a\n"
     "  configuration in SPDK's JSON format at start. Without --vfio-user or --tcp only the\n"
-    "  management socket is served (default /var/tmp/nvmekit.sock).\n"
+    "  management socket is served, by default $XDG_RUNTIME_DIR/nvmekit.sock (an absolute\n"
+    "  path of a directory of the user's), else /run/nvmekit.sock for root; otherwise give -r.\n"
     "  --tcp serves NVMe/TCP hosts on ADDR:PORT (IPv6 as [ADDR]:PORT), as well as or instead of\n"
     "  --vfio-user; give it once per listener. --host NQN (repeatable) lets only those hosts\n"
     "  connect over NVMe/TCP; without it any host may. With --group-threads the I/O queues'\n"
@@ -326,6 +334,33 @@ std::uint64_t parse_size(std::string_view text, std::string_view option = {})
         usage(problem + std::string{text});
     }
     return value << shift;
+}
+
+/// `text` when it is an NQN as the management methods accept it (spec::is_valid_nqn), else a
+/// usage error naming `option`.
+std::string checked_nqn(std::string_view option, std::string text)
+{
+    if (!nvmekit::spec::is_valid_nqn(text)) {
+        usage(std::string{option} + ": '" + text + "' is not an NQN (\"nqn.\" then a name, at most " +
+              std::to_string(nvmekit::spec::nqn_max_length) + " bytes)");
+    }
+    return text;
+}
+
+/// Whether two socket paths name the same file: compared made absolute, with the symbolic links
+/// of their existing directories resolved.
+bool same_path(const std::string& a, const std::string& b)
+{
+    const auto resolved = [](const std::string& path) {
+        std::error_code error;
+        auto absolute = std::filesystem::absolute(path, error);
+        if (error) {
+            return std::filesystem::path{path}.lexically_normal();
+        }
+        auto canonical = std::filesystem::weakly_canonical(absolute, error);
+        return error ? absolute.lexically_normal() : canonical;
+    };
+    return resolved(a) == resolved(b);
 }
 
 /// ADDR:PORT, or [ADDR]:PORT for IPv6.
@@ -451,7 +486,7 @@ options parse(int argc, char** argv)
         } else if (arg == "--tcp") {
             o.tcp.push_back(parse_listener(value()));
         } else if (arg == "--host") {
-            o.hosts.push_back(value());
+            o.hosts.push_back(checked_nqn(arg, value()));
         } else if (arg == "--ram") {
             o.namespaces.push_back({false, parse_size(value()), {}});
         } else if (arg == "--file") {
@@ -499,7 +534,7 @@ options parse(int argc, char** argv)
                 start = comma + 1;
             }
         } else if (arg == "--nqn") {
-            o.nqn = value();
+            o.nqn = checked_nqn(arg, value());
         } else if (arg == "--serial") {
             o.serial = value();
         } else if (arg == "--cntlid") {
@@ -515,11 +550,11 @@ options parse(int argc, char** argv)
         } else if (arg == "--subsystem-id") {
             o.subsystem_id = parse_hex16(arg, value());
         } else if (arg == "--log") {
-            // spdlog reads a name it does not know as "off": refuse it instead of silencing the log.
+            // The names spdlog knows; it reads any other as "off": refused instead of silencing the log.
             std::string level = value();
-            if (level != "trace" && level != "debug" && level != "info" && level != "warning" &&
-                level != "warn" && level != "error" && level != "critical" && level != "off") {
-                usage("--log is trace, debug, info, warning, error, critical or off: " + level);
+            if (spdlog::level::from_str(level) == spdlog::level::off && level != "off") {
+                usage("--log is trace, debug, info, warn (or warning), err (or error), critical or off: " +
+                      level);
             }
             o.log_level = std::move(level);
         } else if (arg == "--trace") {
@@ -540,13 +575,31 @@ options parse(int argc, char** argv)
     if (o.socket.empty() && o.tcp.empty() && !o.rpc_socket && !o.json_config) {
         usage("--vfio-user SOCKET or --tcp ADDR:PORT (or -r/--rpc-socket PATH, -c/--json FILE) is required");
     }
+    const bool files = std::any_of(o.namespaces.begin(), o.namespaces.end(),
+                                   [](const namespace_spec& ns) { return ns.file; });
+    if (o.direct && !files) {
+        usage("--direct applies to --file namespaces, and none is given");
+    }
+    if (o.uring && !files) {
+        usage("--io uring applies to --file namespaces, and none is given");
+    }
+    if (o.rpc_socket && !o.socket.empty() && same_path(*o.rpc_socket, o.socket)) {
+        usage("-r and --vfio-user name the same socket: " + o.socket);
+    }
     if (o.socket.empty() && o.tcp.empty()) {
         if (!o.namespaces.empty()) {
             usage("--ram and --file need --vfio-user SOCKET or --tcp ADDR:PORT");
         }
+#ifdef NVMEKIT_SERVE_HAVE_RPC
         if (!o.rpc_socket) {
-            o.rpc_socket = "/var/tmp/nvmekit.sock";
+            o.rpc_socket = nvmekit::rpc::default_socket_path();
+            if (!o.rpc_socket) {
+                usage("no management socket: give -r PATH (the default is $XDG_RUNTIME_DIR/nvmekit.sock, "
+                      "and XDG_RUNTIME_DIR is not the absolute path of a directory of this user's; "
+                      "/run/nvmekit.sock is root's)");
+            }
         }
+#endif
         return o;
     }
     if (o.namespaces.empty()) {
@@ -647,6 +700,13 @@ nvmekit::pci::nvme_function_config pci_function(const options& o)
             .subsystem_id = o.subsystem_id};
 }
 
+/// A --tcp listener as given: ADDR:PORT, or [ADDR]:PORT for IPv6.
+std::string listener_name(const tcp_listener& listener)
+{
+    const bool ipv6 = listener.address.find(':') != std::string::npos;
+    return (ipv6 ? "[" + listener.address + "]" : listener.address) + ":" + std::to_string(listener.port);
+}
+
 /// The NVMe/TCP listeners of --tcp, serving `subsystem`.
 std::vector<std::unique_ptr<tcp_target>>
 listen_tcp(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem, const std::string& nqn)
@@ -666,7 +726,12 @@ listen_tcp(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
             // (tcp_group_threads); this thread keeps accepting, Connects and admin queues.
             target_options.connection_groups = o.groups;
         }
-        targets.push_back(std::make_unique<tcp_target>(subsystem, target_options));
+        try {
+            targets.push_back(std::make_unique<tcp_target>(subsystem, target_options));
+        } catch (const std::exception& e) {
+            // The transport's own message does not say which listener (tcp: bind: ...).
+            throw std::runtime_error("--tcp " + listener_name(listener) + ": " + e.what());
+        }
         spdlog::info("serving {} over NVMe/TCP on {}:{}", nqn, listener.address, targets.back()->port());
     }
     return targets;
@@ -959,7 +1024,19 @@ public:
                                   .traddr = listener.address,
                                   .trsvcid = std::to_string(listener.port)});
         }
-        served_.adopt(*target_.subsystem(identity.nqn), subsystem, std::move(drain), !namespaces_fixed);
+        try {
+            served_.adopt(*target_.subsystem(identity.nqn), subsystem, std::move(drain), !namespaces_fixed);
+        } catch (const std::system_error& e) {
+            // A --tcp listener that cannot listen: the transport's message does not say which.
+            if (o.tcp.empty()) {
+                throw;
+            }
+            std::string listeners;
+            for (const auto& listener : o.tcp) {
+                listeners += (listeners.empty() ? "--tcp " : ", --tcp ") + listener_name(listener);
+            }
+            throw std::runtime_error(listeners + ": " + e.what());
+        }
     }
 
 private:

@@ -9,7 +9,9 @@
 // (Namespace Attribute Changed), over either transport; a host removed loses its controllers.
 //
 // The methods run on the JSON-RPC server's thread; the functions on the thread that calls
-// run_once(). The hooks hand each change to that thread and wait for it, so a change that fails
+// run_once(), which sleeps in poll(2) while nothing is to be done: on every TCP listener's and
+// connection's descriptors, each function's socket, and an eventfd that a change handed over
+// writes. The hooks hand each change to that thread and wait for it, so a change that fails
 // (a socket that cannot be created, a queue depth above the build's limits) fails the method
 // with its reason, and the registry is put back as it was. A change made on that thread itself
 // (a configuration loaded before the loop starts) runs at once.
@@ -17,7 +19,6 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -30,6 +31,10 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
@@ -63,7 +68,11 @@ public:
         , function_{function}
         , logger_{std::move(logger)}
         , loop_thread_{std::this_thread::get_id()}
-    {}
+    {
+        if (wake_.get() < 0) {
+            nvmekit::transport::tcp::throw_errno("served_target: eventfd");
+        }
+    }
     served_target(const served_target&) = delete;
     served_target& operator=(const served_target&) = delete;
 
@@ -162,44 +171,54 @@ public:
         };
     }
 
-    /// Runs the changes handed over, then serves every function once; waits up to `idle_wait`
-    /// for a change when no host is connected and no I/O is outstanding.
+    /// Runs the changes handed over, serves every function and TCP listener once, then waits in
+    /// poll(2) for any of their descriptors or a change handed over: up to `idle_wait` when
+    /// nothing is to be done, not at all while a controller has work, at most a millisecond while
+    /// a vfio-user client is connected (doorbells it writes to shared memory, mapped or shadow,
+    /// wake nothing). A connected NVMe/TCP host with nothing under way costs no CPU.
     void run_once(std::chrono::milliseconds idle_wait)
     {
         run_pending();
-        bool busy = false;
-        std::size_t functions = 0;
-        for (auto& [nqn, served] : subsystems_) {
-            functions += served->functions.size();
-        }
-        bool tcp_hosts = false;
-        for (auto& [key, listener] : tcp_) {
-            tcp_hosts = tcp_hosts || listener->target.connection_count() != 0;
-        }
+        bool work = false;
+        bool clients = false;
         for (auto& [nqn, served] : subsystems_) {
             for (auto& f : served->functions) {
-                // One function may wait in poll(2) for its client; several, or one beside
-                // NVMe/TCP hosts, are polled in turn.
-                const bool active = f->server.connected() || f->ctrl.io_outstanding() != 0;
-                const bool wait = functions == 1 && !tcp_hosts && f->ctrl.io_outstanding() == 0;
-                f->server.run_once(std::chrono::milliseconds{active && wait ? 1 : 0});
-                busy = busy || active;
+                f->server.run_once(std::chrono::milliseconds{0});
+                work = work || f->ctrl.io_outstanding() != 0;
+                clients = clients || f->server.connected();
             }
         }
         for (auto& [key, listener] : tcp_) {
             listener->target.poll(std::chrono::milliseconds{0});
+            work = work || listener->target.has_work();
         }
-        busy = busy || tcp_hosts;
-        if (busy || idle_wait.count() == 0) {
+        if (work || idle_wait.count() == 0) {
             return;
         }
-        if (!tcp_.empty()) {
-            // A listener waits for its hosts in poll(2): a change handed over waits at most 10 ms.
-            tcp_.begin()->second->target.poll(std::min(idle_wait, std::chrono::milliseconds{10}));
-            return;
+        const auto wait = clients ? std::min(idle_wait, std::chrono::milliseconds{1}) : idle_wait;
+        pollfds_.clear();
+        pollfds_.push_back({wake_.get(), POLLIN, 0});
+        for (auto& [nqn, served] : subsystems_) {
+            for (auto& f : served->functions) {
+                pollfds_.push_back({f->server.descriptor(), POLLIN, 0});
+            }
         }
-        std::unique_lock lock{mutex_};
-        changed_.wait_for(lock, idle_wait, [&] { return !pending_.empty(); });
+        for (auto& [key, listener] : tcp_) {
+            listener->target.add_pollfds(pollfds_);
+        }
+        if (::poll(pollfds_.data(), pollfds_.size(), static_cast<int>(wait.count())) > 0 &&
+            (pollfds_[0].revents & POLLIN) != 0) {
+            std::uint64_t count = 0;
+            static_cast<void>(::read(wake_.get(), &count, sizeof(count)));
+        }
+    }
+
+    /// The port TCP listener `a` listens on (the one chosen for its trsvcid "0"); 0 when it is
+    /// not listening.
+    [[nodiscard]] std::uint16_t tcp_port(const nvmekit::rpc::nvmf_listen_address& a) const
+    {
+        const auto it = tcp_.find(tcp_key(a));
+        return it == tcp_.end() ? 0 : it->second->target.port();
     }
 
     /// Runs what is still handed over, then refuses further changes and lets the backend
@@ -460,7 +479,8 @@ private:
             }
             pending_.push_back(std::move(task));
         }
-        changed_.notify_all();
+        const std::uint64_t one = 1;
+        static_cast<void>(::write(wake_.get(), &one, sizeof(one)));
         done.get();
     }
 
@@ -509,7 +529,10 @@ private:
         while ((std::uint64_t{4096} << mdts) < transport->max_io_size) {
             ++mdts;
         }
-        return {.io_queues = static_cast<std::uint16_t>(transport->max_io_qpairs_per_ctrlr),
+        // No NVM Subsystem Reset (CAP.NSSRS = 0): management never enables it (nvmf_create_subsystem's
+        // enable_nssr, accepted only false), as SPDK then reports it.
+        return {.subsystem_reset_supported = false,
+                .io_queues = static_cast<std::uint16_t>(transport->max_io_qpairs_per_ctrlr),
                 .queue_entries = transport->max_queue_depth,
                 .mdts = mdts};
     }
@@ -742,8 +765,10 @@ private:
     /// The TCP listeners by tcp_key(), after the subsystems they serve, so they go first.
     std::map<std::string, std::unique_ptr<tcp_listener>> tcp_;
     std::mutex mutex_;
-    std::condition_variable changed_;
     std::vector<std::packaged_task<void()>> pending_;
+    /// Written by on_loop(): wakes run_once() from its poll(2) when a change is handed over.
+    nvmekit::transport::tcp::socket_handle wake_{::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
+    std::vector<pollfd> pollfds_;
     bool closed_ = false;
     std::thread::id loop_thread_;
 };

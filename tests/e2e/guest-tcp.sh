@@ -146,19 +146,23 @@ session() {
         || fail "$label: $ctrl still present after nvme disconnect"
 }
 
-# json_string KEY FILE: the first string value of "KEY" in nvme-cli's JSON
-json_string() { sed -n "s/.*\"$1\" *: *\"\([^\"]*\)\".*/\1/p" "$2" | head -n 1; }
+# json_string KEY FILE [N]: the Nth (default first) string value of "KEY" in nvme-cli's JSON
+json_string() { sed -n "s/.*\"$1\" *: *\"\([^\"]*\)\".*/\1/p" "$2" | sed -n "${3:-1}p"; }
 
-# The discovery controller: one entry per subsystem at the listener (which the server names by
-# the address it listens on, the host's 127.0.0.1), the first subsystem's first
+# The discovery controller: first the discovery subsystem's own entry (SUBTYPE 3, "current
+# discovery subsystem", as Linux's nvmet lists it), then one entry per subsystem at the listener
+# (which the server names by the address it listens on, the host's 127.0.0.1), the first
+# subsystem's first
 echo "E2E: discovery"
 run "nvme discover" nvme discover -t tcp -a 10.0.2.2 -s "$PORT" --hostnqn="$HOST_NQN" --hostid="$HOST_ID" -o json
 cp /tmp/out /tmp/discover.json
 cat /tmp/discover.json
 listed=2
 [ "$PORT2" = "$PORT" ] || listed=1
-expect "discover: entries" "$listed" "$(grep -c '"subnqn"' /tmp/discover.json)"
-expect "discover: subnqn" "$NQN" "$(json_string subnqn /tmp/discover.json)"
+expect "discover: entries" $((listed + 1)) "$(grep -c '"subnqn"' /tmp/discover.json)"
+expect "discover: the discovery subsystem's subnqn" nqn.2014-08.org.nvmexpress.discovery \
+    "$(json_string subnqn /tmp/discover.json)"
+expect "discover: subnqn" "$NQN" "$(json_string subnqn /tmp/discover.json 2)"
 expect "discover: trtype" tcp "$(json_string trtype /tmp/discover.json)"
 expect "discover: adrfam" ipv4 "$(json_string adrfam /tmp/discover.json)"
 expect "discover: trsvcid" "$PORT" "$(json_string trsvcid /tmp/discover.json)"
@@ -215,9 +219,10 @@ nvme discover -t tcp -a 10.0.2.2 -s "$PORT" \
     --hostid=6e766d65-6b69-7400-0000-0000000000ff -o json >/tmp/out 2>&1
 cat /tmp/out
 # It may still reach the discovery controller, whose log then lists only the subsystem for any host
+# (after the discovery subsystem's own entry)
 if grep -q -E "genctr|No discovery log entries" /tmp/out; then
-    expect "refused host: discovery log entries" $((listed - 1)) "$(grep -c '"subnqn"' /tmp/out)"
-    [ "$listed" = 1 ] || expect "refused host: discovered subnqn" "$NQN2" "$(json_string subnqn /tmp/out)"
+    expect "refused host: discovery log entries" "$listed" "$(grep -c '"subnqn"' /tmp/out)"
+    [ "$listed" = 1 ] || expect "refused host: discovered subnqn" "$NQN2" "$(json_string subnqn /tmp/out 2)"
 else
     fail "refused host: nvme discover: expected a discovery log, got: $(tr '\n' ' ' </tmp/out)"
 fi

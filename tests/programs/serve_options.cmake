@@ -1,12 +1,15 @@
 # Checks how nvmekit-serve refuses bad numbers and a Namespace Management pool too small:
 #   cmake -DPROGRAM=path -DWORK=dir -P serve_options.cmake
-# A number out of its range (or not a number), and a --timing model or key it does not know, is a
-# usage error (exit 2, named on stderr);
+# A number out of its range (or not a number), a --timing model or key it does not know, an NQN
+# that is none, and options that conflict are usage errors (exit 2, named on stderr);
 # namespaces larger than --capacity are a configuration error (exit 1, said on stdout, where the
-# server logs), found before the server listens.
+# server logs), found before the server listens: what passes the parsing ends there (so that a
+# check that the parsing accepts something does not start a server).
+# A socket that cannot listen is an error (exit 1) naming its address or path.
+# `launcher`, when set, runs the program (an environment, another user).
 function(expect_failure status_expected pattern)
-    execute_process(COMMAND "${PROGRAM}" ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err
-                    TIMEOUT 20)
+    execute_process(COMMAND ${launcher} "${PROGRAM}" ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out
+                    ERROR_VARIABLE err TIMEOUT 20)
     if(NOT status EQUAL ${status_expected} OR NOT "${out}${err}" MATCHES "${pattern}")
         message(FATAL_ERROR "nvmekit-serve ${ARGN}: expected exit ${status_expected} and '${pattern}', "
                             "got exit ${status}, stdout '${out}', stderr '${err}'")
@@ -50,10 +53,68 @@ expect_failure(2 "--vfio-user SOCKET or --tcp ADDR:PORT .*is required" --ram 16M
 expect_failure(2 "--tcp is ADDR:PORT: 127.0.0.1" --tcp 127.0.0.1)
 expect_failure(2 "--tcp port: not a number from 1 to 65535: 70000" --tcp 127.0.0.1:70000)
 expect_failure(1 "not an IPv4 or IPv6 address: no-such-address" --tcp no-such-address:4420)
-expect_failure(2 "--log is trace, debug, info, warning, error, critical or off: verbose"
-               --vfio-user "${socket}" --ram 16M --log verbose)
-expect_failure(2 "--log is trace, debug, info, warning, error, critical or off: INFO"
-               --vfio-user "${socket}" --ram 16M --log INFO)
+# --log takes spdlog's level names, short and long, and refuses others (which spdlog reads as off).
+set(log_levels "trace, debug, info, warn \\(or warning\\), err \\(or error\\), critical or off")
+expect_failure(2 "--log is ${log_levels}: verbose" --vfio-user "${socket}" --ram 16M --log verbose)
+expect_failure(2 "--log is ${log_levels}: INFO" --vfio-user "${socket}" --ram 16M --log INFO)
+foreach(level IN ITEMS trace debug info warn warning err error)
+    expect_failure(1 "larger than the unallocated NVM capacity"
+                   --vfio-user "${socket}" --ram 64M --capacity 32M --log ${level})
+endforeach()
+foreach(level IN ITEMS critical off) # above the error's level: nothing said
+    expect_failure(1 "^$" --vfio-user "${socket}" --ram 64M --capacity 32M --log ${level})
+endforeach()
+# An NQN is "nqn." then a name (as nvmf_create_subsystem and nvmf_subsystem_add_host require).
+expect_failure(2 "--nqn: 'not-an-nqn' is not an NQN" --vfio-user "${socket}" --ram 64M --capacity 32M --nqn not-an-nqn)
+expect_failure(2 "--nqn: 'nqn.' is not an NQN" --vfio-user "${socket}" --ram 64M --capacity 32M --nqn nqn.)
+expect_failure(2 "--host: 'host1' is not an NQN" --tcp 127.0.0.1:4420 --ram 64M --capacity 32M --host host1)
+expect_failure(1 "larger than the unallocated NVM capacity"
+               --vfio-user "${socket}" --ram 64M --capacity 32M --nqn nqn.2026-11.io.example:disk0)
+# Options that apply to nothing, or name one socket twice.
+expect_failure(2 "--direct applies to --file namespaces, and none is given"
+               --vfio-user "${socket}" --ram 64M --capacity 32M --direct)
+expect_failure(2 "--direct applies to --file namespaces, and none is given" -r "${WORK}/rpc.sock" --direct)
+expect_failure(2 "--io uring applies to --file namespaces, and none is given|built without liburing"
+               --vfio-user "${socket}" --ram 64M --capacity 32M --io uring)
+expect_failure(2 "-r and --vfio-user name the same socket: ${socket}"
+               --vfio-user "${socket}" -r "${socket}" --ram 64M --capacity 32M)
+expect_failure(2 "-r and --vfio-user name the same socket"
+               --vfio-user "${socket}" -r "${WORK}/./serve-options.sock" --ram 64M --capacity 32M)
+# A socket that cannot listen names its address or path: TEST-NET-1 (RFC 5737) and the
+# documentation prefix 2001:db8::/32 are on no interface; a path in no directory.
+expect_failure(1 "--tcp 192.0.2.1:4420: tcp: bind" --tcp 192.0.2.1:4420)
+expect_failure(1 "--tcp \\[2001:db8::1\\]:4420: tcp: " --tcp [2001:db8::1]:4420)
+expect_failure(1 "--tcp 192.0.2.1:4420: tcp: bind" --tcp 192.0.2.1:4420 -r "${WORK}/rpc.sock")
+if(EXISTS "${WORK}/rpc.sock")
+    message(FATAL_ERROR "nvmekit-serve left its management socket behind: ${WORK}/rpc.sock")
+endif()
+expect_failure(1 "vfio-user: bind ${WORK}/missing/device.sock" --vfio-user "${WORK}/missing/device.sock")
+expect_failure(1 "rpc server: bind ${WORK}/missing/rpc.sock" -r "${WORK}/missing/rpc.sock")
+# Without -r, the management socket is $XDG_RUNTIME_DIR/nvmekit.sock (XDG_RUNTIME_DIR an absolute
+# path of a directory of the user's), or /run/nvmekit.sock for root; another user without a
+# runtime directory is told to give -r (never a world-writable directory such as /var/tmp). Run as
+# nobody when this runs as root (setpriv).
+file(WRITE "${WORK}/empty.json" "{\"subsystems\": []}")
+execute_process(COMMAND id -u OUTPUT_VARIABLE user_id OUTPUT_STRIP_TRAILING_WHITESPACE)
+set(as_another_user)
+if(user_id STREQUAL "0")
+    find_program(SETPRIV setpriv)
+    if(SETPRIV)
+        set(as_another_user "${SETPRIV}" --reuid=65534 --regid=65534 --clear-groups)
+    endif()
+endif()
+if(NOT user_id STREQUAL "0" OR as_another_user)
+    set(launcher "${CMAKE_COMMAND}" -E env --unset=XDG_RUNTIME_DIR ${as_another_user})
+    expect_failure(2 "no management socket: give -r PATH" -c "${WORK}/empty.json")
+    set(launcher "${CMAKE_COMMAND}" -E env XDG_RUNTIME_DIR=relative/run ${as_another_user})
+    expect_failure(2 "no management socket: give -r PATH" -c "${WORK}/empty.json")
+    set(launcher "${CMAKE_COMMAND}" -E env XDG_RUNTIME_DIR=${WORK}/missing ${as_another_user})
+    expect_failure(2 "no management socket: give -r PATH" -c "${WORK}/empty.json")
+    set(launcher)
+else()
+    message(WARNING "serve_options: the default management socket of a user without a runtime directory "
+                    "is not checked: this runs as root, and setpriv was not found")
+endif()
 # --vfio-user never removes what is at its path: a file there is refused and kept whole.
 set(image "${WORK}/disk.img")
 file(WRITE "${image}" "a disk image")

@@ -5,7 +5,8 @@ VFIOUSER listener starts a function a vfio-user client reaches (VERSION, then NV
 from BAR0); removing it stops the function. A TCP listener takes NVMe/TCP connections (ICReq,
 then an admin Connect) from the hosts the subsystem allows; a host removed loses its controller,
 and a listener removed refuses connections. With --timing, a read takes at least the model's
-latency, and an untimed write sent behind it completes first.
+latency, and an untimed write sent behind it completes first. Without -r, the management socket
+is nvmekit.sock in XDG_RUNTIME_DIR.
 
 Every check raises CheckFailed with what failed (never a bare assert, which python -O drops);
 the script then exits 1.
@@ -206,7 +207,7 @@ def discovery_entries(port, hostnqn):
     s, (status, _) = tcp_connect(port, DISCOVERY_NQN, hostnqn)
     check(status == 0, hex(status))
     tcp_enable(s)
-    size = 4096  # the header and three entries
+    size = 4096  # the header and three entries: this discovery subsystem, the subsystem, a referral
     status, _, log = tcp_command(s, nvm_command(0x02, 2, length=size, cdw=(0x70 | ((size // 4 - 1) << 16),),
                                                 to_host=True))  # Get Log Page 70h
     s.close()
@@ -217,8 +218,8 @@ def discovery_entries(port, hostnqn):
             for e in (log[1024 * (i + 1):1024 * (i + 2)] for i in range(records))]
 
 
-def start(program, *arguments, wait_for):
-    process = subprocess.Popen([program, *arguments], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+def start(program, *arguments, wait_for, env=None):
+    process = subprocess.Popen([program, *arguments], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 10
     while not all(os.path.exists(p) for p in wait_for):
         if process.poll() is not None or time.monotonic() > deadline:
@@ -416,12 +417,14 @@ def main():
             pass
         equal(result(rpc, "nvmf_subsystem_add_listener", {"nqn": nqn, "listen_address": tcp}), True)
         # A referral to another discovery service: listed by the method and by the listener's
-        # discovery controller, after the subsystem (SUBTYPE 2), as a referral (SUBTYPE 1).
+        # discovery controller, after the discovery subsystem's own entry (SUBTYPE 3) and the
+        # subsystem (SUBTYPE 2), as a referral (SUBTYPE 1).
         referral = {"trtype": "TCP", "adrfam": "IPv4", "traddr": "127.0.0.2", "trsvcid": "8009"}
         equal(result(rpc, "nvmf_discovery_add_referral", {"address": referral}), True)
         equal(result(rpc, "nvmf_discovery_get_referrals"), [
             {"address": referral, "secure_channel": False, "subnqn": DISCOVERY_NQN}])
-        discovered = [(2, "127.0.0.1", str(port), nqn), (1, "127.0.0.2", "8009", DISCOVERY_NQN)]
+        discovered = [(3, "127.0.0.1", str(port), DISCOVERY_NQN), (2, "127.0.0.1", str(port), nqn),
+                      (1, "127.0.0.2", "8009", DISCOVERY_NQN)]
         check(discovery_entries(port, host) == discovered, discovery_entries(port, host))
         subsystems = result(rpc, "nvmf_get_subsystems")
         equal([s["nqn"] for s in subsystems], ["nqn.2014-08.org.nvmexpress.discovery", nqn])
@@ -446,7 +449,7 @@ def main():
         # The referral came back with the configuration, before the listener it is listed by.
         equal(discovery_entries(port, host), discovered)
         equal(result(rpc, "nvmf_discovery_remove_referral", {"address": referral}), True)
-        equal(discovery_entries(port, host), discovered[:1])
+        equal(discovery_entries(port, host), discovered[:2])
     finally:
         stop(serve)
 
@@ -510,6 +513,20 @@ def main():
         check(any(c["method"] == "nvmf_subsystem_add_ns" and c["params"]["nqn"] == nqn for c in saved_nvmf))
     finally:
         stop(serve)
+    # Without -r, the management socket is nvmekit.sock in the user's runtime directory
+    # (XDG_RUNTIME_DIR), removed when the server stops.
+    runtime = os.path.join(work, "runtime")
+    os.makedirs(runtime, mode=0o700)
+    empty = os.path.join(work, "empty.json")
+    with open(empty, "w") as f:
+        json.dump({"subsystems": []}, f)
+    default = os.path.join(runtime, "nvmekit.sock")
+    serve = start(program, "-c", empty, wait_for=[default], env={**os.environ, "XDG_RUNTIME_DIR": runtime})
+    try:
+        check(result(default, "spdk_get_version")["version"].startswith("nvmekit v"))
+    finally:
+        stop(serve)
+    check(not os.path.exists(default), "the socket outlived the server")
     timed_read(program)
     shutil.rmtree(work)
     print("serve_rpc: ok")

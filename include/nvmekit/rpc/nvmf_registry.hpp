@@ -34,6 +34,7 @@
 #include <nvmekit/config.hpp>
 #include <nvmekit/rpc/bdev_registry.hpp>
 #include <nvmekit/rpc/jsonrpc.hpp>
+#include <nvmekit/spec/fabrics.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace rpc {
@@ -150,10 +151,10 @@ namespace detail {
 
 [[noreturn]] inline void refuse(int code, const std::string& message) { throw exception{code, message}; }
 
-/// NVMe over Fabrics 1.1, 7.9: an NQN is at most 223 bytes and begins "nqn.".
+/// NVMe over Fabrics 1.1, 7.9: an NQN is at most 223 bytes and begins "nqn." (spec::is_valid_nqn).
 inline void check_nqn(const std::string& nqn)
 {
-    if (nqn.size() > 223 || nqn.rfind("nqn.", 0) != 0 || nqn.size() <= 4) {
+    if (!spec::is_valid_nqn(nqn)) {
         refuse(error_code::invalid_params,
                "'" + nqn + "' is not an NQN (\"nqn.\" then a name, at most 223 bytes)");
     }

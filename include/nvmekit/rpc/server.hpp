@@ -4,7 +4,7 @@
 /// written back in order. One thread, poll(2), non-blocking sockets; several clients at once.
 ///
 ///     nvmekit::rpc::registry methods;
-///     nvmekit::rpc::server server{methods, {.socket_path = "/var/tmp/nvmekit.sock"}};
+///     nvmekit::rpc::server server{methods, {.socket_path = "/run/user/1000/nvmekit.sock"}};
 ///     server.start();   // listens, then serves on a thread of its own
 ///     ...
 ///     server.stop();    // from any thread
@@ -15,18 +15,25 @@
 /// What a client can do to it: a client that closes mid-request loses that request; one that
 /// sends garbage gets a Parse Error and is disconnected; one that sends a request over
 /// decoder_limits gets a Parse Error and is disconnected; one that stops reading its responses
-/// is disconnected once more than max_output_bytes of them wait for it; beyond max_clients,
-/// new connections are closed at once. None of it affects the other clients.
+/// is disconnected once more than max_output_bytes of them wait for it, or once it has taken
+/// none of them for request_timeout; one that leaves a request incomplete for request_timeout is
+/// disconnected; at max_clients, a new connection closes the connection idle longest, or is
+/// closed at once when none is idle. None of it affects the other clients. When accept(2) fails
+/// (out of descriptors), the server stops accepting for accept_retry_delay instead of retrying
+/// at once.
 ///
 /// The socket path: start() refuses a path where a server answers (or that is not a socket),
 /// removes a socket file nothing answers at (left by a server that died), and removes its own
-/// socket file when it stops.
+/// socket file when it stops. With no path in its options it takes default_socket_path().
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -48,6 +55,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/rpc/jsonrpc.hpp>
 #include <nvmekit/transport/unix_socket_path.hpp>
@@ -55,14 +63,65 @@
 NVMEKIT_BEGIN_NAMESPACE
 namespace rpc {
 
+/// The management socket's path where the options give none, where system daemons keep theirs:
+/// `runtime_directory`/nvmekit.sock when `runtime_directory` (XDG_RUNTIME_DIR) is the absolute
+/// path of a directory that `effective_user` owns, else /run/nvmekit.sock for root, else nothing.
+/// Never a world-writable directory such as /var/tmp, where another user could take the name
+/// first.
+[[nodiscard]] inline std::optional<std::string> default_socket_path(const char* runtime_directory,
+                                                                    uid_t effective_user)
+{
+    struct stat directory {};
+    if (runtime_directory != nullptr && runtime_directory[0] == '/' &&
+        ::stat(runtime_directory, &directory) == 0 && S_ISDIR(directory.st_mode) &&
+        directory.st_uid == effective_user) {
+        std::string path{runtime_directory};
+        if (path.back() != '/') {
+            path += '/';
+        }
+        return path + "nvmekit.sock";
+    }
+    if (effective_user == 0) {
+        return "/run/nvmekit.sock";
+    }
+    return std::nullopt;
+}
+
+/// default_socket_path() for this process: its XDG_RUNTIME_DIR and effective user.
+[[nodiscard]] inline std::optional<std::string> default_socket_path()
+{
+    return default_socket_path(std::getenv("XDG_RUNTIME_DIR"), ::geteuid());
+}
+
 struct server_options {
-    /// rpc.py's default is /var/tmp/spdk.sock; its -s option names another.
-    std::string socket_path = "/var/tmp/nvmekit.sock";
+    /// Empty: default_socket_path() (rpc.py's default is /var/tmp/spdk.sock; its -s option
+    /// names another).
+    std::string socket_path{};
     decoder_limits limits{};
     /// Responses waiting for a client beyond this: the client is disconnected.
     std::size_t max_output_bytes = std::size_t{64} << 20;
-    /// Connections beyond this are closed as soon as they are accepted.
+    /// Clients at once. A connection beyond them closes the idle client (no partial request, no
+    /// response waiting) whose last byte in or out is oldest, with close_idle_when_full, else
+    /// it is closed as soon as it is accepted.
     std::size_t max_clients = 64;
+    /// A client that holds part of a request for this long without completing it (counted from
+    /// its first byte, or from the end of the request before it when that came in the same
+    /// read; more bytes do not extend it), or takes no byte of the responses waiting for it for
+    /// this long, is disconnected: a stalled client cannot keep its slot and buffers. A client
+    /// with nothing pending has no deadline. Zero: no limit.
+    std::chrono::milliseconds request_timeout = std::chrono::seconds{10};
+    /// At max_clients, a new connection closes the idle client active longest ago instead of
+    /// being refused: connections that send nothing cannot lock others out, and a flood of new
+    /// connections closes its own older ones before a client that was active after them.
+    bool close_idle_when_full = true;
+    /// After accept(2) fails other than for a connection aborted while waiting (EMFILE and
+    /// ENFILE: out of descriptors), the listener is left out of poll(2) for this long (at least
+    /// 1 ms), instead of being found readable, and failing, again at once; logged once until
+    /// an accept succeeds.
+    std::chrono::milliseconds accept_retry_delay{100};
+    /// The time for request_timeout and accept_retry_delay (a Clock's now()); empty: the
+    /// steady clock. A test gives a manual clock's.
+    std::function<std::chrono::nanoseconds()> clock{};
     /// The socket file's mode: its owner's alone by default.
     mode_t socket_mode = 0600;
     /// Accept only peers running as the server's own user or as root (SO_PEERCRED): a socket
@@ -83,6 +142,9 @@ struct server_statistics {
     std::uint64_t parse_errors = 0;         ///< streams failed (garbage, too long, too deep)
     std::uint64_t slow_clients_dropped = 0; ///< over max_output_bytes
     std::uint64_t clients_lost = 0;         ///< connection errors, closes mid-request
+    std::uint64_t clients_timed_out = 0;    ///< stalled for request_timeout (mid-request, not reading)
+    std::uint64_t idle_clients_closed = 0;  ///< closed to admit a new client at max_clients
+    std::uint64_t accept_failures = 0;      ///< accept(2) failures, each pausing accepting
     std::uint64_t clients_connected = 0;    ///< now
 };
 
@@ -126,6 +188,8 @@ private:
 
 class server {
 public:
+    /// Throws std::invalid_argument when the options give no socket path and there is no
+    /// default_socket_path().
     server(const registry& methods, server_options options = {}, server_logger logger = {})
         : methods_{methods}
         , options_{std::move(options)}
@@ -135,6 +199,19 @@ public:
         if (!wake_.valid()) {
             detail::throw_errno("eventfd");
         }
+        if (options_.socket_path.empty()) {
+            auto path = default_socket_path();
+            if (!path) {
+                throw std::invalid_argument(
+                    "rpc server: no socket path given, and no default: XDG_RUNTIME_DIR is not the absolute "
+                    "path of a directory of this user's, and the server does not run as root");
+            }
+            options_.socket_path = std::move(*path);
+        }
+        if (!options_.clock) {
+            options_.clock = [] { return steady_clock{}.now(); };
+        }
+        options_.accept_retry_delay = std::max(options_.accept_retry_delay, std::chrono::milliseconds{1});
     }
     server(const server&) = delete;
     server& operator=(const server&) = delete;
@@ -248,6 +325,9 @@ public:
         s.parse_errors = counters_.parse_errors.load(std::memory_order_relaxed);
         s.slow_clients_dropped = counters_.slow_clients_dropped.load(std::memory_order_relaxed);
         s.clients_lost = counters_.clients_lost.load(std::memory_order_relaxed);
+        s.clients_timed_out = counters_.clients_timed_out.load(std::memory_order_relaxed);
+        s.idle_clients_closed = counters_.idle_clients_closed.load(std::memory_order_relaxed);
+        s.accept_failures = counters_.accept_failures.load(std::memory_order_relaxed);
         s.clients_connected = counters_.clients_connected.load(std::memory_order_relaxed);
         return s;
     }
@@ -257,17 +337,29 @@ private:
     /// the others.
     static constexpr std::size_t read_chunk = 64 * 1024;
     static constexpr std::size_t reads_per_round = 16;
+    /// No deadline.
+    static constexpr std::chrono::nanoseconds never = std::chrono::nanoseconds::max();
 
     struct client {
-        explicit client(int fd, const decoder_limits& limits) : socket{fd}, decoder{limits} {}
+        client(int fd, const decoder_limits& limits, std::chrono::nanoseconds now)
+            : socket{fd}, decoder{limits}, last_activity{now}
+        {}
         detail::fd_holder socket;
         stream_decoder decoder;
         std::string output;
         std::size_t output_sent = 0;
         bool reading = true; ///< false once the client closed its side or its stream failed
         bool closed = false;
+        std::chrono::nanoseconds last_activity;         ///< accepted, or its last byte in or out
+        std::chrono::nanoseconds partial_since = never; ///< its partial request's start (never: none)
+        std::chrono::nanoseconds output_since{};        ///< the last progress of the responses waiting
 
         [[nodiscard]] std::size_t pending() const noexcept { return output.size() - output_sent; }
+        /// Connected, with no partial request and no response waiting.
+        [[nodiscard]] bool idle() const noexcept
+        {
+            return !closed && reading && partial_since == never && pending() == 0;
+        }
     };
 
     struct atomic_counters {
@@ -279,6 +371,9 @@ private:
         std::atomic<std::uint64_t> parse_errors{0};
         std::atomic<std::uint64_t> slow_clients_dropped{0};
         std::atomic<std::uint64_t> clients_lost{0};
+        std::atomic<std::uint64_t> clients_timed_out{0};
+        std::atomic<std::uint64_t> idle_clients_closed{0};
+        std::atomic<std::uint64_t> accept_failures{0};
         std::atomic<std::uint64_t> clients_connected{0};
     };
 
@@ -322,23 +417,31 @@ private:
     void loop()
     {
         running_.store(true);
+        accept_resume_ = std::chrono::nanoseconds::min();
+        accept_failures_in_episode_ = 0;
         std::vector<pollfd> fds;
         while (!stop_requested_.load()) {
+            const std::chrono::nanoseconds before = options_.clock();
+            const bool accepting = before >= accept_resume_;
             fds.clear();
             fds.push_back({wake_.get(), POLLIN, 0});
-            fds.push_back({listener_.get(), POLLIN, 0});
+            // While accepting pauses, the listener is left out: poll(2) skips a negative descriptor.
+            fds.push_back({accepting ? listener_.get() : -1, POLLIN, 0});
             for (const auto& c : clients_) {
                 const short events =
                     static_cast<short>((c->reading ? POLLIN : 0) | (c->pending() > 0 ? POLLOUT : 0));
                 fds.push_back({c->socket.get(), events, 0});
             }
-            if (::poll(fds.data(), fds.size(), -1) < 0) {
+            if (::poll(fds.data(), fds.size(), poll_timeout(before, accepting)) < 0) {
                 if (errno == EINTR) {
                     continue;
                 }
                 log(std::string{"poll failed: "} + std::strerror(errno));
                 break;
             }
+            // The time of this round: what clients do in it, and their deadlines, are measured by
+            // it, so a client whose bytes arrived while a handler ran is read before it expires.
+            now_ = options_.clock();
             if ((fds[0].revents & POLLIN) != 0) {
                 std::uint64_t value = 0;
                 [[maybe_unused]] const ssize_t got = ::read(wake_.get(), &value, sizeof value);
@@ -364,9 +467,10 @@ private:
                     close_client(c);
                 }
             }
+            close_stalled_clients();
             std::erase_if(clients_, [](const std::unique_ptr<client>& c) { return c->closed; });
             counters_.clients_connected.store(clients_.size(), std::memory_order_relaxed);
-            if ((fds[1].revents & POLLIN) != 0) {
+            if (accepting && (fds[1].revents & POLLIN) != 0) {
                 accept_clients();
             }
         }
@@ -376,34 +480,146 @@ private:
         close_listener();
     }
 
+    /// When `c` has stalled for request_timeout: mid-request, or with responses it takes none of.
+    [[nodiscard]] std::chrono::nanoseconds deadline(const client& c) const noexcept
+    {
+        if (options_.request_timeout <= std::chrono::milliseconds::zero() || c.closed) {
+            return never;
+        }
+        std::chrono::nanoseconds earliest = never;
+        if (c.reading && c.partial_since != never) {
+            earliest = c.partial_since + options_.request_timeout;
+        }
+        if (c.pending() > 0) {
+            earliest = std::min(earliest, c.output_since + options_.request_timeout);
+        }
+        return earliest;
+    }
+
+    /// How long poll(2) may wait, from `now`: until the first deadline or the end of a pause in
+    /// accepting (-1: no limit).
+    [[nodiscard]] int poll_timeout(std::chrono::nanoseconds now, bool accepting) const
+    {
+        std::chrono::nanoseconds until = accepting ? never : accept_resume_;
+        for (const auto& c : clients_) {
+            until = std::min(until, deadline(*c));
+        }
+        if (until == never) {
+            return -1;
+        }
+        if (until <= now) {
+            return 0;
+        }
+        // Rounded up, so that the round after the wait finds the deadline passed.
+        const auto wait = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
+        return static_cast<int>(std::min<decltype(wait)>(wait, INT_MAX));
+    }
+
+    /// Disconnects the clients whose deadline has passed.
+    void close_stalled_clients()
+    {
+        for (const auto& c : clients_) {
+            if (deadline(*c) > now_) {
+                continue;
+            }
+            const auto limit = std::to_string(options_.request_timeout.count()) + " ms";
+            drop(*c, counters_.clients_timed_out,
+                 c->reading && c->partial_since != never
+                     ? "client dropped: a request left incomplete for " + limit
+                     : "client dropped: its responses not read for " + limit);
+        }
+    }
+
     void accept_clients()
     {
         for (;;) {
             const int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
             if (fd < 0) {
-                if (errno == EINTR) {
-                    continue;
+                const int error = errno;
+                if (error == EINTR || error == ECONNABORTED) {
+                    continue; // a connection closed while it waited: the next one
                 }
-                if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                    log(std::string{"accept failed: "} + std::strerror(errno));
+                if (error == EAGAIN || error == EWOULDBLOCK) {
+                    accepting_again();
+                } else {
+                    pause_accepting(error);
                 }
                 return;
             }
+            accepting_again();
             if (options_.same_user_only && !peer_allowed(fd)) {
                 count(counters_.clients_denied);
                 ::close(fd);
                 continue;
             }
-            if (clients_.size() >= options_.max_clients) {
+            if (clients_.size() >= options_.max_clients && !make_room()) {
                 count(counters_.clients_refused);
                 ::close(fd);
                 log("connection refused: " + std::to_string(options_.max_clients) + " clients already");
                 continue;
             }
-            clients_.push_back(std::make_unique<client>(fd, options_.limits));
+            clients_.push_back(std::make_unique<client>(fd, options_.limits, now_));
             count(counters_.clients_accepted);
             counters_.clients_connected.store(clients_.size(), std::memory_order_relaxed);
         }
+    }
+
+    /// accept(2) failed with `error` (out of descriptors, most likely: EMFILE, ENFILE): the
+    /// connection stays in the backlog and the listener readable, so it is left out of the poll
+    /// for accept_retry_delay rather than failing again at once, round after round.
+    void pause_accepting(int error)
+    {
+        count(counters_.accept_failures);
+        accept_resume_ = now_ + options_.accept_retry_delay;
+        if (accept_failures_in_episode_++ == 0) {
+            log(std::string{"accept failed: "} + std::strerror(error) + "; retrying every " +
+                std::to_string(options_.accept_retry_delay.count()) + " ms until it succeeds");
+        }
+    }
+
+    /// An accept found a connection, or none waiting: a run of failures, if any, has ended.
+    void accepting_again()
+    {
+        if (accept_failures_in_episode_ != 0) {
+            log("accepting again after " + std::to_string(accept_failures_in_episode_) + " failed accept(s)");
+            accept_failures_in_episode_ = 0;
+        }
+    }
+
+    /// At max_clients, for a new client: closes the clients stalled by now (the time of this
+    /// accept, not of the round's start, which the connection may have come after), else the
+    /// idle client whose last activity is oldest (close_idle_when_full). False when neither is.
+    bool make_room()
+    {
+        now_ = options_.clock();
+        close_stalled_clients();
+        std::erase_if(clients_, [](const std::unique_ptr<client>& c) { return c->closed; });
+        counters_.clients_connected.store(clients_.size(), std::memory_order_relaxed);
+        return clients_.size() < options_.max_clients || close_idle_client();
+    }
+
+    /// Closes the idle client whose last activity is oldest (close_idle_when_full); false when
+    /// there is none.
+    bool close_idle_client()
+    {
+        if (!options_.close_idle_when_full) {
+            return false;
+        }
+        auto oldest = clients_.end();
+        for (auto it = clients_.begin(); it != clients_.end(); ++it) {
+            if ((*it)->idle() &&
+                (oldest == clients_.end() || (*it)->last_activity < (*oldest)->last_activity)) {
+                oldest = it;
+            }
+        }
+        if (oldest == clients_.end()) {
+            return false;
+        }
+        drop(**oldest, counters_.idle_clients_closed,
+             "idle client closed to admit a new one: " + std::to_string(options_.max_clients) +
+                 " clients already");
+        clients_.erase(oldest);
+        return true;
     }
 
     /// Whether the peer on `fd` runs as this process's effective user or as root.
@@ -447,21 +663,32 @@ private:
                 }
                 return;
             }
+            c.last_activity = now_;
             c.decoder.feed(std::string_view{chunk_.data(), static_cast<std::size_t>(got)});
-            process(c);
+            const bool completed = process(c);
+            // A partial request's time runs from its first byte, or from the end of the request
+            // before it when that came in this read; bytes that do not complete it do not extend it.
+            if (c.decoder.buffered() == 0) {
+                c.partial_since = never;
+            } else if (completed || c.partial_since == never) {
+                c.partial_since = now_;
+            }
         }
     }
 
-    void process(client& c)
+    /// Answers the requests complete in `c`'s stream; whether there was any.
+    bool process(client& c)
     {
+        bool completed = false;
         for (auto item = c.decoder.next(); item.status != decode_status::need_more; item = c.decoder.next()) {
             if (item.status == decode_status::failed) {
                 count(counters_.parse_errors);
                 log("client stream failed: " + item.error_message);
                 queue(c, item.error_response());
                 c.reading = false; // answered, then closed once the answer is out
-                return;
+                return completed;
             }
+            completed = true;
             count(counters_.requests);
             // Nothing a client sends may end the server: an exception that escapes the registry's
             // own handling (in its checks or encoding) answers this request with Internal Error,
@@ -480,9 +707,10 @@ private:
                 queue(c, *response);
             }
             if (c.closed || stop_requested_.load()) {
-                return;
+                return completed;
             }
         }
+        return completed;
     }
 
     void queue(client& c, const std::string& response)
@@ -496,6 +724,9 @@ private:
                  "client dropped: more than " + std::to_string(options_.max_output_bytes) +
                      " bytes of responses waiting for it");
             return;
+        }
+        if (c.pending() == 0) {
+            c.output_since = now_;
         }
         c.output += response;
         count(counters_.responses);
@@ -516,6 +747,8 @@ private:
                 return;
             }
             c.output_sent += static_cast<std::size_t>(sent);
+            c.output_since = now_;
+            c.last_activity = now_;
         }
         c.output.clear();
         c.output_sent = 0;
@@ -546,7 +779,10 @@ private:
     dev_t socket_device_ = 0;
     ino_t socket_inode_ = 0;
     std::vector<std::unique_ptr<client>> clients_;
-    std::string chunk_; ///< what one recv() reads into
+    std::string chunk_;              ///< what one recv() reads into
+    std::chrono::nanoseconds now_{}; ///< the time of the loop's round
+    std::chrono::nanoseconds accept_resume_ = std::chrono::nanoseconds::min(); ///< accepting pauses until
+    std::uint64_t accept_failures_in_episode_ = 0; ///< failed accepts since the last that did not fail
     std::mutex control_;
     std::thread thread_;
     std::atomic<bool> stop_requested_{false};

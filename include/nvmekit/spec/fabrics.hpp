@@ -54,6 +54,13 @@ inline constexpr std::uint8_t discovery_log_page_id = 0x70;
     return !nqn.empty() && nqn.size() <= nqn_max_length;
 }
 
+/// Whether `nqn` has an NQN's form (NVMe over Fabrics 1.1, 7.9): "nqn." then a name, at most
+/// nqn_max_length bytes in all. What nvmekit's management methods and programs accept.
+[[nodiscard]] constexpr bool is_valid_nqn(std::string_view nqn) noexcept
+{
+    return is_valid_nqn_length(nqn) && nqn.size() > 4 && nqn.starts_with("nqn.");
+}
+
 /// Fabrics command capsule, generic layout (Base 2.0 section 6). The command is named by FCTYPE.
 struct fabrics_command {
     // clang-format off
@@ -133,8 +140,16 @@ struct connect_data {
     std::array<char, nqn_field_size> hostnqn; // bytes 767:512 HOSTNQN
     std::array<std::uint8_t, 256> rsvd768;    // bytes 1023:768
 
-    [[nodiscard]] constexpr std::string_view subsystem_nqn() const noexcept { return text_of(subnqn); }
-    [[nodiscard]] constexpr std::string_view host_nqn() const noexcept { return text_of(hostnqn); }
+    /// SUBNQN and HOSTNQN up to their NUL, trailing spaces included: an NQN matches only the
+    /// same bytes.
+    [[nodiscard]] constexpr std::string_view subsystem_nqn() const noexcept
+    {
+        return nul_terminated_text_of(subnqn);
+    }
+    [[nodiscard]] constexpr std::string_view host_nqn() const noexcept
+    {
+        return nul_terminated_text_of(hostnqn);
+    }
     /// Stores a NUL-padded NQN; false if it was cut to fit the field's 255 characters.
     constexpr bool set_subsystem_nqn(std::string_view nqn) noexcept
     {

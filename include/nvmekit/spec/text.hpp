@@ -5,6 +5,7 @@
 ///
 ///     spec::assign_space_padded(ctrl.sn, "NVMEKIT0001");  // "NVMEKIT0001         "
 ///     std::string_view serial = spec::text_of(ctrl.sn);   // "NVMEKIT0001"
+///     std::string_view host = spec::nul_terminated_text_of(data.hostnqn); // spaces kept
 
 #include <array>
 #include <cstddef>
@@ -26,6 +27,19 @@ template <std::size_t N>
     }
     while (length > 0 && field[length - 1] == ' ') {
         --length;
+    }
+    return std::string_view{field.data(), length};
+}
+
+/// The text of a NUL-terminated field as it is: up to its first NUL (the whole field without
+/// one), trailing spaces included. An NQN is compared byte for byte this way: "nqn.x " is not
+/// "nqn.x" (NVMe over Fabrics 1.1 7.9).
+template <std::size_t N>
+[[nodiscard]] constexpr std::string_view nul_terminated_text_of(const std::array<char, N>& field) noexcept
+{
+    std::size_t length = 0;
+    while (length < N && field[length] != '\0') {
+        ++length;
     }
     return std::string_view{field.data(), length};
 }

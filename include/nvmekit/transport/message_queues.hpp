@@ -61,22 +61,26 @@ public:
     // admin context for the admin queue, and from the context that runs an I/O queue's poll group
     // for that queue (the admin context without concurrent poll groups).
 
-    /// Reads a controller property (Base 2.0 3.1.4): a register below the doorbells, 4 or 8 bytes
-    /// wide. Nothing when `offset` names no property.
+    /// Reads a controller property (Base 2.0 3.1.4, Figure 35; NVMe over Fabrics 1.1 Figure 16):
+    /// CAP (8 bytes at 0h), VS (8h), CC (14h), CSTS (1Ch), CRTO (68h, which a host reads when
+    /// CAP.CRMS.CRWMS is set) and, when CAP.NSSRS is set, NSSR (20h), each 4 bytes. Nothing for
+    /// another offset, or another size than the property's: the registers of a PCIe controller
+    /// alone (INTMS, AQA, ASQ, ACQ, the CMB and boot partition registers) are no properties.
     [[nodiscard]] std::optional<std::uint64_t> property_read(std::uint64_t offset, unsigned width)
     {
-        if (!is_property(offset, width)) {
+        if (!is_property(offset, width, false)) {
             return std::nullopt;
         }
         return self().mmio_read(offset, width);
     }
 
-    /// Writes a controller property: CC, NSSR and the others act as the same register written
-    /// through BAR0 does (the reset state machine, shutdown, NVM Subsystem Reset). False, changing
-    /// nothing, when `offset` names no property.
+    /// Writes a controller property a host may set: CC, and when CAP.NSSRS is set NSSR and CSTS
+    /// (whose one writable bit, NSSRO, only an NVM Subsystem Reset sets); they act as the same
+    /// register written through BAR0 does (the reset state machine, shutdown, NVM Subsystem
+    /// Reset). False, changing nothing, for a read-only property, another offset or another size.
     bool property_write(std::uint64_t offset, unsigned width, std::uint64_t value)
     {
-        if (!is_property(offset, width)) {
+        if (!is_property(offset, width, true)) {
             return false;
         }
         self().mmio_write(offset, width, value);
@@ -208,11 +212,24 @@ protected:
     /// The largest admin queue (AQA.ASQS and AQA.ACQS are 12 bits, 0's based).
     static constexpr std::uint32_t max_admin_queue_entries = 4096;
 
-    /// A property is a register below the doorbells, accessed 4 or 8 bytes at a time.
-    [[nodiscard]] static constexpr bool is_property(std::uint64_t offset, unsigned width) noexcept
+    /// Whether `offset` and `width` name a property of this controller, one the host may set when
+    /// `written`.
+    [[nodiscard]] bool is_property(std::uint64_t offset, unsigned width, bool written) const noexcept
     {
-        return (width == 4 || width == 8) && offset % width == 0 &&
-               offset + width <= spec::doorbell_base_offset;
+        using spec::register_offset;
+        if (offset > static_cast<std::uint64_t>(register_offset::crto)) {
+            return false;
+        }
+        const bool subsystem_reset = self().registers_.cap().get(spec::cap_register::nssrs);
+        switch (static_cast<register_offset>(offset)) {
+        case register_offset::cap: return width == 8 && !written;
+        case register_offset::vs:
+        case register_offset::crto: return width == 4 && !written;
+        case register_offset::cc: return width == 4;
+        case register_offset::csts: return width == 4 && (subsystem_reset || !written);
+        case register_offset::nssr: return width == 4 && subsystem_reset;
+        default: return false;
+        }
     }
 
     /// The admin queue is message-based (connect_admin_queue), of this many entries.

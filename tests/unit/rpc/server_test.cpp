@@ -1,5 +1,6 @@
 #include <nvmekit/rpc/server.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -14,13 +16,16 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <gtest/gtest.h>
+#include <nvmekit/testing/manual_clock.hpp>
 
 namespace {
 namespace rpc_server_test {
@@ -56,12 +61,22 @@ bool eventually(Condition condition)
 /// A blocking client socket with a line reader (responses are one line each).
 class test_client {
 public:
-    explicit test_client(const std::string& path) : fd_{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)}
+    /// A socket, not connected yet.
+    test_client() : fd_{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)}
+    {
+        if (fd_ < 0) {
+            throw std::runtime_error(std::string{"socket: "} + std::strerror(errno));
+        }
+    }
+    explicit test_client(const std::string& path) : test_client{} { connect(path); }
+
+    /// Connects (which takes no new descriptor).
+    void connect(const std::string& path) const
     {
         sockaddr_un address{};
         address.sun_family = AF_UNIX;
         std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
-        if (fd_ < 0 || ::connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+        if (::connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
             throw std::runtime_error(std::string{"connect: "} + std::strerror(errno));
         }
     }
@@ -203,11 +218,67 @@ struct server_fixture : ::testing::Test {
         o.socket_path = path;
         return o;
     }
+
+    /// options() on `clock`'s time.
+    rpc::server_options options_on(const nvmekit::testing::manual_clock& clock) const
+    {
+        auto o = options();
+        o.clock = [&clock] { return clock.now(); };
+        return o;
+    }
 };
 
-TEST_F(server_fixture, default_socket_path)
+/// Sends an echo request with `id` and reads its response: one round of the server's loop at
+/// least, after everything sent before it on any connection has been read.
+void round_trip(test_client& client, int id)
 {
-    EXPECT_EQ(rpc::server_options{}.socket_path, "/var/tmp/nvmekit.sock");
+    ASSERT_TRUE(client.send(request("echo", id)));
+    const auto response = client.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["id"], id);
+}
+
+TEST_F(server_fixture, default_socket_path_is_in_the_runtime_directory)
+{
+    const uid_t me = ::geteuid();
+    EXPECT_EQ(rpc::default_socket_path(directory.c_str(), me), directory + "/nvmekit.sock");
+    EXPECT_EQ(rpc::default_socket_path((directory + "/").c_str(), me), directory + "/nvmekit.sock");
+    std::ofstream{directory + "/file"} << "not a directory";
+    const uid_t stranger = me == 65534 ? 65533 : 65534;
+    // Without an absolute path of an existing directory: /run for root, nothing for another user
+    // (never a world-writable directory such as /var/tmp).
+    for (const std::string& unusable :
+         {std::string{}, std::string{"relative"}, directory + "/missing", directory + "/file"}) {
+        EXPECT_EQ(rpc::default_socket_path(unusable.c_str(), 0), "/run/nvmekit.sock") << unusable;
+        EXPECT_EQ(rpc::default_socket_path(unusable.c_str(), stranger), std::nullopt) << unusable;
+    }
+    EXPECT_EQ(rpc::default_socket_path(nullptr, 0), "/run/nvmekit.sock");
+    EXPECT_EQ(rpc::default_socket_path(nullptr, stranger), std::nullopt);
+    // Another user's directory is not this user's runtime directory.
+    EXPECT_EQ(rpc::default_socket_path(directory.c_str(), stranger), std::nullopt);
+    if (me != 0) {
+        EXPECT_EQ(rpc::default_socket_path(directory.c_str(), 0), "/run/nvmekit.sock");
+    }
+}
+
+TEST_F(server_fixture, without_a_path_it_listens_in_the_runtime_directory)
+{
+    const char* previous = std::getenv("XDG_RUNTIME_DIR");
+    const std::optional<std::string> saved =
+        previous != nullptr ? std::optional<std::string>{previous} : std::nullopt;
+    ASSERT_EQ(::setenv("XDG_RUNTIME_DIR", directory.c_str(), 1), 0);
+    rpc::server server{methods};
+    if (saved) {
+        ::setenv("XDG_RUNTIME_DIR", saved->c_str(), 1);
+    } else {
+        ::unsetenv("XDG_RUNTIME_DIR");
+    }
+    EXPECT_EQ(server.socket_path(), directory + "/nvmekit.sock");
+    server.start();
+    test_client client{directory + "/nvmekit.sock"};
+    round_trip(client, 1);
+    server.stop();
+    EXPECT_FALSE(path_exists(directory + "/nvmekit.sock"));
 }
 
 TEST_F(server_fixture, answers_and_removes_its_socket_when_stopped)
@@ -617,10 +688,12 @@ TEST_F(server_fixture, refuses_a_path_that_is_not_a_socket)
     EXPECT_THROW(too_long.start(), std::invalid_argument);
 }
 
+// Without close_idle_when_full; with it, see a_new_client_at_max_clients_closes_the_one_idle_longest.
 TEST_F(server_fixture, connections_beyond_max_clients_are_closed)
 {
     auto o = options();
     o.max_clients = 2;
+    o.close_idle_when_full = false;
     rpc::server server{methods, o};
     server.start();
     test_client a{path};
@@ -631,6 +704,254 @@ TEST_F(server_fixture, connections_beyond_max_clients_are_closed)
     EXPECT_TRUE(eventually([&] { return server.statistics().clients_refused == 1; }));
     ASSERT_TRUE(b.send(request("echo", 1)));
     ASSERT_TRUE(b.read_response());
+    ASSERT_TRUE(a.send(request("echo", 2)));
+    ASSERT_TRUE(a.read_response());
+    EXPECT_EQ(server.statistics().idle_clients_closed, 0U);
+}
+
+TEST_F(server_fixture, timeout_defaults)
+{
+    const rpc::server_options o;
+    EXPECT_EQ(o.request_timeout, 10s);
+    EXPECT_TRUE(o.close_idle_when_full);
+    EXPECT_EQ(o.accept_retry_delay, 100ms);
+}
+
+// Clients that hold half-written requests lock nobody out for longer than request_timeout: they
+// are disconnected, and their slots go to new clients. On a manual clock: the server's rounds
+// are made by the clients' bytes, the deadlines by the clock.
+TEST_F(server_fixture, partial_requests_time_out_and_free_their_slots)
+{
+    nvmekit::testing::manual_clock clock;
+    auto o = options_on(clock);
+    o.max_clients = 2;
+    o.request_timeout = 10s;
+    rpc::server server{methods, o};
+    server.start();
+    test_client a{path};
+    test_client b{path};
+    ASSERT_TRUE(eventually([&] { return server.statistics().clients_connected == 2; }));
+    ASSERT_TRUE(a.send(request("echo", 1).substr(0, 20)));
+    ASSERT_TRUE(b.send(request("echo", 2).substr(0, 20)));
+    {
+        // Read by then (sent before it connects), the partial requests keep both slots: not idle.
+        test_client refused{path};
+        EXPECT_TRUE(refused.wait_closed());
+    }
+    ASSERT_TRUE(eventually([&] { return server.statistics().clients_refused == 1; }));
+    clock.advance(10s - 1ns);
+    {
+        test_client refused{path};
+        EXPECT_TRUE(refused.wait_closed());
+    }
+    ASSERT_TRUE(eventually([&] { return server.statistics().clients_refused == 2; }));
+    EXPECT_EQ(server.statistics().clients_timed_out, 0U);
+    clock.advance(1ns);
+    test_client c{path}; // its connection is a round of the server's: a and b go, c is admitted
+    round_trip(c, 3);
+    EXPECT_TRUE(a.wait_closed());
+    EXPECT_TRUE(b.wait_closed());
+    const auto s = server.statistics();
+    EXPECT_EQ(s.clients_timed_out, 2U);
+    EXPECT_EQ(s.clients_refused, 2U);
+    EXPECT_EQ(s.clients_connected, 1U);
+    EXPECT_EQ(echo_calls.load(), 1);
+}
+
+// More bytes do not extend a request's time (a client cannot trickle one byte at a time); a
+// request completed in time is answered, and the next one has its own time.
+TEST_F(server_fixture, a_request_has_request_timeout_from_its_first_byte)
+{
+    nvmekit::testing::manual_clock clock;
+    auto o = options_on(clock);
+    o.request_timeout = 10s;
+    rpc::server server{methods, o};
+    server.start();
+    test_client other{path};
+    test_client a{path};
+    const std::string first = request("echo", 1);
+    ASSERT_TRUE(a.send(first.substr(0, 10)));
+    round_trip(other, 100); // a's bytes are read by then
+    clock.advance(9s);
+    ASSERT_TRUE(a.send(first.substr(10)));
+    auto response = a.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["id"], 1);
+    // The next request: its first byte at 9 s, a byte more at 18 s, expired at 19 s.
+    const std::string second = request("echo", 2);
+    ASSERT_TRUE(a.send(second.substr(0, 1)));
+    round_trip(other, 101);
+    clock.advance(9s);
+    ASSERT_TRUE(a.send(second.substr(1, 1)));
+    round_trip(other, 102);
+    EXPECT_EQ(server.statistics().clients_timed_out, 0U);
+    clock.advance(1s);
+    round_trip(other, 103);
+    EXPECT_TRUE(a.wait_closed());
+    EXPECT_EQ(server.statistics().clients_timed_out, 1U);
+    EXPECT_TRUE(eventually([&] { return server.statistics().clients_connected == 1; }));
+}
+
+// Nothing else happening: the server wakes for the deadline by itself (the steady clock, a
+// short timeout; only the hang guard is wall-clock time).
+TEST_F(server_fixture, partial_request_times_out_with_no_other_activity)
+{
+    auto o = options();
+    o.request_timeout = 20ms;
+    rpc::server server{methods, o};
+    server.start();
+    test_client a{path};
+    ASSERT_TRUE(a.send(request("echo", 1).substr(0, 20)));
+    EXPECT_TRUE(a.wait_closed());
+    EXPECT_TRUE(eventually([&] { return server.statistics().clients_timed_out == 1; }));
+    EXPECT_EQ(echo_calls.load(), 0);
+}
+
+// A client that takes none of its responses for request_timeout goes too, within the output bound.
+TEST_F(server_fixture, client_that_reads_none_of_its_responses_times_out)
+{
+    nvmekit::testing::manual_clock clock;
+    auto o = options_on(clock);
+    o.request_timeout = 10s;
+    rpc::server server{methods, o};
+    server.start();
+    test_client not_reading{path};
+    test_client other{path};
+    std::string burst;
+    for (int i = 0; i < 16; ++i) {
+        burst += request("big", i, {{"bytes", 256 * 1024}});
+    }
+    ASSERT_TRUE(not_reading.send(burst));
+    ASSERT_TRUE(eventually([&] { return server.statistics().responses == 16; }));
+    clock.advance(10s);
+    round_trip(other, 1);
+    EXPECT_TRUE(eventually([&] { return server.statistics().clients_timed_out == 1; }));
+    EXPECT_TRUE(not_reading.wait_closed());
+    EXPECT_EQ(server.statistics().slow_clients_dropped, 0U);
+    EXPECT_TRUE(eventually([&] { return server.statistics().clients_connected == 1; }));
+}
+
+// Connections that send nothing cannot lock others out: at max_clients a new connection closes
+// the one idle longest; one with a partial request is not idle.
+TEST_F(server_fixture, a_new_client_at_max_clients_closes_the_one_idle_longest)
+{
+    nvmekit::testing::manual_clock clock;
+    auto o = options_on(clock);
+    o.max_clients = 3;
+    rpc::server server{methods, o};
+    server.start();
+    test_client active{path};
+    test_client silent{path};
+    test_client partial{path};
+    ASSERT_TRUE(eventually([&] { return server.statistics().clients_connected == 3; }));
+    clock.advance(1s);
+    round_trip(active, 1);
+    ASSERT_TRUE(partial.send(request("echo", 2).substr(0, 10)));
+    round_trip(active, 3);
+    test_client newcomer{path};
+    EXPECT_TRUE(silent.wait_closed());
+    round_trip(newcomer, 4);
+    clock.advance(1s);
+    round_trip(active, 5);
+    EXPECT_EQ(server.statistics().idle_clients_closed, 1U);
+    EXPECT_EQ(server.statistics().clients_refused, 0U);
+    // Now the idle one longest is newcomer's (active's last request came after it).
+    test_client another{path};
+    EXPECT_TRUE(newcomer.wait_closed());
+    round_trip(another, 6);
+    ASSERT_TRUE(partial.send(request("echo", 2).substr(10)));
+    const auto response = partial.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ((*response)["id"], 2);
+    EXPECT_EQ(server.statistics().idle_clients_closed, 2U);
+}
+
+/// Lowers the soft RLIMIT_NOFILE to the lowest free descriptor, so that the next descriptor the
+/// process opens fails with EMFILE; restored when it goes.
+class descriptors_exhausted {
+public:
+    descriptors_exhausted()
+    {
+        if (::getrlimit(RLIMIT_NOFILE, &saved_) != 0) {
+            throw std::runtime_error("getrlimit");
+        }
+        const int lowest_free = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (lowest_free < 0) {
+            throw std::runtime_error("open /dev/null");
+        }
+        ::close(lowest_free);
+        rlimit lowered = saved_;
+        lowered.rlim_cur = static_cast<rlim_t>(lowest_free);
+        if (::setrlimit(RLIMIT_NOFILE, &lowered) != 0) {
+            throw std::runtime_error("setrlimit");
+        }
+    }
+    descriptors_exhausted(const descriptors_exhausted&) = delete;
+    descriptors_exhausted& operator=(const descriptors_exhausted&) = delete;
+    ~descriptors_exhausted() { restore(); }
+
+    void restore()
+    {
+        if (!restored_) {
+            ::setrlimit(RLIMIT_NOFILE, &saved_);
+            restored_ = true;
+        }
+    }
+
+private:
+    rlimit saved_{};
+    bool restored_ = false;
+};
+
+// accept(2) failing for want of descriptors leaves the connection waiting and the listener
+// readable: the server leaves the listener out of its poll for accept_retry_delay instead of
+// failing again every round. Counted in rounds (each round trip of `busy` is one at least) on a
+// manual clock, not in time.
+TEST_F(server_fixture, accept_failing_for_want_of_descriptors_pauses_instead_of_spinning)
+{
+    nvmekit::testing::manual_clock clock;
+    auto o = options_on(clock);
+    o.accept_retry_delay = 100ms;
+    std::mutex log_mutex;
+    std::vector<std::string> lines;
+    rpc::server server{methods, o, [&](std::string_view text) {
+                           const std::lock_guard lock{log_mutex};
+                           lines.emplace_back(text);
+                       }};
+    server.start();
+    test_client busy{path};
+    test_client waiting; // its descriptor taken before the limit
+    ASSERT_TRUE(eventually([&] { return server.statistics().clients_connected == 1; }));
+    const auto log_count = [&](std::string_view what) {
+        const std::lock_guard lock{log_mutex};
+        return std::count_if(lines.begin(), lines.end(),
+                             [&](const std::string& line) { return line.find(what) != std::string::npos; });
+    };
+    {
+        descriptors_exhausted limit;
+        waiting.connect(path); // queued in the backlog: accept4 fails with EMFILE
+        ASSERT_TRUE(eventually([&] { return server.statistics().accept_failures == 1; }));
+        for (int i = 0; i < 50; ++i) {
+            round_trip(busy, i);
+        }
+        EXPECT_EQ(server.statistics().accept_failures, 1U) << "accept retried before accept_retry_delay";
+        clock.advance(100ms);
+        round_trip(busy, 50);
+        ASSERT_TRUE(eventually([&] { return server.statistics().accept_failures == 2; }));
+        for (int i = 51; i < 100; ++i) {
+            round_trip(busy, i);
+        }
+        EXPECT_EQ(server.statistics().accept_failures, 2U);
+        EXPECT_EQ(log_count("accept failed: Too many open files"), 1) << "logged once per episode";
+        limit.restore();
+        clock.advance(100ms);
+        round_trip(busy, 100);
+    }
+    ASSERT_TRUE(eventually([&] { return server.statistics().clients_accepted == 2; }));
+    round_trip(waiting, 101);
+    EXPECT_EQ(server.statistics().accept_failures, 2U);
+    EXPECT_EQ(log_count("accept failed"), 1);
+    EXPECT_EQ(log_count("accepting again after 2 failed accept(s)"), 1);
 }
 
 } // namespace rpc_server_test

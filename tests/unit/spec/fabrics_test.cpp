@@ -33,6 +33,18 @@ TEST(fabrics, constants_match_the_spec)
     EXPECT_FALSE(spec::is_valid_nqn_length(""));
 }
 
+TEST(fabrics, an_nqn_is_nqn_dot_then_a_name_of_at_most_223_bytes)
+{
+    static_assert(spec::is_valid_nqn(spec::discovery_nqn));
+    EXPECT_TRUE(spec::is_valid_nqn("nqn.2016-06.io.spdk:cnode1"));
+    EXPECT_TRUE(spec::is_valid_nqn("nqn." + std::string(219, 'n')));
+    EXPECT_FALSE(spec::is_valid_nqn("nqn." + std::string(220, 'n')));
+    EXPECT_FALSE(spec::is_valid_nqn("nqn."));
+    EXPECT_FALSE(spec::is_valid_nqn("not-an-nqn"));
+    EXPECT_FALSE(spec::is_valid_nqn("NQN.2016-06.io.spdk:cnode1"));
+    EXPECT_FALSE(spec::is_valid_nqn(""));
+}
+
 TEST(fabrics, made_command_carries_opcode_7f_fctype_and_cid)
 {
     const auto connect = spec::make_fabrics_command<spec::connect_command>(0x1234);
@@ -167,6 +179,16 @@ TEST(connect_data, nqn_fields_are_nul_padded_and_read_back_trimmed)
     EXPECT_TRUE(data.set_subsystem_nqn("short"));
     EXPECT_EQ(data.subsystem_nqn(), "short");
     EXPECT_EQ(bytes_of(data)[256 + 6], 0); // the longer old value is cleared
+}
+
+TEST(connect_data, an_nqn_reads_back_byte_for_byte_up_to_its_nul)
+{
+    // An NQN with trailing spaces is another NQN: nothing is trimmed from SUBNQN or HOSTNQN.
+    spec::connect_data data{};
+    EXPECT_TRUE(data.set_subsystem_nqn("nqn.2014-08.org.example:disk1 "));
+    EXPECT_TRUE(data.set_host_nqn("nqn.2014-08.org.nvmexpress:uuid:1234  "));
+    EXPECT_EQ(data.subsystem_nqn(), "nqn.2014-08.org.example:disk1 ");
+    EXPECT_EQ(data.host_nqn(), "nqn.2014-08.org.nvmexpress:uuid:1234  ");
 }
 
 TEST(connect_data, too_long_nqn_is_cut_leaving_the_terminating_nul)

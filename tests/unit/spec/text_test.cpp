@@ -91,6 +91,17 @@ TEST(text, text_ends_at_the_first_nul_and_drops_trailing_spaces_only)
     EXPECT_EQ(spec::text_of(all_spaces), "");
 }
 
+TEST(text, nul_terminated_text_keeps_what_precedes_the_nul_trailing_spaces_included)
+{
+    const std::array<char, 8> nul_after_spaces{'n', 'q', ' ', ' ', '\0', 'x', '\0', '\0'};
+    EXPECT_EQ(spec::nul_terminated_text_of(nul_after_spaces), "nq  ");
+    const std::array<char, 4> full{'a', 'b', ' ', ' '};
+    EXPECT_EQ(spec::nul_terminated_text_of(full), "ab  ");
+    const std::array<char, 4> empty{};
+    EXPECT_EQ(spec::nul_terminated_text_of(empty), "");
+    static_assert(spec::nul_terminated_text_of(std::array<char, 3>{'a', ' ', '\0'}) == "a ");
+}
+
 TEST(text, text_views_the_field_itself)
 {
     std::array<char, 8> field{};

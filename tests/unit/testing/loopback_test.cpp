@@ -114,18 +114,33 @@ struct rig {
 
 // ---- properties and bring-up --------------------------------------------------------------------
 
-TEST(loopback, properties_are_the_registers_below_the_doorbells)
+TEST(loopback, properties_are_the_defined_registers_at_their_sizes)
 {
     rig r;
     const auto cap = r.ctrl.property_read(0x00, 8);
     ASSERT_TRUE(cap.has_value());
     EXPECT_EQ(*cap, r.ctrl.registers().cap().raw);
     EXPECT_EQ(r.ctrl.property_read(0x08, 4), std::optional<std::uint64_t>{r.ctrl.registers().vs().raw});
+    EXPECT_TRUE(r.ctrl.property_read(0x68, 4).has_value());    // CRTO
+    EXPECT_FALSE(r.ctrl.property_read(0x00, 4).has_value());   // CAP is 8 bytes
+    EXPECT_FALSE(r.ctrl.property_read(0x08, 8).has_value());   // VS is 4
     EXPECT_FALSE(r.ctrl.property_read(0x1000, 4).has_value()); // the first doorbell
     EXPECT_FALSE(r.ctrl.property_read(0x14, 2).has_value());   // width
     EXPECT_FALSE(r.ctrl.property_read(0x16, 4).has_value());   // alignment
+    EXPECT_FALSE(r.ctrl.property_read(0x24, 4).has_value());   // AQA: a PCIe controller's register
+    EXPECT_FALSE(r.ctrl.property_read(0x0c, 4).has_value());   // INTMS, as well
     EXPECT_FALSE(r.ctrl.property_write(0x1000, 4, 1));
+    EXPECT_FALSE(r.ctrl.property_write(0x28, 8, 0x10000)); // ASQ
+    EXPECT_FALSE(r.ctrl.property_write(0x08, 4, 0));       // VS is read-only
     EXPECT_EQ(r.ctrl.statistics().host_protocol_errors, 0U);
+    // NSSR, and a write of CSTS (whose one writable bit, NSSRO, only an NVM Subsystem Reset
+    // sets), only where CAP.NSSRS says NVM Subsystem Reset is supported.
+    EXPECT_TRUE(r.ctrl.property_read(0x20, 4).has_value());
+    rig without{{.subsystem_reset_supported = false}};
+    EXPECT_FALSE(without.ctrl.property_read(0x20, 4).has_value());
+    EXPECT_FALSE(without.ctrl.property_write(0x20, 4, spec::nvm_subsystem_reset_value));
+    EXPECT_FALSE(without.ctrl.property_write(0x1c, 4, 0x10));
+    EXPECT_TRUE(without.ctrl.property_read(0x1c, 4).has_value());
 }
 
 TEST(loopback, brings_the_controller_up_without_queue_memory_doorbells_or_interrupts)

@@ -1,11 +1,14 @@
 #pragma once
 /// The TCP sockets of the NVMe/TCP target and initiator: a descriptor closed on destruction, an
 /// IPv4 or IPv6 address in text made a socket address, a non-blocking listener and a blocking
-/// connection. Failures of the system calls throw std::system_error; an address that is neither
-/// IPv4 nor IPv6 throws std::invalid_argument.
+/// connection, and the addresses they are bound to. Failures of the system calls throw
+/// std::system_error; an address that is neither IPv4 nor IPv6 throws std::invalid_argument.
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -123,6 +126,52 @@ socket_handle connect_to(const std::string& address, std::uint16_t port, Configu
         throw_errno("tcp: connect");
     }
     return fd;
+}
+
+/// Whether `address` (IPv4 or IPv6 text) is the unspecified address, 0.0.0.0 or ::, on which a
+/// listener takes connections to every address of the host. Throws std::invalid_argument when
+/// it is neither IPv4 nor IPv6.
+inline bool is_unspecified_address(const std::string& address)
+{
+    const auto parsed = socket_address::parse(address, 0);
+    if (parsed.family == AF_INET6) {
+        const auto& bytes = reinterpret_cast<const sockaddr_in6*>(&parsed.storage)->sin6_addr.s6_addr;
+        return std::all_of(std::begin(bytes), std::end(bytes), [](std::uint8_t b) { return b == 0; });
+    }
+    return reinterpret_cast<const sockaddr_in*>(&parsed.storage)->sin_addr.s_addr == htonl(INADDR_ANY);
+}
+
+/// An IP address in text, and its family.
+struct address_text {
+    std::string text;
+    bool ipv6 = false;
+};
+
+/// The local address of connected socket `fd`: the address its peer connected to. An
+/// IPv4-mapped IPv6 address (an IPv4 peer of a listener on ::) is given as the IPv4 address it
+/// maps, which is what that peer knows. Throws std::system_error when getsockname fails.
+inline address_text local_address(int fd)
+{
+    sockaddr_storage storage{};
+    socklen_t length = sizeof(storage);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) {
+        throw_errno("tcp: getsockname");
+    }
+    std::array<char, INET6_ADDRSTRLEN> text{};
+    if (storage.ss_family == AF_INET6) {
+        const auto& bytes = reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr.s6_addr;
+        // ::ffff:a.b.c.d (RFC 4291 2.5.5.2)
+        const bool v4_mapped = std::all_of(bytes, bytes + 10, [](std::uint8_t b) { return b == 0; }) &&
+                               bytes[10] == 0xff && bytes[11] == 0xff;
+        if (v4_mapped) {
+            ::inet_ntop(AF_INET, bytes + 12, text.data(), text.size());
+            return {text.data(), false};
+        }
+        ::inet_ntop(AF_INET6, bytes, text.data(), text.size());
+        return {text.data(), true};
+    }
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, text.data(), text.size());
+    return {text.data(), false};
 }
 
 /// The port a socket is bound to.

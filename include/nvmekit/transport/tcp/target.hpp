@@ -16,8 +16,10 @@
 /// command capsules. Fabrics commands are the transport's: Connect on QID 0 creates a controller
 /// of the subsystem (CNTLID FFFFh; the subsystem assigns the CNTLID) and connects its admin queue
 /// (SQSIZE + 1 entries); Connect on an I/O QID names that controller by CNTLID, from the same
-/// host (HOSTNQN, HOSTID), and connects the queue; Property Get/Set become
-/// controller::property_read/property_write; Disconnect disconnects an I/O queue. Every other
+/// host (HOSTNQN, HOSTID, byte for byte), and connects the queue (a QID or SQSIZE the controller
+/// does not take is Connect Invalid Parameters naming it); Property Get/Set become
+/// controller::property_read/property_write (CAP, VS, CC, CSTS and CRTO, each at its size; no
+/// NSSR: NVM Subsystem Reset is not offered); Disconnect disconnects an I/O queue. Every other
 /// command goes to controller::submit with its SGL rewritten to one Data Block over a buffer of
 /// the connection (command_buffers, the association's DMA provider): in-capsule data and H2CData
 /// are received straight into it, a larger write is asked for by one R2T for all of its data
@@ -30,6 +32,8 @@
 /// fails its command with Transient Transport Error. Other connections carry on. A connection
 /// stops reading while send_backlog_limit bytes wait for its host, and is closed when it has not
 /// connected within connect_timeout. A Controller Reset frees the slots of the commands it ended.
+/// A connection that cannot be accepted for want of descriptors waits in the backlog while the
+/// listener is left out of the poll set for accept_pause.
 /// The admin connection's end ends the association: its I/O connections are closed, the
 /// controller is disabled and destroyed once its backend is idle and no connection sends from
 /// its buffers.
@@ -38,8 +42,8 @@
 /// Features reports it, Keep Alive commands restart the timer, Set Features changes it); when
 /// the controller's timer expires the association is ended.
 ///
-/// Time: the controllers' timers, connect_timeout and termination_linger all read Traits::clock,
-/// so a test or simulator that gives its own clock decides when they expire.
+/// Time: the controllers' timers, connect_timeout, termination_linger and accept_pause all read
+/// Traits::clock, so a test or simulator that gives its own clock decides when they expire.
 ///
 /// Subsystems: one listener serves any number of subsystems (add_subsystem, remove_subsystem);
 /// a Connect's SUBNQN picks one, and each numbers its controllers itself, so an I/O Connect
@@ -48,13 +52,18 @@
 /// ends the controllers of hosts no longer allowed.
 ///
 /// Discovery: a Connect to the well-known discovery NQN creates a discovery controller (admin
-/// queue only, any host): Identify Controller and the Discovery log page (one entry per
-/// subsystem of this listener the host may connect to, then one per referral, add_referral:
-/// another discovery service or an NVM subsystem elsewhere; read at any dword offset; GENCTR
-/// changes with the subsystems, their hosts and the referrals, and a Discovery Log Page Change
-/// event reports it to the hosts that enabled it) come from discovery.hpp, Property Get/Set,
+/// queue only, any host): Identify Controller and the Discovery log page (the current discovery
+/// subsystem first, SUBTYPE 3h, then one entry per subsystem of this listener the host may
+/// connect to, each with the listener's address, or on 0.0.0.0 or :: the address the host
+/// connected to; then one per referral, add_referral: another discovery service or an NVM
+/// subsystem elsewhere; read at any dword offset; GENCTR changes with the subsystems, their
+/// hosts and the referrals, and a Discovery Log Page Change event reports it to the hosts that
+/// enabled it) come from discovery.hpp, Property Get/Set,
 /// features, Asynchronous Event Requests and Keep Alive from the controller core, other opcodes
 /// complete with Invalid Command Opcode.
+///
+/// An embedder that waits for several targets, or for a target beside descriptors of its own,
+/// in one poll(2) asks each for add_pollfds() and has_work(), then calls poll(0) on each.
 ///
 /// Connection groups (target_options::connection_groups = N, Traits concurrent_target_traits):
 ///
@@ -157,6 +166,9 @@ struct target_options {
     /// Largest data one command may describe; a larger SGL completes with Data SGL Length Invalid.
     std::uint32_t max_data_length = 1U << 20;
     /// Configuration of each controller Connect creates (CNTLID is the subsystem's to assign).
+    /// NVM Subsystem Reset is not offered (subsystem_reset_supported is taken as false: CAP.NSSRS
+    /// reads 0 and a Property Set of NSSR fails), since a reset of the one controller that
+    /// receives it would be no reset of the subsystem, whose other controllers go on.
     controller_config controller{};
     /// A connection stops reading while more than this many bytes wait to be sent to its host.
     std::size_t send_backlog_limit = std::size_t{4} << 20;
@@ -167,6 +179,11 @@ struct target_options {
     /// closed (a peer that opens connections and sends nothing holds no resources for long;
     /// Traits::clock time).
     std::chrono::milliseconds connect_timeout{10000};
+    /// How long the listener is left out of the poll set when a connection cannot be accepted
+    /// for want of a descriptor (EMFILE, ENFILE) or of memory: it stays readable while the
+    /// connection waits in the backlog, and would otherwise wake every round (Traits::clock
+    /// time; the wait poll() is given bounds how late accepting resumes).
+    std::chrono::milliseconds accept_pause{100};
     /// Host NQNs allowed to connect to the subsystem given to the constructor; empty: any host.
     /// Another host's Connect completes with Connect Invalid Host. (Subsystems added with
     /// target::add_subsystem() carry their own host_access.)
@@ -209,6 +226,7 @@ struct target_statistics {
     std::uint64_t terminations_received = 0; ///< H2CTermReq
     std::uint64_t data_digest_errors = 0;
     std::uint64_t keep_alive_expirations = 0; ///< associations ended by their KATO
+    std::uint64_t accept_pauses = 0;          ///< accepting paused for want of descriptors
 };
 
 namespace detail {
@@ -226,6 +244,7 @@ struct target_counters {
     std::atomic<std::uint64_t> terminations_received{0};
     std::atomic<std::uint64_t> data_digest_errors{0};
     std::atomic<std::uint64_t> keep_alive_expirations{0};
+    std::atomic<std::uint64_t> accept_pauses{0};
 
     static void bump(std::atomic<std::uint64_t>& counter) noexcept
     {
@@ -247,6 +266,7 @@ struct target_counters {
         out.terminations_received += get(terminations_received);
         out.data_digest_errors += get(data_digest_errors);
         out.keep_alive_expirations += get(keep_alive_expirations);
+        out.accept_pauses += get(accept_pauses);
     }
 };
 
@@ -291,6 +311,7 @@ public:
             throw std::invalid_argument{"tcp::target: invalid target limits"};
         }
         options_.controller.identity.fabrics = identify_fields(options_.limits);
+        options_.controller.subsystem_reset_supported = false;
         discovery_controller_ = options_.controller;
         discovery_controller_.identity.fabrics->discovery = true;
         if (options_.connection_groups != 0) {
@@ -313,6 +334,7 @@ public:
         discovery_controller_.queue_placement = {};
         listener_ = listen_on(options_.address, options_.port);
         port_ = local_port(listener_.get());
+        listens_on_any_address_ = is_unspecified_address(options_.address);
     }
 
     /// Listens on options.address and options.port and serves `subsystem` to the hosts
@@ -554,26 +576,13 @@ public:
         take_group_messages();
         send_to_groups();
         pollfds_.clear();
-        pollfds_.push_back({listener_.get(), POLLIN, 0});
-        if (!groups_.empty()) {
-            pollfds_.push_back({main_wake_.get(), POLLIN, 0});
-        }
+        add_pollfds(pollfds_);
         const std::chrono::nanoseconds now = clock_.now();
-        for (const auto& connection : connections_) {
-            short events = 0;
-            if (!connection->terminating && connection->out.pending() < options_.send_backlog_limit) {
-                events |= POLLIN;
-            }
-            if (!connection->out.empty()) {
-                events |= POLLOUT;
-            }
-            pollfds_.push_back({connection->socket.get(), events, 0});
-        }
-        const int wait = busy() ? 0 : static_cast<int>(timeout.count());
+        const int wait = has_work() ? 0 : static_cast<int>(timeout.count());
         if (::poll(pollfds_.data(), pollfds_.size(), wait) < 0 && errno != EINTR) {
             throw_errno("tcp::target: poll");
         }
-        // Connections accepted below are polled from the next round on.
+        // Connections accepted below are polled from the next round on (add_pollfds' order).
         const std::size_t first = groups_.empty() ? 1 : 2;
         if (!groups_.empty() && (pollfds_[1].revents & POLLIN) != 0) {
             std::uint64_t count = 0;
@@ -609,6 +618,44 @@ public:
         send_to_groups();
         std::erase_if(connections_, [](const auto& connection) { return connection->closed; });
         std::erase_if(associations_, [this](const auto& association) { return retire(*association); });
+    }
+
+    // An embedder's loop that waits for several targets at once, or for a target beside
+    // descriptors of its own, gathers what each would wait for, waits in one poll(2) (not at all
+    // when one of them has work), then runs each target's poll(0):
+    //
+    //     std::vector<pollfd> fds{{my_wakeup, POLLIN, 0}};
+    //     bool work = false;
+    //     for (auto& t : targets) { t.add_pollfds(fds); work = work || t.has_work(); }
+    //     ::poll(fds.data(), fds.size(), work ? 0 : 100);
+    //     for (auto& t : targets) { t.poll(std::chrono::milliseconds{0}); }
+
+    /// Whether poll() has work now, and so would not wait: a controller with commands under way
+    /// or changing state (enable, reset, shutdown), an association ending, buffers to free, a
+    /// discovery change to report.
+    [[nodiscard]] bool has_work() const { return busy(); }
+
+    /// Appends the descriptors poll() waits on, with the events it waits for, to `out`: the
+    /// listener's (as -1, which poll(2) skips, while accepting pauses: accept_pause), the
+    /// connection groups' wake-up, then each connection poll() serves (POLLIN unless it has
+    /// stopped reading, POLLOUT while it has data to send).
+    void add_pollfds(std::vector<pollfd>& out) const
+    {
+        const bool accepting = clock_.now() >= accept_resumes_;
+        out.push_back({accepting ? listener_.get() : -1, POLLIN, 0});
+        if (!groups_.empty()) {
+            out.push_back({main_wake_.get(), POLLIN, 0});
+        }
+        for (const auto& connection : connections_) {
+            short events = 0;
+            if (!connection->terminating && connection->out.pending() < options_.send_backlog_limit) {
+                events |= POLLIN;
+            }
+            if (!connection->out.empty()) {
+                events |= POLLOUT;
+            }
+            out.push_back({connection->socket.get(), events, 0});
+        }
     }
 
     /// One round of connection group `index` (0 to connection_group_count() - 1): waits up to
@@ -916,7 +963,14 @@ private:
         for (;;) {
             socket_handle fd{::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)};
             if (fd.get() < 0) {
-                return; // EAGAIN, or an aborted connection: nothing to serve
+                // EAGAIN, or an aborted connection: nothing to serve. No descriptor or memory for
+                // it: it waits in the backlog while the listener, readable all the while, is left
+                // out of the poll set for a moment (add_pollfds), not polled in a busy loop.
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                    accept_resumes_ = clock_.now() + options_.accept_pause;
+                    detail::target_counters::bump(statistics_.accept_pauses);
+                }
+                return;
             }
             const int on = 1;
             ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
@@ -1062,7 +1116,13 @@ private:
                                    sgl.subtype() == spec::sgl_descriptor_subtype::offset;
         const bool transport_block = sgl.type() == spec::sgl_descriptor_type::transport_data_block &&
                                      spec::is_transport_specific(sgl.subtype());
-        if (!capsule_block && !transport_block) {
+        // A Data Block or Transport SGL Data Block of length 0, whatever its subtype and address,
+        // describes no data: a command that moves none carries one (the Linux host's is a
+        // Transport SGL Data Block, subtype Ah; others send a Data Block).
+        const bool no_data = sgl.length == 0 && in_capsule == 0 &&
+                             (sgl.type() == spec::sgl_descriptor_type::data_block ||
+                              sgl.type() == spec::sgl_descriptor_type::transport_data_block);
+        if (!capsule_block && !transport_block && !no_data) {
             refuse(spec::status{spec::generic_status::sgl_descriptor_type_invalid}.with_dnr());
             return;
         }
@@ -1070,7 +1130,7 @@ private:
             refuse(spec::status{spec::generic_status::data_sgl_length_invalid}.with_dnr());
             return;
         }
-        if (capsule_block && (sgl.address != 0 || sgl.length != in_capsule)) {
+        if (capsule_block && !no_data && (sgl.address != 0 || sgl.length != in_capsule)) {
             refuse(spec::status{sgl.address != 0 ? spec::generic_status::sgl_offset_invalid
                                                  : spec::generic_status::data_sgl_length_invalid}
                        .with_dnr());
@@ -1383,12 +1443,19 @@ private:
                 c.partition = static_cast<std::uint8_t>(free_partition - owner->partition_taken.begin());
             }
             const auto status = owner->ctrl->connect_io_queue(command.qid, entries);
-            if (status.with_dnr(false) ==
-                spec::status{spec::command_specific_status::invalid_queue_identifier}) {
-                return detail::invalid_connect_parameter(cid, false, offsetof(spec::connect_command, qid));
-            }
             if (!status.is_success()) {
                 c.partition = 0;
+                // A QID or an SQSIZE (above CAP.MQES) the controller does not take is a Connect
+                // parameter the host got wrong (NVMe over Fabrics 1.1 3.3), named by IPO.
+                const auto code = status.with_dnr(false);
+                if (code == spec::status{spec::command_specific_status::invalid_queue_identifier}) {
+                    return detail::invalid_connect_parameter(cid, false,
+                                                             offsetof(spec::connect_command, qid));
+                }
+                if (code == spec::status{spec::command_specific_status::invalid_queue_size}) {
+                    return detail::invalid_connect_parameter(cid, false,
+                                                             offsetof(spec::connect_command, sqsize));
+                }
                 return detail::local_completion(cid, status);
             }
             if (groups_.empty()) {
@@ -1505,14 +1572,25 @@ private:
             if (command.log_page_id != spec::log_page_id{spec::discovery_log_page_id}) {
                 return fail(spec::command_specific_status::invalid_log_page);
             }
-            std::vector<discovery_record> records;
+            // This listener's entries: first the discovery subsystem that returns the log
+            // (SUBTYPE 3h, as Linux's nvmet lists it), then each NVM subsystem the host may reach.
+            const auto address = advertised_address(c);
+            const auto at_this_listener = [&](std::string_view nqn, spec::discovery_subsystem_type subtype) {
+                return discovery_record{.address = address.text,
+                                        .port = port_,
+                                        .nqn = std::string{nqn},
+                                        .port_id = options_.port_id,
+                                        .admin_sq = max_admin_queue_entries,
+                                        .subtype = subtype,
+                                        .family = address.ipv6 ? spec::address_family::ipv6
+                                                               : spec::address_family::ipv4};
+            };
+            std::vector<discovery_record> records{
+                at_this_listener(spec::discovery_nqn, spec::discovery_subsystem_type::current_discovery)};
             for (const auto& served : subsystems_) {
                 if (served.access.allows(c.owner->host_nqn)) {
-                    records.push_back({.address = options_.address,
-                                       .port = port_,
-                                       .nqn = served.subsystem->identity().nqn,
-                                       .port_id = options_.port_id,
-                                       .admin_sq = max_admin_queue_entries});
+                    records.push_back(at_this_listener(served.subsystem->identity().nqn,
+                                                       spec::discovery_subsystem_type::nvm));
                 }
             }
             for (const auto& referral : referrals_) {
@@ -1525,6 +1603,21 @@ private:
             return detail::local_completion(cid, read_discovery_log(command, log, out));
         }
         return std::nullopt;
+    }
+
+    /// TRADDR of this listener's Discovery log entries as the host on `c` sees them: the address
+    /// it listens on, or on 0.0.0.0 or :: the one `c`'s host connected to (as Linux's nvmet does:
+    /// an entry naming every address names none a host can connect to).
+    [[nodiscard]] address_text advertised_address(const connection& c) const
+    {
+        if (listens_on_any_address_) {
+            try {
+                return local_address(c.socket.get());
+            } catch (const std::system_error&) {
+                // (a connection already reset: its entries name what the listener was given)
+            }
+        }
+        return {options_.address, options_.address.find(':') != std::string::npos};
     }
 
     /// What the Discovery log page may list changed: a new GENCTR, and a Discovery Log Page
@@ -1960,6 +2053,11 @@ private:
     typename Traits::clock clock_{};
     socket_handle listener_;
     std::uint16_t port_ = 0;
+    /// Whether the listener is on 0.0.0.0 or ::: the Discovery log then gives each host the
+    /// address it connected to.
+    bool listens_on_any_address_ = false;
+    /// Traits::clock time before which no connection is accepted (accept_pause).
+    std::chrono::nanoseconds accept_resumes_{};
     std::vector<std::unique_ptr<connection>> connections_;
     std::vector<std::unique_ptr<association>> associations_;
     std::vector<pollfd> pollfds_;

@@ -141,6 +141,9 @@ public:
     }
 
     [[nodiscard]] bool connected() const noexcept { return client_.valid(); }
+    /// What run_once() waits on for POLLIN: the client's socket while one is connected, else the
+    /// listening socket; for a loop that waits for it beside other descriptors in one poll(2).
+    [[nodiscard]] int descriptor() const noexcept { return connected() ? client_.get() : listener_.get(); }
     [[nodiscard]] const server_statistics& statistics() const noexcept { return statistics_; }
     [[nodiscard]] pci::config_space& config() noexcept { return config_; }
 

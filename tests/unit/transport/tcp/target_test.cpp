@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <span>
@@ -14,6 +16,10 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <nvmekit/backends/ram_backend.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
@@ -766,13 +772,14 @@ TEST(tcp_target, the_discovery_controller_lists_the_subsystem_at_this_listener)
     EXPECT_EQ(identify.cntrltype, spec::controller_type::discovery);
     EXPECT_EQ(spec::text_of(identify.subnqn), spec::discovery_nqn);
     EXPECT_TRUE(identify.lpa.get(spec::log_page_attributes::extended_data));
-    // The header first, then the entries from offset 1024, as nvme-cli reads it
+    // The header first, then the entries from offset 1024, as nvme-cli reads it: the discovery
+    // subsystem's own, then the subsystem's
     spec::discovery_log_header header{};
     const auto header_bytes = read_log(host, 0, sizeof(header));
     std::memcpy(&header, header_bytes.data(), sizeof(header));
-    EXPECT_EQ(header.numrec, 1U);
+    EXPECT_EQ(header.numrec, 2U);
     EXPECT_NE(header.genctr, 0U);
-    const auto entry_bytes = read_log(host, 1024, 1024);
+    const auto entry_bytes = read_log(host, 2048, 1024);
     spec::discovery_log_entry entry{};
     std::memcpy(&entry, entry_bytes.data(), sizeof(entry));
     EXPECT_EQ(entry.trtype, spec::transport_type::tcp);
@@ -784,14 +791,14 @@ TEST(tcp_target, the_discovery_controller_lists_the_subsystem_at_this_listener)
     EXPECT_EQ(entry.service_id(), std::to_string(served.port()));
     EXPECT_EQ(entry.subsystem_nqn(), tcp_host_options{}.subsystem_nqn);
     // Read again whole: the same generation, the same entry
-    const auto whole = read_log(host, 0, 2048);
+    const auto whole = read_log(host, 0, 3072);
     EXPECT_EQ(std::memcmp(whole.data(), header_bytes.data(), 1024), 0);
-    EXPECT_EQ(std::memcmp(whole.data() + 1024, entry_bytes.data(), 1024), 0);
+    EXPECT_EQ(std::memcmp(whole.data() + 2048, entry_bytes.data(), 1024), 0);
     // A Keep Alive and the features go to the controller core
     EXPECT_TRUE(host.admin().execute(tcp_host::command(spec::admin_opcode::keep_alive), {}, {}).ok());
 }
 
-TEST(tcp_target, a_host_not_allowed_discovers_nothing)
+TEST(tcp_target, a_host_not_allowed_discovers_no_subsystem)
 {
     served_target served{[](tcp::target_options& options) {
         options.allowed_hosts = {"nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000aa"};
@@ -801,7 +808,7 @@ TEST(tcp_target, a_host_not_allowed_discovers_nothing)
     spec::discovery_log_header header{};
     const auto bytes = read_log(host, 0, sizeof(header));
     std::memcpy(&header, bytes.data(), sizeof(header));
-    EXPECT_EQ(header.numrec, 0U);
+    EXPECT_EQ(header.numrec, 1U); // the discovery subsystem's own entry only
 }
 
 TEST(tcp_target, the_discovery_controller_refuses_what_it_does_not_take)
@@ -1003,7 +1010,8 @@ std::uint64_t namespace_size(tcp_host& host)
     return std::bit_cast<spec::identify_namespace>(data).nsze;
 }
 
-/// The SUBNQNs of the Discovery log page `host` reads, and its GENCTR.
+/// The SUBNQNs of the Discovery log page `host` reads after the first entry (the current
+/// discovery subsystem's), and its GENCTR.
 std::pair<std::vector<std::string>, std::uint64_t> discovered(tcp_host& host)
 {
     spec::discovery_log_header header{};
@@ -1014,7 +1022,10 @@ std::pair<std::vector<std::string>, std::uint64_t> discovered(tcp_host& host)
         spec::discovery_log_entry entry{};
         const auto bytes = read_log(host, 1024 * (i + 1), sizeof(entry));
         std::memcpy(&entry, bytes.data(), sizeof(entry));
-        nqns.emplace_back(entry.subsystem_nqn());
+        EXPECT_EQ(entry.subtype == spec::discovery_subsystem_type::current_discovery, i == 0);
+        if (i != 0) {
+            nqns.emplace_back(entry.subsystem_nqn());
+        }
     }
     return {nqns, header.genctr};
 }
@@ -1218,7 +1229,7 @@ TEST(tcp_target, referrals_are_listed_after_the_subsystems_and_each_change_is_an
               (std::vector<std::string>{"nqn.2026-11.io.nvmekit:first", std::string{spec::discovery_nqn}}));
     EXPECT_NE(next_generation, generation);
     spec::discovery_log_entry entry{};
-    const auto bytes = read_log(host, 2048, sizeof(entry));
+    const auto bytes = read_log(host, 3072, sizeof(entry));
     std::memcpy(&entry, bytes.data(), sizeof(entry));
     EXPECT_EQ(entry.trtype, spec::transport_type::tcp);
     EXPECT_EQ(entry.adrfam, spec::address_family::ipv4);
@@ -1241,11 +1252,11 @@ TEST(tcp_target, referrals_are_listed_after_the_subsystems_and_each_change_is_an
     shared.with([&](target_type& target) { target.set_referrals({other, subsystem_elsewhere}); });
     EXPECT_EQ(event_of(host.admin(), 801).get(spec::async_event_completion::log_page),
               spec::log_page_id::discovery);
-    const auto whole = read_log(host, 0, 4 * 1024);
+    const auto whole = read_log(host, 0, 5 * 1024);
     spec::discovery_log_header header{};
     std::memcpy(&header, whole.data(), sizeof(header));
-    EXPECT_EQ(header.numrec, 3U);
-    std::memcpy(&entry, whole.data() + 3072, sizeof(entry));
+    EXPECT_EQ(header.numrec, 4U);
+    std::memcpy(&entry, whole.data() + 4096, sizeof(entry));
     EXPECT_EQ(entry.subtype, spec::discovery_subsystem_type::nvm);
     EXPECT_EQ(entry.treq.get(spec::transport_requirements::secure_channel),
               spec::secure_channel_requirement::required);
@@ -1257,6 +1268,316 @@ TEST(tcp_target, referrals_are_listed_after_the_subsystems_and_each_change_is_an
     static_cast<void>(event_of(host.admin(), 802));
     EXPECT_EQ(discovered(host).first, std::vector<std::string>{"nqn.2026-11.io.nvmekit:first"});
     EXPECT_FALSE(shared.with([&](target_type& target) { return target.remove_referral(other); }));
+}
+
+// ---- what a hostile or merely unusual host sends ----------------------------------------------
+
+TEST(tcp_target, an_io_connect_sqsize_above_mqes_or_zero_is_an_invalid_parameter)
+{
+    served_target served;
+    auto host = served.host();
+    const auto cntlid = host.connect_admin();
+    host.enable();
+    ASSERT_TRUE(host.connect_io(1).ok()); // Number of Queues granted
+    const auto cap = spec::cap_register{host.get_property(spec::register_offset::cap, 8)};
+    const std::uint32_t most = cap.max_queue_entries();
+    // NVMe over Fabrics 1.1 3.3: SQSIZE beyond CAP.MQES, or 0, is Connect Invalid Parameters
+    // naming SQSIZE in the SQE (IATTR 0), not a queue-creation status.
+    for (const std::uint32_t entries : {most + 1, 1U}) {
+        tcp_queue io{"127.0.0.1", served.port(), {.io_in_capsule_data = 8192}};
+        io.initialize();
+        const auto result = io.connect(2, entries, cntlid);
+        EXPECT_EQ(invalid_parameter(result), offsetof(spec::connect_command, sqsize)) << entries;
+        EXPECT_FALSE(spec::connect_invalid_parameter_dword0{result.cqe.dw0}.get(
+            spec::connect_invalid_parameter_dword0::in_connect_data));
+    }
+    // The largest the controller takes connects.
+    tcp_queue io{"127.0.0.1", served.port(), {.io_in_capsule_data = 8192}};
+    io.initialize();
+    EXPECT_TRUE(io.connect(2, most, cntlid).ok());
+    check_io(host);
+}
+
+TEST(tcp_target, property_get_and_set_take_only_the_defined_properties_at_their_sizes)
+{
+    served_target served;
+    auto host = served.host();
+    host.connect_admin();
+    const auto invalid_field = spec::status{spec::generic_status::invalid_field}.with_dnr();
+    // NVMe over Fabrics 1.1 Figure 16 (Base 2.0 3.1.4): CAP is 8 bytes at 0h; VS, CC, CSTS, NSSR
+    // are 4 bytes; CRTO (68h), which a host reads when CAP.CRMS.CRWMS is set, is 4 bytes.
+    EXPECT_TRUE(host.property_get(spec::register_offset::cap, 8).ok());
+    EXPECT_TRUE(host.property_get(spec::register_offset::vs).ok());
+    EXPECT_TRUE(host.property_get(spec::register_offset::cc).ok());
+    EXPECT_TRUE(host.property_get(spec::register_offset::csts).ok());
+    EXPECT_TRUE(host.property_get(spec::register_offset::crto).ok());
+    // ... and nothing else, nor at another size.
+    EXPECT_EQ(host.property_get(spec::register_offset::cap, 4).status(), invalid_field);
+    EXPECT_EQ(host.property_get(spec::register_offset::vs, 8).status(), invalid_field);
+    EXPECT_EQ(host.property_get(spec::register_offset::cc, 8).status(), invalid_field);
+    for (const auto offset :
+         {spec::register_offset::intms, spec::register_offset::intmc, spec::register_offset::aqa,
+          spec::register_offset::cmbloc, spec::register_offset::cmbsz, spec::register_offset::bpinfo}) {
+        EXPECT_EQ(host.property_get(offset).status(), invalid_field) << static_cast<int>(offset);
+    }
+    for (const auto offset : {spec::register_offset::asq, spec::register_offset::acq}) {
+        EXPECT_EQ(host.property_get(offset, 8).status(), invalid_field) << static_cast<int>(offset);
+    }
+    // Property Set: CC only (NSSR is not offered, below); a read-only property or the admin
+    // queue registers of a PCIe controller are no properties to set.
+    EXPECT_EQ(host.property_set(spec::register_offset::asq, 0x10000, 8).status(), invalid_field);
+    EXPECT_EQ(host.property_set(spec::register_offset::acq, 0x20000, 8).status(), invalid_field);
+    EXPECT_EQ(host.property_set(spec::register_offset::aqa, 0x001f001f).status(), invalid_field);
+    EXPECT_EQ(host.property_set(spec::register_offset::intms, 1).status(), invalid_field);
+    EXPECT_EQ(host.property_set(spec::register_offset::cap, 0, 8).status(), invalid_field);
+    EXPECT_EQ(host.property_set(spec::register_offset::vs, 0).status(), invalid_field);
+    EXPECT_EQ(host.property_set(spec::register_offset::cc, 0, 8).status(), invalid_field);
+    // The controller still comes up as a host brings it up.
+    host.enable();
+    ASSERT_TRUE(host.connect_io(1).ok());
+    check_io(host);
+}
+
+TEST(tcp_target, nvm_subsystem_reset_is_not_offered)
+{
+    served_target served;
+    auto host = served.host();
+    host.connect_admin();
+    host.enable();
+    ASSERT_TRUE(host.connect_io(1).ok());
+    // CAP.NSSRS = 0: a reset of the one controller that receives it is no reset of the NVM
+    // subsystem, whose other controllers (over any listener) would go on.
+    EXPECT_FALSE(
+        spec::cap_register{host.get_property(spec::register_offset::cap, 8)}.get(spec::cap_register::nssrs));
+    const auto invalid_field = spec::status{spec::generic_status::invalid_field}.with_dnr();
+    EXPECT_EQ(host.property_get(spec::register_offset::nssr).status(), invalid_field);
+    EXPECT_EQ(host.property_set(spec::register_offset::nssr, spec::nvm_subsystem_reset_value).status(),
+              invalid_field);
+    EXPECT_TRUE(
+        spec::csts_register{static_cast<std::uint32_t>(host.get_property(spec::register_offset::csts))}.get(
+            spec::csts_register::rdy));
+    check_io(host);
+}
+
+TEST(tcp_target, a_zero_length_sgl_on_a_command_without_data_is_accepted)
+{
+    served_target served;
+    auto host = served.host();
+    bring_up(host);
+    auto& queue = host.io(1);
+    // What the Linux host sends for a command without data (nvme_tcp_set_sg_null): a Transport
+    // SGL Data Block of length 0; and the Data Block descriptors of length 0 other hosts send.
+    const std::array<spec::sgl_descriptor, 4> descriptors{
+        spec::sgl_descriptor::transport_data_block(0, tcp_queue::transport_subtype),
+        spec::sgl_descriptor::data_block(0, 0, spec::sgl_descriptor_subtype::offset),
+        spec::sgl_descriptor::data_block(0, 0, spec::sgl_descriptor_subtype::address),
+        spec::sgl_descriptor::transport_data_block(0, static_cast<spec::sgl_descriptor_subtype>(0)),
+    };
+    std::uint16_t cid = 600;
+    for (const auto& sgl : descriptors) {
+        auto sqe = tcp_host::command(spec::nvm_opcode::flush, 1);
+        prepare(sqe, cid, sgl);
+        queue.send_capsule(sqe, {});
+        const auto response = receive_response(queue);
+        EXPECT_EQ(response.cid, cid);
+        EXPECT_EQ(response.status(), spec::status::success()) << static_cast<int>(sgl.type());
+        ++cid;
+    }
+    // A command that moves data still needs a descriptor of its length.
+    auto read = tcp_host::lba_command(spec::nvm_opcode::read, 1, 0, 1);
+    prepare(read, cid, spec::sgl_descriptor::data_block(0, 0, spec::sgl_descriptor_subtype::address));
+    queue.send_capsule(read, {});
+    EXPECT_FALSE(receive_response(queue).status().is_success());
+    check_io(host);
+}
+
+TEST(tcp_target, host_nqns_match_the_allowed_hosts_byte_for_byte)
+{
+    const std::string allowed = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000aa";
+    served_target served{[&](tcp::target_options& options) { options.allowed_hosts = {allowed}; }};
+    // An NQN with trailing spaces is another NQN (NVMe over Fabrics 1.1 7.9: compared as a
+    // whole up to its NUL).
+    tcp_queue padded{"127.0.0.1", served.port(), {.host_nqn = allowed + " "}};
+    padded.initialize();
+    EXPECT_EQ(padded.connect(0, 32, spec::dynamic_controller_id).status(),
+              spec::status{spec::fabrics_status::connect_invalid_host}.with_dnr());
+    // Nor does it discover the subsystem ...
+    tcp_host_options options;
+    options.host_nqn = allowed;
+    auto host = served.host(options);
+    bring_up(host);
+    auto discover = discovery_host(served, allowed + " ");
+    std::vector<std::byte> log = read_log(discover, 0, 4096);
+    spec::discovery_log_header header{};
+    std::memcpy(&header, log.data(), sizeof(header));
+    for (std::uint64_t i = 0; i < header.numrec; ++i) {
+        spec::discovery_log_entry entry{};
+        std::memcpy(&entry, log.data() + 1024 * (i + 1), sizeof(entry));
+        EXPECT_NE(entry.subtype, spec::discovery_subsystem_type::nvm);
+    }
+    check_io(host);
+
+    // ... nor, where any host may connect, the controller of the host it resembles.
+    served_target open;
+    auto first = open.host(options);
+    bring_up(first);
+    tcp_queue io{"127.0.0.1", open.port(), {.host_nqn = allowed + "  ", .io_in_capsule_data = 8192}};
+    io.initialize();
+    EXPECT_EQ(invalid_parameter(io.connect(2, 32, first.cntlid())), offsetof(spec::connect_data, hostnqn));
+    check_io(first);
+}
+
+/// The Discovery log page's entries as `host` reads them (up to three).
+std::vector<spec::discovery_log_entry> discovery_entries(tcp_host& host)
+{
+    const auto log = read_log(host, 0, 4096);
+    spec::discovery_log_header header{};
+    std::memcpy(&header, log.data(), sizeof(header));
+    std::vector<spec::discovery_log_entry> entries(std::min<std::uint64_t>(header.numrec, 3));
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        std::memcpy(&entries[i], log.data() + 1024 * (i + 1), sizeof(spec::discovery_log_entry));
+    }
+    return entries;
+}
+
+TEST(tcp_target, the_discovery_log_begins_with_the_current_discovery_subsystem)
+{
+    served_target served{[](tcp::target_options& options) {
+        options.port_id = 7;
+        options.allowed_hosts = {tcp_host_options{}.host_nqn};
+    }};
+    auto host = discovery_host(served, tcp_host_options{}.host_nqn);
+    const auto entries = discovery_entries(host);
+    ASSERT_EQ(entries.size(), 2U);
+    // SUBTYPE 3h names the discovery subsystem that returned the log, at this listener, as
+    // Linux's nvmet lists it first; then the NVM subsystem.
+    const auto& current = entries[0];
+    EXPECT_EQ(current.subtype, spec::discovery_subsystem_type::current_discovery);
+    EXPECT_EQ(current.subsystem_nqn(), spec::discovery_nqn);
+    EXPECT_EQ(current.trtype, spec::transport_type::tcp);
+    EXPECT_EQ(current.adrfam, spec::address_family::ipv4);
+    EXPECT_EQ(current.address(), "127.0.0.1");
+    EXPECT_EQ(current.service_id(), std::to_string(served.port()));
+    EXPECT_EQ(current.portid, 7U);
+    EXPECT_EQ(current.cntlid, spec::dynamic_controller_id);
+    EXPECT_EQ(entries[1].subtype, spec::discovery_subsystem_type::nvm);
+    EXPECT_EQ(entries[1].subsystem_nqn(), tcp_host_options{}.subsystem_nqn);
+    // A host that may reach no subsystem still sees the discovery subsystem.
+    auto stranger =
+        discovery_host(served, "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000bb");
+    const auto alone = discovery_entries(stranger);
+    ASSERT_EQ(alone.size(), 1U);
+    EXPECT_EQ(alone[0].subtype, spec::discovery_subsystem_type::current_discovery);
+}
+
+TEST(tcp_target, a_listener_on_any_address_lists_the_address_the_host_connected_to)
+{
+    served_target served{[](tcp::target_options& options) { options.address = "0.0.0.0"; }};
+    auto host = discovery_host(served, tcp_host_options{}.host_nqn);
+    const auto entries = discovery_entries(host);
+    ASSERT_EQ(entries.size(), 2U);
+    for (const auto& entry : entries) {
+        EXPECT_EQ(entry.address(), "127.0.0.1");
+        EXPECT_EQ(entry.adrfam, spec::address_family::ipv4);
+        EXPECT_EQ(entry.service_id(), std::to_string(served.port()));
+    }
+}
+
+TEST(tcp_target, a_listener_on_any_ipv6_address_lists_the_address_the_host_connected_to)
+{
+    try {
+        static_cast<void>(tcp::listen_on("::1", 0));
+    } catch (const std::exception&) {
+        GTEST_SKIP() << "no IPv6 loopback on this machine (tests/test_stages.txt allows this skip)";
+    }
+    served_target served{[](tcp::target_options& options) { options.address = "::"; }};
+    tcp_host_options options;
+    options.subsystem_nqn = std::string{spec::discovery_nqn};
+    options.keep_alive_timeout_ms = 0;
+    tcp_host host{"::1", served.port(), options};
+    host.connect_admin();
+    host.enable();
+    const auto entries = discovery_entries(host);
+    ASSERT_EQ(entries.size(), 2U);
+    for (const auto& entry : entries) {
+        EXPECT_EQ(entry.address(), "::1");
+        EXPECT_EQ(entry.adrfam, spec::address_family::ipv6);
+    }
+    // An IPv4 host reaching the same listener (an IPv4-mapped address) is given its IPv4 address.
+    tcp_host v4{"127.0.0.1", served.port(), options};
+    try {
+        v4.connect_admin();
+    } catch (const nvmekit::testing::host_error&) {
+        return; // IPV6_V6ONLY by default on this system
+    }
+    v4.enable();
+    for (const auto& entry : discovery_entries(v4)) {
+        EXPECT_EQ(entry.address(), "127.0.0.1");
+        EXPECT_EQ(entry.adrfam, spec::address_family::ipv4);
+    }
+}
+
+/// Run in a child process: a target whose process has no descriptor left for the connections
+/// waiting to be accepted. 0 when it waits instead of spinning and accepts them once it has
+/// descriptors again and its pause is over; another number names the check that failed.
+int accepting_without_descriptors()
+{
+    using paused_target = tcp::target<manual_time_traits>;
+    paused_target::subsystem_type subsystem;
+    tcp::target_options options;
+    options.port = 0;
+    paused_target target{subsystem, options};
+    constexpr std::uint64_t hosts = 8;
+    std::vector<tcp::socket_handle> clients;
+    for (std::uint64_t i = 0; i < hosts; ++i) {
+        clients.push_back(tcp::connect_to("127.0.0.1", target.port(), [](int) {}));
+    }
+    // The lowest free descriptor is the last the process may open.
+    rlimit original{};
+    if (::getrlimit(RLIMIT_NOFILE, &original) != 0) {
+        return 10;
+    }
+    const int lowest = ::open("/dev/null", O_RDONLY | O_CLOEXEC); // the lowest free descriptor
+    if (lowest < 0) {
+        return 11;
+    }
+    ::close(lowest);
+    const rlimit lowered{static_cast<rlim_t>(lowest) + 1, original.rlim_max};
+    if (::setrlimit(RLIMIT_NOFILE, &lowered) != 0) {
+        return 12;
+    }
+    // The listener stays readable while accept fails with EMFILE: each round must still wait
+    // out its timeout, not return at once (a lower bound on the time, which load only helps).
+    constexpr int rounds = 6;
+    constexpr std::chrono::milliseconds wait{50};
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < rounds; ++i) {
+        target.poll(wait);
+    }
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    if (target.statistics().connections_accepted != 1) {
+        return 2;
+    }
+    if (elapsed < (rounds - 1) * wait) {
+        return 3;
+    }
+    if (target.statistics().accept_pauses != 1) { // the clock has not moved: one pause, not over
+        return 5;
+    }
+    // Descriptors again: the others are accepted once the pause (Traits::clock time) is over.
+    if (::setrlimit(RLIMIT_NOFILE, &original) != 0) {
+        return 13;
+    }
+    manual_time().advance(std::chrono::seconds{1});
+    for (int i = 0; i < 1000 && target.statistics().connections_accepted < hosts; ++i) {
+        target.poll(std::chrono::milliseconds{10});
+    }
+    return target.statistics().connections_accepted == hosts ? 0 : 4;
+}
+
+TEST(tcp_target, accepting_pauses_while_no_descriptor_is_left)
+{
+    EXPECT_EXIT(std::_Exit(accepting_without_descriptors()), ::testing::ExitedWithCode(0), "");
 }
 
 } // namespace transport_tcp_target_test
