@@ -96,6 +96,8 @@
 #include <thread>
 #include <vector>
 
+#include <poll.h>
+
 #include <spdlog/spdlog.h>
 
 #include <nvmekit/backends/file_backend.hpp>
@@ -700,13 +702,6 @@ nvmekit::pci::nvme_function_config pci_function(const options& o)
             .subsystem_id = o.subsystem_id};
 }
 
-/// A --tcp listener as given: ADDR:PORT, or [ADDR]:PORT for IPv6.
-std::string listener_name(const tcp_listener& listener)
-{
-    const bool ipv6 = listener.address.find(':') != std::string::npos;
-    return (ipv6 ? "[" + listener.address + "]" : listener.address) + ":" + std::to_string(listener.port);
-}
-
 /// The NVMe/TCP listeners of --tcp, serving `subsystem`.
 std::vector<std::unique_ptr<tcp_target>>
 listen_tcp(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem, const std::string& nqn)
@@ -726,12 +721,7 @@ listen_tcp(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
             // (tcp_group_threads); this thread keeps accepting, Connects and admin queues.
             target_options.connection_groups = o.groups;
         }
-        try {
-            targets.push_back(std::make_unique<tcp_target>(subsystem, target_options));
-        } catch (const std::exception& e) {
-            // The transport's own message does not say which listener (tcp: bind: ...).
-            throw std::runtime_error("--tcp " + listener_name(listener) + ": " + e.what());
-        }
+        targets.push_back(std::make_unique<tcp_target>(subsystem, target_options));
         spdlog::info("serving {} over NVMe/TCP on {}:{}", nqn, listener.address, targets.back()->port());
     }
     return targets;
@@ -773,13 +763,32 @@ private:
     std::vector<std::thread> threads_;
 };
 
-/// One round of the NVMe/TCP listeners; the first waits up to `timeout` for work.
-void poll_tcp(std::vector<std::unique_ptr<tcp_target>>& targets, std::chrono::milliseconds timeout)
+/// One round of the NVMe/TCP listeners, without waiting.
+void poll_tcp(std::vector<std::unique_ptr<tcp_target>>& targets)
 {
     for (auto& target : targets) {
-        target->poll(timeout);
-        timeout = std::chrono::milliseconds{0};
+        target->poll(std::chrono::milliseconds{0});
     }
+}
+
+/// Waits up to `timeout` in one poll(2) for any listener or connection of `targets`, or for
+/// `descriptor` (-1: none), and not at all while a target has work: a host on any listener
+/// wakes the loop, and idle hosts cost no CPU.
+void wait_for_work(std::vector<std::unique_ptr<tcp_target>>& targets, int descriptor,
+                   std::chrono::milliseconds timeout)
+{
+    thread_local std::vector<pollfd> fds;
+    fds.clear();
+    if (descriptor >= 0) {
+        fds.push_back({descriptor, POLLIN, 0});
+    }
+    for (auto& target : targets) {
+        if (target->has_work()) {
+            return;
+        }
+        target->add_pollfds(fds);
+    }
+    static_cast<void>(::poll(fds.data(), fds.size(), static_cast<int>(timeout.count())));
 }
 
 /// Polls `ctrl` until its backend requests have finished (10 s at most): before a namespace is
@@ -809,7 +818,10 @@ void serve_tcp(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsy
             also(std::chrono::milliseconds{100}); // management serves the listeners, and waits
             continue;
         }
-        poll_tcp(targets, std::chrono::milliseconds{also ? 1 : 100});
+        // Management's own functions (vfio-user clients among them) are served in `also`:
+        // with them, no wait is longer than a millisecond.
+        wait_for_work(targets, -1, std::chrono::milliseconds{also ? 1 : 100});
+        poll_tcp(targets);
         if (also) {
             also(std::chrono::milliseconds{0});
         }
@@ -867,17 +879,23 @@ void serve(const options& o, nvmekit::subsystem<nvmekit::any_backend>& subsystem
     const tcp_group_threads tcp_groups{o, targets};
     while (!stop_requested.load()) {
         // Requests in an asynchronous backend (--io uring) complete only when the controller
-        // polls it: no sleeping while any is outstanding. With NVMe/TCP listeners too, no wait
-        // is longer than a millisecond.
-        // Mapped doorbells are stores that wake nothing: polled while a client is connected.
+        // polls it: no sleeping while any is outstanding. Mapped doorbells are stores that wake
+        // nothing: polled while a client is connected. Management's functions (`also`) are
+        // served a millisecond apart at most. Otherwise the loop sleeps in poll(2) on the
+        // vfio-user socket and every NVMe/TCP listener and connection at once.
         const int timeout = ctrl.io_outstanding() != 0 || (o.mapped_doorbells && server.connected()) ? 0
-                            : (server.connected() || !targets.empty())                               ? 1
+                            : (server.connected() || also)                                           ? 1
                                                                                                      : 100;
-        server.run_once(std::chrono::milliseconds{timeout});
+        if (targets.empty()) {
+            server.run_once(std::chrono::milliseconds{timeout});
+        } else {
+            wait_for_work(targets, server.descriptor(), std::chrono::milliseconds{timeout});
+            server.run_once(std::chrono::milliseconds{0});
+        }
         if (also) {
             also(std::chrono::milliseconds{0});
         }
-        poll_tcp(targets, std::chrono::milliseconds{0});
+        poll_tcp(targets);
     }
     spdlog::info(
         "shutting down: {} client(s), {} messages, {} error replies, {} doorbells from the mapped page",
@@ -1024,19 +1042,7 @@ public:
                                   .traddr = listener.address,
                                   .trsvcid = std::to_string(listener.port)});
         }
-        try {
-            served_.adopt(*target_.subsystem(identity.nqn), subsystem, std::move(drain), !namespaces_fixed);
-        } catch (const std::system_error& e) {
-            // A --tcp listener that cannot listen: the transport's message does not say which.
-            if (o.tcp.empty()) {
-                throw;
-            }
-            std::string listeners;
-            for (const auto& listener : o.tcp) {
-                listeners += (listeners.empty() ? "--tcp " : ", --tcp ") + listener_name(listener);
-            }
-            throw std::runtime_error(listeners + ": " + e.what());
-        }
+        served_.adopt(*target_.subsystem(identity.nqn), subsystem, std::move(drain), !namespaces_fixed);
     }
 
 private:

@@ -1,5 +1,6 @@
 // libFuzzer target: the JSON-RPC request stream of a management client, decoded and dispatched to
-// SPDK's framework, bdev, nvmf and configuration methods. The first byte chooses how the rest, the
+// SPDK's framework, bdev, nvmf and configuration methods by rpc::request_stream, the code the
+// management server runs on each client's bytes. The first byte chooses how the rest, the
 // client's byte stream, is split into reads. Every response must be one JSON-RPC 2.0 response
 // ending in a newline; the decoder must stay failed once failed; and after each request the target
 // must be consistent: every namespace's bdev claimed by its subsystem and no other bdev claimed.
@@ -114,36 +115,53 @@ void check_claims(const target& t)
     check(claimed == namespaces);
 }
 
+/// The target's methods as the harness lets requests through: a skipped request is dropped like
+/// a notification; after each request the target must be consistent.
+struct admitted_methods {
+    target* t;
+
+    [[nodiscard]] std::optional<std::string> dispatch(const json& request) const
+    {
+        if (skipped(request)) {
+            return std::nullopt;
+        }
+        auto response = t->methods.dispatch(request);
+        check_claims(*t);
+        return response;
+    }
+};
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
     nvmekit_fuzz::reader input{{data, size}};
     const auto split = input.take<std::uint8_t>();
-    const auto stream = input.take_bytes(size);
-    const std::string_view bytes{reinterpret_cast<const char*>(stream.data()), stream.size()};
+    const auto stream_bytes = input.take_bytes(size);
+    const std::string_view bytes{reinterpret_cast<const char*>(stream_bytes.data()), stream_bytes.size()};
 
     target t;
-    rpc::stream_decoder decoder{{.max_request_bytes = 1 << 16, .max_depth = 32}};
+    const admitted_methods admitted{&t};
+    // The code the management server runs on each client's bytes (rpc/server.hpp).
+    rpc::request_stream<admitted_methods> stream{admitted, {.max_request_bytes = 1 << 16, .max_depth = 32}};
     const std::size_t chunk = 1 + split % 64U;
+    const auto respond = [](std::string&& response) {
+        check_response(response);
+        return true;
+    };
     bool failed = false;
-    for (std::size_t at = 0; at < bytes.size() && !failed; at += chunk) {
-        decoder.feed(bytes.substr(at, chunk));
-        for (auto item = decoder.next(); item.status != rpc::decode_status::need_more;
-             item = decoder.next()) {
-            if (item.status == rpc::decode_status::failed) {
-                check_response(item.error_response());
-                check(decoder.failed() && decoder.next().status == rpc::decode_status::failed);
-                failed = true;
-                break;
-            }
-            if (skipped(item.value)) {
-                continue;
-            }
-            if (const auto response = t.methods.dispatch(item.value)) {
-                check_response(*response);
-            }
-            check_claims(t);
+    for (std::size_t at = 0; at < bytes.size(); at += chunk) {
+        stream.feed(bytes.substr(at, chunk));
+        const auto answered = stream.answer(respond);
+        // An exception escaping a method is answered with Internal Error, but is a method's bug.
+        check(answered.internal_errors == 0);
+        if (failed) {
+            // A failed stream takes nothing more, and is not answered again.
+            check(answered.requests == 0 && !answered.failed && stream.failed());
+        }
+        if (answered.failed) {
+            check(stream.failed());
+            failed = true;
         }
     }
 

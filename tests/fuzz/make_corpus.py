@@ -449,3 +449,40 @@ write_seed("fuzz_rpc_requests", bytes([0]) + rpc_requests(
 # A stream that breaks off in garbage.
 write_seed("fuzz_rpc_requests", bytes([63]) + rpc_requests(("bdev_get_bdevs", {"name": "x"}))
            + b'{"jsonrpc": "2.0", "id": 9, "method": "bdev_get_bdevs"} }garbage')
+# Numbers nlohmann-json cannot hold (it throws out_of_range for them), in the id and in params.
+write_seed("fuzz_rpc_requests", bytes([5]) + (
+    b'{"jsonrpc":"2.0","method":"spdk_get_version","id":1e400}\n'
+    b'{"jsonrpc":"2.0","method":"bdev_malloc_create","id":2,"params":{"name":"M0","num_blocks":'
+    + b"9" * 400 + b',"block_size":512}}\n'
+    b'{"jsonrpc":"2.0","method":"bdev_malloc_create","id":3,"params":{"name":"M1",'
+    b'"num_blocks":18446744073709551616,"block_size":512}}\n'
+    b'{"jsonrpc":"2.0","method":"bdev_malloc_create","id":4,"params":{"name":"M2","num_blocks":-1,"block_size":-0.0}}\n'
+    b'{"jsonrpc":"2.0","method":"bdev_null_create","id":-1e-400,"params":{"name":"N0",'
+    b'"num_blocks":1.7976931348623157e308,"block_size":4096}}\n'
+    b'{"jsonrpc":"2.0","method":"nvmf_create_subsystem","id":' + b"1" * 30
+    + b',"params":{"nqn":"nqn.2016-06.io.spdk:cnode1","max_namespaces":4294967296}}\n'))
+# Nesting just under and beyond the limit.
+write_seed("fuzz_rpc_requests", bytes([63]) + (
+    b'{"jsonrpc":"2.0","method":"spdk_get_version","id":1,"params":' + b"[" * 30 + b"]" * 30 + b"}\n"
+    + b'{"jsonrpc":"2.0","method":"spdk_get_version","id":2,"params":' + b'{"a":' * 40 + b"1" + b"}" * 40
+    + b"}\n"))
+# A string of most of a request's budget, and an NQN over its length.
+write_seed("fuzz_rpc_requests", bytes([31]) + (
+    b'{"jsonrpc":"2.0","method":"bdev_malloc_create","id":1,"params":{"name":"' + b"x" * 60000
+    + b'","num_blocks":8,"block_size":512}}\n'
+    b'{"jsonrpc":"2.0","method":"nvmf_create_subsystem","id":2,"params":{"nqn":"nqn.2016-06.io.spdk:'
+    + b"y" * 300 + b'"}}\n'))
+# Invalid UTF-8, raw and as a lone surrogate escape.
+write_seed("fuzz_rpc_requests", bytes([7]) + (
+    b'{"jsonrpc":"2.0","method":"bdev_malloc_create","id":1,"params":{"name":"\xff\xfe",'
+    b'"num_blocks":8,"block_size":512}}\n'
+    b'{"jsonrpc":"2.0","method":"bdev_null_create","id":2,"params":{"name":"\\ud800",'
+    b'"num_blocks":8,"block_size":512}}\n'
+    b'{"jsonrpc":"2.0","method":"nvmf_create_subsystem","id":3,"params":{"nqn":"nqn.2016-06.io.spdk:\xc0\xaf"}}\n'))
+# Members of the wrong types, a batch, a notification, a null method.
+write_seed("fuzz_rpc_requests", bytes([12]) + (
+    b'{"jsonrpc":"2.0","method":"nvmf_create_subsystem","id":1,"params":{"nqn":["nqn.x"],"allow_any_host":"yes"}}\n'
+    b'[{"jsonrpc":"2.0","method":"spdk_get_version","id":1}]\n'
+    b'{"jsonrpc":"2.0","method":"bdev_get_bdevs"}\n'
+    b'{"jsonrpc":"2.0","method":null,"id":{}}\n'
+    b'{"jsonrpc":2.0,"method":"spdk_get_version","id":true}\n'))

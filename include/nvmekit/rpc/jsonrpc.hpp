@@ -794,5 +794,75 @@ private:
     nlohmann::json null_;
 };
 
+/// What a server does with one client's bytes, without the socket: the requests decoded from the
+/// stream (stream_decoder) are dispatched to `Methods` (a registry, or anything with its
+/// dispatch()), and each response goes to the caller. Nothing a client sends escapes as an
+/// exception: one that escapes dispatch() answers that request with Internal Error and the stream
+/// goes on; a stream that fails is answered with its Parse Error and takes nothing more. server.hpp
+/// runs one per client; the RPC fuzz target runs the same code on its bytes.
+template <typename Methods = registry>
+class request_stream {
+public:
+    /// What answer() did.
+    struct answered {
+        std::size_t requests = 0;  ///< values decoded and dispatched
+        bool failed = false;       ///< the stream failed (its Parse Error was given to respond)
+        std::string failure;       ///< why, when failed
+        std::size_t internal_errors = 0; ///< dispatches that threw
+        std::string internal_error;      ///< what the last of them threw
+    };
+
+    request_stream(const Methods& methods, decoder_limits limits) : methods_{&methods}, decoder_{limits} {}
+
+    /// Appends received bytes (ignored once the stream failed).
+    void feed(std::string_view bytes) { decoder_.feed(bytes); }
+    /// Bytes of a request not yet complete.
+    [[nodiscard]] std::size_t buffered() const noexcept { return decoder_.buffered(); }
+    [[nodiscard]] bool failed() const noexcept { return decoder_.failed(); }
+
+    /// Dispatches the requests complete in the stream, in order, handing each response (a
+    /// notification has none) to `respond(std::string)`, which returns whether to go on; a failed
+    /// stream's Parse Error goes to respond() too, once.
+    template <typename Respond>
+    answered answer(Respond&& respond)
+    {
+        answered out;
+        if (reported_failure_) {
+            return out;
+        }
+        for (auto item = decoder_.next(); item.status != decode_status::need_more; item = decoder_.next()) {
+            if (item.status == decode_status::failed) {
+                reported_failure_ = true;
+                out.failed = true;
+                out.failure = item.error_message;
+                static_cast<void>(respond(item.error_response()));
+                return out;
+            }
+            ++out.requests;
+            std::optional<std::string> response;
+            try {
+                response = methods_->dispatch(item.value);
+            } catch (const std::exception& e) {
+                ++out.internal_errors;
+                out.internal_error = e.what();
+                response = encode_error(nullptr, {error_code::internal_error, "the request failed"});
+            } catch (...) {
+                ++out.internal_errors;
+                out.internal_error = "an exception of an unknown type";
+                response = encode_error(nullptr, {error_code::internal_error, "the request failed"});
+            }
+            if (response && !respond(std::move(*response))) {
+                return out;
+            }
+        }
+        return out;
+    }
+
+private:
+    const Methods* methods_;
+    stream_decoder decoder_;
+    bool reported_failure_ = false;
+};
+
 } // namespace rpc
 NVMEKIT_END_NAMESPACE

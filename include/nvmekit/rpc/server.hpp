@@ -341,11 +341,11 @@ private:
     static constexpr std::chrono::nanoseconds never = std::chrono::nanoseconds::max();
 
     struct client {
-        client(int fd, const decoder_limits& limits, std::chrono::nanoseconds now)
-            : socket{fd}, decoder{limits}, last_activity{now}
+        client(int fd, const registry& methods, const decoder_limits& limits, std::chrono::nanoseconds now)
+            : socket{fd}, stream{methods, limits}, last_activity{now}
         {}
         detail::fd_holder socket;
-        stream_decoder decoder;
+        request_stream<registry> stream;
         std::string output;
         std::size_t output_sent = 0;
         bool reading = true; ///< false once the client closed its side or its stream failed
@@ -558,7 +558,7 @@ private:
                 log("connection refused: " + std::to_string(options_.max_clients) + " clients already");
                 continue;
             }
-            clients_.push_back(std::make_unique<client>(fd, options_.limits, now_));
+            clients_.push_back(std::make_unique<client>(fd, methods_, options_.limits, now_));
             count(counters_.clients_accepted);
             counters_.clients_connected.store(clients_.size(), std::memory_order_relaxed);
         }
@@ -658,17 +658,17 @@ private:
                 // The client closed its side: what it sent completely is answered, a partial
                 // request is dropped.
                 c.reading = false;
-                if (c.decoder.buffered() > 0) {
+                if (c.stream.buffered() > 0) {
                     count(counters_.clients_lost);
                 }
                 return;
             }
             c.last_activity = now_;
-            c.decoder.feed(std::string_view{chunk_.data(), static_cast<std::size_t>(got)});
+            c.stream.feed(std::string_view{chunk_.data(), static_cast<std::size_t>(got)});
             const bool completed = process(c);
             // A partial request's time runs from its first byte, or from the end of the request
             // before it when that came in this read; bytes that do not complete it do not extend it.
-            if (c.decoder.buffered() == 0) {
+            if (c.stream.buffered() == 0) {
                 c.partial_since = never;
             } else if (completed || c.partial_since == never) {
                 c.partial_since = now_;
@@ -679,38 +679,26 @@ private:
     /// Answers the requests complete in `c`'s stream; whether there was any.
     bool process(client& c)
     {
-        bool completed = false;
-        for (auto item = c.decoder.next(); item.status != decode_status::need_more; item = c.decoder.next()) {
-            if (item.status == decode_status::failed) {
-                count(counters_.parse_errors);
-                log("client stream failed: " + item.error_message);
-                queue(c, item.error_response());
-                c.reading = false; // answered, then closed once the answer is out
-                return completed;
-            }
-            completed = true;
+        // Nothing a client sends may end the server: request_stream answers an exception that
+        // escapes the registry's own handling (in its checks or encoding) with Internal Error,
+        // and the connection stays open, as for any other failed request; a failed stream is
+        // answered, then closed once the answer is out.
+        const auto answered = c.stream.answer([&](std::string&& response) {
+            queue(c, response);
+            return !c.closed && !stop_requested_.load();
+        });
+        for (std::size_t i = 0; i < answered.requests; ++i) {
             count(counters_.requests);
-            // Nothing a client sends may end the server: an exception that escapes the registry's
-            // own handling (in its checks or encoding) answers this request with Internal Error,
-            // and the connection stays open, as for any other failed request.
-            std::optional<std::string> response;
-            try {
-                response = methods_.dispatch(item.value);
-            } catch (const std::exception& e) {
-                log(std::string{"request failed: "} + e.what());
-                response = encode_error(nullptr, {error_code::internal_error, "the request failed"});
-            } catch (...) {
-                log("request failed");
-                response = encode_error(nullptr, {error_code::internal_error, "the request failed"});
-            }
-            if (response) {
-                queue(c, *response);
-            }
-            if (c.closed || stop_requested_.load()) {
-                return completed;
-            }
         }
-        return completed;
+        if (answered.internal_errors != 0) {
+            log("request failed: " + answered.internal_error);
+        }
+        if (answered.failed) {
+            count(counters_.parse_errors);
+            log("client stream failed: " + answered.failure);
+            c.reading = false;
+        }
+        return answered.requests != 0;
     }
 
     void queue(client& c, const std::string& response)

@@ -94,17 +94,24 @@ struct socket_address {
 inline socket_handle listen_on(const std::string& address, std::uint16_t port)
 {
     const auto where = socket_address::parse(address, port);
+    // The errors name the address: a server with several listeners says which one failed.
+    const auto fail = [&](const char* what) {
+        const int error = errno;
+        const std::string name = where.family == AF_INET6 ? "[" + address + "]" : address;
+        throw std::system_error{error, std::generic_category(),
+                                std::string{"tcp: "} + what + " " + name + ":" + std::to_string(port)};
+    };
     socket_handle fd{::socket(where.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
     if (fd.get() < 0) {
-        throw_errno("tcp: socket");
+        fail("socket");
     }
     const int on = 1;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
     if (::bind(fd.get(), where.get(), where.length) != 0) {
-        throw_errno("tcp: bind");
+        fail("bind");
     }
     if (::listen(fd.get(), 128) != 0) {
-        throw_errno("tcp: listen");
+        fail("listen");
     }
     return fd;
 }
