@@ -288,8 +288,8 @@ ceiling_rate copy_ceiling_gib_per_s(std::uint64_t region, std::uint32_t block, u
     }
 #endif
     std::memset(backing.get(), 0x5a, region);
-    std::vector<std::byte, nvmekit::testing::detail::page_aligned_allocator<std::byte>> ring(
-        std::size_t{block} * 128, std::byte{0xa5});
+    const nvmekit::testing::detail::page_aligned_bytes ring(std::size_t{block} * 128);
+    std::memset(ring.data(), 0xa5, std::size_t{block} * 128);
     const std::uint64_t blocks = region / block;
     std::mt19937_64 random{7};
     std::uint64_t copied = 0;
@@ -317,7 +317,7 @@ ceiling_rate copy_ceiling_gib_per_s(std::uint64_t region, std::uint32_t block, u
     }
     const double elapsed = std::chrono::duration<double>(steady::now() - start).count();
     const double cpu = thread_cpu_seconds() - cpu_start;
-    volatile std::byte sink = ring[0];
+    volatile std::byte sink = ring.data()[0];
     static_cast<void>(sink);
     const double gib = static_cast<double>(copied) / double(1ULL << 30);
     return {.wall_gib_per_s = gib / elapsed, .cpu_gib_per_s = gib / cpu};

@@ -805,9 +805,9 @@ class request_stream {
 public:
     /// What answer() did.
     struct answered {
-        std::size_t requests = 0;  ///< values decoded and dispatched
-        bool failed = false;       ///< the stream failed (its Parse Error was given to respond)
-        std::string failure;       ///< why, when failed
+        std::size_t requests = 0;        ///< values decoded and dispatched
+        bool failed = false;             ///< the stream failed (its Parse Error was given to respond)
+        std::string failure;             ///< why, when failed
         std::size_t internal_errors = 0; ///< dispatches that threw
         std::string internal_error;      ///< what the last of them threw
     };
