@@ -13,6 +13,8 @@
 #include <poll.h>
 #include <pthread.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -141,6 +143,11 @@ results run_over_tcp(const options& o, Backend backend, std::uint32_t lba_bytes)
     subsystem.add_namespace(std::move(backend),
                             {.lba_format = static_cast<std::uint8_t>(lba_bytes == 512 ? 0 : 2)});
     tcp::target_options target_options{.address = "127.0.0.1", .port = 0};
+    // Room for every command of the run in flight at once: none waits for buffer storage.
+    const std::size_t in_flight = std::size_t{o.queues} * o.queue_depth * o.block_size;
+    target_options.max_buffer_bytes = std::max(target_options.max_buffer_bytes, in_flight);
+    target_options.max_association_buffer_bytes =
+        std::max(target_options.max_association_buffer_bytes, in_flight);
     if constexpr (Threading::concurrent_groups) {
         // --threads: the I/O queues' connections on --groups connection groups, each on a thread.
         target_options.connection_groups = o.groups;

@@ -9,7 +9,8 @@
 ///     const std::uint16_t cntlid = host.connect_admin();
 ///     host.enable();
 ///     host.connect_io(1);
-///     host.write(1, 0, data);       // in-capsule, or R2T/H2CData when larger
+///     host.write(1, 0, data);       // in-capsule, or R2T/H2CData when larger (any number of
+///                                   // R2Ts per command, each answered in full as it comes)
 ///     std::vector<std::byte> back;
 ///     host.read(1, 0, 8, back);     // C2HData
 ///
@@ -81,6 +82,19 @@ struct tcp_host_options {
     int receive_buffer = 0;
     /// KATO of the admin Connect, in milliseconds (0: no keep alive).
     std::uint32_t keep_alive_timeout_ms = 120000;
+    /// The local IP address each connection is made from (bound before connecting; empty: the
+    /// system's choice), to be another host of a target that counts hosts by address.
+    std::string source_address{};
+};
+
+/// An R2T as a tcp_queue received it.
+struct received_r2t {
+    std::uint16_t cccid = 0;
+    std::uint16_t ttag = 0;
+    std::uint32_t r2to = 0;
+    std::uint32_t r2tl = 0;
+
+    friend bool operator==(const received_r2t&, const received_r2t&) = default;
 };
 
 /// One PDU as received: its bytes, where its parts are, and whether its digests matched.
@@ -151,6 +165,12 @@ public:
                 if (options_.receive_buffer > 0) {
                     ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &options_.receive_buffer,
                                  sizeof(options_.receive_buffer));
+                }
+                if (!options_.source_address.empty()) {
+                    const auto from = transport::tcp::socket_address::parse(options_.source_address, 0);
+                    if (::bind(fd, from.get(), from.length) != 0) {
+                        transport::tcp::throw_errno("tcp_queue: bind to the source address");
+                    }
                 }
             });
         } catch (const std::exception& e) {
@@ -405,6 +425,8 @@ public:
     [[nodiscard]] std::size_t c2h_data_received() const noexcept { return c2h_data_received_; }
     [[nodiscard]] std::size_t h2c_data_sent() const noexcept { return h2c_data_sent_; }
     [[nodiscard]] std::size_t r2ts_received() const noexcept { return r2ts_received_; }
+    /// The R2Ts execute() answered, in the order they came.
+    [[nodiscard]] const std::vector<received_r2t>& r2ts() const noexcept { return r2ts_; }
 
     /// The SGL subtype NVMe/TCP gives Transport SGL Data Block descriptors.
     static constexpr auto transport_subtype = static_cast<spec::sgl_descriptor_subtype>(0xa);
@@ -428,6 +450,7 @@ private:
             throw host_error{"R2T outside the command's data"};
         }
         ++r2ts_received_;
+        r2ts_.push_back({r2t.cccid, r2t.ttag, r2t.r2to, r2t.r2tl});
         std::uint32_t offset = r2t.r2to;
         const std::uint32_t end = r2t.r2to + r2t.r2tl;
         std::vector<std::byte> out;
@@ -579,6 +602,7 @@ private:
     std::size_t c2h_data_received_ = 0;
     std::size_t h2c_data_sent_ = 0;
     std::size_t r2ts_received_ = 0;
+    std::vector<received_r2t> r2ts_;
 
     /// A command submit() sent: where its read data goes.
     struct pipelined_command {

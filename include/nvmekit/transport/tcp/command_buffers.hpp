@@ -15,12 +15,27 @@
 /// outlived its queue) fails with an error code instead of touching the buffer's next user.
 /// Storage is kept for reuse, so steady-state I/O allocates nothing once every buffer has grown
 /// to the sizes in use.
+///
+/// The storage they hold may be bounded by a buffer_budget (the target gives one to each
+/// association, drawing on one of its own): try_acquire() takes a buffer only when its storage
+/// fits, giving back the storage of the partition's free buffers first if that makes it fit,
+/// and trim() gives that storage back when a connection closes.
+///
+///     buffer_budget target_wide{64 << 20};
+///     buffer_budget association{16 << 20, &target_wide};
+///     command_buffers buffers{&association};
+///     if (const auto id = buffers.try_acquire(128 * 1024)) { ... } else { /* wait */ }
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <system_error>
 #include <vector>
@@ -32,6 +47,86 @@
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace transport::tcp {
+
+/// A bound on bytes of buffer storage, taken and given back from any thread (atomically): the
+/// target has one, and each association one that draws on it (`parent`), so a buffer's bytes
+/// count against both.
+class buffer_budget {
+public:
+    static constexpr std::size_t unlimited = std::numeric_limits<std::size_t>::max();
+
+    explicit buffer_budget(std::size_t limit = unlimited, buffer_budget* parent = nullptr) noexcept
+        : limit_{limit}, parent_{parent}
+    {}
+    buffer_budget(const buffer_budget&) = delete;
+    buffer_budget& operator=(const buffer_budget&) = delete;
+
+    /// Takes `bytes` here and from the parent when they fit under each limit, or when that budget
+    /// holds nothing yet (so a single buffer larger than a limit is not refused forever). False,
+    /// taking nothing, otherwise: the budget that refused counts a shortage.
+    [[nodiscard]] bool try_take(std::size_t bytes) noexcept
+    {
+        if (bytes == 0) {
+            return true;
+        }
+        std::size_t used = used_.load(std::memory_order_relaxed);
+        do {
+            if (used != 0 && (used > limit_ || bytes > limit_ - used)) {
+                shortages_.fetch_add(1, std::memory_order_relaxed);
+                return false;
+            }
+        } while (!used_.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
+        if (parent_ != nullptr && !parent_->try_take(bytes)) {
+            used_.fetch_sub(bytes, std::memory_order_relaxed);
+            return false;
+        }
+        note_peak(used + bytes);
+        return true;
+    }
+
+    /// Takes `bytes` here and from the parent whatever the limits.
+    void force_take(std::size_t bytes) noexcept
+    {
+        note_peak(used_.fetch_add(bytes, std::memory_order_relaxed) + bytes);
+        if (parent_ != nullptr) {
+            parent_->force_take(bytes);
+        }
+    }
+
+    /// Gives back `bytes` taken before, here and to the parent.
+    void give_back(std::size_t bytes) noexcept
+    {
+        used_.fetch_sub(bytes, std::memory_order_relaxed);
+        if (parent_ != nullptr) {
+            parent_->give_back(bytes);
+        }
+    }
+
+    [[nodiscard]] std::size_t used() const noexcept { return used_.load(std::memory_order_relaxed); }
+    /// The most bytes held at once.
+    [[nodiscard]] std::size_t peak() const noexcept { return peak_.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::size_t limit() const noexcept { return limit_; }
+    /// Refusals here and in the parents: a holder of cached storage that sees the count change
+    /// gives its cache back (command_buffers::trim_if_short).
+    [[nodiscard]] std::uint64_t shortages() const noexcept
+    {
+        return shortages_.load(std::memory_order_relaxed) + (parent_ != nullptr ? parent_->shortages() : 0);
+    }
+
+private:
+    void note_peak(std::size_t used) noexcept
+    {
+        std::size_t peak = peak_.load(std::memory_order_relaxed);
+        while (used > peak && !peak_.compare_exchange_weak(peak, used, std::memory_order_relaxed)) {
+        }
+    }
+
+    std::size_t limit_;
+    buffer_budget* parent_;
+    std::atomic<std::size_t> used_{0};
+    std::atomic<std::size_t> peak_{0};
+    std::atomic<std::uint64_t> shortages_{0};
+};
 
 /// Buffers addressed as host memory; models MappingDmaProvider.
 ///
@@ -46,7 +141,20 @@ public:
     using buffer_id = std::uint32_t;
     static constexpr std::size_t partition_count = 256;
 
-    command_buffers() { prepare(0); }
+    /// Buffers whose storage counts against `budget` (none: unbounded), which outlives them.
+    explicit command_buffers(buffer_budget* budget = nullptr) : budget_{budget} { prepare(0); }
+    command_buffers(const command_buffers&) = delete;
+    command_buffers& operator=(const command_buffers&) = delete;
+    ~command_buffers()
+    {
+        if (budget_ != nullptr) {
+            for (const auto& part : partitions_) {
+                if (part) {
+                    budget_->give_back(part->storage);
+                }
+            }
+        }
+    }
 
     /// Creates partition `number` (nothing when it exists).
     void prepare(std::uint8_t number)
@@ -58,25 +166,63 @@ public:
 
     /// A buffer of `size` bytes from partition `number` (prepared), zero-filled when it grows;
     /// otherwise holding old bytes, which the target overwrites before the controller reads them.
+    /// Its storage counts against the budget whatever the limit.
     [[nodiscard]] buffer_id acquire(std::size_t size, std::uint8_t number = 0)
     {
+        const auto id = take(size, number, true);
+        NVMEKIT_ASSERT(id.has_value(), "command_buffers::acquire: forced acquisition failed");
+        return *id;
+    }
+
+    /// A buffer as acquire() gives, when the storage it needs fits the budget (after the storage
+    /// of the partition's free buffers is given back, if that makes it fit); nothing otherwise.
+    [[nodiscard]] std::optional<buffer_id> try_acquire(std::size_t size, std::uint8_t number = 0)
+    {
+        if (auto id = take(size, number, false)) {
+            return id;
+        }
+        if (trim(number) == 0) {
+            return std::nullopt;
+        }
+        return take(size, number, false);
+    }
+
+    /// Gives back the storage of partition `number`'s free buffers (their slots stay, so a stale
+    /// address still resolves to nothing); returns how many bytes. Call from the partition's thread.
+    std::size_t trim(std::uint8_t number = 0)
+    {
         auto& part = *partitions_[number];
-        std::uint32_t index = 0;
-        if (part.free.empty()) {
-            index = static_cast<std::uint32_t>(part.slots.size());
-            NVMEKIT_ASSERT(index < max_slots, "command_buffers::acquire: partition full");
-            part.slots.emplace_back();
-        } else {
-            index = part.free.back();
-            part.free.pop_back();
+        std::size_t freed = 0;
+        for (const std::uint32_t index : part.free) {
+            auto& slot = part.slots[index];
+            freed += slot.storage.size();
+            std::vector<std::byte>{}.swap(slot.storage);
         }
-        auto& slot = part.slots[index];
-        if (slot.storage.size() < size) {
-            slot.storage.resize(size);
+        give_back(part, freed);
+        return freed;
+    }
+
+    /// Trims partition `number` when the budget (or its parent) has refused storage since this
+    /// partition last looked: storage cached here may be what another partition waits for.
+    std::size_t trim_if_short(std::uint8_t number = 0)
+    {
+        if (budget_ == nullptr) {
+            return 0;
         }
-        slot.size = size;
-        slot.in_use = true;
-        return (buffer_id{number} << partition_shift) | index;
+        auto& part = *partitions_[number];
+        const std::uint64_t shortages = budget_->shortages();
+        if (shortages == part.shortages_seen) {
+            return 0;
+        }
+        part.shortages_seen = shortages;
+        return trim(number);
+    }
+
+    /// Bytes of storage partition `number` holds, its buffers' in use and free (call from the
+    /// partition's thread).
+    [[nodiscard]] std::size_t storage_bytes(std::uint8_t number) const noexcept
+    {
+        return partitions_[number] ? partitions_[number]->storage : 0;
     }
 
     /// Gives buffer `id` back; its address stops resolving.
@@ -170,7 +316,63 @@ private:
     struct partition {
         std::vector<slot> slots;
         std::vector<std::uint32_t> free;
+        /// Bytes of storage of its slots.
+        std::size_t storage = 0;
+        /// buffer_budget::shortages() when it was last trimmed for them.
+        std::uint64_t shortages_seen = 0;
     };
+
+    /// A buffer of `size` bytes from partition `number`: a free one whose storage holds it, else
+    /// a free one (or a new one) given storage of `size` bytes when the budget takes them, or
+    /// whatever the budget when `forced`.
+    [[nodiscard]] std::optional<buffer_id> take(std::size_t size, std::uint8_t number, bool forced)
+    {
+        auto& part = *partitions_[number];
+        // The most recently freed first (its storage is likely warm and of the size in use).
+        auto fits = std::find_if(part.free.rbegin(), part.free.rend(), [&](std::uint32_t index) {
+            return part.slots[index].storage.size() >= size;
+        });
+        std::uint32_t index = 0;
+        if (fits != part.free.rend()) {
+            index = *fits;
+            part.free.erase(std::next(fits).base());
+        } else {
+            // Storage of exactly `size` bytes replaces the smaller storage of the last free one.
+            const std::size_t replaced = part.free.empty() ? 0 : part.slots[part.free.back()].storage.size();
+            const std::size_t grown = size - replaced;
+            if (budget_ != nullptr) {
+                if (forced) {
+                    budget_->force_take(grown);
+                } else if (!budget_->try_take(grown)) {
+                    return std::nullopt;
+                }
+            }
+            part.storage += grown;
+            if (part.free.empty()) {
+                index = static_cast<std::uint32_t>(part.slots.size());
+                NVMEKIT_ASSERT(index < max_slots, "command_buffers::acquire: partition full");
+                part.slots.emplace_back();
+            } else {
+                index = part.free.back();
+                part.free.pop_back();
+            }
+            if (size != 0) {
+                std::vector<std::byte>(size).swap(part.slots[index].storage);
+            }
+        }
+        auto& slot = part.slots[index];
+        slot.size = size;
+        slot.in_use = true;
+        return (buffer_id{number} << partition_shift) | index;
+    }
+
+    void give_back(partition& part, std::size_t bytes) noexcept
+    {
+        part.storage -= bytes;
+        if (budget_ != nullptr && bytes != 0) {
+            budget_->give_back(bytes);
+        }
+    }
 
     [[nodiscard]] partition& partition_of(buffer_id id) noexcept
     {
@@ -199,6 +401,7 @@ private:
         return std::span{slot.storage}.subspan(static_cast<std::size_t>(offset), length);
     }
 
+    buffer_budget* budget_ = nullptr;
     std::array<std::unique_ptr<partition>, partition_count> partitions_{};
 };
 static_assert(MappingDmaProvider<command_buffers>);

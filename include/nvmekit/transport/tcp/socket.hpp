@@ -1,8 +1,9 @@
 #pragma once
 /// The TCP sockets of the NVMe/TCP target and initiator: a descriptor closed on destruction, an
 /// IPv4 or IPv6 address in text made a socket address, a non-blocking listener and a blocking
-/// connection, and the addresses they are bound to. Failures of the system calls throw
-/// std::system_error; an address that is neither IPv4 nor IPv6 throws std::invalid_argument.
+/// connection, the addresses they are bound to, and a peer's address as a key. Failures of the
+/// system calls throw std::system_error; an address that is neither IPv4 nor IPv6 throws
+/// std::invalid_argument.
 
 #include <algorithm>
 #include <array>
@@ -179,6 +180,29 @@ inline address_text local_address(int fd)
     }
     ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, text.data(), text.size());
     return {text.data(), false};
+}
+
+/// A peer's IP address as 16 bytes: an IPv6 address, or an IPv4 one as the IPv4-mapped IPv6
+/// address (::ffff:a.b.c.d, RFC 4291 2.5.5.2), so a host counts as one whichever family reached
+/// a listener on ::.
+using peer_address = std::array<std::uint8_t, 16>;
+
+/// The peer_address of socket address `storage` (AF_INET or AF_INET6; another family gives all
+/// zeros).
+inline peer_address peer_address_of(const sockaddr_storage& storage) noexcept
+{
+    peer_address out{};
+    if (storage.ss_family == AF_INET6) {
+        const auto& bytes = reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr.s6_addr;
+        std::copy(std::begin(bytes), std::end(bytes), out.begin());
+    } else if (storage.ss_family == AF_INET) {
+        const auto* v4 = reinterpret_cast<const std::uint8_t*>(
+            &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr.s_addr);
+        out[10] = 0xff;
+        out[11] = 0xff;
+        std::copy(v4, v4 + 4, out.begin() + 12);
+    }
+    return out;
 }
 
 /// The port a socket is bound to.

@@ -22,28 +22,43 @@
 /// NSSR: NVM Subsystem Reset is not offered); Disconnect disconnects an I/O queue. Every other
 /// command goes to controller::submit with its SGL rewritten to one Data Block over a buffer of
 /// the connection (command_buffers, the association's DMA provider): in-capsule data and H2CData
-/// are received straight into it, a larger write is asked for by one R2T for all of its data
-/// (the host splits it at MAXH2CDATA), and a completed read's data is sent from it as one
+/// are received straight into it, a larger write is asked for by R2Ts of at most MAXH2CDATA
+/// bytes each, in order, with up to MAXR2T + 1 of them outstanding (the host's ICReq, within
+/// target_limits::max_outstanding_r2t), and a completed read's data is sent from it as one
 /// C2HData (LAST_PDU, never SUCCESS) before the response capsule. Data is thus copied once each
-/// way between the socket and the buffer the controller reaches.
+/// way between the socket and the buffer the controller reaches. A command may describe at most
+/// max_data_length() bytes (the smaller of target_options::max_data_length and MDTS).
 ///
 /// Errors: a fatal stream error (pdu_stream, an H2CData naming no R2T or outside it) is answered
 /// with C2HTermReq and the connection is closed; an H2CTermReq closes it; a data digest error
-/// fails its command with Transient Transport Error. Other connections carry on. A connection
-/// stops reading while send_backlog_limit bytes wait for its host, and is closed when it has not
-/// connected within connect_timeout. A Controller Reset frees the slots of the commands it ended.
-/// A connection that cannot be accepted for want of descriptors waits in the backlog while the
-/// listener is left out of the poll set for accept_pause.
-/// The admin connection's end ends the association: its I/O connections are closed, the
-/// controller is disabled and destroyed once its backend is idle and no connection sends from
-/// its buffers.
+/// fails its command with Transient Transport Error. Other connections carry on. A Controller
+/// Reset frees the slots of the commands it ended. The admin connection's end ends the
+/// association: its I/O connections are closed, the controller is disabled and destroyed once
+/// its backend is idle and no connection sends from its buffers.
+///
+/// Bounds (target_options; statistics() counts each refusal, timeout and wait): a connection
+/// beyond max_connections, or beyond max_connections_per_address from its host's IP address, is
+/// closed as it is accepted; one that sends no ICReq within icreq_timeout, or has not connected
+/// within connect_timeout, is closed; one stops reading while send_backlog_limit bytes wait for
+/// its host. An admin Connect beyond max_associations, or beyond max_associations_per_host for
+/// its host NQN, completes with Connect Controller Busy. The command buffers' storage is bounded
+/// per association (max_association_buffer_bytes) and over the target (max_buffer_bytes): a
+/// command whose buffer does not fit waits, in order behind its queue's other waiting commands
+/// and before its first R2T, until buffers are freed (in-capsule data is always taken); a
+/// closed connection's free storage is given back (command_buffers::trim). A connection that
+/// cannot be accepted for want of descriptors waits in the backlog while the listener is left
+/// out of the poll set for accept_pause.
 ///
 /// Keep alive: the admin Connect's KATO becomes the controller's Keep Alive Timer feature (Get
-/// Features reports it, Keep Alive commands restart the timer, Set Features changes it); when
-/// the controller's timer expires the association is ended.
+/// Features reports it, Keep Alive commands restart the timer, Set Features changes it); a
+/// discovery controller asked for none gets discovery_keep_alive_timeout. The timer runs from
+/// the admin Connect: while the controller is ready it is the controller's, and its expiry ends
+/// the association; while it is not (never enabled, reset, shut down) the target ends the
+/// association when KATO passes without a command on the admin queue.
 ///
-/// Time: the controllers' timers, connect_timeout, termination_linger and accept_pause all read
-/// Traits::clock, so a test or simulator that gives its own clock decides when they expire.
+/// Time: the controllers' timers, icreq_timeout, connect_timeout, the keep alive of controllers
+/// not ready, termination_linger and accept_pause all read Traits::clock, so a test or simulator
+/// that gives its own clock decides when they expire.
 ///
 /// Subsystems: one listener serves any number of subsystems (add_subsystem, remove_subsystem);
 /// a Connect's SUBNQN picks one, and each numbers its controllers itself, so an I/O Connect
@@ -104,6 +119,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -163,7 +180,10 @@ struct target_options {
     std::string address = "127.0.0.1";
     std::uint16_t port = spec::tcp_default_port;
     target_limits limits{};
-    /// Largest data one command may describe; a larger SGL completes with Data SGL Length Invalid.
+    /// Largest data one command may describe (SPDK's max_io_size); a larger SGL completes with
+    /// Data SGL Length Invalid. The controllers' MDTS bounds it too: an SGL beyond MDTS completes
+    /// with Invalid Field in Command (Base 2.0 Figure 275, MDTS), so the limit in effect is the
+    /// smaller of the two (max_data_length()).
     std::uint32_t max_data_length = 1U << 20;
     /// Configuration of each controller Connect creates (CNTLID is the subsystem's to assign).
     /// NVM Subsystem Reset is not offered (subsystem_reset_supported is taken as false: CAP.NSSRS
@@ -179,6 +199,41 @@ struct target_options {
     /// closed (a peer that opens connections and sends nothing holds no resources for long;
     /// Traits::clock time).
     std::chrono::milliseconds connect_timeout{10000};
+    /// How long a connection may take from its acceptance to its ICReq before it is closed, a
+    /// shorter bound than connect_timeout's on a peer that opens connections and sends nothing
+    /// (Traits::clock time).
+    std::chrono::milliseconds icreq_timeout{5000};
+    /// Connections (of any state, in poll() or in a connection group) this listener holds at
+    /// once; one accepted beyond it is closed at once (no PDU is exchanged). SPDK and Linux's
+    /// nvmet have no such limit; a host of 127 I/O queues needs 128 connections per controller.
+    std::size_t max_connections = 1024;
+    /// Connections from one host IP address (IPv4 and its IPv4-mapped IPv6 form counting as one)
+    /// this listener holds at once; one beyond it is closed at once.
+    std::size_t max_connections_per_address = 256;
+    /// Associations (controllers, discovery ones included, until their end is complete) this
+    /// listener holds at once; an admin Connect beyond it completes with Connect Controller Busy
+    /// (as SPDK answers when it cannot create a controller; a later Connect may succeed). Each
+    /// costs about a megabyte with the default limits (the controller's admin buffers and
+    /// request pools). Per subsystem, SPDK bounds controllers by min_cntlid..max_cntlid.
+    std::size_t max_associations = 128;
+    /// Associations one host NQN holds at once, with any subsystem of this listener or its
+    /// discovery controller; an admin Connect beyond it completes with Connect Controller Busy.
+    std::size_t max_associations_per_host = 32;
+    /// KATO given to a discovery controller whose Connect asks for none (KATO 0): it ends when the
+    /// host sends no Keep Alive for this long, as Linux's nvmet gives 120 s (NVMET_DISC_KATO_MS).
+    /// 0: a discovery controller without KATO lives as long as its connection.
+    std::chrono::milliseconds discovery_keep_alive_timeout{120000};
+    /// Bytes of command buffer storage (the data of commands in flight, and free buffers kept for
+    /// reuse) all of this listener's associations hold at once: SPDK's num_shared_buffers times
+    /// io_unit_size (511 x 128 KiB by default). A command whose buffer does not fit waits, in
+    /// order behind its queue's other waiting commands, until buffers are freed; a command's
+    /// in-capsule data is taken whatever the budget (it is in the socket already, and at most
+    /// the queue's in-capsule size). One command may always run when nothing else holds storage.
+    std::size_t max_buffer_bytes = std::size_t{64} << 20;
+    /// Bytes of command buffer storage one association holds at once (within max_buffer_bytes),
+    /// so that one host's commands cannot take every buffer: the role of SPDK's buf_cache_size,
+    /// the buffers a poll group may keep for itself.
+    std::size_t max_association_buffer_bytes = std::size_t{16} << 20;
     /// How long the listener is left out of the poll set when a connection cannot be accepted
     /// for want of a descriptor (EMFILE, ENFILE) or of memory: it stays readable while the
     /// connection waits in the backlog, and would otherwise wake every round (Traits::clock
@@ -227,6 +282,20 @@ struct target_statistics {
     std::uint64_t data_digest_errors = 0;
     std::uint64_t keep_alive_expirations = 0; ///< associations ended by their KATO
     std::uint64_t accept_pauses = 0;          ///< accepting paused for want of descriptors
+    std::uint64_t icreq_timeouts = 0;         ///< connections closed without an ICReq in icreq_timeout
+    std::uint64_t connect_timeouts = 0;       ///< connections closed without a Connect in connect_timeout
+    /// Connections closed at once for max_connections and for max_connections_per_address.
+    std::uint64_t connections_refused = 0;
+    std::uint64_t connections_refused_per_address = 0;
+    /// Admin Connects refused (Connect Controller Busy) for max_associations and for
+    /// max_associations_per_host.
+    std::uint64_t associations_refused = 0;
+    std::uint64_t associations_refused_per_host = 0;
+    /// Commands that waited for buffer storage (max_buffer_bytes, max_association_buffer_bytes).
+    std::uint64_t buffer_waits = 0;
+    /// Bytes of command buffer storage held now, and the most held at once.
+    std::uint64_t buffer_bytes = 0;
+    std::uint64_t buffer_bytes_peak = 0;
 };
 
 namespace detail {
@@ -245,6 +314,13 @@ struct target_counters {
     std::atomic<std::uint64_t> data_digest_errors{0};
     std::atomic<std::uint64_t> keep_alive_expirations{0};
     std::atomic<std::uint64_t> accept_pauses{0};
+    std::atomic<std::uint64_t> icreq_timeouts{0};
+    std::atomic<std::uint64_t> connect_timeouts{0};
+    std::atomic<std::uint64_t> connections_refused{0};
+    std::atomic<std::uint64_t> connections_refused_per_address{0};
+    std::atomic<std::uint64_t> associations_refused{0};
+    std::atomic<std::uint64_t> associations_refused_per_host{0};
+    std::atomic<std::uint64_t> buffer_waits{0};
 
     static void bump(std::atomic<std::uint64_t>& counter) noexcept
     {
@@ -267,6 +343,13 @@ struct target_counters {
         out.data_digest_errors += get(data_digest_errors);
         out.keep_alive_expirations += get(keep_alive_expirations);
         out.accept_pauses += get(accept_pauses);
+        out.icreq_timeouts += get(icreq_timeouts);
+        out.connect_timeouts += get(connect_timeouts);
+        out.connections_refused += get(connections_refused);
+        out.connections_refused_per_address += get(connections_refused_per_address);
+        out.associations_refused += get(associations_refused);
+        out.associations_refused_per_host += get(associations_refused_per_host);
+        out.buffer_waits += get(buffer_waits);
     }
 };
 
@@ -312,6 +395,11 @@ public:
         }
         options_.controller.identity.fabrics = identify_fields(options_.limits);
         options_.controller.subsystem_reset_supported = false;
+        // (An MDTS above the traits' limit makes the controllers' constructor throw at Connect.)
+        const std::uint8_t mdts = options_.controller.mdts == 0
+                                      ? Traits::limits.mdts
+                                      : std::min(options_.controller.mdts, Traits::limits.mdts);
+        mdts_bytes_ = std::uint64_t{4096} << mdts;
         discovery_controller_ = options_.controller;
         discovery_controller_.identity.fabrics->discovery = true;
         if (options_.connection_groups != 0) {
@@ -556,7 +644,15 @@ public:
         for (const auto& g : groups_) {
             g->counters.add_to(out);
         }
+        out.buffer_bytes = target_buffers_.used();
+        out.buffer_bytes_peak = target_buffers_.peak();
         return out;
+    }
+    /// The largest data one command may describe: target_options::max_data_length, or the
+    /// controllers' MDTS when that is smaller.
+    [[nodiscard]] std::uint64_t max_data_length() const noexcept
+    {
+        return std::min<std::uint64_t>(options_.max_data_length, mdts_bytes_);
     }
     /// Connections served by poll(): those not connected yet, admin and discovery queues, and
     /// without connection groups every I/O queue too.
@@ -602,7 +698,14 @@ public:
         }
         run_controllers();
         end_expired_associations();
+        for (auto& association : associations_) {
+            // Free storage kept in poll()'s partition goes back when a budget ran short.
+            association->buffers.trim_if_short(0);
+        }
         for (auto& connection : connections_) {
+            if (!connection->closed && !connection->waiting.empty()) {
+                resume_waiting(*connection);
+            }
             if (!connection->closed) {
                 flush(*connection);
             }
@@ -610,8 +713,20 @@ public:
                 (connection->out.empty() || now >= connection->linger_until)) {
                 close_connection(*connection);
             }
-            if (!connection->ever_connected && !connection->closed && now >= connection->connect_deadline) {
+            if (!connection->initialized && !connection->closed && now >= connection->icreq_deadline) {
+                detail::target_counters::bump(statistics_.icreq_timeouts);
                 close_connection(*connection);
+            }
+            if (!connection->ever_connected && !connection->closed && now >= connection->connect_deadline) {
+                detail::target_counters::bump(statistics_.connect_timeouts);
+                close_connection(*connection);
+            }
+        }
+        // Storage given back by the sends and closes above may let waiting commands start now.
+        for (auto& connection : connections_) {
+            if (!connection->closed && !connection->waiting.empty()) {
+                resume_waiting(*connection);
+                flush(*connection);
             }
         }
         hand_over_connections();
@@ -720,6 +835,12 @@ public:
                     g.busy = collect(c) != 0 || g.busy;
                 }
                 if (!c.closed) {
+                    // Free storage kept in the connection's partition goes back when a budget ran
+                    // short; commands waiting for storage try again.
+                    c.owner->buffers.trim_if_short(c.partition);
+                    if (!c.waiting.empty()) {
+                        resume_waiting(c);
+                    }
                     flush(c);
                 }
             });
@@ -731,6 +852,16 @@ public:
             }
             if (c.terminating && !c.closed && (c.out.empty() || now >= c.linger_until)) {
                 close_connection(c);
+            }
+        }
+        // Storage given back by the sends and closes above may let waiting commands start now.
+        for (auto& c : g.connections) {
+            if (!c->closed && !c->waiting.empty()) {
+                static_cast<void>(c->owner->ctrl->run_in_group(index, [&](bool running) {
+                    c->controller_running = running && !c->queue_gone;
+                    resume_waiting(*c);
+                    flush(*c);
+                }));
             }
         }
         // Each controller with queues here runs its poll group once.
@@ -753,13 +884,18 @@ private:
 
     /// One command of a connection, from its capsule to its response.
     struct command_slot {
-        enum class phase : std::uint8_t { free, receiving, awaiting_h2c, submitted, sending };
+        /// waiting_buffer: the capsule is in, its buffer does not fit the budgets yet (no buffer).
+        enum class phase : std::uint8_t { free, waiting_buffer, receiving, awaiting_h2c, submitted, sending };
         phase state = phase::free;
         spec::submission_queue_entry sqe{};
         command_buffers::buffer_id buffer = 0;
         std::uint32_t length = 0;
         spec::data_transfer direction = spec::data_transfer::none;
-        r2t_window r2t{};
+        /// A write by R2T: the bytes its R2Ts have asked for, the bytes received, and its R2Ts
+        /// not yet answered in full (each in the connection's r2t_windows).
+        std::uint32_t r2t_asked = 0;
+        std::uint32_t r2t_received = 0;
+        std::uint32_t r2t_outstanding = 0;
         /// The command completes with this status without reaching the controller.
         std::optional<spec::status> failed{};
     };
@@ -777,20 +913,32 @@ private:
         bool terminating = false;
         bool closed = false;
         std::chrono::nanoseconds linger_until{};     ///< Traits::clock time
+        std::chrono::nanoseconds icreq_deadline{};   ///< Traits::clock time
         std::chrono::nanoseconds connect_deadline{}; ///< Traits::clock time
+        /// Its ICReq was answered.
+        bool initialized = false;
         bool ever_connected = false;
+        /// The IP address of its host (max_connections_per_address).
+        peer_address peer{};
         std::uint16_t sq_head = 0;
         std::uint32_t entries = 1;
         std::vector<command_slot> slots;
         /// Which of `slots` are free, and which holds a CID: a slot is in flight from its
         /// capsule until it is free again.
         command_slots in_flight{};
+        /// The slots waiting for buffer storage, in the order their capsules came.
+        std::deque<std::uint32_t> waiting;
+        /// The R2Ts outstanding, r2t_per_command for each slot (an empty window is free): an R2T's
+        /// TTAG is its index here, so slot index * r2t_per_command + k.
+        std::vector<r2t_window> r2t_windows;
+        std::uint32_t r2t_per_command = 1;
         std::vector<std::byte> in = std::vector<std::byte>(64 * 1024);
         /// What waits to be sent; a read's data is sent from its command's buffer, tagged with
         /// the slot's index.
         send_queue out;
         data_sink sink = data_sink::none;
         std::uint32_t sink_slot = 0;
+        std::uint16_t sink_ttag = 0;
         spec::submission_queue_entry fabrics_sqe{};
         std::array<std::byte, sizeof(spec::connect_data)> fabrics_data{};
         std::uint32_t fabrics_length = 0;
@@ -818,7 +966,14 @@ private:
     };
 
     struct association {
-        command_buffers buffers;
+        association(buffer_budget& target_budget, std::size_t limit) : budget{limit, &target_budget} {}
+        association(const association&) = delete;
+        association& operator=(const association&) = delete;
+        ~association() = default;
+
+        /// Its command buffers' storage, within the target's (max_association_buffer_bytes).
+        buffer_budget budget;
+        command_buffers buffers{&budget};
         no_interrupts interrupts;
         std::unique_ptr<controller_type> ctrl;
         /// HOSTNQN and HOSTID of the admin Connect: an I/O Connect must name the same host.
@@ -829,6 +984,13 @@ private:
         /// Buffers of commands whose queue went away while the controller may still hold them.
         std::vector<command_buffers::buffer_id> quarantine;
         bool dying = false;
+        /// The KATO of its Connect (or discovery_keep_alive_timeout), and the last time a command
+        /// came on its admin queue: while the controller is not ready (before CC.EN = 1, after a
+        /// reset or a shutdown) the target ends the association when KATO passes without one.
+        std::uint32_t connect_kato_ms = 0;
+        std::chrono::nanoseconds last_admin_command{};
+        /// A connection of partition 0 closed: its free storage goes once the quarantine is empty.
+        bool trim_pending = false;
         /// Connections that connected a queue of it and are not closed yet.
         std::size_t connections = 0;
         /// A discovery controller (Connect to the discovery NQN): admin queue only, Identify and
@@ -874,6 +1036,7 @@ private:
         std::uint64_t serial = 0;
         std::uint8_t partition = 0;
         std::vector<command_buffers::buffer_id> quarantine{};
+        peer_address peer{};
     };
 
     static constexpr std::size_t mailbox_capacity = 1024;
@@ -961,7 +1124,10 @@ private:
     void accept_connections()
     {
         for (;;) {
-            socket_handle fd{::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)};
+            sockaddr_storage peer{};
+            socklen_t peer_length = sizeof(peer);
+            socket_handle fd{::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length,
+                                       SOCK_NONBLOCK | SOCK_CLOEXEC)};
             if (fd.get() < 0) {
                 // EAGAIN, or an aborted connection: nothing to serve. No descriptor or memory for
                 // it: it waits in the backlog while the listener, readable all the while, is left
@@ -972,15 +1138,42 @@ private:
                 }
                 return;
             }
+            // Beyond a limit the connection is closed at once (`fd` goes): it holds nothing.
+            const peer_address address = peer_address_of(peer);
+            if (live_connections_ >= options_.max_connections) {
+                detail::target_counters::bump(statistics_.connections_refused);
+                continue;
+            }
+            const auto from_address = connections_from_.find(address);
+            if ((from_address == connections_from_.end() ? 0 : from_address->second) >=
+                options_.max_connections_per_address) {
+                detail::target_counters::bump(statistics_.connections_refused_per_address);
+                continue;
+            }
             const int on = 1;
             ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
             auto added = std::make_unique<connection>();
             added->socket = std::move(fd);
+            added->peer = address;
             added->slots.resize(1);
-            added->connect_deadline = clock_.now() + options_.connect_timeout;
+            const auto now = clock_.now();
+            added->icreq_deadline = now + options_.icreq_timeout;
+            added->connect_deadline = now + options_.connect_timeout;
             added->counters = &statistics_;
             connections_.push_back(std::move(added));
+            ++live_connections_;
+            ++connections_from_[address];
             detail::target_counters::bump(statistics_.connections_accepted);
+        }
+    }
+
+    /// A connection from `address` is closed (on poll()'s thread, or its close reached poll()).
+    void connection_gone(const peer_address& address)
+    {
+        --live_connections_;
+        if (const auto it = connections_from_.find(address);
+            it != connections_from_.end() && --it->second == 0) {
+            connections_from_.erase(it);
         }
     }
 
@@ -1064,6 +1257,7 @@ private:
             return;
         }
         c.params = *params;
+        c.initialized = true;
         append(c, sizeof(spec::icresp_pdu),
                [&](std::span<std::byte> out) { return encode_icresp(c.params, out); });
         c.stream.establish(c.params);
@@ -1075,6 +1269,10 @@ private:
         const std::uint32_t in_capsule = c.stream.data_length();
         detail::target_counters::bump(c.counters->commands);
         c.sq_head = static_cast<std::uint16_t>((c.sq_head + 1U) % c.entries);
+        if (c.connected && c.qid == 0) {
+            // (Only poll()'s thread serves admin queues.)
+            c.owner->last_admin_command = clock_.now();
+        }
         if (sqe.opcode() == spec::fabrics_command_opcode) {
             c.fabrics_sqe = sqe;
             c.fabrics_length = in_capsule;
@@ -1126,6 +1324,12 @@ private:
             refuse(spec::status{spec::generic_status::sgl_descriptor_type_invalid}.with_dnr());
             return;
         }
+        if (sgl.length > mdts_bytes_) {
+            // Base 2.0 Figure 275, MDTS: a command beyond it is aborted with Invalid Field in
+            // Command. No buffer is taken for it.
+            refuse(spec::status{spec::generic_status::invalid_field}.with_dnr());
+            return;
+        }
         if (sgl.length > options_.max_data_length) {
             refuse(spec::status{spec::generic_status::data_sgl_length_invalid}.with_dnr());
             return;
@@ -1147,31 +1351,69 @@ private:
         slot.length = sgl.length;
         slot.direction = spec::transfer_direction(sqe.opcode());
         slot.failed.reset();
-        slot.buffer = c.owner->buffers.acquire(sgl.length, c.partition);
-        if (in_capsule != 0) {
-            c.sink = data_sink::capsule;
-            c.sink_slot = *free_slot;
-            c.stream.place_data(c.owner->buffers.bytes(slot.buffer));
+        if (in_capsule != 0 || sgl.length == 0) {
+            // In-capsule data is in the socket already (and at most the queue's capsule size):
+            // its buffer is taken whatever the budgets.
+            slot.buffer = c.owner->buffers.acquire(sgl.length, c.partition);
+            if (in_capsule != 0) {
+                c.sink = data_sink::capsule;
+                c.sink_slot = *free_slot;
+                c.stream.place_data(c.owner->buffers.bytes(slot.buffer));
+                return;
+            }
+            start(c, *free_slot);
             return;
         }
-        start(c, *free_slot);
+        // The buffer of a write by R2T or of a read: taken when it fits the budgets, after the
+        // commands of this queue that wait already; otherwise this one waits too (no R2T yet).
+        if (c.waiting.empty()) {
+            if (const auto buffer = c.owner->buffers.try_acquire(sgl.length, c.partition)) {
+                slot.buffer = *buffer;
+                start(c, *free_slot);
+                return;
+            }
+        }
+        slot.state = command_slot::phase::waiting_buffer;
+        c.waiting.push_back(*free_slot);
+        detail::target_counters::bump(c.counters->buffer_waits);
+    }
+
+    /// Starts the commands of `c` waiting for buffer storage, in order, while their buffers fit.
+    void resume_waiting(connection& c)
+    {
+        while (!c.waiting.empty() && !c.closed && !c.terminating) {
+            const std::uint32_t index = c.waiting.front();
+            auto& slot = c.slots[index];
+            const auto buffer = c.owner->buffers.try_acquire(slot.length, c.partition);
+            if (!buffer) {
+                return;
+            }
+            c.waiting.pop_front();
+            slot.buffer = *buffer;
+            slot.state = command_slot::phase::receiving;
+            start(c, index);
+        }
     }
 
     void on_h2c_data(connection& c)
     {
         const auto pdu = c.stream.h2c_data();
-        if (pdu.ttag >= c.slots.size() || c.slots[pdu.ttag].state != command_slot::phase::awaiting_h2c) {
+        // An R2T outstanding has a window (r2tl != 0), and its slot awaits H2CData.
+        if (pdu.ttag >= c.r2t_windows.size() || c.r2t_windows[pdu.ttag].r2tl == 0) {
             fail(c, invalid_header_field(header_offset::ttag));
             return;
         }
-        auto& slot = c.slots[pdu.ttag];
-        if (const auto error = check_h2c_data(pdu, slot.r2t)) {
+        const std::uint32_t index = pdu.ttag / c.r2t_per_command;
+        NVMEKIT_ASSERT(c.slots[index].state == command_slot::phase::awaiting_h2c,
+                       "tcp::target: an R2T window of a slot that awaits no data");
+        if (const auto error = check_h2c_data(pdu, c.r2t_windows[pdu.ttag])) {
             fail(c, *error);
             return;
         }
         c.sink = data_sink::h2c;
-        c.sink_slot = pdu.ttag;
-        c.stream.place_data(c.owner->buffers.bytes(slot.buffer).subspan(pdu.datao, pdu.datal));
+        c.sink_slot = index;
+        c.sink_ttag = pdu.ttag;
+        c.stream.place_data(c.owner->buffers.bytes(c.slots[index].buffer).subspan(pdu.datao, pdu.datal));
     }
 
     void on_data(connection& c)
@@ -1202,12 +1444,16 @@ private:
         }
         case data_sink::h2c: {
             auto& slot = c.slots[c.sink_slot];
-            slot.r2t.received += c.stream.data_length();
+            auto& window = c.r2t_windows[c.sink_ttag];
+            window.received += c.stream.data_length();
+            slot.r2t_received += c.stream.data_length();
             if (!digest_ok) {
                 slot.failed = spec::status{spec::generic_status::transient_transport_error};
             }
-            if (slot.r2t.received == slot.r2t.r2tl) {
-                submit(c, c.sink_slot);
+            if (window.received == window.r2tl) {
+                window = {};
+                --slot.r2t_outstanding;
+                request_data(c, c.sink_slot);
             }
             return;
         }
@@ -1227,14 +1473,42 @@ private:
             submit(c, index);
             return;
         }
-        // One R2T for the whole transfer: the host splits it into H2CData of MAXH2CDATA bytes.
         slot.state = command_slot::phase::awaiting_h2c;
-        slot.r2t = r2t_window{slot.sqe.cdw0.get(spec::command_dword0::cid), static_cast<std::uint16_t>(index),
-                              0, slot.length, 0};
-        detail::target_counters::bump(c.counters->r2ts);
-        append(c, pdu_size(spec::pdu_type::r2t, 0, c.params), [&](std::span<std::byte> out) {
-            return encode_r2t({slot.r2t.cccid, slot.r2t.ttag, slot.r2t.r2to, slot.r2t.r2tl}, c.params, out);
-        });
+        slot.r2t_asked = 0;
+        slot.r2t_received = 0;
+        slot.r2t_outstanding = 0;
+        request_data(c, index);
+    }
+
+    /// Asks for more of a write's data while it has fewer R2Ts outstanding than the connection
+    /// allows (MAXR2T + 1 of ICReq, within target_limits::max_outstanding_r2t), each for at most
+    /// MAXH2CDATA bytes, in order (as SPDK does; the Linux host answers several R2Ts of one
+    /// command); runs the command once all its data is in, or once a failed one has none
+    /// outstanding (the rest is not asked for).
+    void request_data(connection& c, std::uint32_t index)
+    {
+        auto& slot = c.slots[index];
+        while (!slot.failed && slot.r2t_outstanding < c.r2t_per_command && slot.r2t_asked < slot.length) {
+            const std::uint32_t first = index * c.r2t_per_command;
+            std::uint32_t ttag = first;
+            while (c.r2t_windows[ttag].r2tl != 0) {
+                ++ttag;
+            }
+            NVMEKIT_ASSERT(ttag < first + c.r2t_per_command, "tcp::target: no free R2T window");
+            const std::uint32_t length = std::min(slot.length - slot.r2t_asked, c.params.maxh2cdata);
+            const r2t_window window{slot.sqe.cdw0.get(spec::command_dword0::cid),
+                                    static_cast<std::uint16_t>(ttag), slot.r2t_asked, length, 0};
+            c.r2t_windows[ttag] = window;
+            slot.r2t_asked += length;
+            ++slot.r2t_outstanding;
+            detail::target_counters::bump(c.counters->r2ts);
+            append(c, pdu_size(spec::pdu_type::r2t, 0, c.params), [&](std::span<std::byte> out) {
+                return encode_r2t({window.cccid, window.ttag, window.r2to, window.r2tl}, c.params, out);
+            });
+        }
+        if (slot.r2t_outstanding == 0 && (slot.failed || slot.r2t_received == slot.length)) {
+            submit(c, index);
+        }
     }
 
     /// Hands the command to the controller with its SGL over the command's buffer.
@@ -1302,10 +1576,18 @@ private:
         respond(c, cqe);
     }
 
-    /// Slot `index` of `c` takes no command any more (its buffer is dealt with).
+    /// Slot `index` of `c` takes no command any more (its buffer is dealt with); its R2Ts are
+    /// answered no more.
     static void free_slot(connection& c, std::uint32_t index)
     {
-        c.slots[index].state = command_slot::phase::free;
+        auto& slot = c.slots[index];
+        if (slot.state == command_slot::phase::awaiting_h2c) {
+            const auto first =
+                static_cast<std::ptrdiff_t>(index) * static_cast<std::ptrdiff_t>(c.r2t_per_command);
+            std::fill_n(c.r2t_windows.begin() + first, c.r2t_per_command, r2t_window{});
+            slot.r2t_outstanding = 0;
+        }
+        slot.state = command_slot::phase::free;
         c.in_flight.release(index);
     }
 
@@ -1389,13 +1671,34 @@ private:
             if (data.cntlid != spec::dynamic_controller_id) {
                 return detail::invalid_connect_parameter(cid, true, offsetof(spec::connect_data, cntlid));
             }
-            auto created = std::make_unique<association>();
+            // An association costs memory until its end is complete: dying ones count too.
+            if (associations_.size() >= options_.max_associations) {
+                detail::target_counters::bump(statistics_.associations_refused);
+                return detail::local_completion(cid,
+                                                spec::status{spec::fabrics_status::connect_controller_busy});
+            }
+            if (static_cast<std::size_t>(
+                    std::count_if(associations_.begin(), associations_.end(), [&](const auto& a) {
+                        return a->host_nqn == data.host_nqn();
+                    })) >= options_.max_associations_per_host) {
+                detail::target_counters::bump(statistics_.associations_refused_per_host);
+                return detail::local_completion(cid,
+                                                spec::status{spec::fabrics_status::connect_controller_busy});
+            }
+            auto created =
+                std::make_unique<association>(target_buffers_, options_.max_association_buffer_bytes);
             created->subsystem = discovery ? &discovery_subsystem_ : served->subsystem;
             created->ctrl = std::make_unique<controller_type>(
                 created->buffers, created->interrupts, clock_, *created->subsystem,
                 discovery ? discovery_controller_ : options_.controller);
-            // KATO becomes the controller's Keep Alive Timer feature; its timer runs from here.
-            const auto status = created->ctrl->connect_admin_queue(entries, command.kato);
+            // KATO becomes the controller's Keep Alive Timer feature; its timer runs from here. A
+            // discovery controller asked for none gets discovery_keep_alive_timeout.
+            const std::uint32_t keep_alive_ms =
+                discovery && command.kato == 0
+                    ? static_cast<std::uint32_t>(std::clamp<std::chrono::milliseconds::rep>(
+                          options_.discovery_keep_alive_timeout.count(), 0, 0xffff'ffff))
+                    : command.kato;
+            const auto status = created->ctrl->connect_admin_queue(entries, keep_alive_ms);
             if (!status.is_success()) {
                 const bool kato =
                     status.with_dnr(false) == spec::status{spec::generic_status::keep_alive_timeout_invalid};
@@ -1407,6 +1710,8 @@ private:
             created->host_id = data.hostid;
             created->discovery = discovery;
             created->admin = &c;
+            created->connect_kato_ms = keep_alive_ms;
+            created->last_admin_command = clock_.now();
             owner = created.get();
             associations_.push_back(std::move(created));
             detail::target_counters::bump(statistics_.associations_created);
@@ -1483,6 +1788,10 @@ private:
         c.sq_head = static_cast<std::uint16_t>(1U % entries);
         c.slots.assign(entries, command_slot{});
         c.in_flight.reset(entries);
+        // TTAGs are 16 bits: slot index * R2Ts per command + k.
+        c.r2t_per_command = std::max<std::uint32_t>(
+            1, std::min<std::uint32_t>(c.params.max_outstanding_r2t, 65536U / entries));
+        c.r2t_windows.assign(std::size_t{entries} * c.r2t_per_command, r2t_window{});
         c.params.set_queue(admin, options_.limits,
                            command.cattr.get(spec::connect_attributes::disable_sq_flow_control));
         c.stream.set_max_in_capsule_data(c.params.max_in_capsule_data);
@@ -1635,19 +1944,32 @@ private:
 
     // ---- controllers -------------------------------------------------------------------------
 
-    /// Ends each association whose controller's Keep Alive Timer expired (the host sent no Keep
-    /// Alive within the KATO of its Connect, Base 2.0 3.9; the controller then reports CSTS.CFS):
-    /// its connections are closed, which tears the controller down.
+    /// Ends each association whose Keep Alive Timer expired: its connections are closed, which
+    /// tears the controller down. The timer starts when the admin queue connects (Base 2.0 3.9.4;
+    /// NVMe over Fabrics: at the admin Connect). While the controller is ready it is the
+    /// controller's (restarted by Keep Alive; on expiry the controller reports CSTS.CFS); while
+    /// it is not (before CC.EN = 1, during a reset or after a shutdown) it is the target's, and
+    /// any command on the admin queue restarts it (as Linux's nvmet's traffic-based keep alive),
+    /// since no Keep Alive command can be taken then. The controller core's own timer, which a
+    /// PCIe function shares, runs only while it is ready.
     void end_expired_associations()
     {
+        const std::chrono::nanoseconds now = clock_.now();
         for (auto& association : associations_) {
-            if (association->dying || association->admin == nullptr ||
-                !association->ctrl->registers().csts().get(spec::csts_register::cfs) ||
-                association->ctrl->statistics().keep_alive_expirations == 0) {
+            if (association->dying || association->admin == nullptr) {
                 continue;
             }
-            detail::target_counters::bump(statistics_.keep_alive_expirations);
-            close_connection(*association->admin);
+            auto& ctrl = *association->ctrl;
+            const bool controller_expired = ctrl.registers().csts().get(spec::csts_register::cfs) &&
+                                            ctrl.statistics().keep_alive_expirations != 0;
+            const bool idle_while_not_ready = association->connect_kato_ms != 0 &&
+                                              ctrl.state() != controller_state::ready &&
+                                              now - association->last_admin_command >
+                                                  std::chrono::milliseconds{association->connect_kato_ms};
+            if (controller_expired || idle_while_not_ready) {
+                detail::target_counters::bump(statistics_.keep_alive_expirations);
+                close_connection(*association->admin);
+            }
         }
     }
 
@@ -1720,13 +2042,15 @@ private:
         for (std::uint32_t i = 0; i < c.slots.size(); ++i) {
             switch (c.slots[i].state) {
             case command_slot::phase::free:
-            case command_slot::phase::sending: continue; // freed once sent, or when the connection closes
+            case command_slot::phase::sending: continue;     // freed once sent, or when the connection closes
+            case command_slot::phase::waiting_buffer: break; // no buffer yet
             case command_slot::phase::submitted: quarantine.push_back(c.slots[i].buffer); break;
             case command_slot::phase::receiving:
             case command_slot::phase::awaiting_h2c: owner.buffers.release(c.slots[i].buffer); break;
             }
             free_slot(c, i);
         }
+        c.waiting.clear();
         if (c.qid == 0) {
             owner.admin = nullptr;
             owner.dying = true;
@@ -1768,8 +2092,13 @@ private:
             }
         }
         if (owner.quarantine.empty()) {
-            // The partitions of closed group connections hold nothing any more: reusable.
+            // The storage that closed connections' commands held goes back (trimmed), and the
+            // partitions of closed group connections, holding nothing any more, are reusable.
+            if (std::exchange(owner.trim_pending, false)) {
+                owner.buffers.trim(0);
+            }
             for (const auto number : std::exchange(owner.retired_partitions, {})) {
+                owner.buffers.trim(number);
                 owner.partition_taken[number] = false;
             }
         }
@@ -1856,6 +2185,7 @@ private:
     /// A connection of a group closed (its message reached poll()).
     void group_connection_closed(const to_main& m)
     {
+        connection_gone(m.peer);
         {
             {
                 association& owner = *m.owner;
@@ -2017,6 +2347,10 @@ private:
             c.out.clear();
             if (c.group < 0) {
                 --c.owner->connections;
+                // Its commands' free storage goes now, that of those the controller still holds
+                // once they are released (retire).
+                c.owner->buffers.trim(c.partition);
+                c.owner->trim_pending = true;
             } else {
                 // poll() counts it closed, disconnects its queue and frees its buffers (at once
                 // when it has not moved to its group yet).
@@ -2025,7 +2359,8 @@ private:
                                .qid = c.qid,
                                .serial = c.serial,
                                .partition = c.partition,
-                               .quarantine = std::exchange(c.quarantine, {})};
+                               .quarantine = std::exchange(c.quarantine, {}),
+                               .peer = c.peer};
                 if (c.handoff) {
                     c.handoff = false;
                     group_connection_closed(closed);
@@ -2034,12 +2369,20 @@ private:
                 }
             }
         }
+        if (c.group < 0) {
+            connection_gone(c.peer); // (a group's connection: when its close reaches poll())
+        }
         c.socket.reset();
         c.closed = true;
         detail::target_counters::bump(c.counters->connections_closed);
     }
 
     target_options options_;
+    /// The controllers' MDTS in bytes.
+    std::uint64_t mdts_bytes_ = 0;
+    /// The storage of every association's command buffers (max_buffer_bytes); each association's
+    /// budget draws on it, so it outlives them.
+    buffer_budget target_buffers_{options_.max_buffer_bytes};
     /// The subsystems served, in the order they were added (the Discovery log's order).
     std::vector<served_subsystem> subsystems_;
     /// What discovery controllers belong to; it has no namespaces.
@@ -2059,6 +2402,9 @@ private:
     /// Traits::clock time before which no connection is accepted (accept_pause).
     std::chrono::nanoseconds accept_resumes_{};
     std::vector<std::unique_ptr<connection>> connections_;
+    /// Connections not closed (in poll() and in the groups), in all and from each peer address.
+    std::size_t live_connections_ = 0;
+    std::map<peer_address, std::size_t> connections_from_;
     std::vector<std::unique_ptr<association>> associations_;
     std::vector<pollfd> pollfds_;
     bool controllers_active_ = false;

@@ -9,6 +9,7 @@
 namespace {
 namespace transport_tcp_command_buffers_test {
 
+using nvmekit::transport::tcp::buffer_budget;
 using nvmekit::transport::tcp::command_buffers;
 
 TEST(command_buffers, a_buffer_is_host_memory_at_its_address)
@@ -74,6 +75,89 @@ TEST(command_buffers, partitions_keep_their_buffers_apart)
     buffers.release(three);
     EXPECT_EQ(buffers.acquire(64, 3), three);
     EXPECT_EQ(buffers.in_use(), 2U);
+}
+
+TEST(command_buffers, try_acquire_takes_storage_only_within_the_budget)
+{
+    buffer_budget budget{8192};
+    command_buffers buffers{&budget};
+    const auto first = buffers.try_acquire(4096);
+    const auto second = buffers.try_acquire(4096);
+    ASSERT_TRUE(first && second);
+    EXPECT_FALSE(buffers.try_acquire(4096)); // 12 KiB would not fit
+    EXPECT_EQ(budget.used(), 8192U);
+    // A released buffer's storage is reused without taking more ...
+    buffers.release(*first);
+    const auto third = buffers.try_acquire(2048);
+    ASSERT_TRUE(third);
+    EXPECT_EQ(budget.used(), 8192U);
+    // ... and storage kept for reuse is given back when a larger buffer needs the room.
+    buffers.release(*second);
+    buffers.release(*third);
+    const auto large = buffers.try_acquire(8192);
+    ASSERT_TRUE(large);
+    EXPECT_EQ(budget.used(), 8192U);
+    EXPECT_EQ(buffers.storage_bytes(0), 8192U);
+    EXPECT_EQ(budget.peak(), 8192U);
+}
+
+TEST(command_buffers, a_buffer_beyond_the_budget_is_taken_only_while_nothing_else_is)
+{
+    buffer_budget budget{4096};
+    command_buffers buffers{&budget};
+    const auto alone = buffers.try_acquire(16384);
+    ASSERT_TRUE(alone);
+    EXPECT_FALSE(buffers.try_acquire(512));
+    // acquire() takes storage whatever the budget (in-capsule data), and counts it.
+    const auto forced = buffers.acquire(512);
+    EXPECT_EQ(budget.used(), 16384U + 512U);
+    buffers.release(*alone);
+    buffers.release(forced);
+    EXPECT_EQ(buffers.trim(), 16384U + 512U);
+    EXPECT_EQ(budget.used(), 0U);
+}
+
+TEST(command_buffers, a_parent_budget_bounds_its_children_together)
+{
+    buffer_budget target{8192};
+    buffer_budget first_budget{8192, &target};
+    buffer_budget second_budget{8192, &target};
+    command_buffers first{&first_budget};
+    command_buffers second{&second_budget};
+    const auto held = first.try_acquire(6144);
+    ASSERT_TRUE(held);
+    EXPECT_FALSE(second.try_acquire(4096)); // the parent's limit
+    EXPECT_EQ(second_budget.used(), 0U);
+    EXPECT_EQ(target.used(), 6144U);
+    // The storage the first keeps after its command goes back once it sees the shortage.
+    first.release(*held);
+    EXPECT_EQ(target.used(), 6144U);
+    EXPECT_EQ(first.trim_if_short(0), 6144U);
+    EXPECT_EQ(first.trim_if_short(0), 0U); // (once per shortage)
+    EXPECT_TRUE(second.try_acquire(4096));
+    EXPECT_EQ(target.used(), 4096U);
+}
+
+TEST(command_buffers, trim_gives_back_the_storage_of_free_buffers_only)
+{
+    buffer_budget budget;
+    command_buffers buffers{&budget};
+    const auto kept = buffers.acquire(4096);
+    const auto freed = buffers.acquire(4096);
+    const std::uint64_t old_address = buffers.address(freed);
+    buffers.release(freed);
+    EXPECT_EQ(buffers.storage_bytes(0), 8192U);
+    EXPECT_EQ(buffers.trim(), 4096U);
+    EXPECT_EQ(buffers.storage_bytes(0), 4096U);
+    EXPECT_EQ(budget.used(), 4096U);
+    std::vector<std::byte> out(16);
+    EXPECT_TRUE(buffers.read(old_address, out));            // the trimmed buffer resolves no more
+    EXPECT_FALSE(buffers.read(buffers.address(kept), out)); // the one in use is untouched
+    EXPECT_EQ(buffers.in_use(), 1U);
+    // A buffer taken again in the trimmed slot has a new address and fresh storage.
+    const auto again = buffers.acquire(4096);
+    EXPECT_NE(buffers.address(again), old_address);
+    EXPECT_EQ(buffers.bytes(again).size(), 4096U);
 }
 
 } // namespace transport_tcp_command_buffers_test

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,8 +49,9 @@ std::string host_nqn(unsigned n)
 /// thread and each connection group's poll_group() on one more.
 class grouped_target {
 public:
-    explicit grouped_target(std::uint16_t groups)
-        : subsystem_{make_subsystem()}, target_{*subsystem_, options(groups)}
+    explicit grouped_target(std::uint16_t groups,
+                            const std::function<void(tcp::target_options&)>& configure = {})
+        : subsystem_{make_subsystem()}, target_{*subsystem_, options(groups, configure)}
     {
         main_ = std::thread{[this] {
             while (!stop_main_.load(std::memory_order_acquire)) {
@@ -113,7 +115,8 @@ private:
         subsystem->add_namespace(nvmekit::ram_backend{namespace_bytes, {.concurrent = true}});
         return subsystem;
     }
-    static tcp::target_options options(std::uint16_t groups)
+    static tcp::target_options options(std::uint16_t groups,
+                                       const std::function<void(tcp::target_options&)>& configure)
     {
         tcp::target_options options;
         options.port = 0;
@@ -121,6 +124,9 @@ private:
         options.limits.io_in_capsule_data = 8192;
         options.connection_groups = groups;
         options.controller.io_queues = 8;
+        if (configure) {
+            configure(options);
+        }
         return options;
     }
 
@@ -387,6 +393,47 @@ TEST(tcp_target_groups, a_reset_and_an_ended_association_while_others_run_io)
         EXPECT_TRUE(target.remove_subsystem(nqn));
         EXPECT_EQ(target.association_count(), 0U);
     });
+}
+
+TEST(tcp_target_groups, queues_of_every_group_share_a_tight_buffer_budget_and_all_verify)
+{
+    // Room for three 64 KiB commands of the eight queues' (and their storage kept for reuse):
+    // commands wait, and storage kept by one group's connections goes back for another's.
+    constexpr std::size_t budget = 192 * 1024;
+    grouped_target served{3, [](tcp::target_options& options) { options.max_buffer_bytes = budget; }};
+    {
+        std::vector<tcp_host> hosts;
+        hosts.push_back(served.host(1));
+        hosts.push_back(served.host(2));
+        for (auto& host : hosts) {
+            bring_up(host, tcp_host::max_io_queues);
+        }
+        const std::atomic<bool> stop{false};
+        std::vector<worker_result> results(2 * tcp_host::max_io_queues);
+        {
+            const nvmekit_test::thread_group workers{results.size(), [&](std::size_t i) {
+                                                         auto& host = hosts[i / tcp_host::max_io_queues];
+                                                         const auto qid = static_cast<std::uint16_t>(
+                                                             1 + i % tcp_host::max_io_queues);
+                                                         results[i] = run_worker(host, qid, i, 30, stop);
+                                                     }};
+        }
+        for (std::size_t i = 0; i < results.size(); ++i) {
+            EXPECT_EQ(results[i].failure, "") << "worker " << i;
+            EXPECT_EQ(results[i].verified, 30U) << "worker " << i;
+        }
+        const auto statistics = served.with([](target_type& target) { return target.statistics(); });
+        EXPECT_GT(statistics.buffer_waits, 0U);
+        // In-capsule data (4 KiB writes here, one at a time per queue) is taken whatever the budget.
+        EXPECT_LE(statistics.buffer_bytes_peak, budget + results.size() * 8192U);
+    }
+    // The hosts are gone: so are their associations and every byte of their buffers.
+    const auto deadline = std::chrono::steady_clock::now() + hang_guard;
+    while (served.with([](target_type& target) { return target.association_count(); }) != 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    }
+    EXPECT_EQ(served.with([](target_type& target) { return target.statistics().buffer_bytes; }), 0U);
 }
 
 TEST(tcp_target_groups, connection_groups_need_the_multi_threaded_policy)

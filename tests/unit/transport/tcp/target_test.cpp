@@ -214,7 +214,7 @@ void check_io(tcp_host& host)
 
     const auto large = pattern(128 * 1024, 2);
     ASSERT_TRUE(host.write(1, 64, large).ok());
-    EXPECT_EQ(queue.r2ts_received(), r2ts + 1);
+    EXPECT_EQ(queue.r2ts_received(), r2ts + large.size() / test_maxh2cdata); // each of MAXH2CDATA
     EXPECT_EQ(queue.h2c_data_sent(), h2c + large.size() / test_maxh2cdata);
     ASSERT_TRUE(host.read(1, 64, 256, back).ok());
     EXPECT_EQ(back, large);
@@ -1515,6 +1515,501 @@ TEST(tcp_target, a_listener_on_any_ipv6_address_lists_the_address_the_host_conne
         EXPECT_EQ(entry.address(), "127.0.0.1");
         EXPECT_EQ(entry.adrfam, spec::address_family::ipv4);
     }
+}
+
+// ---- what a host may make the target hold ------------------------------------------------------
+
+/// Waits (up to hang_guard) until `condition()` holds; whether it did.
+template <typename Condition>
+bool eventually(Condition&& condition)
+{
+    const auto deadline = std::chrono::steady_clock::now() + hang_guard;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    }
+    return true;
+}
+
+/// A queue of `served`'s target whose ICReq is answered: it holds a connection there.
+template <typename Served>
+std::unique_ptr<tcp_queue> initialized_queue(const Served& served, tcp_host_options options = {})
+{
+    options.timeout = hang_guard;
+    auto queue = std::make_unique<tcp_queue>("127.0.0.1", served.port(), options);
+    queue->initialize();
+    return queue;
+}
+
+/// The status of an admin Connect as `host_nqn` to subsystem `nqn` of `served`'s target.
+template <typename Served>
+spec::status admin_connect_status(const Served& served, const std::string& nqn, const std::string& host_nqn,
+                                  std::unique_ptr<tcp_queue>& kept)
+{
+    tcp_host_options options;
+    options.subsystem_nqn = nqn;
+    options.host_nqn = host_nqn;
+    options.keep_alive_timeout_ms = 0;
+    kept = initialized_queue(served, options);
+    return kept->connect(0, 32, spec::dynamic_controller_id).status();
+}
+
+/// A host NQN of its own for each `i`.
+std::string made_up_host(unsigned i)
+{
+    return "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-" + std::to_string(100000000000U + i);
+}
+
+TEST(tcp_target, connections_beyond_the_listener_limit_are_closed_at_accept)
+{
+    manual_time_target served{[](tcp::target_options& options) { options.max_connections = 3; }};
+    std::vector<std::unique_ptr<tcp_queue>> kept;
+    for (int i = 0; i < 3; ++i) {
+        kept.push_back(initialized_queue(served));
+    }
+    tcp_queue refused{"127.0.0.1", served.port(), {.timeout = hang_guard}};
+    EXPECT_TRUE(refused.closed_by_target());
+    auto statistics = served.target().statistics();
+    EXPECT_EQ(statistics.connections_refused, 1U);
+    EXPECT_EQ(statistics.connections_accepted, 3U);
+    // Once one has gone, another is served.
+    kept.pop_back();
+    ASSERT_TRUE(eventually([&] { return served.target().statistics().connections_closed == 1; }));
+    kept.push_back(initialized_queue(served));
+    served.halt();
+    EXPECT_EQ(served.target().connection_count(), 3U);
+    EXPECT_EQ(served.target().statistics().connections_refused, 1U);
+}
+
+TEST(tcp_target, connections_from_one_address_beyond_its_limit_are_closed_at_accept)
+{
+    manual_time_target served{[](tcp::target_options& options) { options.max_connections_per_address = 2; }};
+    auto first = initialized_queue(served);
+    auto second = initialized_queue(served);
+    tcp_queue refused{"127.0.0.1", served.port(), {.timeout = hang_guard}};
+    EXPECT_TRUE(refused.closed_by_target());
+    EXPECT_EQ(served.target().statistics().connections_refused_per_address, 1U);
+    // Another address of the loopback is another host: served.
+    tcp_host_options elsewhere;
+    elsewhere.source_address = "127.0.0.2";
+    auto other = initialized_queue(served, elsewhere);
+    const auto statistics = served.target().statistics();
+    EXPECT_EQ(statistics.connections_accepted, 3U);
+    EXPECT_EQ(statistics.connections_refused, 0U);
+}
+
+TEST(tcp_target, associations_of_one_host_beyond_its_limit_are_refused_as_controller_busy)
+{
+    manual_time_target served{[](tcp::target_options& options) { options.max_associations_per_host = 2; }};
+    const std::string nvm = tcp_host_options{}.subsystem_nqn;
+    const std::string discovery{spec::discovery_nqn};
+    const std::string busy_host = made_up_host(1);
+    std::array<std::unique_ptr<tcp_queue>, 4> queues;
+    EXPECT_TRUE(admin_connect_status(served, nvm, busy_host, queues[0]).is_success());
+    EXPECT_TRUE(admin_connect_status(served, discovery, busy_host, queues[1]).is_success());
+    // A third, to either subsystem or the discovery controller, is refused; the host may try
+    // again later (no DNR).
+    EXPECT_EQ(admin_connect_status(served, discovery, busy_host, queues[2]),
+              spec::status{spec::fabrics_status::connect_controller_busy});
+    EXPECT_EQ(served.target().statistics().associations_refused_per_host, 1U);
+    EXPECT_TRUE(admin_connect_status(served, nvm, made_up_host(2), queues[3]).is_success());
+    // Once one of its associations has ended, the host connects again.
+    queues[0].reset();
+    ASSERT_TRUE(
+        eventually([&] { return admin_connect_status(served, nvm, busy_host, queues[0]).is_success(); }));
+    served.halt();
+    EXPECT_EQ(served.target().association_count(), 3U);
+    EXPECT_EQ(served.target().statistics().associations_refused, 0U);
+}
+
+TEST(tcp_target, associations_beyond_the_listener_limit_are_refused_as_controller_busy)
+{
+    // Discovery controllers of made-up hosts, asked for no keep alive: each is an association.
+    manual_time_target served{[](tcp::target_options& options) { options.max_associations = 4; }};
+    const std::string discovery{spec::discovery_nqn};
+    std::array<std::unique_ptr<tcp_queue>, 6> queues;
+    for (unsigned i = 0; i < 4; ++i) {
+        EXPECT_TRUE(admin_connect_status(served, discovery, made_up_host(i), queues[i]).is_success());
+    }
+    EXPECT_EQ(admin_connect_status(served, discovery, made_up_host(4), queues[4]),
+              spec::status{spec::fabrics_status::connect_controller_busy});
+    EXPECT_EQ(admin_connect_status(served, tcp_host_options{}.subsystem_nqn, made_up_host(5), queues[5]),
+              spec::status{spec::fabrics_status::connect_controller_busy});
+    served.halt();
+    EXPECT_EQ(served.target().association_count(), 4U);
+    EXPECT_EQ(served.target().statistics().associations_refused, 2U);
+    EXPECT_EQ(served.target().statistics().associations_created, 4U);
+}
+
+TEST(tcp_target, a_connection_that_sends_no_icreq_in_time_is_closed)
+{
+    constexpr std::chrono::milliseconds icreq_timeout{100};
+    constexpr std::chrono::milliseconds connect_timeout{1000};
+    manual_time_target served{[&](tcp::target_options& options) {
+        options.icreq_timeout = icreq_timeout;
+        options.connect_timeout = connect_timeout;
+    }};
+    const auto start = manual_time().now();
+    tcp_queue silent{"127.0.0.1", served.port(), {.timeout = hang_guard}};
+    auto initialized = initialized_queue(served); // accepted by now, as `silent` before it
+    auto host = served.host();
+    bring_up(host);
+    manual_time().set(start + icreq_timeout - std::chrono::milliseconds{1});
+    await_a_round(host);
+    EXPECT_EQ(served.target().statistics().connections_closed, 0U);
+    // Past icreq_timeout the connection without ICReq is closed; the one that sent its ICReq
+    // has until connect_timeout to connect.
+    manual_time().set(start + icreq_timeout + std::chrono::milliseconds{1});
+    EXPECT_TRUE(silent.closed_by_target());
+    await_a_round(host);
+    auto statistics = served.target().statistics();
+    EXPECT_EQ(statistics.icreq_timeouts, 1U);
+    EXPECT_EQ(statistics.connections_closed, 1U);
+    manual_time().set(start + connect_timeout + std::chrono::milliseconds{1});
+    EXPECT_TRUE(initialized->closed_by_target());
+    check_io(host);
+    served.halt();
+    statistics = served.target().statistics();
+    EXPECT_EQ(statistics.icreq_timeouts, 1U);
+    EXPECT_EQ(statistics.connect_timeouts, 1U);
+}
+
+/// KATO of Get Features Keep Alive Timer (current) on `host`'s admin queue.
+std::uint32_t current_kato(tcp_host& host)
+{
+    const auto result = host.admin().execute(
+        tcp_host::get_features_command(spec::feature_id::keep_alive_timer, spec::feature_select::current), {},
+        {});
+    EXPECT_TRUE(result.ok());
+    return result.cqe.dw0;
+}
+
+TEST(tcp_target, a_discovery_controller_asked_for_no_kato_ends_after_the_default_kato)
+{
+    constexpr std::chrono::milliseconds default_kato{120000};
+    manual_time_target served;
+    const auto start = manual_time().now();
+    tcp_host_options options;
+    options.subsystem_nqn = std::string{spec::discovery_nqn};
+    options.keep_alive_timeout_ms = 0;
+    options.timeout = hang_guard;
+    tcp_host discovery{"127.0.0.1", served.port(), options};
+    discovery.connect_admin();
+    discovery.enable();
+    EXPECT_EQ(current_kato(discovery), 120000U);
+    // An NVM subsystem's controller asked for no KATO has none, and stays.
+    auto host = served.host({.keep_alive_timeout_ms = 0});
+    bring_up(host);
+    EXPECT_EQ(current_kato(host), 0U);
+    manual_time().set(start + default_kato - std::chrono::milliseconds{1});
+    await_a_round(host);
+    EXPECT_EQ(served.target().statistics().keep_alive_expirations, 0U);
+    manual_time().set(start + default_kato + std::chrono::milliseconds{1});
+    EXPECT_TRUE(discovery.admin().closed_by_target());
+    check_io(host);
+    served.halt();
+    EXPECT_EQ(served.target().statistics().keep_alive_expirations, 1U);
+    EXPECT_EQ(served.target().association_count(), 1U);
+}
+
+TEST(tcp_target, keep_alive_runs_from_the_admin_connect_before_the_controller_is_enabled)
+{
+    constexpr std::chrono::milliseconds kato{1000};
+    manual_time_target served;
+    const auto start = manual_time().now();
+    const tcp_host_options with_kato{.timeout = hang_guard,
+                                     .keep_alive_timeout_ms = static_cast<std::uint32_t>(kato.count())};
+    auto idle = served.host(with_kato);   // connects and is never heard from again
+    auto asking = served.host(with_kato); // connects, then sends Property Gets, never enabling
+    auto bystander = served.host({.keep_alive_timeout_ms = 0});
+    idle.connect_admin();
+    asking.connect_admin();
+    bystander.connect_admin();
+    manual_time().set(start + kato * 6 / 10);
+    static_cast<void>(asking.get_property(spec::register_offset::csts));
+    manual_time().set(start + kato - std::chrono::milliseconds{1});
+    await_a_round(bystander);
+    EXPECT_EQ(served.target().statistics().keep_alive_expirations, 0U);
+    // KATO after its Connect, with no command, the idle host's association ends; a command
+    // restarted the other's timer.
+    manual_time().set(start + kato + std::chrono::milliseconds{1});
+    EXPECT_TRUE(idle.admin().closed_by_target());
+    await_a_round(bystander);
+    EXPECT_EQ(served.target().statistics().keep_alive_expirations, 1U);
+    static_cast<void>(asking.get_property(spec::register_offset::csts));
+    // The other's ends KATO after its last command.
+    manual_time().set(start + kato * 2 + std::chrono::milliseconds{2});
+    EXPECT_TRUE(asking.admin().closed_by_target());
+    await_a_round(bystander);
+    served.halt();
+    EXPECT_EQ(served.target().statistics().keep_alive_expirations, 2U);
+    EXPECT_EQ(served.target().association_count(), 1U);
+}
+
+TEST(tcp_target, an_sgl_beyond_mdts_is_an_invalid_field_and_takes_no_buffer)
+{
+    served_target served; // MDTS 5: 128 KiB, below max_data_length's 1 MiB
+    EXPECT_EQ(served.target().max_data_length(), 128U * 1024U);
+    auto host = served.host();
+    bring_up(host);
+    auto& queue = host.io(1);
+    for (const auto opcode : {spec::nvm_opcode::write, spec::nvm_opcode::read}) {
+        auto sqe = tcp_host::lba_command(opcode, 1, 0, 512); // 256 KiB
+        prepare(sqe, 60,
+                spec::sgl_descriptor::transport_data_block(256 * 1024, tcp_queue::transport_subtype));
+        queue.send_capsule(sqe, {});
+        const auto cqe = receive_response(queue); // no R2T before it
+        EXPECT_EQ(cqe.cid, 60);
+        EXPECT_EQ(cqe.status(), spec::status{spec::generic_status::invalid_field}.with_dnr());
+    }
+    EXPECT_EQ(served.target().statistics().buffer_bytes, 0U);
+    check_io(host);
+
+    // Below MDTS, max_data_length bounds it with Data SGL Length Invalid.
+    served_target smaller{[](tcp::target_options& options) { options.max_data_length = 64 * 1024; }};
+    EXPECT_EQ(smaller.target().max_data_length(), 64U * 1024U);
+    auto other = smaller.host();
+    bring_up(other);
+    auto sqe = tcp_host::lba_command(spec::nvm_opcode::write, 1, 0, 192); // 96 KiB
+    prepare(sqe, 61, spec::sgl_descriptor::transport_data_block(96 * 1024, tcp_queue::transport_subtype));
+    other.io(1).send_capsule(sqe, {});
+    EXPECT_EQ(receive_response(other.io(1)).status(),
+              spec::status{spec::generic_status::data_sgl_length_invalid}.with_dnr());
+}
+
+TEST(tcp_target, a_write_by_r2t_is_asked_for_in_r2ts_of_maxh2cdata_bytes)
+{
+    served_target served;
+    auto host = served.host();
+    bring_up(host);
+    const auto data = pattern(100 * 1024, 21);
+    ASSERT_TRUE(host.write(1, 0, data).ok());
+    const auto& r2ts = host.io(1).r2ts();
+    ASSERT_EQ(r2ts.size(), 4U);
+    std::uint32_t offset = 0;
+    for (const auto& r2t : r2ts) {
+        EXPECT_EQ(r2t.r2to, offset);
+        EXPECT_EQ(r2t.r2tl, std::min<std::uint32_t>(test_maxh2cdata, 100 * 1024 - offset));
+        offset += r2t.r2tl;
+    }
+    EXPECT_EQ(offset, data.size());
+    std::vector<std::byte> back;
+    ASSERT_TRUE(host.read(1, 0, 200, back).ok());
+    EXPECT_EQ(back, data);
+}
+
+/// The H2CData PDUs that answer `r2t` with `data` (the command's data from offset 0).
+std::vector<std::byte> h2c_data_for(const tcp_queue& queue, const spec::r2t_pdu& r2t,
+                                    std::span<const std::byte> data)
+{
+    std::vector<std::byte> out;
+    for (std::uint32_t offset = r2t.r2to; offset < r2t.r2to + r2t.r2tl;) {
+        const std::uint32_t chunk = std::min(r2t.r2to + r2t.r2tl - offset, queue.params().maxh2cdata);
+        const std::array<std::span<const std::byte>, 1> parts{data.subspan(offset, chunk)};
+        const std::size_t start = out.size();
+        out.resize(start + tcp::pdu_size(spec::pdu_type::h2c_data, chunk, queue.params()));
+        tcp::encode_h2c_data({r2t.cccid, r2t.ttag, offset, offset + chunk == r2t.r2to + r2t.r2tl}, parts,
+                             queue.params(), std::span{out}.subspan(start));
+        offset += chunk;
+    }
+    return out;
+}
+
+/// A Write of `data` at `slba` by R2T (a Transport SGL Data Block) with command identifier `cid`.
+std::vector<std::byte> r2t_write_capsule(const tcp_queue& queue, std::uint16_t cid, std::uint64_t slba,
+                                         std::span<const std::byte> data)
+{
+    auto sqe = tcp_host::lba_command(spec::nvm_opcode::write, 1, slba,
+                                     static_cast<std::uint32_t>(data.size() / 512));
+    prepare(sqe, cid,
+            spec::sgl_descriptor::transport_data_block(static_cast<std::uint32_t>(data.size()),
+                                                       tcp_queue::transport_subtype));
+    std::vector<std::byte> out(tcp::pdu_size(spec::pdu_type::capsule_cmd, 0, queue.params()));
+    tcp::encode_capsule_cmd(sqe, {}, queue.params(), out);
+    return out;
+}
+
+/// The R2Ts `queue` receives before the response of command `cid`, which must succeed.
+std::vector<spec::r2t_pdu> r2ts_before_response(tcp_queue& queue, std::uint16_t cid)
+{
+    std::vector<spec::r2t_pdu> r2ts;
+    for (;;) {
+        const auto pdu = queue.receive_pdu();
+        if (pdu.type() == spec::pdu_type::r2t) {
+            r2ts.push_back(pdu.header_as<spec::r2t_pdu>());
+            continue;
+        }
+        EXPECT_EQ(pdu.type(), spec::pdu_type::capsule_resp);
+        const auto cqe = pdu.header_as<spec::capsule_resp_pdu>().cqe;
+        EXPECT_EQ(cqe.cid, cid);
+        EXPECT_TRUE(cqe.status().is_success());
+        return r2ts;
+    }
+}
+
+TEST(tcp_target, a_host_maxr2t_bounds_the_r2ts_outstanding_per_command)
+{
+    served_target served{[](tcp::target_options& options) { options.limits.max_outstanding_r2t = 4; }};
+    auto host = served.host({.maxr2t = 1}); // two R2Ts outstanding per command
+    bring_up(host);
+    auto& queue = host.io(1);
+    const auto data = pattern(128 * 1024, 22);
+    // The Write, then a Flush whose response comes after every R2T the Write's capsule made.
+    auto burst = r2t_write_capsule(queue, 40, 0, data);
+    const auto flush = flush_capsule(queue, 41);
+    burst.insert(burst.end(), flush.begin(), flush.end());
+    queue.send_bytes(burst);
+    auto r2ts = r2ts_before_response(queue, 41);
+    ASSERT_EQ(r2ts.size(), 2U);
+    EXPECT_EQ(r2ts[0].r2to, 0U);
+    EXPECT_EQ(r2ts[1].r2to, test_maxh2cdata);
+    EXPECT_NE(r2ts[0].ttag, r2ts[1].ttag);
+    // Each R2T answered in full makes room for one more.
+    for (std::uint32_t next = 2; next < 4; ++next) {
+        queue.send_bytes(h2c_data_for(queue, r2ts[next - 2], data));
+        const auto pdu = queue.receive_pdu();
+        ASSERT_EQ(pdu.type(), spec::pdu_type::r2t);
+        r2ts.push_back(pdu.header_as<spec::r2t_pdu>());
+        EXPECT_EQ(r2ts.back().r2to, next * test_maxh2cdata);
+        EXPECT_EQ(r2ts.back().r2tl, test_maxh2cdata);
+    }
+    queue.send_bytes(h2c_data_for(queue, r2ts[2], data));
+    queue.send_bytes(h2c_data_for(queue, r2ts[3], data));
+    EXPECT_TRUE(r2ts_before_response(queue, 40).empty());
+    std::vector<std::byte> back;
+    ASSERT_TRUE(host.read(1, 0, 256, back).ok());
+    EXPECT_EQ(back, data);
+}
+
+/// Writes of 128 KiB by R2T (CIDs 100 on, at LBAs 256 apart from `first_lba`) sent at once on
+/// `queue`, then answered as a host does.
+class pipelined_writes {
+public:
+    explicit pipelined_writes(tcp_queue& queue, std::uint64_t first_lba = 0)
+        : queue_{queue}, first_lba_{first_lba}
+    {}
+
+    /// Sends `count` Writes, then a Flush; returns once the Flush's response has come, with the
+    /// R2Ts the target sent before it (those its capsules made at once).
+    const std::vector<spec::r2t_pdu>& send(std::uint16_t count)
+    {
+        std::vector<std::byte> burst;
+        for (std::uint16_t i = 0; i < count; ++i) {
+            data_.push_back(pattern(128 * 1024, 30U + i + static_cast<unsigned>(first_lba_)));
+            const auto capsule = r2t_write_capsule(queue_, static_cast<std::uint16_t>(100 + i),
+                                                   first_lba_ + std::uint64_t{i} * 256, data_.back());
+            burst.insert(burst.end(), capsule.begin(), capsule.end());
+        }
+        const auto flush = flush_capsule(queue_, 99);
+        burst.insert(burst.end(), flush.begin(), flush.end());
+        queue_.send_bytes(burst);
+        r2ts_ = r2ts_before_response(queue_, 99);
+        return r2ts_;
+    }
+
+    /// Answers the R2Ts until every Write has succeeded; returns the CIDs in the order of their
+    /// first R2T.
+    std::vector<std::uint16_t> complete()
+    {
+        std::vector<std::uint16_t> order;
+        std::size_t answered = 0;
+        for (std::size_t completed = 0; completed < data_.size();) {
+            while (answered < r2ts_.size()) {
+                const auto& r2t = r2ts_[answered++];
+                if (r2t.r2to == 0) {
+                    order.push_back(r2t.cccid);
+                }
+                queue_.send_bytes(h2c_data_for(queue_, r2t, data_.at(r2t.cccid - 100U)));
+            }
+            const auto pdu = queue_.receive_pdu();
+            if (pdu.type() == spec::pdu_type::r2t) {
+                r2ts_.push_back(pdu.header_as<spec::r2t_pdu>());
+                continue;
+            }
+            EXPECT_EQ(pdu.type(), spec::pdu_type::capsule_resp);
+            EXPECT_TRUE(pdu.header_as<spec::capsule_resp_pdu>().cqe.status().is_success());
+            ++completed;
+        }
+        return order;
+    }
+
+    /// Each Write's data reads back through I/O queue 1 of `host`.
+    void expect_read_back(tcp_host& host) const
+    {
+        for (std::size_t i = 0; i < data_.size(); ++i) {
+            std::vector<std::byte> back;
+            ASSERT_TRUE(host.read(1, first_lba_ + i * 256, 256, back).ok());
+            EXPECT_EQ(back, data_[i]);
+        }
+    }
+
+private:
+    tcp_queue& queue_;
+    std::uint64_t first_lba_;
+    std::vector<std::vector<std::byte>> data_;
+    std::vector<spec::r2t_pdu> r2ts_;
+};
+
+TEST(tcp_target, commands_whose_buffers_exceed_the_association_budget_wait_in_order)
+{
+    constexpr std::size_t budget = 256 * 1024; // two writes of 128 KiB
+    served_target served{[](tcp::target_options& options) { options.max_association_buffer_bytes = budget; }};
+    auto host = served.host();
+    bring_up(host);
+    pipelined_writes writes{host.io(1)};
+    // Two had their buffers and asked for their data; six wait, holding no storage.
+    EXPECT_EQ(writes.send(8).size(), 2U);
+    const auto statistics = served.target().statistics();
+    EXPECT_EQ(statistics.buffer_waits, 6U);
+    EXPECT_EQ(statistics.buffer_bytes, budget);
+    EXPECT_EQ(writes.complete(), (std::vector<std::uint16_t>{100, 101, 102, 103, 104, 105, 106, 107}));
+    EXPECT_LE(served.target().statistics().buffer_bytes_peak, budget);
+    writes.expect_read_back(host);
+}
+
+TEST(tcp_target, commands_whose_buffers_exceed_the_target_budget_wait_for_other_hosts_buffers)
+{
+    constexpr std::size_t budget = 256 * 1024;
+    served_target served{[](tcp::target_options& options) { options.max_buffer_bytes = budget; }};
+    auto first = served.host();
+    auto second = served.host();
+    bring_up(first);
+    bring_up(second);
+    // The first host's two writes take the whole budget; the second's wait (no R2T) until the
+    // first host's commands are done and their storage is given back.
+    pipelined_writes first_writes{first.io(1)};
+    pipelined_writes second_writes{second.io(1), 1024};
+    EXPECT_EQ(first_writes.send(2).size(), 2U);
+    EXPECT_TRUE(second_writes.send(3).empty());
+    EXPECT_EQ(served.target().statistics().buffer_waits, 3U);
+    EXPECT_EQ(first_writes.complete(), (std::vector<std::uint16_t>{100, 101}));
+    EXPECT_EQ(second_writes.complete(), (std::vector<std::uint16_t>{100, 101, 102}));
+    EXPECT_LE(served.target().statistics().buffer_bytes_peak, budget);
+    first_writes.expect_read_back(first);
+    second_writes.expect_read_back(second);
+}
+
+TEST(tcp_target, the_buffer_storage_of_a_closed_queue_is_given_back)
+{
+    served_target served;
+    auto host = served.host();
+    bring_up(host);
+    {
+        tcp_host_options options;
+        options.io_in_capsule_data = 8192;
+        auto queue = initialized_queue(served, options);
+        ASSERT_TRUE(queue->connect(2, 32, host.cntlid()).ok());
+        pipelined_writes writes{*queue};
+        static_cast<void>(writes.send(8));
+        static_cast<void>(writes.complete());
+        // The storage is kept for the queue's next commands ...
+        EXPECT_EQ(served.target().statistics().buffer_bytes, 8U * 128U * 1024U);
+    }
+    // ... and given back when its connection closes.
+    EXPECT_TRUE(eventually([&] { return served.target().statistics().buffer_bytes == 0; }));
+    check_io(host);
 }
 
 /// Run in a child process: a target whose process has no descriptor left for the connections
