@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Judges one ctest stage of the test command from ctest's JUnit report.
 
-    python3 cmake/ctest_stage.py STAGE JUNIT_XML
+    python3 cmake/ctest_stage.py STAGE JUNIT_XML [SUMMARY]
 
 Prints how many tests the stage ran, passed, failed and skipped, and fails (exit 1) when
   - the report has no test at all, or a test named *_NOT_BUILT (an executable ctest knows of but
@@ -10,7 +10,9 @@ Prints how many tests the stage ran, passed, failed and skipped, and fails (exit
   - a test was skipped that tests/test_stages.txt does not allow for this stage,
   - fewer tests ran than tests/test_stages.txt expects of this stage.
 tests/test_stages.txt holds, per stage, the count it expects (raise it when tests are added) and
-the skips it allows, each with its reason.
+the skips it allows, each with its reason. With SUMMARY, the stage's failures (each failed test
+with the end of its output) are appended to that file too, so that the test command can repeat
+them at its end, after the output of everything else.
 """
 
 import pathlib
@@ -19,9 +21,21 @@ import sys
 import xml.etree.ElementTree as ElementTree
 
 
+SUMMARY_LINES_PER_TEST = 40
+summary = []
+
+
 def fail(message):
     print(f"=== nvmekit: FAILED: {message}", file=sys.stderr)
+    summary.append(f"=== nvmekit: FAILED: {message}")
     return 1
+
+
+def output_tail(case):
+    """The last lines of a test case's output in the report."""
+    text = "".join((element.text or "") for element in case.iter("system-out"))
+    lines = text.rstrip().splitlines()[-SUMMARY_LINES_PER_TEST:]
+    return [f"    {line}" for line in lines]
 
 
 def read_stages(path):
@@ -50,10 +64,19 @@ def read_stages(path):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         print(__doc__, file=sys.stderr)
         return 2
     stage, report = sys.argv[1], pathlib.Path(sys.argv[2])
+    summary_path = pathlib.Path(sys.argv[3]) if len(sys.argv) == 4 else None
+    status = judge(stage, report)
+    if summary and summary_path is not None:
+        with summary_path.open("a") as out:
+            out.write("\n".join(summary) + "\n")
+    return status
+
+
+def judge(stage, report):
     stages = read_stages(pathlib.Path(__file__).resolve().parent.parent / "tests" / "test_stages.txt")
     if stage not in stages:
         return fail(f"stage {stage} has no line in tests/test_stages.txt")
@@ -62,6 +85,7 @@ def main():
         return fail(f"{stage}: ctest wrote no report ({report})")
 
     passed, failed, skipped, not_built = [], [], [], []
+    failed_cases = []
     for case in ElementTree.parse(report).getroot().iter("testcase"):
         name = case.get("name", "")
         status = case.get("status", "")
@@ -69,6 +93,7 @@ def main():
             not_built.append(name)
         elif case.find("failure") is not None or status == "fail":
             failed.append(name)
+            failed_cases.append(case)
         elif case.find("skipped") is not None or status in ("notrun", "disabled"):
             skipped.append(name)
         else:
@@ -83,6 +108,9 @@ def main():
                       + ", ".join(sorted(not_built)))
     if failed:
         status = fail(f"{stage}: {len(failed)} failed: " + ", ".join(sorted(failed)[:20]))
+        for case in failed_cases[:5]:
+            summary.append(f"--- {stage}: {case.get('name', '')}, the end of its output:")
+            summary.extend(output_tail(case))
     unexpected = []
     for name in skipped:
         reasons = [reason for pattern, reason in allowed_skips if pattern.search(name)]

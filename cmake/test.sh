@@ -20,13 +20,18 @@ source cmake/deps.sh
 nvmekit_install_missing "${nvmekit_build_packages[@]}" "${nvmekit_test_packages[@]}"
 
 start=$SECONDS
-echo "=== nvmekit: formatting (cmake/style.sh format)"
+# stage TEXT: a stage's heading, with the minutes and seconds since the start.
+stage() {
+    local elapsed=$((SECONDS - start))
+    printf '=== nvmekit: [%d:%02d] %s\n' $((elapsed / 60)) $((elapsed % 60)) "$*"
+}
+stage "formatting (cmake/style.sh format)"
 bash cmake/style.sh format
-echo "=== nvmekit: no package-mirror or archive address in the repository (cmake/check_urls.sh)"
+stage "no package-mirror or archive address in the repository (cmake/check_urls.sh)"
 bash cmake/check_urls.sh
 
 # First, so that a machine that cannot provision fails in minutes, not after the other tests.
-echo "=== nvmekit: end-to-end test prerequisites (tests/e2e/provision.sh)"
+stage "end-to-end test prerequisites (tests/e2e/provision.sh)"
 if e2e_missing=$(bash tests/e2e/provision.sh check); then
     echo "already provisioned"
 else
@@ -49,7 +54,7 @@ else
         echo "=== nvmekit: FAILED: provisioned, yet still missing: ${e2e_missing//$'\n'/; }" >&2
         exit 1
     }
-    echo "=== nvmekit: provisioned the end-to-end test in $((SECONDS - provision_start)) s"
+    stage "provisioned the end-to-end test in $((SECONDS - provision_start)) s"
 fi
 
 # The end-to-end tests boot one guest at a time under TCG, which keeps one core busy and leaves
@@ -70,11 +75,11 @@ trap stop_background EXIT
 # Every script runs, even after one fails, and each one's result is reported.
 run_e2e() {
     local serve=build/ci-gcc/examples/nvmekit-serve failed=()
-    echo "=== nvmekit: end to end (Linux guest under QEMU, over vfio-user)"
+    stage "end to end (Linux guest under QEMU, over vfio-user)"
     bash tests/e2e/run.sh "$serve" || failed+=(run.sh)
-    echo "=== nvmekit: end to end, managed by JSON-RPC (namespaces hot-plugged into the guest)"
+    stage "end to end, managed by JSON-RPC (namespaces hot-plugged into the guest)"
     bash tests/e2e/hotplug.sh "$serve" || failed+=(hotplug.sh)
-    echo "=== nvmekit: end to end over NVMe/TCP (the Linux guest's nvme-tcp host)"
+    stage "end to end over NVMe/TCP (the Linux guest's nvme-tcp host)"
     bash tests/e2e/tcp.sh "$serve" || failed+=(tcp.sh)
     if [ ${#failed[@]} -ne 0 ]; then
         echo "=== nvmekit: end to end: FAILED: ${failed[*]} (of run.sh, hotplug.sh, tcp.sh)"
@@ -87,13 +92,15 @@ run_e2e() {
 # report: how many tests ran, passed, failed and were skipped; a skip tests/test_stages.txt does
 # not allow, or fewer tests than it expects of the stage, fails the stage like a failed test.
 mkdir -p build/junit
+failures=build/junit/failures.txt
+: >"$failures"
 failed_stages=()
 run_stage() {
     local name=$1 status=0
     shift
-    echo "=== nvmekit: ${name}"
+    stage "${name}"
     ctest "$@" --output-junit "$PWD/build/junit/${name}.xml" || status=$?
-    python3 cmake/ctest_stage.py "$name" "build/junit/${name}.xml" || status=1
+    python3 cmake/ctest_stage.py "$name" "build/junit/${name}.xml" "$failures" || status=1
     if [ "$status" -ne 0 ]; then
         failed_stages+=("$name")
         echo "=== nvmekit: FAILED: stage ${name}" >&2
@@ -111,13 +118,13 @@ check_built() {
 }
 
 for preset in ci-gcc ci-clang ci-tsan; do
-    echo "=== nvmekit: ${preset}"
+    stage "${preset}"
     cmake --preset "$preset" --fresh
     if [ "$preset" = ci-gcc ]; then
         # The server compiles as one translation unit; a test group of about its size keeps the
         # other core busy meanwhile.
         cmake --build --preset ci-gcc --target nvmekit-serve controller_tests
-        echo "=== nvmekit: end-to-end tests started in the background (output at the end)"
+        stage "end-to-end tests started in the background (output at the end)"
         set -m
         run_e2e >"$e2e_log" 2>&1 &
         e2e_pid=$!
@@ -127,7 +134,7 @@ for preset in ci-gcc ci-clang ci-tsan; do
     check_built "build/$preset"
     if [ "$preset" = ci-gcc ]; then
         run_stage ci-gcc --preset ci-gcc
-        echo "=== nvmekit: clang-tidy (cmake/style.sh tidy)"
+        stage "clang-tidy (cmake/style.sh tidy)"
         bash cmake/style.sh tidy build/ci-gcc
         # The controller tests again, with the I/O queues spread over 2 and 4 poll groups, and over
         # 2 poll groups on threads of their own.
@@ -145,7 +152,7 @@ for preset in ci-gcc ci-clang ci-tsan; do
     fi
 done
 
-echo "=== nvmekit: fuzz targets (clang 14, libFuzzer + ASan + UBSan), ${NVMEKIT_FUZZ_SECONDS:-60} s each"
+stage "fuzz targets (clang 14, libFuzzer + ASan + UBSan), ${NVMEKIT_FUZZ_SECONDS:-60} s each"
 cmake --preset ci-fuzz --fresh
 cmake --build --preset ci-fuzz
 # The fuzz targets run for a fixed time each, one per core at a time; with an odd number of them
@@ -157,30 +164,29 @@ bash tests/fuzz/run.sh build/ci-fuzz "${NVMEKIT_FUZZ_SECONDS:-60}" >"$fuzz_log" 
 fuzz_pid=$!
 set +m
 
-echo "=== nvmekit: the umbrella header keeps heavy headers out (bench/compile_time.sh --check)"
+stage "the umbrella header keeps heavy headers out (bench/compile_time.sh --check)"
 bash bench/compile_time.sh --check 3
 
-echo "=== nvmekit: Debian package"
+stage "Debian package"
 bash tests/package/deb.sh build/ci-gcc
 
-echo "=== nvmekit: waiting for the fuzz targets"
-fuzz_status=0
-wait "$fuzz_pid" || fuzz_status=$?
+# collect NAME PID LOG: waits for a background stage, prints its log and counts its result.
+collect() {
+    local status=0
+    stage "waiting for the $1"
+    wait "$2" || status=$?
+    cat "$3"
+    if [ "$status" -ne 0 ]; then
+        failed_stages+=("$1")
+    fi
+}
+collect "fuzz targets" "$fuzz_pid" "$fuzz_log"
 fuzz_pid=
-cat "$fuzz_log"
-if [ "$fuzz_status" -ne 0 ]; then
-    failed_stages+=(fuzz)
-fi
-
-echo "=== nvmekit: waiting for the end-to-end tests"
-e2e_status=0
-wait "$e2e_pid" || e2e_status=$?
+collect "end-to-end tests" "$e2e_pid" "$e2e_log"
 e2e_pid=
-cat "$e2e_log"
-if [ "$e2e_status" -ne 0 ]; then
-    failed_stages+=(end-to-end)
-fi
 if [ ${#failed_stages[@]} -ne 0 ]; then
+    # The failed tests again, after the long output of the background stages.
+    cat "$failures" >&2
     echo "=== nvmekit: FAILED: ${failed_stages[*]} (above)" >&2
     exit 1
 fi
