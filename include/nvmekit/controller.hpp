@@ -283,7 +283,7 @@ private:
     /// controller's own members.
     controller(checked_config, dma_type& dma, interrupts_type& interrupts, clock_type& clock,
                subsystem_type& subsystem, const controller_config& config)
-        : io_context_type{dma}
+        : io_context_type{dma, config}
         , pci_function_type{interrupts}
         , admin_context_type{config, clock, subsystem}
         , clock_{clock}

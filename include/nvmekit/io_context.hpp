@@ -145,7 +145,11 @@ protected:
     static constexpr std::size_t staging_bytes =
         limits.max_transfer_bytes() + limits.max_transfer_bytes() / 16U + 4096U;
 
-    explicit io_context(dma_type& dma) noexcept : dma_{dma} {}
+    io_context(dma_type& dma, const controller_config& config) noexcept
+        : dma_{dma}
+        , sgl_excess_length_{config.identity.fabrics &&
+                             config.identity.fabrics->sgls.get(spec::sgl_support::length_larger_than_data)}
+    {}
 
     [[nodiscard]] Controller& self() noexcept { return static_cast<Controller&>(*this); }
     [[nodiscard]] const Controller& self() const noexcept { return static_cast<const Controller&>(*this); }
@@ -312,7 +316,8 @@ public:
         const sgl_walk_options options{.direction = direction,
                                        .bit_bucket_supported = true,
                                        .max_segment_descriptors = 256,
-                                       .max_descriptors = std::size_t{limits.max_segments} * 4U};
+                                       .max_descriptors = std::size_t{limits.max_segments} * 4U,
+                                       .excess_length = sgl_excess_length_};
         const auto status = with_command_dma(
             cmd,
             [&](auto& dma) {
@@ -330,7 +335,8 @@ public:
         const sgl_walk_options options{.direction = direction,
                                        .bit_bucket_supported = true,
                                        .max_segment_descriptors = 256,
-                                       .max_descriptors = 16};
+                                       .max_descriptors = 16,
+                                       .excess_length = sgl_excess_length_};
         return dma_status(
             cmd,
             with_command_dma(
@@ -1223,6 +1229,9 @@ protected:
         no_host_memory_;
     /// limits.staging_buffers shared out among the poll groups, at least one each.
     std::size_t staging_per_group_ = 1;
+    /// A data or metadata SGL may describe more than the transfer: a fabrics controller whose
+    /// transport reports SGLS bit 18 (fabrics_identity::sgls). A PCIe function's must match.
+    bool sgl_excess_length_ = false;
     /// Deleted submission queues whose commands are still in a backend.
     std::vector<std::unique_ptr<submission_queue<command>>> retired_queues_;
 };

@@ -33,13 +33,41 @@ struct lba_format_description {
 };
 
 /// The LBA formats every namespace reports (LBAF0-LBAF3): 512 and 4096 bytes, without and with
-/// metadata. Extended LBA or separate metadata is chosen per format by FLBAS bit 4.
+/// metadata. Extended LBA or separate metadata is chosen per format by FLBAS bit 4, among the
+/// placements the controller reports in MC (lba_format_selectable).
 inline constexpr std::array<lba_format_description, 4> supported_lba_formats{{
     {512, 0},
     {512, 8},
     {4096, 0},
     {4096, 64},
 }};
+
+/// MC (Identify Namespace byte 27): where a controller takes metadata. A PCIe controller takes it
+/// in an extended LBA (bit 0) or in a separate buffer at MPTR (bit 1). A command capsule carries no
+/// metadata pointer, so a controller reached over a fabric takes it only in an extended LBA.
+[[nodiscard]] constexpr spec::metadata_capabilities metadata_placements(bool over_fabric) noexcept
+{
+    return spec::metadata_capabilities{}
+        .with(spec::metadata_capabilities::extended_lba, true)
+        .with(spec::metadata_capabilities::separate_buffer, !over_fabric);
+}
+
+/// Whether a host may choose LBA format `index` with its metadata in an extended LBA (`extended`:
+/// Format NVM MSET, FLBAS bit 4) or in a separate buffer, from a controller reporting `mc`: the
+/// format must be one of supported_lba_formats, and a format with metadata needs its placement in
+/// MC. A format without metadata has nothing to place, so `extended` does not matter for it.
+[[nodiscard]] constexpr bool lba_format_selectable(std::uint8_t index, bool extended,
+                                                   spec::metadata_capabilities mc) noexcept
+{
+    if (index >= supported_lba_formats.size()) {
+        return false;
+    }
+    if (supported_lba_formats[index].metadata_bytes == 0) {
+        return true;
+    }
+    return extended ? mc.get(spec::metadata_capabilities::extended_lba)
+                    : mc.get(spec::metadata_capabilities::separate_buffer);
+}
 
 /// The namespace's unique identifiers (Base 2.0 4.5.1); an all-zero identifier is not reported.
 struct namespace_identifiers {
@@ -241,14 +269,15 @@ public:
     // ---- Identify ------------------------------------------------------------------------------
 
     /// What every namespace of the subsystem supports: Identify Namespace for NSID FFFFFFFFh
-    /// (Base 2.0 5.17.2.1), the LBA formats a host picks from when it creates a namespace. Size,
+    /// (Base 2.0 5.17.2.1), the LBA formats a host picks from when it creates a namespace, with
+    /// `mc` the metadata placements of the controller that reports it (metadata_placements). Size,
     /// capacity, format in use and identifiers are zero.
-    [[nodiscard]] static spec::identify_namespace common_capabilities()
+    [[nodiscard]] static spec::identify_namespace
+    common_capabilities(spec::metadata_capabilities mc = metadata_placements(false))
     {
         spec::identify_namespace data{};
         data.nlbaf = static_cast<std::uint8_t>(supported_lba_formats.size() - 1U);
-        data.mc.set(spec::metadata_capabilities::extended_lba, true)
-            .set(spec::metadata_capabilities::separate_buffer, true);
+        data.mc = mc;
         data.dlfeat.set(spec::deallocate_features::read_behavior, spec::deallocated_read_value::zeroes)
             .set(spec::deallocate_features::write_zeroes_deallocate, true);
         data.nmic.set(spec::namespace_multipath_caps::shared, true);
@@ -262,10 +291,12 @@ public:
         return data;
     }
 
-    /// Identify Namespace (CNS 00h), NVM Command Set 1.0 4.1.5.1.
-    [[nodiscard]] spec::identify_namespace identify() const
+    /// Identify Namespace (CNS 00h), NVM Command Set 1.0 4.1.5.1, with `mc` the metadata
+    /// placements of the controller that reports it.
+    [[nodiscard]] spec::identify_namespace
+    identify(spec::metadata_capabilities mc = metadata_placements(false)) const
     {
-        auto data = common_capabilities();
+        auto data = common_capabilities(mc);
         data.nsze = blocks_;
         data.ncap = blocks_;
         data.nuse = blocks_;

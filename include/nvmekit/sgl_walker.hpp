@@ -39,6 +39,11 @@ struct sgl_walk_options {
     /// Require dword alignment and granularity of Data Blocks (SGLS bits 01:00 = 10b): a Data
     /// Block whose Address or Length has bits 01:00 set is SGL Data Block Granularity Invalid.
     bool dword_granularity = false;
+    /// Take an SGL that describes more than the transfer (SGLS bit 18): the walk stops once
+    /// `length` bytes are described, cutting the range that crosses `length` short and reading no
+    /// descriptor after it. Without it the SGL must describe exactly `length` bytes. Either way
+    /// one that describes less is a length error.
+    bool excess_length = false;
 };
 
 /// What the SGL walker implements, for Identify Controller SGLS (Base 2.0 Identify Controller
@@ -50,8 +55,6 @@ struct sgl_walker_capabilities {
     static constexpr bool transport_data_block = false;
     /// Offset sub type (SGLS bit 20): reserved on PCIe, SGL Descriptor Type Invalid.
     static constexpr bool address_as_offset = false;
-    /// SGL longer than the transfer (SGLS bit 18): not supported, the lengths must match exactly.
-    static constexpr bool length_larger_than_data = false;
     /// PSDT 01b with a byte aligned MPTR (SGLS bit 17): supported, no alignment checked.
     static constexpr bool metadata_byte_aligned = true;
     /// PSDT 10b, MPTR holding the address of a one-descriptor SGL segment (SGLS bit 19): supported.
@@ -63,7 +66,7 @@ struct sgl_walker_capabilities {
 };
 
 /// The SGLS value (Identify Controller bytes 539:536) that tells the host what walk_sgl accepts
-/// with `options`.
+/// with `options` (bit 18 from `options.excess_length`).
 [[nodiscard]] constexpr spec::sgl_support sgl_support_for(const sgl_walk_options& options) noexcept
 {
     using capabilities = sgl_walker_capabilities;
@@ -74,7 +77,7 @@ struct sgl_walker_capabilities {
     sgls.set(spec::sgl_support::keyed_data_block, capabilities::keyed_data_block);
     sgls.set(spec::sgl_support::bit_bucket, options.bit_bucket_supported);
     sgls.set(spec::sgl_support::metadata_byte_aligned, capabilities::metadata_byte_aligned);
-    sgls.set(spec::sgl_support::length_larger_than_data, capabilities::length_larger_than_data);
+    sgls.set(spec::sgl_support::length_larger_than_data, options.excess_length);
     sgls.set(spec::sgl_support::metadata_sgl, capabilities::metadata_sgl);
     sgls.set(spec::sgl_support::address_as_offset, capabilities::address_as_offset);
     sgls.set(spec::sgl_support::transport_data_block, capabilities::transport_data_block);
@@ -151,6 +154,9 @@ public:
                     if (const spec::status status = add_data(descriptor); !status.is_success()) {
                         return status;
                     }
+                    if (options_.excess_length && complete()) {
+                        return spec::status::success(); // the rest of the SGL is not used
+                    }
                 }
                 done += chunk;
             }
@@ -212,7 +218,10 @@ private:
     [[nodiscard]] spec::status add_range(std::uint64_t address, std::uint32_t length, bool bit_bucket)
     {
         if (length > length_ - described_) {
-            return length_invalid_;
+            if (!options_.excess_length) {
+                return length_invalid_;
+            }
+            length = static_cast<std::uint32_t>(length_ - described_);
         }
         if (!out_.push(address, length, bit_bucket)) {
             return spec::generic_status::invalid_sgl_descriptor_count;
@@ -223,8 +232,11 @@ private:
 
     [[nodiscard]] spec::status finish() const noexcept
     {
-        return described_ == length_ ? spec::status::success() : length_invalid_;
+        return complete() ? spec::status::success() : length_invalid_;
     }
+
+    /// All `length_` bytes are described.
+    [[nodiscard]] bool complete() const noexcept { return described_ == length_; }
 
     std::uint64_t length_;
     std::uint64_t described_ = 0;
@@ -270,9 +282,12 @@ private:
 ///   reached through a Segment descriptor must end with one, else Invalid SGL Segment Descriptor.
 /// - Keyed and Transport Data Blocks, the Offset sub type, reserved and vendor specific types:
 ///   SGL Descriptor Type Invalid.
-/// - The Data Block and (controller-to-host) Bit Bucket lengths must add up to exactly `length`
-///   (SGLS bit 18 cleared): less or more is Data SGL Length Invalid, reported as soon as the
-///   walk passes `length`.
+/// - The Data Block and (controller-to-host) Bit Bucket lengths must add up to `length`; less is
+///   Data SGL Length Invalid. More is Data SGL Length Invalid as soon as the walk passes
+///   `length` (SGLS bit 18 cleared); with `options.excess_length` (SGLS bit 18 set) it is taken:
+///   the range that crosses `length` is cut short there, and the walk ends, using no later
+///   descriptor and reading no further segment (a segment already read in part is not checked
+///   past that point).
 /// - More descriptors than `options.max_descriptors`, or more ranges than `out` holds: Invalid
 ///   Number of SGL Descriptors. This bounds every walk, a cycle of segments included.
 /// - Segments are read in pieces of `options.max_segment_descriptors` descriptors into a fixed

@@ -176,6 +176,50 @@ session digests --hdr-digest --data-digest
 # the check; a target that refused them fails nvme connect.
 session again
 
+# LBA formats with metadata over NVMe/TCP: a capsule has no metadata pointer, so Identify
+# Namespace reports metadata in an extended LBA only (MC 01b), nvme format --lbaf=1 with
+# nvme-cli's default --ms=0 (a separate metadata buffer) is Invalid Format, and --ms=1 (the 8
+# bytes at the end of each 512-byte block) formats the namespace. The Linux host gives a namespace
+# with metadata it cannot carry a capacity of 0; the format back to LBAF0 restores it, and the
+# checks after this run on that namespace (its size checked again below).
+echo "E2E: LBA formats with metadata"
+run "formats: nvme connect" nvme connect -t tcp -a 10.0.2.2 -s "$PORT" -n "$NQN" --hostnqn="$HOST_NQN" \
+    --hostid="$HOST_ID"
+if connected; then
+    run "formats: id-ns" nvme id-ns "$ns"
+    expect "formats: id-ns mc (extended LBA only)" 1 "$(dec "$(field mc)")"
+    if nvme format "$ns" --lbaf=1 --ms=0 --force >/tmp/out 2>&1; then
+        fail "formats: format --lbaf=1 --ms=0: expected Invalid Format, got success"
+    elif grep -q -i -E "invalid format|0x4?10a" /tmp/out; then
+        ok "formats: format --lbaf=1 --ms=0 refused: $(grep -i -m1 -E "invalid format|0x4?10a" /tmp/out)"
+    else
+        fail "formats: format --lbaf=1 --ms=0: expected Invalid Format, got: $(tr '\n' ' ' </tmp/out)"
+    fi
+    run "formats: id-ns after the refused format" nvme id-ns "$ns"
+    expect "formats: flbas after the refused format" 0 "$(dec "$(field flbas)")"
+    run "formats: format --lbaf=1 --ms=1" nvme format "$ns" --lbaf=1 --ms=1 --force
+    run "formats: id-ns after format --lbaf=1 --ms=1" nvme id-ns "$ns"
+    expect "formats: flbas after format --lbaf=1 --ms=1 (LBAF1, extended LBA)" 17 "$(dec "$(field flbas)")"
+    expect "formats: nsze after format --lbaf=1 --ms=1 (520-byte blocks)" "$((NS_BYTES / 520))" \
+        "$(dec "$(field nsze)")"
+    run "formats: format back to --lbaf=0" nvme format "$ns" --lbaf=0 --force
+    run "formats: id-ns after format back" nvme id-ns "$ns"
+    expect "formats: flbas after format back" 0 "$(dec "$(field flbas)")"
+    expect "formats: nsze after format back" "$blocks" "$(dec "$(field nsze)")"
+    for _ in $(seq 1 20); do [ "$(blockdev --getsize64 "$ns")" = "$NS_BYTES" ] && break; sleep 0.5; done
+    expect "formats: $ns size after format back" "$NS_BYTES" "$(blockdev --getsize64 "$ns")"
+    dd if=/dev/urandom of=/tmp/formats bs=4096 count=16 2>/dev/null
+    run "formats: write after format back" dd if=/tmp/formats of="$ns" bs=4096 seek=256 count=16 oflag=direct
+    rm -f /tmp/formats.back
+    dd if="$ns" of=/tmp/formats.back bs=4096 skip=256 count=16 iflag=direct 2>/dev/null \
+        && cmp /tmp/formats /tmp/formats.back >/dev/null 2>&1 && ok "formats: data read back after format back" \
+        || fail "formats: expected the 64 KiB written after the format back, got other data or a failed read"
+else
+    fail "formats: no live NVMe/TCP controller of $NQN with a namespace after nvme connect"
+fi
+run "formats: nvme disconnect" nvme disconnect -n "$NQN"
+sleep 1
+
 # Two subsystems at once: each controller with its own namespace, fio verified
 # on both together, then both disconnected
 echo "E2E: two subsystems"

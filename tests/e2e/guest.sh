@@ -304,6 +304,44 @@ expect "Temperature Threshold (composite, under) after reset (the default)" "$(f
 expect "blk-mq hardware queues of nvme0c0n1 after reset" "$queues" "$(ls /sys/block/nvme0c0n1/mq | wc -l)"
 expect "controller queue_count after reset" "$((queues + 1))" "$(cat /sys/class/nvme/nvme0/queue_count)"
 
+# --- An LBA format with metadata, as a new user would try it: nvme format --lbaf=1 (512 + 8
+# bytes, nvme-cli's default --ms=0: the metadata in a separate buffer, which the driver gives the
+# drive through MPTR) on the RAM namespace, data written and read back in it, then the format the
+# namespace had, with the data path checked again. (Format erases; nothing later reads what was
+# there before.)
+format_ns=/dev/nvme0n1
+format_bytes=${NS_BYTES%% *}
+# wait_for_sectors DEV SECTORS: up to 10 s for DEV's size to become SECTORS (the driver rescans
+# the namespace after Format NVM)
+wait_for_sectors() {
+    for _ in $(seq 1 20); do [ "$(cat "/sys/block/${1#/dev/}/size")" = "$2" ] && return 0; sleep 0.5; done
+    return 1
+}
+run "id-ns 1 before format" nvme id-ns $format_ns
+expect "id-ns 1 MC (extended LBA and separate buffer)" 3 "$(dec "$(field mc)")"
+run "format nvme0n1 --lbaf=1" nvme format $format_ns --lbaf=1 --force
+metadata_blocks=$((format_bytes / 520))
+run "id-ns 1 after format --lbaf=1" nvme id-ns $format_ns
+expect "id-ns 1 FLBAS after format --lbaf=1 (LBAF1, separate metadata)" 1 "$(dec "$(field flbas)")"
+expect "id-ns 1 NSZE after format --lbaf=1 (512 + 8 bytes a block)" "$metadata_blocks" "$(dec "$(field nsze)")"
+in_use=$(grep '(in use)' /tmp/out)
+expect "id-ns 1 LBA format in use after format --lbaf=1: MS" 8 "$(echo "$in_use" | sed -n 's/.*ms:\([0-9]*\).*/\1/p')"
+wait_for_sectors $format_ns "$metadata_blocks"
+expect "nvme0n1 size after format --lbaf=1 (512-byte sectors)" "$metadata_blocks" "$(cat /sys/block/nvme0n1/size)"
+run "write pattern to nvme0n1 (LBAF1)" dd if=/e2e/pattern.bin of=$format_ns bs=4096 seek=16 count=$pattern_blocks \
+    oflag=direct conv=fsync
+read_back "pattern on nvme0n1 with LBAF1 (metadata at MPTR)" $format_ns 16
+run "format nvme0n1 back to --lbaf=$LBA_FORMAT" nvme format $format_ns --lbaf="$LBA_FORMAT" --force
+run "id-ns 1 after format back" nvme id-ns $format_ns
+expect "id-ns 1 FLBAS after format back" "$LBA_FORMAT" "$(dec "$(field flbas)")"
+expect "id-ns 1 NSZE after format back" "$((format_bytes / LBA_BYTES))" "$(dec "$(field nsze)")"
+wait_for_sectors $format_ns "$((format_bytes / 512))"
+expect "nvme0n1 size after format back (512-byte sectors)" "$((format_bytes / 512))" "$(cat /sys/block/nvme0n1/size)"
+expect "nvme0n1 logical_block_size after format back" "$LBA_BYTES" "$(cat /sys/block/nvme0n1/queue/logical_block_size)"
+run "write pattern to nvme0n1 after format back" dd if=/e2e/pattern.bin of=$format_ns bs=4096 seek=$ram_seek \
+    count=$pattern_blocks oflag=direct conv=fsync
+read_back "pattern on nvme0n1 after format back" $format_ns $ram_seek
+
 # --- Namespace Management as nvme-cli drives it, on a subsystem with NVM capacity to spare:
 # create, attach, use, format, detach and delete a namespace, with the capacities, namespace
 # lists and controller lists a multi-namespace drive reports at each step.

@@ -3,7 +3,8 @@
 # from inside, with the stock nvme driver, nvme-cli and fio, the values and data the device
 # returns (tests/e2e/guest.sh): Identify fields against the namespaces the server was given, the
 # number of I/O queues, features read back after Set Features and after a reset, SMART counters
-# against what fio moved, data written before a controller reset read back after it. On the
+# against what fio moved, data written before a controller reset read back after it, an LBA
+# format with metadata (nvme format --lbaf=1, metadata at MPTR) used and formatted back. On the
 # host it then checks that the server stops cleanly on SIGINT, that the file namespace's backing
 # file holds what the guest wrote, that the guest shut the controller down (CC.SHN, CSTS.SHST),
 # and that the guest kernel logged no NVMe warning.

@@ -5,8 +5,9 @@
 # (tests/e2e/guest-tcp.sh): nvme connect, the Identify fields a fabrics host reads, SMART,
 # features (the Keep Alive Timer the host asked for), fio randrw with verify, Write Zeroes,
 # Dataset Management, Flush, nvme reset, disconnect and reconnect, each without and with header
-# and data digests, data written before a disconnect read back after the reconnect, and a host
-# NQN the server does not admit (--host) refused. On the host it then checks that the guest
+# and data digests, data written before a disconnect read back after the reconnect, LBA formats
+# with metadata (MC 1: nvme format --lbaf=1 --ms=0 refused, --ms=1 taken, then back to --lbaf=0),
+# and a host NQN the server does not admit (--host) refused. On the host it then checks that the guest
 # kernel logged no warning, BUG or call trace, and that the server stops cleanly on SIGINT.
 #
 # One guest boot, one server with two subsystems at one listener: the command line's (for the

@@ -300,10 +300,11 @@ struct opened_connections {
 
 /// Opens `count` non-blocking connections to 127.0.0.1:`port` at once, waiting until `deadline`
 /// for their handshakes; with `sources` > 0, from that many loopback addresses in turn
-/// (127.0.0.2, 127.0.0.3, ...: as many hosts), else from 127.0.0.1. A connection may be complete
-/// while the server has not accepted it yet (it waits in the listen backlog).
+/// (127.0.0.`first_source`, the next one, ...: as many hosts), else from 127.0.0.1. A connection
+/// may be complete while the server has not accepted it yet (it waits in the listen backlog).
 inline opened_connections open_tcp_connections(std::uint16_t port, std::size_t count,
-                                               clock_type::time_point deadline, std::uint32_t sources = 0)
+                                               clock_type::time_point deadline, std::uint32_t sources = 0,
+                                               std::uint32_t first_source = 2)
 {
     opened_connections result;
     std::vector<socket_handle> pending;
@@ -319,7 +320,8 @@ inline opened_connections open_tcp_connections(std::uint16_t port, std::size_t c
         if (sources != 0) {
             sockaddr_in source{};
             source.sin_family = AF_INET;
-            source.sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1U + static_cast<std::uint32_t>(i % sources));
+            source.sin_addr.s_addr =
+                htonl((INADDR_LOOPBACK & ~0xffU) + first_source + static_cast<std::uint32_t>(i % sources));
             if (::bind(s.get(), reinterpret_cast<const sockaddr*>(&source), sizeof source) != 0) {
                 throw std::runtime_error("bind to a loopback address: " + std::string{std::strerror(errno)});
             }

@@ -2,8 +2,9 @@
 /// The rig of the controller tests: host memory, an MSI-X recorder, a manual clock, a controller
 /// and the in-process host driver over them, with the register, doorbell and command helpers
 /// several of those tests use (basic_rig); and the same over the in-memory loopback transport
-/// (loopback_rig), for the command set tests that run over both (transport_rigs). A test-only
-/// header: include it after the header under test.
+/// (loopback_rig), for the command set tests that run over both (transport_rigs), and with the
+/// identity of a controller reached over a fabric (fabrics_rig). A test-only header: include it
+/// after the header under test.
 ///
 ///     nvmekit_test::rig r{{.ready_delay = 10ms}};
 ///     r.host.bring_up({.io_queue_pairs = 2});
@@ -517,6 +518,43 @@ struct loopback_rig : rig_base<Traits, nvmekit::testing::loopback_host> {
     using rig_base<Traits, nvmekit::testing::loopback_host>::rig_base;
 };
 
+/// The loopback rig with the identity a fabrics transport gives its controller
+/// (controller_config::identity.fabrics, as the NVMe/TCP target sets it), for what a controller
+/// reached over a fabric reports and accepts differently: Identify Controller's fabrics fields,
+/// metadata only in an extended LBA.
+template <typename Traits = test_traits>
+struct fabrics_rig : rig_base<Traits, nvmekit::testing::loopback_host> {
+    /// The same transport with other traits.
+    template <typename OtherTraits>
+    using with_traits = fabrics_rig<OtherTraits>;
+    static constexpr const char* transport_name = "fabrics";
+
+    explicit fabrics_rig(nvmekit::controller_config config = {}, std::size_t size = memory_size,
+                         std::uint64_t base = memory_base, nvmekit::subsystem_identity identity = {},
+                         nvmekit::subsystem_options subsystem_options = {})
+        : rig_base<Traits, nvmekit::testing::loopback_host>{with_fabrics_identity(std::move(config)), size,
+                                                            base, std::move(identity), subsystem_options}
+    {}
+
+    /// `config` with a fabrics identity, unless it has its own: SGL Data Blocks supported, which
+    /// every fabric's host needs (and the loopback host sends).
+    [[nodiscard]] static nvmekit::controller_config with_fabrics_identity(nvmekit::controller_config config)
+    {
+        if (!config.identity.fabrics) {
+            config.identity.fabrics = nvmekit::fabrics_identity{
+                .sgls = nvmekit::spec::sgl_support{}.with(nvmekit::spec::sgl_support::support,
+                                                          nvmekit::spec::sgl_data_block_support::supported)};
+        }
+        return config;
+    }
+};
+
+/// Whether `Rig`'s controller has the identity of one reached over a fabric (fabrics_rig).
+template <typename Rig>
+inline constexpr bool over_a_fabric = false;
+template <typename Traits>
+inline constexpr bool over_a_fabric<fabrics_rig<Traits>> = true;
+
 /// The PCIe rig whose controller reaches host memory through prompt_async_dma_memory: every
 /// entry, list, data and completion access is a request that completes after it was submitted.
 struct async_dma_rig : basic_rig<prompt_async_dma_traits> {
@@ -555,6 +593,12 @@ using transport_rigs = ::testing::Types<basic_rig<>, loopback_rig<>, async_dma_r
 /// The rigs of the PCIe tests (bring-up, resets: BAR0, doorbells, MSI-X) that run over every PCIe
 /// rig: the in-process one, with synchronous and with asynchronous DMA.
 using pcie_rigs = ::testing::Types<basic_rig<>, async_dma_rig>;
+/// The rigs of the tests of what a controller reached over a fabric does differently: PCIe, the
+/// loopback transport without a fabrics identity, and with one (fabrics_rig).
+using local_and_fabric_rigs = ::testing::Types<basic_rig<>, loopback_rig<>, fabrics_rig<>>;
+#else
+/// Under TLM, those tests run over the SystemC rigs, which are PCIe.
+using local_and_fabric_rigs = transport_rigs;
 #endif
 struct transport_names {
     template <typename Rig>
@@ -593,6 +637,15 @@ protected:
     template <typename Rig>                            \
     using suite = ::nvmekit_test::transport_test<Rig>; \
     TYPED_TEST_SUITE(suite, ::nvmekit_test::pcie_rigs, ::nvmekit_test::transport_names)
+
+/// Declares `suite` a typed test suite over local_and_fabric_rigs: each TYPED_TEST(suite, name)
+/// runs over PCIe, the loopback transport and the loopback transport with a fabrics identity
+/// (suite/pcie.name, suite/loopback.name, suite/fabrics.name); over_a_fabric<TypeParam> tells
+/// which.
+#define NVMEKIT_TEST_SUITE_OVER_LOCAL_AND_FABRIC(suite) \
+    template <typename Rig>                             \
+    using suite = ::nvmekit_test::transport_test<Rig>;  \
+    TYPED_TEST_SUITE(suite, ::nvmekit_test::local_and_fabric_rigs, ::nvmekit_test::transport_names)
 
 using rig = basic_rig<>;
 using host_type = rig::host_type;

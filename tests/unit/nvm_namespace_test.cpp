@@ -111,6 +111,34 @@ TEST(nvm_namespace, identify_namespace_reports_format_and_identifiers)
     EXPECT_EQ(data.nvmcap.low(), 1U << 20);
 }
 
+TEST(nvm_namespace, a_format_with_metadata_is_selectable_where_mc_reports_its_placement)
+{
+    constexpr auto pcie = nvmekit::metadata_placements(false);
+    constexpr auto fabric = nvmekit::metadata_placements(true);
+    static_assert(nvmekit::lba_format_selectable(1, true, fabric));
+    EXPECT_EQ(pcie.raw, 0x3U);   // extended LBA and separate buffer
+    EXPECT_EQ(fabric.raw, 0x1U); // extended LBA only
+    for (const bool extended : {false, true}) {
+        SCOPED_TRACE(extended);
+        for (const std::uint8_t with_metadata : {std::uint8_t{1}, std::uint8_t{3}}) {
+            EXPECT_TRUE(nvmekit::lba_format_selectable(with_metadata, extended, pcie));
+            EXPECT_EQ(nvmekit::lba_format_selectable(with_metadata, extended, fabric), extended);
+        }
+        // No metadata: nothing to place.
+        for (const std::uint8_t without_metadata : {std::uint8_t{0}, std::uint8_t{2}}) {
+            EXPECT_TRUE(nvmekit::lba_format_selectable(without_metadata, extended, fabric));
+            EXPECT_TRUE(
+                nvmekit::lba_format_selectable(without_metadata, extended, spec::metadata_capabilities{}));
+        }
+        EXPECT_FALSE(nvmekit::lba_format_selectable(4, extended, pcie));
+    }
+    ns_type ns{1, nvmekit::null_backend{1 << 20}, ids(), {.lba_format = 1, .extended_metadata = true}};
+    EXPECT_EQ(ns.identify(fabric).mc.raw, 0x1U);
+    EXPECT_EQ(ns.identify(fabric).flbas.raw, 0x11U);
+    EXPECT_EQ(ns_type::common_capabilities(fabric).mc.raw, 0x1U);
+    EXPECT_EQ(ns_type::common_capabilities().mc.raw, 0x3U);
+}
+
 TEST(nvm_namespace, descriptor_list_holds_each_nonzero_identifier_and_the_csi)
 {
     ns_type ns{1, nvmekit::null_backend{1 << 20}, ids()};

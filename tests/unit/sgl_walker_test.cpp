@@ -43,6 +43,10 @@ constexpr spec::status prp_offset_invalid{spec::generic_status::prp_offset_inval
 
 constexpr sgl_walk_options reading{.direction = transfer_direction::controller_to_host};
 constexpr sgl_walk_options writing{.direction = transfer_direction::host_to_controller};
+constexpr sgl_walk_options reading_excess{.direction = transfer_direction::controller_to_host,
+                                          .excess_length = true};
+constexpr sgl_walk_options writing_excess{.direction = transfer_direction::host_to_controller,
+                                          .excess_length = true};
 
 /// Host memory for SGL segments at 0x10000 (0x20000 bytes); data blocks need no memory, the
 /// walker never touches them.
@@ -374,6 +378,97 @@ TEST(sgl_walker, sgl_shorter_than_the_transfer_is_data_sgl_length_invalid)
               data_length_invalid);
 }
 
+TEST(sgl_walker_excess_length, data_block_longer_than_the_transfer_is_cut_at_the_length)
+{
+    sgl_fixture fixture;
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::data_block(0x5000, 0x1000), 0x200, reading_excess,
+                       fixture.out),
+              success);
+    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x5000, 0x200, false}}));
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::data_block(0x5000, 0x1000), 0x1000, writing_excess,
+                       fixture.out),
+              success);
+    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x5000, 0x1000, false}}));
+    EXPECT_TRUE(recorded(fixture.host.dma).empty());
+}
+
+TEST(sgl_walker_excess_length, descriptors_past_the_length_are_not_used_and_no_further_segment_is_read)
+{
+    sgl_fixture fixture;
+    // Past the length: a data block, a reserved type and a segment with a reserved type.
+    fixture.store(0x10000,
+                  {descriptor::data_block(0x5000, 0x100), descriptor::data_block(0x6000, 0x100),
+                   descriptor::data_block(0x7000, 0x100), of_type(0x6), descriptor::segment(0x11000, 32)});
+    fixture.store(0x11000, {of_type(0x6), of_type(0x6)});
+    const descriptor sgl1 = descriptor::segment(0x10000, segment_bytes(5));
+
+    EXPECT_EQ(walk_sgl(fixture.host.dma, sgl1, 0x180, reading_excess, fixture.out), success);
+    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x5000, 0x100, false}, {0x6000, 0x80, false}}));
+    EXPECT_EQ(recorded(fixture.host.dma), (std::vector{read_at(0x10000, segment_bytes(5))}));
+
+    // Read in pieces, the pieces after the one that reaches the length are not read either.
+    fixture.host.dma.clear();
+    sgl_walk_options pieces = reading_excess;
+    pieces.max_segment_descriptors = 2;
+    EXPECT_EQ(walk_sgl(fixture.host.dma, sgl1, 0x200, pieces, fixture.out), success);
+    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x5000, 0x100, false}, {0x6000, 0x100, false}}));
+    EXPECT_EQ(recorded(fixture.host.dma), (std::vector{read_at(0x10000, 32)}));
+
+    // Exactly at the end of a segment that leads on: its Segment descriptor is not followed.
+    fixture.host.dma.clear();
+    fixture.store(0x12000, {descriptor::data_block(0x5000, 0x100), descriptor::segment(0x11000, 32)});
+    EXPECT_EQ(
+        walk_sgl(fixture.host.dma, descriptor::segment(0x12000, 32), 0x100, reading_excess, fixture.out),
+        success);
+    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x5000, 0x100, false}}));
+    EXPECT_EQ(recorded(fixture.host.dma), (std::vector{read_at(0x12000, 32)}));
+
+    // Without excess_length the same SGL passes the length.
+    EXPECT_EQ(walk_sgl(fixture.host.dma, sgl1, 0x180, reading, fixture.out), data_length_invalid);
+}
+
+TEST(sgl_walker_excess_length, sgl_shorter_than_the_transfer_is_still_a_length_error)
+{
+    sgl_fixture fixture;
+    EXPECT_EQ(
+        walk_sgl(fixture.host.dma, descriptor::data_block(0x5000, 0x100), 0x101, reading_excess, fixture.out),
+        data_length_invalid);
+    fixture.store(0x10000, {descriptor::data_block(0x5000, 0x100), descriptor::bit_bucket(0x10)});
+    EXPECT_EQ(
+        walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, 32), 0x111, reading_excess, fixture.out),
+        data_length_invalid);
+    // A Bit Bucket describes nothing of a write.
+    EXPECT_EQ(
+        walk_sgl(fixture.host.dma, descriptor::last_segment(0x10000, 32), 0x110, writing_excess, fixture.out),
+        data_length_invalid);
+
+    // MPTR with PSDT 10b: longer is cut, shorter is Metadata SGL Length Invalid.
+    fixture.store(0x10100, {descriptor::data_block(0x8000, 0x40)});
+    const auto sqe = command(spec::data_pointer_type::sgl_metadata_descriptor, {}, 0x10100);
+    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma, sqe, 0x20, reading_excess, fixture.out),
+              success);
+    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x8000, 0x20, false}}));
+    EXPECT_EQ(nvmekit::walk_metadata_pointer(fixture.host.dma, sqe, 0x41, reading_excess, fixture.out),
+              metadata_length_invalid);
+}
+
+TEST(sgl_walker_excess_length, bit_bucket_that_crosses_the_length_is_cut_on_a_read)
+{
+    sgl_fixture fixture;
+    fixture.store(0x10000, {descriptor::data_block(0x5000, 0x100), descriptor::bit_bucket(0x100),
+                            descriptor::data_block(0x9000, 0x100)});
+    const descriptor sgl1 = descriptor::last_segment(0x10000, segment_bytes(3));
+
+    EXPECT_EQ(walk_sgl(fixture.host.dma, sgl1, 0x180, reading_excess, fixture.out), success);
+    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x5000, 0x100, false}, {0, 0x80, true}}));
+    // A write skips the Bit Bucket, so the length is crossed in the data block after it.
+    EXPECT_EQ(walk_sgl(fixture.host.dma, sgl1, 0x180, writing_excess, fixture.out), success);
+    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0x5000, 0x100, false}, {0x9000, 0x80, false}}));
+    EXPECT_EQ(walk_sgl(fixture.host.dma, descriptor::bit_bucket(0x200), 0x10, reading_excess, fixture.out),
+              success);
+    EXPECT_EQ(fixture.ranges(), (std::vector<host_range>{{0, 0x10, true}}));
+}
+
 TEST(sgl_walker, segments_are_read_in_pieces_of_max_segment_descriptors)
 {
     sgl_fixture fixture;
@@ -507,7 +602,10 @@ TEST(sgl_walker, sgl_support_reports_what_the_walker_accepts)
     options.dword_granularity = true;
     EXPECT_EQ(nvmekit::sgl_support_for(options).raw, 0x000a'0002U);
     static_assert(nvmekit::sgl_support_for(reading).get(spec::sgl_support::metadata_sgl));
-    static_assert(!nvmekit::sgl_walker_capabilities::length_larger_than_data);
+    // SGLS bit 18, SGL Length Larger than Data: from excess_length.
+    static_assert(!nvmekit::sgl_support_for(reading).get(spec::sgl_support::length_larger_than_data));
+    EXPECT_EQ(nvmekit::sgl_support_for(reading_excess).raw, 0x000f'0001U);
+    static_assert(nvmekit::sgl_support_for(reading_excess).get(spec::sgl_support::length_larger_than_data));
 }
 
 TEST(data_pointer_walker, psdt_selects_prps_or_an_sgl)

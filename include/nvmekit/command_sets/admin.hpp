@@ -104,7 +104,7 @@ private:
             }
             if (view.cns == spec::cns::identify_namespace && nsid == broadcast_nsid) {
                 // What every namespace supports, for a host about to create one (Base 2.0 5.17.2.1).
-                return send(c, cmd, namespace_type::common_capabilities());
+                return send(c, cmd, identify_data<Controller>::common_namespace_data(c));
             }
             if (!valid_nsid(c, nsid)) {
                 return fail(spec::generic_status::invalid_namespace_or_format);
@@ -116,7 +116,7 @@ private:
             }
             // An inactive NSID returns a zero-filled structure (Base 2.0 5.17.2.1).
             return send(c, cmd,
-                        ns != nullptr ? identify_data<Controller>::namespace_data(*ns)
+                        ns != nullptr ? identify_data<Controller>::namespace_data(c, *ns)
                                       : spec::identify_namespace{});
         }
         case spec::cns::identify_controller:
@@ -189,7 +189,7 @@ private:
             }
             // An unallocated NSID returns a zero-filled structure (Base 2.0 5.17.2.11).
             return send(c, cmd,
-                        ns != nullptr ? identify_data<Controller>::namespace_data(*ns)
+                        ns != nullptr ? identify_data<Controller>::namespace_data(c, *ns)
                                       : spec::identify_namespace{});
         }
         case spec::cns::namespace_controller_list: {
@@ -456,10 +456,12 @@ private:
             return fail(spec::command_specific_status::thin_provisioning_not_supported);
         }
         const std::uint8_t format = requested.flbas.format_index();
-        if (format >= supported_lba_formats.size() ||
+        const bool extended = requested.flbas.get(spec::formatted_lba_size::extended_metadata);
+        if (!identify_data<Controller>::lba_format_accepted(c, format, extended) ||
             requested.dps.get(spec::protection_settings::type) != spec::protection_information_type::none ||
             requested.dps.get(spec::protection_settings::first_bytes)) {
-            return fail(spec::command_specific_status::invalid_format); // no protection information
+            // A format, or a metadata placement, MC does not report; or protection information.
+            return fail(spec::command_specific_status::invalid_format);
         }
         if (requested.anagrpid != 0) {
             return fail(spec::command_specific_status::ana_group_identifier_invalid);
@@ -467,13 +469,13 @@ private:
         if (requested.nvmsetid != 0 || requested.endgid != 0) {
             return fail(spec::generic_status::invalid_field);
         }
-        const auto created = c.nvm_subsystem().create_namespace(namespace_request{
-            .blocks = requested.nsze,
-            .options = namespace_options{
-                .lba_format = format,
-                .extended_metadata = requested.flbas.get(spec::formatted_lba_size::extended_metadata),
-                .shared = requested.nmic.get(spec::namespace_multipath_caps::shared),
-            }});
+        const auto created = c.nvm_subsystem().create_namespace(
+            namespace_request{.blocks = requested.nsze,
+                              .options = namespace_options{
+                                  .lba_format = format,
+                                  .extended_metadata = extended,
+                                  .shared = requested.nmic.get(spec::namespace_multipath_caps::shared),
+                              }});
         switch (created.error) {
         case namespace_creation_error::none: return command_result::success(created.nsid);
         case namespace_creation_error::identifier_unavailable:
@@ -620,7 +622,10 @@ private:
         if (nsid != broadcast_nsid && c.attached_namespace(nsid) == nullptr) {
             return fail(spec::generic_status::invalid_namespace_or_format);
         }
-        if (view.format_index >= supported_lba_formats.size() ||
+        // A format, or a metadata placement (MSET), that Identify Namespace does not report is a
+        // setting the controller does not support; so is protection information.
+        if (!identify_data<Controller>::lba_format_accepted(c, view.format_index,
+                                                            view.metadata_in_extended_lba) ||
             view.protection_type != spec::format_protection_type::none) {
             return fail(spec::command_specific_status::invalid_format);
         }

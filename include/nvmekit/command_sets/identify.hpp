@@ -1,8 +1,10 @@
 #pragma once
 /// The Identify data structures a controller returns (Base 2.0 5.17.2): Identify Controller
 /// (CNS 01h), Identify Namespace (CNS 00h, with the Copy and Dataset Management limits of the NVM
-/// command set) and the I/O Command Set specific Identify Controller of the NVM command set
-/// (CNS 06h). Every capability bit names something implemented.
+/// command set, and the metadata placements of the controller's transport) and the I/O Command
+/// Set specific Identify Controller of the NVM command set (CNS 06h). Every capability bit names
+/// something implemented, and the LBA formats Format NVM and Namespace Management accept are the
+/// ones Identify Namespace reports (lba_format_accepted).
 ///
 ///     const spec::identify_controller data = identify_data<my_controller>::controller_data(ctrl);
 
@@ -13,6 +15,7 @@
 #include <nvmekit/command_sets/queue_management.hpp>
 #include <nvmekit/config.hpp>
 #include <nvmekit/controller_config.hpp>
+#include <nvmekit/nvm_namespace.hpp>
 #include <nvmekit/sgl_walker.hpp>
 #include <nvmekit/spec/identify.hpp>
 #include <nvmekit/spec/registers.hpp>
@@ -105,10 +108,31 @@ struct identify_data {
         data.sgls = fabrics.sgls;
     }
 
-    /// Identify Namespace: the namespace's own data and the Copy limits of the NVM command set.
-    [[nodiscard]] static spec::identify_namespace namespace_data(const namespace_type& ns)
+    /// MC: where this controller takes metadata (metadata_placements); over a fabric only in an
+    /// extended LBA.
+    [[nodiscard]] static spec::metadata_capabilities metadata_capabilities(const Controller& c)
     {
-        auto data = ns.identify();
+        return metadata_placements(c.identity().fabrics.has_value());
+    }
+
+    /// Whether Format NVM and Namespace Management take LBA format `index` with its metadata in an
+    /// extended LBA (`extended`) or a separate buffer: what Identify Namespace reports (NLBAF, MC).
+    [[nodiscard]] static bool lba_format_accepted(const Controller& c, std::uint8_t index, bool extended)
+    {
+        return lba_format_selectable(index, extended, metadata_capabilities(c));
+    }
+
+    /// Identify Namespace for NSID FFFFFFFFh: what every namespace supports through this controller.
+    [[nodiscard]] static spec::identify_namespace common_namespace_data(const Controller& c)
+    {
+        return namespace_type::common_capabilities(metadata_capabilities(c));
+    }
+
+    /// Identify Namespace: the namespace's own data and the Copy limits of the NVM command set.
+    [[nodiscard]] static spec::identify_namespace namespace_data(const Controller& c,
+                                                                 const namespace_type& ns)
+    {
+        auto data = ns.identify(metadata_capabilities(c));
         const auto blocks = io_set::max_copy_blocks(ns.block_bytes() + ns.metadata_bytes());
         data.mssrl = static_cast<std::uint16_t>(std::min<std::uint32_t>(blocks, 0xffffU));
         data.mcl = blocks;

@@ -142,6 +142,9 @@ template <typename Rig>
 // Namespace Management, Attachment and Get LBA Status run over PCIe and over the loopback transport.
 NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_namespace_management);
 NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_get_lba_status);
+// What Identify Namespace reports of metadata (MC) and which formats create-ns takes, over PCIe,
+// the loopback transport and the loopback transport with a fabrics identity.
+NVMEKIT_TEST_SUITE_OVER_LOCAL_AND_FABRIC(admin_namespace_metadata);
 
 // ---- capacity and Identify Controller -------------------------------------------------------------
 
@@ -351,6 +354,66 @@ TYPED_TEST(admin_namespace_management, a_private_namespace_attaches_to_one_contr
     ASSERT_TRUE(attachment(r, 3, spec::namespace_attachment_select::attach, {first_id, second_id}).ok());
     EXPECT_EQ(controller_ids(r, spec::cns::namespace_controller_list, 3),
               (std::vector<std::uint16_t>{first_id, second_id}));
+}
+
+// ---- metadata placements (MC) --------------------------------------------------------------------------
+
+/// MC of the Identify Namespace structure `cns` returns for `nsid`.
+template <typename Rig>
+[[nodiscard]] std::uint8_t reported_mc(Rig& r, spec::cns cns, std::uint32_t nsid)
+{
+    std::vector<std::byte> out;
+    EXPECT_TRUE(identify(r, cns, nsid, out).ok());
+    return load<spec::identify_namespace>(out).mc.raw;
+}
+
+// MC bit 0 (extended LBA) everywhere, bit 1 (separate buffer) only where MPTR exists: not over a
+// fabric. The same in every structure that reports it: Identify Namespace of an active NSID and
+// of all NSIDs (CNS 00h), and of an allocated NSID (CNS 11h).
+TYPED_TEST(admin_namespace_metadata, identify_namespace_reports_the_placements_the_transport_carries)
+{
+    pool_rig<TypeParam> r;
+    const std::uint8_t expected = over_a_fabric<TypeParam> ? 0x1U : 0x3U;
+    EXPECT_EQ(reported_mc(r, spec::cns::identify_namespace, 1), expected);
+    EXPECT_EQ(reported_mc(r, spec::cns::identify_namespace, all_namespaces), expected);
+    EXPECT_EQ(reported_mc(r, spec::cns::allocated_namespace, 1), expected);
+    ASSERT_EQ(create_namespace(r, 16, 16, 0x11).status(), spec::status::success());
+    EXPECT_EQ(reported_mc(r, spec::cns::allocated_namespace, 2), expected);
+}
+
+// nvme create-ns --flbas: a format with metadata needs its placement in MC (FLBAS bit 4 set for
+// an extended LBA, clear for a separate buffer); over a fabric only the extended LBA is taken.
+// A format without metadata has nothing to place: bit 4 does not matter and reads back 0.
+TYPED_TEST(admin_namespace_metadata, create_takes_the_metadata_placements_mc_reports)
+{
+    pool_rig<TypeParam> r;
+    const auto invalid_format = dnr(spec::command_specific_status::invalid_format);
+    struct request {
+        std::uint8_t flbas;
+        bool separate_metadata;
+    };
+    for (const auto [flbas, separate_metadata] :
+         {request{0x01, true}, request{0x03, true}, request{0x11, false}, request{0x13, false},
+          request{0x10, false}, request{0x02, false}}) {
+        SCOPED_TRACE(::testing::Message() << "FLBAS " << static_cast<int>(flbas));
+        const auto created = create_namespace(r, 16, 16, flbas);
+        if (separate_metadata && over_a_fabric<TypeParam>) {
+            EXPECT_EQ(created.status(), invalid_format);
+            continue;
+        }
+        ASSERT_EQ(created.status(), spec::status::success());
+        std::vector<std::byte> out;
+        ASSERT_TRUE(identify(r, spec::cns::allocated_namespace, created.cqe.dw0, out).ok());
+        const auto ns = load<spec::identify_namespace>(out);
+        const auto& format = nvmekit::supported_lba_formats[flbas & 0xfU];
+        EXPECT_EQ(ns.flbas.raw, format.metadata_bytes != 0 ? flbas : (flbas & 0xfU));
+        EXPECT_EQ(ns.nsze, 16U);
+        EXPECT_EQ(ns.nvm_capacity(), 16U * (format.data_bytes + format.metadata_bytes));
+    }
+    // Only the namespaces created are allocated.
+    EXPECT_EQ(nsid_list(r, spec::cns::allocated_namespace_list),
+              over_a_fabric<TypeParam> ? (std::vector<std::uint32_t>{1, 2, 3, 4, 5})
+                                       : (std::vector<std::uint32_t>{1, 2, 3, 4, 5, 6, 7}));
 }
 
 // ---- format after re-creating ---------------------------------------------------------------------------

@@ -45,6 +45,9 @@ NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_abort);
 NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_namespace_attachment);
 NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_format);
 NVMEKIT_TEST_SUITE_OVER_TRANSPORTS(admin_firmware);
+// Format NVM's metadata settings also run over the loopback transport with a fabrics identity,
+// which takes metadata only in an extended LBA.
+NVMEKIT_TEST_SUITE_OVER_LOCAL_AND_FABRIC(admin_format_metadata);
 
 // ---- Keep Alive (Base 2.0 3.9) ---------------------------------------------------------------------
 
@@ -644,6 +647,184 @@ TYPED_TEST(admin_format, broadcast_nsid_formats_every_attached_namespace)
     std::array<std::byte, 512> expected{};
     expected.fill(std::byte{0x31});
     EXPECT_EQ(kept, expected);
+}
+
+/// `size` bytes of a pattern that differs with `seed`.
+[[nodiscard]] std::vector<std::byte> pattern_bytes(std::size_t size, unsigned seed)
+{
+    std::vector<std::byte> bytes(size);
+    for (std::size_t i = 0; i < size; ++i) {
+        bytes[i] = static_cast<std::byte>((i * 37U + seed * 101U + (i >> 8)) & 0xffU);
+    }
+    return bytes;
+}
+
+/// Writes `blocks` blocks at `slba` of namespace 1, formatted with separate metadata: the data
+/// (`data_bytes` a block) in the data buffer and the metadata (`metadata_bytes` a block) in a
+/// buffer of its own at MPTR; then reads both back into fresh buffers.
+template <typename Rig>
+void expect_separate_metadata_round_trip(Rig& r, std::uint64_t slba, std::uint32_t blocks,
+                                         std::uint32_t data_bytes, std::uint32_t metadata_bytes)
+{
+    const auto data = pattern_bytes(std::size_t{blocks} * data_bytes, static_cast<unsigned>(slba));
+    const auto metadata =
+        pattern_bytes(std::size_t{blocks} * metadata_bytes, static_cast<unsigned>(slba) + 1U);
+    const auto store = [&](const std::vector<std::byte>& bytes) {
+        const auto buffer = r.host.allocate(bytes.size());
+        std::ranges::copy(bytes, r.memory.bytes(buffer, bytes.size()).begin());
+        return buffer;
+    };
+    auto write =
+        Rig::host_type::template lba_command<spec::write_view>(spec::nvm_opcode::write, 1, slba, blocks);
+    r.host.describe_data(write, store(data), data.size());
+    write.mptr = store(metadata);
+    ASSERT_EQ(r.host.io(1, write).status(), spec::status::success());
+
+    const auto data_back = store(std::vector<std::byte>(data.size(), std::byte{0xcc}));
+    const auto metadata_back = store(std::vector<std::byte>(metadata.size(), std::byte{0xcc}));
+    auto read = Rig::host_type::lba_command(spec::nvm_opcode::read, 1, slba, blocks);
+    r.host.describe_data(read, data_back, data.size());
+    read.mptr = metadata_back;
+    ASSERT_EQ(r.host.io(1, read).status(), spec::status::success());
+    const auto data_read = r.memory.bytes(data_back, data.size());
+    const auto metadata_read = r.memory.bytes(metadata_back, metadata.size());
+    EXPECT_EQ(std::vector<std::byte>(data_read.begin(), data_read.end()), data);
+    EXPECT_EQ(std::vector<std::byte>(metadata_read.begin(), metadata_read.end()), metadata);
+}
+
+/// Writes `blocks` extended LBAs of `unit_bytes` (data then metadata) at `slba` of namespace 1 and
+/// reads them back.
+template <typename Rig>
+void expect_extended_round_trip(Rig& r, std::uint64_t slba, std::uint32_t blocks, std::uint32_t unit_bytes)
+{
+    const auto written = pattern_bytes(std::size_t{blocks} * unit_bytes, static_cast<unsigned>(slba) + 7U);
+    const auto buffer = r.host.allocate(written.size());
+    std::ranges::copy(written, r.memory.bytes(buffer, written.size()).begin());
+    auto write =
+        Rig::host_type::template lba_command<spec::write_view>(spec::nvm_opcode::write, 1, slba, blocks);
+    r.host.describe_data(write, buffer, written.size());
+    ASSERT_EQ(r.host.io(1, write).status(), spec::status::success());
+    std::vector<std::byte> back;
+    ASSERT_EQ(read_blocks(r, 1, slba, blocks, back, unit_bytes), spec::status::success());
+    EXPECT_EQ(back, written);
+}
+
+// nvme format --lbaf=1 (and 3) as nvme-cli sends it, MSET 0, then --ms=1: Identify Namespace
+// reports the new FLBAS and NSZE, and data and metadata round trip through MPTR, then in the
+// extended LBA, up to the last block.
+TYPED_TEST(admin_format, lba_formats_with_metadata_take_it_at_mptr_or_in_the_extended_lba)
+{
+    TypeParam r;
+    r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
+    r.host.bring_up();
+    for (const std::uint8_t lbaf : {std::uint8_t{1}, std::uint8_t{3}}) {
+        SCOPED_TRACE(static_cast<int>(lbaf));
+        const auto& format = nvmekit::supported_lba_formats[lbaf];
+        const std::uint32_t unit = format.data_bytes + format.metadata_bytes;
+
+        ASSERT_EQ(r.host.admin(format_command(1, lbaf)).status(), spec::status::success());
+        auto id = identify_namespace(r, 1);
+        EXPECT_EQ(id.flbas.raw, lbaf); // the index, bit 4 clear: separate metadata
+        EXPECT_EQ(id.nsze, namespace_bytes / unit);
+        EXPECT_EQ(id.lbaf[lbaf].get(spec::lba_format::ms), format.metadata_bytes);
+        EXPECT_EQ(id.mc.raw, 0x3U);
+        expect_separate_metadata_round_trip(r, 3, 2, format.data_bytes, format.metadata_bytes);
+        expect_separate_metadata_round_trip(r, id.nsze - 1, 1, format.data_bytes, format.metadata_bytes);
+
+        ASSERT_EQ(r.host.admin(format_command(1, lbaf, true)).status(), spec::status::success());
+        id = identify_namespace(r, 1);
+        EXPECT_EQ(id.flbas.raw, lbaf | 0x10U); // bit 4: metadata in the extended LBA
+        EXPECT_EQ(id.nsze, namespace_bytes / unit);
+        std::vector<std::byte> erased;
+        ASSERT_EQ(read_blocks(r, 1, 3, 2, erased, unit), spec::status::success());
+        EXPECT_EQ(erased, std::vector<std::byte>(std::size_t{2} * unit));
+        expect_extended_round_trip(r, 3, 2, unit);
+        expect_extended_round_trip(r, id.nsze - 1, 1, unit);
+    }
+    // Back to 512 bytes without metadata: the whole backend holds data again.
+    ASSERT_EQ(r.host.admin(format_command(1, 0)).status(), spec::status::success());
+    EXPECT_EQ(identify_namespace(r, 1).nsze, namespace_bytes / 512);
+    ASSERT_EQ(write_blocks(r, 1, 2047, 1, std::byte{0x3c}), spec::status::success());
+    std::vector<std::byte> data;
+    ASSERT_EQ(read_blocks(r, 1, 2047, 1, data), spec::status::success());
+    EXPECT_EQ(data, std::vector<std::byte>(512, std::byte{0x3c}));
+}
+
+// ---- Format NVM: the metadata placements of the transport (MC) -----------------------------------
+
+// nvme format --lbaf=1 (MSET 0, nvme-cli's default): a separate metadata buffer, which a fabric
+// cannot carry. Over a fabric Identify Namespace reports MC bit 0 alone, and Format NVM refuses
+// the setting as Invalid Format, changing and erasing nothing; elsewhere it is taken.
+TYPED_TEST(admin_format_metadata, separate_metadata_is_invalid_format_over_a_fabric)
+{
+    TypeParam r;
+    r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
+    r.host.bring_up();
+    for (const std::uint8_t lbaf : {std::uint8_t{1}, std::uint8_t{3}}) {
+        for (const std::uint32_t nsid : {1U, 0xffffffffU}) {
+            SCOPED_TRACE(::testing::Message() << "LBAF " << static_cast<int>(lbaf) << " NSID " << nsid);
+            ASSERT_EQ(write_blocks(r, 1, 0, 1, std::byte{0x99}), spec::status::success());
+            const auto status = r.host.admin(format_command(nsid, lbaf)).status();
+            const auto id = identify_namespace(r, 1);
+            std::vector<std::byte> data;
+            if constexpr (over_a_fabric<TypeParam>) {
+                EXPECT_EQ(status, dnr(spec::command_specific_status::invalid_format));
+                EXPECT_EQ(id.mc.raw, 0x1U);
+                EXPECT_EQ(id.flbas.raw, 0U);
+                EXPECT_EQ(id.nsze, namespace_bytes / 512);
+                ASSERT_EQ(read_blocks(r, 1, 0, 1, data), spec::status::success());
+                EXPECT_EQ(data, std::vector<std::byte>(512, std::byte{0x99})); // nothing was erased
+            } else {
+                EXPECT_EQ(status, spec::status::success());
+                EXPECT_EQ(id.mc.raw, 0x3U);
+                EXPECT_EQ(id.flbas.raw, lbaf);
+                const auto& format = nvmekit::supported_lba_formats[lbaf];
+                EXPECT_EQ(id.nsze, namespace_bytes / (format.data_bytes + format.metadata_bytes));
+                ASSERT_EQ(r.host.admin(format_command(1, 0)).status(), spec::status::success());
+            }
+        }
+    }
+}
+
+// nvme format --lbaf=1 --ms=1 (and 3): metadata in the extended LBA, which every transport
+// carries in the data buffer.
+TYPED_TEST(admin_format_metadata, extended_metadata_formats_over_every_transport)
+{
+    TypeParam r;
+    r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
+    r.host.bring_up();
+    for (const std::uint8_t lbaf : {std::uint8_t{1}, std::uint8_t{3}}) {
+        SCOPED_TRACE(static_cast<int>(lbaf));
+        const auto& format = nvmekit::supported_lba_formats[lbaf];
+        const std::uint32_t unit = format.data_bytes + format.metadata_bytes;
+        ASSERT_EQ(r.host.admin(format_command(1, lbaf, true)).status(), spec::status::success());
+        const auto id = identify_namespace(r, 1);
+        EXPECT_EQ(id.flbas.raw, lbaf | 0x10U);
+        EXPECT_EQ(id.nsze, namespace_bytes / unit);
+        EXPECT_EQ(id.mc.raw, over_a_fabric<TypeParam> ? 0x1U : 0x3U);
+        expect_extended_round_trip(r, 5, 2, unit);
+        expect_extended_round_trip(r, id.nsze - 1, 1, unit);
+    }
+    ASSERT_EQ(r.host.admin(format_command(0xffffffffU, 1, true)).status(), spec::status::success());
+    EXPECT_EQ(identify_namespace(r, 1).flbas.raw, 0x11U);
+}
+
+// A format without metadata has nothing to place: MSET 0 and 1 both format it, over a fabric
+// too, and FLBAS bit 4 stays 0.
+TYPED_TEST(admin_format_metadata, mset_does_not_matter_for_a_format_without_metadata)
+{
+    TypeParam r;
+    r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
+    r.host.bring_up();
+    for (const std::uint8_t lbaf : {std::uint8_t{2}, std::uint8_t{0}}) {
+        for (const bool mset : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << "LBAF " << static_cast<int>(lbaf) << " MSET " << mset);
+            ASSERT_EQ(r.host.admin(format_command(1, lbaf, mset)).status(), spec::status::success());
+            const auto id = identify_namespace(r, 1);
+            EXPECT_EQ(id.flbas.raw, lbaf);
+            EXPECT_EQ(id.nsze, namespace_bytes / nvmekit::supported_lba_formats[lbaf].data_bytes);
+        }
+    }
 }
 
 TYPED_TEST(admin_format, an_nsid_not_attached_is_invalid_namespace)

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -349,6 +350,57 @@ TEST(loopback, nvm_command_errors_are_those_of_the_pci_function)
     const auto identify = host_type::identify_command(spec::cns::identify_controller, 0, buffer);
     EXPECT_EQ(r.host.wait_for(0, r.host.submit_as_is(0, identify)).status(),
               dnr(spec::generic_status::invalid_field));
+}
+
+TEST(loopback, an_sgl_longer_than_the_transfer_is_taken_when_the_fabrics_sgls_say_so)
+{
+    // A fabrics controller whose transport reports SGLS bit 18 uses the first bytes of a longer
+    // SGL (Base 2.0 Identify Controller SGLS); without bit 18, or without a fabric, it must match.
+    nvmekit::controller_config fabrics;
+    fabrics.identity.fabrics = nvmekit::fabrics_identity{
+        .sgls = spec::sgl_support{}
+                    .with(spec::sgl_support::support, spec::sgl_data_block_support::supported)
+                    .with(spec::sgl_support::length_larger_than_data, true)};
+    nvmekit::controller_config exact = fabrics;
+    exact.identity.fabrics->sgls.set(spec::sgl_support::length_larger_than_data, false);
+    for (const auto& [config, longer_taken] : {std::pair{fabrics, true}, std::pair{exact, false},
+                                               std::pair{nvmekit::controller_config{}, false}}) {
+        SCOPED_TRACE(longer_taken ? "bit 18" : "no bit 18");
+        rig r{config};
+        r.subsystem.add_namespace(nvmekit::ram_backend{namespace_bytes});
+        r.host.bring_up();
+        const auto data = pattern(1024, 5);
+        ASSERT_TRUE(r.write(0, data).ok());
+        const std::vector<std::byte> untouched(4096, std::byte{0xee});
+        const auto buffer = r.buffer_with(untouched);
+
+        auto read = rig::lba(spec::nvm_opcode::read, 0, 1, buffer);
+        host_type::describe_data(read, buffer, 4096);
+        const auto result = r.host.io(1, read);
+        auto write = rig::lba(spec::nvm_opcode::write, 1, 1, buffer);
+        host_type::describe_data(write, buffer, 4096);
+        const auto written = r.host.io(1, write);
+        if (!longer_taken) {
+            EXPECT_EQ(result.status(), dnr(spec::generic_status::data_sgl_length_invalid));
+            EXPECT_EQ(written.status(), dnr(spec::generic_status::data_sgl_length_invalid));
+            EXPECT_EQ(r.contents(buffer, 4096), untouched);
+            continue;
+        }
+        ASSERT_TRUE(result.ok());
+        const auto back = r.contents(buffer, 4096);
+        EXPECT_TRUE(std::equal(back.begin(), back.begin() + 512, data.begin()));
+        EXPECT_TRUE(std::equal(back.begin() + 512, back.end(), untouched.begin() + 512));
+        // The write takes the first 512 bytes (block 0's data) into block 1.
+        ASSERT_TRUE(written.ok());
+        std::vector<std::byte> blocks;
+        ASSERT_TRUE(r.read(0, 2, blocks).ok());
+        EXPECT_TRUE(std::equal(blocks.begin(), blocks.begin() + 512, data.begin()));
+        EXPECT_TRUE(std::equal(blocks.begin() + 512, blocks.end(), data.begin()));
+        // Shorter is refused either way.
+        auto short_read = rig::lba(spec::nvm_opcode::read, 0, 2, buffer);
+        host_type::describe_data(short_read, buffer, 1000);
+        EXPECT_EQ(r.host.io(1, short_read).status(), dnr(spec::generic_status::data_sgl_length_invalid));
+    }
 }
 
 // ---- queues -------------------------------------------------------------------------------------

@@ -16,6 +16,10 @@
 /// Storage is kept for reuse, so steady-state I/O allocates nothing once every buffer has grown
 /// to the sizes in use.
 ///
+/// Each buffer keeps how far the controller reached in it (transferred()): a command whose SGL
+/// is longer than its transfer (SGLS bit 18) uses a prefix of its buffer, and only that prefix
+/// holds its data; the rest holds what an earlier command left.
+///
 /// The storage they hold may be bounded by a buffer_budget (the target gives one to each
 /// association, drawing on one of its own): try_acquire() takes a buffer only when its storage
 /// fits, giving back the storage of the partition's free buffers first if that makes it fit,
@@ -253,6 +257,23 @@ public:
         return std::span{slot.storage}.first(slot.size);
     }
 
+    /// The end of the furthest byte of buffer `id` read, written or mapped through its address
+    /// (the DmaProvider operations) or named by note_transferred() since it was acquired; bytes()
+    /// reaches the buffer without moving it.
+    [[nodiscard]] std::size_t transferred(buffer_id id) const noexcept
+    {
+        return partition_of(id).slots[id & index_mask].transferred;
+    }
+
+    /// Records that the first `bytes` bytes of buffer `id` (at most its size) hold data written
+    /// through bytes(), as a transfer through its address would.
+    void note_transferred(buffer_id id, std::size_t bytes) noexcept
+    {
+        auto& slot = partition_of(id).slots[id & index_mask];
+        NVMEKIT_ASSERT(bytes <= slot.size, "command_buffers::note_transferred: beyond the buffer");
+        slot.transferred = std::max(slot.transferred, bytes);
+    }
+
     /// Buffers acquired and not released (call while no other thread uses a partition).
     [[nodiscard]] std::size_t in_use() const noexcept
     {
@@ -310,6 +331,7 @@ private:
     struct slot {
         std::vector<std::byte> storage;
         std::size_t size = 0;
+        std::size_t transferred = 0; ///< since acquired: transferred()
         std::uint8_t generation = 0;
         bool in_use = false;
     };
@@ -362,6 +384,7 @@ private:
         }
         auto& slot = part.slots[index];
         slot.size = size;
+        slot.transferred = 0;
         slot.in_use = true;
         return (buffer_id{number} << partition_shift) | index;
     }
@@ -383,7 +406,8 @@ private:
         return *partitions_[id >> partition_shift];
     }
 
-    /// `length` bytes at `address` inside one acquired buffer, or an empty span.
+    /// `length` bytes at `address` inside one acquired buffer, or an empty span; the buffer's
+    /// transferred() covers them.
     [[nodiscard]] std::span<std::byte> resolve(std::uint64_t address, std::size_t length) noexcept
     {
         const auto& part = partitions_[address >> address_partition_shift];
@@ -397,6 +421,9 @@ private:
         if (!slot.in_use || generation != slot.generation || offset > slot.size ||
             length > slot.size - offset) {
             return {};
+        }
+        if (length != 0) {
+            slot.transferred = std::max(slot.transferred, static_cast<std::size_t>(offset) + length);
         }
         return std::span{slot.storage}.subspan(static_cast<std::size_t>(offset), length);
     }

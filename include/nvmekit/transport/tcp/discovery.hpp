@@ -123,17 +123,18 @@ struct discovery_referral {
     return log;
 }
 
-/// Get Log Page of the Discovery log page into `out` (the command's data, dword_count * 4
-/// bytes): the log's bytes from the offset, zeroes past its end. An index offset (OT), an
-/// offset not dword aligned, or one past the end of the log: Invalid Field in Command; data of
-/// another length than NUMD gives: Data SGL Length Invalid.
+/// Get Log Page of the Discovery log page into the first dword_count * 4 bytes of `out` (the
+/// command's data): the log's bytes from the offset, zeroes past its end. An index offset (OT),
+/// an offset not dword aligned, or one past the end of the log: Invalid Field in Command; `out`
+/// shorter than NUMD gives: Data SGL Length Invalid. A longer `out` (an SGL longer than the
+/// data, SGLS bit 18) keeps its bytes past the data.
 [[nodiscard]] inline spec::status read_discovery_log(const spec::get_log_page_view& command,
                                                      std::span<const std::byte> log, std::span<std::byte> out)
 {
     if (command.offset_is_index || command.offset % 4 != 0 || command.offset > log.size()) {
         return spec::status{spec::generic_status::invalid_field}.with_dnr();
     }
-    if (out.size() != command.byte_count()) {
+    if (out.size() < command.byte_count()) {
         return spec::status{spec::generic_status::data_sgl_length_invalid}.with_dnr();
     }
     const auto bytes = static_cast<std::size_t>(command.byte_count());

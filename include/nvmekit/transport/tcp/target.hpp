@@ -27,7 +27,10 @@
 /// target_limits::max_outstanding_r2t), and a completed read's data is sent from it as one
 /// C2HData (LAST_PDU, never SUCCESS) before the response capsule. Data is thus copied once each
 /// way between the socket and the buffer the controller reaches. A command may describe at most
-/// max_data_length() bytes (the smaller of target_options::max_data_length and MDTS).
+/// max_data_length() bytes (the smaller of target_options::max_data_length and MDTS). Its SGL may
+/// describe more than it transfers (SGLS bit 18): a write's data is asked for whole and the
+/// controller uses its first bytes; a read's C2HData carries only the bytes the controller
+/// transferred (none: no C2HData).
 ///
 /// Errors: a fatal stream error (pdu_stream, an H2CData naming no R2T or outside it) is answered
 /// with C2HTermReq and the connection is closed; an H2CTermReq closes it; a data digest error
@@ -37,11 +40,18 @@
 /// its backend is idle and no connection sends from its buffers.
 ///
 /// Bounds (target_options; statistics() counts each refusal, timeout and wait): a connection
-/// beyond max_connections, or beyond max_connections_per_address from its host's IP address, is
-/// closed as it is accepted; one that sends no ICReq within icreq_timeout, or has not connected
-/// within connect_timeout, is closed; one stops reading while send_backlog_limit bytes wait for
-/// its host. An admin Connect beyond max_associations, or beyond max_associations_per_host for
-/// its host NQN, completes with Connect Controller Busy. The command buffers' storage is bounded
+/// beyond max_connections_per_address from its host's IP address is closed as it is accepted.
+/// The connections of every target of the process together leave descriptor_reserve of
+/// RLIMIT_NOFILE's descriptors to the rest of the process. When the listener is full (at
+/// max_connections, or at that bound), a new connection takes the place of the connection
+/// accepted longest ago that has not sent its ICReq, which is closed; with none to close, a
+/// connection beyond max_connections is closed as it is accepted, and at the descriptor bound it
+/// waits in the backlog, the listener left out of the poll set. A connection that sends no
+/// ICReq within icreq_timeout, or has not connected within connect_timeout, is closed; one
+/// stops reading while send_backlog_limit bytes wait for its host. An admin Connect beyond
+/// max_associations, beyond max_associations_per_host for its host NQN or beyond
+/// max_associations_per_address from its host's IP address completes with Connect Controller
+/// Busy. The command buffers' storage is bounded
 /// per association (max_association_buffer_bytes) and over the target (max_buffer_bytes): a
 /// command whose buffer does not fit waits, in order behind its queue's other waiting commands
 /// and before its first R2T, until buffers are freed (in-capsule data is always taken); a
@@ -152,6 +162,7 @@
 #include <nvmekit/transport/tcp/command_buffers.hpp>
 #include <nvmekit/transport/tcp/command_slots.hpp>
 #include <nvmekit/transport/tcp/connection_params.hpp>
+#include <nvmekit/transport/tcp/descriptor_reserve.hpp>
 #include <nvmekit/transport/tcp/discovery.hpp>
 #include <nvmekit/transport/tcp/pdu_encode.hpp>
 #include <nvmekit/transport/tcp/pdu_stream.hpp>
@@ -204,12 +215,25 @@ struct target_options {
     /// (Traits::clock time).
     std::chrono::milliseconds icreq_timeout{5000};
     /// Connections (of any state, in poll() or in a connection group) this listener holds at
-    /// once; one accepted beyond it is closed at once (no PDU is exchanged). SPDK and Linux's
-    /// nvmet have no such limit; a host of 127 I/O queues needs 128 connections per controller.
+    /// once. One accepted beyond it takes the place of the connection accepted longest ago that
+    /// has not sent its ICReq yet, which is closed (idle peers cannot lock new hosts out); when
+    /// every connection has sent its ICReq, it is closed at once (no PDU is exchanged). SPDK and
+    /// Linux's nvmet have no such limit; a host of 127 I/O queues needs 128 connections per
+    /// controller.
     std::size_t max_connections = 1024;
     /// Connections from one host IP address (IPv4 and its IPv4-mapped IPv6 form counting as one)
     /// this listener holds at once; one beyond it is closed at once.
     std::size_t max_connections_per_address = 256;
+    /// Descriptors the connections of every target of the process together leave free, for the
+    /// rest of the process (a management socket, vfio-user clients, files): they hold at most
+    /// RLIMIT_NOFILE's soft limit less this many (read as the target is made, and again as it
+    /// accepts or waits at the bound). At that bound a new connection is taken only in place of
+    /// one that has not sent its ICReq yet (the one accepted longest ago, closed); otherwise it
+    /// waits in the listen backlog, the listener left out of the poll set until a connection
+    /// closes (one of another target: from this target's next poll round). 0: no reserve
+    /// (accept(2) failing for want of descriptors pauses accepting, accept_pause). The
+    /// constructor throws std::invalid_argument when the soft limit is not above it.
+    std::size_t descriptor_reserve = 128;
     /// Associations (controllers, discovery ones included, until their end is complete) this
     /// listener holds at once; an admin Connect beyond it completes with Connect Controller Busy
     /// (as SPDK answers when it cannot create a controller; a later Connect may succeed). Each
@@ -219,6 +243,11 @@ struct target_options {
     /// Associations one host NQN holds at once, with any subsystem of this listener or its
     /// discovery controller; an admin Connect beyond it completes with Connect Controller Busy.
     std::size_t max_associations_per_host = 32;
+    /// Associations whose admin connection came from one host IP address (IPv4 and its
+    /// IPv4-mapped IPv6 form counting as one) this listener holds at once, whatever their host
+    /// NQNs: a peer that makes up a new host NQN for each Connect is bounded by it. An admin
+    /// Connect beyond it completes with Connect Controller Busy.
+    std::size_t max_associations_per_address = 64;
     /// KATO given to a discovery controller whose Connect asks for none (KATO 0): it ends when the
     /// host sends no Keep Alive for this long, as Linux's nvmet gives 120 s (NVMET_DISC_KATO_MS).
     /// 0: a discovery controller without KATO lives as long as its connection.
@@ -287,10 +316,14 @@ struct target_statistics {
     /// Connections closed at once for max_connections and for max_connections_per_address.
     std::uint64_t connections_refused = 0;
     std::uint64_t connections_refused_per_address = 0;
-    /// Admin Connects refused (Connect Controller Busy) for max_associations and for
-    /// max_associations_per_host.
+    /// Connections that had sent no ICReq closed to make room for a new one, the listener being
+    /// full (max_connections, descriptor_reserve).
+    std::uint64_t idle_connections_closed = 0;
+    /// Admin Connects refused (Connect Controller Busy) for max_associations, for
+    /// max_associations_per_host and for max_associations_per_address.
     std::uint64_t associations_refused = 0;
     std::uint64_t associations_refused_per_host = 0;
+    std::uint64_t associations_refused_per_address = 0;
     /// Commands that waited for buffer storage (max_buffer_bytes, max_association_buffer_bytes).
     std::uint64_t buffer_waits = 0;
     /// Bytes of command buffer storage held now, and the most held at once.
@@ -318,8 +351,10 @@ struct target_counters {
     std::atomic<std::uint64_t> connect_timeouts{0};
     std::atomic<std::uint64_t> connections_refused{0};
     std::atomic<std::uint64_t> connections_refused_per_address{0};
+    std::atomic<std::uint64_t> idle_connections_closed{0};
     std::atomic<std::uint64_t> associations_refused{0};
     std::atomic<std::uint64_t> associations_refused_per_host{0};
+    std::atomic<std::uint64_t> associations_refused_per_address{0};
     std::atomic<std::uint64_t> buffer_waits{0};
 
     static void bump(std::atomic<std::uint64_t>& counter) noexcept
@@ -347,8 +382,10 @@ struct target_counters {
         out.connect_timeouts += get(connect_timeouts);
         out.connections_refused += get(connections_refused);
         out.connections_refused_per_address += get(connections_refused_per_address);
+        out.idle_connections_closed += get(idle_connections_closed);
         out.associations_refused += get(associations_refused);
         out.associations_refused_per_host += get(associations_refused_per_host);
+        out.associations_refused_per_address += get(associations_refused_per_address);
         out.buffer_waits += get(buffer_waits);
     }
 };
@@ -420,6 +457,12 @@ public:
         discovery_controller_.poll_groups = 1;
         discovery_controller_.concurrent_poll_groups = false;
         discovery_controller_.queue_placement = {};
+        connection_bound_ = connection_descriptor_bound(options_.descriptor_reserve);
+        if (connection_bound_ == 0) {
+            throw std::invalid_argument{"tcp::target: RLIMIT_NOFILE's soft limit leaves no descriptor beyond "
+                                        "descriptor_reserve (" +
+                                        std::to_string(options_.descriptor_reserve) + ")"};
+        }
         listener_ = listen_on(options_.address, options_.port);
         port_ = local_port(listener_.get());
         listens_on_any_address_ = is_unspecified_address(options_.address);
@@ -468,11 +511,14 @@ public:
 
     /// What the controllers of a target with `limits` report in Identify Controller: the I/O
     /// queues' in-capsule data, and SGLS with SGL support, the Data Block with Offset that
-    /// describes in-capsule data and the Transport SGL Data Block that asks for R2T/C2HData.
+    /// describes in-capsule data, the Transport SGL Data Block that asks for R2T/C2HData, and
+    /// SGLs longer than the transfer (bit 18: the controller uses the first bytes, and a read's
+    /// C2HData carries only those).
     [[nodiscard]] static fabrics_identity identify_fields(const target_limits& limits) noexcept
     {
         spec::sgl_support sgls{};
         sgls.set(spec::sgl_support::support, spec::sgl_data_block_support::supported)
+            .set(spec::sgl_support::length_larger_than_data, true)
             .set(spec::sgl_support::address_as_offset, true)
             .set(spec::sgl_support::transport_data_block, true);
         return {.io_in_capsule_data = limits.io_in_capsule_data, .sgls = sgls};
@@ -671,6 +717,10 @@ public:
     {
         take_group_messages();
         send_to_groups();
+        if (at_descriptor_bound()) {
+            // (A soft limit raised since the last accept lets it accept again.)
+            connection_bound_ = connection_descriptor_bound(options_.descriptor_reserve);
+        }
         pollfds_.clear();
         add_pollfds(pollfds_);
         const std::chrono::nanoseconds now = clock_.now();
@@ -751,12 +801,14 @@ public:
     [[nodiscard]] bool has_work() const { return busy(); }
 
     /// Appends the descriptors poll() waits on, with the events it waits for, to `out`: the
-    /// listener's (as -1, which poll(2) skips, while accepting pauses: accept_pause), the
-    /// connection groups' wake-up, then each connection poll() serves (POLLIN unless it has
-    /// stopped reading, POLLOUT while it has data to send).
+    /// listener's (as -1, which poll(2) skips, while accepting pauses: accept_pause; and at the
+    /// descriptor bound while no connection waits for its ICReq, when none could make room for
+    /// a new one: descriptor_reserve), the connection groups' wake-up, then each connection
+    /// poll() serves (POLLIN unless it has stopped reading, POLLOUT while it has data to send).
     void add_pollfds(std::vector<pollfd>& out) const
     {
-        const bool accepting = clock_.now() >= accept_resumes_;
+        const bool accepting =
+            clock_.now() >= accept_resumes_ && (!at_descriptor_bound() || oldest_awaiting_icreq() != nullptr);
         out.push_back({accepting ? listener_.get() : -1, POLLIN, 0});
         if (!groups_.empty()) {
             out.push_back({main_wake_.get(), POLLIN, 0});
@@ -905,6 +957,9 @@ private:
 
     struct connection {
         socket_handle socket;
+        /// Its place among the process's connections (descriptor_reserve), given up as the
+        /// socket closes.
+        connection_ticket ticket;
         pdu_stream stream;
         connection_params params{};
         association* owner = nullptr;
@@ -979,6 +1034,8 @@ private:
         /// HOSTNQN and HOSTID of the admin Connect: an I/O Connect must name the same host.
         std::string host_nqn;
         std::array<std::uint8_t, 16> host_id{};
+        /// The IP address the admin Connect came from (max_associations_per_address).
+        peer_address peer{};
         connection* admin = nullptr;
         std::vector<connection*> io;
         /// Buffers of commands whose queue went away while the controller may still hold them.
@@ -1123,7 +1180,14 @@ private:
 
     void accept_connections()
     {
+        connection_bound_ = connection_descriptor_bound(options_.descriptor_reserve);
         for (;;) {
+            // At the descriptor bound a connection is accepted only to take the place of one that
+            // has sent no ICReq; otherwise it waits in the backlog (add_pollfds leaves the
+            // listener out until a connection closes).
+            if (at_descriptor_bound() && oldest_awaiting_icreq() == nullptr) {
+                return;
+            }
             sockaddr_storage peer{};
             socklen_t peer_length = sizeof(peer);
             socket_handle fd{::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length,
@@ -1138,22 +1202,31 @@ private:
                 }
                 return;
             }
-            // Beyond a limit the connection is closed at once (`fd` goes): it holds nothing.
+            // Beyond a limit the connection is closed at once (`fd` goes): it holds nothing. Its
+            // address's limit comes first, so that a peer beyond it closes no other's connection.
             const peer_address address = peer_address_of(peer);
-            if (live_connections_ >= options_.max_connections) {
-                detail::target_counters::bump(statistics_.connections_refused);
-                continue;
-            }
             const auto from_address = connections_from_.find(address);
             if ((from_address == connections_from_.end() ? 0 : from_address->second) >=
                 options_.max_connections_per_address) {
                 detail::target_counters::bump(statistics_.connections_refused_per_address);
                 continue;
             }
+            if (live_connections_ >= options_.max_connections || at_descriptor_bound()) {
+                // The listener is full: the connection accepted longest ago that has sent no
+                // ICReq makes room, so that idle peers cannot lock new hosts out.
+                connection* idle = oldest_awaiting_icreq();
+                if (idle == nullptr) {
+                    detail::target_counters::bump(statistics_.connections_refused);
+                    continue;
+                }
+                close_connection(*idle);
+                detail::target_counters::bump(statistics_.idle_connections_closed);
+            }
             const int on = 1;
             ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
             auto added = std::make_unique<connection>();
             added->socket = std::move(fd);
+            added->ticket = connection_ticket::take();
             added->peer = address;
             added->slots.resize(1);
             const auto now = clock_.now();
@@ -1165,6 +1238,25 @@ private:
             ++connections_from_[address];
             detail::target_counters::bump(statistics_.connections_accepted);
         }
+    }
+
+    /// Whether the connections of every target of the process have reached
+    /// connection_descriptor_bound (descriptor_reserve).
+    [[nodiscard]] bool at_descriptor_bound() const noexcept
+    {
+        return open_target_connections() >= connection_bound_;
+    }
+
+    /// The connection accepted longest ago that has not sent its ICReq (nullptr: none). Such
+    /// connections are all poll()'s, in connections_ in the order they were accepted.
+    [[nodiscard]] connection* oldest_awaiting_icreq() const noexcept
+    {
+        for (const auto& c : connections_) {
+            if (!c->initialized && !c->closed && !c->terminating) {
+                return c.get();
+            }
+        }
+        return nullptr;
     }
 
     /// A connection from `address` is closed (on poll()'s thread, or its close reached poll()).
@@ -1545,21 +1637,28 @@ private:
     }
 
     /// Sends a completed command's read data (on success) and its response; frees its slot.
+    /// The data is what the controller transferred, the first bytes of the buffer: with an SGL
+    /// longer than the transfer (SGLS bit 18) the rest holds an earlier command's bytes, and a
+    /// command that transferred none sends no C2HData.
     void finish(connection& c, std::uint32_t index, spec::completion_queue_entry cqe)
     {
         auto& slot = c.slots[index];
         const bool reads = slot.direction == spec::data_transfer::controller_to_host ||
                            slot.direction == spec::data_transfer::bidirectional;
-        if (cqe.status().is_success() && reads && slot.length != 0) {
+        const auto sent = static_cast<std::uint32_t>(
+            reads && cqe.status().is_success()
+                ? std::min<std::size_t>(slot.length, c.owner->buffers.transferred(slot.buffer))
+                : 0);
+        if (sent != 0) {
             // The data leaves from the command's buffer: header, data, digest, then the response.
-            const auto data = std::span<const std::byte>{c.owner->buffers.bytes(slot.buffer)};
+            const auto data = std::span<const std::byte>{c.owner->buffers.bytes(slot.buffer)}.first(sent);
             const c2h_data_fields fields{cqe.cid, 0, true, false};
             detail::target_counters::bump(c.counters->c2h_data_pdus);
-            append(c, layout_of(spec::pdu_type::c2h_data, slot.length, c.params).prefix_size(),
+            append(c, layout_of(spec::pdu_type::c2h_data, sent, c.params).prefix_size(),
                    [&](std::span<std::byte> out) {
-                       return encode_c2h_data_prefix(fields, slot.length, c.params, out);
+                       return encode_c2h_data_prefix(fields, sent, c.params, out);
                    });
-            c.out.append_buffer(index, slot.length);
+            c.out.append_buffer(index, sent);
             if (c.params.data_digest) {
                 const std::array<std::span<const std::byte>, 1> parts{data};
                 const auto digest = digest_bytes(data_digest(parts));
@@ -1685,6 +1784,14 @@ private:
                 return detail::local_completion(cid,
                                                 spec::status{spec::fabrics_status::connect_controller_busy});
             }
+            // A peer that makes up a host NQN for each Connect is bounded by its address.
+            if (static_cast<std::size_t>(std::count_if(associations_.begin(), associations_.end(),
+                                                       [&](const auto& a) { return a->peer == c.peer; })) >=
+                options_.max_associations_per_address) {
+                detail::target_counters::bump(statistics_.associations_refused_per_address);
+                return detail::local_completion(cid,
+                                                spec::status{spec::fabrics_status::connect_controller_busy});
+            }
             auto created =
                 std::make_unique<association>(target_buffers_, options_.max_association_buffer_bytes);
             created->subsystem = discovery ? &discovery_subsystem_ : served->subsystem;
@@ -1708,6 +1815,7 @@ private:
             }
             created->host_nqn = std::string{data.host_nqn()};
             created->host_id = data.hostid;
+            created->peer = c.peer;
             created->discovery = discovery;
             created->admin = &c;
             created->connect_kato_ms = keep_alive_ms;
@@ -1852,7 +1960,9 @@ private:
     /// A command to a discovery controller that the target answers itself: opcodes a discovery
     /// controller does not take (Invalid Command Opcode), Identify (Controller only) and Get Log
     /// Page (the Discovery log page only). Nothing for those the controller core runs (features,
-    /// Asynchronous Event Request, Keep Alive).
+    /// Asynchronous Event Request, Keep Alive). Its data goes to the first bytes of the command's
+    /// buffer, which may be longer (SGLS bit 18), and is noted as transferred, so C2HData sends
+    /// only that.
     std::optional<spec::completion_queue_entry> discovery_command(connection& c, const command_slot& slot)
     {
         const std::uint16_t cid = slot.sqe.cdw0.get(spec::command_dword0::cid);
@@ -1868,12 +1978,13 @@ private:
             if (spec::identify_view::decode(slot.sqe).cns != spec::cns::identify_controller) {
                 return fail(spec::generic_status::invalid_field);
             }
-            if (out.size() != sizeof(spec::identify_controller)) {
+            if (out.size() < sizeof(spec::identify_controller)) {
                 return fail(spec::generic_status::data_sgl_length_invalid);
             }
             const auto data =
                 discovery_identify(identify_data<controller_type>::controller_data(*c.owner->ctrl));
             std::memcpy(out.data(), &data, sizeof(data));
+            c.owner->buffers.note_transferred(slot.buffer, sizeof(data));
             return detail::local_completion(cid, spec::status::success());
         }
         if (opcode == spec::admin_opcode::get_log_page) {
@@ -1909,7 +2020,12 @@ private:
             if (!command.retain_async_event) {
                 c.owner->ctrl->acknowledge_discovery_log();
             }
-            return detail::local_completion(cid, read_discovery_log(command, log, out));
+            const auto status = read_discovery_log(command, log, out);
+            if (status.is_success()) {
+                c.owner->buffers.note_transferred(slot.buffer,
+                                                  static_cast<std::size_t>(command.byte_count()));
+            }
+            return detail::local_completion(cid, status);
         }
         return std::nullopt;
     }
@@ -2373,6 +2489,7 @@ private:
             connection_gone(c.peer); // (a group's connection: when its close reaches poll())
         }
         c.socket.reset();
+        c.ticket.reset();
         c.closed = true;
         detail::target_counters::bump(c.counters->connections_closed);
     }
@@ -2405,6 +2522,9 @@ private:
     /// Connections not closed (in poll() and in the groups), in all and from each peer address.
     std::size_t live_connections_ = 0;
     std::map<peer_address, std::size_t> connections_from_;
+    /// The connections every target of the process may hold (connection_descriptor_bound of
+    /// descriptor_reserve), read again as the target accepts or waits at it.
+    std::size_t connection_bound_ = 0;
     std::vector<std::unique_ptr<association>> associations_;
     std::vector<pollfd> pollfds_;
     bool controllers_active_ = false;

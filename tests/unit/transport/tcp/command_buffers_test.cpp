@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -56,6 +57,45 @@ TEST(command_buffers, a_released_buffer_stops_resolving_even_when_reused)
     EXPECT_TRUE(buffers.write(old_address, out));
     EXPECT_FALSE(buffers.write(buffers.address(second), out));
     EXPECT_EQ(buffers.in_use(), 1U);
+}
+
+TEST(command_buffers, transferred_is_the_end_of_the_furthest_byte_reached_since_acquired)
+{
+    command_buffers buffers;
+    const auto id = buffers.acquire(4096);
+    const std::uint64_t address = buffers.address(id);
+    EXPECT_EQ(buffers.transferred(id), 0U);
+    // Bytes reached directly (the target receiving data) do not count.
+    buffers.bytes(id)[4000] = std::byte{1};
+    EXPECT_EQ(buffers.transferred(id), 0U);
+    std::vector<std::byte> data(512, std::byte{0x5a});
+    EXPECT_FALSE(buffers.write(address + 512, data));
+    EXPECT_EQ(buffers.transferred(id), 1024U);
+    EXPECT_FALSE(buffers.write(address, data)); // an earlier range moves nothing
+    EXPECT_EQ(buffers.transferred(id), 1024U);
+    std::vector<std::byte> back(16);
+    EXPECT_FALSE(buffers.read(address + 1500, back));
+    EXPECT_EQ(buffers.transferred(id), 1516U);
+    EXPECT_EQ(buffers.map(address + 2000, 48).size(), 48U);
+    EXPECT_EQ(buffers.transferred(id), 2048U);
+    // Accesses refused, and empty ones, move nothing.
+    EXPECT_TRUE(buffers.read(address + 4090, back));
+    EXPECT_FALSE(buffers.read(address + 4000, std::span<std::byte>{}));
+    EXPECT_EQ(buffers.transferred(id), 2048U);
+    buffers.note_transferred(id, 3000);
+    EXPECT_EQ(buffers.transferred(id), 3000U);
+    buffers.note_transferred(id, 100);
+    EXPECT_EQ(buffers.transferred(id), 3000U);
+
+    // Reuse starts again from 0, and a stale address moves nothing.
+    buffers.release(id);
+    const auto reused = buffers.acquire(4096);
+    ASSERT_EQ(reused, id);
+    EXPECT_EQ(buffers.transferred(reused), 0U);
+    EXPECT_TRUE(buffers.write(address, data));
+    EXPECT_EQ(buffers.transferred(reused), 0U);
+    EXPECT_FALSE(buffers.read(buffers.address(reused) + 4080, back));
+    EXPECT_EQ(buffers.transferred(reused), 4096U);
 }
 
 TEST(command_buffers, partitions_keep_their_buffers_apart)

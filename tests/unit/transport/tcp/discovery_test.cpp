@@ -152,7 +152,15 @@ TEST(tcp_discovery, bad_offsets_and_short_data_are_refused)
     EXPECT_EQ(tcp::read_discovery_log(by_index, log, out), invalid_field);
     const auto length_invalid = spec::status{spec::generic_status::data_sgl_length_invalid}.with_dnr();
     EXPECT_EQ(tcp::read_discovery_log(log_read(0, 1024), log, std::span{out}.first(512)), length_invalid);
-    EXPECT_EQ(tcp::read_discovery_log(log_read(0, 1024), log, std::span{out}.first(2048)), length_invalid);
+}
+
+TEST(tcp_discovery, data_longer_than_numd_keeps_its_bytes_past_the_log_read)
+{
+    const auto log = tcp::discovery_log(1, {});
+    std::vector<std::byte> out(2048, std::byte{0xee});
+    ASSERT_EQ(tcp::read_discovery_log(log_read(0, 1024), log, out), spec::status::success());
+    EXPECT_EQ(std::memcmp(out.data(), log.data(), 1024), 0);
+    EXPECT_TRUE(std::all_of(out.begin() + 1024, out.end(), [](std::byte b) { return b == std::byte{0xee}; }));
 }
 
 TEST(tcp_discovery, identify_reports_a_discovery_controller)

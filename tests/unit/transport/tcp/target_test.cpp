@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -11,13 +12,16 @@
 #include <functional>
 #include <mutex>
 #include <span>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -282,6 +286,8 @@ TEST(tcp_target, identify_controller_reports_the_fields_a_fabrics_host_checks)
     EXPECT_TRUE(data.sgls.get(spec::sgl_support::transport_data_block));
     EXPECT_FALSE(data.sgls.get(spec::sgl_support::keyed_data_block));
     EXPECT_FALSE(data.sgls.get(spec::sgl_support::bit_bucket));
+    // An SGL may describe more than the command transfers (nvme-cli's --data-size).
+    EXPECT_TRUE(data.sgls.get(spec::sgl_support::length_larger_than_data));
 }
 
 TEST(tcp_target, a_connection_that_does_not_connect_in_time_is_closed)
@@ -577,6 +583,56 @@ TEST(tcp_target, a_host_that_does_not_read_holds_up_no_other_connection)
         EXPECT_EQ(cqe.cid, 600 + i);
         EXPECT_TRUE(cqe.status().is_success());
     }
+}
+
+// ---- LBA formats with metadata ------------------------------------------------------------------
+
+/// Identify Namespace (CNS 00h) of `nsid` as `host` reads it.
+spec::identify_namespace identify_namespace_of(tcp_host& host, std::uint32_t nsid)
+{
+    std::array<std::byte, sizeof(spec::identify_namespace)> data{};
+    EXPECT_TRUE(host.admin()
+                    .execute(tcp_host::identify_command(spec::cns::identify_namespace, nsid, 0), {}, data)
+                    .ok());
+    return std::bit_cast<spec::identify_namespace>(data);
+}
+
+/// Format NVM of namespace 1 to LBA format `lbaf`, with the metadata in the extended LBA or not.
+nvmekit::testing::completion format_namespace(tcp_host& host, std::uint8_t lbaf, bool extended)
+{
+    auto format = tcp_host::command(spec::admin_opcode::format_nvm, 1);
+    spec::format_nvm_view{.format_index = lbaf, .metadata_in_extended_lba = extended}.encode(format);
+    return host.admin().execute(format, {}, {});
+}
+
+// A capsule has no metadata pointer: over NVMe/TCP Identify Namespace reports metadata in an
+// extended LBA only (MC 01b), nvme format --lbaf=1 (MSET 0) is Invalid Format and --lbaf=1 --ms=1
+// formats the namespace, whose 520-byte blocks then travel whole in the data.
+TEST(tcp_target, metadata_travels_only_in_an_extended_lba)
+{
+    served_target served;
+    auto host = served.host();
+    bring_up(host);
+    EXPECT_EQ(identify_namespace_of(host, 1).mc.raw, 0x1U);
+    EXPECT_EQ(identify_namespace_of(host, 0xffffffffU).mc.raw, 0x1U);
+
+    EXPECT_EQ(format_namespace(host, 1, false).status(),
+              spec::status{spec::command_specific_status::invalid_format}.with_dnr());
+    EXPECT_EQ(identify_namespace_of(host, 1).flbas.raw, 0U);
+
+    ASSERT_TRUE(format_namespace(host, 1, true).ok());
+    const auto formatted = identify_namespace_of(host, 1);
+    EXPECT_EQ(formatted.flbas.raw, 0x11U);
+    EXPECT_EQ(formatted.nsze, namespace_bytes / 520);
+    const auto blocks = pattern(2 * 520, 9);
+    ASSERT_TRUE(host.io(1).execute(tcp_host::lba_command(spec::nvm_opcode::write, 1, 6, 2), blocks, {}).ok());
+    std::vector<std::byte> back(blocks.size());
+    ASSERT_TRUE(host.io(1).execute(tcp_host::lba_command(spec::nvm_opcode::read, 1, 6, 2), {}, back).ok());
+    EXPECT_EQ(back, blocks);
+
+    ASSERT_TRUE(format_namespace(host, 0, false).ok());
+    EXPECT_EQ(identify_namespace_of(host, 1).nsze, namespace_bytes / 512);
+    check_io(host);
 }
 
 // ---- fatal errors -----------------------------------------------------------------------------
@@ -1543,15 +1599,17 @@ std::unique_ptr<tcp_queue> initialized_queue(const Served& served, tcp_host_opti
     return queue;
 }
 
-/// The status of an admin Connect as `host_nqn` to subsystem `nqn` of `served`'s target.
+/// The status of an admin Connect as `host_nqn` to subsystem `nqn` of `served`'s target, from
+/// `source_address` (empty: any).
 template <typename Served>
 spec::status admin_connect_status(const Served& served, const std::string& nqn, const std::string& host_nqn,
-                                  std::unique_ptr<tcp_queue>& kept)
+                                  std::unique_ptr<tcp_queue>& kept, const std::string& source_address = {})
 {
     tcp_host_options options;
     options.subsystem_nqn = nqn;
     options.host_nqn = host_nqn;
     options.keep_alive_timeout_ms = 0;
+    options.source_address = source_address;
     kept = initialized_queue(served, options);
     return kept->connect(0, 32, spec::dynamic_controller_id).status();
 }
@@ -1641,6 +1699,141 @@ TEST(tcp_target, associations_beyond_the_listener_limit_are_refused_as_controlle
     EXPECT_EQ(served.target().association_count(), 4U);
     EXPECT_EQ(served.target().statistics().associations_refused, 2U);
     EXPECT_EQ(served.target().statistics().associations_created, 4U);
+}
+
+TEST(tcp_target, associations_from_one_address_beyond_its_limit_are_refused_as_controller_busy)
+{
+    // Each Connect with a host NQN of its own, as a peer that makes them up would send.
+    manual_time_target served{[](tcp::target_options& options) { options.max_associations_per_address = 2; }};
+    const std::string discovery{spec::discovery_nqn};
+    const std::string nvm = tcp_host_options{}.subsystem_nqn;
+    std::array<std::unique_ptr<tcp_queue>, 5> queues;
+    EXPECT_TRUE(
+        admin_connect_status(served, discovery, made_up_host(0), queues[0], "127.0.0.1").is_success());
+    EXPECT_TRUE(admin_connect_status(served, nvm, made_up_host(1), queues[1], "127.0.0.1").is_success());
+    EXPECT_EQ(admin_connect_status(served, discovery, made_up_host(2), queues[2], "127.0.0.1"),
+              spec::status{spec::fabrics_status::connect_controller_busy});
+    EXPECT_EQ(served.target().statistics().associations_refused_per_address, 1U);
+    // Another address of the loopback is another host: served.
+    EXPECT_TRUE(
+        admin_connect_status(served, discovery, made_up_host(3), queues[3], "127.0.0.2").is_success());
+    // Once one of the address's associations has ended, it connects again.
+    queues[0].reset();
+    ASSERT_TRUE(eventually([&] {
+        return admin_connect_status(served, discovery, made_up_host(4), queues[4], "127.0.0.1").is_success();
+    }));
+    served.halt();
+    const auto statistics = served.target().statistics();
+    EXPECT_EQ(served.target().association_count(), 3U);
+    EXPECT_EQ(statistics.associations_refused, 0U);
+    EXPECT_EQ(statistics.associations_refused_per_host, 0U);
+}
+
+TEST(tcp_target, a_new_connection_takes_the_place_of_the_oldest_that_sent_no_icreq)
+{
+    manual_time_target served{[](tcp::target_options& options) { options.max_connections = 3; }};
+    const auto accepted = [&](std::uint64_t n) {
+        return eventually([&] { return served.target().statistics().connections_accepted == n; });
+    };
+    tcp_queue oldest{"127.0.0.1", served.port(), {.timeout = hang_guard}};
+    ASSERT_TRUE(accepted(1));
+    auto initialized = initialized_queue(served);
+    tcp_queue newer{"127.0.0.1", served.port(), {.timeout = hang_guard}};
+    ASSERT_TRUE(accepted(3));
+    // The listener is full: a new host is served in place of the connection accepted longest ago
+    // that has sent no ICReq, then of the next one; the one that sent its ICReq stays.
+    auto first_newcomer = initialized_queue(served);
+    EXPECT_TRUE(oldest.closed_by_target());
+    auto second_newcomer = initialized_queue(served);
+    EXPECT_TRUE(newer.closed_by_target());
+    EXPECT_EQ(served.target().statistics().idle_connections_closed, 2U);
+    // With none left that has not sent its ICReq, a connection beyond the limit is closed at once.
+    tcp_queue refused{"127.0.0.1", served.port(), {.timeout = hang_guard}};
+    EXPECT_TRUE(refused.closed_by_target());
+    EXPECT_TRUE(initialized->connect(0, 32, spec::dynamic_controller_id).status().is_success());
+    served.halt();
+    const auto statistics = served.target().statistics();
+    EXPECT_EQ(statistics.connections_accepted, 5U);
+    EXPECT_EQ(statistics.connections_refused, 1U);
+    EXPECT_EQ(statistics.idle_connections_closed, 2U);
+    EXPECT_EQ(served.target().connection_count(), 3U);
+}
+
+/// RLIMIT_NOFILE's soft limit lowered to `headroom` above the lowest free descriptor while it
+/// lives, then restored.
+class lowered_descriptor_limit {
+public:
+    explicit lowered_descriptor_limit(rlim_t headroom)
+    {
+        if (::getrlimit(RLIMIT_NOFILE, &original_) != 0) {
+            throw std::system_error{errno, std::generic_category(), "getrlimit"};
+        }
+        const int lowest = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (lowest < 0) {
+            throw std::system_error{errno, std::generic_category(), "open /dev/null"};
+        }
+        ::close(lowest);
+        soft_ = std::min(static_cast<rlim_t>(lowest) + headroom, original_.rlim_max);
+        const rlimit lowered{soft_, original_.rlim_max};
+        if (::setrlimit(RLIMIT_NOFILE, &lowered) != 0) {
+            throw std::system_error{errno, std::generic_category(), "setrlimit"};
+        }
+    }
+    lowered_descriptor_limit(const lowered_descriptor_limit&) = delete;
+    lowered_descriptor_limit& operator=(const lowered_descriptor_limit&) = delete;
+    ~lowered_descriptor_limit() { ::setrlimit(RLIMIT_NOFILE, &original_); }
+
+    [[nodiscard]] std::size_t soft() const noexcept { return static_cast<std::size_t>(soft_); }
+
+private:
+    rlimit original_{};
+    rlim_t soft_ = 0;
+};
+
+TEST(tcp_target, the_connections_of_every_target_leave_the_descriptor_reserve_free)
+{
+    const std::size_t before = tcp::open_target_connections(); // (0 unless a target leaked)
+    const lowered_descriptor_limit limit{64};
+    // Three more connections over both targets, whatever the lowered limit.
+    const std::size_t reserve = limit.soft() - before - 3;
+    const auto configure = [&](tcp::target_options& options) { options.descriptor_reserve = reserve; };
+    {
+        target_type::subsystem_type subsystem;
+        tcp::target_options leaves_nothing;
+        leaves_nothing.port = 0;
+        leaves_nothing.descriptor_reserve = limit.soft();
+        EXPECT_THROW(target_type(subsystem, leaves_nothing), std::invalid_argument);
+    }
+    manual_time_target first{configure};
+    manual_time_target second{configure};
+    auto first_a = initialized_queue(first);
+    auto first_b = initialized_queue(first);
+    tcp_queue silent{"127.0.0.1", second.port(), {.timeout = hang_guard}};
+    ASSERT_TRUE(eventually([&] { return second.target().statistics().connections_accepted == 1; }));
+    // At the bound, a new host is served in place of the connection that has sent no ICReq.
+    auto newcomer = initialized_queue(second);
+    EXPECT_TRUE(silent.closed_by_target());
+    EXPECT_EQ(second.target().statistics().idle_connections_closed, 1U);
+    // With none to close, the next one waits in the backlog, neither accepted nor refused, and
+    // the listener is left out of the poll set (no round is woken by it).
+    tcp_queue waiting{"127.0.0.1", second.port(), {.timeout = hang_guard}};
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+    second.halt();
+    EXPECT_EQ(second.target().statistics().connections_accepted, 2U);
+    EXPECT_EQ(second.target().statistics().connections_refused, 0U);
+    std::vector<pollfd> fds;
+    second.target().add_pollfds(fds);
+    ASSERT_FALSE(fds.empty());
+    EXPECT_EQ(fds[0].fd, -1);
+    EXPECT_FALSE(second.target().has_work());
+    // A connection of the other target closes: this one accepts the waiting one.
+    first_a.reset();
+    ASSERT_TRUE(eventually([&] { return first.target().statistics().connections_closed == 1; }));
+    for (int round = 0; round < 1000 && second.target().statistics().connections_accepted < 3; ++round) {
+        second.target().poll(std::chrono::milliseconds{2});
+    }
+    EXPECT_EQ(second.target().statistics().connections_accepted, 3U);
+    EXPECT_EQ(tcp::open_target_connections(), before + 3);
 }
 
 TEST(tcp_target, a_connection_that_sends_no_icreq_in_time_is_closed)
@@ -1849,6 +2042,199 @@ std::vector<spec::r2t_pdu> r2ts_before_response(tcp_queue& queue, std::uint16_t 
     }
 }
 
+// ---- SGLs longer than the transfer (SGLS bit 18) ---------------------------------------------------
+
+/// What a command sent with an SGL of its own brought back: its C2HData PDUs and its response.
+struct sgl_command_result {
+    std::vector<spec::r2t_pdu> r2ts;
+    std::vector<std::vector<std::byte>> c2h_data; ///< the data of each C2HData, in order
+    spec::completion_queue_entry cqe{};
+};
+
+/// Sends `sqe` (command identifier `cid`, PSDT 01b, `sgl`, `capsule_data` in the capsule) on
+/// `queue`; answers R2Ts with `r2t_data` and gathers the C2HData until the response.
+sgl_command_result execute_with_sgl(tcp_queue& queue, spec::submission_queue_entry sqe, std::uint16_t cid,
+                                    const spec::sgl_descriptor& sgl,
+                                    std::span<const std::byte> capsule_data = {},
+                                    std::span<const std::byte> r2t_data = {})
+{
+    prepare(sqe, cid, sgl);
+    queue.send_capsule(sqe, capsule_data);
+    sgl_command_result result;
+    for (;;) {
+        const auto pdu = queue.receive_pdu(); // digests checked
+        switch (pdu.type()) {
+        case spec::pdu_type::r2t: {
+            const auto r2t = pdu.header_as<spec::r2t_pdu>();
+            result.r2ts.push_back(r2t);
+            if (std::uint64_t{r2t.r2to} + r2t.r2tl > r2t_data.size()) {
+                ADD_FAILURE() << "R2T beyond the data";
+                return result;
+            }
+            queue.send_bytes(h2c_data_for(queue, r2t, r2t_data));
+            break;
+        }
+        case spec::pdu_type::c2h_data: {
+            const auto header = pdu.header_as<spec::c2h_data_pdu>();
+            EXPECT_EQ(header.cccid, cid);
+            EXPECT_EQ(header.datal, pdu.data().size());
+            result.c2h_data.emplace_back(pdu.data().begin(), pdu.data().end());
+            break;
+        }
+        case spec::pdu_type::capsule_resp:
+            result.cqe = pdu.header_as<spec::capsule_resp_pdu>().cqe;
+            EXPECT_EQ(result.cqe.cid, cid);
+            return result;
+        default: ADD_FAILURE() << "unexpected " << spec::name(pdu.type()); return result;
+        }
+    }
+}
+
+/// A Transport SGL Data Block of `bytes` (R2T or C2HData).
+spec::sgl_descriptor transport_sgl(std::uint32_t bytes)
+{
+    return spec::sgl_descriptor::transport_data_block(bytes, tcp_queue::transport_subtype);
+}
+/// A Data Block with Offset of `bytes` in the capsule.
+spec::sgl_descriptor capsule_sgl(std::uint32_t bytes)
+{
+    return spec::sgl_descriptor::data_block(0, bytes, spec::sgl_descriptor_subtype::offset);
+}
+
+TEST(tcp_target, a_write_or_compare_with_an_sgl_longer_than_its_blocks_uses_the_first_bytes)
+{
+    served_target served;
+    auto host = served.host();
+    bring_up(host);
+    auto& queue = host.io(1);
+    const auto zeroes = std::vector<std::byte>(512);
+    const auto one_block = tcp_host::lba_command(spec::nvm_opcode::write, 1, 5, 1);
+
+    // In the capsule: 4096 bytes for one 512-byte block.
+    const auto in_capsule = pattern(4096, 40);
+    auto result = execute_with_sgl(queue, one_block, 70, capsule_sgl(4096), in_capsule);
+    EXPECT_TRUE(result.cqe.status().is_success());
+    std::vector<std::byte> back;
+    ASSERT_TRUE(host.read(1, 5, 2, back).ok());
+    EXPECT_TRUE(std::equal(back.begin(), back.begin() + 512, in_capsule.begin()));
+    EXPECT_TRUE(std::equal(back.begin() + 512, back.end(), zeroes.begin())); // the next block untouched
+
+    // By R2T: the whole SGL is asked for, the first block written.
+    const auto by_r2t = pattern(4096, 41);
+    result = execute_with_sgl(queue, one_block, 71, transport_sgl(4096), {}, by_r2t);
+    EXPECT_TRUE(result.cqe.status().is_success());
+    ASSERT_EQ(result.r2ts.size(), 1U);
+    EXPECT_EQ(result.r2ts[0].r2to, 0U);
+    EXPECT_EQ(result.r2ts[0].r2tl, 4096U);
+    ASSERT_TRUE(host.read(1, 5, 2, back).ok());
+    EXPECT_TRUE(std::equal(back.begin(), back.begin() + 512, by_r2t.begin()));
+    EXPECT_TRUE(std::equal(back.begin() + 512, back.end(), zeroes.begin()));
+
+    // Compare reads the first bytes only: what follows them does not matter.
+    auto changed = by_r2t;
+    changed[600] ^= std::byte{0xff};
+    const auto compare = tcp_host::lba_command(spec::nvm_opcode::compare, 1, 5, 1);
+    EXPECT_TRUE(execute_with_sgl(queue, compare, 72, capsule_sgl(4096), changed).cqe.status().is_success());
+    changed[100] ^= std::byte{0xff};
+    EXPECT_EQ(execute_with_sgl(queue, compare, 73, capsule_sgl(4096), changed).cqe.status(),
+              spec::status{spec::media_status::compare_failure}.with_dnr());
+}
+
+TEST(tcp_target, a_read_with_an_sgl_longer_than_its_data_sends_only_the_data)
+{
+    for (const bool data_digest : {false, true}) {
+        SCOPED_TRACE(data_digest ? "data digest" : "no data digest");
+        served_target served;
+        auto host = served.host({.data_digest = data_digest});
+        bring_up(host);
+        auto& queue = host.io(1);
+        const auto eight_blocks = pattern(4096, 42);
+        const auto block = pattern(512, 43);
+        ASSERT_TRUE(host.write(1, 0, eight_blocks).ok());
+        ASSERT_TRUE(host.write(1, 20, block).ok());
+
+        // A read of 4096 bytes first: the buffer the next read reuses holds them.
+        auto result = execute_with_sgl(queue, tcp_host::lba_command(spec::nvm_opcode::read, 1, 0, 8), 80,
+                                       transport_sgl(4096));
+        EXPECT_TRUE(result.cqe.status().is_success());
+        ASSERT_EQ(result.c2h_data.size(), 1U);
+        EXPECT_EQ(result.c2h_data[0], eight_blocks);
+
+        // One block with an SGL of 4096 bytes: one C2HData of its 512 bytes, nothing of the rest.
+        result = execute_with_sgl(queue, tcp_host::lba_command(spec::nvm_opcode::read, 1, 20, 1), 81,
+                                  transport_sgl(4096));
+        EXPECT_TRUE(result.cqe.status().is_success());
+        ASSERT_EQ(result.c2h_data.size(), 1U);
+        EXPECT_EQ(result.c2h_data[0], block);
+
+        // An admin command as well: a 512-byte log page with an SGL of 8192 bytes.
+        result = execute_with_sgl(host.admin(),
+                                  tcp_host::get_log_page_command(spec::log_page_id::smart_health, 512), 82,
+                                  transport_sgl(8192));
+        EXPECT_TRUE(result.cqe.status().is_success());
+        ASSERT_EQ(result.c2h_data.size(), 1U);
+        EXPECT_EQ(result.c2h_data[0].size(), 512U);
+        check_io(host);
+    }
+}
+
+TEST(tcp_target, an_sgl_shorter_than_the_transfer_is_still_data_sgl_length_invalid)
+{
+    served_target served;
+    auto host = served.host();
+    bring_up(host);
+    auto& queue = host.io(1);
+    const auto length_invalid = spec::status{spec::generic_status::data_sgl_length_invalid}.with_dnr();
+    auto result = execute_with_sgl(queue, tcp_host::lba_command(spec::nvm_opcode::read, 1, 0, 2), 90,
+                                   transport_sgl(512));
+    EXPECT_EQ(result.cqe.status(), length_invalid);
+    EXPECT_TRUE(result.c2h_data.empty());
+    const auto data = pattern(512, 44);
+    result = execute_with_sgl(queue, tcp_host::lba_command(spec::nvm_opcode::write, 1, 0, 2), 91,
+                              capsule_sgl(512), data);
+    EXPECT_EQ(result.cqe.status(), length_invalid);
+    result = execute_with_sgl(queue, tcp_host::lba_command(spec::nvm_opcode::write, 1, 0, 2), 92,
+                              transport_sgl(512), {}, data);
+    EXPECT_EQ(result.cqe.status(), length_invalid);
+    check_io(host);
+}
+
+TEST(tcp_target, the_discovery_controller_answers_an_sgl_longer_than_its_data_with_the_data_only)
+{
+    served_target served;
+    auto host = discovery_host(served, tcp_host_options{}.host_nqn);
+    auto& admin = host.admin();
+    const auto identify_controller = tcp_host::identify_command(spec::cns::identify_controller, 0, 0);
+    auto result = execute_with_sgl(admin, identify_controller, 30, transport_sgl(8192));
+    EXPECT_TRUE(result.cqe.status().is_success());
+    ASSERT_EQ(result.c2h_data.size(), 1U);
+    ASSERT_EQ(result.c2h_data[0].size(), sizeof(spec::identify_controller));
+    spec::identify_controller identify{};
+    std::memcpy(&identify, result.c2h_data[0].data(), sizeof(identify));
+    EXPECT_EQ(identify.cntrltype, spec::controller_type::discovery);
+    EXPECT_TRUE(identify.sgls.get(spec::sgl_support::length_larger_than_data));
+
+    // The log's first 1024 bytes with an SGL of 4096 (after the Identify filled the buffer).
+    const auto header = read_log(host, 0, 1024);
+    result = execute_with_sgl(
+        admin, tcp_host::get_log_page_command(spec::log_page_id{spec::discovery_log_page_id}, 1024), 31,
+        transport_sgl(4096));
+    EXPECT_TRUE(result.cqe.status().is_success());
+    ASSERT_EQ(result.c2h_data.size(), 1U);
+    EXPECT_EQ(result.c2h_data[0], header);
+
+    // Shorter than the data: Data SGL Length Invalid, no data.
+    const auto length_invalid = spec::status{spec::generic_status::data_sgl_length_invalid}.with_dnr();
+    result = execute_with_sgl(admin, identify_controller, 32, transport_sgl(2048));
+    EXPECT_EQ(result.cqe.status(), length_invalid);
+    EXPECT_TRUE(result.c2h_data.empty());
+    result = execute_with_sgl(
+        admin, tcp_host::get_log_page_command(spec::log_page_id{spec::discovery_log_page_id}, 1024), 33,
+        transport_sgl(1020));
+    EXPECT_EQ(result.cqe.status(), length_invalid);
+    EXPECT_TRUE(result.c2h_data.empty());
+}
+
 TEST(tcp_target, a_host_maxr2t_bounds_the_r2ts_outstanding_per_command)
 {
     served_target served{[](tcp::target_options& options) { options.limits.max_outstanding_r2t = 4; }};
@@ -2021,6 +2407,7 @@ int accepting_without_descriptors()
     paused_target::subsystem_type subsystem;
     tcp::target_options options;
     options.port = 0;
+    options.descriptor_reserve = 0; // accept(2) itself runs out of descriptors here
     paused_target target{subsystem, options};
     constexpr std::uint64_t hosts = 8;
     std::vector<tcp::socket_handle> clients;
