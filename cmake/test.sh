@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, checks formatting and the clang-tidy checks
-# (cmake/style.sh), then builds and runs every test with g++ 12 (Release at -O2, its tests at -O1,
-# -Werror) and with clang 14 (-O0, -Werror, every public header compiled on its own, under
-# AddressSanitizer + UndefinedBehaviorSanitizer; the package consumers are built by the g++ pass
-# only), runs the controller tests again with their I/O queues over 2 and 4 poll groups and with
-# groups on threads of their own, runs the tests of multi-threaded code and the controller tests
-# with 4 threaded poll groups under ThreadSanitizer, runs each libFuzzer target for a minute on its
-# seed corpus, one per core at a time (NVMEKIT_FUZZ_SECONDS changes the minute), meanwhile checks
-# the Debian package, and runs the end-to-end tests: a Linux guest under QEMU against nvmekit-serve
-# over vfio-user, and over NVMe/TCP with the guest kernel's nvme-tcp host. The end-to-end tests run
-# in the background from the moment nvmekit-serve is built, beside the other stages, and report at
-# the end. What they need (a QEMU with the vfio-user client built from Debian's source package, the
-# guest kernel and initramfs) is provisioned first when it is missing, once per machine, outside the
-# checkout (tests/e2e/provision.sh; about 5 minutes on 2 cores, seconds once done); a provisioning
-# failure fails the run and says what is missing.
+# (cmake/style.sh), then builds and runs every test with g++ 12 (Release: nvmekit-serve at -O2, the
+# tests, examples and benchmarks at -O0; -Werror) and with clang 14 (-O0, -Werror, every public
+# header compiled on its own, under AddressSanitizer + UndefinedBehaviorSanitizer; the package
+# consumers are built by the g++ pass only), runs the controller tests again with their I/O queues
+# over 2 and 4 poll groups and with groups on threads of their own, runs the tests of multi-threaded
+# code and the controller tests with 4 threaded poll groups under ThreadSanitizer, runs each
+# libFuzzer target for a minute on its seed corpus, one per core at a time (NVMEKIT_FUZZ_SECONDS
+# changes the minute), meanwhile checks the Debian package, and runs the end-to-end tests: a Linux
+# guest under QEMU against nvmekit-serve over vfio-user, and over NVMe/TCP with the guest kernel's
+# nvme-tcp host. The end-to-end tests run in the background from the moment nvmekit-serve is built,
+# beside the other stages, and report at the end. What they need (a QEMU with the vfio-user client
+# built from Debian's source package, the guest kernel and initramfs) is provisioned first when it
+# is missing, once per machine, outside the checkout (tests/e2e/provision.sh; about 5 minutes on 2
+# cores, seconds once done); a provisioning failure fails the run and says what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source cmake/deps.sh

@@ -8,9 +8,19 @@
 # uring_consumer (nvmekit::uring) and systemc_consumer (nvmekit::systemc).
 # Included by find_package/CMakeLists.txt and add_subdirectory/CMakeLists.txt once nvmekit::nvmekit
 # exists; the .deb check (deb.sh) builds find_package/ against the installed package.
-set(nvmekit_consumer_sources
-    consumer "${CMAKE_CURRENT_LIST_DIR}/consumer.cpp"
-    readme_example "${CMAKE_CURRENT_LIST_DIR}/../../examples/readme_example.cpp")
+# NVMEKIT_CONSUMER_PROGRAMS=usage leaves out readme_example and vfio_user_consumer, the two
+# programs that instantiate a whole controller: their usage requirements are those of consumer
+# (nvmekit::nvmekit) and of rpc_consumer (nlohmann_json, like nvmekit::vfio_user), so a form of the
+# package that another consumer project already builds in full is checked by the others.
+set(NVMEKIT_CONSUMER_PROGRAMS all CACHE STRING "The consumer programs to build: all, or usage")
+if(NOT NVMEKIT_CONSUMER_PROGRAMS MATCHES "^(all|usage)$")
+    message(FATAL_ERROR "NVMEKIT_CONSUMER_PROGRAMS is all or usage, not ${NVMEKIT_CONSUMER_PROGRAMS}")
+endif()
+set(nvmekit_consumer_sources consumer "${CMAKE_CURRENT_LIST_DIR}/consumer.cpp")
+if(NVMEKIT_CONSUMER_PROGRAMS STREQUAL "all")
+    list(APPEND nvmekit_consumer_sources
+        readme_example "${CMAKE_CURRENT_LIST_DIR}/../../examples/readme_example.cpp")
+endif()
 
 enable_testing()
 while(nvmekit_consumer_sources)
@@ -20,7 +30,13 @@ while(nvmekit_consumer_sources)
     add_test(NAME ${program} COMMAND ${program})
 endwhile()
 # The components' consumers, when nvmekit has them (NVMEKIT_EXPECT_<COMPONENT> says it must).
-foreach(component IN ITEMS rpc vfio_user uring systemc)
+set(components rpc uring systemc)
+if(NVMEKIT_CONSUMER_PROGRAMS STREQUAL "all")
+    list(APPEND components vfio_user)
+elseif(NVMEKIT_EXPECT_VFIO_USER AND NOT TARGET nvmekit::vfio_user)
+    message(FATAL_ERROR "nvmekit was built with nvmekit::vfio_user, but this consumer does not find it")
+endif()
+foreach(component IN LISTS components)
     string(TOUPPER "${component}" upper)
     if(TARGET nvmekit::${component})
         add_executable(${component}_consumer "${CMAKE_CURRENT_LIST_DIR}/${component}_consumer.cpp")
