@@ -12,21 +12,21 @@
 
 #include <benchmark/benchmark.h>
 
-#include <nvmekit/cq_ring.hpp>
-#include <nvmekit/dispatcher.hpp>
-#include <nvmekit/doorbell_channel.hpp>
-#include <nvmekit/host_ranges.hpp>
-#include <nvmekit/interrupt_coalescing.hpp>
-#include <nvmekit/interrupts.hpp>
-#include <nvmekit/msix.hpp>
-#include <nvmekit/prp_walker.hpp>
-#include <nvmekit/queue_memory.hpp>
-#include <nvmekit/sgl_walker.hpp>
+#include <nvmekit/contracts/interrupts.hpp>
+#include <nvmekit/core/dispatcher.hpp>
+#include <nvmekit/data/host_ranges.hpp>
+#include <nvmekit/data/prp_walker.hpp>
+#include <nvmekit/data/sgl_walker.hpp>
+#include <nvmekit/pci/doorbell_channel.hpp>
+#include <nvmekit/pci/msix.hpp>
+#include <nvmekit/queues/cq_ring.hpp>
+#include <nvmekit/queues/queue_memory.hpp>
+#include <nvmekit/queues/sq_ring.hpp>
 #include <nvmekit/spec/commands.hpp>
 #include <nvmekit/spec/data_pointer.hpp>
 #include <nvmekit/spec/opcodes.hpp>
 #include <nvmekit/spec/queue_entries.hpp>
-#include <nvmekit/sq_ring.hpp>
+#include <nvmekit/state/interrupt_coalescing.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
 
 namespace spec = nvmekit::spec;

@@ -80,7 +80,7 @@
 #ifdef NVMEKIT_PERF_HAVE_URING
 #include <nvmekit/backends/uring_backend.hpp>
 #endif
-#include <nvmekit/clock.hpp>
+#include <nvmekit/contracts/clock.hpp>
 #include <nvmekit/controller.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
 #include <nvmekit/testing/host.hpp>

@@ -14,13 +14,13 @@
 #include <cstdint>
 #include <span>
 
-#include <nvmekit/block_backend.hpp>
-#include <nvmekit/dispatcher.hpp>
-#include <nvmekit/handler_context.hpp>
-#include <nvmekit/host_ranges.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
+#include <nvmekit/contracts/handler_context.hpp>
+#include <nvmekit/contracts/tracer.hpp>
+#include <nvmekit/core/dispatcher.hpp>
+#include <nvmekit/data/host_ranges.hpp>
 #include <nvmekit/spec/queue_entries.hpp>
 #include <nvmekit/spec/status.hpp>
-#include <nvmekit/tracer.hpp>
 #include <nvmekit/transport/tcp/crc32c.hpp>
 
 namespace nvmekit_examples {

@@ -46,7 +46,7 @@
 // --subsystem-vendor-id and
 // --subsystem-id set them (hexadecimal).
 //
-// --trace prints the controller's trace events (nvmekit/tracer.hpp) through spdlog: every host
+// --trace prints the controller's trace events (nvmekit/contracts/tracer.hpp) through spdlog: every host
 // mistake at debug level, each step of every command at trace level; the log level becomes trace
 // unless --log says otherwise (--trace --log debug: the host mistakes alone). Without --trace the
 // controller is built with the null tracer, so tracing costs nothing.
@@ -106,12 +106,12 @@
 #endif
 #include <nvmekit/backends/ram_backend.hpp>
 #include <nvmekit/backends/timed_backend.hpp>
-#include <nvmekit/clock.hpp>
+#include <nvmekit/contracts/clock.hpp>
 #include <nvmekit/controller.hpp>
-#include <nvmekit/instance_identity.hpp>
 #include <nvmekit/pci/config_space.hpp>
 #include <nvmekit/spdlog_tracer.hpp>
 #include <nvmekit/spec/fabrics.hpp>
+#include <nvmekit/storage/instance_identity.hpp>
 #include <nvmekit/timing/simple_model.hpp>
 #include <nvmekit/timing/ssd_model.hpp>
 #include <nvmekit/transport/eventfd_interrupts.hpp>

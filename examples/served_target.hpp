@@ -39,12 +39,12 @@
 #include <spdlog/spdlog.h>
 
 #include <nvmekit/backends/any_backend.hpp>
-#include <nvmekit/clock.hpp>
+#include <nvmekit/contracts/clock.hpp>
 #include <nvmekit/controller.hpp>
 #include <nvmekit/rpc/bdev_registry.hpp>
 #include <nvmekit/rpc/nvmf_methods.hpp>
 #include <nvmekit/rpc/nvmf_registry.hpp>
-#include <nvmekit/subsystem.hpp>
+#include <nvmekit/storage/subsystem.hpp>
 #include <nvmekit/transport/eventfd_interrupts.hpp>
 #include <nvmekit/transport/mapped_memory.hpp>
 #include <nvmekit/transport/tcp/target.hpp>

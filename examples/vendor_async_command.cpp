@@ -14,10 +14,10 @@
 #include "command_line.hpp"
 #include "read_checksummed.hpp"
 
+#include <nvmekit/contracts/handler_context.hpp>
 #include <nvmekit/controller.hpp>
 #include <nvmekit/format.hpp>
-#include <nvmekit/handler_context.hpp>
-#include <nvmekit/subsystem.hpp>
+#include <nvmekit/storage/subsystem.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
 #include <nvmekit/testing/host.hpp>
 #include <nvmekit/testing/manual_clock.hpp>

@@ -14,7 +14,7 @@
 #include <nvmekit/backends/null_backend.hpp>
 #include <nvmekit/backends/ram_backend.hpp>
 #include <nvmekit/controller.hpp>
-#include <nvmekit/subsystem.hpp>
+#include <nvmekit/storage/subsystem.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
 #include <nvmekit/testing/host.hpp>
 #include <nvmekit/testing/manual_clock.hpp>

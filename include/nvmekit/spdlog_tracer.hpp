@@ -17,8 +17,8 @@
 #include <spdlog/spdlog.h>
 
 #include <nvmekit/config.hpp>
+#include <nvmekit/contracts/tracer.hpp>
 #include <nvmekit/format/status.hpp>
-#include <nvmekit/tracer.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include <nvmekit/async_dma.hpp>
+#include <nvmekit/contracts/async_dma.hpp>
 
 struct unpollable_dma {
     void submit(nvmekit::dma_request&) {}

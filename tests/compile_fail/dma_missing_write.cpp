@@ -6,7 +6,7 @@
 #include <span>
 #include <system_error>
 
-#include <nvmekit/dma.hpp>
+#include <nvmekit/contracts/dma.hpp>
 
 struct read_only_dma {
     std::error_code read(std::uint64_t, std::span<std::byte>) { return {}; }

@@ -1,7 +1,7 @@
 // Must not compile: a threading policy without its compile-time concurrent_groups flag is
 // rejected where it enters the library, with the readable ThreadingPolicy diagnostic.
 
-#include <nvmekit/threading.hpp>
+#include <nvmekit/contracts/threading.hpp>
 
 struct unflagged_threading {};
 

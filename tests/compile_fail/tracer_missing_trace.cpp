@@ -1,7 +1,7 @@
 // Must not compile: a tracer without trace() is rejected where it enters the library, with the
 // readable Tracer diagnostic naming the missing operation.
 
-#include <nvmekit/tracer.hpp>
+#include <nvmekit/contracts/tracer.hpp>
 
 struct silent_tracer {
     void log(int) {}

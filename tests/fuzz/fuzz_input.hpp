@@ -8,7 +8,7 @@
 #include <cstring>
 #include <span>
 
-#include <nvmekit/interrupts.hpp>
+#include <nvmekit/contracts/interrupts.hpp>
 
 // A fuzz target without NVMEKIT_ASSERT would let a hostile host break an internal invariant
 // unnoticed; tests/fuzz/CMakeLists.txt undefines NDEBUG for every target.

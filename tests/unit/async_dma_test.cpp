@@ -1,4 +1,4 @@
-#include <nvmekit/async_dma.hpp>
+#include <nvmekit/contracts/async_dma.hpp>
 
 #include <array>
 #include <cstddef>
@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/dma.hpp>
+#include <nvmekit/contracts/dma.hpp>
 #include <nvmekit/error.hpp>
 #include <nvmekit/testing/archetypes.hpp>
 #include <nvmekit/testing/flat_memory.hpp>

@@ -1,4 +1,4 @@
-#include <nvmekit/async_events.hpp>
+#include <nvmekit/state/async_events.hpp>
 
 #include <gtest/gtest.h>
 

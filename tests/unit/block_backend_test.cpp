@@ -1,4 +1,4 @@
-#include <nvmekit/block_backend.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
 
 #include <array>
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include <nvmekit/clock.hpp>
+#include <nvmekit/contracts/clock.hpp>
 
 #include <chrono>
 #include <cstdint>

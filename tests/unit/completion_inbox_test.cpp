@@ -1,4 +1,4 @@
-#include <nvmekit/completion_inbox.hpp>
+#include <nvmekit/runtime/completion_inbox.hpp>
 
 #include <array>
 #include <atomic>
@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/block_backend.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include <nvmekit/controller_config.hpp>
+#include <nvmekit/core/controller_config.hpp>
 
 #include <cstdint>
 #include <stdexcept>

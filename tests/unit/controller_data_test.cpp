@@ -16,7 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <nvmekit/backends/ram_backend.hpp>
-#include <nvmekit/dma.hpp>
+#include <nvmekit/contracts/dma.hpp>
 #include <nvmekit/spec/data_pointer.hpp>
 #include <nvmekit/testing/test_backend.hpp>
 

@@ -1,4 +1,4 @@
-#include <nvmekit/controller_enable.hpp>
+#include <nvmekit/state/controller_enable.hpp>
 
 #include <cstdint>
 #include <vector>

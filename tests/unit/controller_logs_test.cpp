@@ -1,4 +1,4 @@
-#include <nvmekit/controller_logs.hpp>
+#include <nvmekit/state/controller_logs.hpp>
 
 #include <gtest/gtest.h>
 

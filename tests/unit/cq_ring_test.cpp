@@ -1,4 +1,4 @@
-#include <nvmekit/cq_ring.hpp>
+#include <nvmekit/queues/cq_ring.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include <system_error>
 #include <vector>
 
-#include <nvmekit/dma_guard.hpp>
+#include <nvmekit/data/dma_guard.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
 #include <nvmekit/transport/mapped_memory.hpp>
 

@@ -1,4 +1,4 @@
-#include <nvmekit/dispatcher.hpp>
+#include <nvmekit/core/dispatcher.hpp>
 
 #include <array>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include <nvmekit/dma_guard.hpp>
+#include <nvmekit/data/dma_guard.hpp>
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include <nvmekit/dma_journal.hpp>
+#include <nvmekit/core/dma_journal.hpp>
 
 #include <array>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include <nvmekit/dma.hpp>
+#include <nvmekit/contracts/dma.hpp>
 
 #include <array>
 #include <cstddef>

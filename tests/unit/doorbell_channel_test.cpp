@@ -1,4 +1,4 @@
-#include <nvmekit/doorbell_channel.hpp>
+#include <nvmekit/pci/doorbell_channel.hpp>
 
 #include <array>
 #include <atomic>

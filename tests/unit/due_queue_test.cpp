@@ -1,4 +1,4 @@
-#include <nvmekit/due_queue.hpp>
+#include <nvmekit/runtime/due_queue.hpp>
 
 #include <chrono>
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include <nvmekit/error_log.hpp>
+#include <nvmekit/state/error_log.hpp>
 
 #include <array>
 #include <bit>

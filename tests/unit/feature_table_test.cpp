@@ -1,4 +1,4 @@
-#include <nvmekit/feature_table.hpp>
+#include <nvmekit/state/feature_table.hpp>
 
 #include <chrono>
 #include <cstdint>

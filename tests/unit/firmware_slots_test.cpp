@@ -1,4 +1,4 @@
-#include <nvmekit/firmware_slots.hpp>
+#include <nvmekit/state/firmware_slots.hpp>
 
 #include <array>
 #include <bit>

@@ -1,4 +1,4 @@
-#include <nvmekit/group_coordination.hpp>
+#include <nvmekit/runtime/group_coordination.hpp>
 
 #include <atomic>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include <nvmekit/handler_context.hpp>
+#include <nvmekit/contracts/handler_context.hpp>
 
 #include <algorithm>
 #include <array>

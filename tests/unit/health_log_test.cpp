@@ -1,4 +1,4 @@
-#include <nvmekit/health_log.hpp>
+#include <nvmekit/state/health_log.hpp>
 
 #include <array>
 #include <bit>

@@ -1,4 +1,4 @@
-#include <nvmekit/host_mistakes.hpp>
+#include <nvmekit/state/host_mistakes.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include <nvmekit/host_ranges.hpp>
+#include <nvmekit/data/host_ranges.hpp>
 
 #include <array>
 #include <cstddef>

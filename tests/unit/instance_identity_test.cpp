@@ -7,8 +7,8 @@
 
 #include <nvmekit/backends/any_backend.hpp>
 #include <nvmekit/backends/ram_backend.hpp>
-#include <nvmekit/instance_identity.hpp>
-#include <nvmekit/subsystem.hpp>
+#include <nvmekit/storage/instance_identity.hpp>
+#include <nvmekit/storage/subsystem.hpp>
 
 namespace {
 namespace instance_identity_test {

@@ -1,4 +1,4 @@
-#include <nvmekit/interrupt_coalescing.hpp>
+#include <nvmekit/state/interrupt_coalescing.hpp>
 
 #include <chrono>
 #include <cstdint>

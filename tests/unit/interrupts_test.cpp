@@ -1,4 +1,4 @@
-#include <nvmekit/interrupts.hpp>
+#include <nvmekit/contracts/interrupts.hpp>
 
 #include <cstdint>
 #include <type_traits>

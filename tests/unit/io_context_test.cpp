@@ -1,14 +1,14 @@
-#include <nvmekit/io_context.hpp>
+#include <nvmekit/core/io_context.hpp>
 
 #include <cstddef>
 #include <type_traits>
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/controller_config.hpp>
+#include <nvmekit/contracts/threading.hpp>
+#include <nvmekit/core/controller_config.hpp>
 #include <nvmekit/testing/async_dma.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
-#include <nvmekit/threading.hpp>
 
 namespace {
 namespace io_context_test {

@@ -1,4 +1,4 @@
-#include <nvmekit/keep_alive_timer.hpp>
+#include <nvmekit/state/keep_alive_timer.hpp>
 
 #include <chrono>
 

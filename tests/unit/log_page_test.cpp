@@ -1,4 +1,4 @@
-#include <nvmekit/log_page.hpp>
+#include <nvmekit/state/log_page.hpp>
 
 #include <array>
 #include <cstddef>

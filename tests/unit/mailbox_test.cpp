@@ -1,4 +1,4 @@
-#include <nvmekit/mailbox.hpp>
+#include <nvmekit/runtime/mailbox.hpp>
 
 #include <array>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include <nvmekit/msix.hpp>
+#include <nvmekit/pci/msix.hpp>
 
 #include <atomic>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include <nvmekit/namespace_table.hpp>
+#include <nvmekit/storage/namespace_table.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include <nvmekit/nvm_namespace.hpp>
+#include <nvmekit/storage/nvm_namespace.hpp>
 
 #include <cstdint>
 #include <utility>

@@ -1,4 +1,4 @@
-#include <nvmekit/poll_group_state.hpp>
+#include <nvmekit/runtime/poll_group_state.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include <nvmekit/poll_group_statistics.hpp>
+#include <nvmekit/runtime/poll_group_statistics.hpp>
 
 #include <array>
 #include <atomic>

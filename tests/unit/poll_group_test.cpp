@@ -1,4 +1,4 @@
-#include <nvmekit/poll_group.hpp>
+#include <nvmekit/runtime/poll_group.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -18,7 +18,7 @@
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/mailbox.hpp>
+#include <nvmekit/runtime/mailbox.hpp>
 
 #include "asserts_enabled.hpp"
 

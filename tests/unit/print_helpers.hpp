@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 
 #include <nvmekit/config.hpp>
+#include <nvmekit/contracts/tracer.hpp>
+#include <nvmekit/data/host_ranges.hpp>
 #include <nvmekit/format/status.hpp>
-#include <nvmekit/host_ranges.hpp>
-#include <nvmekit/tracer.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 inline void PrintTo(const host_range& range, std::ostream* out)

@@ -1,4 +1,4 @@
-#include <nvmekit/prp_walker.hpp>
+#include <nvmekit/data/prp_walker.hpp>
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include <nvmekit/queue_memory.hpp>
+#include <nvmekit/queues/queue_memory.hpp>
 
 #include <cstddef>
 #include <cstdint>

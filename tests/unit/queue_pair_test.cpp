@@ -1,4 +1,4 @@
-#include <nvmekit/queue_pair.hpp>
+#include <nvmekit/queues/queue_pair.hpp>
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/register_file.hpp>
+#include <nvmekit/state/register_file.hpp>
 
 namespace spec = nvmekit::spec;
 using nvmekit::register_event;

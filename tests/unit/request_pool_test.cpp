@@ -1,4 +1,4 @@
-#include <nvmekit/request_pool.hpp>
+#include <nvmekit/queues/request_pool.hpp>
 
 #include <cstddef>
 #include <cstdint>

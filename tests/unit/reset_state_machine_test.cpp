@@ -1,4 +1,4 @@
-#include <nvmekit/reset_state_machine.hpp>
+#include <nvmekit/state/reset_state_machine.hpp>
 
 #include <array>
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include <nvmekit/sgl_walker.hpp>
+#include <nvmekit/data/sgl_walker.hpp>
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include <nvmekit/shutdown_flushes.hpp>
+#include <nvmekit/state/shutdown_flushes.hpp>
 
 #include <cstddef>
 #include <vector>

@@ -1,4 +1,4 @@
-#include <nvmekit/sq_ring.hpp>
+#include <nvmekit/queues/sq_ring.hpp>
 
 #include <array>
 #include <cstddef>
@@ -8,7 +8,7 @@
 #include <system_error>
 #include <vector>
 
-#include <nvmekit/dma_guard.hpp>
+#include <nvmekit/data/dma_guard.hpp>
 #include <nvmekit/transport/mapped_memory.hpp>
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include <nvmekit/subsystem.hpp>
+#include <nvmekit/storage/subsystem.hpp>
 
 #include <cstdint>
 #include <optional>

@@ -1,4 +1,4 @@
-#include <nvmekit/telemetry_log.hpp>
+#include <nvmekit/state/telemetry_log.hpp>
 
 #include <array>
 #include <bit>

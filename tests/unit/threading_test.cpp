@@ -1,4 +1,4 @@
-#include <nvmekit/threading.hpp>
+#include <nvmekit/contracts/threading.hpp>
 
 #include <cstdint>
 #include <stdexcept>

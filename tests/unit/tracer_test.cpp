@@ -1,4 +1,4 @@
-#include <nvmekit/tracer.hpp>
+#include <nvmekit/contracts/tracer.hpp>
 
 #include <cstddef>
 #include <set>

@@ -7,7 +7,7 @@
 #include <span>
 #include <system_error>
 
-#include <nvmekit/dma.hpp>
+#include <nvmekit/contracts/dma.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
 
 namespace nvmekit_test {

@@ -19,8 +19,8 @@
 #include <type_traits>
 #include <utility>
 
-#include <nvmekit/block_backend.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 

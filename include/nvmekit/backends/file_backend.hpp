@@ -54,8 +54,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <nvmekit/block_backend.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 

@@ -14,8 +14,8 @@
 #include <cstring>
 #include <optional>
 
-#include <nvmekit/block_backend.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 

@@ -70,8 +70,8 @@
 #define NVMEKIT_RAM_BACKEND_STREAMING_STORES 1
 #endif
 
-#include <nvmekit/block_backend.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 

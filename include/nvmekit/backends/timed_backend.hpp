@@ -50,10 +50,10 @@
 #include <stdexcept>
 #include <utility>
 
-#include <nvmekit/block_backend.hpp>
-#include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
-#include <nvmekit/due_queue.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
+#include <nvmekit/contracts/clock.hpp>
+#include <nvmekit/runtime/due_queue.hpp>
 #include <nvmekit/timing/timing_model.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE

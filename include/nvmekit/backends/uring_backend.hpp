@@ -68,8 +68,8 @@
 #include <liburing.h>
 
 #include <nvmekit/backends/file_backend.hpp>
-#include <nvmekit/block_backend.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 

@@ -16,18 +16,18 @@
 #include <nvmekit/command_sets/identify.hpp>
 #include <nvmekit/command_sets/queue_management.hpp>
 #include <nvmekit/config.hpp>
-#include <nvmekit/dispatcher.hpp>
-#include <nvmekit/handler_context.hpp>
-#include <nvmekit/log_page.hpp>
-#include <nvmekit/nvm_namespace.hpp>
+#include <nvmekit/contracts/handler_context.hpp>
+#include <nvmekit/core/dispatcher.hpp>
 #include <nvmekit/spec/commands.hpp>
 #include <nvmekit/spec/features.hpp>
 #include <nvmekit/spec/identify.hpp>
 #include <nvmekit/spec/log_pages.hpp>
 #include <nvmekit/spec/opcodes.hpp>
 #include <nvmekit/spec/status.hpp>
-#include <nvmekit/subsystem.hpp>
-#include <nvmekit/telemetry_log.hpp>
+#include <nvmekit/state/log_page.hpp>
+#include <nvmekit/state/telemetry_log.hpp>
+#include <nvmekit/storage/nvm_namespace.hpp>
+#include <nvmekit/storage/subsystem.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 

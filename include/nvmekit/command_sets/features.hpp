@@ -14,12 +14,12 @@
 #include <span>
 
 #include <nvmekit/config.hpp>
-#include <nvmekit/dispatcher.hpp>
-#include <nvmekit/feature_table.hpp>
-#include <nvmekit/interrupt_coalescing.hpp>
+#include <nvmekit/core/dispatcher.hpp>
 #include <nvmekit/spec/commands.hpp>
 #include <nvmekit/spec/features.hpp>
 #include <nvmekit/spec/status.hpp>
+#include <nvmekit/state/feature_table.hpp>
+#include <nvmekit/state/interrupt_coalescing.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 

@@ -14,11 +14,11 @@
 #include <nvmekit/command_sets/nvm.hpp>
 #include <nvmekit/command_sets/queue_management.hpp>
 #include <nvmekit/config.hpp>
-#include <nvmekit/controller_config.hpp>
-#include <nvmekit/nvm_namespace.hpp>
-#include <nvmekit/sgl_walker.hpp>
+#include <nvmekit/core/controller_config.hpp>
+#include <nvmekit/data/sgl_walker.hpp>
 #include <nvmekit/spec/identify.hpp>
 #include <nvmekit/spec/registers.hpp>
+#include <nvmekit/storage/nvm_namespace.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 

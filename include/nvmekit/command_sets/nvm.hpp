@@ -14,16 +14,16 @@
 #include <cstring>
 #include <span>
 
-#include <nvmekit/block_backend.hpp>
 #include <nvmekit/config.hpp>
-#include <nvmekit/dispatcher.hpp>
-#include <nvmekit/dma.hpp>
-#include <nvmekit/handler_context.hpp>
-#include <nvmekit/host_ranges.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
+#include <nvmekit/contracts/dma.hpp>
+#include <nvmekit/contracts/handler_context.hpp>
+#include <nvmekit/contracts/tracer.hpp>
+#include <nvmekit/core/dispatcher.hpp>
+#include <nvmekit/data/host_ranges.hpp>
 #include <nvmekit/spec/commands.hpp>
 #include <nvmekit/spec/opcodes.hpp>
 #include <nvmekit/spec/status.hpp>
-#include <nvmekit/tracer.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 

@@ -15,8 +15,8 @@
 #include <utility>
 
 #include <nvmekit/config.hpp>
-#include <nvmekit/dispatcher.hpp>
-#include <nvmekit/queue_memory.hpp>
+#include <nvmekit/core/dispatcher.hpp>
+#include <nvmekit/queues/queue_memory.hpp>
 #include <nvmekit/spec/commands.hpp>
 #include <nvmekit/spec/opcodes.hpp>
 #include <nvmekit/spec/registers.hpp>

@@ -31,7 +31,7 @@
 #include <stdexcept>
 
 #include <nvmekit/config.hpp>
-#include <nvmekit/msix.hpp>
+#include <nvmekit/pci/msix.hpp>
 #include <nvmekit/spec/bits.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE

@@ -32,24 +32,24 @@
 #include <vector>
 
 #include <nvmekit/config.hpp>
-#include <nvmekit/controller_config.hpp>
-#include <nvmekit/doorbell_channel.hpp>
-#include <nvmekit/error_log.hpp>
-#include <nvmekit/interrupt_coalescing.hpp>
-#include <nvmekit/interrupts.hpp>
-#include <nvmekit/io_context.hpp>
-#include <nvmekit/msix.hpp>
+#include <nvmekit/contracts/interrupts.hpp>
+#include <nvmekit/contracts/tracer.hpp>
+#include <nvmekit/core/controller_config.hpp>
+#include <nvmekit/core/io_context.hpp>
+#include <nvmekit/pci/doorbell_channel.hpp>
 #include <nvmekit/pci/doorbell_table.hpp>
 #include <nvmekit/pci/interrupt_signalling.hpp>
+#include <nvmekit/pci/msix.hpp>
 #include <nvmekit/pci/shadow_doorbells.hpp>
-#include <nvmekit/poll_group_state.hpp>
-#include <nvmekit/queue_pair.hpp>
-#include <nvmekit/register_file.hpp>
-#include <nvmekit/reset_state_machine.hpp>
+#include <nvmekit/queues/queue_pair.hpp>
+#include <nvmekit/runtime/poll_group_state.hpp>
 #include <nvmekit/spec/log_pages.hpp>
 #include <nvmekit/spec/registers.hpp>
 #include <nvmekit/spec/status.hpp>
-#include <nvmekit/tracer.hpp>
+#include <nvmekit/state/error_log.hpp>
+#include <nvmekit/state/interrupt_coalescing.hpp>
+#include <nvmekit/state/register_file.hpp>
+#include <nvmekit/state/reset_state_machine.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace pci {

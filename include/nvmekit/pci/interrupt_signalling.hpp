@@ -16,7 +16,7 @@
 #include <vector>
 
 #include <nvmekit/config.hpp>
-#include <nvmekit/interrupt_coalescing.hpp>
+#include <nvmekit/state/interrupt_coalescing.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace pci {

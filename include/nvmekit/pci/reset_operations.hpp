@@ -23,19 +23,19 @@
 #include <cstdint>
 #include <memory>
 
-#include <nvmekit/block_backend.hpp>
-#include <nvmekit/completion_inbox.hpp>
 #include <nvmekit/config.hpp>
-#include <nvmekit/controller_enable.hpp>
-#include <nvmekit/interrupt_coalescing.hpp>
-#include <nvmekit/io_context.hpp>
-#include <nvmekit/nvm_namespace.hpp>
-#include <nvmekit/queue_memory.hpp>
-#include <nvmekit/queue_pair.hpp>
-#include <nvmekit/reset_state_machine.hpp>
-#include <nvmekit/shutdown_flushes.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
+#include <nvmekit/contracts/tracer.hpp>
+#include <nvmekit/core/io_context.hpp>
+#include <nvmekit/queues/queue_memory.hpp>
+#include <nvmekit/queues/queue_pair.hpp>
+#include <nvmekit/runtime/completion_inbox.hpp>
 #include <nvmekit/spec/registers.hpp>
-#include <nvmekit/tracer.hpp>
+#include <nvmekit/state/controller_enable.hpp>
+#include <nvmekit/state/interrupt_coalescing.hpp>
+#include <nvmekit/state/reset_state_machine.hpp>
+#include <nvmekit/state/shutdown_flushes.hpp>
+#include <nvmekit/storage/nvm_namespace.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace pci {

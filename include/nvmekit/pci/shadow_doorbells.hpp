@@ -12,7 +12,7 @@
 #include <system_error>
 
 #include <nvmekit/config.hpp>
-#include <nvmekit/dma.hpp>
+#include <nvmekit/contracts/dma.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace pci {

@@ -36,8 +36,8 @@
 #include <nlohmann/json.hpp>
 
 #include <nvmekit/backends/any_backend.hpp>
-#include <nvmekit/block_backend.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace rpc {

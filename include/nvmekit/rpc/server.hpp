@@ -55,8 +55,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/contracts/clock.hpp>
 #include <nvmekit/rpc/jsonrpc.hpp>
 #include <nvmekit/transport/unix_socket_path.hpp>
 

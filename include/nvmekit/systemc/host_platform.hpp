@@ -54,9 +54,9 @@
 #include <tlm_utils/tlm_quantumkeeper.h>
 
 #include <nvmekit/config.hpp>
-#include <nvmekit/interrupts.hpp>
-#include <nvmekit/msix.hpp>
+#include <nvmekit/contracts/interrupts.hpp>
 #include <nvmekit/pci/config_space.hpp>
+#include <nvmekit/pci/msix.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
 

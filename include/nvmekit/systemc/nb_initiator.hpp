@@ -45,8 +45,8 @@
 #include <tlm>
 #include <tlm_utils/peq_with_cb_and_phase.h>
 
-#include <nvmekit/async_dma.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/contracts/async_dma.hpp>
 #include <nvmekit/error.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE

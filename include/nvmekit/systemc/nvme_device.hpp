@@ -55,7 +55,7 @@
 
 #include <nvmekit/config.hpp>
 #include <nvmekit/controller.hpp>
-#include <nvmekit/controller_config.hpp>
+#include <nvmekit/core/controller_config.hpp>
 #include <nvmekit/pci/config_space.hpp>
 #include <nvmekit/systemc/providers.hpp>
 

@@ -39,12 +39,12 @@
 #include <tlm>
 #include <tlm_utils/tlm_quantumkeeper.h>
 
-#include <nvmekit/async_dma.hpp>
-#include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
-#include <nvmekit/dma.hpp>
+#include <nvmekit/contracts/async_dma.hpp>
+#include <nvmekit/contracts/clock.hpp>
+#include <nvmekit/contracts/dma.hpp>
+#include <nvmekit/contracts/interrupts.hpp>
 #include <nvmekit/error.hpp>
-#include <nvmekit/interrupts.hpp>
 #include <nvmekit/systemc/nb_initiator.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE

@@ -8,13 +8,13 @@
 #include <span>
 #include <system_error>
 
-#include <nvmekit/async_dma.hpp>
-#include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
-#include <nvmekit/dma.hpp>
-#include <nvmekit/interrupts.hpp>
+#include <nvmekit/contracts/async_dma.hpp>
+#include <nvmekit/contracts/clock.hpp>
+#include <nvmekit/contracts/dma.hpp>
+#include <nvmekit/contracts/interrupts.hpp>
+#include <nvmekit/contracts/tracer.hpp>
 #include <nvmekit/timing/timing_model.hpp>
-#include <nvmekit/tracer.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace testing {

@@ -69,12 +69,12 @@
 #include <utility>
 #include <vector>
 
-#include <nvmekit/async_dma.hpp>
-#include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
-#include <nvmekit/dma.hpp>
-#include <nvmekit/due_queue.hpp>
+#include <nvmekit/contracts/async_dma.hpp>
+#include <nvmekit/contracts/clock.hpp>
+#include <nvmekit/contracts/dma.hpp>
 #include <nvmekit/error.hpp>
+#include <nvmekit/runtime/due_queue.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE

@@ -48,7 +48,7 @@
 #include <vector>
 
 #include <nvmekit/config.hpp>
-#include <nvmekit/dma.hpp>
+#include <nvmekit/contracts/dma.hpp>
 #include <nvmekit/error.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE

@@ -9,8 +9,8 @@
 #include <chrono>
 #include <stdexcept>
 
-#include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/contracts/clock.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace testing {

@@ -42,7 +42,7 @@
 #include <vector>
 
 #include <nvmekit/config.hpp>
-#include <nvmekit/dma.hpp>
+#include <nvmekit/contracts/dma.hpp>
 #include <nvmekit/error.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE

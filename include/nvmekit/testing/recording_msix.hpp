@@ -14,7 +14,7 @@
 #include <vector>
 
 #include <nvmekit/config.hpp>
-#include <nvmekit/interrupts.hpp>
+#include <nvmekit/contracts/interrupts.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace testing {

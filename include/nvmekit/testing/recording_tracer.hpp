@@ -13,7 +13,7 @@
 #include <vector>
 
 #include <nvmekit/config.hpp>
-#include <nvmekit/tracer.hpp>
+#include <nvmekit/contracts/tracer.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace testing {

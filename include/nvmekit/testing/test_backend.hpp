@@ -62,10 +62,10 @@
 #include <vector>
 
 #include <nvmekit/backends/ram_backend.hpp>
-#include <nvmekit/block_backend.hpp>
-#include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
-#include <nvmekit/due_queue.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
+#include <nvmekit/contracts/clock.hpp>
+#include <nvmekit/runtime/due_queue.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE

@@ -62,8 +62,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include <nvmekit/block_backend.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
 #include <nvmekit/timing/timing_model.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include <nvmekit/config.hpp>
-#include <nvmekit/interrupts.hpp>
+#include <nvmekit/contracts/interrupts.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace transport {

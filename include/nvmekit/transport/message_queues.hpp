@@ -18,16 +18,16 @@
 #include <vector>
 
 #include <nvmekit/config.hpp>
-#include <nvmekit/cq_ring.hpp>
-#include <nvmekit/io_context.hpp>
-#include <nvmekit/queue_pair.hpp>
-#include <nvmekit/reset_state_machine.hpp>
+#include <nvmekit/core/io_context.hpp>
+#include <nvmekit/queues/cq_ring.hpp>
+#include <nvmekit/queues/queue_pair.hpp>
+#include <nvmekit/queues/sq_ring.hpp>
 #include <nvmekit/spec/commands.hpp>
 #include <nvmekit/spec/features.hpp>
 #include <nvmekit/spec/queue_entries.hpp>
 #include <nvmekit/spec/registers.hpp>
 #include <nvmekit/spec/status.hpp>
-#include <nvmekit/sq_ring.hpp>
+#include <nvmekit/state/reset_state_machine.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace transport {

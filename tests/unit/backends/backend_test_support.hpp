@@ -22,7 +22,7 @@
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/block_backend.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
 
 #include "scratch_directory.hpp"
 

@@ -15,9 +15,9 @@
 #include <nvmekit/backends/any_backend.hpp>
 #include <nvmekit/backends/ram_backend.hpp>
 #include <nvmekit/backends/timed_backend.hpp>
-#include <nvmekit/clock.hpp>
+#include <nvmekit/contracts/clock.hpp>
 #include <nvmekit/controller.hpp>
-#include <nvmekit/nvm_namespace.hpp>
+#include <nvmekit/storage/nvm_namespace.hpp>
 #include <nvmekit/testing/archetypes.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
 #include <nvmekit/testing/test_backend.hpp>

@@ -7,12 +7,12 @@
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/async_dma.hpp>
-#include <nvmekit/clock.hpp>
-#include <nvmekit/dma.hpp>
-#include <nvmekit/interrupts.hpp>
+#include <nvmekit/contracts/async_dma.hpp>
+#include <nvmekit/contracts/clock.hpp>
+#include <nvmekit/contracts/dma.hpp>
+#include <nvmekit/contracts/interrupts.hpp>
+#include <nvmekit/contracts/tracer.hpp>
 #include <nvmekit/testing/archetypes.hpp>
-#include <nvmekit/tracer.hpp>
 
 using nvmekit::testing::async_dma_archetype;
 using nvmekit::testing::clock_archetype;

@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/async_dma.hpp>
+#include <nvmekit/contracts/async_dma.hpp>
 #include <nvmekit/error.hpp>
 #include <nvmekit/testing/archetypes.hpp>
 #include <nvmekit/testing/flat_memory.hpp>

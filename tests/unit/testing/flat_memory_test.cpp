@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/dma.hpp>
+#include <nvmekit/contracts/dma.hpp>
 #include <nvmekit/error.hpp>
 #include <nvmekit/testing/flat_memory.hpp>
 

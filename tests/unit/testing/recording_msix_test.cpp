@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/interrupts.hpp>
+#include <nvmekit/contracts/interrupts.hpp>
 #include <nvmekit/testing/recording_msix.hpp>
 
 using nvmekit::testing::msix_event;

@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/clock.hpp>
+#include <nvmekit/contracts/clock.hpp>
 #include <nvmekit/testing/manual_clock.hpp>
 
 using namespace std::chrono_literals;

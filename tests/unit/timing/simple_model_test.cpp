@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/block_backend.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
 #include <nvmekit/timing/simple_model.hpp>
 #include <nvmekit/timing/timing_model.hpp>
 

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/block_backend.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
 #include <nvmekit/timing/ssd_model.hpp>
 #include <nvmekit/timing/timing_model.hpp>
 

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include <nvmekit/block_backend.hpp>
+#include <nvmekit/contracts/block_backend.hpp>
 #include <nvmekit/testing/archetypes.hpp>
 #include <nvmekit/timing/timing_model.hpp>
 

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <nvmekit/backends/ram_backend.hpp>
-#include <nvmekit/dma.hpp>
+#include <nvmekit/contracts/dma.hpp>
 
 #include "controller_fixture.hpp"
 

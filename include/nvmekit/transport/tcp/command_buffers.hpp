@@ -45,9 +45,9 @@
 #include <vector>
 
 #include <nvmekit/config.hpp>
-#include <nvmekit/dma.hpp>
+#include <nvmekit/contracts/dma.hpp>
+#include <nvmekit/contracts/interrupts.hpp>
 #include <nvmekit/error.hpp>
-#include <nvmekit/interrupts.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace transport::tcp {

@@ -148,17 +148,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <nvmekit/clock.hpp>
 #include <nvmekit/config.hpp>
+#include <nvmekit/contracts/clock.hpp>
+#include <nvmekit/contracts/threading.hpp>
 #include <nvmekit/controller.hpp>
-#include <nvmekit/mailbox.hpp>
+#include <nvmekit/runtime/mailbox.hpp>
 #include <nvmekit/spec/data_pointer.hpp>
 #include <nvmekit/spec/fabrics.hpp>
 #include <nvmekit/spec/opcodes.hpp>
 #include <nvmekit/spec/registers.hpp>
 #include <nvmekit/spec/status.hpp>
 #include <nvmekit/spec/tcp.hpp>
-#include <nvmekit/threading.hpp>
 #include <nvmekit/transport/tcp/command_buffers.hpp>
 #include <nvmekit/transport/tcp/command_slots.hpp>
 #include <nvmekit/transport/tcp/connection_params.hpp>

@@ -1,0 +1,5 @@
+/// The old path of <nvmekit/data/sgl_walker.hpp>, which it includes: code that includes this path
+/// keeps compiling for one release.
+#pragma once
+
+#include <nvmekit/data/sgl_walker.hpp>
