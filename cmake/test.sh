@@ -6,9 +6,9 @@
 # consumers are built by the g++ pass only), runs the controller tests again with their I/O queues
 # over 2 and 4 poll groups and with groups on threads of their own, runs the tests of multi-threaded
 # code and the controller tests with 4 threaded poll groups under ThreadSanitizer, runs each
-# libFuzzer target for a minute on its seed corpus, one per core at a time (NVMEKIT_FUZZ_SECONDS
-# changes the minute), meanwhile checks the Debian package, and runs the end-to-end tests: a Linux
-# guest under QEMU against nvmekit-serve over vfio-user, and over NVMe/TCP with the guest kernel's
+# libFuzzer target for 30 seconds on its seed corpus, one per core at a time (NVMEKIT_FUZZ_SECONDS
+# changes that), meanwhile checks the Debian package, and runs the end-to-end tests: a Linux guest
+# under QEMU against nvmekit-serve over vfio-user, and over NVMe/TCP with the guest kernel's
 # nvme-tcp host. The end-to-end tests run in the background from the moment nvmekit-serve is built,
 # beside the other stages, and report at the end. What they need (a QEMU with the vfio-user client
 # built from Debian's source package, the guest kernel and initramfs) is provisioned first when it
@@ -152,7 +152,7 @@ for preset in ci-gcc ci-clang ci-tsan; do
     fi
 done
 
-stage "fuzz targets (clang 14, libFuzzer + ASan + UBSan), ${NVMEKIT_FUZZ_SECONDS:-60} s each"
+stage "fuzz targets (clang 14, libFuzzer + ASan + UBSan), ${NVMEKIT_FUZZ_SECONDS:-30} s each"
 cmake --preset ci-fuzz --fresh
 cmake --build --preset ci-fuzz
 # The fuzz targets run for a fixed time each, one per core at a time; with an odd number of them
@@ -160,7 +160,7 @@ cmake --build --preset ci-fuzz
 # printed after theirs.
 fuzz_log=build/fuzz.log
 set -m
-bash tests/fuzz/run.sh build/ci-fuzz "${NVMEKIT_FUZZ_SECONDS:-60}" >"$fuzz_log" 2>&1 &
+bash tests/fuzz/run.sh build/ci-fuzz "${NVMEKIT_FUZZ_SECONDS:-30}" >"$fuzz_log" 2>&1 &
 fuzz_pid=$!
 set +m
 

@@ -767,7 +767,7 @@ private:
     std::mutex mutex_;
     std::vector<std::packaged_task<void()>> pending_;
     /// Written by on_loop(): wakes run_once() from its poll(2) when a change is handed over.
-    nvmekit::transport::tcp::socket_handle wake_{::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
+    nvmekit::transport::tcp::unique_fd wake_{::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
     std::vector<pollfd> pollfds_;
     bool closed_ = false;
     std::thread::id loop_thread_;

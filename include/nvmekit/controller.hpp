@@ -17,20 +17,20 @@
 /// through self(), or members):
 ///
 // clang-format off
-/// | header                      | what it owns |
-/// |-----------------------------|--------------|
-/// | io_context.hpp              | a command's record and request life: fetch, dispatch, the handlers' data interface, staging buffers, backend requests, completion, the DMA provider behind its BAR0 guard, asynchronous DMA (dma_journal.hpp), retired queues |
-/// | pci/function.hpp            | the PCIe function: BAR0 layout and accesses, MSI-X table, Bus Master Enable, doorbells and shadow doorbells applied to the rings, interrupt signalling and INTx |
-/// | pci/reset_operations.hpp    | the reset state machine's hands: enable, Controller Reset, shutdown and its flushes, NVM Subsystem Reset, FLR |
+/// | header                       | what it owns |
+/// |------------------------------|--------------|
+/// | core/io_context.hpp          | a command's record and request life: fetch, dispatch, the handlers' data interface, staging buffers, backend requests, completion, the DMA provider behind its BAR0 guard, asynchronous DMA (core/dma_journal.hpp), retired queues |
+/// | pci/function.hpp             | the PCIe function: BAR0 layout and accesses, MSI-X table, Bus Master Enable, doorbells and shadow doorbells applied to the rings, interrupt signalling and INTx |
+/// | pci/reset_operations.hpp     | the reset state machine's hands: enable, Controller Reset, shutdown and its flushes, NVM Subsystem Reset, FLR |
 /// | transport/message_queues.hpp | message-based transports: properties, connected admin and I/O queues, submit() and take_completion(), the CDW0 bits checked |
-/// | group_processing.hpp        | poll(), poll_group(), the group threads and pauses: the admin context and the poll groups, queue placement and each group's queue list |
-/// | queue_state.hpp             | the queues by QID (created, deleted, their memory from PRP lists), Number of Queues granted, whether an I/O queue was created |
-/// | admin_context.hpp           | the handlers' and admin command set's context: features, log pages and events, attached namespaces, Keep Alive, admin and log buffers, memory page size |
-/// | introspection.hpp           | state(), registers(), statistics() and the controller-wide counters, identity, temperature |
-/// | group_coordination.hpp      | how the admin context and the poll groups take turns |
-/// | queue_pair.hpp              | a submission and a completion queue: ring, request pool, held completions |
+/// | core/group_processing.hpp    | poll(), poll_group(), the group threads and pauses: the admin context and the poll groups, queue placement and each group's queue list |
+/// | core/queue_state.hpp         | the queues by QID (created, deleted, their memory from PRP lists), Number of Queues granted, whether an I/O queue was created |
+/// | core/admin_context.hpp       | the handlers' and admin command set's context: features, log pages and events, attached namespaces, Keep Alive, admin and log buffers, memory page size |
+/// | core/introspection.hpp       | state(), registers(), statistics() and the controller-wide counters, identity, temperature |
+/// | runtime/group_coordination.hpp | how the admin context and the poll groups take turns |
+/// | queues/queue_pair.hpp        | a submission and a completion queue: ring, request pool, held completions |
 /// | pci/doorbell_table.hpp, pci/shadow_doorbells.hpp, pci/interrupt_signalling.hpp | doorbell validity and ownership, Doorbell Buffer Config's buffers, vector coalescing and the INTx pin |
-/// | controller_config.hpp, controller_logs.hpp, handler_context.hpp | configuration and limits, the log pages and events, the handlers' context concepts |
+/// | core/controller_config.hpp, state/controller_logs.hpp, contracts/handler_context.hpp | configuration and limits, the log pages and events, the handlers' context concepts |
 // clang-format on
 ///
 /// Threading: by default nothing runs unless the embedder calls a member function, and the same

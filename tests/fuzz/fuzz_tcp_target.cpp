@@ -98,7 +98,7 @@ struct pending_r2t {
 
 /// One host connection: what it has yet to send, what it received, and what it learnt from it.
 struct host_connection {
-    tcp::socket_handle socket;
+    tcp::unique_fd socket;
     std::vector<std::byte> unsent;
     std::vector<std::byte> received;
     /// Parameters the host encodes its PDUs with: the digests its last ICReq asked for.
@@ -123,7 +123,7 @@ public:
     {
         for (std::size_t i = 0; i < count; ++i) {
             auto& c = connections_[i];
-            c.socket = tcp::socket_handle{::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+            c.socket = tcp::unique_fd{::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
             NVMEKIT_FUZZ_CHECK(c.socket.get() >= 0);
             sockaddr_in address{};
             address.sin_family = AF_INET;

@@ -1,7 +1,15 @@
 # Compiles the consumer programs of consumers.cmake with only the flags `pkg-config --cflags --libs
 # nvmekit` gives, runs each, and checks what consumer prints.
-#   cmake -DPKG_CONFIG=pkg-config -DCXX=g++ -DOUTPUT_DIR=dir [-DPREFIX=install prefix] -P pkg_config.cmake
-# Without PREFIX, pkg-config searches its default path (the .deb check, after dpkg -i).
+#   cmake -DPKG_CONFIG=pkg-config -DCXX=g++ -DOUTPUT_DIR=dir [-DPREFIX=install prefix]
+#         [-DPROGRAMS=all|usage] -P pkg_config.cmake
+# Without PREFIX, pkg-config searches its default path (the .deb check, after dpkg -i). PROGRAMS=usage
+# leaves out readme_example and vfio_user_consumer, as NVMEKIT_CONSUMER_PROGRAMS does (consumers.cmake).
+if(NOT DEFINED PROGRAMS)
+    set(PROGRAMS all)
+endif()
+if(NOT PROGRAMS MATCHES "^(all|usage)$")
+    message(FATAL_ERROR "PROGRAMS is all or usage, not ${PROGRAMS}")
+endif()
 if(NOT PKG_CONFIG)
     message(FATAL_ERROR "pkg-config was not found when the tests were configured (Debian: apt-get install pkgconf)")
 endif()
@@ -19,9 +27,11 @@ separate_arguments(flags UNIX_COMMAND "${flags}")
 file(MAKE_DIRECTORY "${OUTPUT_DIR}")
 
 set(sources_dir "${CMAKE_CURRENT_LIST_DIR}")
-foreach(program_source IN ITEMS
-        "consumer=${sources_dir}/consumer.cpp"
-        "readme_example=${sources_dir}/../../examples/readme_example.cpp")
+set(programs "consumer=${sources_dir}/consumer.cpp")
+if(PROGRAMS STREQUAL "all")
+    list(APPEND programs "readme_example=${sources_dir}/../../examples/readme_example.cpp")
+endif()
+foreach(program_source IN LISTS programs)
     string(REPLACE "=" ";" program_source "${program_source}")
     list(GET program_source 0 program)
     list(GET program_source 1 source)
@@ -45,6 +55,15 @@ endforeach()
 foreach(component IN ITEMS rpc vfio_user systemc)
     execute_process(COMMAND "${PKG_CONFIG}" --exists nvmekit-${component} RESULT_VARIABLE result)
     if(NOT result EQUAL 0)
+        continue()
+    endif()
+    if(component STREQUAL "vfio_user" AND PROGRAMS STREQUAL "usage")
+        # Its flags are still checked: pkg-config must give them.
+        execute_process(COMMAND "${PKG_CONFIG}" --cflags --libs nvmekit-${component} RESULT_VARIABLE result
+            OUTPUT_QUIET)
+        if(NOT result EQUAL 0)
+            message(FATAL_ERROR "pkg-config --cflags --libs nvmekit-${component} failed")
+        endif()
         continue()
     endif()
     execute_process(COMMAND "${PKG_CONFIG}" --cflags --libs nvmekit-${component}

@@ -321,11 +321,10 @@ struct association_figures {
 /// `count` discovery associations with KATO 0 from made-up host NQNs, all at once, from
 /// 127.0.0.`source` (0: 127.0.0.1), each answer awaited for `patience`; the connections stay open
 /// (returned) until the caller drops them.
-std::vector<socket_handle> open_discovery_associations(std::uint16_t port, std::size_t count,
-                                                       std::string_view host_prefix,
-                                                       association_figures& figures,
-                                                       std::chrono::milliseconds patience = answer_patience,
-                                                       std::uint32_t source = 0)
+std::vector<unique_fd> open_discovery_associations(std::uint16_t port, std::size_t count,
+                                                   std::string_view host_prefix, association_figures& figures,
+                                                   std::chrono::milliseconds patience = answer_patience,
+                                                   std::uint32_t source = 0)
 {
     figures.tried += count;
     auto opened = open_tcp_connections(port, count, clock_type::now() + handshake_patience,
@@ -874,9 +873,9 @@ private:
     std::optional<resource_sampler> sampler_;
     std::unique_ptr<tcp_verifier> good_tcp_;
     std::unique_ptr<vfio_user_verifier> good_vm_;
-    std::vector<socket_handle> holders_;
-    std::vector<socket_handle> associations_;
-    std::vector<socket_handle> idle_;
+    std::vector<unique_fd> holders_;
+    std::vector<unique_fd> associations_;
+    std::vector<unique_fd> idle_;
 };
 
 } // namespace

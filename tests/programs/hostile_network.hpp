@@ -59,7 +59,7 @@ namespace nvmekit_hostile {
 namespace spec = nvmekit::spec;
 namespace nt = nvmekit::testing;
 namespace tcp = nvmekit::transport::tcp;
-using nvmekit::transport::tcp::socket_handle;
+using nvmekit::transport::tcp::unique_fd;
 using clock_type = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
@@ -251,7 +251,7 @@ private:
 /// A TCP port free now on 127.0.0.1 (the server binds it a moment later).
 inline std::uint16_t free_tcp_port()
 {
-    const socket_handle s{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    const unique_fd s{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -293,7 +293,7 @@ inline bool send_all(int fd, std::span<const std::byte> bytes, clock_type::time_
 
 /// The outcome of opening many TCP connections at once.
 struct opened_connections {
-    std::vector<socket_handle> connected;
+    std::vector<unique_fd> connected;
     std::size_t refused = 0;      ///< RST (or another error) instead of a handshake
     std::size_t no_handshake = 0; ///< still waiting at the deadline: the SYN was dropped
 };
@@ -307,13 +307,13 @@ inline opened_connections open_tcp_connections(std::uint16_t port, std::size_t c
                                                std::uint32_t first_source = 2)
 {
     opened_connections result;
-    std::vector<socket_handle> pending;
+    std::vector<unique_fd> pending;
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     address.sin_port = htons(port);
     for (std::size_t i = 0; i < count; ++i) {
-        socket_handle s{::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+        unique_fd s{::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
         if (s.get() < 0) {
             throw std::runtime_error("socket: " + std::string{std::strerror(errno)});
         }
@@ -343,7 +343,7 @@ inline opened_connections open_tcp_connections(std::uint16_t port, std::size_t c
         if (::poll(fds.data(), fds.size(), remaining_ms(deadline)) <= 0) {
             break;
         }
-        std::vector<socket_handle> still;
+        std::vector<unique_fd> still;
         for (std::size_t i = 0; i < pending.size(); ++i) {
             if (fds[i].revents == 0) {
                 still.push_back(std::move(pending[i]));
@@ -430,7 +430,7 @@ inline std::vector<tcp_answer> receive_pdus(std::span<const int> connections, cl
 }
 
 /// Whether `connection` was closed by its peer (EOF or reset); what it received is dropped.
-inline bool closed_by_peer(const socket_handle& connection)
+inline bool closed_by_peer(const unique_fd& connection)
 {
     for (;;) {
         std::array<std::byte, 4096> buffer{};
@@ -506,13 +506,13 @@ inline bool successful_response(const tcp_answer& answer)
 
 /// A non-blocking connection to the Unix socket `path`, tried again while the server's backlog
 /// is full until `deadline`; invalid when refused.
-inline socket_handle unix_connect(const std::string& path, clock_type::time_point deadline)
+inline unique_fd unix_connect(const std::string& path, clock_type::time_point deadline)
 {
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     std::memcpy(address.sun_path, path.c_str(), std::min(path.size(), sizeof address.sun_path - 1));
     for (;;) {
-        socket_handle s{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+        unique_fd s{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
         if (s.get() < 0) {
             return {};
         }

@@ -58,6 +58,7 @@
 #include <nvmekit/config.hpp>
 #include <nvmekit/contracts/clock.hpp>
 #include <nvmekit/rpc/jsonrpc.hpp>
+#include <nvmekit/transport/unique_fd.hpp>
 #include <nvmekit/transport/unix_socket_path.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
@@ -150,35 +151,6 @@ struct server_statistics {
 
 namespace detail {
 
-class fd_holder {
-public:
-    fd_holder() = default;
-    explicit fd_holder(int fd) noexcept : fd_{fd} {}
-    fd_holder(fd_holder&& other) noexcept : fd_{std::exchange(other.fd_, -1)} {}
-    fd_holder& operator=(fd_holder&& other) noexcept
-    {
-        if (this != &other) {
-            reset(std::exchange(other.fd_, -1));
-        }
-        return *this;
-    }
-    fd_holder(const fd_holder&) = delete;
-    fd_holder& operator=(const fd_holder&) = delete;
-    ~fd_holder() { reset(); }
-    [[nodiscard]] int get() const noexcept { return fd_; }
-    [[nodiscard]] bool valid() const noexcept { return fd_ >= 0; }
-    void reset(int fd = -1) noexcept
-    {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-        fd_ = fd;
-    }
-
-private:
-    int fd_ = -1;
-};
-
 [[noreturn]] inline void throw_errno(const std::string& what)
 {
     throw std::system_error(errno, std::generic_category(), "rpc server: " + what);
@@ -230,7 +202,7 @@ public:
         }
         const sockaddr_un address = transport::unix_socket_address(options_.socket_path, "rpc server");
         clear_path();
-        detail::fd_holder listener{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)};
+        transport::unique_fd listener{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)};
         if (!listener.valid()) {
             detail::throw_errno("socket() for " + options_.socket_path);
         }
@@ -344,7 +316,7 @@ private:
         client(int fd, const registry& methods, const decoder_limits& limits, std::chrono::nanoseconds now)
             : socket{fd}, stream{methods, limits}, last_activity{now}
         {}
-        detail::fd_holder socket;
+        transport::unique_fd socket;
         request_stream<registry> stream;
         std::string output;
         std::size_t output_sent = 0;
@@ -762,8 +734,8 @@ private:
     const registry& methods_;
     server_options options_;
     server_logger logger_;
-    detail::fd_holder wake_;
-    detail::fd_holder listener_;
+    transport::unique_fd wake_;
+    transport::unique_fd listener_;
     dev_t socket_device_ = 0;
     ino_t socket_inode_ = 0;
     std::vector<std::unique_ptr<client>> clients_;

@@ -593,7 +593,7 @@ private:
     }
 
     tcp_host_options options_;
-    transport::tcp::socket_handle socket_;
+    transport::tcp::unique_fd socket_;
     transport::tcp::connection_params params_{};
     std::uint16_t qid_ = 0;
     std::uint32_t in_capsule_limit_ = transport::tcp::admin_in_capsule_data_size;

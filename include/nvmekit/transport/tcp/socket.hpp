@@ -1,5 +1,5 @@
 #pragma once
-/// The TCP sockets of the NVMe/TCP target and initiator: a descriptor closed on destruction, an
+/// The TCP sockets of the NVMe/TCP target and initiator (each a unique_fd): an
 /// IPv4 or IPv6 address in text made a socket address, a non-blocking listener and a blocking
 /// connection, the addresses they are bound to, and a peer's address as a key. Failures of the
 /// system calls throw std::system_error; an address that is neither IPv4 nor IPv6 throws
@@ -22,40 +22,13 @@
 #include <unistd.h>
 
 #include <nvmekit/config.hpp>
+#include <nvmekit/transport/unique_fd.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace transport::tcp {
 
-/// A file descriptor closed on destruction.
-class socket_handle {
-public:
-    socket_handle() noexcept = default;
-    explicit socket_handle(int fd) noexcept : fd_{fd} {}
-    socket_handle(socket_handle&& other) noexcept : fd_{std::exchange(other.fd_, -1)} {}
-    socket_handle& operator=(socket_handle&& other) noexcept
-    {
-        if (this != &other) {
-            reset();
-            fd_ = std::exchange(other.fd_, -1);
-        }
-        return *this;
-    }
-    socket_handle(const socket_handle&) = delete;
-    socket_handle& operator=(const socket_handle&) = delete;
-    ~socket_handle() { reset(); }
-
-    [[nodiscard]] int get() const noexcept { return fd_; }
-    void reset() noexcept
-    {
-        if (fd_ >= 0) {
-            ::close(fd_);
-            fd_ = -1;
-        }
-    }
-
-private:
-    int fd_ = -1;
-};
+/// The sockets' owner (transport/unique_fd.hpp), named here as in the vfio-user transport.
+using transport::unique_fd;
 
 [[noreturn]] inline void throw_errno(const char* what)
 {
@@ -92,7 +65,7 @@ struct socket_address {
 };
 
 /// A non-blocking listening socket on `address`:`port` (0: any free port; see local_port).
-inline socket_handle listen_on(const std::string& address, std::uint16_t port)
+inline unique_fd listen_on(const std::string& address, std::uint16_t port)
 {
     const auto where = socket_address::parse(address, port);
     // The errors name the address: a server with several listeners says which one failed.
@@ -102,7 +75,7 @@ inline socket_handle listen_on(const std::string& address, std::uint16_t port)
         throw std::system_error{error, std::generic_category(),
                                 std::string{"tcp: "} + what + " " + name + ":" + std::to_string(port)};
     };
-    socket_handle fd{::socket(where.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+    unique_fd fd{::socket(where.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
     if (fd.get() < 0) {
         fail("socket");
     }
@@ -120,10 +93,10 @@ inline socket_handle listen_on(const std::string& address, std::uint16_t port)
 /// A blocking connection to `address`:`port` with TCP_NODELAY; `before_connect` runs on the new
 /// socket first (to set socket options that must precede the connection).
 template <typename Configure>
-socket_handle connect_to(const std::string& address, std::uint16_t port, Configure&& before_connect)
+unique_fd connect_to(const std::string& address, std::uint16_t port, Configure&& before_connect)
 {
     const auto where = socket_address::parse(address, port);
-    socket_handle fd{::socket(where.family, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    unique_fd fd{::socket(where.family, SOCK_STREAM | SOCK_CLOEXEC, 0)};
     if (fd.get() < 0) {
         throw_errno("tcp: socket");
     }

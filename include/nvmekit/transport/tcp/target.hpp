@@ -956,7 +956,7 @@ private:
     enum class data_sink : std::uint8_t { none, capsule, h2c, fabrics };
 
     struct connection {
-        socket_handle socket;
+        unique_fd socket;
         /// Its place among the process's connections (descriptor_reserve), given up as the
         /// socket closes.
         connection_ticket ticket;
@@ -1115,7 +1115,7 @@ private:
         std::vector<to_group> overflow;
         /// Messages to poll() not posted yet.
         std::vector<to_main> outbox;
-        socket_handle wake{::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
+        unique_fd wake{::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
         detail::target_counters counters;
         bool busy = false;
     };
@@ -1190,8 +1190,8 @@ private:
             }
             sockaddr_storage peer{};
             socklen_t peer_length = sizeof(peer);
-            socket_handle fd{::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length,
-                                       SOCK_NONBLOCK | SOCK_CLOEXEC)};
+            unique_fd fd{::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length,
+                                   SOCK_NONBLOCK | SOCK_CLOEXEC)};
             if (fd.get() < 0) {
                 // EAGAIN, or an aborted connection: nothing to serve. No descriptor or memory for
                 // it: it waits in the backlog while the listener, readable all the while, is left
@@ -2511,7 +2511,7 @@ private:
     /// The configuration of discovery controllers: options_.controller's, as a discovery one.
     controller_config discovery_controller_{};
     typename Traits::clock clock_{};
-    socket_handle listener_;
+    unique_fd listener_;
     std::uint16_t port_ = 0;
     /// Whether the listener is on 0.0.0.0 or ::: the Discovery log then gives each host the
     /// address it connected to.
@@ -2535,7 +2535,7 @@ private:
     /// and the serial of the next connection moved to a group.
     std::vector<std::unique_ptr<group>> groups_;
     mailbox<to_main> main_inbox_{mailbox_capacity};
-    socket_handle main_wake_{::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
+    unique_fd main_wake_{::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
     std::uint16_t placement_ = 0;
     std::uint16_t next_group_ = 0;
     std::uint64_t next_serial_ = 1;

@@ -23,48 +23,15 @@
 #include <unistd.h>
 
 #include <nvmekit/config.hpp>
+#include <nvmekit/transport/unique_fd.hpp>
 #include <nvmekit/transport/unix_socket_path.hpp>
 #include <nvmekit/transport/vfio_user/protocol.hpp>
 
 NVMEKIT_BEGIN_NAMESPACE
 namespace transport::vfio_user {
 
-/// A file descriptor closed when the object goes.
-class unique_fd {
-public:
-    unique_fd() = default;
-    explicit unique_fd(int fd) noexcept : fd_{fd} {}
-    unique_fd(unique_fd&& other) noexcept : fd_{other.release()} {}
-    unique_fd& operator=(unique_fd&& other) noexcept
-    {
-        if (this != &other) {
-            reset(other.release());
-        }
-        return *this;
-    }
-    unique_fd(const unique_fd&) = delete;
-    unique_fd& operator=(const unique_fd&) = delete;
-    ~unique_fd() { reset(); }
-
-    [[nodiscard]] int get() const noexcept { return fd_; }
-    [[nodiscard]] bool valid() const noexcept { return fd_ >= 0; }
-    int release() noexcept
-    {
-        const int fd = fd_;
-        fd_ = -1;
-        return fd;
-    }
-    void reset(int fd = -1) noexcept
-    {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-        fd_ = fd;
-    }
-
-private:
-    int fd_ = -1;
-};
+/// The sockets' and received descriptors' owner (transport/unique_fd.hpp).
+using transport::unique_fd;
 
 /// A listening UNIX stream socket at `path`. A stale socket file there (nobody listening) is
 /// replaced; anything else at the path (a file, a directory, a socket a server answers on) is

@@ -39,9 +39,9 @@ TEST(tcp_socket, a_listener_on_any_port_accepts_a_connection)
     bool configured = false;
     const auto client = tcp::connect_to("127.0.0.1", port, [&](int fd) { configured = fd >= 0; });
     EXPECT_TRUE(configured);
-    tcp::socket_handle accepted;
+    tcp::unique_fd accepted;
     for (int attempt = 0; attempt < 1000 && accepted.get() < 0; ++attempt) {
-        accepted = tcp::socket_handle{::accept(listener.get(), nullptr, nullptr)}; // non-blocking listener
+        accepted = tcp::unique_fd{::accept(listener.get(), nullptr, nullptr)}; // non-blocking listener
     }
     ASSERT_GE(accepted.get(), 0);
     const std::array<char, 3> hello{'h', 'i', '!'};
@@ -73,14 +73,14 @@ TEST(tcp_socket, the_unspecified_addresses_name_every_address)
 }
 
 /// A connection to `listener` (bound to the port `port`) at `address`, and the listener's end of it.
-std::pair<tcp::socket_handle, tcp::socket_handle>
-connection_to(const tcp::socket_handle& listener, const std::string& address, std::uint16_t port)
+std::pair<tcp::unique_fd, tcp::unique_fd> connection_to(const tcp::unique_fd& listener,
+                                                        const std::string& address, std::uint16_t port)
 {
     auto client = tcp::connect_to(address, port, [](int) {});
-    tcp::socket_handle accepted;
+    tcp::unique_fd accepted;
     pollfd readable{listener.get(), POLLIN, 0};
     if (::poll(&readable, 1, 30'000) == 1) { // a hang guard: the connection is there already
-        accepted = tcp::socket_handle{::accept(listener.get(), nullptr, nullptr)};
+        accepted = tcp::unique_fd{::accept(listener.get(), nullptr, nullptr)};
     }
     return {std::move(client), std::move(accepted)};
 }
@@ -94,7 +94,7 @@ TEST(tcp_socket, a_connection_to_a_listener_on_every_address_knows_the_address_i
     EXPECT_EQ(reached.text, "127.0.0.1");
     EXPECT_FALSE(reached.ipv6);
 
-    tcp::socket_handle v6;
+    tcp::unique_fd v6;
     try {
         v6 = tcp::listen_on("::", 0);
     } catch (const std::system_error&) {

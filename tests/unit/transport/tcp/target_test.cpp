@@ -2410,7 +2410,7 @@ int accepting_without_descriptors()
     options.descriptor_reserve = 0; // accept(2) itself runs out of descriptors here
     paused_target target{subsystem, options};
     constexpr std::uint64_t hosts = 8;
-    std::vector<tcp::socket_handle> clients;
+    std::vector<tcp::unique_fd> clients;
     for (std::uint64_t i = 0; i < hosts; ++i) {
         clients.push_back(tcp::connect_to("127.0.0.1", target.port(), [](int) {}));
     }
