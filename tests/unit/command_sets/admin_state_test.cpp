@@ -349,6 +349,15 @@ spec::status read_blocks(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::ui
     return status;
 }
 
+/// Reads the 512-byte block `slba` of `nsid` and expects every byte of it to be `fill`.
+template <typename Rig>
+void expect_block_holds(Rig& r, std::uint32_t nsid, std::uint64_t slba, std::byte fill)
+{
+    std::vector<std::byte> data;
+    ASSERT_EQ(read_blocks(r, nsid, slba, 1, data), spec::status::success());
+    EXPECT_EQ(data, std::vector<std::byte>(512, fill));
+}
+
 TYPED_TEST(admin_namespace_attachment, detach_and_attach_for_this_controller)
 {
     TypeParam r;
@@ -579,9 +588,7 @@ TYPED_TEST(admin_format, unsupported_formats_and_protection_are_invalid_format)
     const auto id = identify_namespace(r, 1);
     EXPECT_EQ(id.flbas.format_index(), 0U);
     EXPECT_EQ(id.nsze, 2048U);
-    std::vector<std::byte> data;
-    ASSERT_EQ(read_blocks(r, 1, 0, 1, data), spec::status::success());
-    EXPECT_EQ(data, std::vector<std::byte>(512, std::byte{0x99})); // nothing was erased
+    expect_block_holds(r, 1, 0, std::byte{0x99}); // nothing was erased
 }
 
 TYPED_TEST(admin_format, cryptographic_and_reserved_secure_erase_are_invalid_field)
@@ -597,9 +604,7 @@ TYPED_TEST(admin_format, cryptographic_and_reserved_secure_erase_are_invalid_fie
     reserved.cdw10 |= 0b111U << 9; // SES 111b
     EXPECT_EQ(r.host.admin(reserved).status(), dnr(spec::generic_status::invalid_field));
     EXPECT_EQ(identify_namespace(r, 1).flbas.format_index(), 0U);
-    std::vector<std::byte> data;
-    ASSERT_EQ(read_blocks(r, 1, 0, 1, data), spec::status::success());
-    EXPECT_EQ(data, std::vector<std::byte>(512, std::byte{0x99}));
+    expect_block_holds(r, 1, 0, std::byte{0x99});
 }
 
 TYPED_TEST(admin_format, broadcast_nsid_formats_every_attached_namespace)
@@ -745,9 +750,7 @@ TYPED_TEST(admin_format, lba_formats_with_metadata_take_it_at_mptr_or_in_the_ext
     ASSERT_EQ(r.host.admin(format_command(1, 0)).status(), spec::status::success());
     EXPECT_EQ(identify_namespace(r, 1).nsze, namespace_bytes / 512);
     ASSERT_EQ(write_blocks(r, 1, 2047, 1, std::byte{0x3c}), spec::status::success());
-    std::vector<std::byte> data;
-    ASSERT_EQ(read_blocks(r, 1, 2047, 1, data), spec::status::success());
-    EXPECT_EQ(data, std::vector<std::byte>(512, std::byte{0x3c}));
+    expect_block_holds(r, 1, 2047, std::byte{0x3c});
 }
 
 // ---- Format NVM: the metadata placements of the transport (MC) -----------------------------------
@@ -766,14 +769,12 @@ TYPED_TEST(admin_format_metadata, separate_metadata_is_invalid_format_over_a_fab
             ASSERT_EQ(write_blocks(r, 1, 0, 1, std::byte{0x99}), spec::status::success());
             const auto status = r.host.admin(format_command(nsid, lbaf)).status();
             const auto id = identify_namespace(r, 1);
-            std::vector<std::byte> data;
             if constexpr (over_a_fabric<TypeParam>) {
                 EXPECT_EQ(status, dnr(spec::command_specific_status::invalid_format));
                 EXPECT_EQ(id.mc.raw, 0x1U);
                 EXPECT_EQ(id.flbas.raw, 0U);
                 EXPECT_EQ(id.nsze, namespace_bytes / 512);
-                ASSERT_EQ(read_blocks(r, 1, 0, 1, data), spec::status::success());
-                EXPECT_EQ(data, std::vector<std::byte>(512, std::byte{0x99})); // nothing was erased
+                expect_block_holds(r, 1, 0, std::byte{0x99}); // nothing was erased
             } else {
                 EXPECT_EQ(status, spec::status::success());
                 EXPECT_EQ(id.mc.raw, 0x3U);
